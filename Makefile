@@ -1,0 +1,104 @@
+# nnbench — build, test, check (ASan+UBSan), install, deps, run, bench.
+# The README's two set-up commands are `make run` and `make test`; both call `make deps`.
+
+CC      ?= cc
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   ?= build
+
+PKGS := ncursesw sqlite3 papi openblas lapacke cmocka inih zlib
+# Recursive (=) on purpose: pkg-config is only asked once a compile runs, after `make deps`.
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
+
+WARN    := -Wall -Wextra -Wpedantic -Werror -Wshadow -Wno-unused-parameter
+CSTD    := -std=c11 -D_GNU_SOURCE
+OPT     ?= -O2 -g
+SAN     :=
+CFLAGS_ALL  = $(CSTD) $(OPT) $(WARN) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
+LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lsde -lpthread -lm $(LDLIBS)
+
+MODULES  := profiler quantum engine store tui
+LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+TEST_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/$(m)/*.c),$(m)))
+TEST_BINS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
+BENCH_SRC := $(wildcard tests/bench/*.c)
+BENCH_BINS := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
+
+.PHONY: all nnbench tests test check deps run install uninstall clean bench bench-quick bench-peers demo
+.DEFAULT_GOAL := all
+
+all: nnbench
+
+nnbench: $(BUILD)/nnbench
+	@ln -sf $(BUILD)/nnbench nnbench
+
+$(BUILD)/nnbench: $(BUILD)/tui/main.o $(BUILD)/libnnbench.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/libnnbench.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c -o $@ $<
+
+# One CMocka executable per module, from every .c under tests/<module>/.
+.SECONDEXPANSION:
+$(BUILD)/tests/test_%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tests/$$*/*.c)) $(BUILD)/libnnbench.a
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(BUILD)/libnnbench.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+tests: all $(TEST_BINS) $(BENCH_BINS)
+
+deps:
+	@sh scripts/deps.sh
+
+# Every test: unit tests (one CMocka executable per module), then the end-to-end scripts.
+test: deps
+	@$(MAKE) --no-print-directory tests
+	@sh tests/run.sh $(BUILD)
+
+# The same tests under AddressSanitizer + UndefinedBehaviorSanitizer, in their own tree.
+check: deps
+	@$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" tests
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    NNBENCH_SANITIZED=1 sh tests/run.sh build-san
+
+run: deps
+	@$(MAKE) --no-print-directory all
+	./nnbench tui --db ./nnbench.db
+
+bench: deps
+	@$(MAKE) --no-print-directory tests
+	@sh tests/bench/run.sh $(BUILD)
+
+bench-quick: deps
+	@$(MAKE) --no-print-directory tests
+	@sh tests/bench/run.sh $(BUILD) --quick
+
+bench-peers: deps
+	@sh scripts/deps.sh python3-torch python3-numpy
+	@$(MAKE) --no-print-directory tests
+	@sh tests/bench/run.sh $(BUILD) --peers
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/nnbench/samples
+	install -m 755 $(BUILD)/nnbench $(DESTDIR)$(PREFIX)/bin/nnbench
+	install -m 644 samples/*.ini $(DESTDIR)$(PREFIX)/share/nnbench/samples/
+	-cp -r samples/data $(DESTDIR)$(PREFIX)/share/nnbench/samples/ 2>/dev/null
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/nnbench
+	rm -rf $(DESTDIR)$(PREFIX)/share/nnbench
+
+clean:
+	rm -rf build build-san nnbench
+
+-include $(shell find $(BUILD) build-san -name '*.d' 2>/dev/null)

@@ -1,0 +1,355 @@
+/* engine.h — nnbench's training engine: experiment configs, datasets, models, optimizers
+ * and the training loop. The one public header of engine/.
+ *
+ * How a run goes:
+ *   eng_experiment *ex;
+ *   if (eng_experiment_load("samples/spirals-mlp.ini", overrides, n_overrides, &ex)) {
+ *       fprintf(stderr, "%s\n", eng_error()); exit(2); }        // "FILE:LINE: key ..."
+ *   for (size_t i = 0; i < ex->n_variants; i++) {
+ *       eng_run *r;
+ *       if (eng_run_create(&ex->variants[i], prof, &r)) { ... eng_error() ... }
+ *       int rc = eng_run_train(r, &sink);   // events go to the sink; ENG_OK, ENG_EDIVERGED...
+ *       eng_run_destroy(r);
+ *   }
+ *   eng_experiment_free(ex);
+ *
+ * Conventions: every function that can fail returns an eng_status (0 = ok) and leaves a
+ * message for the user in eng_error() (thread-local). Memory that a function allocates for
+ * the caller is freed by the matching *_free / *_destroy named next to it. Nothing here
+ * prints, exits, or touches SQLite or the terminal: a run reports through an eng_sink.
+ */
+#ifndef NNBENCH_ENGINE_H
+#define NNBENCH_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../profiler/profiler.h"
+
+#define NNBENCH_VERSION "0.1.0"
+
+/* ---- errors ------------------------------------------------------------------------ */
+
+typedef enum {
+    ENG_OK = 0,
+    ENG_EINVAL = -1,     /* bad config, bad argument */
+    ENG_EIO = -2,        /* a file could not be opened/read */
+    ENG_EFORMAT = -3,    /* a file is malformed or truncated */
+    ENG_ENOMEM = -4,
+    ENG_EDIVERGED = -5,  /* loss became NaN/Inf */
+    ENG_ESTOPPED = -6,   /* eng_run_request_stop() was honoured */
+    ENG_ESINK = -7,      /* a sink callback failed (its message is in eng_error()) */
+    ENG_ESOLVER = -8,    /* a Newton linear solve failed */
+} eng_status;
+
+/* The last error message set on this thread ("" if none). */
+const char *eng_error(void);
+/* Sets the thread's error message (printf-style) and returns code; for engine files and
+ * for sinks that want their message to surface through eng_error(). */
+int eng_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- run statuses (persisted by number and by name: append-only) ------------------- */
+
+typedef enum {
+    ENG_RUN_RUNNING = 0,
+    ENG_RUN_FINISHED = 1,
+    ENG_RUN_FAILED = 2,
+    ENG_RUN_DIVERGED = 3,
+    ENG_RUN_INTERRUPTED = 4,
+    ENG_RUN_CRASHED = 5,
+} eng_run_status;
+const char *eng_run_status_name(eng_run_status s); /* "running", "finished", ... */
+
+/* ---- experiment configuration ------------------------------------------------------ */
+
+typedef enum {
+    ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG, ENG_DATA_POLYREG,
+    ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV,
+} eng_data_source;
+
+typedef enum { ENG_NORM_NONE, ENG_NORM_SCALE /* x/255 for idx */, ENG_NORM_STANDARD /* z-score per feature, stats from train */, ENG_NORM_MINMAX } eng_norm;
+
+typedef struct {
+    eng_data_source source;
+    int n;                 /* synthetic: samples generated; idx/csv: max training samples (0 = all) */
+    int n_test;            /* idx with test files / csv: max test samples (0 = all) */
+    double test_fraction;  /* split of generated/csv data when no separate test file */
+    double noise;          /* synthetic: noise std */
+    int classes;           /* blobs: number of classes; spirals: arms */
+    int features;          /* blobs/linreg/polyreg: input dimension */
+    int degree;            /* polyreg: polynomial degree */
+    char path[512];        /* idx: training images file (or a directory holding the 4 standard files); csv: file */
+    char labels[512];      /* idx: training labels file */
+    char test_path[512];   /* idx: test images; csv: optional test file */
+    char test_labels[512]; /* idx: test labels */
+    int label_column;      /* csv: column of the target (-1 = last) */
+    int header;            /* csv: first row is a header (1) or not (0); -1 = detect */
+    int regression;        /* csv: target is a real value (1) or a class index (0) */
+    eng_norm normalize;
+    int shuffle;           /* shuffle training data every epoch */
+    int prefetch;          /* gather the next batch on a second thread */
+} eng_data_config;
+
+typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU } eng_act;
+typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN } eng_layer_kind;
+
+typedef struct {
+    eng_layer_kind kind;
+    int units;     /* dense: outputs; conv: filters */
+    int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
+    eng_act act;
+} eng_layer_spec;
+
+typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
+typedef enum { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER } eng_init_kind;
+
+#define ENG_MAX_LAYERS 32
+typedef struct {
+    int n_layers;
+    eng_layer_spec layers[ENG_MAX_LAYERS];
+    eng_loss_kind loss;
+    eng_init_kind init;    /* auto: He before relu/gelu, Xavier otherwise */
+} eng_model_config;
+
+typedef enum { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON } eng_optimizer;
+typedef enum { ENG_SCHED_CONSTANT, ENG_SCHED_STEP, ENG_SCHED_COSINE, ENG_SCHED_LINEAR } eng_schedule;
+
+typedef struct {
+    eng_optimizer optimizer;
+    double lr;
+    double momentum;       /* momentum: beta (default 0.9) */
+    int nesterov;
+    double beta1, beta2, eps;
+    double weight_decay;   /* adamw: decoupled; others: L2 added to the gradient */
+    int batch;             /* 0 = full batch */
+    int epochs;
+    long max_steps;        /* 0 = epochs decide */
+    eng_schedule schedule;
+    long warmup;           /* linear warm-up steps (any schedule) */
+    long step_size;        /* step schedule: decay every step_size steps */
+    double gamma;          /* step schedule: factor */
+    double min_lr;         /* cosine/linear: floor */
+    int threads;           /* BLAS threads; 0 = leave as the environment sets it */
+    int eval_every;        /* steps between test evaluations; 0 = once per epoch */
+    int log_every;         /* steps between logged train metrics (default 1) */
+} eng_train_config;
+
+typedef enum { ENG_CURV_HESSIAN, ENG_CURV_FISHER, ENG_CURV_GAUSS_NEWTON } eng_curvature;
+typedef enum { ENG_BLOCKS_LAYER, ENG_BLOCKS_FULL } eng_blocks;
+
+typedef struct {
+    eng_curvature curvature;
+    eng_blocks blocks;
+    double normalization_epsilon; /* 5e-3 */
+    double damping;               /* 1e-10 */
+    double prune_ratio;           /* 1 = keep all */
+    double clip;                  /* 100 */
+    int max_block;                /* refuse blocks larger than this (memory guard) */
+} eng_newton_config;
+
+typedef enum { ENG_QPOLICY_CLASSICAL, ENG_QPOLICY_QUANTUM, ENG_QPOLICY_THRESHOLD, ENG_QPOLICY_HYBRID } eng_qpolicy;
+typedef enum { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY } eng_readout;
+
+typedef struct {
+    eng_qpolicy policy;
+    double kappa_max;     /* 1e4 */
+    double precision;     /* eps, 1e-2 */
+    double query_time_ns; /* cost of one QLSA query */
+    eng_readout readout;
+    int exact_kappa_max_n; /* compute the exact kappa for blocks up to this size */
+} eng_quantum_config;
+
+typedef struct {
+    int enabled;
+    char counters[256];   /* comma-separated PAPI event names; "" = the default set */
+} eng_profile_config;
+
+/* One resolved key of a variant: "train.lr" = "0.1", from FILE:LINE. */
+typedef struct {
+    char key[64];
+    char value[256];
+    int line;             /* 0 = default, -1 = command line */
+} eng_kv;
+
+/* One run's complete configuration: base keys + variant overrides + --set overrides. */
+typedef struct {
+    char name[128];       /* [experiment] name */
+    char variant[64];     /* "" when the file has no variants */
+    char path[512];       /* experiment file */
+    uint64_t seed;
+    double target_loss;   /* 0 = none */
+    eng_data_config data;
+    eng_model_config model;
+    eng_train_config train;
+    eng_newton_config newton;
+    eng_quantum_config quantum;
+    eng_profile_config profile;
+    eng_kv *kv;           /* every key, resolved (defaults included), sorted by key */
+    size_t n_kv;
+} eng_config;
+
+typedef struct {
+    char path[512];
+    char *text;           /* the file's full text (stored with each run) */
+    eng_config *variants; /* one per [variant] section, or one when there is none */
+    size_t n_variants;
+} eng_experiment;
+
+/* Loads and validates an experiment file. overrides: "section.key=value" strings applied
+ * to every variant after the file (as --set does). Errors: ENG_EIO, ENG_EINVAL with
+ * "FILE:LINE: key 'lr': expected a positive number, got 'fast'". Free with
+ * eng_experiment_free. */
+int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
+                        eng_experiment **out);
+void eng_experiment_free(eng_experiment *ex);
+/* Keeps only the named variant; ENG_EINVAL naming the variants that exist if absent. */
+int eng_experiment_select(eng_experiment *ex, const char *variant);
+/* The documented keys: for help text and the README. NULL-terminated. */
+typedef struct { const char *key, *type, *def, *help; } eng_key_doc;
+extern const eng_key_doc eng_key_docs[];
+
+/* ---- datasets ---------------------------------------------------------------------- */
+
+typedef struct {
+    char name[64];        /* "spirals", "fashion-mnist", file name for csv */
+    int classification;   /* 1: labels hold class indices; 0: targets hold real values */
+    int n_classes;        /* classification */
+    int n_targets;        /* regression: values per sample */
+    int in_shape[3];      /* C,H,W (for flat data: 1,1,features) */
+    size_t in_size;       /* C*H*W */
+    int n_train, n_test;
+    float *x_train, *x_test;         /* n * in_size, row-major */
+    int32_t *y_train, *y_test;       /* classification labels, else NULL */
+    float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
+} eng_dataset;
+
+/* Builds or loads the dataset the config names (deterministic for the seed), splits and
+ * normalises it. Errors name the file and byte offset for bad IDX/CSV input. */
+int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out);
+void eng_data_free(eng_dataset *ds);
+
+/* Serves shuffled minibatches of the training set into preallocated buffers; with
+ * prefetch on, the next batch is gathered on a second thread while the caller trains. */
+typedef struct eng_batcher eng_batcher;
+typedef struct {
+    const float *x;       /* rows * in_size */
+    const int32_t *y;     /* rows labels, or NULL */
+    const float *t;       /* rows * n_targets, or NULL */
+    int rows;             /* batch size (the last batch of an epoch may be smaller) */
+    int epoch;            /* 0-based epoch this batch belongs to */
+    int last_in_epoch;    /* 1 for the final batch of its epoch */
+} eng_batch;
+int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                       uint64_t seed, eng_batcher **out);
+/* Valid until the next call. */
+int eng_batcher_next(eng_batcher *b, eng_batch *out);
+int eng_batcher_batches_per_epoch(const eng_batcher *b);
+void eng_batcher_destroy(eng_batcher *b);
+
+/* ---- models ------------------------------------------------------------------------ */
+
+typedef struct eng_model eng_model;
+/* Builds the model for inputs of in_shape and n_out outputs, with buffers for batches of
+ * up to max_batch rows; parameters initialised from seed. prof may be NULL (no profiling).
+ * Free with eng_model_free. */
+int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out,
+                    int max_batch, uint64_t seed, prof_t *prof, eng_model **out);
+void eng_model_free(eng_model *m);
+/* Forward through the layers and the loss. Exactly one of labels/targets is non-NULL.
+ * Returns the mean loss over the rows; *correct (may be NULL) gets the number of rows
+ * whose argmax matches the label (classification only). */
+double eng_model_forward(eng_model *m, const float *x, int rows, const int32_t *labels,
+                         const float *targets, int *correct);
+/* Backward from the loss of the last forward: fills the gradient buffer (overwritten). */
+void eng_model_backward(eng_model *m);
+float *eng_model_params(eng_model *m);
+float *eng_model_grads(eng_model *m);
+size_t eng_model_n_params(const eng_model *m);
+/* Human summary: "dense(2->16) tanh, dense(16->16) tanh, dense(16->2)  [354 params]". */
+const char *eng_model_summary(const eng_model *m);
+
+/* ---- optimizers and schedules ------------------------------------------------------ */
+
+typedef struct eng_optim eng_optim;
+/* First-order optimizers (sgd, momentum, adam, adamw). Free with eng_optim_free. */
+int eng_optim_create(const eng_train_config *tc, size_t n_params, eng_optim **out);
+void eng_optim_step(eng_optim *o, float *params, const float *grads, double lr);
+void eng_optim_free(eng_optim *o);
+/* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
+double eng_lr_at(const eng_train_config *tc, long step, long total_steps);
+
+/* ---- runs and sinks ---------------------------------------------------------------- */
+
+typedef struct {
+    long step;            /* optimizer steps done (1-based after the first step) */
+    int epoch;
+    double wall_s;        /* since run start */
+    double hybrid_s;      /* Q-Newton clock (== wall_s unless solves were routed quantum) */
+    const char *key;      /* "train_loss", "train_acc", "test_loss", "test_acc", "lr", "samples_per_s" */
+    double value;
+} eng_metric;
+
+typedef struct {
+    const eng_config *cfg;
+    const char *experiment_text; /* full text of the experiment file, or NULL */
+    const char *dataset;         /* dataset name */
+    const char *model_summary;
+    size_t n_params;
+    int threads;                 /* BLAS threads in use */
+    long total_steps;
+    int n_train, n_test;
+} eng_run_info;
+
+typedef struct {
+    eng_run_status status;
+    const char *error;           /* NULL unless failed/diverged/interrupted */
+    long steps;
+    int epochs;
+    double wall_s, hybrid_s;
+    double final_train_loss, best_train_loss;
+    double final_test_loss, final_test_acc, best_test_acc; /* NAN where not measured */
+    double samples_per_s;
+    long steps_to_target;        /* -1 if the target loss was not reached (or none set) */
+    double wall_to_target, hybrid_to_target;
+    size_t peak_bytes;           /* engine allocations (prof_mem) */
+    size_t peak_rss;             /* process peak RSS, bytes */
+    long solves, quantum_solves; /* Newton only */
+    double kappa_first, kappa_last; /* mean routing kappa estimate at first/last Newton step; NAN otherwise */
+} eng_run_result;
+
+struct qm_solve_event; /* quantum/quantum.h */
+
+/* A run reports through a sink; each callback may be NULL. A non-zero return from
+ * run_begin/metric/op_stats/solver stops the run with ENG_ESINK (set eng_fail() first).
+ * Callbacks run on the training thread. */
+typedef struct eng_sink {
+    void *ud;
+    int (*run_begin)(void *ud, const eng_run_info *info);
+    int (*metric)(void *ud, const eng_metric *m);
+    /* Profiler rows once per run, at the end, before run_end (only when profiling). */
+    int (*op_stats)(void *ud, const prof_row *rows, size_t n, const prof_summary *sum);
+    int (*solver)(void *ud, const struct qm_solve_event *ev);
+    /* Progress, every step: cheap, for progress lines and live views. */
+    void (*progress)(void *ud, long step, long total_steps, int epoch, double loss, double samples_per_s);
+    void (*run_end)(void *ud, const eng_run_result *res);
+} eng_sink;
+
+typedef struct eng_run eng_run;
+/* Loads the data and builds model and optimizer for one config; prof may be NULL.
+ * Free with eng_run_destroy. */
+int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *prof,
+                   eng_run **out);
+/* Trains to the end (or divergence, or a stop request); sink may be NULL. Returns ENG_OK,
+ * ENG_EDIVERGED ("diverged at step N: loss is nan"), ENG_ESTOPPED, ENG_ESINK, ... The
+ * result (also passed to run_end) stays readable until eng_run_destroy. */
+int eng_run_train(eng_run *r, const eng_sink *sink);
+const eng_run_result *eng_run_result_get(const eng_run *r);
+/* Thread- and signal-safe: the run stops at the next step boundary. */
+void eng_run_request_stop(eng_run *r);
+void eng_run_destroy(eng_run *r);
+
+/* Fans one sink's events out to several (NULL entries skipped). */
+typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;
+eng_sink eng_sink_tee_make(eng_sink_tee *tee);
+
+#endif

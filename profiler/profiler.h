@@ -1,0 +1,98 @@
+/* profiler.h — op/phase/step scopes timed with PAPI, hardware counters where present,
+ * software counters (FLOPs, bytes, memory) also published as PAPI SDEs, traces.
+ * The one public header of profiler/; depends on nothing else of nnbench.
+ *
+ * How to use:
+ *   prof_t *p = prof_create(&(prof_options){ .counters = "" }); // NULL: see prof_error()
+ *   int id = prof_register(p, "dense.fwd", "dense1", PROF_OP);   // once, at build time
+ *   prof_begin(p, id); ...work...; prof_end(p, id, flops, bytes);
+ *   prof_step(p, step);                                          // at each step start
+ *   prof_rows(p, PROF_BY_OP, &rows, &n); prof_print_table(stdout, ...); free(rows);
+ *   prof_destroy(p);
+ * A NULL prof_t* means "profiling off": callers guard with PROF_BEGIN/PROF_END, which cost
+ * one predictable branch. Nothing here allocates per event.
+ *
+ * Memory accounting: every engine allocation goes through prof_malloc/prof_calloc/
+ * prof_free, which keep process-wide live/peak/total byte counts (atomics) and charge the
+ * bytes to the innermost open scope of the calling thread's profiler, if any.
+ */
+#ifndef NNBENCH_PROFILER_H
+#define NNBENCH_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct prof prof_t;
+
+typedef enum { PROF_OP = 0, PROF_PHASE = 1, PROF_STEP = 2 } prof_kind;
+
+typedef struct {
+    const char *counters;     /* comma-separated PAPI event names; NULL or "" = default set */
+    const char *trace_path;   /* Chrome trace JSON written at prof_destroy/prof_trace_write; NULL = none */
+    long trace_first, trace_last; /* step window for the trace (inclusive, 1-based) */
+    int quiet;                /* 1: do not print the "no hardware counters" notice */
+} prof_options;
+
+/* NULL on error (message in prof_error()). A machine without hardware counters is not an
+ * error: the profiler notes it (prof_summary.counters_note) and counts time + software. */
+prof_t *prof_create(const prof_options *opt);
+void prof_destroy(prof_t *p);
+const char *prof_error(void);
+
+/* Registers a scope; returns its id (>= 0) or -1 if the table is full. name is the op or
+ * phase ("dense.fwd", "forward", "step"); layer may be NULL ("dense1"). Strings copied. */
+int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind);
+void prof_begin(prof_t *p, int id);
+/* flops/bytes: software counts for this call, computed by the caller from shapes. */
+void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes);
+void prof_step(prof_t *p, long step);
+
+#define PROF_BEGIN(p, id) do { if (p) prof_begin((p), (id)); } while (0)
+#define PROF_END(p, id, flops, bytes) do { if (p) prof_end((p), (id), (flops), (bytes)); } while (0)
+
+/* One row of the profile (aggregated per scope, per layer or per op name). */
+typedef struct {
+    char name[48];
+    char layer[32];
+    prof_kind kind;
+    uint64_t calls;
+    uint64_t total_ns, self_ns, min_ns, max_ns;
+    uint64_t flops, bytes;
+    /* hardware counters: -1 when not counted on this machine */
+    int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
+    int64_t self_mem;         /* bytes allocated inside the scope itself */
+    int64_t peak_mem;         /* peak live bytes seen while the scope was open */
+} prof_row;
+
+typedef struct {
+    uint64_t total_self_ns;   /* sum of self time over all rows */
+    uint64_t overhead_ns;     /* the profiler's own time (estimated per event) */
+    uint64_t events;
+    int hw_counters;          /* how many hardware counters are being counted */
+    char counters_note[256];  /* e.g. "no hardware counters: PAPI reports 0 (VM)" */
+    char counters_used[256];  /* comma-separated names counted */
+    size_t peak_bytes, live_bytes, total_alloc_bytes;
+    size_t peak_rss;          /* process peak RSS, bytes */
+    double peak_gflops;       /* calibrated sgemm peak, 0 if not calibrated */
+} prof_summary;
+
+typedef enum { PROF_BY_SCOPE, PROF_BY_OP, PROF_BY_LAYER, PROF_BY_PHASE } prof_group;
+
+/* Aggregated rows (malloc'd, caller frees) sorted by self time, descending. */
+int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n);
+void prof_summary_get(prof_t *p, prof_summary *s);
+
+/* ---- memory accounting ------------------------------------------------------------- */
+void *prof_malloc(size_t n);
+void *prof_calloc(size_t count, size_t size);
+void prof_free(void *ptr);
+size_t prof_mem_live(void);
+size_t prof_mem_peak(void);
+void prof_mem_reset_peak(void);
+size_t prof_peak_rss(void);
+
+/* Wall clock in ns (PAPI_get_real_nsec once PAPI is initialised, else CLOCK_MONOTONIC). */
+uint64_t prof_now_ns(void);
+
+#endif
