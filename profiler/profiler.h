@@ -83,6 +83,22 @@ typedef enum { PROF_BY_SCOPE, PROF_BY_OP, PROF_BY_LAYER, PROF_BY_PHASE } prof_gr
 int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n);
 void prof_summary_get(prof_t *p, prof_summary *s);
 
+/* Sort keys and groupings as the CLI spells them: "self", "total", "calls", "avg",
+ * "flops", "bytes", "mem", "name"; "op", "layer", "phase", "scope". 0 ok, -1 unknown. */
+typedef enum { PROF_SORT_SELF, PROF_SORT_TOTAL, PROF_SORT_CALLS, PROF_SORT_AVG,
+               PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME } prof_sort;
+int prof_sort_parse(const char *s, prof_sort *out);
+int prof_group_parse(const char *s, prof_group *out);
+void prof_rows_sort(prof_row *rows, size_t n, prof_sort by);
+/* The key_averages-style table: Name, Self %, Self, Total, Avg, Calls, GFLOP/s, IPC (when
+ * counted), Bytes, Self Mem, Peak Mem; footer with total self time and overhead.
+ * max_rows 0 = all. */
+void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summary *sum,
+                      prof_sort sort, size_t max_rows);
+/* Writes the Chrome trace of the configured step window now (also done by prof_destroy
+ * when trace_path was set). 0 ok, -1 with prof_error(). */
+int prof_trace_write(prof_t *p, const char *path);
+
 /* ---- memory accounting ------------------------------------------------------------- */
 void *prof_malloc(size_t n);
 void *prof_calloc(size_t count, size_t size);

@@ -1,0 +1,46 @@
+/* chart.h — terminal line charts on a cell canvas: Unicode braille (2x4 dots per cell)
+ * or an ASCII fallback, with axes, tick labels and a legend. The same canvas is printed
+ * with ANSI colours by the CLI (compare) and drawn with ncurses colour pairs by the TUI.
+ */
+#ifndef NNBENCH_TUI_CHART_H
+#define NNBENCH_TUI_CHART_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef struct {
+    const char *label;
+    const double *x, *y;  /* n points; NaN y values are gaps */
+    size_t n;
+} tui_series;
+
+typedef struct {
+    int width, height;    /* canvas size in cells, axes and legend included */
+    int utf8;             /* 1: braille cells; 0: ASCII markers */
+    int log_y;            /* log10 y axis (non-positive values skipped) */
+    double smooth;        /* 0 = none; else EMA weight in [0,1) with TensorBoard's debiasing */
+    const char *x_label, *y_label, *title;
+} tui_chart_opts;
+
+typedef struct {
+    uint32_t ch;          /* Unicode code point */
+    int8_t series;        /* index of the series drawn here, -1 for axes/labels/blank */
+} tui_cell;
+
+typedef struct {
+    int w, h;
+    tui_cell *cells;      /* w*h, row-major */
+} tui_canvas;
+
+/* Draws the chart into a newly allocated canvas (free with tui_canvas_free). 0 ok,
+ * -1 if the size is too small or memory ran out. */
+int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_canvas *out);
+void tui_canvas_free(tui_canvas *c);
+/* Prints the canvas as UTF-8 text; with ansi, series get distinct ANSI colours. */
+void tui_canvas_print(FILE *f, const tui_canvas *c, int ansi);
+
+/* Exponential moving average with TensorBoard's bias correction; out may equal in. */
+void tui_smooth_ema(const double *in, double *out, size_t n, double weight);
+
+#endif
