@@ -1,0 +1,179 @@
+/* internal.h — the engine's private structures: the op table, the nodes a model runs, its
+ * layers and buffers. Shared by the engine files (ops.c, model.c, train.c, newton.c) and the
+ * engine tests; not part of the public API (engine.h).
+ *
+ * A model is a list of LAYERS (what the user wrote: dense:16:tanh, conv:8:5:relu, pool,
+ * flatten) compiled into a list of NODES, one per op call, run in order:
+ *     dense:16:tanh  ->  [dense] [bias] [tanh]
+ *     conv:8:5:relu  ->  [conv2d] [bias] [relu]
+ *     pool           ->  [maxpool]          flatten -> [flatten]
+ * followed by one loss node ([softmax_xent] or [mse]) that reads the last layer's output
+ * (the logits). Every node is run by ONE function (model.c: run_node), which is where the
+ * profiler scopes and the FLOP/byte counters attach.
+ *
+ * Memory: all parameters live in m->params (one contiguous buffer), all gradients in
+ * m->grads (same layout); activations, activation gradients and workspaces in one arena
+ * sized for m->max_batch rows at build time. Nothing is allocated by forward, backward or
+ * an optimizer step. Tensors are float32, row-major, one row per sample; a row of a
+ * [C,H,W] activation is stored C-major (NCHW per sample).
+ *
+ * ---- Contract for Newton (engine/newton.c) and train.c ---------------------------------
+ * Walk the layers in order: for (int i = 0; i < m->n_layers; i++) { eng_layer *L = &m->layers[i]; }
+ * For a dense layer (L->kind == ENG_LAYER_DENSE), after eng_model_forward(m, x, rows, ...):
+ *   L->in_size, L->out_size        in and out (a multi-dimensional input is used flat)
+ *   L->w   = m->params + L->w_off  W, [in_size x out_size] row-major: z = x·W + b
+ *   L->b   = m->params + L->b_off  b, [out_size]   (b_off == w_off + in*out)
+ *   L->dw, L->db                   the same places in m->grads (valid after a backward)
+ *   L->x   [rows x in_size]        the layer's input in the last forward (for layer 0 this
+ *                                  is the caller's x: it must still be alive)
+ *   L->z   [rows x out_size]       pre-activation x·W + b of the last forward
+ *   L->a   [rows x out_size]       post-activation act(z); == L->z when L->act == ENG_ACT_NONE
+ *   L->act                         the activation kind (eng_act_derivs gives act', act'')
+ *   L->dz, L->da                   dLoss/dz and dLoss/da of the last backward ([rows x out])
+ * The last layer's a (m->logits) feeds the loss. After eng_model_backward:
+ *   m->dlogits [rows x n_out]      dL/dlogits of the MEAN loss: row i holds
+ *                                  (p_i - onehot(y_i)) / rows for softmax_xent and
+ *                                  2 (out_i - t_i) / (rows * n_out) for mse; multiply by
+ *                                  rows to get one sample's own loss gradient.
+ *   m->probs   [rows x n_out]      softmax probabilities of the last forward (softmax_xent
+ *                                  only; NULL for mse). Valid after eng_model_forward.
+ *   m->rows                        rows of the last forward.
+ * eng_model_backward_from(m, v) back-propagates an arbitrary dL/dlogits v [rows x n_out]
+ * through the layers (not the loss) into m->grads and every L->dz/L->da: use it for
+ * Jacobian-vector products (Gauss-Newton, Fisher with sampled labels).
+ * Parameter layout: layers in order, each W then b; a layer without parameters (pool,
+ * flatten) has n_w == n_b == 0.
+ */
+#ifndef NNBENCH_ENGINE_INTERNAL_H
+#define NNBENCH_ENGINE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+/* ---- ops --------------------------------------------------------------------------- */
+
+/* Op ids are persisted by number (profiles in SQLite): append only, never renumber. */
+typedef enum {
+    ENG_OP_DENSE = 0,
+    ENG_OP_BIAS = 1,
+    ENG_OP_RELU = 2,
+    ENG_OP_TANH = 3,
+    ENG_OP_SIGMOID = 4,
+    ENG_OP_GELU = 5,
+    ENG_OP_SOFTMAX_XENT = 6,
+    ENG_OP_MSE = 7,
+    ENG_OP_CONV2D = 8,
+    ENG_OP_MAXPOOL = 9,
+    ENG_OP_FLATTEN = 10,
+    ENG_OP_COUNT
+} eng_op_id;
+
+typedef enum { ENG_FWD = 0, ENG_BWD = 1 } eng_dir;
+
+typedef struct eng_node eng_node;
+
+/* One entry of the op table (ops.c). forward/backward work on `rows` rows of the node's
+ * buffers; flops/bytes are the software counters of one such call, from shapes only
+ * (formulas documented in ops.c). */
+typedef struct {
+    const char *name;        /* "dense", "conv2d", ...; profiler scopes are name.fwd/.bwd */
+    void (*forward)(eng_node *n, int rows);
+    void (*backward)(eng_node *n, int rows);
+    uint64_t (*flops)(const eng_node *n, int rows, eng_dir dir);
+    uint64_t (*bytes)(const eng_node *n, int rows, eng_dir dir);
+} eng_op;
+
+extern const eng_op eng_ops[ENG_OP_COUNT];
+
+/* A node: one op applied to one layer's tensors. Self-contained, so tests can build one
+ * by hand and call eng_ops[op].forward/backward on it. */
+struct eng_node {
+    eng_op_id op;
+    int layer;                  /* index into m->layers; -1 for the loss node */
+    int in_shape[3], out_shape[3]; /* C,H,W of one row */
+    size_t in_size, out_size;   /* per row */
+    int kernel;                 /* conv2d: K */
+    const float *x;             /* input  [rows x in_size] */
+    float *y;                   /* output [rows x out_size]; == x for bias and flatten (in place) */
+    float *dx;                  /* dL/dx, written by backward; NULL = not needed (first layer) */
+    float *dy;                  /* dL/dy, read by backward; == dx for bias and flatten */
+    float *w, *b, *dw, *db;     /* dense: W [in x out], b [out]; conv2d: W [F x C*K*K], b [F];
+                                 * bias op: b, db only */
+    size_t n_w, n_b;
+    int32_t *argmax;            /* maxpool: index into the row of x, per output element */
+    /* conv2d workspace (shared by all conv nodes of a model), for `chunk` rows at a time */
+    float *col, *dcol, *tmp;
+    int chunk;
+    /* loss nodes: x = logits, dx = dL/dlogits, y = softmax probabilities (softmax_xent) */
+    const int32_t *labels;      /* class per row, or NULL */
+    const float *targets;       /* [rows x out_size] targets, or NULL */
+    double loss;                /* mean loss of the last forward */
+    int correct;                /* rows whose argmax matched the label (labels only) */
+    /* profiler scope ids (-1 when profiling is off) */
+    int prof_fwd, prof_bwd;
+};
+
+/* Elementwise derivatives of an activation at pre-activation z with a = act(z):
+ * d1 = act'(z), d2 = act''(z), n elements. Either output may be NULL. (For Newton.) */
+void eng_act_derivs(eng_act act, const float *z, const float *a, size_t n, float *d1, float *d2);
+/* The op that implements an activation (ENG_OP_RELU, ...); -1 for ENG_ACT_NONE. */
+int eng_act_op(eng_act act);
+const char *eng_act_name(eng_act act); /* "relu", "tanh", ... "" for none */
+
+/* ---- layers and the model ---------------------------------------------------------- */
+
+typedef struct {
+    eng_layer_kind kind;
+    eng_act act;
+    char name[16];              /* "dense1", "conv2", "pool1", "flatten1" (count per kind) */
+    int in_shape[3], out_shape[3];
+    size_t in_size, out_size;   /* per row */
+    int kernel;                 /* conv */
+    size_t w_off, n_w, b_off, n_b; /* offsets/counts in params and grads */
+    float *w, *b, *dw, *db;     /* NULL when the layer has no parameters */
+    const float *x;             /* input of the last forward [rows x in_size] */
+    float *z, *dz;              /* pre-activation and its gradient [rows x out_size] */
+    float *a, *da;              /* post-activation and its gradient (== z, dz without act) */
+    int node_first, n_nodes;    /* its nodes: m->nodes[node_first .. +n_nodes) */
+} eng_layer;
+
+#define ENG_MAX_NODES (3 * ENG_MAX_LAYERS + 1)
+
+struct eng_model {
+    eng_model_config cfg;
+    int in_shape[3];
+    size_t in_size;
+    int n_out;
+    int max_batch;
+    int n_layers;
+    eng_layer layers[ENG_MAX_LAYERS];
+    int n_nodes;                /* layer nodes + the loss node (last) */
+    eng_node nodes[ENG_MAX_NODES];
+    eng_node *loss;             /* == &nodes[n_nodes - 1] */
+    float *params, *grads;      /* n_params each */
+    size_t n_params;
+    const float *logits;        /* the last layer's output [rows x n_out] */
+    float *dlogits;             /* dL/dlogits [rows x n_out] (see the contract above) */
+    float *probs;               /* softmax probabilities, or NULL for mse */
+    float *dinput;              /* dL/dx of the input when eng_model_enable_input_grad ran */
+    int rows;                   /* rows of the last forward */
+    prof_t *prof;               /* NULL = profiling off */
+    void *arena;                /* activations + workspaces: one block */
+    int32_t *iarena;            /* argmax indices: one block */
+    char summary[1024];
+};
+
+/* Makes backward also compute dL/d(input) into m->dinput [max_batch x in_size]. Allocates
+ * once (outside any training step); for gradient checks and input-sensitivity studies. */
+int eng_model_enable_input_grad(eng_model *m);
+/* Back-propagates dlogits [m->rows x n_out] (instead of the loss gradient) through the
+ * layers of the last forward; overwrites m->grads, every layer's dz/da and m->dlogits. */
+void eng_model_backward_from(eng_model *m, const float *dlogits);
+
+/* Seed stream of the parameter initialisation; layer i uses stream ENG_STREAM_INIT + i, so
+ * adding a layer at the end leaves the earlier layers' weights unchanged. */
+#define ENG_STREAM_INIT 0x494e4954ull
+
+#endif
