@@ -1,0 +1,260 @@
+/* store.h — every run in one SQLite file: schema + migrations, writing runs (batched),
+ * and the queries that list, show, compare and report them. The one public header of
+ * store/; depends on SQLite and libc only (it stores plain records, never engine types).
+ *
+ * Writing a run (what tui/store_sink.c does):
+ *   store *db;
+ *   if (store_open("nnbench.db", STORE_OPEN_CREATE, &db)) { fprintf(stderr, "%s\n", store_error()); ... }
+ *   store_run r; store_run_init(&r); strcpy(r.name, "spirals"); ... 
+ *   long long id; store_run_begin(db, &r, &id);           // status 'running', host+pid
+ *   store_params_put(db, id, kv, n); store_sysinfo_put(db, id, kv, n);
+ *   store_metric_add(db, id, step, epoch, wall, hybrid, "train_loss", 0.69);  // buffered
+ *   store_solver_event_add(db, id, &ev);                  // buffered
+ *   store_op_stats_put(db, id, rows, n, &profile);
+ *   r.status = STORE_RUN_FINISHED; ...summary fields...; store_run_end(db, id, &r);
+ *   store_close(db);                                       // flushes
+ * Metric points and solver events are buffered and written in one transaction when the
+ * buffer holds STORE_FLUSH_POINTS points, when STORE_FLUSH_MS have passed since the last
+ * flush (checked on each add), at store_flush, before any status change and at close.
+ *
+ * Reading (CLI and TUI): store_open(path, 0 or STORE_OPEN_READONLY, &db), then
+ * store_runs_list / store_run_get / store_params_get / store_metric_get / ...; poll
+ * store_watch_token every ~0.5 s to see writes by other processes.
+ *
+ * Conventions: functions return a store_status (0 = ok) and leave a message a user can
+ * act on in store_error() (thread-local). One store* is used by one thread at a time.
+ * Arrays a function allocates for the caller are freed with free() unless a *_free is
+ * named next to it. Statuses are persisted by name (runs.status TEXT) and their numbers
+ * equal eng_run_status; both lists are append-only.
+ */
+#ifndef NNBENCH_STORE_H
+#define NNBENCH_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define STORE_SCHEMA_VERSION 1   /* PRAGMA user_version written by this build */
+#define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
+#define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
+
+typedef enum {
+    STORE_OK = 0,
+    STORE_EINVAL = -1,    /* bad argument (unknown sort column, bad status name...) */
+    STORE_EIO = -2,       /* cannot open/read/write the file (permissions, disk full) */
+    STORE_ENOTDB = -3,    /* the file is not an SQLite database, or is corrupt */
+    STORE_EVERSION = -4,  /* the database was written by a newer nnbench */
+    STORE_EREADONLY = -5, /* a write was asked of a database opened read-only */
+    STORE_EBUSY = -6,     /* still locked by another process after the busy timeout + retries */
+    STORE_ENOTFOUND = -7, /* no such run / no such file (without STORE_OPEN_CREATE) */
+    STORE_ENOMEM = -8,
+    STORE_ESQL = -9,      /* any other SQLite error (message has SQLite's text) */
+} store_status;
+
+/* The last error message set on this thread ("" if none). */
+const char *store_error(void);
+
+/* ---- run statuses: numbers equal eng_run_status; stored as the name ---------------- */
+typedef enum {
+    STORE_RUN_RUNNING = 0,
+    STORE_RUN_FINISHED = 1,
+    STORE_RUN_FAILED = 2,
+    STORE_RUN_DIVERGED = 3,
+    STORE_RUN_INTERRUPTED = 4,
+    STORE_RUN_CRASHED = 5,
+} store_run_status;
+#define STORE_RUN_N_STATUS 6
+const char *store_status_name(store_run_status s);          /* "running", ... ; "?" if unknown */
+int store_status_parse(const char *name, store_run_status *out); /* 0 ok, STORE_EINVAL */
+
+/* ---- opening ----------------------------------------------------------------------- */
+typedef struct store store;
+
+enum {
+    /* Create the file (and the schema) if missing. Without it a missing file is
+     * STORE_ENOTFOUND, so read commands never leave an empty database behind. */
+    STORE_OPEN_CREATE = 1,
+    /* Never write: no migration, no crash marking (runs whose process is gone are still
+     * reported as crashed by the queries). Falls back to SQLite's immutable mode when the
+     * file or its directory is not writable and WAL shared memory cannot be created. */
+    STORE_OPEN_READONLY = 2,
+    /* Fail with STORE_EREADONLY instead of falling back to read-only when the file or
+     * directory is not writable (for writers: `nnbench run` refuses before training). */
+    STORE_OPEN_WRITE = 4,
+};
+
+/* Opens (flags 0: read-write if the file allows, else read-only). Checks the header
+ * before SQLite touches the file (a non-SQLite file is STORE_ENOTDB and left untouched),
+ * refuses a newer schema (STORE_EVERSION), migrates older ones forward, sets WAL and a
+ * 5 s busy timeout, and marks 'running' runs of this host whose pid is gone as crashed.
+ * *out is freed with store_close. */
+int store_open(const char *path, int flags, store **out);
+/* Flushes buffered points and closes; NULL is fine. Errors of the final flush are
+ * reported on stderr-free terms: call store_flush first if you need the status. */
+void store_close(store *s);
+int store_is_readonly(const store *s);
+const char *store_path(const store *s);
+/* The schema of this build (store/schema.sql, embedded). */
+extern const char store_schema_sql[];
+/* A value that changes whenever the database content changes, by this connection or by
+ * another process (PRAGMA data_version + own changes + max run id). Cheap: poll it. */
+int store_watch_token(store *s, uint64_t *token);
+
+/* ---- records ----------------------------------------------------------------------- */
+
+/* One run: what is known at begin, and the summary written at the end (and refreshed
+ * at each flush while running). Unknown reals are NAN, unknown counts -1. */
+typedef struct {
+    long long id;
+    char name[128];
+    char variant[64];
+    char exp_path[512];       /* experiment file */
+    char *exp_text;           /* full text of the file; malloc'd, freed by store_run_clear;
+                                 store_runs_list leaves it NULL */
+    uint64_t seed;
+    store_run_status status;
+    char error[512];          /* failed/diverged/interrupted/crashed: why */
+    double started, ended;    /* unix seconds; ended NAN while running */
+    char host[64];            /* filled by store_run_begin when empty */
+    long pid;                 /* filled by store_run_begin when 0 */
+    char version[32];         /* nnbench version */
+    char optimizer[32];
+    char dataset[64];
+    char model[256];          /* model summary */
+    long long n_params;
+    int threads;
+    long total_steps;         /* planned */
+    int n_train, n_test;
+    double target_loss;       /* NAN = none */
+    /* summary */
+    long steps;
+    int epochs;
+    double wall_s, hybrid_s;
+    double final_train_loss, best_train_loss;
+    double final_test_loss, final_test_acc, best_test_acc;
+    double samples_per_s;
+    long steps_to_target;     /* -1: not reached / no target */
+    double wall_to_target, hybrid_to_target;
+    long long peak_bytes, peak_rss;
+    long solves, quantum_solves;
+    double kappa_first, kappa_last;
+} store_run;
+
+/* Sets every field to its "unknown" value (0/""/NAN/-1 as documented above). */
+void store_run_init(store_run *r);
+/* Frees r->exp_text (and sets it NULL). */
+void store_run_clear(store_run *r);
+
+typedef struct {
+    char key[64];
+    char value[512];
+} store_kv;
+
+/* One profiler row (mirrors prof_row; hardware counters -1 when not counted). */
+typedef struct {
+    char name[48];
+    char layer[32];
+    int kind;                 /* 0 op, 1 phase, 2 step */
+    int64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
+    int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
+    int64_t self_mem, peak_mem;
+} store_op_row;
+
+/* The profile summary of a run (mirrors prof_summary). */
+typedef struct {
+    int64_t total_self_ns, overhead_ns, events;
+    int hw_counters;
+    char counters_note[256];
+    char counters_used[256];
+    int64_t peak_bytes, live_bytes, total_alloc_bytes, peak_rss;
+    double peak_gflops;
+} store_profile;
+
+/* One Newton linear solve (mirrors qm_solve_event; route 0 classical, 1 quantum). */
+typedef struct {
+    long step;
+    int block, n;
+    double nnz_per_row;
+    double kappa_fro, kappa_lapack, kappa_gersh, kappa_exact, kappa_used;
+    double est_ns;
+    int route;
+    double pred_classical_ns, pred_quantum_ns;
+    double measured_classical_ns, simulated_quantum_ns;
+    double residual, shift;
+    int shift_raised;
+} store_solver_event;
+
+/* ---- writing ----------------------------------------------------------------------- */
+
+/* Inserts a run with status 'running' (r->status is ignored), started = now unless set,
+ * host/pid = this process unless set. *id gets the new run id. */
+int store_run_begin(store *s, const store_run *r, long long *id);
+/* Resolved config keys / system facts of a run (replaces existing keys). */
+int store_params_put(store *s, long long run, const store_kv *kv, size_t n);
+int store_sysinfo_put(store *s, long long run, const store_kv *kv, size_t n);
+/* Buffers one metric point (key copied). May flush (see top). */
+int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
+                     double hybrid_s, const char *key, double value);
+int store_solver_event_add(store *s, long long run, const store_solver_event *ev);
+/* Writes everything buffered in one transaction (retrying while another process holds
+ * the write lock). On failure the points stay buffered for the next attempt. */
+int store_flush(store *s);
+/* Profiler rows + summary of a run (replaces earlier ones); sum may be NULL. */
+int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t n,
+                       const store_profile *sum);
+/* Flushes, then writes the final status, error, ended (now unless r->ended is set) and
+ * every summary field of r (r->id is ignored; run is the id). */
+int store_run_end(store *s, long long run, const store_run *r);
+/* Flushes, then changes only status + error (error may be NULL). */
+int store_run_set_status(store *s, long long run, store_run_status st, const char *error);
+/* Deletes runs and all their rows, in one transaction. STORE_ENOTFOUND names the first
+ * missing id (nothing deleted then). */
+int store_runs_delete(store *s, const long long *ids, size_t n);
+
+/* ---- reading ----------------------------------------------------------------------- */
+
+typedef struct {
+    int status;               /* -1 any, else a store_run_status */
+    const char *grep;         /* NULL/"": any; else substring (case-insensitive) of
+                                 name, variant, optimizer, dataset, exp_path or model */
+    const char *sort;         /* NULL = "id"; a column: id name variant status optimizer
+                                 dataset loss acc duration started steps samples_per_s */
+    int desc;                 /* 1: descending */
+    long limit;               /* 0 = all */
+} store_list_filter;
+
+/* Sort column names accepted by store_list_filter.sort, NULL-terminated. */
+extern const char *const store_sort_columns[];
+
+/* Runs matching f (NULL = all, by id), without exp_text. Free with free(). */
+int store_runs_list(store *s, const store_list_filter *f, store_run **runs, size_t *n);
+int store_run_count(store *s, long long *n);
+/* One run with exp_text; STORE_ENOTFOUND if absent. Release with store_run_clear. */
+int store_run_get(store *s, long long id, store_run *out);
+/* Parses "12" or "#12" into a run id; also "last" (the highest id). */
+int store_run_resolve(store *s, const char *spec, long long *id);
+
+int store_params_get(store *s, long long run, store_kv **kv, size_t *n);   /* by key */
+int store_sysinfo_get(store *s, long long run, store_kv **kv, size_t *n);  /* by key */
+
+/* Distinct metric keys of a run, sorted. Free with store_strings_free. */
+int store_metric_keys(store *s, long long run, char ***keys, size_t *n);
+void store_strings_free(char **v, size_t n);
+
+/* One metric of one run as parallel arrays, by step. Free with store_series_free. */
+typedef struct {
+    size_t n;
+    long *step;
+    int *epoch;
+    double *wall, *hybrid, *value;   /* value NAN where NaN/Inf was logged */
+} store_series;
+int store_metric_get(store *s, long long run, const char *key, store_series *out);
+void store_series_free(store_series *sr);
+
+/* Profiler rows by self time, descending (kind -1 = all kinds); n 0 when the run was not
+ * profiled. The summary: STORE_ENOTFOUND when absent. */
+int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, size_t *n);
+int store_profile_get(store *s, long long run, store_profile *out);
+/* Solver events by (step, block). */
+int store_solver_events_get(store *s, long long run, store_solver_event **ev, size_t *n);
+
+#endif
