@@ -43,4 +43,23 @@ void tui_canvas_print(FILE *f, const tui_canvas *c, int ansi);
 /* Exponential moving average with TensorBoard's bias correction; out may equal in. */
 void tui_smooth_ema(const double *in, double *out, size_t n, double weight);
 
+/* ---- building blocks, exposed for tests and the workbench ---------------------------- */
+
+/* Braille dot bit for the dot at (dx in 0..1, dy in 0..3 from the top) of one cell. */
+unsigned tui_braille_bit(int dx, int dy);
+/* The code point of a braille cell with the given dot bits (U+2800 + bits). */
+static inline uint32_t tui_braille_char(unsigned bits) { return 0x2800u + (bits & 0xffu); }
+/* Up to max_ticks "nice" ticks (1, 2, 5 x 10^k) covering [lo, hi]: fills ticks[] and
+ * returns their count; *step gets the spacing. */
+int tui_nice_ticks(double lo, double hi, int max_ticks, double *ticks, double *step);
+/* A short label for a tick value ("0.25", "1.5k", "2e-05") into buf of size n. */
+void tui_tick_label(double v, double step, char *buf, size_t n);
+/* UTF-8 bytes of a code point into buf (>= 5 bytes, NUL-terminated); returns the length. */
+int tui_utf8_put(uint32_t cp, char *buf);
+/* ANSI foreground colour number (30-37) of a series index; the workbench uses the same
+ * order for its colour pairs so the CLI and the TUI agree. */
+int tui_series_ansi(int series);
+/* The marker of a series in ASCII mode and in the legend of ASCII charts. */
+char tui_series_marker(int series);
+
 #endif

@@ -1,0 +1,406 @@
+/* chart.c — line charts on a cell canvas: braille dots (2x4 per cell) or ASCII markers,
+ * nice-number axes, legend, log-y and TensorBoard-style smoothing. No curses here.
+ */
+#include "chart.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GAP_OK(v) (isfinite(v))
+
+/* ---- small pieces ------------------------------------------------------------------ */
+
+unsigned tui_braille_bit(int dx, int dy)
+{
+    /* Unicode's braille numbering: dots 1-3 and 7 down the left column, 4-6 and 8 down
+     * the right one; bit k is dot k+1. */
+    static const unsigned bits[2][4] = { { 0x01, 0x02, 0x04, 0x40 }, { 0x08, 0x10, 0x20, 0x80 } };
+    if (dx < 0 || dx > 1 || dy < 0 || dy > 3) return 0;
+    return bits[dx][dy];
+}
+
+int tui_utf8_put(uint32_t cp, char *b)
+{
+    int n;
+    if (cp < 0x80) { b[0] = (char)cp; n = 1; }
+    else if (cp < 0x800) { b[0] = (char)(0xc0 | (cp >> 6)); b[1] = (char)(0x80 | (cp & 0x3f)); n = 2; }
+    else if (cp < 0x10000) {
+        b[0] = (char)(0xe0 | (cp >> 12)); b[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+        b[2] = (char)(0x80 | (cp & 0x3f)); n = 3;
+    } else {
+        b[0] = (char)(0xf0 | (cp >> 18)); b[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+        b[2] = (char)(0x80 | ((cp >> 6) & 0x3f)); b[3] = (char)(0x80 | (cp & 0x3f)); n = 4;
+    }
+    b[n] = 0;
+    return n;
+}
+
+int tui_series_ansi(int series)
+{
+    static const int col[] = { 36, 33, 35, 32, 31, 34 };
+    if (series < 0) return 39;
+    return col[series % 6];
+}
+
+char tui_series_marker(int series)
+{
+    static const char mk[] = "*+ox#@";
+    if (series < 0) return ' ';
+    return mk[series % 6];
+}
+
+void tui_smooth_ema(const double *in, double *out, size_t n, double weight)
+{
+    /* TensorBoard's smoothing: an EMA started at 0 and divided by (1 - w^k) so the first
+     * points are not dragged towards zero; non-finite points pass through untouched. */
+    if (!(weight > 0) || weight >= 1) {
+        if (out != in) memmove(out, in, n * sizeof *out);
+        return;
+    }
+    double last = 0, wk = 1;
+    for (size_t i = 0; i < n; i++) {
+        double v = in[i];
+        if (!isfinite(v)) { out[i] = v; continue; }
+        last = last * weight + (1 - weight) * v;
+        wk *= weight;
+        out[i] = last / (1 - wk);
+    }
+}
+
+static double nice_num(double x, int round_it)
+{
+    double e = floor(log10(x)), f = x / pow(10, e), nf;
+    if (round_it) nf = f < 1.5 ? 1 : f < 3 ? 2 : f < 7 ? 5 : 10;
+    else nf = f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10;
+    return nf * pow(10, e);
+}
+
+int tui_nice_ticks(double lo, double hi, int max_ticks, double *ticks, double *step)
+{
+    if (max_ticks < 2) max_ticks = 2;
+    if (!(hi > lo)) { ticks[0] = lo; if (step) *step = 1; return 1; }
+    double range = nice_num(hi - lo, 0);
+    double st = nice_num(range / (max_ticks - 1), 1);
+    /* Rounding may leave one tick too many: widen the step until they fit. */
+    for (;;) {
+        double first = ceil(lo / st - 1e-9) * st;
+        int k = 0;
+        for (double t = first; t <= hi + st * 1e-9; t = first + st * ++k)
+            if (k >= max_ticks) break;
+        if (k <= max_ticks) break;
+        st = nice_num(st * 1.5, 1);
+    }
+    double first = ceil(lo / st - 1e-9) * st;
+    int k = 0;
+    for (; k < max_ticks; k++) {
+        double t = first + st * k;
+        if (t > hi + st * 1e-9) break;
+        ticks[k] = fabs(t) < st * 1e-9 ? 0 : t;
+    }
+    if (step) *step = st;
+    return k;
+}
+
+void tui_tick_label(double v, double step, char *buf, size_t n)
+{
+    double a = fabs(v);
+    if (v == 0) { snprintf(buf, n, "0"); return; }
+    if (a >= 1e9) { snprintf(buf, n, "%.3gG", v / 1e9); return; }
+    if (a >= 1e6) { snprintf(buf, n, "%.3gM", v / 1e6); return; }
+    if (a >= 1e4) { snprintf(buf, n, "%.3gk", v / 1e3); return; }
+    int d = step > 0 ? (int)-floor(log10(step) + 1e-9) : 2;
+    if (d < 0) d = 0;
+    if (d > 4 || a < 1e-4) { snprintf(buf, n, "%.1e", v); return; }
+    snprintf(buf, n, "%.*f", d, v);
+}
+
+/* ---- canvas ------------------------------------------------------------------------ */
+
+void tui_canvas_free(tui_canvas *c)
+{
+    if (!c) return;
+    free(c->cells);
+    c->cells = NULL;
+    c->w = c->h = 0;
+}
+
+static void put(tui_canvas *c, int x, int y, uint32_t ch, int series)
+{
+    if (x < 0 || y < 0 || x >= c->w || y >= c->h) return;
+    c->cells[(size_t)y * c->w + x].ch = ch;
+    c->cells[(size_t)y * c->w + x].series = (int8_t)series;
+}
+
+static uint32_t utf8_next(const char **ps)
+{
+    const unsigned char *s = (const unsigned char *)*ps;
+    uint32_t cp = s[0];
+    int n = 1;
+    if (cp >= 0xf0 && s[1] && s[2] && s[3]) { cp = ((cp & 7u) << 18) | ((s[1] & 0x3fu) << 12) | ((s[2] & 0x3fu) << 6) | (s[3] & 0x3fu); n = 4; }
+    else if (cp >= 0xe0 && s[1] && s[2]) { cp = ((cp & 15u) << 12) | ((s[1] & 0x3fu) << 6) | (s[2] & 0x3fu); n = 3; }
+    else if (cp >= 0xc0 && s[1]) { cp = ((cp & 31u) << 6) | (s[1] & 0x3fu); n = 2; }
+    else if (cp >= 0x80) cp = '?';
+    *ps += n;
+    return cp;
+}
+
+/* Writes text from column x, clipped at column xmax (exclusive); returns the end column. */
+static int put_text(tui_canvas *c, int x, int y, const char *s, int series, int xmax, int utf8)
+{
+    while (*s && x < xmax) {
+        uint32_t cp = utf8_next(&s);
+        if (!utf8 && cp >= 0x80) cp = '?';
+        put(c, x++, y, cp, series);
+    }
+    return x;
+}
+
+static int text_len(const char *s)
+{
+    int n = 0;
+    while (*s) { utf8_next(&s); n++; }
+    return n;
+}
+
+/* ---- plotting ---------------------------------------------------------------------- */
+
+typedef struct {
+    int pw, ph;            /* plot area in cells */
+    int dw, dh;            /* plot area in dots (braille) or cells (ascii) */
+    unsigned char *bits;   /* per cell: braille dot bits / ascii "set" flag */
+    int8_t *owner;         /* per cell: last series drawn there */
+    int utf8;
+} plot;
+
+static void plot_dot(plot *p, int x, int y, int series)
+{
+    if (x < 0 || y < 0 || x >= p->dw || y >= p->dh) return;
+    int cx = p->utf8 ? x / 2 : x, cy = p->utf8 ? y / 4 : y;
+    size_t i = (size_t)cy * p->pw + cx;
+    p->bits[i] |= p->utf8 ? (unsigned char)tui_braille_bit(x % 2, y % 4) : 1;
+    p->owner[i] = (int8_t)series;
+}
+
+static void plot_line(plot *p, int x0, int y0, int x1, int y1, int series)
+{
+    int dx = abs(x1 - x0), sx = x0 < x1 ? 1 : -1;
+    int dy = -abs(y1 - y0), sy = y0 < y1 ? 1 : -1;
+    int err = dx + dy;
+    for (;;) {
+        plot_dot(p, x0, y0, series);
+        if (x0 == x1 && y0 == y1) break;
+        int e2 = 2 * err;
+        if (e2 >= dy) { err += dy; x0 += sx; }
+        if (e2 <= dx) { err += dx; y0 += sy; }
+    }
+}
+
+static double ty(double v, int log_y)
+{
+    if (!isfinite(v)) return NAN;
+    if (log_y) return v > 0 ? log10(v) : NAN;
+    return v;
+}
+
+int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_canvas *out)
+{
+    memset(out, 0, sizeof *out);
+    int W = o->width, H = o->height, utf8 = o->utf8;
+    int has_legend = 0;
+    for (size_t i = 0; i < ns; i++)
+        if (s[i].label && *s[i].label) has_legend = 1;
+    int header = (o->title && *o->title) || (o->y_label && *o->y_label);
+    int ph = H - header - 2 - has_legend;
+    if (W < 20 || ph < 2) return -1;
+
+    /* Transformed (smoothed, logged) copies of every series' y. */
+    double **ys = calloc(ns ? ns : 1, sizeof *ys);
+    if (!ys) return -1;
+    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
+    int rc = -1;
+    for (size_t i = 0; i < ns; i++) {
+        ys[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
+        if (!ys[i]) goto done;
+        if (s[i].n) tui_smooth_ema(s[i].y, ys[i], s[i].n, o->smooth);
+        for (size_t k = 0; k < s[i].n; k++) {
+            double x = s[i].x ? s[i].x[k] : (double)k, y = ty(ys[i][k], o->log_y);
+            ys[i][k] = y;
+            if (!GAP_OK(y) || !isfinite(x)) continue;
+            if (x < xmin) xmin = x;
+            if (x > xmax) xmax = x;
+            if (y < ymin) ymin = y;
+            if (y > ymax) ymax = y;
+        }
+    }
+    int have_data = isfinite(xmin) && isfinite(ymin);
+    if (!have_data) { xmin = 0; xmax = 1; ymin = o->log_y ? 0 : 0; ymax = 1; }
+    if (xmax == xmin) { xmin -= 0.5; xmax += 0.5; }
+    if (ymax == ymin) {
+        double d = fabs(ymin) > 0 ? fabs(ymin) * 0.1 : 1;
+        ymin -= d; ymax += d;
+    }
+
+    /* y ticks: nice numbers; the y range is widened to whole steps so the top and bottom
+     * rows carry labels. */
+    double yt[32], ystep;
+    int max_yt = ph / 2 + 1;
+    if (max_yt > 8) max_yt = 8;
+    int nyt = tui_nice_ticks(ymin, ymax, max_yt, yt, &ystep);
+    if (o->log_y && ystep < 1 && ymax - ymin >= 1) ystep = 1;
+    ymin = floor(ymin / ystep + 1e-9) * ystep;
+    ymax = ceil(ymax / ystep - 1e-9) * ystep;
+    nyt = 0;
+    for (double t = ymin; t <= ymax + ystep * 1e-6 && nyt < 32; t = ymin + ystep * ++nyt)
+        yt[nyt] = fabs(t) < ystep * 1e-9 ? 0 : t;
+    /* Too many rows of labels for the height: keep every other one. */
+    while (nyt > max_yt + 1) {
+        int m = 0;
+        for (int i = 0; i < nyt; i += 2) yt[m++] = yt[i];
+        nyt = m;
+    }
+    char ylab[32][24];
+    int gw = 1;
+    for (int i = 0; i < nyt; i++) {
+        double v = o->log_y ? pow(10, yt[i]) : yt[i];
+        if (o->log_y) snprintf(ylab[i], sizeof ylab[i], "%.3g", v);
+        else tui_tick_label(v, ystep, ylab[i], sizeof ylab[i]);
+        int l = (int)strlen(ylab[i]);
+        if (l > gw) gw = l;
+    }
+    if (gw > 10) gw = 10;
+    int pw = W - gw - 1;
+    if (pw < 8) goto done;
+
+    out->w = W; out->h = H;
+    out->cells = malloc((size_t)W * H * sizeof *out->cells);
+    plot p = { .pw = pw, .ph = ph, .dw = utf8 ? pw * 2 : pw, .dh = utf8 ? ph * 4 : ph, .utf8 = utf8 };
+    p.bits = calloc((size_t)pw * ph, 1);
+    p.owner = malloc((size_t)pw * ph);
+    if (!out->cells || !p.bits || !p.owner) {
+        free(p.bits); free(p.owner); tui_canvas_free(out);
+        goto done;
+    }
+    for (int i = 0; i < W * H; i++) { out->cells[i].ch = ' '; out->cells[i].series = -1; }
+    memset(p.owner, -1, (size_t)pw * ph);
+
+    for (size_t i = 0; i < ns; i++) {
+        int have_prev = 0, px = 0, py = 0;
+        for (size_t k = 0; k < s[i].n; k++) {
+            double x = s[i].x ? s[i].x[k] : (double)k, y = ys[i][k];
+            if (!GAP_OK(y) || !isfinite(x)) { have_prev = 0; continue; }
+            int dx = (int)lround((x - xmin) / (xmax - xmin) * (p.dw - 1));
+            int dy = (int)lround((ymax - y) / (ymax - ymin) * (p.dh - 1));
+            if (have_prev) plot_line(&p, px, py, dx, dy, (int)i);
+            else plot_dot(&p, dx, dy, (int)i);
+            px = dx; py = dy; have_prev = 1;
+        }
+    }
+
+    int top = header, x0 = gw + 1;
+    for (int cy = 0; cy < ph; cy++)
+        for (int cx = 0; cx < pw; cx++) {
+            size_t i = (size_t)cy * pw + cx;
+            if (!p.bits[i]) continue;
+            uint32_t ch = utf8 ? tui_braille_char(p.bits[i]) : (uint32_t)tui_series_marker(p.owner[i]);
+            put(out, x0 + cx, top + cy, ch, p.owner[i]);
+        }
+    free(p.bits);
+    free(p.owner);
+
+    /* Axes. */
+    uint32_t vline = utf8 ? 0x2502 : '|', hline = utf8 ? 0x2500 : '-', corner = utf8 ? 0x2514 : '+';
+    uint32_t ytick = utf8 ? 0x2524 : '+', xtick = utf8 ? 0x252c : '+';
+    for (int cy = 0; cy < ph; cy++) put(out, gw, top + cy, vline, -1);
+    int axis_row = top + ph;
+    put(out, gw, axis_row, corner, -1);
+    for (int cx = 0; cx < pw; cx++) put(out, x0 + cx, axis_row, hline, -1);
+    int last_row = -1;
+    for (int i = nyt - 1; i >= 0; i--) {
+        int dy = (int)lround((ymax - yt[i]) / (ymax - ymin) * (p.dh - 1));
+        int cy = utf8 ? dy / 4 : dy;
+        if (cy == last_row) continue;
+        last_row = cy;
+        int l = (int)strlen(ylab[i]);
+        if (l > gw) l = gw;
+        put_text(out, gw - l, top + cy, ylab[i], -1, gw, utf8);
+        put(out, gw, top + cy, ytick, -1);
+    }
+
+    /* x ticks: labels centred under their column, dropped where they would collide. */
+    double xt[16], xstep;
+    int max_xt = pw / 10 + 1;
+    if (max_xt > 12) max_xt = 12;
+    int nxt = tui_nice_ticks(xmin, xmax, max_xt, xt, &xstep);
+    int free_from = 0, lab_row = axis_row + 1;
+    for (int i = 0; i < nxt; i++) {
+        char b[24];
+        tui_tick_label(xt[i], xstep, b, sizeof b);
+        int dx = (int)lround((xt[i] - xmin) / (xmax - xmin) * (p.dw - 1));
+        int cx = x0 + (utf8 ? dx / 2 : dx);
+        int l = (int)strlen(b), start = cx - l / 2;
+        if (start < x0 - 1) start = x0 - 1;
+        if (start + l > W) start = W - l;
+        if (start < free_from) continue;
+        put(out, cx, axis_row, xtick, -1);
+        put_text(out, start, lab_row, b, -1, W, utf8);
+        free_from = start + l + 1;
+    }
+    if (o->x_label && *o->x_label) {
+        int l = text_len(o->x_label);
+        if (W - l - 1 >= free_from) put_text(out, W - l, lab_row, o->x_label, -1, W, utf8);
+    }
+
+    if (header) {
+        int x = 0;
+        if (o->y_label && *o->y_label) x = put_text(out, 0, 0, o->y_label, -1, W, utf8) + 2;
+        if (o->title && *o->title) {
+            int l = text_len(o->title), c = x0 + (pw - l) / 2;
+            put_text(out, c > x ? c : x, 0, o->title, -1, W, utf8);
+        }
+    }
+
+    if (has_legend) {
+        int x = x0, row = H - 1;
+        for (size_t i = 0; i < ns && x < W; i++) {
+            if (!s[i].label || !*s[i].label) continue;
+            if (utf8) { put(out, x, row, 0x2501, (int)i); put(out, x + 1, row, 0x2501, (int)i); }
+            else { put(out, x, row, (uint32_t)tui_series_marker((int)i), (int)i); put(out, x + 1, row, (uint32_t)tui_series_marker((int)i), (int)i); }
+            x = put_text(out, x + 3, row, s[i].label, (int)i, W, utf8) + 2;
+        }
+    }
+
+    if (!have_data) {
+        const char *msg = "no data yet";
+        int l = (int)strlen(msg);
+        put_text(out, x0 + (pw - l) / 2, top + ph / 2, msg, -1, W, utf8);
+    }
+    rc = 0;
+done:
+    for (size_t i = 0; i < ns; i++) free(ys[i]);
+    free(ys);
+    return rc;
+}
+
+void tui_canvas_print(FILE *f, const tui_canvas *c, int ansi)
+{
+    for (int y = 0; y < c->h; y++) {
+        const tui_cell *row = c->cells + (size_t)y * c->w;
+        int end = c->w;
+        while (end > 0 && row[end - 1].ch == ' ') end--;
+        int cur = -1;
+        for (int x = 0; x < end; x++) {
+            int s = row[x].ch == ' ' ? cur : row[x].series;
+            if (ansi && s != cur) {
+                if (s < 0) fputs("\033[0m", f);
+                else fprintf(f, "\033[%dm", tui_series_ansi(s));
+                cur = s;
+            }
+            char b[8];
+            tui_utf8_put(row[x].ch, b);
+            fputs(b, f);
+        }
+        if (ansi && cur >= 0) fputs("\033[0m", f);
+        fputc('\n', f);
+    }
+}
