@@ -107,8 +107,16 @@ size_t prof_mem_live(void);
 size_t prof_mem_peak(void);
 void prof_mem_reset_peak(void);
 size_t prof_peak_rss(void);
+/* Bytes ever allocated through prof_malloc/prof_calloc in this process. */
+size_t prof_mem_total(void);
 
 /* Wall clock in ns (PAPI_get_real_nsec once PAPI is initialised, else CLOCK_MONOTONIC). */
 uint64_t prof_now_ns(void);
+
+/* ---- internal to profiler/ (shared between its files; not for callers) ---------- */
+/* mem.c -> profiler.c: n bytes were just allocated; live is the process-wide live count. */
+void prof_internal_charge(size_t n, size_t live);
+/* profiler.c -> mem.c: PAPI is initialised, so prof_now_ns may use PAPI_get_real_nsec. */
+void prof_internal_clock_use_papi(int on);
 
 #endif
