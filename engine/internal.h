@@ -127,7 +127,7 @@ const char *eng_act_name(eng_act act); /* "relu", "tanh", ... "" for none */
 typedef struct {
     eng_layer_kind kind;
     eng_act act;
-    char name[16];              /* "dense1", "conv2", "pool1", "flatten1" (count per kind) */
+    char name[24];              /* "dense1", "conv2", "pool1", "flatten1" (count per kind) */
     int in_shape[3], out_shape[3];
     size_t in_size, out_size;   /* per row */
     int kernel;                 /* conv */

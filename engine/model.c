@@ -1,0 +1,451 @@
+/* model.c — builds a model from layer specs (shapes, one parameter buffer, one gradient
+ * buffer, one activation arena, seeded init), and runs its nodes forward and backward
+ * through the op table at one call site, where profiling attaches. */
+#include "internal.h"
+#include "rng.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the one place every op runs ----------------------------------------------------- */
+
+static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows)
+{
+    const eng_op *op = &eng_ops[n->op];
+    void (*fn)(eng_node *, int) = dir == ENG_FWD ? op->forward : op->backward;
+    if (!m->prof) { fn(n, rows); return; }
+    int id = dir == ENG_FWD ? n->prof_fwd : n->prof_bwd;
+    PROF_BEGIN(m->prof, id);
+    fn(n, rows);
+    PROF_END(m->prof, id, op->flops(n, rows, dir), op->bytes(n, rows, dir));
+}
+
+/* ---- building ------------------------------------------------------------------------ */
+
+/* Nodes whose output is their input (in place / a view): they own no buffers. */
+static int node_aliases(const eng_node *n) { return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN; }
+
+static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+static const char *kind_name(eng_layer_kind k)
+{
+    switch (k) {
+    case ENG_LAYER_DENSE: return "dense";
+    case ENG_LAYER_CONV: return "conv";
+    case ENG_LAYER_POOL: return "pool";
+    case ENG_LAYER_FLATTEN: return "flatten";
+    }
+    return "?";
+}
+
+static eng_node *add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3],
+                          const int out_shape[3])
+{
+    eng_node *n = &m->nodes[m->n_nodes++];
+    memset(n, 0, sizeof *n);
+    n->op = op;
+    n->layer = layer;
+    memcpy(n->in_shape, in_shape, sizeof n->in_shape);
+    memcpy(n->out_shape, out_shape, sizeof n->out_shape);
+    n->in_size = (size_t)in_shape[0] * in_shape[1] * in_shape[2];
+    n->out_size = (size_t)out_shape[0] * out_shape[1] * out_shape[2];
+    n->prof_fwd = n->prof_bwd = -1;
+    return n;
+}
+
+/* Shapes and nodes of every layer; parameter offsets. No allocation. */
+static int plan(eng_model *m, const eng_model_config *mc)
+{
+    int shape[3] = { m->in_shape[0], m->in_shape[1], m->in_shape[2] };
+    int counts[4] = { 0 }, has_params = 0;
+    size_t off = 0;
+    for (int i = 0; i < mc->n_layers; i++) {
+        const eng_layer_spec *sp = &mc->layers[i];
+        eng_layer *L = &m->layers[i];
+        memset(L, 0, sizeof *L);
+        L->kind = sp->kind;
+        L->act = sp->act;
+        if ((unsigned)sp->kind > ENG_LAYER_FLATTEN)
+            return eng_fail(ENG_EINVAL, "model: layer %d has an unknown kind %d", i + 1, (int)sp->kind);
+        if ((unsigned)sp->act > ENG_ACT_GELU)
+            return eng_fail(ENG_EINVAL, "model: layer %d has an unknown activation %d", i + 1, (int)sp->act);
+        snprintf(L->name, sizeof L->name, "%s%d", kind_name(sp->kind), ++counts[sp->kind]);
+        memcpy(L->in_shape, shape, sizeof shape);
+        L->in_size = (size_t)shape[0] * shape[1] * shape[2];
+        L->node_first = m->n_nodes;
+        int out[3];
+        switch (sp->kind) {
+        case ENG_LAYER_DENSE: {
+            int units = sp->units;
+            if (units == 0 && i == mc->n_layers - 1) units = m->n_out; /* dense:0 last = "as many as the data needs" */
+            if (units <= 0)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): units must be a positive number, got %d",
+                                i + 1, L->name, sp->units);
+            out[0] = 1; out[1] = 1; out[2] = units;
+            L->n_w = L->in_size * (size_t)units;
+            L->n_b = (size_t)units;
+            add_node(m, ENG_OP_DENSE, i, shape, out);
+            add_node(m, ENG_OP_BIAS, i, out, out);
+            break;
+        }
+        case ENG_LAYER_CONV: {
+            int F = sp->units, K = sp->kernel;
+            if (F <= 0 || K <= 0)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): conv needs filters > 0 and kernel > 0, got conv:%d:%d",
+                                i + 1, L->name, F, K);
+            if (shape[1] < K || shape[2] < K)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): a %dx%d kernel does not fit its %dx%dx%d input "
+                                "(conv needs image input: C,H,W with H,W >= kernel)",
+                                i + 1, L->name, K, K, shape[0], shape[1], shape[2]);
+            out[0] = F; out[1] = shape[1] - K + 1; out[2] = shape[2] - K + 1;
+            L->kernel = K;
+            L->n_w = (size_t)F * shape[0] * K * K;
+            L->n_b = (size_t)F;
+            add_node(m, ENG_OP_CONV2D, i, shape, out)->kernel = K;
+            add_node(m, ENG_OP_BIAS, i, out, out);
+            break;
+        }
+        case ENG_LAYER_POOL:
+            if (sp->kernel != 0 && sp->kernel != 2)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): only 2x2 max-pooling is implemented, got kernel %d",
+                                i + 1, L->name, sp->kernel);
+            if (shape[1] < 2 || shape[2] < 2)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): 2x2 pooling needs an input of at least 2x2, got %dx%dx%d",
+                                i + 1, L->name, shape[0], shape[1], shape[2]);
+            out[0] = shape[0]; out[1] = shape[1] / 2; out[2] = shape[2] / 2;
+            add_node(m, ENG_OP_MAXPOOL, i, shape, out);
+            break;
+        case ENG_LAYER_FLATTEN:
+            out[0] = 1; out[1] = 1; out[2] = (int)L->in_size;
+            add_node(m, ENG_OP_FLATTEN, i, shape, out);
+            break;
+        }
+        if (sp->act != ENG_ACT_NONE) {
+            if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
+                                i + 1, L->name, eng_act_name(sp->act));
+            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out);
+        }
+        L->n_nodes = m->n_nodes - L->node_first;
+        memcpy(L->out_shape, out, sizeof out);
+        L->out_size = (size_t)out[0] * out[1] * out[2];
+        if (L->n_w) {
+            has_params = 1;
+            L->w_off = off;
+            L->b_off = off + L->n_w;
+            off += L->n_w + L->n_b;
+        }
+        memcpy(shape, out, sizeof shape);
+    }
+    if (!has_params)
+        return eng_fail(ENG_EINVAL, "model: needs at least one dense or conv layer");
+    const eng_layer *last = &m->layers[mc->n_layers - 1];
+    if (last->out_size != (size_t)m->n_out)
+        return eng_fail(ENG_EINVAL, "model: the last layer (%s) gives %zu outputs but the data has %d %s; "
+                        "end the layers with dense:%d",
+                        last->name, last->out_size, m->n_out,
+                        mc->loss == ENG_LOSS_SOFTMAX_XENT ? "classes" : "outputs", m->n_out);
+    int lo[3] = { 1, 1, m->n_out };
+    add_node(m, mc->loss == ENG_LOSS_MSE ? ENG_OP_MSE : ENG_OP_SOFTMAX_XENT, -1, lo, lo);
+    m->loss = &m->nodes[m->n_nodes - 1];
+    m->n_params = off;
+    return ENG_OK;
+}
+
+/* Conv workspace rows per sgemm: as many rows as fit in about 8 MB of im2col. */
+#define CONV_WS_FLOATS ((size_t)2 << 20)
+
+static int conv_chunk(const eng_node *n, int max_batch)
+{
+    size_t P = n->out_size / (size_t)n->out_shape[0];
+    size_t per_row = (size_t)n->in_shape[0] * n->kernel * n->kernel * P;
+    size_t c = CONV_WS_FLOATS / (per_row ? per_row : 1);
+    if (c < 1) c = 1;
+    if (c > (size_t)max_batch) c = (size_t)max_batch;
+    return (int)c;
+}
+
+/* Buffers: sizes first, then one arena carved in order; the same walk assigns pointers. */
+static int allocate(eng_model *m)
+{
+    size_t B = (size_t)m->max_batch, floats = 0, ints = 0, col = 0, tmp = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        if (n == m->loss) {
+            if (n->op == ENG_OP_SOFTMAX_XENT) floats += round16(B * n->out_size);
+            continue;
+        }
+        if (!node_aliases(n)) floats += 2 * round16(B * n->out_size);
+        if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
+        if (n->op == ENG_OP_CONV2D) {
+            n->chunk = conv_chunk(n, m->max_batch);
+            size_t P = n->out_size / (size_t)n->out_shape[0], S = (size_t)n->chunk;
+            size_t c = (size_t)n->in_shape[0] * n->kernel * n->kernel * P * S;
+            size_t t = (size_t)n->out_shape[0] * P * S;
+            if (c > col) col = c;
+            if (t > tmp) tmp = t;
+        }
+    }
+    floats += 2 * round16(col) + round16(tmp);
+    m->params = prof_calloc(m->n_params, sizeof(float));
+    m->grads = prof_calloc(m->n_params, sizeof(float));
+    m->arena = prof_calloc(floats ? floats : 1, sizeof(float));
+    m->iarena = ints ? prof_calloc(ints, sizeof(int32_t)) : NULL;
+    if (!m->params || !m->grads || !m->arena || (ints && !m->iarena))
+        return eng_fail(ENG_ENOMEM, "model: out of memory allocating %zu parameters and %zu MB of activations "
+                        "for batches of %d rows (try a smaller batch)",
+                        m->n_params, floats * 4 >> 20, m->max_batch);
+
+    float *p = m->arena;
+    int32_t *ip = m->iarena;
+    float *ws_col = p; p += round16(col);
+    float *ws_dcol = p; p += round16(col);
+    float *ws_tmp = p; p += round16(tmp);
+    const float *x = NULL;   /* the input: wired at each forward */
+    float *dx = NULL;        /* no gradient for the input unless enabled */
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        n->x = x;
+        n->dx = dx;
+        if (n == m->loss) {
+            if (n->op == ENG_OP_SOFTMAX_XENT) { n->y = p; p += round16(B * n->out_size); }
+            break;
+        }
+        if (node_aliases(n)) {
+            n->y = (float *)x;
+            n->dy = dx;
+        } else {
+            n->y = p; p += round16(B * n->out_size);
+            n->dy = p; p += round16(B * n->out_size);
+        }
+        if (n->op == ENG_OP_MAXPOOL) { n->argmax = ip; ip += B * n->out_size; }
+        if (n->op == ENG_OP_CONV2D) { n->col = ws_col; n->dcol = ws_dcol; n->tmp = ws_tmp; }
+        x = n->y;
+        dx = n->dy;
+    }
+    /* parameters, and each layer's view of its nodes' buffers */
+    for (int i = 0; i < m->n_layers; i++) {
+        eng_layer *L = &m->layers[i];
+        eng_node *first = &m->nodes[L->node_first], *lastn = &m->nodes[L->node_first + L->n_nodes - 1];
+        if (L->n_w) {
+            L->w = m->params + L->w_off; L->b = m->params + L->b_off;
+            L->dw = m->grads + L->w_off; L->db = m->grads + L->b_off;
+            first->w = L->w; first->dw = L->dw; first->n_w = L->n_w;
+            eng_node *bias = first + 1;
+            bias->b = L->b; bias->db = L->db; bias->n_b = L->n_b;
+            /* the weight node also knows its bias, for anyone inspecting it */
+            first->b = L->b; first->db = L->db; first->n_b = L->n_b;
+            L->z = bias->y; L->dz = bias->dy;
+        } else {
+            L->z = first->y; L->dz = first->dy;
+        }
+        L->x = first->x;
+        L->a = lastn->y; L->da = lastn->dy;
+    }
+    m->logits = m->loss->x;
+    m->dlogits = m->loss->dx;
+    m->probs = m->loss->op == ENG_OP_SOFTMAX_XENT ? m->loss->y : NULL;
+    return ENG_OK;
+}
+
+/* He (normal, std sqrt(2/fan_in)) before relu/gelu, Xavier (uniform ±sqrt(6/(fan_in+fan_out)))
+ * otherwise, unless the config forces one; biases stay 0. One stream per layer. */
+static void init_params(eng_model *m, uint64_t seed)
+{
+    for (int i = 0; i < m->n_layers; i++) {
+        eng_layer *L = &m->layers[i];
+        if (!L->n_w) continue;
+        double fan_in, fan_out;
+        if (L->kind == ENG_LAYER_CONV) {
+            double kk = (double)L->kernel * L->kernel;
+            fan_in = L->in_shape[0] * kk;
+            fan_out = L->out_shape[0] * kk;
+        } else {
+            fan_in = (double)L->in_size;
+            fan_out = (double)L->out_size;
+        }
+        int he = m->cfg.init == ENG_INIT_HE ||
+                 (m->cfg.init == ENG_INIT_AUTO && (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU));
+        eng_rng r;
+        eng_rng_seed(&r, seed, ENG_STREAM_INIT + (uint64_t)i);
+        if (he) {
+            double sd = sqrt(2.0 / fan_in);
+            for (size_t k = 0; k < L->n_w; k++) L->w[k] = (float)(sd * eng_rng_normal(&r));
+        } else {
+            double lim = sqrt(6.0 / (fan_in + fan_out));
+            for (size_t k = 0; k < L->n_w; k++) L->w[k] = (float)(lim * (2.0 * eng_rng_uniform(&r) - 1.0));
+        }
+        memset(L->b, 0, L->n_b * sizeof(float));
+    }
+}
+
+static void make_summary(eng_model *m)
+{
+    char *s = m->summary;
+    size_t cap = sizeof m->summary, len = 0;
+    for (int i = 0; i < m->n_layers && len < cap; i++) {
+        const eng_layer *L = &m->layers[i];
+        const int *a = L->in_shape, *b = L->out_shape;
+        const char *sep = i ? ", " : "";
+        int w = 0;
+        switch (L->kind) {
+        case ENG_LAYER_DENSE: w = snprintf(s + len, cap - len, "%sdense(%zu->%zu)", sep, L->in_size, L->out_size); break;
+        case ENG_LAYER_CONV:
+            w = snprintf(s + len, cap - len, "%sconv(%dx%dx%d->%dx%dx%d k%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2], L->kernel);
+            break;
+        case ENG_LAYER_POOL:
+            w = snprintf(s + len, cap - len, "%spool(%dx%dx%d->%dx%dx%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2]);
+            break;
+        case ENG_LAYER_FLATTEN: w = snprintf(s + len, cap - len, "%sflatten(%dx%dx%d->%zu)", sep, a[0], a[1], a[2], L->out_size); break;
+        }
+        if (w > 0) len += (size_t)w;
+        if (L->act != ENG_ACT_NONE && len < cap) {
+            w = snprintf(s + len, cap - len, " %s", eng_act_name(L->act));
+            if (w > 0) len += (size_t)w;
+        }
+    }
+    if (len < cap) snprintf(s + len, cap - len, "  [%zu params]", m->n_params);
+}
+
+static int register_scopes(eng_model *m)
+{
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        const char *layer = n->layer < 0 ? "loss" : m->layers[n->layer].name;
+        char name[48];
+        snprintf(name, sizeof name, "%s.fwd", eng_ops[n->op].name);
+        n->prof_fwd = prof_register(m->prof, name, layer, PROF_OP);
+        snprintf(name, sizeof name, "%s.bwd", eng_ops[n->op].name);
+        n->prof_bwd = prof_register(m->prof, name, layer, PROF_OP);
+        if (n->prof_fwd < 0 || n->prof_bwd < 0)
+            return eng_fail(ENG_EINVAL, "model: the profiler's scope table is full (%s %s): %s",
+                            layer, eng_ops[n->op].name, prof_error());
+    }
+    return ENG_OK;
+}
+
+int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out,
+                    int max_batch, uint64_t seed, prof_t *prof, eng_model **out)
+{
+    *out = NULL;
+    if (!mc || mc->n_layers < 1 || mc->n_layers > ENG_MAX_LAYERS)
+        return eng_fail(ENG_EINVAL, "model: needs 1 to %d layers, got %d", ENG_MAX_LAYERS, mc ? mc->n_layers : 0);
+    if (in_shape[0] < 1 || in_shape[1] < 1 || in_shape[2] < 1)
+        return eng_fail(ENG_EINVAL, "model: bad input shape %dx%dx%d", in_shape[0], in_shape[1], in_shape[2]);
+    if (n_out < 1)
+        return eng_fail(ENG_EINVAL, "model: the data must have at least 1 output (got %d)", n_out);
+    if (max_batch < 1)
+        return eng_fail(ENG_EINVAL, "model: max_batch must be at least 1 (got %d)", max_batch);
+    if (mc->loss != ENG_LOSS_SOFTMAX_XENT && mc->loss != ENG_LOSS_MSE)
+        return eng_fail(ENG_EINVAL, "model: unknown loss %d", (int)mc->loss);
+    if (mc->loss == ENG_LOSS_SOFTMAX_XENT && n_out < 2)
+        return eng_fail(ENG_EINVAL, "model: softmax_xent needs at least 2 classes (the data has %d output); "
+                        "use loss = mse for regression", n_out);
+    eng_model *m = prof_calloc(1, sizeof *m);
+    if (!m) return eng_fail(ENG_ENOMEM, "model: out of memory");
+    m->cfg = *mc;
+    memcpy(m->in_shape, in_shape, sizeof m->in_shape);
+    m->in_size = (size_t)in_shape[0] * in_shape[1] * in_shape[2];
+    m->n_out = n_out;
+    m->max_batch = max_batch;
+    m->n_layers = mc->n_layers;
+    m->prof = prof;
+    int rc = plan(m, mc);
+    if (!rc) rc = allocate(m);
+    if (!rc && prof) rc = register_scopes(m);
+    if (rc) { eng_model_free(m); return rc; }
+    init_params(m, seed);
+    make_summary(m);
+    *out = m;
+    return ENG_OK;
+}
+
+void eng_model_free(eng_model *m)
+{
+    if (!m) return;
+    prof_free(m->params);
+    prof_free(m->grads);
+    prof_free(m->arena);
+    prof_free(m->iarena);
+    prof_free(m->dinput);
+    prof_free(m);
+}
+
+int eng_model_enable_input_grad(eng_model *m)
+{
+    if (m->dinput) return ENG_OK;
+    m->dinput = prof_calloc((size_t)m->max_batch * m->in_size, sizeof(float));
+    if (!m->dinput) return eng_fail(ENG_ENOMEM, "model: out of memory for the input gradient");
+    /* the first nodes up to the first one that owns its output see the input's gradient */
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        n->dx = m->dinput;
+        if (!node_aliases(n)) break;
+        n->dy = m->dinput;
+    }
+    return ENG_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------- */
+
+/* Points the first nodes and layers (up to the first that owns its output) at x. */
+static void wire_input(eng_model *m, const float *x)
+{
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        n->x = x;
+        if (!node_aliases(n)) break;
+        n->y = (float *)x;
+    }
+    for (int i = 0; i < m->n_layers; i++) {
+        eng_layer *L = &m->layers[i];
+        L->x = x;
+        if (L->kind != ENG_LAYER_FLATTEN) break;
+        L->z = L->a = (float *)x;
+    }
+}
+
+double eng_model_forward(eng_model *m, const float *x, int rows, const int32_t *labels,
+                         const float *targets, int *correct)
+{
+    if (correct) *correct = 0;
+    if (rows < 1 || rows > m->max_batch) {
+        eng_fail(ENG_EINVAL, "model: forward of %d rows, but the model was built for 1 to %d", rows, m->max_batch);
+        return NAN;
+    }
+    if (!labels == !targets) {
+        eng_fail(ENG_EINVAL, "model: forward needs exactly one of labels and targets");
+        return NAN;
+    }
+    if (labels)
+        for (int r = 0; r < rows; r++)
+            if (labels[r] < 0 || labels[r] >= m->n_out) {
+                eng_fail(ENG_EINVAL, "model: label %d of row %d is outside 0..%d", (int)labels[r], r, m->n_out - 1);
+                return NAN;
+            }
+    wire_input(m, x);
+    m->rows = rows;
+    m->loss->labels = labels;
+    m->loss->targets = targets;
+    for (int i = 0; i < m->n_nodes; i++) run_node(m, &m->nodes[i], ENG_FWD, rows);
+    if (correct) *correct = m->loss->correct;
+    return m->loss->loss;
+}
+
+void eng_model_backward(eng_model *m)
+{
+    for (int i = m->n_nodes - 1; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);
+}
+
+void eng_model_backward_from(eng_model *m, const float *dlogits)
+{
+    if (dlogits != m->dlogits)
+        memmove(m->dlogits, dlogits, (size_t)m->rows * m->n_out * sizeof(float));
+    for (int i = m->n_nodes - 2; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);
+}
+
+float *eng_model_params(eng_model *m) { return m->params; }
+float *eng_model_grads(eng_model *m) { return m->grads; }
+size_t eng_model_n_params(const eng_model *m) { return m->n_params; }
+const char *eng_model_summary(const eng_model *m) { return m->summary; }

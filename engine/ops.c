@@ -1,0 +1,536 @@
+/* ops.c — every op of the engine (forward, backward, FLOP and byte counts) and the one op
+ * table that model.c dispatches through. Shapes are per row; B below is the rows of a call.
+ *
+ * Software counters (what the profiler gets for one call; 4 bytes per float or int32):
+ * FLOPs count the arithmetic as written here, one per add/mul/compare/divide and one per
+ * call of exp/tanh/log. Bytes count every tensor an op reads or writes once, including the
+ * workspaces the implementation materialises (im2col), so bytes/FLOP is the intensity of
+ * this implementation rather than of an ideal one.
+ *
+ *  op            dir  FLOPs                              bytes / 4
+ *  dense         fwd  2·B·in·out                         B·in + in·out + B·out
+ *                bwd  2·B·in·out  (+2·B·in·out for dx)   B·in + B·out + in·out  (+ B·out + in·out + B·in for dx)
+ *  bias          fwd  B·n                                2·B·n + nb
+ *                bwd  B·n                                B·n + nb        (dx == dy: no copy)
+ *  relu          fwd  B·n                                2·B·n
+ *                bwd  B·n                                3·B·n
+ *  tanh          fwd  B·n                                2·B·n
+ *                bwd  3·B·n                              3·B·n
+ *  sigmoid       fwd  3·B·n                              2·B·n
+ *                bwd  3·B·n                              3·B·n
+ *  gelu          fwd  9·B·n                              2·B·n
+ *                bwd  18·B·n                             3·B·n
+ *  softmax_xent  fwd  B·(5K+4)  labels | B·(9K+2) targets    2·B·K + B | 3·B·K
+ *                bwd  B·(K+1)   labels | B·2K     targets    2·B·K + B | 3·B·K
+ *  mse           fwd  3·B·T                              B·T + B (labels) | 2·B·T
+ *                bwd  2·B·T                              2·B·T + B (labels) | 3·B·T
+ *  conv2d        fwd  2·B·F·CKK·P                        B·CHW + 2·B·CKK·P + F·CKK + 3·B·F·P
+ *                bwd  2·B·F·CKK·P                        B·CHW + 2·B·CKK·P + 3·B·F·P + F·CKK
+ *                     (+2·B·F·CKK·P + B·CKK·P for dx)    (+ F·CKK + B·F·P + B·CKK·P + B·CHW + 2·B·CKK·P for dx)
+ *  maxpool       fwd  3·B·O                              6·B·O
+ *                bwd  0                                  B·in + 3·B·O
+ *  flatten       both 0                                  0
+ * with n = elements per row, nb = bias length, K = classes, T = targets per row,
+ * conv: C,H,W input, F filters, KxK kernel, P = (H-K+1)(W-K+1), CKK = C·K·K, CHW = C·H·W;
+ * pool: O = C·(H/2)·(W/2) outputs per row, in = C·H·W.
+ */
+#include "internal.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <string.h>
+
+#define U64(x) ((uint64_t)(x))
+
+/* ---- dense: y[B,out] = x[B,in] · W[in,out] -------------------------------------------- */
+
+static void dense_fwd(eng_node *n, int rows)
+{
+    int in = (int)n->in_size, out = (int)n->out_size;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, out, in, 1.0f, n->x, in,
+                n->w, out, 0.0f, n->y, out);
+}
+
+/* dW[in,out] = x^T dy; dx[B,in] = dy W^T */
+static void dense_bwd(eng_node *n, int rows)
+{
+    int in = (int)n->in_size, out = (int)n->out_size;
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, out, rows, 1.0f, n->x, in,
+                n->dy, out, 0.0f, n->dw, out);
+    if (n->dx)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, in, out, 1.0f, n->dy, out,
+                    n->w, out, 0.0f, n->dx, in);
+}
+
+static uint64_t dense_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t f = 2 * U64(rows) * n->in_size * n->out_size;
+    return dir == ENG_FWD ? f : (n->dx ? 2 * f : f);
+}
+
+static uint64_t dense_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t xin = U64(rows) * n->in_size, yout = U64(rows) * n->out_size;
+    uint64_t w = U64(n->in_size) * n->out_size;
+    uint64_t e = xin + w + yout;
+    if (dir == ENG_BWD && n->dx) e *= 2;
+    return 4 * e;
+}
+
+/* ---- bias: y[B, nb, s] += b[nb], in place (dense: s = 1; conv: s = H*W) ------------- */
+
+static void bias_fwd(eng_node *n, int rows)
+{
+    size_t nb = n->n_b, s = n->out_size / nb;
+    for (int r = 0; r < rows; r++) {
+        float *y = n->y + (size_t)r * n->out_size;
+        for (size_t c = 0; c < nb; c++) {
+            float bc = n->b[c];
+            for (size_t k = 0; k < s; k++) y[c * s + k] += bc;
+        }
+    }
+}
+
+/* db[c] = sum over rows and positions of dy; dx is dy itself (same buffer). */
+static void bias_bwd(eng_node *n, int rows)
+{
+    size_t nb = n->n_b, s = n->out_size / nb;
+    memset(n->db, 0, nb * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        const float *dy = n->dy + (size_t)r * n->out_size;
+        for (size_t c = 0; c < nb; c++) {
+            float acc = 0.0f;
+            for (size_t k = 0; k < s; k++) acc += dy[c * s + k];
+            n->db[c] += acc;
+        }
+    }
+}
+
+static uint64_t bias_flops(const eng_node *n, int rows, eng_dir dir) { (void)dir; return U64(rows) * n->out_size; }
+static uint64_t bias_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t e = U64(rows) * n->out_size;
+    return 4 * ((dir == ENG_FWD ? 2 * e : e) + n->n_b);
+}
+
+/* ---- activations: y = f(x) elementwise ------------------------------------------------ */
+
+#define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
+#define GELU_K 0.044715f
+
+static void relu_fwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->y[i] = n->x[i] > 0.0f ? n->x[i] : 0.0f;
+}
+static void relu_bwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->dx[i] = n->x[i] > 0.0f ? n->dy[i] : 0.0f;
+}
+
+static void tanh_fwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->y[i] = tanhf(n->x[i]);
+}
+static void tanh_bwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->dx[i] = n->dy[i] * (1.0f - n->y[i] * n->y[i]);
+}
+
+/* Written so exp never overflows: exp(-|x|) is at most 1. */
+static inline float sigmoidf(float x)
+{
+    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
+    float e = expf(x);
+    return e / (1.0f + e);
+}
+static void sigmoid_fwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->y[i] = sigmoidf(n->x[i]);
+}
+static void sigmoid_bwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->dx[i] = n->dy[i] * n->y[i] * (1.0f - n->y[i]);
+}
+
+/* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
+static void gelu_fwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) {
+        float x = n->x[i];
+        float u = GELU_C * x * (1.0f + GELU_K * x * x);
+        n->y[i] = 0.5f * x * (1.0f + tanhf(u));
+    }
+}
+static inline float gelu_d1(float x)
+{
+    float x2 = x * x;
+    float u = GELU_C * x * (1.0f + GELU_K * x2);
+    float t = tanhf(u);
+    float du = GELU_C * (1.0f + 3.0f * GELU_K * x2);
+    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+}
+static void gelu_bwd(eng_node *n, int rows)
+{
+    size_t e = (size_t)rows * n->out_size;
+    for (size_t i = 0; i < e; i++) n->dx[i] = n->dy[i] * gelu_d1(n->x[i]);
+}
+
+static uint64_t act_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    return 4 * U64(rows) * n->out_size * (dir == ENG_FWD ? 2 : 3);
+}
+static uint64_t relu_flops(const eng_node *n, int rows, eng_dir dir) { (void)dir; return U64(rows) * n->out_size; }
+static uint64_t tanh_flops(const eng_node *n, int rows, eng_dir dir) { return U64(rows) * n->out_size * (dir == ENG_FWD ? 1 : 3); }
+static uint64_t sigmoid_flops(const eng_node *n, int rows, eng_dir dir) { (void)dir; return 3 * U64(rows) * n->out_size; }
+static uint64_t gelu_flops(const eng_node *n, int rows, eng_dir dir) { return U64(rows) * n->out_size * (dir == ENG_FWD ? 9 : 18); }
+
+void eng_act_derivs(eng_act act, const float *z, const float *a, size_t n, float *d1, float *d2)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x = z[i], y = a[i], f1, f2;
+        switch (act) {
+        case ENG_ACT_RELU: f1 = x > 0.0f ? 1.0f : 0.0f; f2 = 0.0f; break;
+        case ENG_ACT_TANH: f1 = 1.0f - y * y; f2 = -2.0f * y * f1; break;
+        case ENG_ACT_SIGMOID: f1 = y * (1.0f - y); f2 = f1 * (1.0f - 2.0f * y); break;
+        case ENG_ACT_GELU: {
+            float x2 = x * x, t = tanhf(GELU_C * x * (1.0f + GELU_K * x2));
+            float du = GELU_C * (1.0f + 3.0f * GELU_K * x2), s = 1.0f - t * t;
+            float ddu = GELU_C * 6.0f * GELU_K * x;
+            f1 = 0.5f * (1.0f + t) + 0.5f * x * s * du;
+            /* d/dx of the above: t' = s du, s' = -2 t s du */
+            f2 = s * du + 0.5f * x * (-2.0f * t * s * du * du + s * ddu);
+            break;
+        }
+        default: f1 = 1.0f; f2 = 0.0f; break;
+        }
+        if (d1) d1[i] = f1;
+        if (d2) d2[i] = f2;
+    }
+}
+
+int eng_act_op(eng_act act)
+{
+    switch (act) {
+    case ENG_ACT_RELU: return ENG_OP_RELU;
+    case ENG_ACT_TANH: return ENG_OP_TANH;
+    case ENG_ACT_SIGMOID: return ENG_OP_SIGMOID;
+    case ENG_ACT_GELU: return ENG_OP_GELU;
+    default: return -1;
+    }
+}
+
+const char *eng_act_name(eng_act act)
+{
+    int op = eng_act_op(act);
+    return op < 0 ? "" : eng_ops[op].name;
+}
+
+/* ---- softmax + cross-entropy (fused), mean over rows ----------------------------------
+ * loss = (1/B) sum_r -sum_j t_rj log softmax(z_r)_j, with t_r = onehot(label_r) when labels
+ * are given (soft targets otherwise). Stable: log softmax = z - max - log sum exp(z - max).
+ * Forward keeps the probabilities (n->y) for backward: dz = (p - t) / B. */
+
+static void xent_fwd(eng_node *n, int rows)
+{
+    size_t K = n->in_size;
+    double total = 0.0;
+    int correct = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *z = n->x + (size_t)r * K;
+        float *p = n->y + (size_t)r * K;
+        size_t am = 0;
+        float m = z[0];
+        for (size_t j = 1; j < K; j++)
+            if (z[j] > m) { m = z[j]; am = j; }
+        float s = 0.0f;
+        for (size_t j = 0; j < K; j++) { p[j] = expf(z[j] - m); s += p[j]; }
+        float inv = 1.0f / s, ls = logf(s);
+        for (size_t j = 0; j < K; j++) p[j] *= inv;
+        if (n->labels) {
+            int32_t l = n->labels[r];
+            total += (double)(ls - z[l] + m);
+            correct += (int32_t)am == l;
+        } else {
+            const float *t = n->targets + (size_t)r * K;
+            float lr = 0.0f;
+            for (size_t j = 0; j < K; j++) lr -= t[j] * (z[j] - m - ls);
+            total += (double)lr;
+        }
+    }
+    n->loss = total / rows;
+    n->correct = correct;
+}
+
+static void xent_bwd(eng_node *n, int rows)
+{
+    size_t K = n->in_size;
+    float invb = 1.0f / (float)rows;
+    for (int r = 0; r < rows; r++) {
+        const float *p = n->y + (size_t)r * K;
+        float *d = n->dx + (size_t)r * K;
+        if (n->labels) {
+            for (size_t j = 0; j < K; j++) d[j] = p[j] * invb;
+            d[n->labels[r]] -= invb;
+        } else {
+            const float *t = n->targets + (size_t)r * K;
+            for (size_t j = 0; j < K; j++) d[j] = (p[j] - t[j]) * invb;
+        }
+    }
+}
+
+static uint64_t xent_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t K = n->in_size;
+    if (dir == ENG_FWD) return U64(rows) * (n->labels ? 5 * K + 4 : 9 * K + 2);
+    return U64(rows) * (n->labels ? K + 1 : 2 * K);
+}
+static uint64_t xent_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    (void)dir;
+    uint64_t e = U64(rows) * n->in_size;
+    return 4 * (n->labels ? 2 * e + U64(rows) : 3 * e);
+}
+
+/* ---- mean squared error: loss = (1/(B*T)) sum_r sum_j (y_rj - t_rj)^2 -----------------
+ * The mean runs over rows AND targets (as PyTorch's MSELoss), without a 1/2 factor, so
+ * dy = 2 (y - t) / (B*T). With labels, t is the one-hot vector of the label. */
+
+static inline float mse_target(const eng_node *n, int r, size_t j)
+{
+    if (n->labels) return (size_t)n->labels[r] == j ? 1.0f : 0.0f;
+    return n->targets[(size_t)r * n->in_size + j];
+}
+
+static void mse_fwd(eng_node *n, int rows)
+{
+    size_t T = n->in_size;
+    double total = 0.0;
+    int correct = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *y = n->x + (size_t)r * T;
+        float acc = 0.0f;
+        for (size_t j = 0; j < T; j++) {
+            float d = y[j] - mse_target(n, r, j);
+            acc += d * d;
+        }
+        total += (double)acc;
+        if (n->labels) {
+            size_t am = 0;
+            for (size_t j = 1; j < T; j++)
+                if (y[j] > y[am]) am = j;
+            correct += (int32_t)am == n->labels[r];
+        }
+    }
+    n->loss = total / ((double)rows * (double)T);
+    n->correct = correct;
+}
+
+static void mse_bwd(eng_node *n, int rows)
+{
+    size_t T = n->in_size;
+    float scale = 2.0f / ((float)rows * (float)T);
+    for (int r = 0; r < rows; r++) {
+        const float *y = n->x + (size_t)r * T;
+        float *d = n->dx + (size_t)r * T;
+        for (size_t j = 0; j < T; j++) d[j] = (y[j] - mse_target(n, r, j)) * scale;
+    }
+}
+
+static uint64_t mse_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    return U64(rows) * n->in_size * (dir == ENG_FWD ? 3 : 2);
+}
+static uint64_t mse_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t e = U64(rows) * n->in_size;
+    uint64_t t = n->labels ? U64(rows) : e;
+    return 4 * (e + t + (dir == ENG_BWD ? e : 0));
+}
+
+/* ---- conv2d: stride 1, no padding, NCHW per row; im2col + one sgemm per chunk ----------
+ * For a chunk of S rows, col is [C*K*K, S*P] (column s*P + p is the receptive field of
+ * output position p of row s), tmp = W[F, CKK] · col is [F, S*P], scattered to y[s, f, p].
+ * Backward recomputes col (the workspace is shared by every conv layer), gathers dy into
+ * tmp, dW (+)= tmp · col^T, dcol = W^T · tmp, and col2im adds dcol into dx. */
+
+typedef struct { int C, H, W, F, K, OH, OW; size_t P, CKK; } conv_dims;
+
+static conv_dims conv_get(const eng_node *n)
+{
+    conv_dims d = { n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0],
+                    n->kernel, n->out_shape[1], n->out_shape[2], 0, 0 };
+    d.P = (size_t)d.OH * d.OW;
+    d.CKK = (size_t)d.C * d.K * d.K;
+    return d;
+}
+
+static void im2col(const conv_dims *d, const float *x, size_t in_size, int S, float *col)
+{
+    size_t ld = (size_t)S * d->P;
+    for (int c = 0; c < d->C; c++)
+        for (int ki = 0; ki < d->K; ki++)
+            for (int kj = 0; kj < d->K; kj++) {
+                float *crow = col + ((size_t)(c * d->K + ki) * d->K + kj) * ld;
+                for (int s = 0; s < S; s++) {
+                    const float *xs = x + (size_t)s * in_size + (size_t)c * d->H * d->W;
+                    float *dst = crow + (size_t)s * d->P;
+                    for (int oh = 0; oh < d->OH; oh++)
+                        memcpy(dst + (size_t)oh * d->OW, xs + (size_t)(oh + ki) * d->W + kj,
+                               (size_t)d->OW * sizeof(float));
+                }
+            }
+}
+
+static void col2im_add(const conv_dims *d, const float *dcol, int S, float *dx, size_t in_size)
+{
+    size_t ld = (size_t)S * d->P;
+    for (int c = 0; c < d->C; c++)
+        for (int ki = 0; ki < d->K; ki++)
+            for (int kj = 0; kj < d->K; kj++) {
+                const float *crow = dcol + ((size_t)(c * d->K + ki) * d->K + kj) * ld;
+                for (int s = 0; s < S; s++) {
+                    float *xs = dx + (size_t)s * in_size + (size_t)c * d->H * d->W;
+                    const float *src = crow + (size_t)s * d->P;
+                    for (int oh = 0; oh < d->OH; oh++) {
+                        float *xr = xs + (size_t)(oh + ki) * d->W + kj;
+                        const float *sr = src + (size_t)oh * d->OW;
+                        for (int ow = 0; ow < d->OW; ow++) xr[ow] += sr[ow];
+                    }
+                }
+            }
+}
+
+static void conv_fwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    for (int r0 = 0; r0 < rows; r0 += n->chunk) {
+        int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
+        int ld = S * (int)d.P;
+        im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d.F, ld, (int)d.CKK, 1.0f,
+                    n->w, (int)d.CKK, n->col, ld, 0.0f, n->tmp, ld);
+        for (int s = 0; s < S; s++)
+            for (int f = 0; f < d.F; f++)
+                memcpy(n->y + (size_t)(r0 + s) * n->out_size + (size_t)f * d.P,
+                       n->tmp + (size_t)f * ld + (size_t)s * d.P, d.P * sizeof(float));
+    }
+}
+
+static void conv_bwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    for (int r0 = 0; r0 < rows; r0 += n->chunk) {
+        int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
+        int ld = S * (int)d.P;
+        im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
+        for (int s = 0; s < S; s++)
+            for (int f = 0; f < d.F; f++)
+                memcpy(n->tmp + (size_t)f * ld + (size_t)s * d.P,
+                       n->dy + (size_t)(r0 + s) * n->out_size + (size_t)f * d.P, d.P * sizeof(float));
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d.F, (int)d.CKK, ld, 1.0f,
+                    n->tmp, ld, n->col, ld, r0 == 0 ? 0.0f : 1.0f, n->dw, (int)d.CKK);
+        if (n->dx) {
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.CKK, ld, d.F, 1.0f,
+                        n->w, (int)d.CKK, n->tmp, ld, 0.0f, n->dcol, ld);
+            float *dx = n->dx + (size_t)r0 * n->in_size;
+            memset(dx, 0, (size_t)S * n->in_size * sizeof(float));
+            col2im_add(&d, n->dcol, S, dx, n->in_size);
+        }
+    }
+}
+
+static uint64_t conv_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    conv_dims d = conv_get(n);
+    uint64_t g = 2 * U64(rows) * U64(d.F) * d.CKK * d.P;
+    if (dir == ENG_FWD || !n->dx) return g;
+    return 2 * g + U64(rows) * d.CKK * d.P;
+}
+
+static uint64_t conv_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    conv_dims d = conv_get(n);
+    uint64_t B = U64(rows), x = B * n->in_size, col = B * d.CKK * d.P, w = U64(d.F) * d.CKK;
+    uint64_t yo = B * d.F * d.P;
+    /* im2col (read x, write col) + sgemm (read W, col; write tmp) + scatter/gather
+     * (read + write F*P per row); backward writes dW instead of reading W. */
+    uint64_t e = x + 2 * col + w + 3 * yo;
+    if (dir == ENG_BWD && n->dx)
+        e += w + yo + col /* sgemm: read W, tmp; write dcol */ + x /* zero dx */ + 2 * col /* col2im */;
+    return 4 * e;
+}
+
+/* ---- 2x2 max-pool, stride 2 (odd trailing rows/columns are dropped) ------------------- */
+
+static void pool_fwd(eng_node *n, int rows)
+{
+    int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2];
+    int OH = n->out_shape[1], OW = n->out_shape[2];
+    for (int r = 0; r < rows; r++) {
+        const float *x = n->x + (size_t)r * n->in_size;
+        float *y = n->y + (size_t)r * n->out_size;
+        int32_t *am = n->argmax + (size_t)r * n->out_size;
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    int32_t i0 = (int32_t)((c * H + 2 * oh) * W + 2 * ow);
+                    int32_t cand[4] = { i0, i0 + 1, i0 + W, i0 + W + 1 }, best = i0;
+                    for (int k = 1; k < 4; k++)
+                        if (x[cand[k]] > x[best]) best = cand[k];
+                    size_t o = ((size_t)c * OH + oh) * OW + ow;
+                    y[o] = x[best];
+                    am[o] = best;
+                }
+    }
+}
+
+static void pool_bwd(eng_node *n, int rows)
+{
+    if (!n->dx) return; /* pool as the first layer: nothing below it needs a gradient */
+    memset(n->dx, 0, (size_t)rows * n->in_size * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        float *dx = n->dx + (size_t)r * n->in_size;
+        const float *dy = n->dy + (size_t)r * n->out_size;
+        const int32_t *am = n->argmax + (size_t)r * n->out_size;
+        /* windows do not overlap, so each input receives at most one gradient */
+        for (size_t o = 0; o < n->out_size; o++) dx[am[o]] = dy[o];
+    }
+}
+
+static uint64_t pool_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    return dir == ENG_FWD ? 3 * U64(rows) * n->out_size : 0;
+}
+static uint64_t pool_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t o = U64(rows) * n->out_size;
+    return 4 * (dir == ENG_FWD ? 6 * o : U64(rows) * n->in_size + 3 * o);
+}
+
+/* ---- flatten: a view; y and x are the same buffer ------------------------------------- */
+
+static void flat_run(eng_node *n, int rows) { (void)n; (void)rows; }
+static uint64_t zero_count(const eng_node *n, int rows, eng_dir dir) { (void)n; (void)rows; (void)dir; return 0; }
+
+/* ---- the op table (indexed by eng_op_id) ---------------------------------------------- */
+
+const eng_op eng_ops[ENG_OP_COUNT] = {
+    [ENG_OP_DENSE] = { "dense", dense_fwd, dense_bwd, dense_flops, dense_bytes },
+    [ENG_OP_BIAS] = { "bias", bias_fwd, bias_bwd, bias_flops, bias_bytes },
+    [ENG_OP_RELU] = { "relu", relu_fwd, relu_bwd, relu_flops, act_bytes },
+    [ENG_OP_TANH] = { "tanh", tanh_fwd, tanh_bwd, tanh_flops, act_bytes },
+    [ENG_OP_SIGMOID] = { "sigmoid", sigmoid_fwd, sigmoid_bwd, sigmoid_flops, act_bytes },
+    [ENG_OP_GELU] = { "gelu", gelu_fwd, gelu_bwd, gelu_flops, act_bytes },
+    [ENG_OP_SOFTMAX_XENT] = { "softmax_xent", xent_fwd, xent_bwd, xent_flops, xent_bytes },
+    [ENG_OP_MSE] = { "mse", mse_fwd, mse_bwd, mse_flops, mse_bytes },
+    [ENG_OP_CONV2D] = { "conv2d", conv_fwd, conv_bwd, conv_flops, conv_bytes },
+    [ENG_OP_MAXPOOL] = { "maxpool", pool_fwd, pool_bwd, pool_flops, pool_bytes },
+    [ENG_OP_FLATTEN] = { "flatten", flat_run, flat_run, zero_count, zero_count },
+};

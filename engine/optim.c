@@ -1,0 +1,142 @@
+/* optim.c — first-order optimizers (SGD, momentum/Nesterov, Adam, AdamW) over the model's
+ * flat parameter and gradient vectors, and the learning-rate schedules with warm-up.
+ * State is allocated at create; a step allocates nothing. */
+#include "internal.h"
+
+#include <math.h>
+#include <string.h>
+
+struct eng_optim {
+    eng_optimizer kind;
+    size_t n;
+    float mu, beta1, beta2, eps, wd;
+    int nesterov;
+    long t;                 /* steps taken (Adam's bias correction) */
+    float *m, *v;           /* momentum / first moment, second moment */
+};
+
+static const char *opt_name(eng_optimizer k)
+{
+    static const char *const names[] = { "sgd", "momentum", "adam", "adamw", "newton" };
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+int eng_optim_create(const eng_train_config *tc, size_t n_params, eng_optim **out)
+{
+    *out = NULL;
+    if (tc->optimizer == ENG_OPT_NEWTON)
+        return eng_fail(ENG_EINVAL, "optimizer 'newton' is second-order: it is created with eng_newton_create "
+                        "(engine/newton.h), not eng_optim_create");
+    if ((unsigned)tc->optimizer > ENG_OPT_NEWTON)
+        return eng_fail(ENG_EINVAL, "optimizer: unknown kind %d", (int)tc->optimizer);
+    if (!(tc->weight_decay >= 0.0))
+        return eng_fail(ENG_EINVAL, "optimizer %s: weight_decay must be >= 0, got %g", opt_name(tc->optimizer), tc->weight_decay);
+    if (tc->optimizer == ENG_OPT_MOMENTUM && !(tc->momentum >= 0.0 && tc->momentum < 1.0))
+        return eng_fail(ENG_EINVAL, "optimizer momentum: momentum must be in [0, 1), got %g", tc->momentum);
+    if (tc->optimizer == ENG_OPT_ADAM || tc->optimizer == ENG_OPT_ADAMW) {
+        if (!(tc->beta1 >= 0.0 && tc->beta1 < 1.0) || !(tc->beta2 >= 0.0 && tc->beta2 < 1.0))
+            return eng_fail(ENG_EINVAL, "optimizer %s: beta1 and beta2 must be in [0, 1), got %g and %g",
+                            opt_name(tc->optimizer), tc->beta1, tc->beta2);
+        if (!(tc->eps > 0.0))
+            return eng_fail(ENG_EINVAL, "optimizer %s: eps must be > 0, got %g", opt_name(tc->optimizer), tc->eps);
+    }
+    eng_optim *o = prof_calloc(1, sizeof *o);
+    if (!o) return eng_fail(ENG_ENOMEM, "optimizer: out of memory");
+    o->kind = tc->optimizer;
+    o->n = n_params;
+    o->mu = (float)tc->momentum;
+    o->nesterov = tc->nesterov;
+    o->beta1 = (float)tc->beta1;
+    o->beta2 = (float)tc->beta2;
+    o->eps = (float)tc->eps;
+    o->wd = (float)tc->weight_decay;
+    size_t n = n_params ? n_params : 1;
+    if (o->kind != ENG_OPT_SGD) o->m = prof_calloc(n, sizeof(float));
+    if (o->kind == ENG_OPT_ADAM || o->kind == ENG_OPT_ADAMW) o->v = prof_calloc(n, sizeof(float));
+    if ((o->kind != ENG_OPT_SGD && !o->m) || ((o->kind == ENG_OPT_ADAM || o->kind == ENG_OPT_ADAMW) && !o->v)) {
+        eng_optim_free(o);
+        return eng_fail(ENG_ENOMEM, "optimizer: out of memory for the state of %zu parameters", n_params);
+    }
+    *out = o;
+    return ENG_OK;
+}
+
+void eng_optim_free(eng_optim *o)
+{
+    if (!o) return;
+    prof_free(o->m);
+    prof_free(o->v);
+    prof_free(o);
+}
+
+/* With g = grad + wd·w (L2; AdamW instead decays w directly):
+ *   sgd:       w -= lr g
+ *   momentum:  v = mu v + g;  w -= lr v                  (classical)
+ *                             w -= lr (g + mu v)         (Nesterov, as PyTorch)
+ *   adam:      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g²
+ *              w -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
+ *   adamw:     w -= lr wd w, then the Adam step with the raw gradient. */
+void eng_optim_step(eng_optim *o, float *w, const float *grad, double lr_d)
+{
+    const float lr = (float)lr_d, wd = o->wd, mu = o->mu;
+    const size_t n = o->n;
+    o->t++;
+    switch (o->kind) {
+    case ENG_OPT_SGD:
+        for (size_t i = 0; i < n; i++) w[i] -= lr * (grad[i] + wd * w[i]);
+        break;
+    case ENG_OPT_MOMENTUM:
+        for (size_t i = 0; i < n; i++) {
+            float g = grad[i] + wd * w[i];
+            float v = mu * o->m[i] + g;
+            o->m[i] = v;
+            w[i] -= lr * (o->nesterov ? g + mu * v : v);
+        }
+        break;
+    case ENG_OPT_ADAM:
+    case ENG_OPT_ADAMW: {
+        const float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
+        const float c1 = (float)(1.0 / (1.0 - pow(b1, (double)o->t)));
+        const float c2 = (float)(1.0 / (1.0 - pow(b2, (double)o->t)));
+        const int decoupled = o->kind == ENG_OPT_ADAMW;
+        for (size_t i = 0; i < n; i++) {
+            float g = grad[i];
+            if (decoupled) w[i] -= lr * wd * w[i];
+            else g += wd * w[i];
+            float m = b1 * o->m[i] + (1.0f - b1) * g;
+            float v = b2 * o->v[i] + (1.0f - b2) * g * g;
+            o->m[i] = m;
+            o->v[i] = v;
+            w[i] -= lr * (m * c1) / (sqrtf(v * c2) + eps);
+        }
+        break;
+    }
+    case ENG_OPT_NEWTON:
+        break; /* refused by eng_optim_create */
+    }
+}
+
+/* Warm-up: lr·(step+1)/warmup for the first `warmup` steps. After it, with s = step - warmup
+ * and T = total_steps - warmup (the steps the schedule spans), p = min(s/T, 1):
+ *   constant: lr
+ *   step:     lr · gamma^floor(s / step_size)          (step_size <= 0: never decays)
+ *   cosine:   min_lr + (lr - min_lr) · (1 + cos(pi p)) / 2
+ *   linear:   lr + (min_lr - lr) · p
+ * min_lr is reached at step total_steps, one past the last step. */
+double eng_lr_at(const eng_train_config *tc, long step, long total_steps)
+{
+    double lr = tc->lr;
+    if (step < 0) step = 0;
+    if (tc->warmup > 0 && step < tc->warmup) return lr * (double)(step + 1) / (double)tc->warmup;
+    long s = step - (tc->warmup > 0 ? tc->warmup : 0);
+    long T = total_steps - (tc->warmup > 0 ? tc->warmup : 0);
+    double p = T > 0 ? (double)s / (double)T : 0.0;
+    if (p > 1.0) p = 1.0;
+    switch (tc->schedule) {
+    case ENG_SCHED_CONSTANT: return lr;
+    case ENG_SCHED_STEP: return tc->step_size > 0 ? lr * pow(tc->gamma, (double)(s / tc->step_size)) : lr;
+    case ENG_SCHED_COSINE: return tc->min_lr + (lr - tc->min_lr) * 0.5 * (1.0 + cos(M_PI * p));
+    case ENG_SCHED_LINEAR: return lr + (tc->min_lr - lr) * p;
+    }
+    return lr;
+}
