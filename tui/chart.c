@@ -332,7 +332,12 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
     int max_xt = pw / 10 + 1;
     if (max_xt > 12) max_xt = 12;
     int nxt = tui_nice_ticks(xmin, xmax, max_xt, xt, &xstep);
-    int free_from = 0, lab_row = axis_row + 1;
+    int free_from = 0, lab_row = axis_row + 1, lab_end = W;
+    /* The axis name keeps its place at the right end; tick labels yield to it. */
+    if (o->x_label && *o->x_label && W - text_len(o->x_label) > x0 + 4) {
+        lab_end = W - text_len(o->x_label) - 1;
+        put_text(out, lab_end + 1, lab_row, o->x_label, -1, W, utf8);
+    }
     for (int i = 0; i < nxt; i++) {
         char b[24];
         tui_tick_label(xt[i], xstep, b, sizeof b);
@@ -340,15 +345,11 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
         int cx = x0 + (utf8 ? dx / 2 : dx);
         int l = (int)strlen(b), start = cx - l / 2;
         if (start < x0 - 1) start = x0 - 1;
-        if (start + l > W) start = W - l;
+        if (start + l > lab_end) start = lab_end - l;
         if (start < free_from) continue;
         put(out, cx, axis_row, xtick, -1);
         put_text(out, start, lab_row, b, -1, W, utf8);
         free_from = start + l + 1;
-    }
-    if (o->x_label && *o->x_label) {
-        int l = text_len(o->x_label);
-        if (W - l - 1 >= free_from) put_text(out, W - l, lab_row, o->x_label, -1, W, utf8);
     }
 
     if (header) {

@@ -1,0 +1,434 @@
+/* main.c — test_tui: charts (scaling, braille encoding, ticks, smoothing), table layout
+ * and truncation, run sorting and filtering, the key table. Everything off-screen.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <curses.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../tui/chart.h"
+#include "../../tui/tui.h"
+
+/* ---- charts ------------------------------------------------------------------------ */
+
+static void test_braille_bits(void **st)
+{
+    (void)st;
+    /* Unicode numbering: dots 1,2,3,7 on the left, 4,5,6,8 on the right. */
+    assert_int_equal(tui_braille_bit(0, 0), 0x01);
+    assert_int_equal(tui_braille_bit(0, 1), 0x02);
+    assert_int_equal(tui_braille_bit(0, 2), 0x04);
+    assert_int_equal(tui_braille_bit(0, 3), 0x40);
+    assert_int_equal(tui_braille_bit(1, 0), 0x08);
+    assert_int_equal(tui_braille_bit(1, 3), 0x80);
+    assert_int_equal(tui_braille_bit(2, 0), 0);
+    assert_int_equal(tui_braille_char(0), 0x2800);
+    assert_int_equal(tui_braille_char(0xff), 0x28ff);
+    char b[8];
+    assert_int_equal(tui_utf8_put(0x28ff, b), 3);
+    assert_string_equal(b, "\xe2\xa3\xbf");
+    assert_int_equal(tui_utf8_put('A', b), 1);
+    assert_int_equal(tui_utf8_put(0x2502, b), 3);
+}
+
+static void test_nice_ticks(void **st)
+{
+    (void)st;
+    double t[16], step;
+    int n = tui_nice_ticks(0, 1, 6, t, &step);
+    assert_true(n >= 3 && n <= 6);
+    assert_float_equal(step, 0.2, 1e-12);
+    assert_float_equal(t[0], 0, 1e-12);
+    assert_float_equal(t[n - 1], 1, 1e-12);
+    n = tui_nice_ticks(3, 997, 5, t, &step);
+    assert_true(n <= 5 && n >= 2);
+    assert_float_equal(step, 200, 1e-9);
+    assert_float_equal(t[0], 200, 1e-9);
+    n = tui_nice_ticks(-0.37, 0.52, 4, t, &step);
+    assert_true(n <= 4);
+    for (int i = 0; i < n; i++) {
+        assert_true(t[i] >= -0.37 && t[i] <= 0.52);
+        double m = t[i] / step;
+        assert_float_equal(m, round(m), 1e-9);
+    }
+    char b[32];
+    tui_tick_label(0.25, 0.05, b, sizeof b); assert_string_equal(b, "0.25");
+    tui_tick_label(12000, 2000, b, sizeof b); assert_string_equal(b, "12k");
+    tui_tick_label(400, 100, b, sizeof b); assert_string_equal(b, "400");
+    tui_tick_label(0, 0.1, b, sizeof b); assert_string_equal(b, "0");
+    tui_tick_label(2e-5, 1e-5, b, sizeof b); assert_string_equal(b, "2.0e-05");
+}
+
+/* Finds the cell holding dots of a series; returns how many cells carry the series. */
+static int count_series(const tui_canvas *c, int s)
+{
+    int k = 0;
+    for (int i = 0; i < c->w * c->h; i++)
+        if (c->cells[i].series == s) k++;
+    return k;
+}
+
+static int row_of_text(const tui_canvas *c, const char *text)
+{
+    for (int y = 0; y < c->h; y++) {
+        char line[1024];
+        int o = 0;
+        for (int x = 0; x < c->w && o < 1000; x++) o += tui_utf8_put(c->cells[y * c->w + x].ch, line + o);
+        line[o] = 0;
+        if (strstr(line, text)) return y;
+    }
+    return -1;
+}
+
+static void test_chart_scaling(void **st)
+{
+    (void)st;
+    /* A rising line from (0,0) to (10,1): the first dot lands bottom-left of the plot,
+     * the last top-right; braille cells only hold braille code points. */
+    double x[2] = { 0, 10 }, y[2] = { 0, 1 };
+    tui_series s = { "up", x, y, 2 };
+    tui_chart_opts o = { .width = 40, .height = 12, .utf8 = 1, .x_label = "step" };
+    tui_canvas c;
+    assert_int_equal(tui_chart_draw(&s, 1, &o, &c), 0);
+    assert_int_equal(c.w, 40);
+    assert_int_equal(c.h, 12);
+    int minx = 99, maxx = -1, miny = 99, maxy = -1, lowleft_y = -1, topright_y = -1;
+    for (int yy = 0; yy < c.h; yy++)
+        for (int xx = 0; xx < c.w; xx++) {
+            tui_cell *e = &c.cells[yy * c.w + xx];
+            if (e->series != 0 || (e->ch & 0xff00) != 0x2800) continue;
+            if (xx < minx) { minx = xx; lowleft_y = yy; }
+            if (xx > maxx) { maxx = xx; topright_y = yy; }
+            if (yy < miny) miny = yy;
+            if (yy > maxy) maxy = yy;
+        }
+    assert_true(maxx == c.w - 1);          /* the last sample reaches the right edge */
+    assert_true(lowleft_y > topright_y);   /* rising */
+    assert_int_equal(miny, 0);             /* y=1 is the top tick row (nice range 0..1) */
+    assert_int_equal(maxy, c.h - 4);       /* y=0: last plot row, above axis, labels, legend */
+    /* The bottom-left cell holds the lowest-left dot: bit of dot (0,3) = 0x40. */
+    assert_true(c.cells[lowleft_y * c.w + minx].ch & 0x40);
+    assert_true(row_of_text(&c, "step") == c.h - 2);
+    assert_true(row_of_text(&c, "up") == c.h - 1);
+    assert_true(row_of_text(&c, "1.0") >= 0);
+    tui_canvas_free(&c);
+
+    /* Too small: refused, nothing allocated. */
+    o.width = 10;
+    assert_int_equal(tui_chart_draw(&s, 1, &o, &c), -1);
+    assert_null(c.cells);
+}
+
+static void test_chart_ascii_gaps_log(void **st)
+{
+    (void)st;
+    double x[6] = { 0, 1, 2, 3, 4, 5 }, y[6] = { 100, 10, NAN, 1, -1, 0.1 };
+    double y2[6] = { 1, 1, 1, 1, 1, 1 };
+    tui_series s[2] = { { "a", x, y, 6 }, { "b", x, y2, 6 } };
+    tui_chart_opts o = { .width = 50, .height = 14, .utf8 = 0, .log_y = 1 };
+    tui_canvas c;
+    assert_int_equal(tui_chart_draw(s, 2, &o, &c), 0);
+    for (int i = 0; i < c.w * c.h; i++) assert_true(c.cells[i].ch < 0x80); /* pure ASCII */
+    assert_true(count_series(&c, 0) > 3);
+    assert_true(count_series(&c, 1) > 3);
+    assert_true(row_of_text(&c, "100") >= 0);  /* decade labels on a log axis */
+    assert_true(row_of_text(&c, "0.1") >= 0);
+    assert_true(row_of_text(&c, "** a") >= 0); /* ASCII legend markers */
+    assert_true(row_of_text(&c, "++ b") >= 0);
+    /* Printing with ANSI colours wraps the series in escape codes. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tui_canvas_print(f, &c, 1);
+    fclose(f);
+    assert_non_null(strstr(buf, "\033[36m"));
+    assert_non_null(strstr(buf, "\033[33m"));
+    assert_non_null(strstr(buf, "\033[0m"));
+    free(buf);
+    tui_canvas_free(&c);
+
+    /* No data at all: a framed chart that says so, never a blank box. */
+    double nx[1] = { 0 }, ny[1] = { NAN };
+    tui_series e = { "none", nx, ny, 1 };
+    o.log_y = 0;
+    assert_int_equal(tui_chart_draw(&e, 1, &o, &c), 0);
+    assert_true(row_of_text(&c, "no data yet") >= 0);
+    tui_canvas_free(&c);
+}
+
+static void test_smoothing(void **st)
+{
+    (void)st;
+    /* Debiasing: a constant series stays exactly constant from the first point. */
+    double in[5] = { 2, 2, 2, 2, 2 }, out[5];
+    tui_smooth_ema(in, out, 5, 0.9);
+    for (int i = 0; i < 5; i++) assert_float_equal(out[i], 2, 1e-12);
+    /* Hand-computed for w = 0.5: last = 0.5*last + 0.5*v, divided by 1 - 0.5^k. */
+    double v[3] = { 1, 3, NAN }, o[3];
+    tui_smooth_ema(v, o, 3, 0.5);
+    assert_float_equal(o[0], 1, 1e-12);
+    assert_float_equal(o[1], (0.25 + 1.5) / 0.75, 1e-12);
+    assert_true(isnan(o[2]));
+    /* In place and weight 0 = identity. */
+    double w[3] = { 5, 1, 7 };
+    tui_smooth_ema(w, w, 3, 0);
+    assert_float_equal(w[1], 1, 0);
+    tui_smooth_ema(w, w, 3, 0.6);
+    assert_float_equal(w[0], 5, 1e-12);
+    assert_true(w[1] > 1 && w[1] < 5);
+}
+
+/* ---- tables ------------------------------------------------------------------------ */
+
+static void test_fit(void **st)
+{
+    (void)st;
+    char b[64];
+    assert_int_equal(tui_fit("spirals", 10, 0, 1, b, sizeof b), 10);
+    assert_string_equal(b, "spirals   ");
+    tui_fit("0.25", 6, 1, 1, b, sizeof b);
+    assert_string_equal(b, "  0.25");
+    tui_fit("spirals-mlp/sgd", 8, 0, 1, b, sizeof b);
+    assert_string_equal(b, "spirals\xe2\x80\xa6");
+    assert_int_equal(tui_text_width(b), 8);
+    tui_fit("spirals-mlp/sgd", 8, 0, 0, b, sizeof b);
+    assert_string_equal(b, "spirals~");
+    tui_fit("abc", 1, 0, 1, b, sizeof b);
+    assert_string_equal(b, "\xe2\x80\xa6");
+    tui_fit("abc", 0, 0, 1, b, sizeof b);
+    assert_string_equal(b, "");
+    /* Multi-byte text is cut between code points, never inside one. */
+    tui_fit("\xc3\xa9t\xc3\xa9-long", 4, 0, 1, b, sizeof b);
+    assert_string_equal(b, "\xc3\xa9t\xc3\xa9\xe2\x80\xa6");
+    /* Non-UTF-8 terminals get '?' for non-ASCII. */
+    tui_fit("\xc3\xa9t\xc3\xa9", 4, 0, 0, b, sizeof b);
+    assert_string_equal(b, "?t? ");
+    /* A tiny buffer is never overrun. */
+    char small[4];
+    tui_fit("abcdefgh", 8, 0, 1, small, sizeof small);
+    assert_int_equal(strlen(small), 3);
+}
+
+static void test_layout(void **st)
+{
+    (void)st;
+    tui_col c[4] = {
+        { "id", 4, 2, 1, 0 }, { "name", 30, 8, 0, 1 }, { "status", 10, 6, 0, 0 }, { "loss", 8, 6, 1, 0 },
+    };
+    int w[4];
+    /* Wide: natural widths, the rest to the flex column. */
+    assert_int_equal(tui_table_layout(c, 4, 120, 1, w), 4);
+    assert_int_equal(w[0], 4); assert_int_equal(w[2], 10); assert_int_equal(w[3], 8);
+    assert_int_equal(w[0] + w[1] + w[2] + w[3] + 3, 120);
+    /* Exactly natural. */
+    assert_int_equal(tui_table_layout(c, 4, 55, 1, w), 4);
+    assert_int_equal(w[1], 30);
+    /* Narrower: the flex column gives first. */
+    assert_int_equal(tui_table_layout(c, 4, 40, 1, w), 4);
+    assert_int_equal(w[1], 15);
+    assert_int_equal(w[2], 10);
+    /* Narrower still: every column down towards its minimum. */
+    assert_int_equal(tui_table_layout(c, 4, 25, 1, w), 4);
+    assert_int_equal(w[0] + w[1] + w[2] + w[3] + 3, 25);
+    assert_int_equal(w[1], 8);
+    for (int i = 0; i < 4; i++) assert_true(w[i] >= c[i].min);
+    /* Too narrow for all minimums: columns dropped from the right. */
+    int vis = tui_table_layout(c, 4, 15, 1, w);
+    assert_true(vis < 4 && vis >= 1);
+    int sum = vis - 1;
+    for (int i = 0; i < vis; i++) sum += w[i];
+    assert_true(sum <= 15);
+    assert_int_equal(w[3], 0);
+    /* A single column always shows, cut to the width. */
+    assert_int_equal(tui_table_layout(c, 4, 1, 1, w), 1);
+    assert_int_equal(w[0], 1);
+}
+
+static store_run mkrun(long long id, const char *name, const char *variant, int status,
+                       const char *opt, double loss, double acc, double started, double ended)
+{
+    store_run r;
+    memset(&r, 0, sizeof r);
+    r.id = id;
+    snprintf(r.name, sizeof r.name, "%s", name);
+    snprintf(r.variant, sizeof r.variant, "%s", variant);
+    r.status = (store_run_status)status;
+    snprintf(r.optimizer, sizeof r.optimizer, "%s", opt);
+    snprintf(r.dataset, sizeof r.dataset, "spirals");
+    r.final_train_loss = loss;
+    r.best_test_acc = acc;
+    r.started = started;
+    r.ended = ended;
+    r.wall_s = NAN;
+    return r;
+}
+
+static void make_runs(store_run *r)
+{
+    r[0] = mkrun(1, "spirals-mlp", "sgd", STORE_RUN_FINISHED, "sgd", 0.30, 0.85, 1000, 1010);
+    r[1] = mkrun(2, "spirals-mlp", "adam", STORE_RUN_FINISHED, "adam", 0.05, 0.97, 1020, 1025);
+    r[2] = mkrun(3, "xor", "", STORE_RUN_DIVERGED, "newton", NAN, NAN, 1030, 1031);
+    r[3] = mkrun(4, "fashion", "momentum", STORE_RUN_FINISHED, "momentum", 0.30, 0.86, 900, 1900);
+    snprintf(r[3].dataset, sizeof r[3].dataset, "fashion-mnist");
+}
+
+static void test_sort(void **st)
+{
+    (void)st;
+    store_run r[4];
+    make_runs(r);
+    tui_runs_sort(r, 4, TUI_RC_LOSS, 0);
+    assert_int_equal(r[0].id, 2);
+    assert_int_equal(r[1].id, 1); /* tie 0.30: by id */
+    assert_int_equal(r[2].id, 4);
+    assert_int_equal(r[3].id, 3); /* NAN last */
+    tui_runs_sort(r, 4, TUI_RC_LOSS, 1);
+    assert_int_equal(r[0].id, 1);
+    assert_int_equal(r[1].id, 4);
+    assert_int_equal(r[2].id, 2);
+    assert_int_equal(r[3].id, 3); /* NAN still last */
+    tui_runs_sort(r, 4, TUI_RC_NAME, 0);
+    assert_int_equal(r[0].id, 4); /* fashion */
+    assert_int_equal(r[1].id, 2); /* spirals-mlp/adam */
+    assert_int_equal(r[3].id, 3); /* xor */
+    tui_runs_sort(r, 4, TUI_RC_DURATION, 1);
+    assert_int_equal(r[0].id, 4);
+    assert_int_equal(r[3].id, 3);
+    tui_runs_sort(r, 4, TUI_RC_ID, 1);
+    assert_int_equal(r[0].id, 4);
+    assert_int_equal(r[3].id, 1);
+    tui_runs_sort(r, 4, TUI_RC_STATUS, 0);
+    assert_int_equal(r[0].id, 3); /* diverged < finished */
+    char b[64];
+    tui_run_cell(&r[0], TUI_RC_NAME, 0, b, sizeof b);
+    assert_string_equal(b, "xor");
+    tui_run_cell(&r[0], TUI_RC_LOSS, 0, b, sizeof b);
+    assert_string_equal(b, "-");
+    tui_fmt_duration(1000, b, sizeof b);
+    assert_string_equal(b, "16m40s");
+    tui_fmt_duration(5.25, b, sizeof b);
+    assert_string_equal(b, "5.2s");
+    tui_fmt_bytes(1536, b, sizeof b);
+    assert_string_equal(b, "1.5 KiB");
+}
+
+static void test_filter(void **st)
+{
+    (void)st;
+    store_run r[4];
+    make_runs(r);
+    assert_true(tui_run_matches(&r[0], ""));
+    assert_true(tui_run_matches(&r[0], NULL));
+    assert_true(tui_run_matches(&r[0], "SGD"));
+    assert_false(tui_run_matches(&r[1], "sgd"));
+    assert_true(tui_run_matches(&r[2], "status:div"));
+    assert_false(tui_run_matches(&r[0], "status:div"));
+    assert_true(tui_run_matches(&r[3], "data:fashion"));
+    assert_true(tui_run_matches(&r[0], "spirals !adam"));
+    assert_false(tui_run_matches(&r[1], "spirals !adam"));
+    assert_true(tui_run_matches(&r[0], "id:1"));
+    assert_false(tui_run_matches(&r[0], "id:11"));
+    assert_false(tui_run_matches(&r[0], "spirals newton")); /* all terms must match */
+    size_t n = tui_runs_filter(r, 4, "spirals");
+    assert_int_equal(n, 3); /* ids 1, 2 by name, 3 (xor) by dataset spirals */
+    assert_int_equal(r[0].id, 1);
+    assert_int_equal(r[2].id, 3);
+    n = tui_runs_filter(r, n, "status:finished");
+    assert_int_equal(n, 2);
+    n = tui_runs_filter(r, n, "nothing-matches-this");
+    assert_int_equal(n, 0);
+}
+
+/* ---- keys -------------------------------------------------------------------------- */
+
+static void test_keys(void **st)
+{
+    (void)st;
+    /* The keys the issue asks for, on the screens they belong to. */
+    assert_int_equal(tui_key_action('j', TUI_SCR_RUNS), TUI_ACT_DOWN);
+    assert_int_equal(tui_key_action(KEY_DOWN, TUI_SCR_RUNS), TUI_ACT_DOWN);
+    assert_int_equal(tui_key_action('k', TUI_SCR_RUN), TUI_ACT_UP);
+    assert_int_equal(tui_key_action(KEY_NPAGE, TUI_SCR_RUNS), TUI_ACT_PGDN);
+    assert_int_equal(tui_key_action(KEY_PPAGE, TUI_SCR_RUNS), TUI_ACT_PGUP);
+    assert_int_equal(tui_key_action(KEY_HOME, TUI_SCR_RUNS), TUI_ACT_HOME);
+    assert_int_equal(tui_key_action(KEY_END, TUI_SCR_RUNS), TUI_ACT_END);
+    assert_int_equal(tui_key_action('\n', TUI_SCR_RUNS), TUI_ACT_OPEN);
+    assert_int_equal(tui_key_action(27, TUI_SCR_RUN), TUI_ACT_BACK);
+    assert_int_equal(tui_key_action(KEY_BACKSPACE, TUI_SCR_COMPARE), TUI_ACT_BACK);
+    assert_int_equal(tui_key_action('\t', TUI_SCR_RUN), TUI_ACT_TAB_NEXT);
+    assert_int_equal(tui_key_action(KEY_BTAB, TUI_SCR_RUN), TUI_ACT_TAB_PREV);
+    assert_int_equal(tui_key_action(' ', TUI_SCR_RUNS), TUI_ACT_MARK);
+    assert_int_equal(tui_key_action('c', TUI_SCR_RUNS), TUI_ACT_COMPARE);
+    assert_int_equal(tui_key_action('n', TUI_SCR_RUNS), TUI_ACT_NEW);
+    assert_int_equal(tui_key_action('/', TUI_SCR_RUNS), TUI_ACT_FILTER);
+    assert_int_equal(tui_key_action('s', TUI_SCR_RUNS), TUI_ACT_SORT);
+    assert_int_equal(tui_key_action('S', TUI_SCR_RUNS), TUI_ACT_SORT_ORDER);
+    assert_int_equal(tui_key_action('d', TUI_SCR_RUNS), TUI_ACT_DELETE);
+    assert_int_equal(tui_key_action('r', TUI_SCR_RUNS), TUI_ACT_REFRESH);
+    assert_int_equal(tui_key_action('?', TUI_SCR_RUN), TUI_ACT_HELP);
+    assert_int_equal(tui_key_action(KEY_F(1), TUI_SCR_RUNS), TUI_ACT_HELP);
+    for (unsigned s = 1; s < TUI_SCR_ALL; s <<= 1) assert_int_equal(tui_key_action('q', s), TUI_ACT_QUIT);
+    /* Enter means "edit" on New run, "open" on Runs; nothing where it has no meaning. */
+    assert_int_equal(tui_key_action('\n', TUI_SCR_NEW), TUI_ACT_EDIT);
+    assert_int_equal(tui_key_action(' ', TUI_SCR_RUN), TUI_ACT_NONE);
+    assert_int_equal(tui_key_action('Z', TUI_SCR_RUNS), TUI_ACT_NONE);
+    /* No key is bound twice on one screen (else the table would lie somewhere). */
+    for (size_t i = 0; i < tui_n_keys; i++)
+        for (size_t j = i + 1; j < tui_n_keys; j++) {
+            if (!(tui_keys[i].screens & tui_keys[j].screens)) continue;
+            for (int a = 0; a < 4 && tui_keys[i].keys[a]; a++)
+                for (int b = 0; b < 4 && tui_keys[j].keys[b]; b++)
+                    if (tui_keys[i].keys[a] == tui_keys[j].keys[b]) fail_msg("key %d bound twice (%s / %s)", tui_keys[i].keys[a], tui_keys[i].help, tui_keys[j].help);
+        }
+    /* Help and README come from the same table: every entry appears in the Markdown. */
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    tui_keys_markdown(f);
+    fclose(f);
+    assert_non_null(strstr(buf, "| Key | Where | What it does |"));
+    for (size_t i = 0; i < tui_n_keys; i++) assert_non_null(strstr(buf, tui_keys[i].help));
+    assert_non_null(strstr(buf, "| `q` | everywhere |"));
+    free(buf);
+    /* Status bar: only this screen's keys, cut to the width. */
+    char sb[256];
+    int used = tui_status_hints(TUI_SCR_RUNS, 1, 200, sb, sizeof sb);
+    assert_non_null(strstr(sb, "Enter open"));
+    assert_non_null(strstr(sb, "/ filter"));
+    assert_null(strstr(sb, "tab"));
+    assert_int_equal(used, tui_text_width(sb));
+    used = tui_status_hints(TUI_SCR_RUNS, 1, 20, sb, sizeof sb);
+    assert_true(used <= 20);
+    assert_int_equal(used, tui_text_width(sb));
+    tui_status_hints(TUI_SCR_RUN, 0, 200, sb, sizeof sb);
+    assert_non_null(strstr(sb, "Tab tab"));
+    for (const char *p = sb; *p; p++) assert_true((unsigned char)*p < 0x80);
+    char names[64];
+    tui_screens_names(TUI_SCR_RUNS | TUI_SCR_COMPARE, names, sizeof names);
+    assert_string_equal(names, "Runs, Compare");
+}
+
+int main(void)
+{
+    const struct CMUnitTest chart[] = {
+        cmocka_unit_test(test_braille_bits), cmocka_unit_test(test_nice_ticks),
+        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_ascii_gaps_log),
+        cmocka_unit_test(test_smoothing),
+    };
+    const struct CMUnitTest table[] = {
+        cmocka_unit_test(test_fit), cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_sort), cmocka_unit_test(test_filter),
+    };
+    const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys) };
+    int failed = cmocka_run_group_tests_name("tui_chart", chart, NULL, NULL);
+    failed += cmocka_run_group_tests_name("tui_table", table, NULL, NULL);
+    failed += cmocka_run_group_tests_name("tui_keys", keys, NULL, NULL);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,118 @@
+/* keys.c — the workbench's one key table: it decides what a key does on each screen and
+ * is printed as the help screen, the status bar and the README's key list.
+ */
+#include "tui.h"
+
+#include <curses.h>
+#include <string.h>
+
+#define ESC 27
+#define CTRL(c) ((c) & 0x1f)
+
+#define NAV (TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW | TUI_SCR_HELP)
+
+const tui_key tui_keys[] = {
+    { { KEY_UP, 'k' }, "↑ / k", "Up / k", TUI_ACT_UP, NAV, "move up (scroll in text views)", NULL },
+    { { KEY_DOWN, 'j' }, "↓ / j", "Down / j", TUI_ACT_DOWN, NAV, "move down", NULL },
+    { { KEY_PPAGE, CTRL('b') }, "PgUp", NULL, TUI_ACT_PGUP, NAV, "one page up", NULL },
+    { { KEY_NPAGE, CTRL('f') }, "PgDn", NULL, TUI_ACT_PGDN, NAV, "one page down", NULL },
+    { { KEY_HOME, 'g' }, "Home / g", NULL, TUI_ACT_HOME, NAV, "first row", NULL },
+    { { KEY_END, 'G' }, "End / G", NULL, TUI_ACT_END, NAV, "last row", NULL },
+    { { KEY_LEFT, 'h' }, "← / h", "Left / h", TUI_ACT_LEFT, TUI_SCR_NEW, "previous choice of the selected field", NULL },
+    { { KEY_RIGHT, 'l' }, "→ / l", "Right / l", TUI_ACT_RIGHT, TUI_SCR_NEW, "next choice of the selected field", NULL },
+    { { '\n', '\r', KEY_ENTER }, "Enter", NULL, TUI_ACT_OPEN, TUI_SCR_RUNS, "open the selected run", "open" },
+    { { '\n', '\r', KEY_ENTER }, "Enter", NULL, TUI_ACT_EDIT, TUI_SCR_NEW, "edit the selected field, or start on [Start]", "edit" },
+    { { ESC, KEY_BACKSPACE, 127, 8 }, "Esc / Backspace", NULL, TUI_ACT_BACK, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW | TUI_SCR_HELP, "back to the previous screen", "back" },
+    { { '\t' }, "Tab", NULL, TUI_ACT_TAB_NEXT, TUI_SCR_RUN, "next tab", "tab" },
+    { { KEY_BTAB }, "Shift-Tab", NULL, TUI_ACT_TAB_PREV, TUI_SCR_RUN, "previous tab", NULL },
+    { { ' ' }, "Space", NULL, TUI_ACT_MARK, TUI_SCR_RUNS, "mark / unmark a run for Compare (2 to 6)", "mark" },
+    { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_RUNS, "compare the marked runs", "compare" },
+    { { 'n' }, "n", NULL, TUI_ACT_NEW, TUI_SCR_RUNS, "new run: pick a sample and a variant, edit keys, start", "new" },
+    { { '/' }, "/", NULL, TUI_ACT_FILTER, TUI_SCR_RUNS, "filter runs (words; field:word, e.g. status:finished; !word excludes)", "filter" },
+    { { 's' }, "s", NULL, TUI_ACT_SORT, TUI_SCR_RUNS | TUI_SCR_RUN, "sort by the next column (Runs; Profile tab)", "sort" },
+    { { 'S' }, "S", NULL, TUI_ACT_SORT_ORDER, TUI_SCR_RUNS | TUI_SCR_RUN, "reverse the sort order", NULL },
+    { { 'd', KEY_DC }, "d / Delete", NULL, TUI_ACT_DELETE, TUI_SCR_RUNS, "delete the selected (or marked) runs, after confirmation", "delete" },
+    { { 'r', CTRL('l') }, "r", NULL, TUI_ACT_REFRESH, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE, "reload from the database and redraw", NULL },
+    { { 'L' }, "L", NULL, TUI_ACT_LOG_Y, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: log / linear y axis", "log-y" },
+    { { 'x' }, "x", NULL, TUI_ACT_X_AXIS, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: x axis step / wall time / hybrid time", "x-axis" },
+    { { 'm' }, "m", NULL, TUI_ACT_SMOOTH, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: smoothing off / 0.6 / 0.9 (EMA, debiased)", "smooth" },
+    { { 'v' }, "v", NULL, TUI_ACT_METRIC, TUI_SCR_COMPARE, "Compare: chart the next metric (loss, accuracy, test loss)", "metric" },
+    { { 'a' }, "a", NULL, TUI_ACT_ALL_KEYS, TUI_SCR_COMPARE, "Compare: all config keys / only differing ones", "all-keys" },
+    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS, "stop the run in progress (asks first)", "stop" },
+    { { '?', KEY_F(1) }, "? / F1", NULL, TUI_ACT_HELP, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "this help", "help" },
+    { { 'q', CTRL('c') }, "q", NULL, TUI_ACT_QUIT, TUI_SCR_ALL, "quit (asks if a run is in progress)", "quit" },
+};
+const size_t tui_n_keys = sizeof tui_keys / sizeof tui_keys[0];
+
+tui_action tui_key_action(int key, unsigned screen)
+{
+    for (size_t i = 0; i < tui_n_keys; i++) {
+        if (!(tui_keys[i].screens & screen)) continue;
+        for (int k = 0; k < 4 && tui_keys[i].keys[k]; k++)
+            if (tui_keys[i].keys[k] == key) return tui_keys[i].action;
+    }
+    return TUI_ACT_NONE;
+}
+
+const tui_key *tui_key_for(tui_action a, unsigned screen)
+{
+    for (size_t i = 0; i < tui_n_keys; i++)
+        if (tui_keys[i].action == a && (tui_keys[i].screens & screen)) return &tui_keys[i];
+    return NULL;
+}
+
+void tui_screens_names(unsigned s, char *buf, size_t n)
+{
+    static const char *names[] = { "Runs", "Run", "Compare", "New run", "Help" };
+    size_t o = 0;
+    buf[0] = 0;
+    if ((s & TUI_SCR_ALL) == TUI_SCR_ALL) { snprintf(buf, n, "all"); return; }
+    for (int i = 0; i < 5; i++) {
+        if (!(s & (1u << i))) continue;
+        int k = snprintf(buf + o, n - o, "%s%s", o ? ", " : "", names[i]);
+        if (k < 0 || (size_t)k >= n - o) break;
+        o += (size_t)k;
+    }
+}
+
+static const char *key_label(const tui_key *k, int utf8)
+{
+    return !utf8 && k->label_ascii ? k->label_ascii : k->label;
+}
+
+int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n)
+{
+    size_t o = 0;
+    int used = 0;
+    buf[0] = 0;
+    for (size_t i = 0; i < tui_n_keys; i++) {
+        const tui_key *k = &tui_keys[i];
+        if (!k->hint || !(k->screens & screen)) continue;
+        /* The status bar spells keys short: first alternative only. */
+        char lab[32];
+        snprintf(lab, sizeof lab, "%s", key_label(k, utf8));
+        char *sp = strstr(lab, " / ");
+        if (sp) *sp = 0;
+        char item[64];
+        int len = snprintf(item, sizeof item, "%s%s %s", used ? "  " : "", lab, k->hint);
+        int cells = tui_text_width(item);
+        if (used + cells > width || o + (size_t)len >= n) break;
+        memcpy(buf + o, item, (size_t)len + 1);
+        o += (size_t)len;
+        used += cells;
+    }
+    return used;
+}
+
+void tui_keys_markdown(FILE *f)
+{
+    fprintf(f, "| Key | Where | What it does |\n|---|---|---|\n");
+    for (size_t i = 0; i < tui_n_keys; i++) {
+        const tui_key *k = &tui_keys[i];
+        char where[64];
+        tui_screens_names(k->screens & ~(unsigned)TUI_SCR_HELP, where, sizeof where);
+        if ((k->screens & (TUI_SCR_ALL & ~(unsigned)TUI_SCR_HELP)) == (TUI_SCR_ALL & ~(unsigned)TUI_SCR_HELP))
+            snprintf(where, sizeof where, "everywhere");
+        fprintf(f, "| `%s` | %s | %s |\n", k->label, where, k->help);
+    }
+}

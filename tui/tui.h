@@ -1,0 +1,106 @@
+/* tui.h — private header of the workbench: table layout and text fitting, run sorting
+ * and filtering, and the one key table behind the help screen, the status bar and the
+ * README's key list. Nothing here draws; workbench.c does (ncurses).
+ */
+#ifndef NNBENCH_TUI_H
+#define NNBENCH_TUI_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../store/store.h"
+
+/* ---- text and tables --------------------------------------------------------------- */
+
+/* Display width of UTF-8 text, one cell per code point (the workbench shows names,
+ * numbers and box drawing; no double-width scripts are expected). */
+int tui_text_width(const char *s);
+/* Fits s into exactly width cells: padded with spaces (right-aligned if right), or cut
+ * with an ellipsis ("…" with utf8, "~" without) when too long. Writes at most outsz bytes
+ * (always NUL-terminated); returns the number of cells written. */
+int tui_fit(const char *s, int width, int right, int utf8, char *out, size_t outsz);
+
+typedef struct {
+    const char *title;
+    int want;     /* natural width: widest cell or title */
+    int min;      /* never shrunk below this (unless it is the only column) */
+    int right;    /* right-aligned (numbers) */
+    int flex;     /* takes the width left over, and gives width first when short */
+} tui_col;
+
+/* Widths for columns in `width` cells with `gap` spaces between columns: natural widths
+ * when they fit (leftover to the first flex column), else flex columns shrink first, then
+ * every column down to its minimum, then columns are dropped from the right. Returns the
+ * number of columns shown (>= 1 when n >= 1); w[i] of hidden columns is 0. */
+int tui_table_layout(const tui_col *cols, int n, int width, int gap, int *w);
+
+/* ---- the runs table ---------------------------------------------------------------- */
+
+typedef enum {
+    TUI_RC_ID, TUI_RC_NAME, TUI_RC_STATUS, TUI_RC_OPT, TUI_RC_DATA, TUI_RC_LOSS,
+    TUI_RC_ACC, TUI_RC_DURATION, TUI_RC_STARTED, TUI_RC_COUNT
+} tui_run_col;
+extern const char *const tui_run_col_names[TUI_RC_COUNT];
+
+/* Text of one cell of a run's row (now: for the duration of running runs). */
+void tui_run_cell(const store_run *r, tui_run_col c, double now, char *buf, size_t n);
+/* Seconds a run took (or has taken so far); NAN if unknown. */
+double tui_run_duration(const store_run *r, double now);
+/* Stable sort by column; unknown values (NAN) last in either order; ties by id. */
+void tui_runs_sort(store_run *runs, size_t n, tui_run_col col, int desc);
+/* Filter text: space-separated terms, all of which must match. "word" matches any of
+ * name, variant, status, optimizer, dataset, model, file (case-insensitive substring);
+ * "field:word" one field (id name variant status opt data model file); "!term" negates. */
+int tui_run_matches(const store_run *r, const char *filter);
+/* Keeps the matching runs in order, compacting in place; returns the new count. */
+size_t tui_runs_filter(store_run *runs, size_t n, const char *filter);
+
+/* "12.3s", "4m05s", "2h03m"; "-" for NAN. */
+void tui_fmt_duration(double s, char *buf, size_t n);
+/* "1.2 KiB" ... */
+void tui_fmt_bytes(double b, char *buf, size_t n);
+/* "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
+void tui_fmt_ns(double ns, char *buf, size_t n);
+
+/* ---- keys -------------------------------------------------------------------------- */
+
+enum {
+    TUI_SCR_RUNS = 1, TUI_SCR_RUN = 2, TUI_SCR_COMPARE = 4, TUI_SCR_NEW = 8,
+    TUI_SCR_HELP = 16, TUI_SCR_ALL = 31,
+};
+
+typedef enum {
+    TUI_ACT_NONE, TUI_ACT_UP, TUI_ACT_DOWN, TUI_ACT_PGUP, TUI_ACT_PGDN, TUI_ACT_HOME,
+    TUI_ACT_END, TUI_ACT_LEFT, TUI_ACT_RIGHT, TUI_ACT_OPEN, TUI_ACT_BACK, TUI_ACT_TAB_NEXT,
+    TUI_ACT_TAB_PREV, TUI_ACT_MARK, TUI_ACT_COMPARE, TUI_ACT_NEW, TUI_ACT_FILTER,
+    TUI_ACT_SORT, TUI_ACT_SORT_ORDER, TUI_ACT_DELETE, TUI_ACT_REFRESH, TUI_ACT_HELP,
+    TUI_ACT_QUIT, TUI_ACT_LOG_Y, TUI_ACT_X_AXIS, TUI_ACT_SMOOTH, TUI_ACT_ALL_KEYS,
+    TUI_ACT_METRIC, TUI_ACT_EDIT, TUI_ACT_START, TUI_ACT_STOP,
+} tui_action;
+
+typedef struct {
+    int keys[4];          /* key codes (curses KEY_* or characters); 0 ends the list */
+    const char *label;    /* how the help and the README spell the keys: "j / ↓" */
+    const char *label_ascii; /* the same for terminals without UTF-8 (NULL = label) */
+    tui_action action;
+    unsigned screens;     /* TUI_SCR_* where the key works */
+    const char *help;     /* one line for the help screen and the README */
+    const char *hint;     /* short word for the status bar, NULL = not shown there */
+} tui_key;
+
+extern const tui_key tui_keys[];
+extern const size_t tui_n_keys;
+
+/* The action of key on screen (TUI_ACT_NONE if the key does nothing there). */
+tui_action tui_key_action(int key, unsigned screen);
+/* The entry for an action on a screen, or NULL. */
+const tui_key *tui_key_for(tui_action a, unsigned screen);
+/* "Runs, Run" for a screen mask. */
+void tui_screens_names(unsigned screens, char *buf, size_t n);
+/* The status bar line of a screen: "Enter open  / filter  ...", cut to width cells.
+ * Returns the cells used. */
+int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n);
+/* The key table as a Markdown table (the README's key list). */
+void tui_keys_markdown(FILE *f);
+
+#endif
