@@ -1,4 +1,4 @@
-/* table.c — text fitting and column layout for the workbench's tables, and the runs
+/* tui_table.c — text fitting and column layout for the workbench's tables, and the runs
  * table's cells, sorting and filtering (pure functions, tested off-screen).
  */
 #include "tui.h"
