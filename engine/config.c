@@ -1,0 +1,949 @@
+/* config.c — experiment files: INI (libinih) → validated eng_config per variant, with every
+ * error located as FILE:LINE, and the key table that documents every key. */
+#include "engine.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ini.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- the key table ------------------------------------------------------------------
+ * One X-macro list drives the parser and eng_key_docs, so the README's key table cannot
+ * drift from what the parser accepts.
+ * X(section, key, kind, field, lo, hi, enum-names, enum-values, doc-type, default, help)
+ */
+typedef enum { K_STR, K_U64, K_INT, K_LONG, K_DBL, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS } key_kind;
+
+static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", NULL };
+static const int V_SOURCE[] = { ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG,
+                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV };
+static const char *const E_HEADER[] = { "auto", "true", "false", NULL };
+static const int V_HEADER[] = { -1, 1, 0 };
+/* "auto" (-1) is resolved after the source is known: scale for idx, none otherwise. */
+static const char *const E_NORM[] = { "auto", "none", "scale", "standard", "minmax", NULL };
+static const int V_NORM[] = { -1, ENG_NORM_NONE, ENG_NORM_SCALE, ENG_NORM_STANDARD, ENG_NORM_MINMAX };
+static const char *const E_LOSS[] = { "softmax_xent", "mse", NULL };
+static const int V_LOSS[] = { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE };
+static const char *const E_INIT[] = { "auto", "he", "xavier", NULL };
+static const int V_INIT[] = { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER };
+static const char *const E_OPT[] = { "sgd", "momentum", "adam", "adamw", "newton", NULL };
+static const int V_OPT[] = { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON };
+static const char *const E_SCHED[] = { "constant", "step", "cosine", "linear", NULL };
+static const int V_SCHED[] = { ENG_SCHED_CONSTANT, ENG_SCHED_STEP, ENG_SCHED_COSINE, ENG_SCHED_LINEAR };
+static const char *const E_CURV[] = { "hessian", "fisher", "gauss-newton", NULL };
+static const int V_CURV[] = { ENG_CURV_HESSIAN, ENG_CURV_FISHER, ENG_CURV_GAUSS_NEWTON };
+static const char *const E_BLOCKS[] = { "layer", "full", NULL };
+static const int V_BLOCKS[] = { ENG_BLOCKS_LAYER, ENG_BLOCKS_FULL };
+static const char *const E_POLICY[] = { "classical", "quantum", "threshold", "hybrid", NULL };
+static const int V_POLICY[] = { ENG_QPOLICY_CLASSICAL, ENG_QPOLICY_QUANTUM, ENG_QPOLICY_THRESHOLD, ENG_QPOLICY_HYBRID };
+static const char *const E_READOUT[] = { "none", "tomography", NULL };
+static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
+
+#define INF HUGE_VAL
+
+#define KEYS(X)                                                                                   \
+    X("experiment", "name", K_STR, name, 0, 0, NULL, NULL, "text", "(file name)",                 \
+      "name of the experiment, shown in summaries and stored with each run")                      \
+    X("experiment", "seed", K_U64, seed, 0, 0, NULL, NULL, "integer >= 0", "42",                  \
+      "seeds data generation, shuffling and initialisation (`--seed N` overrides it)")           \
+    X("experiment", "target_loss", K_DBL, target_loss, 0, INF, NULL, NULL, "number >= 0", "0",    \
+      "train loss that counts as reached for steps/time-to-target; 0 = none")                      \
+    X("data", "source", K_ENUM, data.source, 0, 0, E_SOURCE, V_SOURCE,                                \
+      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv", "spirals",                           \
+      "synthetic generator, IDX files (MNIST/Fashion-MNIST) or a CSV file")                        \
+    X("data", "n", K_INT, data.n, 0, 1e9, NULL, NULL, "integer >= 0", "0",                         \
+      "synthetic: samples generated (0 = 2000); idx/csv: at most this many training samples (0 = all)") \
+    X("data", "n_test", K_INT, data.n_test, 0, 1e9, NULL, NULL, "integer >= 0", "0",               \
+      "idx with test files / csv with test_path: at most this many test samples (0 = all)")       \
+    X("data", "test_fraction", K_DBL, data.test_fraction, 0, 0.95, NULL, NULL, "number in [0, 0.95]", "0.2", \
+      "share of generated (or single-file csv) data held out as the test set")                   \
+    X("data", "noise", K_DBL, data.noise, 0, INF, NULL, NULL, "number >= 0", "0.1",                \
+      "synthetic: standard deviation of the noise added")                                          \
+    X("data", "classes", K_INT, data.classes, 2, 1000, NULL, NULL, "integer >= 2", "2",            \
+      "blobs: number of classes; spirals: number of arms")                                         \
+    X("data", "features", K_INT, data.features, 1, 100000, NULL, NULL, "integer >= 1", "2",        \
+      "blobs/linreg/polyreg: input dimension")                                                     \
+    X("data", "degree", K_INT, data.degree, 1, 20, NULL, NULL, "integer in [1, 20]", "3",          \
+      "polyreg: degree of the polynomial")                                                         \
+    X("data", "path", K_STR, data.path, 0, 0, NULL, NULL, "path", "",                              \
+      "idx: training images file, or a directory holding the four standard files; csv: the file") \
+    X("data", "labels", K_STR, data.labels, 0, 0, NULL, NULL, "path", "",                          \
+      "idx: training labels file (not needed when path is a directory)")                          \
+    X("data", "test_path", K_STR, data.test_path, 0, 0, NULL, NULL, "path", "",                    \
+      "idx: test images file; csv: optional separate test file")                                   \
+    X("data", "test_labels", K_STR, data.test_labels, 0, 0, NULL, NULL, "path", "",               \
+      "idx: test labels file")                                                                      \
+    X("data", "label_column", K_INT, data.label_column, -1, 100000, NULL, NULL, "integer >= -1", "-1", \
+      "csv: 0-based column of the target; -1 = the last column")                                   \
+    X("data", "header", K_ENUM, data.header, 0, 0, E_HEADER, V_HEADER, "auto, true, false", "auto", \
+      "csv: whether the first row is a header; auto = detect")                                    \
+    X("data", "regression", K_BOOL, data.regression, 0, 0, NULL, NULL, "boolean", "false",         \
+      "csv: the target is a real value (true) or a class index (false)")                          \
+    X("data", "normalize", K_ENUM, data.normalize, 0, 0, E_NORM, V_NORM,                              \
+      "auto, none, scale, standard, minmax", "auto",                                                \
+      "input scaling: scale = x/255; standard = z-score per feature (train statistics); auto = scale for idx, none otherwise") \
+    X("data", "shuffle", K_BOOL, data.shuffle, 0, 0, NULL, NULL, "boolean", "true",                \
+      "reshuffle the training set every epoch")                                                    \
+    X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
+      "gather the next batch on a second thread while the current one trains")                     \
+    X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none; the last layer gives the outputs") \
+    X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
+      "softmax cross-entropy (classification) or mean squared error")                              \
+    X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
+      "weight initialisation; auto = He before relu/gelu, Xavier otherwise")                       \
+    X("train", "optimizer", K_ENUM, train.optimizer, 0, 0, E_OPT, V_OPT,                              \
+      "sgd, momentum, adam, adamw, newton", "sgd", "the optimizer ([newton] and [quantum] apply to newton)") \
+    X("train", "lr", K_DBL_POS, train.lr, 0, INF, NULL, NULL, "number > 0", "0.01",                \
+      "learning rate (peak rate when a schedule or warm-up applies)")                              \
+    X("train", "momentum", K_DBL, train.momentum, 0, 0.999999, NULL, NULL, "number in [0, 1)", "0.9", \
+      "momentum: the velocity decay beta")                                                         \
+    X("train", "nesterov", K_BOOL, train.nesterov, 0, 0, NULL, NULL, "boolean", "false",           \
+      "momentum: use Nesterov's look-ahead form")                                                  \
+    X("train", "beta1", K_DBL, train.beta1, 0, 0.999999, NULL, NULL, "number in [0, 1)", "0.9",   \
+      "adam/adamw: first-moment decay")                                                            \
+    X("train", "beta2", K_DBL, train.beta2, 0, 0.999999999, NULL, NULL, "number in [0, 1)", "0.999", \
+      "adam/adamw: second-moment decay")                                                           \
+    X("train", "eps", K_DBL_POS, train.eps, 0, INF, NULL, NULL, "number > 0", "1e-08",             \
+      "adam/adamw: denominator epsilon")                                                            \
+    X("train", "weight_decay", K_DBL, train.weight_decay, 0, INF, NULL, NULL, "number >= 0", "0",  \
+      "adamw: decoupled decay; other optimizers: L2 term added to the gradient")                   \
+    X("train", "batch", K_INT, train.batch, 0, 1e8, NULL, NULL, "integer >= 0", "32",              \
+      "minibatch size; 0 = full batch (the whole training set each step)")                        \
+    X("train", "epochs", K_INT, train.epochs, 0, 1e8, NULL, NULL, "integer >= 0", "10",            \
+      "passes over the training set (ignored when max_steps > 0)")                                 \
+    X("train", "max_steps", K_LONG, train.max_steps, 0, 1e12, NULL, NULL, "integer >= 0", "0",     \
+      "if > 0: train exactly this many steps, however many epochs that takes")                    \
+    X("train", "schedule", K_ENUM, train.schedule, 0, 0, E_SCHED, V_SCHED,                            \
+      "constant, step, cosine, linear", "constant", "learning-rate schedule after warm-up")        \
+    X("train", "warmup", K_LONG, train.warmup, 0, 1e12, NULL, NULL, "integer >= 0", "0",           \
+      "linear warm-up steps (with any schedule)")                                                   \
+    X("train", "step_size", K_LONG, train.step_size, 0, 1e12, NULL, NULL, "integer >= 0", "0",     \
+      "step schedule: multiply the rate by gamma every step_size steps (required for step)")      \
+    X("train", "gamma", K_DBL_POS, train.gamma, 0, INF, NULL, NULL, "number > 0", "0.1",          \
+      "step schedule: decay factor")                                                                \
+    X("train", "min_lr", K_DBL, train.min_lr, 0, INF, NULL, NULL, "number >= 0", "0",              \
+      "cosine/linear schedules: the floor the rate decays to")                                     \
+    X("train", "threads", K_INT, train.threads, 0, 1024, NULL, NULL, "integer >= 0", "0",         \
+      "OpenBLAS threads; 0 = as the environment sets them (OPENBLAS_NUM_THREADS)")                 \
+    X("train", "eval_every", K_INT, train.eval_every, 0, 1e9, NULL, NULL, "integer >= 0", "0",    \
+      "steps between test-set evaluations; 0 = at the end of each epoch (always also at the end)") \
+    X("train", "log_every", K_INT, train.log_every, 1, 1e9, NULL, NULL, "integer >= 1", "1",      \
+      "steps between logged train_loss/train_acc/lr points (each the mean over those steps)")     \
+    X("newton", "curvature", K_ENUM, newton.curvature, 0, 0, E_CURV, V_CURV,                          \
+      "hessian, fisher, gauss-newton", "hessian", "curvature matrix of each block")               \
+    X("newton", "blocks", K_ENUM, newton.blocks, 0, 0, E_BLOCKS, V_BLOCKS, "layer, full", "layer",   \
+      "one block per parameter tensor (weights, biases) or one block for all parameters")         \
+    X("newton", "normalization_epsilon", K_DBL, newton.normalization_epsilon, 0, INF, NULL, NULL,   \
+      "number >= 0", "0.005", "eps_n: H += (max|H_ij| + damping) * eps_n * I")                     \
+    X("newton", "damping", K_DBL, newton.damping, 0, INF, NULL, NULL, "number >= 0", "1e-10",      \
+      "added to max|H_ij| in the diagonal shift")                                                   \
+    X("newton", "prune_ratio", K_DBL_POS, newton.prune_ratio, 0, 1, NULL, NULL, "number in (0, 1]", "1", \
+      "keep the floor(r*n) largest |H_ij| per row for the quantum route; 1 = keep all")           \
+    X("newton", "clip", K_DBL_POS, newton.clip, 0, INF, NULL, NULL, "number > 0", "100",           \
+      "clip the Newton direction elementwise to +-clip")                                           \
+    X("newton", "max_block", K_INT, newton.max_block, 1, 1e6, NULL, NULL, "integer >= 1", "4096", \
+      "refuse curvature blocks larger than this (memory guard: n^2 doubles)")                     \
+    X("quantum", "policy", K_ENUM, quantum.policy, 0, 0, E_POLICY, V_POLICY,                          \
+      "classical, quantum, threshold, hybrid", "hybrid", "how the scheduler routes each linear solve") \
+    X("quantum", "kappa_max", K_DBL_POS, quantum.kappa_max, 0, INF, NULL, NULL, "number > 0", "10000", \
+      "threshold/hybrid: route quantum only if the estimated condition number is at most this")   \
+    X("quantum", "precision", K_DBL_POS, quantum.precision, 0, 1, NULL, NULL, "number in (0, 1]", "0.01", \
+      "eps of the simulated quantum solver: relative error of its solution")                      \
+    X("quantum", "query_time_ns", K_DBL_POS, quantum.query_time_ns, 0, INF, NULL, NULL, "number > 0", "100", \
+      "modelled time of one QLSA query (not known from hardware: a parameter to sweep)")          \
+    X("quantum", "readout", K_ENUM, quantum.readout, 0, 0, E_READOUT, V_READOUT, "none, tomography", "none", \
+      "none = the paper's assumption; tomography adds O(n/eps^2) circuit repetitions")            \
+    X("quantum", "exact_kappa_max_n", K_INT, quantum.exact_kappa_max_n, 0, 1e6, NULL, NULL,         \
+      "integer >= 0", "256", "compute the exact condition number for blocks up to this size")      \
+    X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \
+      "profile every op (as `--profile` does)")                                                     \
+    X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
+      "comma-separated PAPI events to count; empty = the default set (where the machine has them)")
+
+typedef struct {
+    const char *section, *key;
+    key_kind kind;
+    size_t off, size;
+    double lo, hi;
+    const char *const *enames;
+    const int *evals;
+    const char *type, *def;
+} keydef;
+
+#define DEF_ROW(sec, k, kind, field, lo, hi, en, ev, type, def, help) \
+    { sec, k, kind, offsetof(eng_config, field), sizeof(((eng_config *)0)->field), lo, hi, en, ev, type, def },
+static const keydef defs[] = { KEYS(DEF_ROW) };
+#define NKEYS (sizeof defs / sizeof defs[0])
+
+#define DOC_ROW(sec, k, kind, field, lo, hi, en, ev, type, def, help) \
+    { sec "." k, type, def, help },
+const eng_key_doc eng_key_docs[] = { KEYS(DOC_ROW) { NULL, NULL, NULL, NULL } };
+
+_Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
+
+static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
+                                        "quantum", "profile", NULL };
+
+/* ---- small helpers ----------------------------------------------------------------- */
+
+static char *trim(char *s)
+{
+    while (isspace((unsigned char)*s)) s++;
+    size_t n = strlen(s);
+    while (n && isspace((unsigned char)s[n - 1])) s[--n] = '\0';
+    return s;
+}
+
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+    snprintf(dst, cap, "%s", src);
+}
+
+static int levenshtein(const char *a, const char *b)
+{
+    size_t la = strlen(a), lb = strlen(b);
+    if (la > 63 || lb > 63) return 99;
+    int d[64][64];
+    for (size_t i = 0; i <= la; i++) d[i][0] = (int)i;
+    for (size_t j = 0; j <= lb; j++) d[0][j] = (int)j;
+    for (size_t i = 1; i <= la; i++)
+        for (size_t j = 1; j <= lb; j++) {
+            int c = d[i - 1][j - 1] + (tolower((unsigned char)a[i - 1]) != tolower((unsigned char)b[j - 1]));
+            if (d[i - 1][j] + 1 < c) c = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < c) c = d[i][j - 1] + 1;
+            d[i][j] = c;
+        }
+    return d[la][lb];
+}
+
+static int find_key(const char *section, const char *key)
+{
+    for (size_t i = 0; i < NKEYS; i++)
+        if (!strcmp(defs[i].section, section) && !strcmp(defs[i].key, key)) return (int)i;
+    return -1;
+}
+
+static int is_section(const char *s)
+{
+    for (int i = 0; sections[i]; i++)
+        if (!strcmp(sections[i], s)) return 1;
+    return 0;
+}
+
+/* " (did you mean 'lr'?)" or " (it belongs in [train])" or "" — a hint for an unknown key. */
+static void key_hint(char *out, size_t cap, const char *section, const char *key, int qualified)
+{
+    int best = -1, bestd = 3;
+    for (size_t i = 0; i < NKEYS; i++) {
+        if (!qualified && strcmp(defs[i].section, section)) continue;
+        char full[96];
+        snprintf(full, sizeof full, "%s.%s", defs[i].section, defs[i].key);
+        int d = levenshtein(key, qualified ? full : defs[i].key);
+        if (d < bestd) { bestd = d; best = (int)i; }
+    }
+    if (best >= 0) {
+        if (qualified) snprintf(out, cap, " (did you mean '%s.%s'?)", defs[best].section, defs[best].key);
+        else snprintf(out, cap, " (did you mean '%s'?)", defs[best].key);
+        return;
+    }
+    if (!qualified)
+        for (size_t i = 0; i < NKEYS; i++)
+            if (!strcmp(defs[i].key, key)) {
+                snprintf(out, cap, " (it belongs in [%s])", defs[i].section);
+                return;
+            }
+    snprintf(out, cap, " (`nnbench run --keys` lists every key)");
+}
+
+/* ---- value parsing ------------------------------------------------------------------ */
+
+static int parse_double(const char *s, double *out)
+{
+    if (!*s) return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (*end || errno == ERANGE || !isfinite(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_long(const char *s, long long *out)
+{
+    if (!*s) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (*end || errno == ERANGE) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_bool(const char *s, int *out)
+{
+    static const char *const t[] = { "true", "yes", "on", "1" }, *const f[] = { "false", "no", "off", "0" };
+    for (int i = 0; i < 4; i++) {
+        if (!strcasecmp(s, t[i])) { *out = 1; return 0; }
+        if (!strcasecmp(s, f[i])) { *out = 0; return 0; }
+    }
+    return -1;
+}
+
+static int parse_act(const char *s, eng_act *out)
+{
+    static const char *const names[] = { "none", "relu", "tanh", "sigmoid", "gelu", "linear" };
+    static const eng_act vals[] = { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_NONE };
+    for (int i = 0; i < 6; i++)
+        if (!strcmp(s, names[i])) { *out = vals[i]; return 0; }
+    return -1;
+}
+
+/* Parses "dense:16:tanh, conv:8:5:relu, pool, flatten, dense:10" into mc->layers. */
+static int parse_layers(const char *value, eng_model_config *mc, char *why, size_t cap)
+{
+    char buf[256];
+    copy_str(buf, sizeof buf, value);
+    int n = 0;
+    char *save = NULL;
+    if (!*trim(buf)) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got ''"); return -1; }
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *t = trim(tok);
+        char orig[128];
+        copy_str(orig, sizeof orig, t);
+        if (n == ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
+        eng_layer_spec *L = &mc->layers[n];
+        memset(L, 0, sizeof *L);
+        char *parts[5] = { 0 };
+        int np = 0;
+        char *s2 = NULL;
+        for (char *p = strtok_r(t, ":", &s2); p && np < 5; p = strtok_r(NULL, ":", &s2)) parts[np++] = trim(p);
+        long long a = 0, b = 0;
+        const char *expect = NULL;
+        if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
+        else if (!strcmp(parts[0], "dense")) {
+            L->kind = ENG_LAYER_DENSE;
+            if (np < 2 || np > 3 || parse_long(parts[1], &a) || a < 1 || a > 1000000 ||
+                (np == 3 && parse_act(parts[2], &L->act)))
+                expect = "dense:UNITS[:ACT] with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none";
+            L->units = (int)a;
+        } else if (!strcmp(parts[0], "conv")) {
+            L->kind = ENG_LAYER_CONV;
+            if (np < 3 || np > 4 || parse_long(parts[1], &a) || a < 1 || a > 100000 ||
+                parse_long(parts[2], &b) || b < 1 || b > 64 || (np == 4 && parse_act(parts[3], &L->act)))
+                expect = "conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of relu, tanh, sigmoid, gelu, none";
+            L->units = (int)a;
+            L->kernel = (int)b;
+        } else if (!strcmp(parts[0], "pool")) {
+            L->kind = ENG_LAYER_POOL;
+            L->kernel = 2;
+            if (np > 2 || (np == 2 && strcmp(parts[1], "2"))) expect = "pool or pool:2 (2x2 max-pool)";
+        } else if (!strcmp(parts[0], "flatten")) {
+            L->kind = ENG_LAYER_FLATTEN;
+            if (np != 1) expect = "flatten";
+        } else expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
+        if (expect) { snprintf(why, cap, "layer %d: expected %s, got '%s'", n + 1, expect, orig); return -1; }
+        if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL) && n > 0) {
+            for (int j = 0; j < n; j++)
+                if (mc->layers[j].kind == ENG_LAYER_DENSE || mc->layers[j].kind == ENG_LAYER_FLATTEN) {
+                    snprintf(why, cap, "layer %d: '%s' cannot follow a dense or flatten layer (the data is flat by then)", n + 1, orig);
+                    return -1;
+                }
+        }
+        n++;
+    }
+    if (mc->layers[n - 1].kind != ENG_LAYER_DENSE) {
+        snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'",
+                 n ? (mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten") : "");
+        return -1;
+    }
+    mc->n_layers = n;
+    return 0;
+}
+
+/* Applies one key's value to c. On error writes the "expected ..., got '...'" part to why. */
+static int apply_key(eng_config *c, const keydef *d, const char *value, char *why, size_t cap)
+{
+    char *dst = (char *)c + d->off;
+    double x;
+    long long v;
+    int b;
+    switch (d->kind) {
+    case K_STR:
+        if (strlen(value) >= d->size) { snprintf(why, cap, "expected at most %zu characters, got %zu", d->size - 1, strlen(value)); return -1; }
+        memcpy(dst, value, strlen(value) + 1);
+        return 0;
+    case K_U64: {
+        char *end;
+        errno = 0;
+        unsigned long long u = strtoull(value, &end, 10);
+        if (!*value || *end || errno == ERANGE || value[0] == '-') break;
+        uint64_t u64 = u;
+        memcpy(dst, &u64, sizeof u64);
+        return 0;
+    }
+    case K_INT:
+    case K_LONG:
+        if (parse_long(value, &v) || (double)v < d->lo || (double)v > d->hi) break;
+        if (d->kind == K_INT) { int iv = (int)v; memcpy(dst, &iv, sizeof iv); }
+        else { long lv = (long)v; memcpy(dst, &lv, sizeof lv); }
+        return 0;
+    case K_DBL:
+        if (parse_double(value, &x) || x < d->lo || x > d->hi) break;
+        memcpy(dst, &x, sizeof x);
+        return 0;
+    case K_DBL_POS:
+        if (parse_double(value, &x) || x <= d->lo || x > d->hi) break;
+        memcpy(dst, &x, sizeof x);
+        return 0;
+    case K_BOOL:
+        if (parse_bool(value, &b)) break;
+        memcpy(dst, &b, sizeof b);
+        return 0;
+    case K_ENUM:
+        for (int i = 0; d->enames[i]; i++)
+            if (!strcmp(value, d->enames[i])) { memcpy(dst, &d->evals[i], sizeof(int)); return 0; }
+        break;
+    case K_LAYERS:
+        return parse_layers(value, &c->model, why, cap);
+    }
+    /* The message names what was expected in words. */
+    const char *what;
+    char tmp[160];
+    switch (d->kind) {
+    case K_U64: what = "a non-negative integer"; break;
+    case K_INT: case K_LONG:
+        if (d->hi >= 1e8) snprintf(tmp, sizeof tmp, d->lo == 0 ? "a non-negative integer" : d->lo == 1 ? "a positive integer" : "an integer >= %g", d->lo);
+        else snprintf(tmp, sizeof tmp, "an integer in [%g, %g]", d->lo, d->hi);
+        what = tmp; break;
+    case K_DBL:
+        if (d->hi == INF) what = "a number >= 0";
+        else { snprintf(tmp, sizeof tmp, "a number in [%g, %g]", d->lo, d->hi); what = tmp; }
+        break;
+    case K_DBL_POS:
+        if (d->hi == INF) what = "a positive number";
+        else { snprintf(tmp, sizeof tmp, "a number in (0, %g]", d->hi); what = tmp; }
+        break;
+    case K_BOOL: what = "true or false"; break;
+    case K_ENUM: snprintf(tmp, sizeof tmp, "one of %s", d->type); what = tmp; break;
+    default: what = "a valid value"; break;
+    }
+    snprintf(why, cap, "expected %s, got '%s'", what, value);
+    return -1;
+}
+
+/* ---- parse state -------------------------------------------------------------------- */
+
+typedef struct { int key; char value[256]; int line; } setting;
+
+#define MAX_LINE 4000
+
+typedef struct {
+    char name[64];
+    int line;
+    setting *s;
+    size_t n, cap;
+} variant;
+
+typedef struct {
+    const char *path;
+    const char *text;
+    size_t pos;
+    int line;               /* line number of the line most recently handed to inih */
+    int line_indented;      /* that line starts with whitespace (an inih continuation) */
+    int prev_ended;         /* the previous chunk ended with '\n' */
+    size_t line_len;        /* characters of the current line handed over so far */
+    /* current section: -2 none yet, -1 a known section (sec_name), >= 0 a variant index */
+    int cur;
+    char sec_name[32];
+    int last_key, last_var; /* for continuation lines */
+    setting base[NKEYS];
+    int base_set[NKEYS];
+    variant *vars;
+    size_t n_vars, cap_vars;
+    int err;                /* first error: code, message in eng_error() */
+} parse_state;
+
+static int fail_at(parse_state *st, int code, int line, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int fail_at(parse_state *st, int code, int line, const char *fmt, ...)
+{
+    if (st->err) return 0;
+    char msg[768];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    st->err = eng_fail(code, "%s:%d: %s", st->path, line, msg);
+    return 0;
+}
+
+static int valid_variant_name(const char *s)
+{
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr("_-.+", *s)) return 0;
+    return 1;
+}
+
+/* Sees each line before inih does, so it knows the line number (Debian's libinih is built
+ * without INI_HANDLER_LINENO) and every section header, including empty [variant] ones that
+ * inih never reports. */
+static void on_section_line(parse_state *st, const char *raw)
+{
+    char buf[512];
+    copy_str(buf, sizeof buf, raw);
+    char *s = trim(buf);
+    char *close = strchr(s, ']');
+    if (!close) return; /* inih reports the syntax error */
+    *close = '\0';
+    char *name = trim(s + 1);
+    if (!strncmp(name, "variant", 7) && (name[7] == '\0' || isspace((unsigned char)name[7]))) {
+        char *vn = trim(name + 7);
+        if (!*vn) { fail_at(st, ENG_EINVAL, st->line, "[variant] needs a name: [variant NAME]"); return; }
+        if (!valid_variant_name(vn) || strlen(vn) >= sizeof st->vars[0].name) {
+            fail_at(st, ENG_EINVAL, st->line, "variant name '%s': expected letters, digits, '_', '-', '.', '+' (at most 63), got '%s'", vn, vn);
+            return;
+        }
+        for (size_t i = 0; i < st->n_vars; i++)
+            if (!strcmp(st->vars[i].name, vn)) {
+                fail_at(st, ENG_EINVAL, st->line, "variant '%s' is defined twice (first at line %d)", vn, st->vars[i].line);
+                return;
+            }
+        if (st->n_vars == st->cap_vars) {
+            size_t nc = st->cap_vars ? 2 * st->cap_vars : 8;
+            variant *nv = realloc(st->vars, nc * sizeof *nv);
+            if (!nv) { st->err = eng_fail(ENG_ENOMEM, "out of memory"); return; }
+            st->vars = nv;
+            st->cap_vars = nc;
+        }
+        variant *v = &st->vars[st->n_vars];
+        memset(v, 0, sizeof *v);
+        copy_str(v->name, sizeof v->name, vn);
+        v->line = st->line;
+        st->cur = (int)st->n_vars++;
+        return;
+    }
+    if (!is_section(name)) {
+        int best = -1, bestd = 3;
+        for (int i = 0; sections[i]; i++) {
+            int d = levenshtein(name, sections[i]);
+            if (d < bestd) { bestd = d; best = i; }
+        }
+        if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, variant NAME)", name);
+        return;
+    }
+    st->cur = -1;
+    copy_str(st->sec_name, sizeof st->sec_name, name);
+}
+
+static char *reader(char *str, int num, void *stream)
+{
+    parse_state *st = stream;
+    if (st->err || !st->text[st->pos]) return NULL;
+    const char *start = st->text + st->pos;
+    const char *nl = strchr(start, '\n');
+    size_t len = nl ? (size_t)(nl - start) + 1 : strlen(start);
+    if (st->prev_ended) {
+        st->line++;
+        st->line_len = 0;
+        st->line_indented = (*start == ' ' || *start == '\t');
+        size_t i = 0;
+        while (start[i] == ' ' || start[i] == '\t') i++;
+        if (start[i] == '[') {
+            char raw[512];
+            size_t n = len < sizeof raw - 1 ? len : sizeof raw - 1;
+            memcpy(raw, start, n);
+            raw[n] = '\0';
+            on_section_line(st, raw);
+        }
+    }
+    if (len > (size_t)num - 1) len = (size_t)num - 1; /* inih grows its buffer and asks again */
+    st->line_len += len;
+    if (st->line_len > MAX_LINE) {
+        fail_at(st, ENG_EINVAL, st->line, "line is longer than %d characters", MAX_LINE);
+        return NULL;
+    }
+    memcpy(str, start, len);
+    str[len] = '\0';
+    st->pos += len;
+    st->prev_ended = (len && start[len - 1] == '\n') || !st->text[st->pos];
+    return str;
+}
+
+static int handler(void *user, const char *section, const char *name, const char *value)
+{
+    parse_state *st = user;
+    (void)section; /* the reader tracked it, with the full variant name */
+    if (st->err) return 0;
+    char val[1024];
+    copy_str(val, sizeof val, value ? value : "");
+    char *v = trim(val);
+    if (st->cur == -2)
+        return fail_at(st, ENG_EINVAL, st->line, "key '%s' is outside any section; put it under [experiment], [data], [model], [train], ...", name);
+
+    int k;
+    setting *slot;
+    if (st->cur == -1) {
+        k = find_key(st->sec_name, name);
+        if (k < 0) {
+            char hint[160];
+            key_hint(hint, sizeof hint, st->sec_name, name, 0);
+            return fail_at(st, ENG_EINVAL, st->line, "unknown key '%s' in [%s]%s", name, st->sec_name, hint);
+        }
+        slot = &st->base[k];
+        if (st->base_set[k]) {
+            if (!(st->line_indented && st->last_key == k && st->last_var == -1))
+                return fail_at(st, ENG_EINVAL, st->line, "key '%s' is set twice in [%s] (first at line %d)", name, st->sec_name, slot->line);
+        }
+    } else {
+        variant *var = &st->vars[st->cur];
+        char qual[128];
+        copy_str(qual, sizeof qual, name);
+        char *dot = strchr(qual, '.');
+        if (!dot) {
+            char hint[160] = "";
+            for (size_t i = 0; i < NKEYS && !hint[0]; i++)
+                if (!strcmp(defs[i].key, name)) snprintf(hint, sizeof hint, " (did you mean '%s.%s'?)", defs[i].section, defs[i].key);
+            if (!hint[0]) key_hint(hint, sizeof hint, "", name, 1);
+            return fail_at(st, ENG_EINVAL, st->line, "key '%s' in [variant %s] must name its section, as section.key%s", name, var->name, hint);
+        }
+        *dot = '\0';
+        k = find_key(qual, dot + 1);
+        if (k < 0) {
+            char hint[160];
+            key_hint(hint, sizeof hint, "", name, 1);
+            return fail_at(st, ENG_EINVAL, st->line, "unknown key '%s' in [variant %s]%s", name, var->name, hint);
+        }
+        slot = NULL;
+        for (size_t i = 0; i < var->n; i++)
+            if (var->s[i].key == k) slot = &var->s[i];
+        if (slot && !(st->line_indented && st->last_key == k && st->last_var == st->cur))
+            return fail_at(st, ENG_EINVAL, st->line, "key '%s' is set twice in [variant %s] (first at line %d)", name, var->name, slot->line);
+        if (!slot) {
+            if (var->n == var->cap) {
+                size_t nc = var->cap ? 2 * var->cap : 8;
+                setting *ns = realloc(var->s, nc * sizeof *ns);
+                if (!ns) { st->err = eng_fail(ENG_ENOMEM, "out of memory"); return 0; }
+                var->s = ns;
+                var->cap = nc;
+            }
+            slot = &var->s[var->n++];
+            slot->key = k;
+            slot->value[0] = '\0';
+            slot->line = 0;
+        }
+    }
+    /* An indented line after the same key continues its value (inih's multi-line form). */
+    char joined[1024];
+    int continuing = slot->line != 0 && st->last_key == k && st->line_indented;
+    if (continuing) snprintf(joined, sizeof joined, "%s %s", slot->value, v);
+    else copy_str(joined, sizeof joined, v);
+    if (strlen(joined) >= sizeof slot->value)
+        return fail_at(st, ENG_EINVAL, st->line, "key '%s': expected a value of at most %zu characters", defs[k].key, sizeof slot->value - 1);
+    eng_config scratch;
+    memset(&scratch, 0, sizeof scratch);
+    char why[512];
+    if (apply_key(&scratch, &defs[k], joined, why, sizeof why))
+        return fail_at(st, ENG_EINVAL, st->line, "key '%s': %s", defs[k].key, why);
+    copy_str(slot->value, sizeof slot->value, joined);
+    if (!continuing) slot->line = st->line;
+    if (st->cur == -1) st->base_set[k] = 1;
+    st->last_key = k;
+    st->last_var = st->cur;
+    return 1;
+}
+
+/* ---- resolving a variant ------------------------------------------------------------ */
+
+typedef struct { int key; char value[256]; char orig[300]; } cli_set;
+
+/* "FILE:LINE" for a file value, "--set key=value" for a command-line one. */
+static void where(char *out, size_t cap, const char *path, const setting *s, const cli_set *sets, size_t n_sets)
+{
+    if (s->line > 0) snprintf(out, cap, "%s:%d", path, s->line);
+    else if (s->line == 0) snprintf(out, cap, "%s", path);
+    else {
+        for (size_t i = n_sets; i-- > 0;)
+            if (sets[i].key == s->key) { snprintf(out, cap, "--set %s", sets[i].orig); return; }
+        snprintf(out, cap, "--set");
+    }
+}
+
+static int cmp_kv(const void *a, const void *b)
+{
+    return strcmp(((const eng_kv *)a)->key, ((const eng_kv *)b)->key);
+}
+
+static int is_regression_source(eng_data_source s)
+{
+    return s == ENG_DATA_LINREG || s == ENG_DATA_POLYREG || s == ENG_DATA_SINE;
+}
+
+static int resolve(const parse_state *st, const variant *var, const cli_set *sets, size_t n_sets,
+                   eng_config *c)
+{
+    setting vals[NKEYS];
+    for (size_t i = 0; i < NKEYS; i++) {
+        vals[i].key = (int)i;
+        copy_str(vals[i].value, sizeof vals[i].value, defs[i].def);
+        vals[i].line = 0;
+        if (st->base_set[i]) vals[i] = st->base[i];
+    }
+    if (var)
+        for (size_t i = 0; i < var->n; i++) vals[var->s[i].key] = var->s[i];
+    for (size_t i = 0; i < n_sets; i++) {
+        copy_str(vals[sets[i].key].value, sizeof vals[0].value, sets[i].value);
+        vals[sets[i].key].line = -1;
+    }
+
+    memset(c, 0, sizeof *c);
+    copy_str(c->path, sizeof c->path, st->path);
+    if (var) copy_str(c->variant, sizeof c->variant, var->name);
+    char why[512], loc[600];
+    int k_layers = find_key("model", "layers");
+    for (size_t i = 0; i < NKEYS; i++) {
+        if ((int)i == k_layers && vals[i].line == 0) {
+            return eng_fail(ENG_EINVAL, "%s: [model] layers is required (e.g. layers = dense:16:tanh, dense:2)", st->path);
+        }
+        if ((int)i == find_key("experiment", "name") && vals[i].line == 0) {
+            /* default: the file's base name without .ini */
+            const char *b = strrchr(st->path, '/');
+            b = b ? b + 1 : st->path;
+            copy_str(vals[i].value, sizeof vals[i].value, b);
+            char *dot = strrchr(vals[i].value, '.');
+            if (dot && !strcmp(dot, ".ini")) *dot = '\0';
+        }
+        if (apply_key(c, &defs[i], vals[i].value, why, sizeof why)) {
+            where(loc, sizeof loc, st->path, &vals[i], sets, n_sets);
+            return eng_fail(ENG_EINVAL, "%s: key '%s': %s", loc, defs[i].key, why);
+        }
+    }
+
+    /* Defaults that depend on other keys; kv then shows what the run really uses. */
+    int k_n = find_key("data", "n"), k_norm = find_key("data", "normalize");
+    int synthetic = c->data.source != ENG_DATA_IDX && c->data.source != ENG_DATA_CSV;
+    if (synthetic && c->data.n == 0) {
+        c->data.n = 2000;
+        if (vals[k_n].line == 0) copy_str(vals[k_n].value, sizeof vals[k_n].value, "2000");
+    }
+    if ((int)c->data.normalize == -1) {
+        c->data.normalize = c->data.source == ENG_DATA_IDX ? ENG_NORM_SCALE : ENG_NORM_NONE;
+        copy_str(vals[k_norm].value, sizeof vals[k_norm].value, c->data.source == ENG_DATA_IDX ? "scale" : "none");
+    }
+
+    /* Cross-key checks, each reported at the key that has to change. */
+#define CROSS(key_sec, key_name, ...)                                                       \
+    do {                                                                                    \
+        int kk_ = find_key(key_sec, key_name);                                              \
+        where(loc, sizeof loc, st->path, &vals[kk_], sets, n_sets);                         \
+        char m_[400];                                                                       \
+        snprintf(m_, sizeof m_, __VA_ARGS__);                                               \
+        return eng_fail(ENG_EINVAL, "%s: key '%s': %s%s%s%s", loc, key_name, m_,           \
+                        var ? " (variant " : "", var ? var->name : "", var ? ")" : "");     \
+    } while (0)
+    if ((c->data.source == ENG_DATA_IDX || c->data.source == ENG_DATA_CSV) && !c->data.path[0])
+        CROSS("data", "source", "%s needs data.path (%s)", c->data.source == ENG_DATA_IDX ? "idx" : "csv",
+              c->data.source == ENG_DATA_IDX ? "the images file, or a directory with the four IDX files, e.g. /usr/share/datasets/fashion-mnist"
+                                             : "the CSV file");
+    if (c->model.loss == ENG_LOSS_SOFTMAX_XENT &&
+        (is_regression_source(c->data.source) || (c->data.source == ENG_DATA_CSV && c->data.regression)))
+        CROSS("model", "loss", "softmax_xent needs a classification dataset, but data.source = %s gives real-valued targets; use loss = mse",
+              E_SOURCE[c->data.source]);
+    if (c->train.schedule == ENG_SCHED_STEP && c->train.step_size <= 0)
+        CROSS("train", "schedule", "step needs train.step_size > 0 (steps between decays)");
+    if (c->train.min_lr > c->train.lr)
+        CROSS("train", "min_lr", "must not exceed train.lr (%g), got %g", c->train.lr, c->train.min_lr);
+    if (c->train.epochs == 0 && c->train.max_steps == 0)
+        CROSS("train", "epochs", "epochs = 0 needs train.max_steps > 0 (nothing would train)");
+    if (c->data.source == ENG_DATA_SPIRALS && c->data.classes > 10)
+        CROSS("data", "classes", "spirals: at most 10 arms, got %d", c->data.classes);
+#undef CROSS
+
+    c->kv = calloc(NKEYS, sizeof *c->kv);
+    if (!c->kv) return eng_fail(ENG_ENOMEM, "out of memory");
+    for (size_t i = 0; i < NKEYS; i++) {
+        snprintf(c->kv[i].key, sizeof c->kv[i].key, "%s.%s", defs[i].section, defs[i].key);
+        copy_str(c->kv[i].value, sizeof c->kv[i].value, vals[i].value);
+        c->kv[i].line = vals[i].line;
+    }
+    c->n_kv = NKEYS;
+    qsort(c->kv, c->n_kv, sizeof *c->kv, cmp_kv);
+    return ENG_OK;
+}
+
+/* Parses "section.key=value" from --set. */
+static int parse_set(const char *arg, cli_set *out)
+{
+    memset(out, 0, sizeof *out);
+    copy_str(out->orig, sizeof out->orig, arg);
+    char buf[512];
+    copy_str(buf, sizeof buf, arg);
+    char *eq = strchr(buf, '=');
+    if (!eq) return eng_fail(ENG_EINVAL, "--set %s: expected section.key=value (e.g. --set train.lr=0.1)", arg);
+    *eq = '\0';
+    char *key = trim(buf), *val = trim(eq + 1);
+    char *dot = strchr(key, '.');
+    int k = -1;
+    if (dot) {
+        *dot = '\0';
+        k = find_key(key, dot + 1);
+        *dot = '.';
+    }
+    if (k < 0) {
+        char hint[160];
+        key_hint(hint, sizeof hint, "", key, 1);
+        return eng_fail(ENG_EINVAL, "--set %s: unknown key '%s'%s", arg, key, hint);
+    }
+    eng_config scratch;
+    memset(&scratch, 0, sizeof scratch);
+    char why[512];
+    if (strlen(val) >= sizeof out->value)
+        return eng_fail(ENG_EINVAL, "--set %s: key '%s': expected a value of at most %zu characters", arg, defs[k].key, sizeof out->value - 1);
+    if (apply_key(&scratch, &defs[k], val, why, sizeof why))
+        return eng_fail(ENG_EINVAL, "--set %s: key '%s': %s", arg, defs[k].key, why);
+    out->key = k;
+    copy_str(out->value, sizeof out->value, val);
+    return ENG_OK;
+}
+
+/* ---- public ------------------------------------------------------------------------- */
+
+static char *read_file(const char *path, int *rc)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) { *rc = eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    if (!buf) { fclose(f); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
+    for (;;) {
+        if (n + 1 >= cap) {
+            char *nb = realloc(buf, cap *= 2);
+            if (!nb) { free(buf); fclose(f); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
+            buf = nb;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0) break;
+    }
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) { free(buf); *rc = eng_fail(ENG_EIO, "%s: read error", path); return NULL; }
+    buf[n] = '\0';
+    if (strlen(buf) != n) { free(buf); *rc = eng_fail(ENG_EFORMAT, "%s: contains a NUL byte: not a text file", path); return NULL; }
+    *rc = 0;
+    return buf;
+}
+
+static void free_state(parse_state *st)
+{
+    for (size_t i = 0; i < st->n_vars; i++) free(st->vars[i].s);
+    free(st->vars);
+}
+
+int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
+                        eng_experiment **out)
+{
+    *out = NULL;
+    int rc;
+    char *text = read_file(path, &rc);
+    if (!text) return rc;
+
+    cli_set *sets = n_overrides ? calloc(n_overrides, sizeof *sets) : NULL;
+    if (n_overrides && !sets) { free(text); return eng_fail(ENG_ENOMEM, "out of memory"); }
+    for (size_t i = 0; i < n_overrides; i++)
+        if ((rc = parse_set(overrides[i], &sets[i]))) { free(sets); free(text); return rc; }
+
+    parse_state *st = calloc(1, sizeof *st);
+    if (!st) { free(sets); free(text); return eng_fail(ENG_ENOMEM, "out of memory"); }
+    st->path = path;
+    st->text = text;
+    st->prev_ended = 1;
+    st->cur = -2;
+    st->last_key = -1;
+    /* Heap line buffer that may grow: values (layer lists, counters) can be long. */
+    ini_use_stack = false;
+    ini_allow_realloc = true;
+    ini_initial_alloc = 256;
+    ini_max_line = 2 * MAX_LINE;
+    ini_stop_on_first_error = true;
+    int perr = ini_parse_stream(reader, st, handler, st);
+    if (!st->err && perr > 0) {
+        /* A line inih could not parse: show it. */
+        const char *s = text;
+        for (int l = 1; l < perr && s; l++) { s = strchr(s, '\n'); if (s) s++; }
+        char line[128] = "";
+        if (s) { size_t n = strcspn(s, "\n"); if (n > sizeof line - 1) n = sizeof line - 1; memcpy(line, s, n); line[n] = '\0'; }
+        fail_at(st, ENG_EINVAL, perr, "expected 'key = value' or '[section]', got '%s'", trim(line));
+    } else if (!st->err && perr < 0) {
+        st->err = eng_fail(ENG_ENOMEM, "%s: out of memory while parsing", path);
+    }
+    if (st->err) {
+        rc = st->err;
+        free_state(st); free(st); free(sets); free(text);
+        return rc;
+    }
+
+    eng_experiment *ex = calloc(1, sizeof *ex);
+    size_t nv = st->n_vars ? st->n_vars : 1;
+    if (ex) ex->variants = calloc(nv, sizeof *ex->variants);
+    if (!ex || !ex->variants) {
+        free(ex); free_state(st); free(st); free(sets); free(text);
+        return eng_fail(ENG_ENOMEM, "out of memory");
+    }
+    copy_str(ex->path, sizeof ex->path, path);
+    ex->text = text;
+    for (size_t i = 0; i < nv; i++) {
+        rc = resolve(st, st->n_vars ? &st->vars[i] : NULL, sets, n_overrides, &ex->variants[i]);
+        if (rc) {
+            ex->n_variants = i;
+            eng_experiment_free(ex);
+            free_state(st); free(st); free(sets);
+            return rc;
+        }
+        ex->n_variants = i + 1;
+    }
+    free_state(st);
+    free(st);
+    free(sets);
+    *out = ex;
+    return ENG_OK;
+}
+
+void eng_experiment_free(eng_experiment *ex)
+{
+    if (!ex) return;
+    for (size_t i = 0; i < ex->n_variants; i++) free(ex->variants[i].kv);
+    free(ex->variants);
+    free(ex->text);
+    free(ex);
+}
+
+int eng_experiment_select(eng_experiment *ex, const char *name)
+{
+    size_t found = ex->n_variants;
+    for (size_t i = 0; i < ex->n_variants; i++)
+        if (!strcmp(ex->variants[i].variant, name)) found = i;
+    if (found == ex->n_variants) {
+        if (ex->n_variants == 1 && !ex->variants[0].variant[0])
+            return eng_fail(ENG_EINVAL, "%s has no [variant] sections, so there is no variant '%s'", ex->path, name);
+        char list[512] = "";
+        size_t len = 0;
+        for (size_t i = 0; i < ex->n_variants && len < sizeof list - 70; i++)
+            len += (size_t)snprintf(list + len, sizeof list - len, "%s%s", i ? ", " : "", ex->variants[i].variant);
+        return eng_fail(ENG_EINVAL, "%s: no variant '%s' (variants: %s)", ex->path, name, list);
+    }
+    for (size_t i = 0; i < ex->n_variants; i++)
+        if (i != found) free(ex->variants[i].kv);
+    if (found) ex->variants[0] = ex->variants[found];
+    ex->n_variants = 1;
+    return ENG_OK;
+}
