@@ -1,0 +1,164 @@
+/* estimate.c — condition-number estimators: the Frobenius/determinant bound (log form),
+ * LAPACK's dpocon, Gershgorin bounds and the exact kappa_2 from eigenvalues. */
+#include "internal.h"
+
+#include <lapacke.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../profiler/profiler.h"
+
+/* Row-major symmetric storage is column-major with the triangles swapped, so every LAPACK
+ * call below is column-major on the upper triangle: no transposed copies. */
+
+static double log_fro2_of(int n, const double *A)
+{
+    /* Scaled sum of squares (as dnrm2 does): huge or tiny entries neither overflow nor
+     * underflow before the log is taken. */
+    double scale = 0, ssq = 1;
+    for (size_t i = 0; i < (size_t)n * n; i++) {
+        double v = fabs(A[i]);
+        if (v == 0) continue;
+        if (scale < v) { ssq = 1 + ssq * (scale / v) * (scale / v); scale = v; }
+        else ssq += (v / scale) * (v / scale);
+    }
+    return scale == 0 ? -INFINITY : 2 * log(scale) + log(ssq);
+}
+
+/* kappa from log t, t = (n/||A||_F^2)^n det^2 in [0, 1]:
+ * sqrt((1+x)/(1-x)) with x = sqrt(1-t) equals (1+x)/sqrt(t), which stays accurate as
+ * x -> 1 (t -> 0), where 1-x would cancel. */
+static double fro_from_logt(double logt)
+{
+    if (isnan(logt)) return NAN;
+    if (logt == -INFINITY) return INFINITY;
+    if (logt > 0) logt = 0; /* AM-GM gives t <= 1; only rounding exceeds it */
+    double x = sqrt(-expm1(logt));
+    double lk = log1p(x) - 0.5 * logt;
+    double k = exp(lk);
+    return k < 1 ? 1 : k;
+}
+
+double qm_kappa_fro_formula(int n, double fro2, double log_abs_det)
+{
+    if (n <= 0 || !(fro2 > 0)) return INFINITY;
+    return fro_from_logt(n * (log((double)n) - log(fro2)) + 2 * log_abs_det);
+}
+
+int qm_kappa_fro(int n, const double *A, double *kappa, double *ns)
+{
+    uint64_t t0 = prof_now_ns();
+    if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_fro: n = %d, expected n >= 1", n);
+    size_t nn = (size_t)n * n;
+    double *lu = malloc(nn * sizeof *lu);
+    lapack_int *ipiv = malloc((size_t)n * sizeof *ipiv);
+    if (!lu || !ipiv) { free(lu); free(ipiv); return qm_fail(QM_ENOMEM, "qm_kappa_fro: out of memory for n = %d", n); }
+    memcpy(lu, A, nn * sizeof *lu);
+    double logfro2 = log_fro2_of(n, A);
+    /* The transpose has the same determinant and Frobenius norm. */
+    lapack_int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, lu, n, ipiv);
+    double logdet = 0;
+    if (info > 0) logdet = -INFINITY;
+    else for (int i = 0; i < n; i++) logdet += log(fabs(lu[(size_t)i * n + i]));
+    free(lu);
+    free(ipiv);
+    if (info < 0) return qm_fail(QM_EINVAL, "qm_kappa_fro: dgetrf argument %d invalid", (int)-info);
+    *kappa = logfro2 == -INFINITY ? INFINITY
+                                  : fro_from_logt(n * (log((double)n) - logfro2) + 2 * logdet);
+    if (ns) *ns = (double)(prof_now_ns() - t0);
+    return QM_OK;
+}
+
+double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns)
+{
+    uint64_t t0 = prof_now_ns();
+    double logfro2 = log_fro2_of(n, A);
+    double logdet = 0;
+    for (int i = 0; i < n; i++) logdet += 2 * log(L[(size_t)i * n + i]);
+    double k = logfro2 == -INFINITY ? INFINITY
+                                    : fro_from_logt(n * (log((double)n) - logfro2) + 2 * logdet);
+    if (ns) *ns = (double)(prof_now_ns() - t0);
+    return k;
+}
+
+double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns)
+{
+    uint64_t t0 = prof_now_ns();
+    double *work = malloc((size_t)3 * n * sizeof *work);
+    lapack_int *iwork = malloc((size_t)n * sizeof *iwork);
+    double k = NAN;
+    if (work && iwork) {
+        /* 1-norm of a symmetric matrix: the largest absolute column (= row) sum. */
+        double anorm = 0;
+        for (int i = 0; i < n; i++) {
+            double s = 0;
+            for (int j = 0; j < n; j++) s += fabs(A[(size_t)i * n + j]);
+            if (s > anorm) anorm = s;
+        }
+        double rcond = 0;
+        lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
+        if (info == 0) k = rcond > 0 ? 1 / rcond : INFINITY;
+    }
+    free(work);
+    free(iwork);
+    if (ns) *ns = (double)(prof_now_ns() - t0);
+    return k;
+}
+
+double qm_kappa_gersh_psd(int n, const double *A, double mu, double *ns)
+{
+    uint64_t t0 = prof_now_ns();
+    double r = 0;
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        const double *row = A + (size_t)i * n;
+        for (int j = 0; j < n; j++) s += fabs(row[j]);
+        if (s > r) r = s;
+    }
+    double k = mu > 0 ? 1 + r / mu : INFINITY;
+    if (ns) *ns = (double)(prof_now_ns() - t0);
+    return k;
+}
+
+double qm_kappa_gersh_sym(int n, const double *B, double *ns)
+{
+    uint64_t t0 = prof_now_ns();
+    double hi = -INFINITY, lo = INFINITY;
+    for (int i = 0; i < n; i++) {
+        const double *row = B + (size_t)i * n;
+        double r = 0;
+        for (int j = 0; j < n; j++) if (j != i) r += fabs(row[j]);
+        if (row[i] + r > hi) hi = row[i] + r;
+        if (row[i] - r < lo) lo = row[i] - r;
+    }
+    double k = lo > 0 ? hi / lo : INFINITY;
+    if (ns) *ns = (double)(prof_now_ns() - t0);
+    return k;
+}
+
+int qm_kappa_exact(int n, const double *A, double *kappa, double *ns)
+{
+    uint64_t t0 = prof_now_ns();
+    if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
+    size_t nn = (size_t)n * n;
+    double *a = malloc(nn * sizeof *a), *w = malloc((size_t)n * sizeof *w);
+    if (!a || !w) { free(a); free(w); return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n); }
+    memcpy(a, A, nn * sizeof *a);
+    lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w);
+    int rc = QM_OK;
+    if (info != 0) rc = qm_fail(QM_EINVAL, "qm_kappa_exact: dsyevd failed (info %d)", (int)info);
+    else {
+        double mn = INFINITY, mx = 0;
+        for (int i = 0; i < n; i++) {
+            double v = fabs(w[i]);
+            if (v < mn) mn = v;
+            if (v > mx) mx = v;
+        }
+        *kappa = mn > 0 ? mx / mn : INFINITY;
+    }
+    free(a);
+    free(w);
+    if (ns) *ns = (double)(prof_now_ns() - t0);
+    return rc;
+}

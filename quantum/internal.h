@@ -1,0 +1,22 @@
+/* internal.h — private to quantum/: the error setter and a few shared helpers. */
+#ifndef NNBENCH_QUANTUM_INTERNAL_H
+#define NNBENCH_QUANTUM_INTERNAL_H
+
+#include "quantum.h"
+
+int qm_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* splitmix64: the QLSA's error directions and calibration matrices. */
+static inline uint64_t qm_rng_next(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static inline double qm_rng_uniform(uint64_t *x) { return (double)(qm_rng_next(x) >> 11) * 0x1.0p-53; }
+
+/* Solves with the factor from qm_cholesky into x (b may equal x). */
+void qm_potrs(int n, const double *L, double *x);
+
+#endif
