@@ -32,6 +32,7 @@ typedef struct {
     const char *trace_path;   /* Chrome trace JSON written at prof_destroy/prof_trace_write; NULL = none */
     long trace_first, trace_last; /* step window for the trace (inclusive, 1-based) */
     int quiet;                /* 1: do not print the "no hardware counters" notice */
+    size_t trace_capacity;    /* trace events buffered (preallocated at create); 0 = 65536 */
 } prof_options;
 
 /* NULL on error (message in prof_error()). A machine without hardware counters is not an
@@ -75,6 +76,9 @@ typedef struct {
     size_t peak_bytes, live_bytes, total_alloc_bytes;
     size_t peak_rss;          /* process peak RSS, bytes */
     double peak_gflops;       /* calibrated sgemm peak, 0 if not calibrated */
+    double ns_per_event;      /* measured cost of one begin+end pair (at prof_create) */
+    uint64_t unbalanced;      /* prof_end calls that did not match the open scope (ignored) */
+    char clock[160];          /* "PAPI_get_real_nsec" or "clock_gettime (PAPI unavailable: ...)" */
 } prof_summary;
 
 typedef enum { PROF_BY_SCOPE, PROF_BY_OP, PROF_BY_LAYER, PROF_BY_PHASE } prof_group;
@@ -99,6 +103,50 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
  * when trace_path was set). 0 ok, -1 with prof_error(). */
 int prof_trace_write(prof_t *p, const char *path);
 
+/* ---- calibration and system information (sysinfo.c) ------------------------------- */
+/* The machine's measured peak sgemm rate, kept in $XDG_CACHE_HOME/nnbench/calibration
+ * (else ~/.cache/nnbench/calibration); prof_create loads it into prof_summary.peak_gflops. */
+typedef struct {
+    double peak_gflops;       /* best of reps */
+    double mean_gflops;
+    int m, n, k, reps, threads;
+    char core[32];            /* OpenBLAS core, e.g. "Haswell" */
+    char when[32];            /* ISO 8601 UTC */
+} prof_calibration;
+/* Path of the calibration file into buf. 0 ok, -1 when neither XDG_CACHE_HOME nor HOME is set. */
+int prof_calibration_path(char *buf, size_t n);
+/* 0 loaded, 1 no calibration file, -1 unreadable/malformed (prof_error() says where). */
+int prof_calibration_load(prof_calibration *c);
+/* Creates the directory as needed. 0 ok, -1 with prof_error(). */
+int prof_calibration_save(const prof_calibration *c);
+
+typedef struct {
+    char name[64];
+    char description[128];
+    int disabled;             /* 0 enabled; else PAPI's code */
+    char disabled_reason[256];
+    int counters;             /* hardware counters of the component */
+    int native_events, preset_events;
+} prof_component;
+
+typedef struct {
+    int papi_ok;              /* PAPI_library_init succeeded */
+    char papi_version[32];    /* "7.0.0.0" */
+    char papi_error[160];     /* why PAPI is unavailable, when !papi_ok */
+    char cpu_model[128], vendor[64];
+    int cores, threads_per_core, sockets, mhz, in_vm;
+    char vm_vendor[64];
+    int hw_counters;          /* across components */
+    char no_counters_reason[256]; /* PAPI's reason when hw_counters == 0 */
+    int n_components;
+    prof_component components[16];
+    char presets_available[512]; /* comma-separated preset events that can be added */
+    int n_presets_available;
+} prof_sysinfo;
+/* Fills s from PAPI (initialising it if needed). 0 ok; -1 if PAPI cannot initialise
+ * (papi_error says why; CPU fields then come from /proc/cpuinfo). */
+int prof_sysinfo_get(prof_sysinfo *s);
+
 /* ---- memory accounting ------------------------------------------------------------- */
 void *prof_malloc(size_t n);
 void *prof_calloc(size_t count, size_t size);
@@ -118,5 +166,10 @@ uint64_t prof_now_ns(void);
 void prof_internal_charge(size_t n, size_t live);
 /* profiler.c -> mem.c: PAPI is initialised, so prof_now_ns may use PAPI_get_real_nsec. */
 void prof_internal_clock_use_papi(int on);
+/* Initialises PAPI (and registers the SDEs) once per process; 1 if PAPI works, else 0 and
+ * *why (if why) says why. */
+int prof_internal_papi_ready(const char **why);
+/* Sets the message prof_error() returns (for sysinfo.c). */
+void prof_internal_set_error(const char *msg);
 
 #endif

@@ -56,22 +56,126 @@ void prof_rows_sort(prof_row *rows, size_t n, prof_sort by)
     if (n > 1) qsort(rows, n, sizeof *rows, row_cmp);
 }
 
+/* Human units: ns/us/ms/s for time, B/KB/MB/GB (powers of 1024) for bytes. */
+static const char *fmt_time(char *buf, size_t n, double ns)
+{
+    if (ns < 1e3) snprintf(buf, n, "%.0f ns", ns);
+    else if (ns < 1e6) snprintf(buf, n, "%.1f us", ns / 1e3);
+    else if (ns < 1e9) snprintf(buf, n, "%.2f ms", ns / 1e6);
+    else snprintf(buf, n, "%.3f s", ns / 1e9);
+    return buf;
+}
+
+static const char *fmt_bytes(char *buf, size_t n, double b)
+{
+    const char *neg = b < 0 ? "-" : "";
+    if (b < 0) b = -b;
+    if (b < 1024) snprintf(buf, n, "%s%.0f B", neg, b);
+    else if (b < 1024.0 * 1024) snprintf(buf, n, "%s%.1f KB", neg, b / 1024);
+    else if (b < 1024.0 * 1024 * 1024) snprintf(buf, n, "%s%.1f MB", neg, b / (1024.0 * 1024));
+    else snprintf(buf, n, "%s%.2f GB", neg, b / (1024.0 * 1024 * 1024));
+    return buf;
+}
+
+static void row_label(char *buf, size_t n, const prof_row *r)
+{
+    if (r->layer[0]) snprintf(buf, n, "%s %s", r->layer, r->name);
+    else snprintf(buf, n, "%s", r->name);
+}
+
 void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summary *sum,
                       prof_sort sort, size_t max_rows)
 {
-    (void)sort;
-    (void)max_rows;
-    (void)sum;
-    for (size_t i = 0; i < n; i++)
-        fprintf(f, "%-40s %12llu %12llu %8llu\n", rows[i].name,
-                (unsigned long long)rows[i].self_ns, (unsigned long long)rows[i].total_ns,
-                (unsigned long long)rows[i].calls);
-}
+    prof_row *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    if (!sorted) {
+        fprintf(f, "profiler: out of memory for the table (%zu rows)\n", n);
+        return;
+    }
+    if (n) memcpy(sorted, rows, n * sizeof *rows);
+    prof_rows_sort(sorted, n, sort);
+    size_t shown = max_rows && max_rows < n ? max_rows : n;
 
-int prof_trace_write(prof_t *p, const char *path)
-{
-    (void)p;
-    (void)path;
-    fprintf(stderr, "profiler: traces are not written yet (being implemented)\n");
-    return -1;
+    int show_ipc = 0, show_miss = 0, show_peak = sum && sum->peak_gflops > 0;
+    uint64_t self_sum = 0;
+    int name_w = 4;
+    for (size_t i = 0; i < n; i++) {
+        if (sorted[i].cycles > 0 && sorted[i].instructions >= 0) show_ipc = 1;
+        if (sorted[i].l1d_miss >= 0) show_miss = 1;
+        self_sum += sorted[i].self_ns;
+    }
+    for (size_t i = 0; i < shown; i++) {
+        char label[96];
+        row_label(label, sizeof label, &sorted[i]);
+        int len = (int)strlen(label);
+        if (len > name_w) name_w = len;
+    }
+    if (name_w > 40) name_w = 40;
+    /* Self % is of the whole profile's self time, so rows of one grouping add up to their share. */
+    uint64_t denom = sum && sum->total_self_ns ? sum->total_self_ns : self_sum;
+
+    fprintf(f, "%-*s %7s %10s %10s %10s %8s %8s", name_w, "Name", "Self %", "Self", "Total", "Avg",
+            "Calls", "GFLOP/s");
+    if (show_peak) fprintf(f, " %7s", "% peak");
+    if (show_ipc) fprintf(f, " %5s", "IPC");
+    if (show_miss) fprintf(f, " %11s", "L1miss/kFL");
+    fprintf(f, " %10s %10s %10s\n", "Bytes", "Self Mem", "Peak Mem");
+    int width = name_w + 8 + 11 * 4 + 9 * 2 + (show_peak ? 8 : 0) + (show_ipc ? 6 : 0) +
+                (show_miss ? 12 : 0) + 11 * 3;
+    for (int i = 0; i < width; i++) fputc('-', f);
+    fputc('\n', f);
+
+    for (size_t i = 0; i < shown; i++) {
+        const prof_row *r = &sorted[i];
+        char label[96], t1[24], t2[24], t3[24], b1[24], b2[24], b3[24], gf[24];
+        row_label(label, sizeof label, r);
+        if ((int)strlen(label) > name_w) { label[name_w - 3] = 0; strcat(label, "..."); }
+        double gflops = r->total_ns ? (double)r->flops / (double)r->total_ns : 0;
+        if (r->flops) snprintf(gf, sizeof gf, "%.2f", gflops);
+        else snprintf(gf, sizeof gf, "-");
+        fprintf(f, "%-*s %6.1f%% %10s %10s %10s %8llu %8s", name_w, label,
+                denom ? 100.0 * (double)r->self_ns / (double)denom : 0.0,
+                fmt_time(t1, sizeof t1, (double)r->self_ns), fmt_time(t2, sizeof t2, (double)r->total_ns),
+                fmt_time(t3, sizeof t3, r->calls ? (double)r->total_ns / (double)r->calls : 0),
+                (unsigned long long)r->calls, gf);
+        if (show_peak) {
+            if (r->flops) fprintf(f, " %6.1f%%", 100.0 * gflops / sum->peak_gflops);
+            else fprintf(f, " %7s", "-");
+        }
+        if (show_ipc) {
+            if (r->cycles > 0 && r->instructions >= 0)
+                fprintf(f, " %5.2f", (double)r->instructions / (double)r->cycles);
+            else fprintf(f, " %5s", "-");
+        }
+        if (show_miss) {
+            if (r->l1d_miss >= 0 && r->flops)
+                fprintf(f, " %11.2f", (double)r->l1d_miss * 1000.0 / (double)r->flops);
+            else fprintf(f, " %11s", "-");
+        }
+        fprintf(f, " %10s %10s %10s\n", r->bytes ? fmt_bytes(b1, sizeof b1, (double)r->bytes) : "-",
+                fmt_bytes(b2, sizeof b2, (double)r->self_mem), fmt_bytes(b3, sizeof b3, (double)r->peak_mem));
+    }
+    for (int i = 0; i < width; i++) fputc('-', f);
+    fputc('\n', f);
+    if (shown < n) fprintf(f, "(%zu of %zu rows shown, sorted by %s)\n", shown, n, sort_names[sort]);
+    if (sum) {
+        char t1[24], t2[24], t3[24], b1[24], b2[24], b3[24];
+        double profiled = (double)sum->total_self_ns;
+        fprintf(f, "Self time total: %s; profiler overhead: %s (%.2f%% of it; %llu scopes x %s)\n",
+                fmt_time(t1, sizeof t1, profiled), fmt_time(t2, sizeof t2, (double)sum->overhead_ns),
+                profiled > 0 ? 100.0 * (double)sum->overhead_ns / profiled : 0.0,
+                (unsigned long long)sum->events, fmt_time(t3, sizeof t3, sum->ns_per_event));
+        fprintf(f, "Memory: peak %s live, %s allocated in all, peak RSS %s\n",
+                fmt_bytes(b1, sizeof b1, (double)sum->peak_bytes),
+                fmt_bytes(b2, sizeof b2, (double)sum->total_alloc_bytes),
+                fmt_bytes(b3, sizeof b3, (double)sum->peak_rss));
+        if (sum->peak_gflops > 0)
+            fprintf(f, "%% peak: of the calibrated sgemm peak %.1f GFLOP/s (nnbench sysinfo --calibrate)\n",
+                    sum->peak_gflops);
+        fprintf(f, "Counters: %s\n", sum->counters_note[0] ? sum->counters_note : "-");
+        if (sum->clock[0]) fprintf(f, "Clock: %s\n", sum->clock);
+        if (sum->unbalanced)
+            fprintf(f, "Warning: %llu prof_end calls did not match the open scope and were ignored\n",
+                    (unsigned long long)sum->unbalanced);
+    }
+    free(sorted);
 }
