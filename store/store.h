@@ -198,6 +198,9 @@ int store_solver_event_add(store *s, long long run, const store_solver_event *ev
 /* Writes everything buffered in one transaction (retrying while another process holds
  * the write lock). On failure the points stay buffered for the next attempt. */
 int store_flush(store *s);
+/* store_flush if the oldest buffered point is older than STORE_FLUSH_MS; cheap enough to
+ * call every training step (the sink does, so a slow step never holds points back). */
+int store_flush_due(store *s);
 /* Profiler rows + summary of a run (replaces earlier ones); sum may be NULL. */
 int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t n,
                        const store_profile *sum);

@@ -1,0 +1,147 @@
+-- schema.sql — nnbench's SQLite schema, version 1 (PRAGMA user_version = 1).
+-- Embedded in store/schema.c (a test checks they are equal). Times are unix seconds
+-- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
+-- stored as NULL (SQLite has no NaN). Statuses are stored by name:
+-- running | finished | failed | diverged | interrupted | crashed.
+
+-- One row per training run (one variant of one experiment file).
+CREATE TABLE IF NOT EXISTS runs (
+    id               INTEGER PRIMARY KEY,       -- the run id users type
+    name             TEXT NOT NULL,             -- [experiment] name
+    variant          TEXT NOT NULL DEFAULT '',  -- [variant NAME], '' if none
+    exp_path         TEXT,                      -- experiment file path
+    exp_text         TEXT,                      -- the experiment file's full text
+    seed             INTEGER,
+    status           TEXT NOT NULL DEFAULT 'running',
+    error            TEXT,                      -- why it failed/diverged/stopped/crashed
+    started          REAL NOT NULL,
+    ended            REAL,
+    host             TEXT,
+    pid              INTEGER,
+    version          TEXT,                      -- nnbench version
+    optimizer        TEXT,
+    dataset          TEXT,
+    model            TEXT,                      -- model summary
+    n_params         INTEGER,
+    threads          INTEGER,                   -- BLAS threads
+    total_steps      INTEGER,                   -- planned
+    n_train          INTEGER,
+    n_test           INTEGER,
+    target_loss      REAL,
+    -- summary (refreshed at each flush while running, final at the end): fast `list`
+    steps            INTEGER,
+    epochs           INTEGER,
+    wall_s           REAL,
+    hybrid_s         REAL,                      -- Q-Newton hybrid clock
+    final_train_loss REAL,
+    best_train_loss  REAL,
+    final_test_loss  REAL,
+    final_test_acc   REAL,
+    best_test_acc    REAL,
+    samples_per_s    REAL,
+    steps_to_target  INTEGER,                   -- NULL: target not reached / none
+    wall_to_target   REAL,
+    hybrid_to_target REAL,
+    peak_bytes       INTEGER,                   -- engine allocations
+    peak_rss         INTEGER,                   -- process peak RSS
+    solves           INTEGER,                   -- Newton linear solves
+    quantum_solves   INTEGER,
+    kappa_first      REAL,
+    kappa_last       REAL
+);
+CREATE INDEX IF NOT EXISTS runs_status ON runs(status);
+
+-- Resolved config keys of a run ("train.lr" = "0.1"), defaults included.
+CREATE TABLE IF NOT EXISTS params (
+    run   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key   TEXT NOT NULL,
+    value TEXT,
+    PRIMARY KEY (run, key)
+) WITHOUT ROWID;
+
+-- Metric points, long format: one row per (run, key, step).
+-- key: train_loss train_acc test_loss test_acc lr samples_per_s ...
+CREATE TABLE IF NOT EXISTS metrics (
+    run    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step   INTEGER NOT NULL,
+    epoch  INTEGER,
+    wall   REAL,                                -- seconds since run start
+    hybrid REAL,                                -- Q-Newton hybrid clock
+    key    TEXT NOT NULL,
+    value  REAL
+);
+CREATE INDEX IF NOT EXISTS metrics_run_key_step ON metrics(run, key, step);
+
+-- The profiler's rows of a run (one per op/phase/step scope), as prof_row.
+-- Hardware counter columns are NULL when the machine did not count them.
+CREATE TABLE IF NOT EXISTS op_stats (
+    run          INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,                 -- "dense.fwd", "forward", "step"
+    layer        TEXT NOT NULL DEFAULT '',
+    kind         INTEGER NOT NULL,              -- 0 op, 1 phase, 2 step
+    calls        INTEGER,
+    total_ns     INTEGER,
+    self_ns      INTEGER,
+    min_ns       INTEGER,
+    max_ns       INTEGER,
+    flops        INTEGER,
+    bytes        INTEGER,
+    cycles       INTEGER,
+    instructions INTEGER,
+    l1d_miss     INTEGER,
+    l2_miss      INTEGER,
+    l3_miss      INTEGER,
+    fp_ops       INTEGER,
+    self_mem     INTEGER,
+    peak_mem     INTEGER
+);
+CREATE INDEX IF NOT EXISTS op_stats_run ON op_stats(run);
+
+-- The profiler's summary of a run, as prof_summary.
+CREATE TABLE IF NOT EXISTS run_profile (
+    run               INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+    total_self_ns     INTEGER,
+    overhead_ns       INTEGER,
+    events            INTEGER,
+    hw_counters       INTEGER,                  -- hardware counters counted (0 on VMs)
+    counters_note     TEXT,
+    counters_used     TEXT,
+    peak_bytes        INTEGER,
+    live_bytes        INTEGER,
+    total_alloc_bytes INTEGER,
+    peak_rss          INTEGER,
+    peak_gflops       REAL
+);
+
+-- One row per Newton linear solve H d = -g, as qm_solve_event (times in ns).
+CREATE TABLE IF NOT EXISTS solver_events (
+    run                   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step                  INTEGER NOT NULL,
+    block                 INTEGER NOT NULL,
+    n                     INTEGER,
+    nnz_per_row           REAL,
+    kappa_fro             REAL,
+    kappa_lapack          REAL,
+    kappa_gersh           REAL,
+    kappa_exact           REAL,
+    kappa_used            REAL,
+    est_ns                REAL,
+    route                 INTEGER,              -- 0 classical, 1 quantum
+    pred_classical_ns     REAL,
+    pred_quantum_ns       REAL,
+    measured_classical_ns REAL,
+    simulated_quantum_ns  REAL,
+    residual              REAL,
+    shift                 REAL,
+    shift_raised          INTEGER
+);
+CREATE INDEX IF NOT EXISTS solver_events_run ON solver_events(run, step, block);
+
+-- Facts about the machine a run ran on: cpu, cores, blas_core, blas_threads,
+-- papi_hw_counters, counters_note ...
+CREATE TABLE IF NOT EXISTS system_info (
+    run   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key   TEXT NOT NULL,
+    value TEXT,
+    PRIMARY KEY (run, key)
+) WITHOUT ROWID;

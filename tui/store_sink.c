@@ -1,0 +1,286 @@
+/* store_sink.c — the adapter that writes a run's engine events into the store: it turns
+ * eng_run_info / eng_metric / prof_row / qm_solve_event / eng_run_result into store records. */
+#include <cblas.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "../quantum/quantum.h"
+#include "../store/store.h"
+#include "cli.h"
+
+struct cli_store_sink {
+    store *db;
+    long long run;         /* current (or last) run id */
+    int active;            /* run_begin seen, run_end not yet */
+};
+
+/* Copies with truncation (the store's fields are smaller than some engine strings). */
+static void scopy(char *dst, size_t cap, const char *src)
+{
+    size_t n = src ? strlen(src) : 0;
+    if (n >= cap) n = cap - 1;
+    if (n) memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+static const char *kv_get(const eng_config *cfg, const char *key)
+{
+    for (size_t i = 0; i < cfg->n_kv; i++)
+        if (!strcmp(cfg->kv[i].key, key)) return cfg->kv[i].value;
+    return NULL;
+}
+
+static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ...)
+{
+    store_kv *o = &kv[(*n)++];
+    scopy(o->key, sizeof o->key, key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(o->value, sizeof o->value, fmt, ap);
+    va_end(ap);
+}
+
+static void cpu_model(char *out, size_t cap)
+{
+    snprintf(out, cap, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10)) continue;
+        char *c = strchr(line, ':');
+        if (!c) continue;
+        c++;
+        while (*c == ' ' || *c == '\t') c++;
+        c[strcspn(c, "\n")] = 0;
+        snprintf(out, cap, "%s", c);
+        break;
+    }
+    fclose(f);
+}
+
+/* Facts about this machine that explain a run's speed (see BENCH-NOTES.md). */
+static int put_system(store *db, long long run, int threads)
+{
+    store_kv kv[12];
+    size_t n = 0;
+    char cpu[256];
+    cpu_model(cpu, sizeof cpu);
+    kv_set(kv, &n, "cpu", "%s", cpu);
+    kv_set(kv, &n, "cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
+    struct utsname u;
+    if (!uname(&u)) kv_set(kv, &n, "kernel", "%s %s %s", u.sysname, u.release, u.machine);
+    const char *core = openblas_get_corename();
+    kv_set(kv, &n, "blas", "OpenBLAS");
+    kv_set(kv, &n, "blas_core", "%s", core ? core : "unknown");
+    kv_set(kv, &n, "blas_threads", "%d", threads > 0 ? threads : openblas_get_num_threads());
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    kv_set(kv, &n, "env.OPENBLAS_CORETYPE", "%s", ct ? ct : "(unset)");
+    const char *nt = getenv("OPENBLAS_NUM_THREADS");
+    kv_set(kv, &n, "env.OPENBLAS_NUM_THREADS", "%s", nt ? nt : "(unset)");
+    kv_set(kv, &n, "nnbench_version", "%s", NNBENCH_VERSION);
+    return store_sysinfo_put(db, run, kv, n);
+}
+
+static int fail_sink(const char *what)
+{
+    eng_fail(ENG_ESINK, "storing the run (%s): %s", what, store_error());
+    return -1;
+}
+
+static int on_begin(void *ud, const eng_run_info *info)
+{
+    cli_store_sink *s = ud;
+    const eng_config *cfg = info->cfg;
+    store_run r;
+    store_run_init(&r);
+    scopy(r.name, sizeof r.name, cfg->name);
+    scopy(r.variant, sizeof r.variant, cfg->variant);
+    scopy(r.exp_path, sizeof r.exp_path, cfg->path);
+    r.exp_text = (char *)info->experiment_text; /* only read by store_run_begin */
+    r.seed = cfg->seed;
+    scopy(r.version, sizeof r.version, NNBENCH_VERSION);
+    const char *opt = kv_get(cfg, "train.optimizer");
+    scopy(r.optimizer, sizeof r.optimizer, opt ? opt : "");
+    scopy(r.dataset, sizeof r.dataset, info->dataset ? info->dataset : "");
+    scopy(r.model, sizeof r.model, info->model_summary ? info->model_summary : "");
+    r.n_params = (long long)info->n_params;
+    r.threads = info->threads;
+    r.total_steps = info->total_steps;
+    r.n_train = info->n_train;
+    r.n_test = info->n_test;
+    r.target_loss = cfg->target_loss > 0 ? cfg->target_loss : NAN;
+    if (store_run_begin(s->db, &r, &s->run)) return fail_sink("run start");
+    s->active = 1;
+    store_kv *kv = calloc(cfg->n_kv ? cfg->n_kv : 1, sizeof *kv);
+    if (!kv) return fail_sink("out of memory");
+    for (size_t i = 0; i < cfg->n_kv; i++) {
+        scopy(kv[i].key, sizeof kv[i].key, cfg->kv[i].key);
+        scopy(kv[i].value, sizeof kv[i].value, cfg->kv[i].value);
+    }
+    int rc = store_params_put(s->db, s->run, kv, cfg->n_kv);
+    free(kv);
+    if (rc) return fail_sink("config");
+    if (put_system(s->db, s->run, info->threads)) return fail_sink("system info");
+    return 0;
+}
+
+static int on_metric(void *ud, const eng_metric *m)
+{
+    cli_store_sink *s = ud;
+    if (store_metric_add(s->db, s->run, m->step, m->epoch, m->wall_s, m->hybrid_s, m->key, m->value))
+        return fail_sink("metric");
+    return 0;
+}
+
+static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum)
+{
+    cli_store_sink *s = ud;
+    store_op_row *o = calloc(n ? n : 1, sizeof *o);
+    if (!o) return fail_sink("out of memory");
+    for (size_t i = 0; i < n; i++) {
+        const prof_row *r = &rows[i];
+        scopy(o[i].name, sizeof o[i].name, r->name);
+        scopy(o[i].layer, sizeof o[i].layer, r->layer);
+        o[i].kind = (int)r->kind;
+        o[i].calls = (int64_t)r->calls;
+        o[i].total_ns = (int64_t)r->total_ns;
+        o[i].self_ns = (int64_t)r->self_ns;
+        o[i].min_ns = (int64_t)r->min_ns;
+        o[i].max_ns = (int64_t)r->max_ns;
+        o[i].flops = (int64_t)r->flops;
+        o[i].bytes = (int64_t)r->bytes;
+        o[i].cycles = r->cycles;
+        o[i].instructions = r->instructions;
+        o[i].l1d_miss = r->l1d_miss;
+        o[i].l2_miss = r->l2_miss;
+        o[i].l3_miss = r->l3_miss;
+        o[i].fp_ops = r->fp_ops;
+        o[i].self_mem = r->self_mem;
+        o[i].peak_mem = r->peak_mem;
+    }
+    store_profile p;
+    memset(&p, 0, sizeof p);
+    if (sum) {
+        p.total_self_ns = (int64_t)sum->total_self_ns;
+        p.overhead_ns = (int64_t)sum->overhead_ns;
+        p.events = (int64_t)sum->events;
+        p.hw_counters = sum->hw_counters;
+        scopy(p.counters_note, sizeof p.counters_note, sum->counters_note);
+        scopy(p.counters_used, sizeof p.counters_used, sum->counters_used);
+        p.peak_bytes = (int64_t)sum->peak_bytes;
+        p.live_bytes = (int64_t)sum->live_bytes;
+        p.total_alloc_bytes = (int64_t)sum->total_alloc_bytes;
+        p.peak_rss = (int64_t)sum->peak_rss;
+        p.peak_gflops = sum->peak_gflops;
+    }
+    int rc = store_op_stats_put(s->db, s->run, o, n, sum ? &p : NULL);
+    free(o);
+    if (rc) return fail_sink("op stats");
+    if (sum) {
+        store_kv kv[3];
+        size_t k = 0;
+        kv_set(kv, &k, "papi_hw_counters", "%d", sum->hw_counters);
+        if (sum->counters_note[0]) kv_set(kv, &k, "counters_note", "%s", sum->counters_note);
+        if (sum->counters_used[0]) kv_set(kv, &k, "counters_used", "%s", sum->counters_used);
+        if (store_sysinfo_put(s->db, s->run, kv, k)) return fail_sink("counter info");
+    }
+    return 0;
+}
+
+static int on_solver(void *ud, const struct qm_solve_event *ev)
+{
+    cli_store_sink *s = ud;
+    store_solver_event e = {
+        .step = ev->step, .block = ev->block, .n = ev->n, .nnz_per_row = ev->nnz_per_row,
+        .kappa_fro = ev->kappa_fro, .kappa_lapack = ev->kappa_lapack,
+        .kappa_gersh = ev->kappa_gersh, .kappa_exact = ev->kappa_exact,
+        .kappa_used = ev->kappa_used, .est_ns = ev->est_ns, .route = (int)ev->route,
+        .pred_classical_ns = ev->pred_classical_ns, .pred_quantum_ns = ev->pred_quantum_ns,
+        .measured_classical_ns = ev->measured_classical_ns,
+        .simulated_quantum_ns = ev->simulated_quantum_ns, .residual = ev->residual,
+        .shift = ev->shift, .shift_raised = ev->shift_raised,
+    };
+    if (store_solver_event_add(s->db, s->run, &e)) return fail_sink("solver event");
+    return 0;
+}
+
+/* Called every step: pushes buffered points out once they are STORE_FLUSH_MS old, so a
+ * slow step (or a kill) never holds back what was logged before it. */
+static void on_progress(void *ud, long step, long total, int epoch, double loss, double sps)
+{
+    cli_store_sink *s = ud;
+    if (s->active && store_flush_due(s->db))
+        fprintf(stderr, "nnbench: warning: %s (will retry)\n", store_error());
+}
+
+static void on_end(void *ud, const eng_run_result *res)
+{
+    cli_store_sink *s = ud;
+    if (!s->active) return;
+    s->active = 0;
+    store_run r;
+    store_run_init(&r);
+    r.status = (store_run_status)res->status; /* same numbers by contract (store.h) */
+    scopy(r.error, sizeof r.error, res->error ? res->error : "");
+    r.steps = res->steps;
+    r.epochs = res->epochs;
+    r.wall_s = res->wall_s;
+    r.hybrid_s = res->hybrid_s;
+    r.final_train_loss = res->final_train_loss;
+    r.best_train_loss = res->best_train_loss;
+    r.final_test_loss = res->final_test_loss;
+    r.final_test_acc = res->final_test_acc;
+    r.best_test_acc = res->best_test_acc;
+    r.samples_per_s = res->samples_per_s;
+    r.steps_to_target = res->steps_to_target;
+    r.wall_to_target = res->steps_to_target >= 0 ? res->wall_to_target : NAN;
+    r.hybrid_to_target = res->steps_to_target >= 0 ? res->hybrid_to_target : NAN;
+    r.peak_bytes = (long long)res->peak_bytes;
+    r.peak_rss = (long long)res->peak_rss;
+    r.solves = res->solves;
+    r.quantum_solves = res->quantum_solves;
+    r.kappa_first = res->kappa_first;
+    r.kappa_last = res->kappa_last;
+    if (store_run_end(s->db, s->run, &r))
+        fprintf(stderr, "nnbench: could not record the end of run %lld: %s\n", s->run, store_error());
+}
+
+cli_store_sink *cli_store_sink_open(const char *db_path)
+{
+    cli_store_sink *s = calloc(1, sizeof *s);
+    if (!s) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
+    if (store_open(db_path, STORE_OPEN_CREATE | STORE_OPEN_WRITE, &s->db)) {
+        fprintf(stderr, "nnbench: %s\n", store_error());
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+eng_sink cli_store_sink_get(cli_store_sink *s)
+{
+    return (eng_sink){ .ud = s, .run_begin = on_begin, .metric = on_metric, .op_stats = on_ops,
+                       .solver = on_solver, .progress = on_progress, .run_end = on_end };
+}
+
+long long cli_store_sink_run_id(const cli_store_sink *s) { return s ? s->run : 0; }
+
+void cli_store_sink_close(cli_store_sink *s)
+{
+    if (!s) return;
+    /* A run that never saw run_end (the caller bailed out) must not stay 'running'. */
+    if (s->active)
+        store_run_set_status(s->db, s->run, STORE_RUN_FAILED, "the run ended without a result");
+    if (store_flush(s->db))
+        fprintf(stderr, "nnbench: could not write the last metrics: %s\n", store_error());
+    store_close(s->db);
+    free(s);
+}
