@@ -1,0 +1,444 @@
+/* mlp_bench.c — rows 1 and 3 of `make bench`: the Fashion-MNIST MLP (784-256-128-10, batch
+ * 128, SGD+momentum, one epoch) as a bare cblas_sgemm loop, as the GEMM-only bound, and
+ * through nnbench's engine with profiling off and on; contenders interleaved, ratios per rep.
+ *
+ * Output: "ENV key value" lines, then "ROW<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute
+ * <TAB>goal<TAB>verdict" lines that tests/bench/run.sh turns into the one table.
+ * `--single bare|engine` trains one epoch and prints "RESULT name threads samples/s acc"
+ * (run.sh interleaves it with the PyTorch peer, which lives in another process).
+ */
+#include <cblas.h>
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <zlib.h>
+
+#define IN 784
+#define H1 256
+#define H2 128
+#define OUT 10
+#define BATCH 128
+#define LR 0.01f
+#define MOMENTUM 0.9f
+#define MAX_REPS 32
+
+static const char *data_dir = "/usr/share/datasets/fashion-mnist";
+
+/* ---- timing, random numbers, statistics -------------------------------------------- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* splitmix64: enough for init and shuffling; the bench needs no stream compatibility. */
+static uint64_t rng_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static double rng_uniform(uint64_t *s) { return (double)(rng_next(s) >> 11) * 0x1.0p-53; }
+static double rng_normal(uint64_t *s)
+{
+    double u1 = rng_uniform(s), u2 = rng_uniform(s);
+    if (u1 < 1e-300) u1 = 1e-300;
+    return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+typedef struct { double med, min, max; } stats;
+static stats stats_of(const double *v, int n)
+{
+    double s[MAX_REPS];
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    stats r = { n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1] };
+    return r;
+}
+
+/* ---- Fashion-MNIST from the gz IDX files (not timed) ------------------------------- */
+
+typedef struct {
+    int n;
+    float *x;      /* n * IN, scaled to [0,1] */
+    int32_t *y;
+} dataset;
+
+static int read_idx(const char *name, int want_dims, int max_n, uint8_t **out, int *n_out)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", data_dir, name);
+    gzFile f = gzopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "mlp_bench: cannot open %s: %s (install dataset-fashion-mnist)\n",
+                path, strerror(errno));
+        return -1;
+    }
+    uint8_t hdr[16];
+    int hlen = 4 + 4 * want_dims;
+    if (gzread(f, hdr, (unsigned)hlen) != hlen || hdr[2] != 0x08 || hdr[3] != want_dims) {
+        fprintf(stderr, "mlp_bench: %s: not an IDX file of %d dimension(s) of bytes\n", path, want_dims);
+        gzclose(f);
+        return -1;
+    }
+    size_t per = 1;
+    int n = (int)((uint32_t)hdr[4] << 24 | (uint32_t)hdr[5] << 16 | (uint32_t)hdr[6] << 8 | hdr[7]);
+    for (int d = 1; d < want_dims; d++) {
+        const uint8_t *p = hdr + 4 + 4 * d;
+        per *= (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+    }
+    if (max_n > 0 && max_n < n) n = max_n;
+    size_t bytes = (size_t)n * per;
+    uint8_t *buf = malloc(bytes);
+    if (!buf || gzread(f, buf, (unsigned)bytes) != (int)bytes) {
+        fprintf(stderr, "mlp_bench: %s: truncated (wanted %zu bytes of data)\n", path, bytes);
+        free(buf);
+        gzclose(f);
+        return -1;
+    }
+    gzclose(f);
+    *out = buf;
+    *n_out = n;
+    return 0;
+}
+
+static int load_set(const char *images, const char *labels, int max_n, dataset *ds)
+{
+    uint8_t *img = NULL, *lab = NULL;
+    int ni, nl;
+    if (read_idx(images, 3, max_n, &img, &ni) || read_idx(labels, 1, max_n, &lab, &nl)) {
+        free(img);
+        return -1;
+    }
+    if (ni != nl) {
+        fprintf(stderr, "mlp_bench: %s has %d images but %s has %d labels\n", images, ni, labels, nl);
+        free(img); free(lab);
+        return -1;
+    }
+    ds->n = ni;
+    ds->x = malloc((size_t)ni * IN * sizeof *ds->x);
+    ds->y = malloc((size_t)ni * sizeof *ds->y);
+    if (!ds->x || !ds->y) { free(img); free(lab); return -1; }
+    for (size_t i = 0; i < (size_t)ni * IN; i++) ds->x[i] = (float)img[i] / 255.0f;
+    for (int i = 0; i < ni; i++) ds->y[i] = lab[i];
+    free(img);
+    free(lab);
+    return 0;
+}
+
+static void free_set(dataset *ds) { free(ds->x); free(ds->y); }
+
+/* ---- the bare reference loop ------------------------------------------------------- */
+
+/* All parameters in one buffer (w1 b1 w2 b2 w3 b3, weights as [in x out]), gradients and
+ * velocity alike, activations preallocated: the step allocates nothing. */
+enum { N_W1 = IN * H1, N_W2 = H1 * H2, N_W3 = H2 * OUT,
+       N_PARAMS = N_W1 + H1 + N_W2 + H2 + N_W3 + OUT };
+
+typedef struct {
+    float *p, *g, *v;
+    float *w1, *b1, *w2, *b2, *w3, *b3;
+    float *gw1, *gb1, *gw2, *gb2, *gw3, *gb3;
+    float *x, *h1, *h2, *z, *dz, *dh2, *dh1; /* batch buffers */
+    int32_t *y;
+    int *perm;
+} bare_net;
+
+static void slice(float *base, float **w1, float **b1, float **w2, float **b2, float **w3, float **b3)
+{
+    *w1 = base; *b1 = *w1 + N_W1; *w2 = *b1 + H1; *b2 = *w2 + N_W2; *w3 = *b2 + H2; *b3 = *w3 + N_W3;
+}
+
+static int bare_create(bare_net *m, int n_train, uint64_t seed)
+{
+    memset(m, 0, sizeof *m);
+    m->p = calloc(N_PARAMS, sizeof(float));
+    m->g = calloc(N_PARAMS, sizeof(float));
+    m->v = calloc(N_PARAMS, sizeof(float));
+    m->x = malloc(sizeof(float) * BATCH * IN);
+    m->h1 = malloc(sizeof(float) * BATCH * H1);
+    m->h2 = malloc(sizeof(float) * BATCH * H2);
+    m->z = malloc(sizeof(float) * BATCH * OUT);
+    m->dz = malloc(sizeof(float) * BATCH * OUT);
+    m->dh2 = malloc(sizeof(float) * BATCH * H2);
+    m->dh1 = malloc(sizeof(float) * BATCH * H1);
+    m->y = malloc(sizeof(int32_t) * BATCH);
+    m->perm = malloc(sizeof(int) * (size_t)n_train);
+    if (!m->p || !m->g || !m->v || !m->x || !m->h1 || !m->h2 || !m->z || !m->dz || !m->dh2 ||
+        !m->dh1 || !m->y || !m->perm)
+        return -1;
+    slice(m->p, &m->w1, &m->b1, &m->w2, &m->b2, &m->w3, &m->b3);
+    slice(m->g, &m->gw1, &m->gb1, &m->gw2, &m->gb2, &m->gw3, &m->gb3);
+    /* He-normal weights (std sqrt(2/fan_in)), zero biases: the scale every contender uses. */
+    uint64_t s = seed * 2654435761u + 1;
+    for (int i = 0; i < N_W1; i++) m->w1[i] = (float)(rng_normal(&s) * sqrt(2.0 / IN));
+    for (int i = 0; i < N_W2; i++) m->w2[i] = (float)(rng_normal(&s) * sqrt(2.0 / H1));
+    for (int i = 0; i < N_W3; i++) m->w3[i] = (float)(rng_normal(&s) * sqrt(2.0 / H2));
+    for (int i = 0; i < n_train; i++) m->perm[i] = i;
+    return 0;
+}
+
+static void bare_free(bare_net *m)
+{
+    free(m->p); free(m->g); free(m->v); free(m->x); free(m->h1); free(m->h2); free(m->z);
+    free(m->dz); free(m->dh2); free(m->dh1); free(m->y); free(m->perm);
+}
+
+static void bias_relu(float *h, const float *b, int rows, int cols)
+{
+    for (int r = 0; r < rows; r++) {
+        float *row = h + (size_t)r * cols;
+        for (int c = 0; c < cols; c++) { float t = row[c] + b[c]; row[c] = t > 0.0f ? t : 0.0f; }
+    }
+}
+
+/* x[rows x IN] -> z[rows x OUT] logits (3 sgemm). */
+static void bare_forward(bare_net *m, const float *x, int rows)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H1, IN, 1.0f, x, IN, m->w1, H1, 0.0f, m->h1, H1);
+    bias_relu(m->h1, m->b1, rows, H1);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H2, H1, 1.0f, m->h1, H1, m->w2, H2, 0.0f, m->h2, H2);
+    bias_relu(m->h2, m->b2, rows, H2);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, OUT, H2, 1.0f, m->h2, H2, m->w3, OUT, 0.0f, m->z, OUT);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < OUT; c++) m->z[r * OUT + c] += m->b3[c];
+}
+
+/* Softmax cross-entropy: mean loss; dz = (softmax - onehot) / rows. */
+static double bare_loss(bare_net *m, const int32_t *y, int rows, int *correct)
+{
+    double loss = 0.0;
+    int ok = 0;
+    for (int r = 0; r < rows; r++) {
+        const float *z = m->z + r * OUT;
+        float *d = m->dz + r * OUT;
+        int arg = 0;
+        float mx = z[0];
+        for (int c = 1; c < OUT; c++) if (z[c] > mx) { mx = z[c]; arg = c; }
+        float sum = 0.0f;
+        for (int c = 0; c < OUT; c++) { d[c] = expf(z[c] - mx); sum += d[c]; }
+        float inv = 1.0f / sum;
+        loss += -log((double)(d[y[r]] * inv) + 1e-30);
+        for (int c = 0; c < OUT; c++) d[c] = d[c] * inv / (float)rows;
+        d[y[r]] -= 1.0f / (float)rows;
+        ok += arg == y[r];
+    }
+    if (correct) *correct = ok;
+    return loss / rows;
+}
+
+static void col_sum(const float *d, int rows, int cols, float *out)
+{
+    memset(out, 0, sizeof(float) * (size_t)cols);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) out[c] += d[(size_t)r * cols + c];
+}
+
+static void relu_mask(float *d, const float *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) if (h[i] <= 0.0f) d[i] = 0.0f;
+}
+
+/* Backward from dz (5 sgemm: 3 weight gradients, 2 input gradients; none for the data). */
+static void bare_backward(bare_net *m, const float *x, int rows)
+{
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H2, OUT, rows, 1.0f, m->h2, H2, m->dz, OUT, 0.0f, m->gw3, OUT);
+    col_sum(m->dz, rows, OUT, m->gb3);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, H2, OUT, 1.0f, m->dz, OUT, m->w3, OUT, 0.0f, m->dh2, H2);
+    relu_mask(m->dh2, m->h2, (size_t)rows * H2);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H1, H2, rows, 1.0f, m->h1, H1, m->dh2, H2, 0.0f, m->gw2, H2);
+    col_sum(m->dh2, rows, H2, m->gb2);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, H1, H2, 1.0f, m->dh2, H2, m->w2, H2, 0.0f, m->dh1, H1);
+    relu_mask(m->dh1, m->h1, (size_t)rows * H1);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IN, H1, rows, 1.0f, x, IN, m->dh1, H1, 0.0f, m->gw1, H1);
+    col_sum(m->dh1, rows, H1, m->gb1);
+}
+
+/* PyTorch's SGD momentum: v = mu v + g; p -= lr v. */
+static void bare_sgd(bare_net *m)
+{
+    float *p = m->p, *v = m->v;
+    const float *g = m->g;
+    for (size_t i = 0; i < N_PARAMS; i++) { v[i] = MOMENTUM * v[i] + g[i]; p[i] -= LR * v[i]; }
+}
+
+static double bare_accuracy(bare_net *m, const dataset *te)
+{
+    int ok = 0;
+    for (int i = 0; i < te->n; i += BATCH) {
+        int rows = te->n - i < BATCH ? te->n - i : BATCH;
+        int c;
+        bare_forward(m, te->x + (size_t)i * IN, rows);
+        bare_loss(m, te->y + i, rows, &c);
+        ok += c;
+    }
+    return te->n ? (double)ok / te->n : 0.0;
+}
+
+typedef struct { double samples_per_s, test_acc, final_loss; } epoch_result;
+
+/* One epoch: shuffle, gather each batch into the preallocated buffer, step. Timed whole. */
+static epoch_result bare_epoch(const dataset *tr, const dataset *te, uint64_t seed)
+{
+    epoch_result res = { 0, NAN, NAN };
+    bare_net m;
+    if (bare_create(&m, tr->n, seed)) { bare_free(&m); fprintf(stderr, "mlp_bench: out of memory\n"); return res; }
+    uint64_t s = seed ^ 0x5eedull;
+    double t0 = now_s(), loss = 0.0;
+    for (int i = tr->n - 1; i > 0; i--) {
+        int j = (int)(rng_uniform(&s) * (i + 1));
+        int t = m.perm[i]; m.perm[i] = m.perm[j]; m.perm[j] = t;
+    }
+    for (int i = 0; i < tr->n; i += BATCH) {
+        int rows = tr->n - i < BATCH ? tr->n - i : BATCH;
+        for (int r = 0; r < rows; r++) {
+            int k = m.perm[i + r];
+            memcpy(m.x + (size_t)r * IN, tr->x + (size_t)k * IN, IN * sizeof(float));
+            m.y[r] = tr->y[k];
+        }
+        bare_forward(&m, m.x, rows);
+        loss = bare_loss(&m, m.y, rows, NULL);
+        bare_backward(&m, m.x, rows);
+        bare_sgd(&m);
+    }
+    double dt = now_s() - t0;
+    res.samples_per_s = tr->n / dt;
+    res.final_loss = loss;
+    res.test_acc = bare_accuracy(&m, te);
+    bare_free(&m);
+    return res;
+}
+
+/* The GEMM-only bound: the step's 8 sgemm calls (full batches) timed alone, as many steps
+ * as an epoch has. No elementwise work, no gather: the best any loop over them can do. */
+static double gemm_bound(int n_train, uint64_t seed)
+{
+    bare_net m;
+    double sps = 0.0;
+    if (bare_create(&m, 1, seed) == 0) {
+        uint64_t s = seed;
+        for (int i = 0; i < BATCH * IN; i++) m.x[i] = (float)rng_uniform(&s);
+        for (int i = 0; i < BATCH * OUT; i++) m.dz[i] = (float)(rng_uniform(&s) - 0.5) / BATCH;
+        memset(m.h1, 0, sizeof(float) * BATCH * H1);
+        memset(m.h2, 0, sizeof(float) * BATCH * H2);
+        int steps = (n_train + BATCH - 1) / BATCH;
+        double t0 = now_s();
+        for (int k = 0; k < steps; k++) {
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BATCH, H1, IN, 1.0f, m.x, IN, m.w1, H1, 0.0f, m.h1, H1);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BATCH, H2, H1, 1.0f, m.h1, H1, m.w2, H2, 0.0f, m.h2, H2);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BATCH, OUT, H2, 1.0f, m.h2, H2, m.w3, OUT, 0.0f, m.z, OUT);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H2, OUT, BATCH, 1.0f, m.h2, H2, m.dz, OUT, 0.0f, m.gw3, OUT);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, H2, OUT, 1.0f, m.dz, OUT, m.w3, OUT, 0.0f, m.dh2, H2);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H1, H2, BATCH, 1.0f, m.h1, H1, m.dh2, H2, 0.0f, m.gw2, H2);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, H1, H2, 1.0f, m.dh2, H2, m.w2, H2, 0.0f, m.dh1, H1);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IN, H1, BATCH, 1.0f, m.x, IN, m.dh1, H1, 0.0f, m.gw1, H1);
+        }
+        sps = (double)steps * BATCH / (now_s() - t0);
+    }
+    bare_free(&m);
+    return sps;
+}
+
+/* ---- driver -------------------------------------------------------------------------- */
+
+static void row(const char *label, stats r, const char *absolute, const char *goal, const char *verdict)
+{
+    printf("ROW\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", label, r.med, r.min, r.max, absolute, goal, verdict);
+}
+
+static void kilo(char *buf, size_t n, double v) { snprintf(buf, n, "%.1fk", v / 1000.0); }
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: mlp_bench [--quick] [--reps N] [--threads T[,T]] [--n-train N] [--data DIR]\n"
+            "       mlp_bench --single bare --threads T [--seed S] [--n-train N]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, reps = 0, n_train = 0, n_threads = 0, threads[4];
+    const char *single = NULL;
+    uint64_t seed = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--quick")) quick = 1;
+        else if (!strcmp(a, "--reps") && v) { reps = atoi(v); i++; }
+        else if (!strcmp(a, "--n-train") && v) { n_train = atoi(v); i++; }
+        else if (!strcmp(a, "--seed") && v) { seed = strtoull(v, NULL, 10); i++; }
+        else if (!strcmp(a, "--data") && v) { data_dir = v; i++; }
+        else if (!strcmp(a, "--single") && v) { single = v; i++; }
+        else if (!strcmp(a, "--threads") && v) {
+            for (char *p = argv[++i]; *p && n_threads < 4;) {
+                char *end;
+                long t = strtol(p, &end, 10);
+                if (end == p || t < 1 || t > 64) return usage();
+                threads[n_threads++] = (int)t;
+                p = *end == ',' ? end + 1 : end;
+            }
+        } else return usage();
+    }
+    if (reps <= 0) reps = quick ? 2 : 5;
+    if (reps > MAX_REPS) reps = MAX_REPS;
+    if (n_train <= 0) n_train = quick ? 10000 : 0;
+    if (!n_threads) { threads[0] = 1; threads[1] = 2; n_threads = quick ? 1 : 2; }
+
+    dataset tr, te;
+    if (load_set("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", n_train, &tr)) return 1;
+    if (load_set("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", quick ? 2000 : 0, &te)) {
+        free_set(&tr);
+        return 1;
+    }
+
+    if (single) {
+        if (strcmp(single, "bare")) { free_set(&tr); free_set(&te); return usage(); }
+        openblas_set_num_threads(threads[0]);
+        epoch_result r = bare_epoch(&tr, &te, seed);
+        printf("RESULT\tbare\t%d\t%.1f\t%.4f\n", threads[0], r.samples_per_s, r.test_acc);
+        free_set(&tr); free_set(&te);
+        return r.samples_per_s > 0 ? 0 : 1;
+    }
+
+    printf("ENV\topenblas_core\t%s\n", openblas_get_corename());
+    printf("ENV\topenblas_config\t%s\n", openblas_get_config());
+    printf("ENV\ttrain_samples\t%d\n", tr.n);
+    printf("ENV\treps\t%d\n", reps);
+    for (int ti = 0; ti < n_threads; ti++) {
+        int t = threads[ti];
+        double bare[MAX_REPS], gemm[MAX_REPS], r_gemm[MAX_REPS], acc[MAX_REPS];
+        openblas_set_num_threads(t);
+        /* Interleaved A B A B, each rep with its own seed; ratios are formed within a rep. */
+        for (int k = 0; k < reps; k++) {
+            epoch_result b = bare_epoch(&tr, &te, seed + (uint64_t)k);
+            gemm[k] = gemm_bound(tr.n, seed + (uint64_t)k);
+            bare[k] = b.samples_per_s;
+            acc[k] = b.test_acc;
+            r_gemm[k] = bare[k] / gemm[k];
+            fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), gemm-only %.0f/s\n",
+                    t, k + 1, bare[k], acc[k], gemm[k]);
+        }
+        char label[96], abs_[160], a[32], b[32];
+        stats sb = stats_of(bare, reps), sg = stats_of(gemm, reps);
+        kilo(a, sizeof a, sb.med); kilo(b, sizeof b, sg.med);
+        snprintf(label, sizeof label, "bare loop / GEMM-only bound, %dT", t);
+        snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s; bare test acc %.3f",
+                 a, b, stats_of(acc, reps).med);
+        row(label, stats_of(r_gemm, reps), abs_, "-", "info");
+    }
+    free_set(&tr);
+    free_set(&te);
+    return 0;
+}

@@ -1,0 +1,145 @@
+#!/bin/sh
+# run.sh — the benchmark harness behind `make bench` (full), `make bench-quick` (--quick, under
+# a minute) and `make bench-peers` (--peers: full + PyTorch). Prints ONE Markdown table.
+# usage: sh tests/bench/run.sh BUILD [--quick|--peers]
+#
+# Every row is a ratio (or a fitted exponent) measured inside one run, contenders
+# interleaved A B A B, with its median and min-max over the repetitions and the absolute
+# medians for context. The environment is printed as it is and never changed: in particular
+# OPENBLAS_CORETYPE is left alone for every contender.
+set -u
+BUILD=${1:-build}
+mode=full
+case "${2:-}" in
+    --quick) mode=quick ;;
+    --peers) mode=peers ;;
+    "") ;;
+    *) echo "usage: sh tests/bench/run.sh BUILD [--quick|--peers]" >&2; exit 2 ;;
+esac
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bin="$top/$BUILD/bench"
+PY=${NNBENCH_PYTHON:-/usr/bin/python3}   # Debian's python3, where python3-torch installs
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+rows="$tmp/rows"
+: >"$rows"
+start=$(date +%s)
+
+if [ ! -x "$bin/mlp_bench" ]; then
+    echo "bench: $bin/mlp_bench not built; run make BUILD=$BUILD tests first" >&2
+    exit 1
+fi
+
+quick=""
+[ "$mode" = quick ] && quick=--quick
+reps=5
+[ "$mode" = quick ] && reps=2
+
+# Runs one bench program; its ROW lines go to the table (prefixed with the section), its
+# ENV lines to the header, the rest (progress on stderr) to the terminal via stderr.
+section() {
+    sec=$1; shift
+    echo "bench: running $(basename "$1") $*" | sed "s|$top/||" >&2
+    if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
+        echo "bench: $(basename "$1") failed:" >&2
+        tail -n 5 "$tmp/err" >&2
+        failed="${failed:-} $(basename "$1")"
+    fi
+    grep '^ROW	' "$tmp/out" | sed "s/^ROW	/$sec	/" >>"$rows"
+    grep '^ENV	' "$tmp/out" >>"$tmp/env"
+}
+
+# ---- 1 + 3: engine vs bare loop vs GEMM bound, profiler off/on -------------------------
+section 1 "$bin/mlp_bench" $quick --reps $reps
+
+# ---- 2 + 3: PyTorch peer (bench-peers) ---------------------------------------------------
+# Separate processes, so the interleaving happens here: for each rep, nnbench 1T, nnbench
+# 2T, PyTorch with OpenBLAS 1T, PyTorch with OpenBLAS 2T (torch.set_num_threads(1) in both:
+# its OpenMP threads would fight OpenBLAS's, see /work/shared/BENCH-NOTES.md).
+med() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) { print "nan"; exit }
+    m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.3f\t%.3f\t%.3f\n", m, v[1], v[NR] }'; }
+col() { awk -F'\t' -v c="$1" '{ print $c }'; }
+if [ "$mode" = peers ]; then
+    if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
+        echo "bench: $PY cannot import torch and numpy (make bench-peers installs python3-torch python3-numpy)" >&2
+        failed="${failed:-} peer_torch"
+    else
+        torchv=$("$PY" -c 'import torch; print(torch.__version__)')
+        printf 'ENV\ttorch\t%s\n' "$torchv" >>"$tmp/env"
+        : >"$tmp/peer"
+        k=1
+        while [ $k -le $reps ]; do
+            echo "bench: peers rep $k/$reps" >&2
+            for t in 1 2; do
+                "$bin/mlp_bench" --single engine --threads $t --seed $k | grep '^RESULT' |
+                    awk -F'\t' -v k=$k -v t=$t '{ print k "\tnn" t "\t" $4 "\t" $5 }' >>"$tmp/peer"
+                OPENBLAS_NUM_THREADS=$t "$PY" "$top/tests/bench/peer_torch.py" train --threads 1 --seed $k |
+                    grep '^RESULT' | awk -F'\t' -v k=$k -v t=$t '{ print k "\ttorch" t "\t" $4 "\t" $5 }' >>"$tmp/peer"
+            done
+            k=$((k + 1))
+        done
+        # One line per rep: nn1 nn2 torch1 torch2 (samples/s) and the 1T accuracies.
+        awk -F'\t' '{ v[$1, $2] = $3; a[$1, $2] = $4; if ($1 > n) n = $1 }
+            END { for (k = 1; k <= n; k++) print v[k, "nn1"] "\t" v[k, "nn2"] "\t" v[k, "torch1"] "\t" v[k, "torch2"] "\t" a[k, "nn1"] "\t" a[k, "torch1"] }' \
+            "$tmp/peer" >"$tmp/peerrep"
+        if [ "$(awk -F'\t' 'NF == 6 && $1 > 0 && $2 > 0 && $3 > 0 && $4 > 0' "$tmp/peerrep" | wc -l)" -ne $reps ]; then
+            echo "bench: a peer run failed:" >&2; cat "$tmp/peer" >&2
+            failed="${failed:-} peers"
+        else
+            k1=$(col 1 <"$tmp/peerrep" | med | col 1); k2=$(col 2 <"$tmp/peerrep" | med | col 1)
+            p1=$(col 3 <"$tmp/peerrep" | med | col 1); p2=$(col 4 <"$tmp/peerrep" | med | col 1)
+            r1=$(awk -F'\t' '{ print $1 / $3 }' "$tmp/peerrep" | med)
+            r2=$(awk -F'\t' '{ print $2 / $4 }' "$tmp/peerrep" | med)
+            rb=$(awk -F'\t' '{ a = $1 > $2 ? $1 : $2; b = $3 > $4 ? $3 : $4; print a / b }' "$tmp/peerrep" | med)
+            da=$(awk -F'\t' '{ print 100 * ($5 - $6) }' "$tmp/peerrep" | med)
+            an=$(col 5 <"$tmp/peerrep" | med | col 1); at=$(col 6 <"$tmp/peerrep" | med | col 1)
+            emit() { # label, ratio stats, absolute, goal, verdict-test (awk expr on x = median)
+                printf '2\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" \
+                    "$(echo "$2" | awk -F'\t' "{ x = \$1; print ($5) ? \"met\" : \"MISSED\" }")" >>"$rows"
+            }
+            kk() { awk -v v="$1" 'BEGIN { printf "%.1fk", v / 1000 }'; }
+            emit "nnbench / PyTorch, 1T (torch: OpenBLAS 1T)" "$r1" "nnbench $(kk "$k1") vs torch $(kk "$p1") samples/s" ">= 1.30" "x >= 1.3"
+            emit "nnbench / PyTorch, 2T (torch: OpenBLAS 2T)" "$r2" "nnbench $(kk "$k2") vs torch $(kk "$p2") samples/s" ">= 1.30" "x >= 1.3"
+            emit "nnbench / PyTorch, each at its best" "$rb" "best of 1T/2T per rep on each side" ">= 1.30" "x >= 1.3"
+            emit "test accuracy nnbench - PyTorch, points (1T)" "$da" "nnbench $an vs torch $at after 1 epoch" "within 1" "x <= 1 && x >= -1"
+        fi
+        echo "bench: torch.profiler cost" >&2
+        OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 >"$tmp/tp" 2>"$tmp/tperr" ||
+            { tail -n 5 "$tmp/tperr" >&2; failed="${failed:-} torch_profiler"; }
+        awk -F'\t' '$1 == "RESULT" { printf "3\ttorch.profiler on / off (profile_memory), 1T\t%s\t%s\t%s\tloop %.2fs off, %.2fs on; %.2fs with its stop + table\t-\tpeer\n", $3, $4, $5, $6, $7, $8 }' \
+            "$tmp/tp" >>"$rows"
+    fi
+fi
+
+# ---- 5: Newton blocks ------------------------------------------------------------------
+[ -x "$bin/newton_bench" ] && section 5 "$bin/newton_bench" $quick
+
+# ---- 6: scaling ------------------------------------------------------------------------
+[ -x "$bin/scaling_bench" ] && section 6 "$bin/scaling_bench" $quick
+
+# ---- 4: store (its bench is the store engineer's; its ROW lines are taken as they are) --
+[ -x "$bin/store_bench" ] && section 4 "$bin/store_bench" $quick
+
+# ---- the table ----------------------------------------------------------------------------
+envv() { v=$(printenv "$1"); echo "$1=${v:-(unset)}"; }
+cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)
+core=$(awk -F'\t' '$2 == "openblas_core" { print $3; exit }' "$tmp/env")
+ncore=$(nproc)
+blas=$(awk -F'\t' '$2 == "openblas_config" { print $3; exit }' "$tmp/env")
+ntrain=$(awk -F'\t' '$2 == "train_samples" { print $3; exit }' "$tmp/env")
+torchv=$(awk -F'\t' '$2 == "torch" { print $3; exit }' "$tmp/env")
+echo
+echo "nnbench bench ($mode) — $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "CPU: ${cpu:-unknown}, $ncore cores; OpenBLAS core in use: ${core:-unknown}${blas:+ ($blas)}"
+echo "Environment: $(envv OPENBLAS_CORETYPE) $(envv OPENBLAS_NUM_THREADS) $(envv OMP_NUM_THREADS) $(envv OPENBLAS_L2_SIZE)"
+echo "MLP 784-256-128-10, batch 128, SGD momentum 0.9, lr 0.01, 1 epoch of ${ntrain:-?} samples; $reps interleaved reps; nT = n BLAS threads${torchv:+; PyTorch $torchv}"
+echo
+echo "| # | row | median | min-max | absolute (medians) | goal | verdict |"
+echo "|---|---|---|---|---|---|---|"
+sort -s -t'	' -k1,1n "$rows" | awk -F'\t' '{ printf "| %s | %s | %.3g | %.3g-%.3g | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
+echo
+echo "bench: $(( $(date +%s) - start )) s"
+if [ -n "${failed:-}" ]; then
+    echo "bench: FAILED:$failed" >&2
+    exit 1
+fi
