@@ -719,6 +719,12 @@ int prof_trace_write(prof_t *p, const char *path)
     return 0;
 }
 
+const char *prof_internal_clock_note(void)
+{
+    prof_internal_papi_ready(NULL);
+    return papi_ok ? clock_note : "clock_gettime(CLOCK_MONOTONIC): PAPI unavailable";
+}
+
 void prof_internal_set_error(const char *msg)
 {
     snprintf(err_buf, sizeof err_buf, "%s", msg);

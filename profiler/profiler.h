@@ -142,6 +142,7 @@ typedef struct {
     prof_component components[16];
     char presets_available[512]; /* comma-separated preset events that can be added */
     int n_presets_available;
+    char clock[160];          /* the profiler's clock and why (see prof_summary.clock) */
 } prof_sysinfo;
 /* Fills s from PAPI (initialising it if needed). 0 ok; -1 if PAPI cannot initialise
  * (papi_error says why; CPU fields then come from /proc/cpuinfo). */
@@ -169,6 +170,8 @@ void prof_internal_clock_use_papi(int on);
 /* Initialises PAPI (and registers the SDEs) once per process; 1 if PAPI works, else 0 and
  * *why (if why) says why. */
 int prof_internal_papi_ready(const char **why);
+/* The clock in use and why ("PAPI_get_real_nsec (25 ns per call)" or the fallback reason). */
+const char *prof_internal_clock_note(void);
 /* Sets the message prof_error() returns (for sysinfo.c). */
 void prof_internal_set_error(const char *msg);
 

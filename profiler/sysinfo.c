@@ -151,6 +151,7 @@ int prof_sysinfo_get(prof_sysinfo *s)
     memset(s, 0, sizeof *s);
     const char *why = NULL;
     cpuinfo_fallback(s);
+    copy(s->clock, sizeof s->clock, prof_internal_clock_note());
     if (!prof_internal_papi_ready(&why)) {
         copy(s->papi_error, sizeof s->papi_error, why);
         copy(s->no_counters_reason, sizeof s->no_counters_reason, why);
@@ -171,6 +172,7 @@ int prof_sysinfo_get(prof_sysinfo *s)
         s->mhz = hw->cpu_max_mhz;
         s->in_vm = hw->virtualized;
         copy(s->vm_vendor, sizeof s->vm_vendor, hw->virtual_vendor_string);
+        for (size_t n = strlen(s->vm_vendor); n && s->vm_vendor[n - 1] == ' '; n--) s->vm_vendor[n - 1] = 0;
     }
     int nc = PAPI_num_components();
     for (int i = 0; i < nc && s->n_components < 16; i++) {

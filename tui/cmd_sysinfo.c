@@ -1,0 +1,226 @@
+/* cmd_sysinfo.c — `nnbench sysinfo [--calibrate] [--json]`: CPU, PAPI components and which
+ * counters work (and why not), BLAS core and threads; --calibrate measures peak sgemm GFLOP/s. */
+#include <cblas.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: nnbench sysinfo [--calibrate [--size N] [--reps N]] [--json]\n\n"
+               "Shows the CPU, the PAPI version and components, how many hardware counters\n"
+               "work (and, if none, PAPI's reason), the BLAS library, core and threads, and\n"
+               "the stored calibration.\n\n"
+               "  --calibrate  time cblas_sgemm N x N x N (default 1024) REPS times (default 10),\n"
+               "               keep the best rate as this machine's peak GFLOP/s, used by the\n"
+               "               profile table's \"%% peak\" column; saved in\n"
+               "               $XDG_CACHE_HOME/nnbench/calibration (or ~/.cache/nnbench/calibration)\n"
+               "  --json       the same as one JSON object\n");
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Best and mean rate of n^3 sgemm over reps (after one warm-up call). */
+static int calibrate(int n, int reps, prof_calibration *c)
+{
+    size_t nn = (size_t)n * (size_t)n;
+    float *a = prof_malloc(nn * sizeof *a), *b = prof_malloc(nn * sizeof *b),
+          *out = prof_malloc(nn * sizeof *out);
+    if (!a || !b || !out) {
+        fprintf(stderr, "nnbench sysinfo: out of memory for three %dx%d matrices; try --size 512\n", n, n);
+        prof_free(a), prof_free(b), prof_free(out);
+        return 1;
+    }
+    for (size_t i = 0; i < nn; i++) {
+        a[i] = (float)((i * 7919u) % 1000) / 1000.0f - 0.5f;
+        b[i] = (float)((i * 104729u) % 1000) / 1000.0f - 0.5f;
+    }
+    double flops = 2.0 * n * (double)n * n, best = 0, sum = 0;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, out, n);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, out, n);
+        double g = flops / (now_s() - t0) / 1e9;
+        sum += g;
+        if (g > best) best = g;
+    }
+    prof_free(a), prof_free(b), prof_free(out);
+    memset(c, 0, sizeof *c);
+    c->peak_gflops = best;
+    c->mean_gflops = sum / reps;
+    c->m = c->n = c->k = n;
+    c->reps = reps;
+    c->threads = openblas_get_num_threads();
+    snprintf(c->core, sizeof c->core, "%s", openblas_get_corename());
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(c->when, sizeof c->when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    return 0;
+}
+
+static void json_str(const char *s)
+{
+    putchar('"');
+    for (; s && *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') printf("\\%c", ch);
+        else if (ch < 0x20) printf("\\u%04x", ch);
+        else putchar(ch);
+    }
+    putchar('"');
+}
+
+static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibration *cal,
+                       const char *cal_path, const char *coretype)
+{
+    printf("{\"cpu\":{\"model\":");
+    json_str(si->cpu_model);
+    printf(",\"vendor\":");
+    json_str(si->vendor);
+    printf(",\"cores\":%d,\"sockets\":%d,\"mhz\":%d,\"vm\":%s,\"vm_vendor\":", si->cores,
+           si->sockets, si->mhz, si->in_vm ? "true" : "false");
+    json_str(si->vm_vendor);
+    printf("},\n\"papi\":{\"ok\":%s,\"version\":", si->papi_ok ? "true" : "false");
+    json_str(si->papi_version);
+    printf(",\"error\":");
+    json_str(si->papi_error);
+    printf(",\"hw_counters\":%d,\"no_counters_reason\":", si->hw_counters);
+    json_str(si->hw_counters ? "" : si->no_counters_reason);
+    printf(",\"presets_available\":[");
+    char presets[512];
+    snprintf(presets, sizeof presets, "%s", si->presets_available);
+    int first = 1;
+    for (char *save = NULL, *t = strtok_r(presets, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        printf("%s", first ? "" : ",");
+        json_str(t);
+        first = 0;
+    }
+    printf("],\"clock\":");
+    json_str(si->clock);
+    printf(",\"components\":[");
+    for (int i = 0; i < si->n_components; i++) {
+        const prof_component *c = &si->components[i];
+        printf("%s\n  {\"name\":", i ? "," : "");
+        json_str(c->name);
+        printf(",\"description\":");
+        json_str(c->description);
+        printf(",\"enabled\":%s,\"disabled_reason\":", c->disabled ? "false" : "true");
+        json_str(c->disabled_reason);
+        printf(",\"counters\":%d,\"native_events\":%d}", c->counters, c->native_events);
+    }
+    printf("]},\n\"blas\":{\"library\":\"OpenBLAS\",\"config\":");
+    json_str(openblas_get_config());
+    printf(",\"core\":");
+    json_str(openblas_get_corename());
+    printf(",\"threads\":%d,\"OPENBLAS_CORETYPE\":", openblas_get_num_threads());
+    json_str(coretype);
+    printf("},\n\"calibration\":");
+    if (!have_cal) {
+        printf("null");
+    } else {
+        printf("{\"path\":");
+        json_str(cal_path);
+        printf(",\"peak_gflops\":%.3f,\"mean_gflops\":%.3f,\"m\":%d,\"n\":%d,\"k\":%d,\"reps\":%d,"
+               "\"threads\":%d,\"core\":", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,
+               cal->k, cal->reps, cal->threads);
+        json_str(cal->core);
+        printf(",\"when\":");
+        json_str(cal->when);
+        printf("}");
+    }
+    printf("}\n");
+}
+
+static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibration *cal,
+                       const char *cal_path, const char *coretype)
+{
+    printf("CPU:         %s", si->cpu_model[0] ? si->cpu_model : "(unknown)");
+    if (si->vendor[0]) printf(" (%s)", si->vendor);
+    printf("\n             %d cores", si->cores);
+    if (si->sockets) printf(", %d socket(s), %d thread(s) per core", si->sockets, si->threads_per_core);
+    if (si->mhz) printf(", %d MHz", si->mhz);
+    if (si->in_vm) printf(", virtual machine (%s)", si->vm_vendor[0] ? si->vm_vendor : "unknown vendor");
+    printf("\n");
+    if (!si->papi_ok) {
+        printf("PAPI:        unavailable: %s\n", si->papi_error);
+    } else {
+        printf("PAPI:        %s, %d components\n", si->papi_version, si->n_components);
+        for (int i = 0; i < si->n_components; i++) {
+            const prof_component *c = &si->components[i];
+            printf("  %-18s ", c->name);
+            if (c->disabled) printf("disabled: %s\n", c->disabled_reason);
+            else printf("enabled, %d counters, %d native events\n", c->counters, c->native_events);
+        }
+    }
+    printf("Hardware counters: %d", si->hw_counters);
+    if (!si->hw_counters) printf(" (%s): the profiler counts time and software counters only", si->no_counters_reason);
+    printf("\nPreset events that work: %s\n", si->n_presets_available ? si->presets_available : "none");
+    printf("Clock:       %s\n", si->clock);
+    printf("Software counters (PAPI SDE): sde:::nnbench::flops, bytes, live_bytes, peak_bytes, alloc_bytes\n");
+    printf("BLAS:        OpenBLAS (%s)\n             core %s, %d threads, OPENBLAS_CORETYPE=%s\n",
+           openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(),
+           coretype[0] ? coretype : "(unset)");
+    if (have_cal)
+        printf("Calibration: peak sgemm %.1f GFLOP/s (mean %.1f), %dx%dx%d, best of %d, %d threads, "
+               "core %s, %s\n             %s\n", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,
+               cal->k, cal->reps, cal->threads, cal->core, cal->when, cal_path);
+    else
+        printf("Calibration: none (nnbench sysinfo --calibrate measures the peak sgemm rate)\n");
+}
+
+int cmd_sysinfo(int argc, char **argv)
+{
+    int do_cal = 0, json = 0, size = 1024, reps = 10;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(a, "--calibrate")) do_cal = 1;
+        else if (!strcmp(a, "--json")) json = 1;
+        else if ((!strcmp(a, "--size") || !strcmp(a, "--reps")) && i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[++i], &end, 10);
+            if (*end || v < 1 || v > (a[2] == 's' ? 8192 : 1000)) {
+                fprintf(stderr, "nnbench sysinfo: %s '%s': expected an integer in 1..%d\n", a,
+                        argv[i], a[2] == 's' ? 8192 : 1000);
+                return 2;
+            }
+            if (a[2] == 's') size = (int)v;
+            else reps = (int)v;
+        } else {
+            fprintf(stderr, "nnbench sysinfo: unknown argument '%s'\n", a);
+            usage(stderr);
+            return 2;
+        }
+    }
+    const char *coretype = getenv("OPENBLAS_CORETYPE");
+    if (!coretype) coretype = "";
+    prof_calibration cal;
+    char cal_path[512] = "";
+    prof_calibration_path(cal_path, sizeof cal_path);
+    if (do_cal) {
+        if (!json)
+            fprintf(stderr, "calibrating: cblas_sgemm %dx%dx%d, %d reps, %d threads, core %s ...\n",
+                    size, size, size, reps, openblas_get_num_threads(), openblas_get_corename());
+        if (calibrate(size, reps, &cal)) return 1;
+        if (prof_calibration_save(&cal)) {
+            fprintf(stderr, "nnbench sysinfo: %s\n", prof_error());
+            return 1;
+        }
+    }
+    int rc = prof_calibration_load(&cal);
+    if (rc < 0) fprintf(stderr, "nnbench sysinfo: %s\n", prof_error());
+    prof_sysinfo si;
+    prof_sysinfo_get(&si);
+    if (json) print_json(&si, rc == 0, &cal, cal_path, coretype);
+    else print_text(&si, rc == 0, &cal, cal_path, coretype);
+    return 0;
+}
