@@ -1,0 +1,32 @@
+/* data_internal.h — what the dataset files (data.c, data_idx.c, data_csv.c, batcher.c)
+ * share: seed streams, the loaders' entry points and small allocation helpers. Private. */
+#ifndef NNBENCH_ENGINE_DATA_INTERNAL_H
+#define NNBENCH_ENGINE_DATA_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+/* Seed streams (engine/rng.h): one per independent use of the run's seed, so that e.g.
+ * changing n does not change the true weights of a regression, and the batch order does
+ * not depend on how the data were generated. ASCII tags, distinct from ENG_STREAM_INIT. */
+#define ENG_STREAM_DATA_GEN     0x44474e31ull /* "DGN1": synthetic samples */
+#define ENG_STREAM_DATA_TRUTH   0x44545231ull /* "DTR1": true weights / centres */
+#define ENG_STREAM_DATA_SPLIT   0x44535031ull /* "DSP1": shuffle before train/test split */
+#define ENG_STREAM_DATA_SHUFFLE 0x44534831ull /* "DSH1": batcher's per-epoch permutation */
+
+/* Allocates the train (n_train) and test (n_test) arrays of ds for its in_size,
+ * classification flag and n_targets; frees whatever ds held before. Zero rows → NULL. */
+int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);
+
+/* Loaders fill ds (shape, labels/targets, train and possibly test arrays). *split is set
+ * to 1 when the source had no separate test set, so that data.c splits the training
+ * arrays by test_fraction (and then applies the n / n_test caps). */
+int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split);
+int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split);
+
+/* Base name of a path without its directory (points into path). */
+const char *eng_data_basename(const char *path);
+
+#endif
