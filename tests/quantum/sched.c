@@ -1,0 +1,287 @@
+/* sched.c — the scheduler: the routing rule of every policy on a table of cases, and whole
+ * solves (events filled, QLSA error, hybrid clock delta, shift raising, LDL^T, singular). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../quantum/quantum.h"
+#include "util.h"
+
+static void decide_table(void **state)
+{
+    (void)state;
+    static const struct { qm_policy p; double kappa, kmax, pq, pc; qm_route want; } cases[] = {
+        { QM_POLICY_CLASSICAL, 1, 1e4, 1, 1e9, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_CLASSICAL, 1e9, 1e4, 1, 1e9, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_QUANTUM, 1e9, 1e4, 1e9, 1, QM_ROUTE_QUANTUM },
+        { QM_POLICY_QUANTUM, NAN, 1e4, 1e9, 1, QM_ROUTE_QUANTUM },
+        { QM_POLICY_THRESHOLD, 10, 1e4, 1e9, 1, QM_ROUTE_QUANTUM },   /* cost ignored */
+        { QM_POLICY_THRESHOLD, 1e4, 1e4, 1e9, 1, QM_ROUTE_QUANTUM },  /* <= is inclusive */
+        { QM_POLICY_THRESHOLD, 1.0001e4, 1e4, 1, 1e9, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_THRESHOLD, NAN, 1e4, 1, 1e9, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_THRESHOLD, INFINITY, 1e4, 1, 1e9, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_HYBRID, 10, 1e4, 1, 2, QM_ROUTE_QUANTUM },
+        { QM_POLICY_HYBRID, 10, 1e4, 2, 2, QM_ROUTE_CLASSICAL },     /* strictly cheaper */
+        { QM_POLICY_HYBRID, 10, 1e4, 3, 2, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_HYBRID, 2e4, 1e4, 1, 2, QM_ROUTE_CLASSICAL },    /* cheap but kappa too big */
+        { QM_POLICY_HYBRID, NAN, 1e4, 1, 2, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_HYBRID, 10, 1e4, 1, NAN, QM_ROUTE_CLASSICAL },   /* no classical prediction */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qm_route r = qm_decide(cases[i].p, cases[i].kappa, cases[i].kmax, cases[i].pq, cases[i].pc);
+        if (r != cases[i].want) fail_msg("case %zu: policy %d kappa %g: route %d, want %d", i, cases[i].p, cases[i].kappa, r, cases[i].want);
+    }
+}
+
+/* 1e6 ns for every classical solve: the tests decide the crossover, not the machine. */
+static const qm_chol_model flat_model = { 0, 0, 1e6, 1 };
+
+typedef struct { int n; double *A, *g, *d, *x, mu; } fixture;
+
+/* A PSD with eigenvalues in [0, 9 mu]: kappa_2(A + mu I) = 10. */
+static fixture make_fixture(int n)
+{
+    fixture f = { n, malloc(n * n * sizeof(double)), malloc(n * sizeof(double)),
+                  malloc(n * sizeof(double)), malloc(n * sizeof(double)), 0.1 };
+    double *lam = malloc(n * sizeof *lam);
+    for (int i = 0; i < n; i++) lam[i] = 9 * f.mu * i / (n - 1);
+    tq_spectral(n, lam, 77, f.A);
+    free(lam);
+    for (int i = 0; i < n; i++) f.g[i] = sin(i + 1.0);
+    double *B = malloc(n * n * sizeof *B);
+    memcpy(B, f.A, n * n * sizeof *B);
+    for (int i = 0; i < n; i++) B[i * n + i] += f.mu;
+    assert_int_equal(qm_solve_cholesky(n, B, f.g, f.x, NULL), QM_OK);
+    free(B);
+    return f;
+}
+static void free_fixture(fixture *f) { free(f->A); free(f->g); free(f->d); free(f->x); }
+
+static double rel_diff(int n, const double *a, const double *b)
+{
+    double d = 0, bn = 0;
+    for (int i = 0; i < n; i++) { d += (a[i] - b[i]) * (a[i] - b[i]); bn += b[i] * b[i]; }
+    return sqrt(d / bn);
+}
+
+static qm_sched *make(qm_policy p, double qt, void (*tweak)(qm_sched_opts *))
+{
+    qm_sched_opts o = qm_sched_defaults();
+    o.policy = p;
+    o.query_time_ns = qt;
+    o.model = &flat_model;
+    if (tweak) tweak(&o);
+    qm_sched *s = NULL;
+    assert_int_equal(qm_sched_create(&o, &s), QM_OK);
+    return s;
+}
+
+static void exact_on(qm_sched_opts *o) { o->exact_kappa_max_n = 64; }
+
+static void solve_classical_event(void **state)
+{
+    (void)state;
+    fixture f = make_fixture(24);
+    qm_sched *s = make(QM_POLICY_CLASSICAL, 1, exact_on);
+    qm_solve_event ev;
+    assert_int_equal(qm_sched_solve(s, 7, 3, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+    assert_int_equal(ev.step, 7);
+    assert_int_equal(ev.block, 3);
+    assert_int_equal(ev.n, 24);
+    assert_int_equal(ev.route, QM_ROUTE_CLASSICAL);
+    assert_true(rel_diff(f.n, f.d, f.x) < 1e-12);
+    assert_true(ev.residual < 1e-12);
+    assert_true(fabs(ev.kappa_exact - 10) < 1e-8);
+    assert_true(ev.kappa_fro >= 10 && ev.kappa_lapack >= 10 && ev.kappa_gersh >= 10);
+    assert_int_equal(ev.kappa_kind, QM_KAPPA_GERSH);
+    assert_true(ev.kappa_used == ev.kappa_gersh);
+    assert_true(ev.est_ns == ev.est_fro_ns + ev.est_lapack_ns + ev.est_gersh_ns + ev.est_exact_ns);
+    assert_true(ev.measured_classical_ns > 0 && ev.factor_ns > 0 && ev.factor_ns <= ev.measured_classical_ns);
+    assert_true(ev.pred_classical_ns == 1e6);
+    assert_true(ev.simulated_quantum_ns == 0 && ev.hybrid_delta_ns == 0);
+    assert_true(ev.shift == f.mu && ev.shift_raised == 0);
+    assert_true(ev.nnz_per_row == 24);
+    assert_true(ev.queries > 0 && ev.pred_quantum_ns == ev.queries * 1.0);
+    qm_sched_free(s);
+    /* exact estimator off by default */
+    s = make(QM_POLICY_CLASSICAL, 1, NULL);
+    assert_int_equal(qm_sched_solve(s, 1, 0, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+    assert_true(isnan(ev.kappa_exact) && ev.est_exact_ns == 0);
+    qm_sched_free(s);
+    free_fixture(&f);
+}
+
+static void solve_quantum_error_and_clock(void **state)
+{
+    (void)state;
+    fixture f = make_fixture(24);
+    qm_sched *s = make(QM_POLICY_QUANTUM, 2.5, NULL);
+    qm_solve_event ev;
+    assert_int_equal(qm_sched_solve(s, 1, 0, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+    assert_int_equal(ev.route, QM_ROUTE_QUANTUM);
+    double e = rel_diff(f.n, f.d, f.x);
+    if (fabs(e - 1e-2) > 1e-9) fail_msg("QLSA error %g, want eps = 1e-2", e);
+    /* kappa 10: the residual is between eps/kappa and eps*kappa */
+    assert_true(ev.residual > 1e-3 && ev.residual < 1e-1);
+    assert_true(ev.simulated_quantum_ns == ev.pred_quantum_ns);
+    assert_true(ev.pred_quantum_ns == ev.queries * 2.5);
+    assert_true(fabs(ev.queries - qm_query_count(ev.alpha, ev.kappa_used, 1e-2)) < 1e-9 * ev.queries);
+    /* hybrid clock: the simulated time replaces the measured solve (Gershgorin routing
+     * needs no factor), minus the simulation's own work */
+    assert_true(ev.hybrid_delta_ns <= ev.simulated_quantum_ns - ev.measured_classical_ns);
+    assert_true(ev.hybrid_delta_ns > ev.simulated_quantum_ns - ev.measured_classical_ns - 1e9);
+    /* a second solve draws a different error direction */
+    double *d1 = malloc(f.n * sizeof *d1);
+    memcpy(d1, f.d, f.n * sizeof *d1);
+    assert_int_equal(qm_sched_solve(s, 2, 0, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+    assert_memory_not_equal(d1, f.d, f.n * sizeof *d1);
+    free(d1);
+    qm_sched_free(s);
+    free_fixture(&f);
+}
+
+static void kmax_5(qm_sched_opts *o) { o->kappa_max = 5; }
+static void kmax_1e3(qm_sched_opts *o) { o->kappa_max = 1e3; }
+static void tomo(qm_sched_opts *o) { o->readout = QM_READOUT_TOMOGRAPHY; }
+
+static void solve_threshold_and_hybrid(void **state)
+{
+    (void)state;
+    fixture f = make_fixture(16);
+    qm_solve_event ev;
+    struct { qm_policy p; double qt; void (*tw)(qm_sched_opts *); qm_route want; } cases[] = {
+        { QM_POLICY_THRESHOLD, 1e9, kmax_1e3, QM_ROUTE_QUANTUM },  /* kappa_gersh ~ 10-ish */
+        { QM_POLICY_THRESHOLD, 1e-9, kmax_5, QM_ROUTE_CLASSICAL },
+        { QM_POLICY_HYBRID, 1e-6, kmax_1e3, QM_ROUTE_QUANTUM },    /* cheap queries */
+        { QM_POLICY_HYBRID, 1e6, kmax_1e3, QM_ROUTE_CLASSICAL },   /* expensive queries */
+        { QM_POLICY_HYBRID, 1e-6, kmax_5, QM_ROUTE_CLASSICAL },    /* kappa above max */
+        { QM_POLICY_HYBRID, 1e-2, tomo, QM_ROUTE_CLASSICAL },      /* readout makes it dear */
+        { QM_POLICY_HYBRID, 1e-2, NULL, QM_ROUTE_QUANTUM },        /* same without readout */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        qm_sched *s = make(cases[i].p, cases[i].qt, cases[i].tw);
+        assert_int_equal(qm_sched_solve(s, 1, 0, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+        if (ev.route != cases[i].want)
+            fail_msg("case %zu: route %d, want %d (kappa %g, pred q %g c %g)", i, ev.route, cases[i].want,
+                     ev.kappa_used, ev.pred_quantum_ns, ev.pred_classical_ns);
+        if (cases[i].tw == tomo) {
+            assert_true(ev.readout_reps == 16 / 1e-4);
+            assert_true(fabs(ev.pred_quantum_ns - ev.queries * ev.readout_reps * 1e-2) < 1e-6 * ev.pred_quantum_ns);
+        } else {
+            assert_true(ev.readout_reps == 1);
+        }
+        qm_sched_free(s);
+    }
+    free_fixture(&f);
+}
+
+static void no_raise(qm_sched_opts *o) { o->raise_shift = 0; }
+static void lapack_routing(qm_sched_opts *o) { o->routing = QM_KAPPA_LAPACK; }
+
+static void indefinite_and_singular_blocks(void **state)
+{
+    (void)state;
+    int n = 12;
+    double *lam = malloc(n * sizeof *lam), *A = malloc(n * n * sizeof *A), *g = malloc(n * sizeof *g),
+           *d = malloc(n * sizeof *d);
+    for (int i = 0; i < n; i++) lam[i] = -2 + 7.0 * i / (n - 1); /* [-2, 5], indefinite */
+    tq_spectral(n, lam, 5, A);
+    for (int i = 0; i < n; i++) g[i] = 1;
+    qm_solve_event ev;
+    /* raise_shift on: Cholesky succeeds once the shift passes 2 */
+    qm_sched *s = make(QM_POLICY_CLASSICAL, 1, NULL);
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, 1e-3, g, d, &ev), QM_OK);
+    assert_int_equal(ev.shift_raised, 1);
+    assert_true(ev.shift > 2 && ev.shift < 20);
+    assert_true(ev.residual < 1e-10);
+    assert_int_equal(ev.kappa_kind, QM_KAPPA_LAPACK); /* not psd: no Gershgorin routing */
+    qm_sched_free(s);
+    /* raise_shift off: LDL^T solves the indefinite system as given */
+    s = make(QM_POLICY_CLASSICAL, 1, no_raise);
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, 1e-3, g, d, &ev), QM_OK);
+    assert_int_equal(ev.shift_raised, 0);
+    assert_true(ev.shift == 1e-3);
+    assert_true(ev.residual < 1e-10);
+    assert_true(isnan(ev.kappa_lapack));
+    assert_int_equal(ev.kappa_kind, QM_KAPPA_FRO);
+    /* singular without shift: QM_ESINGULAR */
+    double *S = calloc(n * n, sizeof *S);
+    for (int i = 0; i < n; i++) S[i * n + i] = i < 2 ? 0 : 1; /* exactly singular */
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, S, 1, 0, g, d, &ev), QM_ESINGULAR);
+    assert_non_null(strstr(qm_error(), "singular"));
+    qm_sched_free(s);
+    /* singular PSD with raising: shifted to positive definite and recorded */
+    s = make(QM_POLICY_CLASSICAL, 1, NULL);
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, S, 1, 0, g, d, &ev), QM_OK);
+    assert_int_equal(ev.shift_raised, 1);
+    assert_true(ev.shift > 0);
+    assert_true(ev.residual < 1e-10);
+    qm_sched_free(s);
+    /* non-finite entries are an error, not an endless shift raise */
+    S[5] = NAN;
+    s = make(QM_POLICY_CLASSICAL, 1, NULL);
+    assert_int_equal(qm_sched_solve(s, 1, 4, n, S, 1, 0.1, g, d, &ev), QM_EINVAL);
+    assert_non_null(strstr(qm_error(), "block 4"));
+    qm_sched_free(s);
+    /* routing by the dpocon estimate on a PSD block when asked */
+    fixture f = make_fixture(10);
+    s = make(QM_POLICY_QUANTUM, 0, lapack_routing);
+    assert_int_equal(qm_sched_solve(s, 1, 0, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+    assert_int_equal(ev.kappa_kind, QM_KAPPA_LAPACK);
+    assert_true(ev.kappa_used == ev.kappa_lapack);
+    /* the factor stays on the hybrid clock: only the triangular solves are replaced */
+    assert_true(ev.hybrid_delta_ns <= -(ev.measured_classical_ns - ev.factor_ns) + 1e-9);
+    qm_sched_free(s);
+    free_fixture(&f);
+    free(lam); free(A); free(g); free(d); free(S);
+}
+
+static void prune_quarter(qm_sched_opts *o) { o->prune_ratio = 0.25; }
+
+static void pruned_quantum_route(void **state)
+{
+    (void)state;
+    fixture f = make_fixture(20);
+    qm_sched *s = make(QM_POLICY_QUANTUM, 1, prune_quarter);
+    qm_solve_event ev;
+    assert_int_equal(qm_sched_solve(s, 1, 0, f.n, f.A, 1, f.mu, f.g, f.d, &ev), QM_OK);
+    assert_true(ev.nnz_per_row >= 5 && ev.nnz_per_row < 20);
+    /* the QLSA solved the pruned system: further from the exact solution than eps */
+    double e = rel_diff(f.n, f.d, f.x);
+    assert_true(e > 1e-2);
+    print_message("prune 0.25: d = %g, error vs unpruned solution %.3g, residual %.3g\n", ev.nnz_per_row, e, ev.residual);
+    qm_sched_free(s);
+    free_fixture(&f);
+}
+
+static void bad_options(void **state)
+{
+    (void)state;
+    qm_sched_opts o = qm_sched_defaults();
+    o.model = &flat_model;
+    qm_sched *s;
+    o.precision = 0;
+    assert_int_equal(qm_sched_create(&o, &s), QM_EINVAL);
+    assert_non_null(strstr(qm_error(), "quantum.precision"));
+    o = qm_sched_defaults();
+    o.model = &flat_model;
+    o.prune_ratio = 1.5;
+    assert_int_equal(qm_sched_create(&o, &s), QM_EINVAL);
+    assert_non_null(strstr(qm_error(), "prune_ratio"));
+}
+
+int test_quantum_sched(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(decide_table),
+        cmocka_unit_test(solve_classical_event),
+        cmocka_unit_test(solve_quantum_error_and_clock),
+        cmocka_unit_test(solve_threshold_and_hybrid),
+        cmocka_unit_test(indefinite_and_singular_blocks),
+        cmocka_unit_test(pruned_quantum_route),
+        cmocka_unit_test(bad_options),
+    };
+    return cmocka_run_group_tests_name("quantum_sched", tests, NULL, NULL);
+}
