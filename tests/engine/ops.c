@@ -1,0 +1,859 @@
+/* ops.c (tests) — finite-difference gradient checks of every op and loss (inputs and
+ * parameters), of whole models, the FLOP/byte formulas, seeded init and determinism. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/internal.h"
+#include "../../engine/rng.h"
+
+/* Central differences in float32 with step EPS on inputs of order 1; the reported figure
+ * is max |analytic - numeric| / max(|analytic| + |numeric|, FLOOR). */
+#define EPS 1e-2f
+#define FLOOR 1e-2
+#define TOL 5e-3
+
+static void fill_normal(float *v, size_t n, eng_rng *r, double scale)
+{
+    for (size_t i = 0; i < n; i++) v[i] = (float)(scale * eng_rng_normal(r));
+}
+
+/* Keeps values away from 0 (relu's kink): |v| >= 0.1. */
+static void push_from_zero(float *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (fabsf(v[i]) < 0.1f) v[i] = v[i] < 0 ? v[i] - 0.1f : v[i] + 0.1f;
+}
+
+static double compare(const char *what, const float *ana, const double *num, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double a = ana[i], b = num[i];
+        if (isnan(b)) continue; /* skipped: the difference straddled a kink */
+        double den = fabs(a) + fabs(b);
+        if (den < FLOOR) den = FLOOR;
+        double d = fabs(a - b) / den;
+        if (d > worst) worst = d;
+    }
+    printf("  %-28s max rel diff %.2e over %zu values\n", what, worst, n);
+    return worst;
+}
+
+/* ---- one op in isolation -------------------------------------------------------------- */
+
+typedef struct {
+    eng_node n;
+    int rows, inplace, is_loss;
+    float *x0;                  /* the input, perturbed by the numeric derivative */
+    float *xbuf, *ybuf, *gx, *gy, *r, *cw;
+} harness;
+
+static void h_init(harness *h, eng_op_id op, int rows, const int in[3], const int out[3], int inplace)
+{
+    memset(h, 0, sizeof *h);
+    h->rows = rows;
+    h->inplace = inplace;
+    h->is_loss = op == ENG_OP_SOFTMAX_XENT || op == ENG_OP_MSE;
+    eng_node *n = &h->n;
+    n->op = op;
+    memcpy(n->in_shape, in, sizeof n->in_shape);
+    memcpy(n->out_shape, out, sizeof n->out_shape);
+    n->in_size = (size_t)in[0] * in[1] * in[2];
+    n->out_size = (size_t)out[0] * out[1] * out[2];
+    n->prof_fwd = n->prof_bwd = -1;
+    size_t xi = rows * n->in_size, yo = rows * n->out_size;
+    h->x0 = calloc(xi, sizeof(float));
+    h->xbuf = calloc(xi, sizeof(float));
+    h->gx = calloc(xi, sizeof(float));
+    h->ybuf = calloc(yo, sizeof(float));
+    h->gy = calloc(yo, sizeof(float));
+    h->r = calloc(yo, sizeof(float));
+    n->x = h->xbuf;
+    n->dx = h->gx;
+    if (inplace) { n->y = h->xbuf; n->dy = h->gx; }
+    else { n->y = h->ybuf; n->dy = h->gy; }
+}
+
+static void h_free(harness *h)
+{
+    free(h->x0); free(h->xbuf); free(h->gx); free(h->ybuf); free(h->gy); free(h->r);
+    free(h->n.w); free(h->n.b); free(h->n.dw); free(h->n.db); free(h->n.argmax);
+    free(h->n.col); free(h->n.dcol); free(h->n.tmp);
+}
+
+/* The scalar being differentiated: the loss for a loss op, else sum(r * y). */
+static double h_objective(harness *h)
+{
+    eng_node *n = &h->n;
+    memcpy(h->xbuf, h->x0, (size_t)h->rows * n->in_size * sizeof(float));
+    eng_ops[n->op].forward(n, h->rows);
+    if (h->is_loss) return n->loss;
+    double s = 0.0;
+    for (size_t i = 0; i < (size_t)h->rows * n->out_size; i++) s += (double)h->r[i] * n->y[i];
+    return s;
+}
+
+static void h_analytic(harness *h)
+{
+    h_objective(h);
+    if (!h->is_loss) memcpy(h->n.dy, h->r, (size_t)h->rows * h->n.out_size * sizeof(float));
+    eng_ops[h->n.op].backward(&h->n, h->rows);
+}
+
+static double *numeric(harness *h, float *v, size_t count)
+{
+    double *g = calloc(count, sizeof(double));
+    for (size_t i = 0; i < count; i++) {
+        float keep = v[i];
+        v[i] = keep + EPS;
+        double fp = h_objective(h);
+        v[i] = keep - EPS;
+        double fm = h_objective(h);
+        v[i] = keep;
+        g[i] = (fp - fm) / (2.0 * (double)EPS);
+    }
+    return g;
+}
+
+/* Checks dx (and dw, db when the node has them); returns the worst relative diff. */
+static double h_check(harness *h, const char *label)
+{
+    eng_node *n = &h->n;
+    size_t xi = (size_t)h->rows * n->in_size;
+    h_analytic(h);
+    float *ax = malloc(xi * sizeof(float)), *aw = NULL, *ab = NULL;
+    memcpy(ax, n->dx, xi * sizeof(float));
+    if (n->dw) { aw = malloc(n->n_w * sizeof(float)); memcpy(aw, n->dw, n->n_w * sizeof(float)); }
+    if (n->db) { ab = malloc(n->n_b * sizeof(float)); memcpy(ab, n->db, n->n_b * sizeof(float)); }
+    char what[64];
+    double worst = 0.0, d;
+    double *g = numeric(h, h->x0, xi);
+    snprintf(what, sizeof what, "%s d/dx", label);
+    d = compare(what, ax, g, xi); if (d > worst) worst = d;
+    free(g);
+    if (aw) {
+        g = numeric(h, n->w, n->n_w);
+        snprintf(what, sizeof what, "%s d/dW", label);
+        d = compare(what, aw, g, n->n_w); if (d > worst) worst = d;
+        free(g);
+    }
+    if (ab) {
+        g = numeric(h, n->b, n->n_b);
+        snprintf(what, sizeof what, "%s d/db", label);
+        d = compare(what, ab, g, n->n_b); if (d > worst) worst = d;
+        free(g);
+    }
+    free(ax); free(aw); free(ab);
+    return worst;
+}
+
+static void h_random(harness *h, uint64_t seed, double scale)
+{
+    eng_rng r;
+    eng_rng_seed(&r, seed, 1);
+    fill_normal(h->x0, (size_t)h->rows * h->n.in_size, &r, scale);
+    fill_normal(h->r, (size_t)h->rows * h->n.out_size, &r, 1.0);
+    if (h->n.w) fill_normal(h->n.w, h->n.n_w, &r, 0.5);
+    if (h->n.b) fill_normal(h->n.b, h->n.n_b, &r, 0.5);
+}
+
+static void test_grad_dense(void **state)
+{
+    (void)state;
+    harness h;
+    int in[3] = { 1, 1, 4 }, out[3] = { 1, 1, 5 };
+    h_init(&h, ENG_OP_DENSE, 3, in, out, 0);
+    h.n.n_w = 20;
+    h.n.w = calloc(20, sizeof(float));
+    h.n.dw = calloc(20, sizeof(float));
+    h_random(&h, 1, 1.0);
+    assert_true(h_check(&h, "dense") < TOL);
+    h_free(&h);
+}
+
+static void test_grad_bias(void **state)
+{
+    (void)state;
+    /* dense-shaped (one bias per feature) and conv-shaped (one per channel over H*W) */
+    int shapes[2][3] = { { 1, 1, 5 }, { 3, 2, 2 } };
+    size_t nb[2] = { 5, 3 };
+    for (int k = 0; k < 2; k++) {
+        harness h;
+        h_init(&h, ENG_OP_BIAS, 3, shapes[k], shapes[k], 1);
+        h.n.n_b = nb[k];
+        h.n.b = calloc(nb[k], sizeof(float));
+        h.n.db = calloc(nb[k], sizeof(float));
+        h_random(&h, 2 + (uint64_t)k, 1.0);
+        assert_true(h_check(&h, k ? "bias (conv)" : "bias (dense)") < TOL);
+        h_free(&h);
+    }
+}
+
+static void check_act(eng_op_id op, const char *label)
+{
+    harness h;
+    int s[3] = { 1, 1, 7 };
+    h_init(&h, op, 3, s, s, 0);
+    h_random(&h, 10 + (uint64_t)op, 1.5);
+    push_from_zero(h.x0, 21);
+    assert_true(h_check(&h, label) < TOL);
+    h_free(&h);
+}
+
+static void test_grad_relu(void **state) { (void)state; check_act(ENG_OP_RELU, "relu"); }
+static void test_grad_tanh(void **state) { (void)state; check_act(ENG_OP_TANH, "tanh"); }
+static void test_grad_sigmoid(void **state) { (void)state; check_act(ENG_OP_SIGMOID, "sigmoid"); }
+static void test_grad_gelu(void **state) { (void)state; check_act(ENG_OP_GELU, "gelu"); }
+
+static void test_act_values(void **state)
+{
+    (void)state;
+    harness h;
+    int s[3] = { 1, 1, 6 };
+    float x[6] = { -100.0f, -1.0f, 0.0f, 0.5f, 1.0f, 100.0f };
+    /* reference values: sigmoid and tanh from libm in double; GELU's tanh form in double */
+    for (int op = ENG_OP_RELU; op <= ENG_OP_GELU; op++) {
+        h_init(&h, (eng_op_id)op, 1, s, s, 0);
+        memcpy(h.xbuf, x, sizeof x);
+        eng_ops[op].forward(&h.n, 1);
+        for (int i = 0; i < 6; i++) {
+            double v = x[i], want;
+            switch (op) {
+            case ENG_OP_RELU: want = v > 0 ? v : 0; break;
+            case ENG_OP_TANH: want = tanh(v); break;
+            case ENG_OP_SIGMOID: want = 1.0 / (1.0 + exp(-v)); break;
+            default: want = 0.5 * v * (1.0 + tanh(sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v))); break;
+            }
+            assert_true(isfinite(h.ybuf[i]));
+            assert_true(fabs(h.ybuf[i] - want) <= 1e-6 * (1.0 + fabs(want)));
+        }
+        h_free(&h);
+    }
+}
+
+/* eng_act_derivs (for Newton): act' and act'' against differences of the ops' forward. */
+static double act_of(eng_op_id op, double z)
+{
+    switch (op) {
+    case ENG_OP_RELU: return z > 0 ? z : 0;
+    case ENG_OP_TANH: return tanh(z);
+    case ENG_OP_SIGMOID: return 1.0 / (1.0 + exp(-z));
+    default: return 0.5 * z * (1.0 + tanh(sqrt(2.0 / M_PI) * (z + 0.044715 * z * z * z)));
+    }
+}
+
+static void test_act_derivs(void **state)
+{
+    (void)state;
+    eng_act acts[4] = { ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU };
+    float z[6] = { -3.0f, -1.2f, -0.3f, 0.4f, 1.1f, 2.5f }, a[6], d1[6], d2[6];
+    for (int k = 0; k < 4; k++) {
+        eng_op_id op = (eng_op_id)eng_act_op(acts[k]);
+        for (int i = 0; i < 6; i++) a[i] = (float)act_of(op, z[i]);
+        eng_act_derivs(acts[k], z, a, 6, d1, d2);
+        double worst = 0.0, h = 1e-4;
+        for (int i = 0; i < 6; i++) {
+            double n1 = (act_of(op, z[i] + h) - act_of(op, z[i] - h)) / (2 * h);
+            double n2 = (act_of(op, z[i] + h) - 2 * act_of(op, z[i]) + act_of(op, z[i] - h)) / (h * h);
+            double e = fmax(fabs(d1[i] - n1), fabs(d2[i] - n2));
+            if (e > worst) worst = e;
+        }
+        printf("  %-8s act', act'': max abs diff %.2e\n", eng_act_name(acts[k]), worst);
+        assert_true(worst < 1e-4);
+    }
+    eng_act_derivs(ENG_ACT_NONE, z, z, 6, d1, d2);
+    assert_true(d1[0] == 1.0f && d2[0] == 0.0f);
+}
+
+static void test_grad_softmax_xent(void **state)
+{
+    (void)state;
+    int s[3] = { 1, 1, 4 };
+    int32_t labels[3] = { 2, 0, 3 };
+    harness h;
+    h_init(&h, ENG_OP_SOFTMAX_XENT, 3, s, s, 0);
+    h.n.labels = labels;
+    h_random(&h, 20, 2.0);
+    assert_true(h_check(&h, "softmax_xent (labels)") < TOL);
+    h_free(&h);
+
+    /* soft targets: each row a probability distribution */
+    float t[12] = { 0.1f, 0.2f, 0.3f, 0.4f, 1, 0, 0, 0, 0.25f, 0.25f, 0.25f, 0.25f };
+    h_init(&h, ENG_OP_SOFTMAX_XENT, 3, s, s, 0);
+    h.n.targets = t;
+    h_random(&h, 21, 2.0);
+    assert_true(h_check(&h, "softmax_xent (targets)") < TOL);
+    h_free(&h);
+}
+
+static void test_softmax_values(void **state)
+{
+    (void)state;
+    int s[3] = { 1, 1, 3 };
+    int32_t labels[2] = { 0, 2 };
+    harness h;
+    h_init(&h, ENG_OP_SOFTMAX_XENT, 2, s, s, 0);
+    h.n.labels = labels;
+    /* huge logits must not overflow; row 0 = log-softmax of (1000, 0, -1000) */
+    float x[6] = { 1000.0f, 0.0f, -1000.0f, 1.0f, 2.0f, 3.0f };
+    memcpy(h.xbuf, x, sizeof x);
+    eng_ops[ENG_OP_SOFTMAX_XENT].forward(&h.n, 2);
+    double row1 = -(3.0 - log(exp(1.0) + exp(2.0) + exp(3.0)));
+    assert_true(isfinite(h.n.loss));
+    assert_true(fabs(h.n.loss - (0.0 + row1) / 2.0) < 1e-6);
+    assert_int_equal(h.n.correct, 2);
+    h_free(&h);
+}
+
+static void test_grad_mse(void **state)
+{
+    (void)state;
+    int s[3] = { 1, 1, 3 };
+    harness h;
+    float t[6] = { 0.5f, -1.0f, 2.0f, 0.0f, 0.3f, -0.2f };
+    h_init(&h, ENG_OP_MSE, 2, s, s, 0);
+    h.n.targets = t;
+    h_random(&h, 30, 1.0);
+    assert_true(h_check(&h, "mse (targets)") < TOL);
+    /* the value: mean over rows AND targets, no 1/2 */
+    memcpy(h.xbuf, (float[]){ 1, 1, 1, 1, 1, 1 }, sizeof t);
+    eng_ops[ENG_OP_MSE].forward(&h.n, 2);
+    double want = 0.0;
+    for (int i = 0; i < 6; i++) want += (1.0 - t[i]) * (1.0 - t[i]);
+    assert_true(fabs(h.n.loss - want / 6.0) < 1e-6);
+    h_free(&h);
+
+    int32_t labels[2] = { 1, 2 };
+    h_init(&h, ENG_OP_MSE, 2, s, s, 0);
+    h.n.labels = labels;
+    h_random(&h, 31, 1.0);
+    assert_true(h_check(&h, "mse (one-hot labels)") < TOL);
+    h_free(&h);
+}
+
+static void conv_setup(harness *h, int rows, int C, int H, int W, int F, int K, int chunk)
+{
+    int in[3] = { C, H, W }, out[3] = { F, H - K + 1, W - K + 1 };
+    h_init(h, ENG_OP_CONV2D, rows, in, out, 0);
+    eng_node *n = &h->n;
+    n->kernel = K;
+    n->chunk = chunk;
+    n->n_w = (size_t)F * C * K * K;
+    n->w = calloc(n->n_w, sizeof(float));
+    n->dw = calloc(n->n_w, sizeof(float));
+    size_t P = (size_t)out[1] * out[2];
+    n->col = calloc((size_t)C * K * K * P * chunk, sizeof(float));
+    n->dcol = calloc((size_t)C * K * K * P * chunk, sizeof(float));
+    n->tmp = calloc((size_t)F * P * chunk, sizeof(float));
+}
+
+static void test_grad_conv2d(void **state)
+{
+    (void)state;
+    /* chunk 2 of 3 rows: the second sgemm chunk accumulates into dW */
+    harness h;
+    conv_setup(&h, 3, 2, 5, 6, 3, 3, 2);
+    h_random(&h, 40, 1.0);
+    assert_true(h_check(&h, "conv2d") < TOL);
+
+    /* against a direct convolution in double */
+    eng_node *n = &h.n;
+    memcpy(h.xbuf, h.x0, 3 * n->in_size * sizeof(float));
+    eng_ops[ENG_OP_CONV2D].forward(n, 3);
+    double worst = 0.0;
+    for (int r = 0; r < 3; r++)
+        for (int f = 0; f < 3; f++)
+            for (int oh = 0; oh < 3; oh++)
+                for (int ow = 0; ow < 4; ow++) {
+                    double s = 0.0;
+                    for (int c = 0; c < 2; c++)
+                        for (int i = 0; i < 3; i++)
+                            for (int j = 0; j < 3; j++)
+                                s += (double)n->w[((f * 2 + c) * 3 + i) * 3 + j] *
+                                     h.x0[r * 60 + c * 30 + (oh + i) * 6 + ow + j];
+                    double d = fabs(s - n->y[r * n->out_size + (size_t)f * 12 + (size_t)oh * 4 + (size_t)ow]);
+                    if (d > worst) worst = d;
+                }
+    printf("  conv2d vs direct convolution: max abs diff %.2e\n", worst);
+    assert_true(worst < 1e-5);
+    h_free(&h);
+}
+
+static void test_grad_maxpool(void **state)
+{
+    (void)state;
+    /* odd height: the last row of the input is dropped and gets zero gradient */
+    int in[3] = { 2, 5, 4 }, out[3] = { 2, 2, 2 };
+    harness h;
+    h_init(&h, ENG_OP_MAXPOOL, 2, in, out, 0);
+    h.n.argmax = calloc(2 * 8, sizeof(int32_t));
+    h_random(&h, 50, 1.0);
+    /* distinct values 0.1 apart, shuffled, so no window has a tie within EPS */
+    eng_rng r;
+    eng_rng_seed(&r, 51, 0);
+    for (int i = 0; i < 80; i++) h.x0[i] = 0.1f * (float)i;
+    for (int i = 79; i > 0; i--) {
+        int j = (int)eng_rng_below(&r, (uint64_t)i + 1);
+        float t = h.x0[i]; h.x0[i] = h.x0[j]; h.x0[j] = t;
+    }
+    assert_true(h_check(&h, "maxpool") < TOL);
+    for (int rr = 0; rr < 2; rr++)
+        for (int c = 0; c < 2; c++)
+            for (int j = 0; j < 4; j++) assert_true(h.gx[rr * 40 + c * 20 + 4 * 4 + j] == 0.0f);
+    h_free(&h);
+}
+
+static void test_grad_flatten(void **state)
+{
+    (void)state;
+    int in[3] = { 2, 2, 3 }, out[3] = { 1, 1, 12 };
+    harness h;
+    h_init(&h, ENG_OP_FLATTEN, 2, in, out, 1);
+    h_random(&h, 60, 1.0);
+    assert_true(h_check(&h, "flatten") < TOL);
+    h_free(&h);
+}
+
+/* ---- whole models ------------------------------------------------------------------------ */
+
+static eng_model_config cfg_of(const char *layers, eng_loss_kind loss)
+{
+    eng_model_config mc = { 0 };
+    mc.loss = loss;
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", layers);
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        eng_layer_spec *s = &mc.layers[mc.n_layers++];
+        char kind[16] = "", act[16] = "";
+        int a = 0, b = 0;
+        while (*tok == ' ') tok++;
+        if (sscanf(tok, "conv:%d:%d:%15s", &a, &b, act) >= 2) { s->kind = ENG_LAYER_CONV; s->units = a; s->kernel = b; }
+        else if (sscanf(tok, "dense:%d:%15s", &a, act) >= 1) { s->kind = ENG_LAYER_DENSE; s->units = a; }
+        else if (sscanf(tok, "%15s", kind) == 1 && !strcmp(kind, "pool")) s->kind = ENG_LAYER_POOL;
+        else s->kind = ENG_LAYER_FLATTEN;
+        s->act = !strcmp(act, "relu") ? ENG_ACT_RELU : !strcmp(act, "tanh") ? ENG_ACT_TANH
+               : !strcmp(act, "sigmoid") ? ENG_ACT_SIGMOID : !strcmp(act, "gelu") ? ENG_ACT_GELU : ENG_ACT_NONE;
+    }
+    return mc;
+}
+
+/* Which side of every kink the last forward was on: max-pool argmaxes and relu masks.
+ * A central difference whose two sides differ from the base here crossed a kink, where
+ * the loss is not differentiable, so that value is skipped (and counted). */
+static uint64_t kink_signature(const eng_model *m)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const eng_node *n = &m->nodes[i];
+        size_t e = (size_t)m->rows * n->out_size;
+        for (size_t k = 0; k < e; k++) {
+            uint64_t v;
+            if (n->op == ENG_OP_MAXPOOL) v = (uint64_t)n->argmax[k];
+            else if (n->op == ENG_OP_RELU) v = n->x[k] > 0.0f;
+            else break;
+            h = (h ^ v) * 1099511628211ull;
+        }
+    }
+    return h;
+}
+
+/* Numeric gradient of the model's loss w.r.t. every parameter and input, vs backward. */
+static double model_check(const char *label, const char *layers, eng_loss_kind loss, const int in[3],
+                          int n_out, int rows, float eps)
+{
+    eng_model_config mc = cfg_of(layers, loss);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, n_out, rows, 99, NULL, &m), ENG_OK);
+    assert_int_equal(eng_model_enable_input_grad(m), ENG_OK);
+    size_t in_size = (size_t)in[0] * in[1] * in[2], np = eng_model_n_params(m);
+    float *x = malloc(rows * in_size * sizeof(float));
+    float *t = malloc((size_t)rows * n_out * sizeof(float));
+    int32_t *y = malloc(rows * sizeof(int32_t));
+    eng_rng r;
+    eng_rng_seed(&r, 5, 5);
+    fill_normal(x, rows * in_size, &r, 1.0);
+    fill_normal(t, (size_t)rows * n_out, &r, 1.0);
+    for (int i = 0; i < rows; i++) y[i] = (int32_t)eng_rng_below(&r, (uint64_t)n_out);
+    const int32_t *lab = loss == ENG_LOSS_SOFTMAX_XENT ? y : NULL;
+    const float *tar = lab ? NULL : t;
+    float *p = eng_model_params(m);
+    /* biases are 0 after init: give them values so their gradients are exercised */
+    fill_normal(p, np, &r, 0.3);
+    eng_model_forward(m, x, rows, lab, tar, NULL);
+    eng_model_backward(m);
+    uint64_t base = kink_signature(m);
+    size_t skipped = 0;
+    float *ag = malloc(np * sizeof(float)), *ax = malloc(rows * in_size * sizeof(float));
+    memcpy(ag, eng_model_grads(m), np * sizeof(float));
+    memcpy(ax, m->dinput, rows * in_size * sizeof(float));
+    double *ng = calloc(np, sizeof(double)), *nx = calloc(rows * in_size, sizeof(double));
+    for (size_t i = 0; i < np; i++) {
+        float keep = p[i];
+        p[i] = keep + eps; double fp = eng_model_forward(m, x, rows, lab, tar, NULL);
+        int kink = kink_signature(m) != base;
+        p[i] = keep - eps; double fm = eng_model_forward(m, x, rows, lab, tar, NULL);
+        kink |= kink_signature(m) != base;
+        p[i] = keep;
+        ng[i] = kink ? NAN : (fp - fm) / (2.0 * (double)eps);
+        skipped += (size_t)kink;
+    }
+    for (size_t i = 0; i < rows * in_size; i++) {
+        float keep = x[i];
+        x[i] = keep + eps; double fp = eng_model_forward(m, x, rows, lab, tar, NULL);
+        int kink = kink_signature(m) != base;
+        x[i] = keep - eps; double fm = eng_model_forward(m, x, rows, lab, tar, NULL);
+        kink |= kink_signature(m) != base;
+        x[i] = keep;
+        nx[i] = kink ? NAN : (fp - fm) / (2.0 * (double)eps);
+        skipped += (size_t)kink;
+    }
+    char what[96];
+    printf("  model %s: %s\n", label, eng_model_summary(m));
+    snprintf(what, sizeof what, "%s d/dparams", label);
+    double w1 = compare(what, ag, ng, np);
+    snprintf(what, sizeof what, "%s d/dinput", label);
+    double w2 = compare(what, ax, nx, rows * in_size);
+    size_t total = np + rows * in_size;
+    printf("  %s: %zu of %zu differences skipped (crossed a relu/max-pool kink)\n", label, skipped, total);
+    assert_true(skipped * 10 < total);
+    free(x); free(t); free(y); free(ag); free(ax); free(ng); free(nx);
+    eng_model_free(m);
+    return w1 > w2 ? w1 : w2;
+}
+
+static void test_grad_model_cnn(void **state)
+{
+    (void)state;
+    int in[3] = { 2, 8, 8 };
+    assert_true(model_check("cnn", "conv:3:3:tanh, pool, flatten, dense:5:relu, dense:3",
+                            ENG_LOSS_SOFTMAX_XENT, in, 3, 4, 1e-2f) < TOL);
+    assert_true(model_check("cnn-relu", "conv:4:3:relu, pool, conv:2:2:gelu, flatten, dense:3",
+                            ENG_LOSS_SOFTMAX_XENT, in, 3, 3, 1e-2f) < TOL);
+}
+
+static void test_grad_model_mlp_mse(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 1, 5 };
+    assert_true(model_check("mlp", "dense:6:gelu, dense:4:sigmoid, dense:2",
+                            ENG_LOSS_MSE, in, 2, 3, 1e-2f) < TOL);
+}
+
+static void test_backward_from(void **state)
+{
+    (void)state;
+    /* backward_from with the loss's own dL/dlogits reproduces backward */
+    int in[3] = { 1, 1, 3 };
+    eng_model_config mc = cfg_of("dense:4:tanh, dense:3", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 3, 4, 1, NULL, &m), ENG_OK);
+    float x[12] = { 1, 2, 3, 0, -1, 2, 0.5f, 0.5f, 0.5f, -2, 1, 0 };
+    int32_t y[4] = { 0, 1, 2, 1 };
+    eng_model_forward(m, x, 4, y, NULL, NULL);
+    eng_model_backward(m);
+    size_t np = eng_model_n_params(m);
+    float *g1 = malloc(np * sizeof(float)), d[12];
+    memcpy(g1, m->grads, np * sizeof(float));
+    memcpy(d, m->dlogits, sizeof d);
+    /* the contract: row i of dlogits is (p_i - onehot) / rows */
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 3; j++)
+            assert_true(fabsf(d[i * 3 + j] - (m->probs[i * 3 + j] - (j == y[i])) / 4.0f) < 1e-7f);
+    memset(m->grads, 0, np * sizeof(float));
+    eng_model_backward_from(m, d);
+    assert_memory_equal(g1, m->grads, np * sizeof(float));
+    /* the layer views */
+    eng_layer *L = &m->layers[0];
+    assert_int_equal(L->in_size, 3);
+    assert_int_equal(L->out_size, 4);
+    assert_ptr_equal(L->w, m->params + L->w_off);
+    assert_ptr_equal(L->b, m->params + L->w_off + 12);
+    assert_ptr_equal(L->x, x);
+    for (int i = 0; i < 16; i++) assert_true(fabsf(L->a[i] - tanhf(L->z[i])) < 1e-6f);
+    assert_ptr_equal(m->layers[1].x, L->a);
+    assert_ptr_equal(m->layers[1].a, m->layers[1].z);
+    assert_ptr_equal(m->logits, m->layers[1].a);
+    free(g1);
+    eng_model_free(m);
+}
+
+/* ---- FLOP and byte formulas ---------------------------------------------------------------- */
+
+static eng_node shaped(eng_op_id op, int c, int h, int w, int oc, int oh, int ow)
+{
+    eng_node n = { 0 };
+    n.op = op;
+    n.in_shape[0] = c; n.in_shape[1] = h; n.in_shape[2] = w;
+    n.out_shape[0] = oc; n.out_shape[1] = oh; n.out_shape[2] = ow;
+    n.in_size = (size_t)c * h * w;
+    n.out_size = (size_t)oc * oh * ow;
+    return n;
+}
+
+static void expect(const eng_node *n, int rows, eng_dir dir, uint64_t flops, uint64_t bytes)
+{
+    uint64_t f = eng_ops[n->op].flops(n, rows, dir), b = eng_ops[n->op].bytes(n, rows, dir);
+    printf("  %-8s %s rows %d: %llu flops, %llu bytes\n", eng_ops[n->op].name, dir ? "bwd" : "fwd", rows,
+           (unsigned long long)f, (unsigned long long)b);
+    assert_int_equal(f, flops);
+    assert_int_equal(b, bytes);
+}
+
+static void test_flops_bytes(void **state)
+{
+    (void)state;
+    float dummy;
+    /* dense 3 -> 5, 4 rows: 2*4*3*5 flops; x 12 + W 15 + y 20 floats */
+    eng_node d = shaped(ENG_OP_DENSE, 1, 1, 3, 1, 1, 5);
+    expect(&d, 4, ENG_FWD, 120, 188);
+    expect(&d, 4, ENG_BWD, 120, 188);     /* first layer: dW only */
+    d.dx = &dummy;
+    expect(&d, 4, ENG_BWD, 240, 376);     /* dW and dx */
+
+    /* conv: 1x5x5 input, 2 filters 3x3, 2 rows: P = 9, CKK = 9 */
+    eng_node c = shaped(ENG_OP_CONV2D, 1, 5, 5, 2, 3, 3);
+    c.kernel = 3;
+    expect(&c, 2, ENG_FWD, 648, 2000);    /* 2*2*2*9*9; 4*(50 + 324 + 18 + 108) */
+    expect(&c, 2, ENG_BWD, 648, 2000);
+    c.dx = &dummy;
+    expect(&c, 2, ENG_BWD, 1458, 4360);   /* + 648 + 2*9*9; + 4*(18 + 36 + 162 + 50 + 324) */
+
+    /* activations: 3 rows of 10 */
+    eng_node a = shaped(ENG_OP_RELU, 1, 1, 10, 1, 1, 10);
+    expect(&a, 3, ENG_FWD, 30, 240);
+    expect(&a, 3, ENG_BWD, 30, 360);
+    a.op = ENG_OP_TANH;
+    expect(&a, 3, ENG_FWD, 30, 240);
+    expect(&a, 3, ENG_BWD, 90, 360);
+    a.op = ENG_OP_SIGMOID;
+    expect(&a, 3, ENG_FWD, 90, 240);
+    expect(&a, 3, ENG_BWD, 90, 360);
+    a.op = ENG_OP_GELU;
+    expect(&a, 3, ENG_FWD, 270, 240);
+    expect(&a, 3, ENG_BWD, 540, 360);
+
+    /* bias over 4 rows of 5: 20 adds; fwd reads y, b and writes y */
+    eng_node b = shaped(ENG_OP_BIAS, 1, 1, 5, 1, 1, 5);
+    b.n_b = 5;
+    expect(&b, 4, ENG_FWD, 20, 4 * (40 + 5));
+    expect(&b, 4, ENG_BWD, 20, 4 * (20 + 5));
+
+    /* max-pool 1x4x4 -> 1x2x2, 2 rows */
+    eng_node p = shaped(ENG_OP_MAXPOOL, 1, 4, 4, 1, 2, 2);
+    p.dx = &dummy;
+    expect(&p, 2, ENG_FWD, 24, 192);
+    expect(&p, 2, ENG_BWD, 0, 224);
+
+    /* losses: 2 rows of 3 */
+    int32_t lab[2] = { 0, 1 };
+    eng_node s = shaped(ENG_OP_SOFTMAX_XENT, 1, 1, 3, 1, 1, 3);
+    s.labels = lab;
+    expect(&s, 2, ENG_FWD, 38, 56);
+    expect(&s, 2, ENG_BWD, 8, 56);
+    eng_node q = shaped(ENG_OP_MSE, 1, 1, 3, 1, 1, 3);
+    q.targets = &dummy;
+    expect(&q, 2, ENG_FWD, 18, 48);
+    expect(&q, 2, ENG_BWD, 12, 72);
+
+    eng_node f = shaped(ENG_OP_FLATTEN, 2, 3, 3, 1, 1, 18);
+    expect(&f, 5, ENG_FWD, 0, 0);
+}
+
+/* The profiler receives the formula's counts at the one call site. */
+static void test_profiled_counts(void **state)
+{
+    (void)state;
+    prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+    assert_non_null(p);
+    int in[3] = { 1, 1, 3 };
+    eng_model_config mc = cfg_of("dense:5:relu, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
+    float x[12] = { 0 };
+    int32_t y[4] = { 0, 1, 0, 1 };
+    for (int k = 0; k < 3; k++) {
+        eng_model_forward(m, x, 4, y, NULL, NULL);
+        eng_model_backward(m);
+    }
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    int seen = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].name, "dense.fwd") && !strcmp(rows[i].layer, "dense1")) {
+            assert_int_equal(rows[i].calls, 3);
+            assert_int_equal(rows[i].flops, 3 * 2 * 4 * 3 * 5);
+            assert_int_equal(rows[i].bytes, 3 * 4 * (12 + 15 + 20));
+            seen++;
+        }
+        if (!strcmp(rows[i].name, "relu.bwd") && !strcmp(rows[i].layer, "dense1")) {
+            assert_int_equal(rows[i].flops, 3 * 20);
+            seen++;
+        }
+        if (!strcmp(rows[i].name, "softmax_xent.fwd") && !strcmp(rows[i].layer, "loss")) seen++;
+    }
+    assert_int_equal(seen, 3);
+    free(rows);
+    eng_model_free(m);
+    prof_destroy(p);
+}
+
+/* ---- building, init, determinism, no allocation in a step ---------------------------------- */
+
+static void test_build_summary_and_errors(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 1, 2 };
+    eng_model_config mc = cfg_of("dense:16:tanh, dense:16:tanh, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_OK);
+    assert_string_equal(eng_model_summary(m), "dense(2->16) tanh, dense(16->16) tanh, dense(16->2)  [354 params]");
+    assert_int_equal(eng_model_n_params(m), 354);
+    /* forward refuses more rows than it was built for, and bad labels */
+    float x[18] = { 0 };
+    int32_t bad[1] = { 2 };
+    assert_true(isnan(eng_model_forward(m, x, 9, bad, NULL, NULL)));
+    assert_non_null(strstr(eng_error(), "built for 1 to 8"));
+    assert_true(isnan(eng_model_forward(m, x, 1, bad, NULL, NULL)));
+    assert_non_null(strstr(eng_error(), "label 2 of row 0"));
+    eng_model_free(m);
+
+    mc = cfg_of("dense:16:tanh, dense:3", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_EINVAL);
+    assert_null(m);
+    printf("  %s\n", eng_error());
+    assert_non_null(strstr(eng_error(), "end the layers with dense:2"));
+
+    mc = cfg_of("conv:4:3:relu, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_EINVAL);
+    printf("  %s\n", eng_error());
+    assert_non_null(strstr(eng_error(), "does not fit"));
+
+    int img[3] = { 1, 28, 28 };
+    mc = cfg_of("conv:8:5:relu, pool, conv:16:5:relu, pool, flatten, dense:64:relu, dense:10", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, img, 10, 16, 1, NULL, &m), ENG_OK);
+    printf("  %s\n", eng_model_summary(m));
+    assert_string_equal(m->layers[2].name, "conv2");
+    assert_string_equal(m->layers[3].name, "pool2");
+    assert_int_equal(m->layers[4].out_size, 16 * 4 * 4);
+    eng_model_free(m);
+}
+
+static void test_init(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 1, 400 };
+    eng_model_config mc = cfg_of("dense:300:relu, dense:100:tanh, dense:10", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 10, 1, 3, NULL, &m), ENG_OK);
+    /* He before relu: std sqrt(2/400); Xavier before tanh: uniform within sqrt(6/400) */
+    const eng_layer *L0 = &m->layers[0], *L1 = &m->layers[1];
+    double s2 = 0.0;
+    for (size_t i = 0; i < L0->n_w; i++) s2 += (double)L0->w[i] * L0->w[i];
+    double sd = sqrt(s2 / (double)L0->n_w), want = sqrt(2.0 / 400.0);
+    printf("  He std %.5f (want %.5f)\n", sd, want);
+    assert_true(fabs(sd / want - 1.0) < 0.02);
+    double lim = sqrt(6.0 / 400.0), mx = 0.0, ma = 0.0;
+    for (size_t i = 0; i < L1->n_w; i++) {
+        if (fabs(L1->w[i]) > mx) mx = fabs(L1->w[i]);
+        ma += fabs(L1->w[i]);
+    }
+    ma /= (double)L1->n_w;
+    printf("  Xavier max |w| %.5f (limit %.5f), mean |w| %.5f (want %.5f)\n", mx, lim, ma, lim / 2);
+    assert_true(mx <= lim && mx > 0.99 * lim);
+    assert_true(fabs(ma / (lim / 2) - 1.0) < 0.03);
+    for (size_t i = 0; i < L0->n_b; i++) assert_true(L0->b[i] == 0.0f);
+    /* forcing Xavier changes the relu layer's init */
+    mc.init = ENG_INIT_XAVIER;
+    eng_model *m2;
+    assert_int_equal(eng_model_build(&mc, in, 10, 1, 3, NULL, &m2), ENG_OK);
+    double mx2 = 0.0;
+    for (size_t i = 0; i < m2->layers[0].n_w; i++) if (fabs(m2->layers[0].w[i]) > mx2) mx2 = fabs(m2->layers[0].w[i]);
+    assert_true(mx2 <= sqrt(6.0 / 700.0));
+    eng_model_free(m2);
+    eng_model_free(m);
+}
+
+static void train_steps(eng_model *m, eng_optim *o, const float *x, const int32_t *y, int rows, double *losses, int n)
+{
+    for (int k = 0; k < n; k++) {
+        losses[k] = eng_model_forward(m, x, rows, y, NULL, NULL);
+        eng_model_backward(m);
+        eng_optim_step(o, eng_model_params(m), eng_model_grads(m), 0.05);
+    }
+}
+
+static void test_determinism_and_no_alloc(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 12, 12 };
+    eng_model_config mc = cfg_of("conv:4:3:relu, pool, flatten, dense:16:gelu, dense:3", ENG_LOSS_SOFTMAX_XENT);
+    eng_train_config tc = { .optimizer = ENG_OPT_ADAM, .beta1 = 0.9, .beta2 = 0.999, .eps = 1e-8 };
+    enum { ROWS = 8 };
+    float x[ROWS * 144];
+    int32_t y[ROWS];
+    eng_rng r;
+    eng_rng_seed(&r, 8, 8);
+    fill_normal(x, sizeof x / sizeof x[0], &r, 1.0);
+    for (int i = 0; i < ROWS; i++) y[i] = i % 3;
+    eng_model *a, *b, *c;
+    eng_optim *oa, *ob;
+    assert_int_equal(eng_model_build(&mc, in, 3, ROWS, 42, NULL, &a), ENG_OK);
+    assert_int_equal(eng_model_build(&mc, in, 3, ROWS, 42, NULL, &b), ENG_OK);
+    assert_int_equal(eng_model_build(&mc, in, 3, ROWS, 43, NULL, &c), ENG_OK);
+    size_t np = eng_model_n_params(a);
+    assert_memory_equal(eng_model_params(a), eng_model_params(b), np * sizeof(float));
+    assert_memory_not_equal(eng_model_params(a), eng_model_params(c), np * sizeof(float));
+    assert_int_equal(eng_optim_create(&tc, np, &oa), ENG_OK);
+    assert_int_equal(eng_optim_create(&tc, np, &ob), ENG_OK);
+    double la[5], lb[5];
+    size_t live = prof_mem_live();
+    prof_mem_reset_peak();
+    train_steps(a, oa, x, y, ROWS, la, 5);
+    assert_int_equal(prof_mem_live(), live);
+    assert_int_equal(prof_mem_peak(), live); /* nothing allocated, even temporarily */
+    train_steps(b, ob, x, y, ROWS, lb, 5);
+    printf("  losses: %.9g %.9g %.9g %.9g %.9g\n", la[0], la[1], la[2], la[3], la[4]);
+    assert_memory_equal(la, lb, sizeof la);
+    assert_memory_equal(eng_model_params(a), eng_model_params(b), np * sizeof(float));
+    assert_true(la[4] < la[0]);
+    eng_optim_free(oa); eng_optim_free(ob);
+    eng_model_free(a); eng_model_free(b); eng_model_free(c);
+}
+
+int test_engine_ops(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grad_dense),
+        cmocka_unit_test(test_grad_bias),
+        cmocka_unit_test(test_grad_relu),
+        cmocka_unit_test(test_grad_tanh),
+        cmocka_unit_test(test_grad_sigmoid),
+        cmocka_unit_test(test_grad_gelu),
+        cmocka_unit_test(test_act_values),
+        cmocka_unit_test(test_act_derivs),
+        cmocka_unit_test(test_grad_softmax_xent),
+        cmocka_unit_test(test_softmax_values),
+        cmocka_unit_test(test_grad_mse),
+        cmocka_unit_test(test_grad_conv2d),
+        cmocka_unit_test(test_grad_maxpool),
+        cmocka_unit_test(test_grad_flatten),
+        cmocka_unit_test(test_grad_model_cnn),
+        cmocka_unit_test(test_grad_model_mlp_mse),
+        cmocka_unit_test(test_backward_from),
+        cmocka_unit_test(test_flops_bytes),
+        cmocka_unit_test(test_profiled_counts),
+        cmocka_unit_test(test_build_summary_and_errors),
+        cmocka_unit_test(test_init),
+        cmocka_unit_test(test_determinism_and_no_alloc),
+    };
+    return cmocka_run_group_tests_name("engine_ops", tests, NULL, NULL);
+}
