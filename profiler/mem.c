@@ -64,8 +64,9 @@ void prof_free(void *ptr)
     /* A pointer that did not come from prof_malloc would corrupt the counts: stop here. */
     if (h->magic != PROF_MAGIC) abort();
     h->magic = 0;
-    atomic_fetch_sub_explicit(&mem_live, h->size, memory_order_relaxed);
+    size_t live = atomic_fetch_sub_explicit(&mem_live, h->size, memory_order_relaxed) - h->size;
     free(h);
+    prof_internal_charge(0, live);
 }
 
 size_t prof_mem_live(void) { return atomic_load_explicit(&mem_live, memory_order_relaxed); }

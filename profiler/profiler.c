@@ -275,9 +275,14 @@ static void setup_counters(prof_t *p, const char *counters)
                 fprintf(stderr, "profiler: warning: %s\n", msg);
             }
         }
-        snprintf(p->counters_note, sizeof p->counters_note,
-                 "no hardware counters (PAPI: %s); timing and software counters only", reason);
+        say(p->counters_note, sizeof p->counters_note,
+            "no hardware counters (PAPI: %s); timing and software counters only", reason);
         if (!p->quiet) fprintf(stderr, "profiler: %s\n", p->counters_note);
+        if (explicit_list) {
+            char msg[300];
+            say(msg, sizeof msg, "requested, not counted: %s", counters);
+            note_append(p, msg);
+        }
         return;
     }
     int rc = PAPI_create_eventset(&p->eventset);
@@ -461,11 +466,21 @@ void prof_begin(prof_t *p, int id)
     f->t0 = prof_now_ns(); /* last, so the profiler's own work stays outside the scope */
 }
 
+static void trace_counter(prof_t *p, uint64_t ts, size_t live)
+{
+    if (p->trace_n >= p->trace_cap) { p->trace_dropped++; return; }
+    trace_ev *e = &p->trace[p->trace_n++];
+    memset(e, 0, sizeof *e);
+    e->ts = ts;
+    e->flops = live;
+    e->id = -1;
+    e->step = p->step;
+    p->trace_last_live = live;
+}
+
 static void trace_push(prof_t *p, const frame *f, uint64_t t1, uint64_t flops, uint64_t bytes)
 {
-    size_t live = prof_mem_live();
-    int need_c = live != p->trace_last_live || p->trace_n == 0;
-    if (p->trace_n + 1 + (size_t)need_c > p->trace_cap) { p->trace_dropped += 1 + (size_t)need_c; return; }
+    if (p->trace_n >= p->trace_cap) { p->trace_dropped++; return; }
     trace_ev *e = &p->trace[p->trace_n++];
     e->ts = f->t0;
     e->dur = t1 - f->t0;
@@ -474,17 +489,8 @@ static void trace_push(prof_t *p, const frame *f, uint64_t t1, uint64_t flops, u
     e->id = f->id;
     e->depth = p->depth;
     e->step = p->step;
-    if (need_c) {
-        e = &p->trace[p->trace_n++];
-        e->ts = t1;
-        e->dur = 0;
-        e->flops = live;
-        e->bytes = 0;
-        e->id = -1;
-        e->depth = 0;
-        e->step = p->step;
-        p->trace_last_live = live;
-    }
+    size_t live = prof_mem_live();
+    if (live != p->trace_last_live || p->trace_n == 1) trace_counter(p, t1, live);
 }
 
 void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
@@ -529,7 +535,11 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
 void prof_internal_charge(size_t n, size_t live)
 {
     prof_t *p = tls_active;
-    if (!p || p->depth == 0) return;
+    if (!p) return;
+    /* Allocations are rare (none inside a training step), so the trace can afford a counter
+     * event at each one; scope ends alone would miss blocks freed inside the scope. */
+    if (p->trace_on) trace_counter(p, prof_now_ns(), live);
+    if (p->depth == 0) return;
     frame *f = &p->stack[p->depth - 1];
     p->scopes[f->id].self_mem += (int64_t)n;
     if (live > f->peak_live) f->peak_live = live;

@@ -163,7 +163,8 @@ size_t prof_mem_total(void);
 uint64_t prof_now_ns(void);
 
 /* ---- internal to profiler/ (shared between its files; not for callers) ---------- */
-/* mem.c -> profiler.c: n bytes were just allocated; live is the process-wide live count. */
+/* mem.c -> profiler.c: n bytes were just allocated (0: a block was freed); live is the
+ * process-wide live count after it. */
 void prof_internal_charge(size_t n, size_t live);
 /* profiler.c -> mem.c: PAPI is initialised, so prof_now_ns may use PAPI_get_real_nsec. */
 void prof_internal_clock_use_papi(int on);

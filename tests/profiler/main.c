@@ -1,0 +1,648 @@
+/* main.c — CMocka tests of the profiler: scope nesting, aggregation, memory accounting,
+ * SDEs read through PAPI, traces, counter fallback, the table, calibration. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <papi.h>
+
+#include "../../profiler/profiler.h"
+
+static void busy_ns(uint64_t ns)
+{
+    uint64_t t0 = prof_now_ns();
+    while (prof_now_ns() - t0 < ns) {
+    }
+}
+
+static prof_t *quiet_prof(void)
+{
+    prof_t *p = prof_create(&(prof_options){ .quiet = 1 });
+    assert_non_null(p);
+    return p;
+}
+
+static const prof_row *find_row(const prof_row *rows, size_t n, const char *name, const char *layer)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name) && (!layer || !strcmp(rows[i].layer, layer))) return &rows[i];
+    return NULL;
+}
+
+/* ---- scopes ------------------------------------------------------------------------ */
+
+static void test_nested_self_total(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof();
+    int outer = prof_register(p, "outer", NULL, PROF_PHASE);
+    int inner = prof_register(p, "inner", "l1", PROF_OP);
+    int leaf = prof_register(p, "leaf", "l1", PROF_OP);
+    for (int i = 0; i < 3; i++) {
+        prof_begin(p, outer);
+        busy_ns(1000000);
+        prof_begin(p, inner);
+        busy_ns(2000000);
+        prof_begin(p, leaf);
+        busy_ns(500000);
+        prof_end(p, leaf, 0, 0);
+        prof_end(p, inner, 100, 10);
+        busy_ns(1000000);
+        prof_end(p, outer, 0, 0);
+    }
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    assert_int_equal(n, 3);
+    const prof_row *o = find_row(rows, n, "outer", NULL), *in = find_row(rows, n, "inner", NULL),
+                   *lf = find_row(rows, n, "leaf", NULL);
+    assert_non_null(o);
+    assert_non_null(in);
+    assert_non_null(lf);
+    /* self + children = total, per scope (exact up to the ns of clamping, allow 1 us) */
+    int64_t d_outer = (int64_t)o->total_ns - (int64_t)(o->self_ns + in->total_ns);
+    int64_t d_inner = (int64_t)in->total_ns - (int64_t)(in->self_ns + lf->total_ns);
+    printf("outer total %llu self %llu; inner total %llu self %llu; leaf %llu; diff %lld %lld ns\n",
+           (unsigned long long)o->total_ns, (unsigned long long)o->self_ns,
+           (unsigned long long)in->total_ns, (unsigned long long)in->self_ns,
+           (unsigned long long)lf->total_ns, (long long)d_outer, (long long)d_inner);
+    assert_true(llabs(d_outer) <= 1000);
+    assert_true(llabs(d_inner) <= 1000);
+    assert_true(lf->self_ns == lf->total_ns);
+    assert_true(o->self_ns >= 3 * 2000000ull);
+    assert_true(in->self_ns >= 3 * 2000000ull);
+    assert_true(lf->total_ns >= 3 * 500000ull);
+    assert_int_equal(o->calls, 3);
+    assert_int_equal(in->flops, 300);
+    assert_int_equal(in->bytes, 30);
+    prof_summary s;
+    prof_summary_get(p, &s);
+    assert_int_equal(s.total_self_ns, o->self_ns + in->self_ns + lf->self_ns);
+    assert_int_equal(s.events, 9);
+    assert_true(s.ns_per_event > 0 && s.ns_per_event < 100000);
+    assert_int_equal(s.overhead_ns, (uint64_t)(s.ns_per_event * 9));
+    free(rows);
+    prof_destroy(p);
+}
+
+static void test_min_max_calls(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof();
+    int id = prof_register(p, "work", NULL, PROF_OP);
+    const uint64_t ms = 1000000;
+    uint64_t waits[] = { 2 * ms, 1 * ms, 3 * ms };
+    for (int i = 0; i < 3; i++) {
+        prof_begin(p, id);
+        busy_ns(waits[i]);
+        prof_end(p, id, 0, 0);
+    }
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].calls, 3);
+    assert_true(rows[0].min_ns >= 1 * ms && rows[0].min_ns < rows[0].max_ns);
+    assert_true(rows[0].max_ns >= 3 * ms);
+    assert_true(rows[0].total_ns >= 6 * ms);
+    assert_true(rows[0].min_ns <= rows[0].total_ns / 3 && rows[0].total_ns / 3 <= rows[0].max_ns);
+    free(rows);
+    prof_destroy(p);
+}
+
+static void test_unbalanced_and_null(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof();
+    int a = prof_register(p, "a", NULL, PROF_OP), b = prof_register(p, "b", NULL, PROF_OP);
+    prof_begin(p, a);
+    prof_end(p, b, 0, 0); /* wrong scope: ignored, counted */
+    prof_end(p, a, 0, 0);
+    prof_summary s;
+    prof_summary_get(p, &s);
+    assert_int_equal(s.unbalanced, 1);
+    assert_int_equal(s.events, 1);
+    prof_destroy(p);
+
+    prof_t *off = NULL; /* profiling off: the macros do nothing */
+    PROF_BEGIN(off, 0);
+    PROF_END(off, 0, 1, 1);
+    prof_row *rows = (prof_row *)1;
+    size_t n = 7;
+    assert_int_equal(prof_rows(off, PROF_BY_OP, &rows, &n), -1);
+    assert_null(rows);
+    assert_int_equal(n, 0);
+    prof_summary_get(NULL, &s);
+    assert_int_equal(s.events, 0);
+    assert_int_equal(prof_register(NULL, "x", NULL, PROF_OP), -1);
+}
+
+static void test_aggregation(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof();
+    int fwd = prof_register(p, "forward", NULL, PROF_PHASE);
+    int bwd = prof_register(p, "backward", NULL, PROF_PHASE);
+    int d1 = prof_register(p, "dense.fwd", "dense1", PROF_OP);
+    int d2 = prof_register(p, "dense.fwd", "dense2", PROF_OP);
+    int r1 = prof_register(p, "relu.fwd", "dense1", PROF_OP);
+    int b1 = prof_register(p, "dense.bwd", "dense1", PROF_OP);
+    for (int step = 1; step <= 4; step++) {
+        prof_step(p, step);
+        prof_begin(p, fwd);
+        prof_begin(p, d1); busy_ns(20000); prof_end(p, d1, 1000, 100);
+        prof_begin(p, r1); prof_end(p, r1, 10, 8);
+        prof_begin(p, d2); busy_ns(10000); prof_end(p, d2, 500, 50);
+        prof_end(p, fwd, 0, 0);
+        prof_begin(p, bwd);
+        prof_begin(p, b1); prof_end(p, b1, 2000, 200);
+        prof_end(p, bwd, 0, 0);
+    }
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_OP, &rows, &n), 0);
+    assert_int_equal(n, 3); /* dense.fwd, relu.fwd, dense.bwd */
+    const prof_row *df = find_row(rows, n, "dense.fwd", NULL);
+    assert_non_null(df);
+    assert_int_equal(df->calls, 8);
+    assert_int_equal(df->flops, 4 * 1500);
+    assert_int_equal(df->bytes, 4 * 150);
+    assert_string_equal(df->layer, "");
+    assert_string_equal(rows[0].name, "dense.fwd"); /* sorted by self time */
+    free(rows);
+
+    assert_int_equal(prof_rows(p, PROF_BY_LAYER, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    const prof_row *l1 = find_row(rows, n, "dense1", NULL), *l2 = find_row(rows, n, "dense2", NULL);
+    assert_non_null(l1);
+    assert_non_null(l2);
+    assert_int_equal(l1->calls, 12);
+    assert_int_equal(l1->flops, 4 * 3010);
+    assert_int_equal(l2->flops, 4 * 500);
+    free(rows);
+
+    assert_int_equal(prof_rows(p, PROF_BY_PHASE, &rows, &n), 0);
+    assert_int_equal(n, 2);
+    const prof_row *pf = find_row(rows, n, "forward", NULL);
+    assert_non_null(pf);
+    assert_int_equal(pf->calls, 4);
+    assert_true(pf->total_ns >= 4 * 30000ull);
+    free(rows);
+
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    assert_int_equal(n, 6);
+    assert_non_null(find_row(rows, n, "dense.fwd", "dense2"));
+    free(rows);
+    prof_destroy(p);
+}
+
+/* ---- memory ------------------------------------------------------------------------ */
+
+static void test_memory_peak(void **state)
+{
+    (void)state;
+    size_t base = prof_mem_live();
+    prof_mem_reset_peak();
+    assert_int_equal(prof_mem_peak(), base);
+    size_t total0 = prof_mem_total();
+    char *a = prof_malloc(1000), *b = prof_malloc(2000);
+    assert_non_null(a);
+    assert_non_null(b);
+    assert_int_equal((uintptr_t)a % 64, 0);
+    assert_int_equal((uintptr_t)b % 64, 0);
+    memset(a, 1, 1000);
+    memset(b, 2, 2000);
+    assert_int_equal(prof_mem_live(), base + 3000);
+    prof_free(a);
+    unsigned char *c = prof_calloc(100, 5);
+    assert_non_null(c);
+    for (int i = 0; i < 500; i++) assert_int_equal(c[i], 0);
+    assert_int_equal(prof_mem_live(), base + 2500);
+    assert_int_equal(prof_mem_peak(), base + 3000);
+    assert_int_equal(prof_mem_total(), total0 + 3500);
+    prof_free(b);
+    prof_free(c);
+    prof_free(NULL);
+    assert_int_equal(prof_mem_live(), base);
+    assert_int_equal(prof_mem_peak(), base + 3000);
+    prof_mem_reset_peak();
+    assert_int_equal(prof_mem_peak(), base);
+    assert_null(prof_calloc(SIZE_MAX / 2, 4)); /* overflow, not a tiny block */
+    assert_null(prof_malloc(SIZE_MAX - 8));
+    assert_true(prof_peak_rss() > 0);
+}
+
+static void test_self_mem_per_scope(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof();
+    int outer = prof_register(p, "outer", NULL, PROF_PHASE);
+    int inner = prof_register(p, "inner", NULL, PROF_OP);
+    int after = prof_register(p, "after", NULL, PROF_OP);
+    size_t base = prof_mem_live();
+    prof_begin(p, outer);
+    void *x = prof_malloc(100);
+    prof_begin(p, inner);
+    void *y = prof_malloc(1000);
+    void *z = prof_malloc(24);
+    prof_free(z);
+    prof_end(p, inner, 0, 0);
+    prof_free(y);
+    prof_begin(p, after);
+    prof_end(p, after, 0, 0);
+    prof_end(p, outer, 0, 0);
+    prof_free(x);
+    void *outside = prof_malloc(4096); /* no scope open: charged to nobody */
+    prof_free(outside);
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    const prof_row *o = find_row(rows, n, "outer", NULL), *in = find_row(rows, n, "inner", NULL),
+                   *af = find_row(rows, n, "after", NULL);
+    assert_int_equal(o->self_mem, 100);
+    assert_int_equal(in->self_mem, 1024);
+    assert_int_equal(af->self_mem, 0);
+    assert_int_equal(in->peak_mem, (int64_t)(base + 1124));
+    assert_int_equal(o->peak_mem, (int64_t)(base + 1124));
+    assert_int_equal(af->peak_mem, (int64_t)(base + 100));
+    free(rows);
+    prof_destroy(p);
+}
+
+/* ---- SDE through PAPI -------------------------------------------------------------- */
+
+static void test_sde_through_papi(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof(); /* initialises PAPI and registers the SDEs */
+    assert_int_equal(PAPI_is_initialized(), PAPI_LOW_LEVEL_INITED);
+    int es = PAPI_NULL;
+    assert_int_equal(PAPI_create_eventset(&es), PAPI_OK);
+    const char *names[] = { "sde:::nnbench::live_bytes", "sde:::nnbench::flops",
+                            "sde:::nnbench::bytes", "sde:::nnbench::alloc_bytes",
+                            "sde:::nnbench::peak_bytes" };
+    for (int i = 0; i < 5; i++) {
+        int rc = PAPI_add_named_event(es, names[i]);
+        if (rc != PAPI_OK) fprintf(stderr, "%s: %s\n", names[i], PAPI_strerror(rc));
+        assert_int_equal(rc, PAPI_OK);
+    }
+    long long v0[5], v1[5], v2[5];
+    assert_int_equal(PAPI_start(es), PAPI_OK);
+    assert_int_equal(PAPI_read(es, v0), PAPI_OK);
+    int id = prof_register(p, "gemm", NULL, PROF_OP);
+    void *buf = prof_malloc(8192);
+    prof_begin(p, id);
+    prof_end(p, id, 777, 333);
+    assert_int_equal(PAPI_read(es, v1), PAPI_OK);
+    assert_int_equal(v1[0] - v0[0], 8192);
+    assert_int_equal(v1[1] - v0[1], 777);
+    assert_int_equal(v1[2] - v0[2], 333);
+    assert_int_equal(v1[3] - v0[3], 8192);
+    assert_true(v1[4] >= v1[0]);
+    prof_free(buf);
+    assert_int_equal(PAPI_read(es, v2), PAPI_OK);
+    assert_int_equal(v2[0], v0[0]);        /* live back down */
+    assert_int_equal(v2[3] - v1[3], 0);    /* freeing allocates nothing */
+    long long stop[5];
+    assert_int_equal(PAPI_stop(es, stop), PAPI_OK);
+    PAPI_cleanup_eventset(es);
+    PAPI_destroy_eventset(&es);
+    prof_destroy(p);
+}
+
+/* ---- hardware counters and their fallback ------------------------------------------ */
+
+static void test_counters_or_fallback(void **state)
+{
+    (void)state;
+    prof_t *p = quiet_prof();
+    int id = prof_register(p, "spin", NULL, PROF_OP);
+    prof_begin(p, id);
+    busy_ns(2000000);
+    prof_end(p, id, 0, 0);
+    prof_summary s;
+    prof_summary_get(p, &s);
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    printf("counters: %d (%s); note: %s\n", s.hw_counters, s.counters_used, s.counters_note);
+    if (s.hw_counters > 0) {
+        if (strstr(s.counters_used, "PAPI_TOT_CYC")) assert_true(rows[0].cycles > 0);
+        if (strstr(s.counters_used, "PAPI_TOT_INS")) assert_true(rows[0].instructions > 0);
+    } else {
+        assert_non_null(strstr(s.counters_note, "no hardware counters (PAPI: "));
+        assert_non_null(strstr(s.counters_note, "timing and software counters only"));
+        assert_int_equal(rows[0].cycles, -1);
+        assert_int_equal(rows[0].instructions, -1);
+        assert_int_equal(rows[0].l1d_miss, -1);
+    }
+    free(rows);
+    prof_destroy(p);
+}
+
+static void test_unavailable_counter_warns(void **state)
+{
+    (void)state;
+    prof_t *p = prof_create(&(prof_options){ .counters = "PAPI_TOT_CYC,NNBENCH_NO_SUCH_EVENT", .quiet = 1 });
+    assert_non_null(p); /* a warning, not a failure */
+    prof_summary s;
+    prof_summary_get(p, &s);
+    printf("note: %s\n", s.counters_note);
+    assert_non_null(strstr(s.counters_note, "NNBENCH_NO_SUCH_EVENT"));
+    assert_false(strstr(s.counters_used, "NNBENCH_NO_SUCH_EVENT"));
+    int id = prof_register(p, "x", NULL, PROF_OP);
+    prof_begin(p, id);
+    prof_end(p, id, 5, 6);
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_OP, &rows, &n), 0);
+    assert_int_equal(n, 1);
+    assert_int_equal(rows[0].calls, 1);
+    assert_int_equal(rows[0].flops, 5);
+    free(rows);
+    prof_destroy(p);
+
+    p = prof_create(&(prof_options){ .counters = "none", .quiet = 1 });
+    assert_non_null(p);
+    prof_summary_get(p, &s);
+    assert_int_equal(s.hw_counters, 0);
+    assert_non_null(strstr(s.counters_note, "off"));
+    prof_destroy(p);
+}
+
+/* ---- traces ------------------------------------------------------------------------ */
+
+static const char *trace_checker =
+    "import json,sys\n"
+    "d=json.load(open(sys.argv[1]))\n"
+    "first,last=int(sys.argv[2]),int(sys.argv[3])\n"
+    "ev=d['traceEvents']\n"
+    "X=[e for e in ev if e['ph']=='X']\n"
+    "C=[e for e in ev if e['ph']=='C']\n"
+    "assert X, 'no X events'\n"
+    "assert C, 'no C events'\n"
+    "for e in X:\n"
+    "  assert first<=e['args']['step']<=last, ('step outside window', e)\n"
+    "  assert e['dur']>=0 and 'flops' in e['args'] and 'bytes' in e['args']\n"
+    "for e in C: assert e['args']['live_bytes']>=0\n"
+    "X.sort(key=lambda e:(e['ts'],-e['dur']))\n"
+    "stack=[]; eps=0.002; depth=0\n"
+    "for e in X:\n"
+    "  while stack and e['ts']>=stack[-1]['ts']+stack[-1]['dur']-eps: stack.pop()\n"
+    "  if stack: assert e['ts']+e['dur']<=stack[-1]['ts']+stack[-1]['dur']+eps, ('overlap', e, stack[-1])\n"
+    "  stack.append(e); depth=max(depth,len(stack))\n"
+    "assert depth>=3, 'no nesting: depth %d' % depth\n"
+    "assert len(C)>=2 and len({e['args']['live_bytes'] for e in C})>=2, 'live bytes never change'\n"
+    "print('trace ok: %d X, %d C, depth %d, steps %s' % (len(X), len(C), depth, sorted({e['args']['step'] for e in X})))\n";
+
+static void run_trace(const char *dir, size_t cap, const char *name, char *path, size_t pathlen)
+{
+    snprintf(path, pathlen, "%s/%s", dir, name);
+    prof_t *p = prof_create(&(prof_options){ .trace_path = path, .trace_first = 2, .trace_last = 3,
+                                             .quiet = 1, .trace_capacity = cap });
+    assert_non_null(p);
+    int st = prof_register(p, "step", NULL, PROF_STEP);
+    int fw = prof_register(p, "forward", NULL, PROF_PHASE);
+    int op = prof_register(p, "dense.fwd", "dense\"1", PROF_OP); /* a name that needs escaping */
+    for (long s = 1; s <= 5; s++) {
+        prof_step(p, s);
+        prof_begin(p, st);
+        prof_begin(p, fw);
+        for (int k = 0; k < 2; k++) {
+            prof_begin(p, op);
+            void *m = prof_malloc(256 * (size_t)(k + 1));
+            busy_ns(20000);
+            prof_free(m);
+            prof_end(p, op, 1000, 64);
+        }
+        prof_end(p, fw, 0, 0);
+        prof_end(p, st, 0, 0);
+    }
+    prof_destroy(p); /* writes the trace */
+}
+
+static void test_trace_json(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-prof-XXXXXX", path[256], cmd[1024];
+    assert_non_null(mkdtemp(dir));
+    run_trace(dir, 0, "t.json", path, sizeof path);
+    char script[300];
+    snprintf(script, sizeof script, "%s/check.py", dir);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(trace_checker, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 %s %s 2 3", script, path);
+    assert_int_equal(system(cmd), 0);
+    /* a bad window is refused at create with a message */
+    assert_null(prof_create(&(prof_options){ .trace_path = path, .trace_first = 4, .trace_last = 2 }));
+    assert_non_null(strstr(prof_error(), "4:2"));
+    /* a tiny buffer overflows: the file says so and still parses */
+    run_trace(dir, 5, "small.json", path, sizeof path);
+    snprintf(cmd, sizeof cmd, "python3 -c \"import json,sys; d=json.load(open('%s')); "
+             "o=d['otherData']; assert o['dropped_events']>0 and 'dropped' in o['note']; "
+             "assert len([e for e in d['traceEvents'] if e['ph']!='M'])==5\"", path);
+    assert_int_equal(system(cmd), 0);
+    /* no trace configured: prof_trace_write says how to get one */
+    prof_t *p = quiet_prof();
+    assert_int_equal(prof_trace_write(p, path), -1);
+    assert_non_null(strstr(prof_error(), "trace_path"));
+    prof_destroy(p);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---- table ------------------------------------------------------------------------- */
+
+static char *table_text(const prof_row *rows, size_t n, const prof_summary *s, prof_sort sort, size_t max)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    prof_print_table(f, rows, n, s, sort, max);
+    fclose(f);
+    return buf;
+}
+
+static void test_table(void **state)
+{
+    (void)state;
+    prof_row rows[3];
+    memset(rows, 0, sizeof rows);
+    const char *names[] = { "dense.fwd", "relu.fwd", "softmax_xent" };
+    uint64_t self[] = { 3000000, 500000, 1500000 }, calls[] = { 10, 300, 20 };
+    for (int i = 0; i < 3; i++) {
+        snprintf(rows[i].name, sizeof rows[i].name, "%s", names[i]);
+        rows[i].calls = calls[i];
+        rows[i].self_ns = rows[i].total_ns = self[i];
+        rows[i].min_ns = rows[i].max_ns = self[i] / calls[i];
+        rows[i].cycles = rows[i].instructions = rows[i].l1d_miss = rows[i].l2_miss =
+            rows[i].l3_miss = rows[i].fp_ops = -1;
+    }
+    rows[0].flops = 60000000; /* 20 GFLOP/s */
+    rows[0].bytes = 3 * 1024 * 1024;
+    rows[0].self_mem = 2048;
+    rows[0].peak_mem = 5 * 1024 * 1024;
+    prof_summary s;
+    memset(&s, 0, sizeof s);
+    s.total_self_ns = 5000000;
+    s.overhead_ns = 12345;
+    s.events = 330;
+    s.ns_per_event = 37.4;
+    snprintf(s.counters_note, sizeof s.counters_note, "no hardware counters (PAPI: test)");
+
+    char *t = table_text(rows, 3, &s, PROF_SORT_SELF, 0);
+    printf("%s", t);
+    const char *cols[] = { "Name", "Self %", "Self", "Total", "Avg", "Calls", "GFLOP/s", "Bytes",
+                           "Self Mem", "Peak Mem" };
+    for (int i = 0; i < 10; i++) assert_non_null(strstr(t, cols[i]));
+    assert_null(strstr(t, "IPC"));      /* not counted */
+    assert_null(strstr(t, "% peak"));   /* not calibrated */
+    assert_non_null(strstr(t, "20.00")); /* GFLOP/s */
+    assert_non_null(strstr(t, "60.0%"));
+    assert_non_null(strstr(t, "3.00 ms"));
+    assert_non_null(strstr(t, "3.0 MB"));
+    assert_non_null(strstr(t, "5.0 MB"));
+    assert_non_null(strstr(t, "2.0 KB"));
+    assert_non_null(strstr(t, "profiler overhead: 12.3 us"));
+    assert_non_null(strstr(t, "no hardware counters (PAPI: test)"));
+    assert_true(strstr(t, "dense.fwd") < strstr(t, "softmax_xent"));
+    assert_true(strstr(t, "softmax_xent") < strstr(t, "relu.fwd"));
+    free(t);
+
+    /* sorted by calls, two rows, calibrated and counted: % peak and IPC appear */
+    s.peak_gflops = 100;
+    rows[1].cycles = 1000;
+    rows[1].instructions = 2500;
+    t = table_text(rows, 3, &s, PROF_SORT_CALLS, 2);
+    printf("%s", t);
+    assert_non_null(strstr(t, "% peak"));
+    assert_non_null(strstr(t, "IPC"));
+    assert_non_null(strstr(t, "2.50"));
+    assert_non_null(strstr(t, "(2 of 3 rows shown, sorted by calls)"));
+    assert_null(strstr(t, "dense.fwd"));
+    assert_true(strstr(t, "relu.fwd") < strstr(t, "softmax_xent"));
+    free(t);
+
+    t = table_text(rows, 3, &s, PROF_SORT_SELF, 1);
+    assert_non_null(strstr(t, "20.0%")); /* 20 GFLOP/s of a 100 GFLOP/s peak */
+    assert_non_null(strstr(t, "(1 of 3 rows shown, sorted by self)"));
+    free(t);
+
+    prof_rows_sort(rows, 3, PROF_SORT_NAME);
+    assert_string_equal(rows[0].name, "dense.fwd");
+    assert_string_equal(rows[2].name, "softmax_xent");
+    prof_rows_sort(rows, 3, PROF_SORT_FLOPS);
+    assert_string_equal(rows[0].name, "dense.fwd");
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    prof_sort so;
+    prof_group g;
+    const char *keys[] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name" };
+    for (int i = 0; i < 8; i++) {
+        assert_int_equal(prof_sort_parse(keys[i], &so), 0);
+        assert_int_equal(so, i);
+    }
+    assert_int_equal(prof_sort_parse("speed", &so), -1);
+    assert_int_equal(prof_sort_parse(NULL, &so), -1);
+    assert_int_equal(prof_group_parse("op", &g), 0);
+    assert_int_equal(g, PROF_BY_OP);
+    assert_int_equal(prof_group_parse("layer", &g), 0);
+    assert_int_equal(g, PROF_BY_LAYER);
+    assert_int_equal(prof_group_parse("phase", &g), 0);
+    assert_int_equal(g, PROF_BY_PHASE);
+    assert_int_equal(prof_group_parse("scope", &g), 0);
+    assert_int_equal(g, PROF_BY_SCOPE);
+    assert_int_equal(prof_group_parse("module", &g), -1);
+}
+
+/* ---- calibration ------------------------------------------------------------------- */
+
+static void test_calibration_file(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-cal-XXXXXX", cmd[300], path[512];
+    assert_non_null(mkdtemp(dir));
+    char *old = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
+    setenv("XDG_CACHE_HOME", dir, 1);
+    prof_calibration c;
+    assert_int_equal(prof_calibration_load(&c), 1); /* none yet */
+    prof_calibration w = { .peak_gflops = 93.5, .mean_gflops = 90.25, .m = 1024, .n = 1024,
+                           .k = 1024, .reps = 10, .threads = 2 };
+    snprintf(w.core, sizeof w.core, "Haswell");
+    snprintf(w.when, sizeof w.when, "2026-01-01T00:00:00Z");
+    assert_int_equal(prof_calibration_save(&w), 0);
+    assert_int_equal(prof_calibration_load(&c), 0);
+    assert_true(c.peak_gflops > 93.49 && c.peak_gflops < 93.51);
+    assert_int_equal(c.reps, 10);
+    assert_string_equal(c.core, "Haswell");
+    prof_t *p = quiet_prof();
+    prof_summary s;
+    prof_summary_get(p, &s);
+    assert_true(s.peak_gflops > 93.49 && s.peak_gflops < 93.51);
+    prof_destroy(p);
+    /* a damaged file is an error naming the file and line */
+    assert_int_equal(prof_calibration_path(path, sizeof path), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("peak_gflops = 12\ngarbage!\n", f);
+    fclose(f);
+    assert_int_equal(prof_calibration_load(&c), -1);
+    assert_non_null(strstr(prof_error(), "line 2"));
+    if (old) { setenv("XDG_CACHE_HOME", old, 1); free(old); }
+    else unsetenv("XDG_CACHE_HOME");
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+static void test_sysinfo(void **state)
+{
+    (void)state;
+    prof_sysinfo si;
+    int rc = prof_sysinfo_get(&si);
+    assert_true(si.cores >= 1);
+    assert_true(si.clock[0] != 0);
+    if (rc == 0) {
+        assert_true(si.papi_ok);
+        assert_true(si.n_components > 0);
+        if (si.hw_counters == 0) assert_true(si.no_counters_reason[0] != 0);
+        int sde = 0;
+        for (int i = 0; i < si.n_components; i++)
+            if (!strcmp(si.components[i].name, "sde") && !si.components[i].disabled) sde = 1;
+        assert_true(sde); /* our SDEs make the sde component active in this executable */
+    } else {
+        assert_true(si.papi_error[0] != 0);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_nested_self_total),
+        cmocka_unit_test(test_min_max_calls),
+        cmocka_unit_test(test_unbalanced_and_null),
+        cmocka_unit_test(test_aggregation),
+        cmocka_unit_test(test_memory_peak),
+        cmocka_unit_test(test_self_mem_per_scope),
+        cmocka_unit_test(test_sde_through_papi),
+        cmocka_unit_test(test_counters_or_fallback),
+        cmocka_unit_test(test_unavailable_counter_warns),
+        cmocka_unit_test(test_trace_json),
+        cmocka_unit_test(test_table),
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_calibration_file),
+        cmocka_unit_test(test_sysinfo),
+    };
+    return cmocka_run_group_tests_name("profiler", tests, NULL, NULL);
+}
