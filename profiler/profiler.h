@@ -15,6 +15,10 @@
  * Memory accounting: every engine allocation goes through prof_malloc/prof_calloc/
  * prof_free, which keep process-wide live/peak/total byte counts (atomics) and charge the
  * bytes to the innermost open scope of the calling thread's profiler, if any.
+ *
+ * PAPI Software Defined Events of this process (readable with PAPI_add_named_event once a
+ * profiler was created): sde:::nnbench::flops and ::bytes (sums of prof_end's counts),
+ * ::live_bytes, ::peak_bytes (instant), ::alloc_bytes (bytes ever allocated).
  */
 #ifndef NNBENCH_PROFILER_H
 #define NNBENCH_PROFILER_H
