@@ -764,8 +764,6 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         CROSS("train", "min_lr", "must not exceed train.lr (%g), got %g", c->train.lr, c->train.min_lr);
     if (c->train.epochs == 0 && c->train.max_steps == 0)
         CROSS("train", "epochs", "epochs = 0 needs train.max_steps > 0 (nothing would train)");
-    if (c->data.source == ENG_DATA_SPIRALS && c->data.classes > 10)
-        CROSS("data", "classes", "spirals: at most 10 arms, got %d", c->data.classes);
 #undef CROSS
 
     c->kv = calloc(NKEYS, sizeof *c->kv);

@@ -1,0 +1,352 @@
+/* train.c — one run: data, model and optimizer from a config, the training loop with its
+ * profiler phases, metrics and the two clocks (wall, hybrid), and the run result. */
+#include "engine.h"
+
+#include <cblas.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "newton.h"
+
+enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
+static const char *const phase_names[N_PHASES] = { "data", "forward", "backward", "optimizer", "eval", "step" };
+
+struct eng_run {
+    eng_config cfg;               /* a copy; kv copied too, so the run owns what it reports */
+    char *text;
+    eng_dataset *ds;
+    eng_model *m;
+    eng_optim *opt;
+    eng_newton *nt;
+    eng_batcher *b;
+    prof_t *prof;
+    int ph[N_PHASES];             /* profiler scope ids, -1 when off */
+    int batch, bpe, threads, n_out;
+    long total_steps;
+    atomic_int stop;
+    int trained;
+    eng_run_result res;
+    char err[512];
+};
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void eng_run_destroy(eng_run *r)
+{
+    if (!r) return;
+    eng_batcher_destroy(r->b);
+    if (r->nt) eng_newton_free(r->nt);
+    eng_optim_free(r->opt);
+    eng_model_free(r->m);
+    eng_data_free(r->ds);
+    prof_free(r->cfg.kv);
+    prof_free(r->text);
+    prof_free(r);
+}
+
+int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *prof, eng_run **out)
+{
+    *out = NULL;
+    /* Peak bytes are per run: the dataset, model and workspaces allocated from here on. */
+    prof_mem_reset_peak();
+    eng_run *r = prof_calloc(1, sizeof *r);
+    if (!r) return eng_fail(ENG_ENOMEM, "run: out of memory");
+    r->cfg = *cfg;
+    r->cfg.kv = NULL;
+    if (cfg->n_kv) {
+        r->cfg.kv = prof_malloc(cfg->n_kv * sizeof *cfg->kv);
+        if (!r->cfg.kv) { eng_run_destroy(r); return eng_fail(ENG_ENOMEM, "run: out of memory"); }
+        memcpy(r->cfg.kv, cfg->kv, cfg->n_kv * sizeof *cfg->kv);
+    }
+    if (experiment_text) {
+        size_t n = strlen(experiment_text) + 1;
+        r->text = prof_malloc(n);
+        if (!r->text) { eng_run_destroy(r); return eng_fail(ENG_ENOMEM, "run: out of memory"); }
+        memcpy(r->text, experiment_text, n);
+    }
+    r->prof = prof;
+    atomic_init(&r->stop, 0);
+    for (int i = 0; i < N_PHASES; i++) r->ph[i] = -1;
+
+    const eng_train_config *tc = &r->cfg.train;
+    if (tc->threads > 0) openblas_set_num_threads(tc->threads);
+    r->threads = openblas_get_num_threads();
+
+    int rc = eng_data_load(&r->cfg.data, r->cfg.seed, &r->ds);
+    if (rc) { eng_run_destroy(r); return rc; }
+    const eng_dataset *ds = r->ds;
+    if (r->cfg.model.loss == ENG_LOSS_SOFTMAX_XENT && !ds->classification) {
+        eng_run_destroy(r);
+        return eng_fail(ENG_EINVAL, "%s: model.loss = softmax_xent needs a classification dataset, but %s has "
+                        "real-valued targets; set loss = mse (or data.regression = false for class labels)",
+                        cfg->path, ds->name);
+    }
+    if (ds->n_train < 1) { eng_run_destroy(r); return eng_fail(ENG_EINVAL, "%s: the training set is empty", cfg->path); }
+    r->n_out = ds->classification ? ds->n_classes : ds->n_targets;
+    r->batch = tc->batch <= 0 || tc->batch > ds->n_train ? ds->n_train : tc->batch;
+
+    rc = eng_model_build(&r->cfg.model, ds->in_shape, r->n_out, r->batch, r->cfg.seed, prof, &r->m);
+    if (rc) { eng_run_destroy(r); return rc; }
+    if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
+    else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
+    if (rc) { eng_run_destroy(r); return rc; }
+    rc = eng_batcher_create(ds, r->batch, r->cfg.data.shuffle, r->cfg.data.prefetch, r->cfg.seed, &r->b);
+    if (rc) { eng_run_destroy(r); return rc; }
+    r->bpe = eng_batcher_batches_per_epoch(r->b);
+    r->total_steps = tc->max_steps > 0 ? tc->max_steps : (long)tc->epochs * r->bpe;
+
+    if (prof)
+        for (int i = 0; i < N_PHASES; i++) {
+            r->ph[i] = prof_register(prof, phase_names[i], NULL, i == PH_STEP ? PROF_STEP : PROF_PHASE);
+            if (r->ph[i] < 0) {
+                eng_run_destroy(r);
+                return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
+            }
+        }
+    *out = r;
+    return ENG_OK;
+}
+
+const eng_run_result *eng_run_result_get(const eng_run *r) { return &r->res; }
+
+void eng_run_request_stop(eng_run *r)
+{
+    if (r) atomic_store(&r->stop, 1);
+}
+
+/* Mean loss and accuracy over the test set, in chunks of the model's batch size. */
+static void evaluate(eng_run *r, double *loss, double *acc)
+{
+    const eng_dataset *ds = r->ds;
+    double sum = 0;
+    long correct = 0;
+    int nt = ds->n_targets > 0 ? ds->n_targets : 1;
+    for (int i = 0; i < ds->n_test; i += r->batch) {
+        int rows = ds->n_test - i < r->batch ? ds->n_test - i : r->batch;
+        int c = 0;
+        double l = eng_model_forward(r->m, ds->x_test + (size_t)i * ds->in_size, rows,
+                                     ds->y_test ? ds->y_test + i : NULL,
+                                     ds->t_test ? ds->t_test + (size_t)i * nt : NULL,
+                                     ds->classification ? &c : NULL);
+        sum += l * rows;
+        correct += c;
+    }
+    *loss = sum / ds->n_test;
+    *acc = ds->classification ? (double)correct / ds->n_test : NAN;
+}
+
+typedef struct {
+    eng_run *r;
+    const eng_sink *sink;
+    double t0, hybrid_extra;
+    long step;
+    int epoch;
+} loop_ctx;
+
+static int emit(loop_ctx *c, const char *key, double value, double wall)
+{
+    if (!c->sink || !c->sink->metric) return 0;
+    eng_metric m = { .step = c->step, .epoch = c->epoch, .wall_s = wall,
+                     .hybrid_s = wall + c->hybrid_extra, .key = key, .value = value };
+    return c->sink->metric(c->sink->ud, &m);
+}
+
+int eng_run_train(eng_run *r, const eng_sink *sink)
+{
+    if (r->trained) return eng_fail(ENG_EINVAL, "run: already trained; create a new run");
+    r->trained = 1;
+    const eng_config *cfg = &r->cfg;
+    const eng_train_config *tc = &cfg->train;
+    const eng_dataset *ds = r->ds;
+    prof_t *p = r->prof;
+    eng_run_result *res = &r->res;
+    *res = (eng_run_result){ .status = ENG_RUN_RUNNING, .final_train_loss = NAN, .best_train_loss = NAN,
+                             .final_test_loss = NAN, .final_test_acc = NAN, .best_test_acc = NAN,
+                             .steps_to_target = -1, .wall_to_target = NAN, .hybrid_to_target = NAN,
+                             .kappa_first = NAN, .kappa_last = NAN };
+    eng_run_info info = { .cfg = cfg, .experiment_text = r->text, .dataset = ds->name,
+                          .model_summary = eng_model_summary(r->m), .n_params = eng_model_n_params(r->m),
+                          .threads = r->threads, .total_steps = r->total_steps,
+                          .n_train = ds->n_train, .n_test = ds->n_test };
+    int rc = ENG_OK;
+    loop_ctx c = { .r = r, .sink = sink };
+    if (sink && sink->run_begin && sink->run_begin(sink->ud, &info)) {
+        rc = ENG_ESINK;
+        snprintf(r->err, sizeof r->err, "%s", eng_error());
+        res->status = ENG_RUN_FAILED;
+        res->error = r->err;
+        if (sink->run_end) sink->run_end(sink->ud, res);
+        return rc;
+    }
+
+    float *params = eng_model_params(r->m);
+    const float *grads = eng_model_grads(r->m);
+    double train_time = 0, epoch_train_time = 0;  /* training only: evaluation excluded */
+    long total_rows = 0, epoch_rows = 0;
+    double int_loss = 0, int_rows = 0, int_correct = 0; /* the current logging interval */
+    double last_lr = tc->lr;
+    c.t0 = now_s();
+
+    for (long s = 0; s < r->total_steps; s++) {
+        if (atomic_load(&r->stop)) {
+            res->status = ENG_RUN_INTERRUPTED;
+            snprintf(r->err, sizeof r->err, "interrupted at step %ld of %ld (stop requested)", s, r->total_steps);
+            rc = ENG_ESTOPPED;
+            break;
+        }
+        double ts = now_s();
+        if (p) prof_step(p, s + 1);
+        PROF_BEGIN(p, r->ph[PH_STEP]);
+
+        eng_batch b;
+        PROF_BEGIN(p, r->ph[PH_DATA]);
+        rc = eng_batcher_next(r->b, &b);
+        PROF_END(p, r->ph[PH_DATA], 0, 0);
+        if (rc) {
+            PROF_END(p, r->ph[PH_STEP], 0, 0);
+            res->status = ENG_RUN_FAILED;
+            snprintf(r->err, sizeof r->err, "%s", eng_error());
+            break;
+        }
+        c.epoch = b.epoch;
+
+        int correct = 0;
+        PROF_BEGIN(p, r->ph[PH_FORWARD]);
+        double loss = eng_model_forward(r->m, b.x, b.rows, b.y, b.t, ds->classification ? &correct : NULL);
+        PROF_END(p, r->ph[PH_FORWARD], 0, 0);
+        if (!isfinite(loss)) {
+            PROF_END(p, r->ph[PH_STEP], 0, 0);
+            res->status = ENG_RUN_DIVERGED;
+            snprintf(r->err, sizeof r->err, "diverged at step %ld: loss is %s", s + 1, isnan(loss) ? "nan" : "inf");
+            rc = ENG_EDIVERGED;
+            break;
+        }
+
+        PROF_BEGIN(p, r->ph[PH_BACKWARD]);
+        eng_model_backward(r->m);
+        PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
+
+        double lr = eng_lr_at(tc, s, r->total_steps);
+        last_lr = lr;
+        PROF_BEGIN(p, r->ph[PH_OPTIMIZER]);
+        if (r->nt) {
+            double delta = 0, kappa = NAN;
+            rc = eng_newton_step(r->nt, &b, lr, s + 1, sink, &delta, &kappa);
+            c.hybrid_extra += delta;
+            if (isnan(res->kappa_first)) res->kappa_first = kappa;
+            res->kappa_last = kappa;
+        } else {
+            eng_optim_step(r->opt, params, grads, lr);
+        }
+        PROF_END(p, r->ph[PH_OPTIMIZER], 0, 0);
+        PROF_END(p, r->ph[PH_STEP], 0, 0);
+        double dt = now_s() - ts;
+        if (rc) {
+            res->status = ENG_RUN_FAILED;
+            snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
+            break;
+        }
+
+        c.step = s + 1;
+        res->steps = c.step;
+        res->epochs = b.epoch + (b.last_in_epoch ? 1 : 0);
+        train_time += dt;
+        epoch_train_time += dt;
+        total_rows += b.rows;
+        epoch_rows += b.rows;
+        int_loss += loss * b.rows;
+        int_rows += b.rows;
+        int_correct += correct;
+        int last = c.step == r->total_steps;
+        double wall = now_s() - c.t0;
+
+        if (c.step % tc->log_every == 0 || last) {
+            double l = int_loss / int_rows;
+            if ((rc = emit(&c, "train_loss", l, wall))) break;
+            if (ds->classification && (rc = emit(&c, "train_acc", int_correct / int_rows, wall))) break;
+            if ((rc = emit(&c, "lr", lr, wall))) break;
+            res->final_train_loss = l;
+            if (!(l >= res->best_train_loss)) res->best_train_loss = l;
+            if (cfg->target_loss > 0 && res->steps_to_target < 0 && l <= cfg->target_loss) {
+                res->steps_to_target = c.step;
+                res->wall_to_target = wall;
+                res->hybrid_to_target = wall + c.hybrid_extra;
+            }
+            int_loss = int_rows = int_correct = 0;
+        }
+        if (ds->n_test > 0 && ((tc->eval_every > 0 && c.step % tc->eval_every == 0) ||
+                               (tc->eval_every == 0 && b.last_in_epoch) || last)) {
+            double tl, ta;
+            PROF_BEGIN(p, r->ph[PH_EVAL]);
+            evaluate(r, &tl, &ta);
+            PROF_END(p, r->ph[PH_EVAL], 0, 0);
+            wall = now_s() - c.t0;
+            if ((rc = emit(&c, "test_loss", tl, wall))) break;
+            if (ds->classification && (rc = emit(&c, "test_acc", ta, wall))) break;
+            res->final_test_loss = tl;
+            res->final_test_acc = ta;
+            if (ds->classification && !(ta <= res->best_test_acc)) res->best_test_acc = ta;
+        }
+        if (b.last_in_epoch) {
+            if (epoch_train_time > 0 && (rc = emit(&c, "samples_per_s", epoch_rows / epoch_train_time, wall))) break;
+            epoch_rows = 0;
+            epoch_train_time = 0;
+        }
+        if (sink && sink->progress)
+            sink->progress(sink->ud, c.step, r->total_steps, c.epoch, loss,
+                           train_time > 0 ? total_rows / train_time : 0);
+    }
+    double wall = now_s() - c.t0;
+
+    if (rc == ENG_ESINK || (rc && res->status == ENG_RUN_RUNNING)) {
+        res->status = ENG_RUN_FAILED;
+        snprintf(r->err, sizeof r->err, "%s", eng_error());
+    }
+    /* Steps of an unfinished logging interval still count for the final loss. */
+    if (int_rows > 0 && rc != ENG_ESINK) {
+        double l = int_loss / int_rows;
+        emit(&c, "train_loss", l, wall);
+        if (ds->classification) emit(&c, "train_acc", int_correct / int_rows, wall);
+        emit(&c, "lr", last_lr, wall);
+        res->final_train_loss = l;
+        if (!(l >= res->best_train_loss)) res->best_train_loss = l;
+    }
+    if (res->status == ENG_RUN_RUNNING) res->status = ENG_RUN_FINISHED;
+    res->wall_s = wall;
+    res->hybrid_s = wall + c.hybrid_extra;
+    res->samples_per_s = train_time > 0 ? total_rows / train_time : 0;
+    res->peak_bytes = prof_mem_peak();
+    res->peak_rss = prof_peak_rss();
+    if (r->nt) eng_newton_counts(r->nt, &res->solves, &res->quantum_solves);
+    res->error = res->status == ENG_RUN_FINISHED ? NULL : r->err;
+
+    if (p && sink && sink->op_stats && rc != ENG_ESINK) {
+        prof_row *rows = NULL;
+        size_t n = 0;
+        prof_summary sum;
+        if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
+            prof_summary_get(p, &sum);
+            if (sink->op_stats(sink->ud, rows, n, &sum) && rc == ENG_OK) {
+                rc = ENG_ESINK;
+                res->status = ENG_RUN_FAILED;
+                snprintf(r->err, sizeof r->err, "%s", eng_error());
+                res->error = r->err;
+            }
+        }
+        free(rows);
+    }
+    if (sink && sink->run_end) sink->run_end(sink->ud, res);
+    if (rc == ENG_OK) return ENG_OK;
+    /* Leave the run's own message for the caller (eng_error()). */
+    eng_fail(rc, "%s", r->err);
+    return rc;
+}

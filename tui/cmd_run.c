@@ -1,0 +1,525 @@
+/* cmd_run.c — `nnbench run FILE`: trains every variant of an experiment file, shows live
+ * progress on a terminal, prints a summary (table or JSON), profiles and stores the runs. */
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+        "usage: nnbench run FILE [options]\n\n"
+        "Trains every variant of the experiment file FILE (or the one named) and prints a\n"
+        "summary, one row per variant. Runs are stored in the database unless --no-db.\n\n"
+        "options:\n"
+        "  --variant NAME        run only this variant\n"
+        "  --set SECTION.KEY=V   override a key in every variant (repeatable), e.g. --set train.lr=0.1\n"
+        "  --seed N              same as --set experiment.seed=N\n"
+        "  --json                print the summary as JSON instead of a table\n"
+        "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
+        "  --no-db               do not store the runs\n"
+        "  --profile             profile every op; print a table after each variant\n"
+        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name (default self)\n"
+        "  --profile-rows N      rows of the profile table (default 25, 0 = all)\n"
+        "  --profile-by G        op, layer, phase, scope (default op)\n"
+        "  --trace FILE.json     write a Chrome trace (Perfetto) of a window of steps\n"
+        "  --trace-steps A:B     the trace's steps, inclusive, 1-based (default 1:5)\n"
+        "  --report FILE         after all variants, a comparison report (.md .html .json .csv)\n"
+        "  --keys                print every experiment-file key as a Markdown table\n\n"
+        "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad usage or\n"
+        "configuration; 130 interrupted (Ctrl-C stops at the next step and keeps the run).\n");
+}
+
+/* ---- live progress on a terminal ------------------------------------------------------ */
+
+typedef struct {
+    int tty;
+    const char *label;
+    double last_draw, t0;
+    double acc;           /* last train_acc, NAN if none */
+    int threads;
+    int drawn;
+} progress;
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int pr_begin(void *ud, const eng_run_info *info)
+{
+    progress *p = ud;
+    p->threads = info->threads;
+    p->t0 = mono_s();
+    p->last_draw = 0;
+    p->acc = NAN;
+    return 0;
+}
+
+static int pr_metric(void *ud, const eng_metric *m)
+{
+    progress *p = ud;
+    if (!strcmp(m->key, "train_acc")) p->acc = m->value;
+    return 0;
+}
+
+static void pr_progress(void *ud, long step, long total, int epoch, double loss, double sps)
+{
+    progress *p = ud;
+    if (!p->tty) return;
+    double now = mono_s();
+    if (now - p->last_draw < 0.1 && step != total) return; /* at most ~10 redraws a second */
+    p->last_draw = now;
+    double el = now - p->t0, eta = step > 0 ? el * (double)(total - step) / (double)step : 0;
+    char acc[32] = "";
+    if (!isnan(p->acc)) snprintf(acc, sizeof acc, "  acc %.3f", p->acc);
+    fprintf(stderr, "\r\033[K%s  epoch %d  step %ld/%ld  loss %.4g%s  %.0f samples/s  ETA %d:%02d",
+            p->label, epoch + 1, step, total, loss, acc, sps, (int)(eta / 60), (int)eta % 60);
+    fflush(stderr);
+    p->drawn = 1;
+}
+
+static void pr_end(void *ud, const eng_run_result *res)
+{
+    progress *p = ud;
+    if (p->tty && p->drawn) { fprintf(stderr, "\r\033[K"); fflush(stderr); }
+    p->drawn = 0;
+}
+
+/* ---- Ctrl-C ----------------------------------------------------------------------------- */
+
+static eng_run *volatile current_run;
+static volatile sig_atomic_t interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    interrupted = 1;
+    eng_run *r = current_run;
+    if (r) eng_run_request_stop(r);
+}
+
+/* ---- the summary ------------------------------------------------------------------------ */
+
+typedef struct {
+    char variant[128];
+    const char *optimizer;
+    eng_run_status status;
+    char error[512];
+    int created;
+    eng_run_result res;
+    int threads;
+    double target;
+    long long run_id;
+} row;
+
+static const char *opt_name(eng_optimizer o)
+{
+    static const char *const n[] = { "sgd", "momentum", "adam", "adamw", "newton" };
+    return (unsigned)o < 5 ? n[o] : "?";
+}
+
+static void fmt_num(char *out, size_t cap, double v, const char *fmt)
+{
+    if (isnan(v)) snprintf(out, cap, "-");
+    else snprintf(out, cap, fmt, v);
+}
+
+static void fmt_time(char *out, size_t cap, double s)
+{
+    if (isnan(s)) snprintf(out, cap, "-");
+    else if (s < 60) snprintf(out, cap, "%.2fs", s);
+    else snprintf(out, cap, "%dm%04.1fs", (int)(s / 60), fmod(s, 60));
+}
+
+static void print_table(const row *rows, size_t n)
+{
+    int any_newton = 0, any_target = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].optimizer, "newton")) any_newton = 1;
+        if (rows[i].target > 0) any_target = 1;
+    }
+    size_t wv = 7;
+    for (size_t i = 0; i < n; i++) if (strlen(rows[i].variant) > wv) wv = strlen(rows[i].variant);
+    printf("%-*s  %-9s  %-11s  %7s  %10s  %10s  %10s  %8s  %9s  %10s", (int)wv, "variant", "optimizer", "status",
+           "steps", "final loss", "best loss", "test loss", "test acc", "time", "samples/s");
+    if (any_newton) printf("  %9s", "hybrid");
+    if (any_target) printf("  %14s  %14s", "steps->target", "time->target");
+    printf("\n");
+    for (size_t i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const eng_run_result *s = &r->res;
+        char fl[32], bl[32], tl[32], acc[32], t[32], sps[32], hy[32], st[32], tt[32];
+        fmt_num(tl, sizeof tl, r->created ? s->final_test_loss : NAN, "%.4g");
+        fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN, "%.4g");
+        fmt_num(bl, sizeof bl, r->created ? s->best_train_loss : NAN, "%.4g");
+        fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN, "%.4f");
+        fmt_time(t, sizeof t, r->created ? s->wall_s : NAN);
+        fmt_num(sps, sizeof sps, r->created && s->samples_per_s > 0 ? s->samples_per_s : NAN, "%.0f");
+        fmt_time(hy, sizeof hy, r->created ? s->hybrid_s : NAN);
+        if (r->created && s->steps_to_target >= 0) snprintf(st, sizeof st, "%ld", s->steps_to_target);
+        else snprintf(st, sizeof st, "%s", r->target > 0 ? "not reached" : "-");
+        fmt_time(tt, sizeof tt, r->created && s->steps_to_target >= 0 ? s->wall_to_target : NAN);
+        printf("%-*s  %-9s  %-11s  %7ld  %10s  %10s  %10s  %8s  %9s  %10s", (int)wv, r->variant, r->optimizer,
+               eng_run_status_name(r->status), r->created ? s->steps : 0L, fl, bl, tl, acc, t, sps);
+        if (any_newton) printf("  %9s", hy);
+        if (any_target) printf("  %14s  %14s", st, tt);
+        printf("\n");
+    }
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c == '\n') fputs("\\n", f);
+        else if (c == '\t') fputs("\\t", f);
+        else if (c < 0x20) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_num(FILE *f, const char *key, double v, int last)
+{
+    fprintf(f, "      \"%s\": ", key);
+    if (isfinite(v)) fprintf(f, "%.10g", v);
+    else fputs("null", f);
+    fputs(last ? "\n" : ",\n", f);
+}
+
+static void print_json(const eng_experiment *ex, const row *rows, size_t n, int exit_code)
+{
+    printf("{\n  \"file\": ");
+    json_str(stdout, ex->path);
+    printf(",\n  \"experiment\": ");
+    json_str(stdout, ex->n_variants ? ex->variants[0].name : "");
+    printf(",\n  \"exit_status\": %d,\n  \"variants\": [\n", exit_code);
+    for (size_t i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const eng_run_result *s = &r->res;
+        double na = NAN;
+        printf("    {\n      \"variant\": ");
+        json_str(stdout, r->variant);
+        printf(",\n      \"optimizer\": ");
+        json_str(stdout, r->optimizer);
+        printf(",\n      \"status\": ");
+        json_str(stdout, eng_run_status_name(r->status));
+        printf(",\n      \"error\": ");
+        if (r->error[0]) json_str(stdout, r->error); else printf("null");
+        printf(",\n");
+        if (r->run_id > 0) printf("      \"run_id\": %lld,\n", r->run_id);
+        else printf("      \"run_id\": null,\n");
+        printf("      \"threads\": %d,\n", r->threads);
+        json_num(stdout, "steps", r->created ? (double)s->steps : 0, 0);
+        json_num(stdout, "epochs", r->created ? (double)s->epochs : 0, 0);
+        json_num(stdout, "final_train_loss", r->created ? s->final_train_loss : na, 0);
+        json_num(stdout, "best_train_loss", r->created ? s->best_train_loss : na, 0);
+        json_num(stdout, "final_test_loss", r->created ? s->final_test_loss : na, 0);
+        json_num(stdout, "final_test_acc", r->created ? s->final_test_acc : na, 0);
+        json_num(stdout, "best_test_acc", r->created ? s->best_test_acc : na, 0);
+        json_num(stdout, "wall_s", r->created ? s->wall_s : na, 0);
+        json_num(stdout, "hybrid_s", r->created ? s->hybrid_s : na, 0);
+        json_num(stdout, "samples_per_s", r->created ? s->samples_per_s : na, 0);
+        json_num(stdout, "target_loss", r->target > 0 ? r->target : na, 0);
+        json_num(stdout, "steps_to_target", r->created && s->steps_to_target >= 0 ? (double)s->steps_to_target : na, 0);
+        json_num(stdout, "wall_to_target", r->created ? s->wall_to_target : na, 0);
+        json_num(stdout, "hybrid_to_target", r->created ? s->hybrid_to_target : na, 0);
+        json_num(stdout, "peak_bytes", r->created ? (double)s->peak_bytes : na, 0);
+        json_num(stdout, "peak_rss", r->created ? (double)s->peak_rss : na, 0);
+        json_num(stdout, "solves", r->created ? (double)s->solves : na, 0);
+        json_num(stdout, "quantum_solves", r->created ? (double)s->quantum_solves : na, 0);
+        json_num(stdout, "kappa_first", r->created ? s->kappa_first : na, 0);
+        json_num(stdout, "kappa_last", r->created ? s->kappa_last : na, 1);
+        printf("    }%s\n", i + 1 < n ? "," : "");
+    }
+    printf("  ]\n}\n");
+}
+
+static void print_keys_markdown(void)
+{
+    printf("| key | type | default | meaning |\n|---|---|---|---|\n");
+    for (const eng_key_doc *d = eng_key_docs; d->key; d++) {
+        printf("| `%s` | %s | %s%s%s | ", d->key, d->type, d->def[0] && d->def[0] != '(' ? "`" : "",
+               d->def[0] ? d->def : "\"\"", d->def[0] && d->def[0] != '(' ? "`" : "");
+        for (const char *c = d->help; *c; c++) {
+            if (*c == '|') fputs("\\|", stdout);
+            else putchar(*c);
+        }
+        printf(" |\n");
+    }
+}
+
+/* "out.json" + "sgd" -> "out-sgd.json" */
+static void suffixed(char *out, size_t cap, const char *path, const char *variant)
+{
+    const char *dot = strrchr(path, '.');
+    const char *slash = strrchr(path, '/');
+    if (!dot || (slash && dot < slash)) { snprintf(out, cap, "%s-%s", path, variant); return; }
+    snprintf(out, cap, "%.*s-%s%s", (int)(dot - path), path, variant, dot);
+}
+
+/* ---- the command ------------------------------------------------------------------------ */
+
+int cmd_run(int argc, char **argv)
+{
+    const char *file = NULL, *variant = NULL, *db_flag = NULL, *report = NULL, *trace = NULL;
+    const char *prof_sort_s = "self", *prof_by_s = "op";
+    int json = 0, no_db = 0, profile = 0;
+    long prof_rows_n = 25, trace_a = 1, trace_b = 5;
+    size_t n_sets = 0;
+    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
+    char seed_set[64];
+    if (!sets) { fprintf(stderr, "nnbench run: out of memory\n"); return 1; }
+
+#define NEED_ARG()                                                                           \
+    do {                                                                                     \
+        if (i + 1 >= argc) {                                                                 \
+            fprintf(stderr, "nnbench run: %s needs a value; see nnbench run --help\n", a);  \
+            free(sets);                                                                      \
+            return 2;                                                                        \
+        }                                                                                    \
+    } while (0)
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(sets); return 0; }
+        else if (!strcmp(a, "--keys")) { print_keys_markdown(); free(sets); return 0; }
+        else if (!strcmp(a, "--variant")) { NEED_ARG(); variant = argv[++i]; }
+        else if (!strcmp(a, "--set")) { NEED_ARG(); sets[n_sets++] = argv[++i]; }
+        else if (!strncmp(a, "--set=", 6)) sets[n_sets++] = a + 6;
+        else if (!strcmp(a, "--seed")) {
+            NEED_ARG();
+            snprintf(seed_set, sizeof seed_set, "experiment.seed=%s", argv[++i]);
+            sets[n_sets++] = seed_set;
+        }
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--db")) { NEED_ARG(); db_flag = argv[++i]; }
+        else if (!strcmp(a, "--no-db")) no_db = 1;
+        else if (!strcmp(a, "--profile")) profile = 1;
+        else if (!strcmp(a, "--profile-sort")) { NEED_ARG(); prof_sort_s = argv[++i]; profile = 1; }
+        else if (!strcmp(a, "--profile-by")) { NEED_ARG(); prof_by_s = argv[++i]; profile = 1; }
+        else if (!strcmp(a, "--profile-rows")) {
+            NEED_ARG();
+            char *end;
+            prof_rows_n = strtol(argv[++i], &end, 10);
+            if (*end || prof_rows_n < 0) {
+                fprintf(stderr, "nnbench run: --profile-rows: expected a number >= 0, got '%s'\n", argv[i]);
+                free(sets);
+                return 2;
+            }
+            profile = 1;
+        }
+        else if (!strcmp(a, "--trace")) { NEED_ARG(); trace = argv[++i]; }
+        else if (!strcmp(a, "--trace-steps")) {
+            NEED_ARG();
+            const char *v = argv[++i];
+            char *end;
+            trace_a = strtol(v, &end, 10);
+            if (*end == ':') trace_b = strtol(end + 1, &end, 10);
+            if (*end || trace_a < 1 || trace_b < trace_a) {
+                fprintf(stderr, "nnbench run: --trace-steps: expected A:B with 1 <= A <= B, got '%s'\n", v);
+                free(sets);
+                return 2;
+            }
+        }
+        else if (!strcmp(a, "--report")) { NEED_ARG(); report = argv[++i]; }
+        else if (a[0] == '-' && a[1]) {
+            fprintf(stderr, "nnbench run: unknown option '%s'; see nnbench run --help\n", a);
+            free(sets);
+            return 2;
+        }
+        else if (!file) file = a;
+        else {
+            fprintf(stderr, "nnbench run: one experiment file at a time (got '%s' and '%s')\n", file, a);
+            free(sets);
+            return 2;
+        }
+    }
+#undef NEED_ARG
+    if (!file) {
+        fprintf(stderr, "nnbench run: which experiment file? usage: nnbench run FILE (see nnbench run --help)\n");
+        free(sets);
+        return 2;
+    }
+    prof_sort psort;
+    prof_group pgroup;
+    if (prof_sort_parse(prof_sort_s, &psort)) {
+        fprintf(stderr, "nnbench run: --profile-sort: expected self, total, calls, avg, flops, bytes, mem or name, got '%s'\n", prof_sort_s);
+        free(sets);
+        return 2;
+    }
+    if (prof_group_parse(prof_by_s, &pgroup)) {
+        fprintf(stderr, "nnbench run: --profile-by: expected op, layer, phase or scope, got '%s'\n", prof_by_s);
+        free(sets);
+        return 2;
+    }
+    if (report && no_db) {
+        fprintf(stderr, "nnbench run: --report reads the stored runs; it cannot be used with --no-db\n");
+        free(sets);
+        return 2;
+    }
+
+    eng_experiment *ex = NULL;
+    if (eng_experiment_load(file, sets, n_sets, &ex)) {
+        fprintf(stderr, "%s\n", eng_error());
+        free(sets);
+        return 2;
+    }
+    free(sets);
+    if (variant && eng_experiment_select(ex, variant)) {
+        fprintf(stderr, "%s\n", eng_error());
+        eng_experiment_free(ex);
+        return 2;
+    }
+
+    /* The store is opened before any training: a read-only or corrupt database refuses now. */
+    const char *db_path = cli_db_path(db_flag);
+    cli_store_sink *store = NULL;
+    if (!no_db) {
+        store = cli_store_sink_open(db_path);
+        if (!store) { eng_experiment_free(ex); return 1; }
+    }
+
+    row *rows = calloc(ex->n_variants, sizeof *rows);
+    long long *ids = calloc(ex->n_variants, sizeof *ids);
+    if (!rows || !ids) {
+        fprintf(stderr, "nnbench run: out of memory\n");
+        free(rows); free(ids);
+        if (store) cli_store_sink_close(store);
+        eng_experiment_free(ex);
+        return 1;
+    }
+    size_t n_rows = 0, n_ids = 0;
+    int any_failed = 0, any_config = 0;
+
+    struct sigaction sa, old_sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_sa);
+    interrupted = 0;
+
+    progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
+    eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
+                         .progress = pr_progress, .run_end = pr_end };
+    eng_sink store_sink;
+    if (store) store_sink = cli_store_sink_get(store);
+    eng_sink_tee tee = { .sinks = { &pr_sink, store ? &store_sink : NULL }, .n = 2 };
+    eng_sink sink = eng_sink_tee_make(&tee);
+    FILE *side = json ? stderr : stdout; /* stdout carries only JSON under --json */
+
+    for (size_t v = 0; v < ex->n_variants && !interrupted; v++) {
+        const eng_config *cfg = &ex->variants[v];
+        row *r = &rows[n_rows++];
+        snprintf(r->variant, sizeof r->variant, "%s", cfg->variant[0] ? cfg->variant : cfg->name);
+        r->optimizer = opt_name(cfg->train.optimizer);
+        r->target = cfg->target_loss;
+        r->status = ENG_RUN_FAILED;
+        pr.label = r->variant;
+
+        prof_t *prof = NULL;
+        char trace_path[600];
+        if (profile || cfg->profile.enabled || trace) {
+            prof_options po = { .counters = cfg->profile.counters, .trace_first = trace_a, .trace_last = trace_b };
+            if (trace) {
+                if (ex->n_variants > 1) suffixed(trace_path, sizeof trace_path, trace, r->variant);
+                else snprintf(trace_path, sizeof trace_path, "%s", trace);
+                po.trace_path = trace_path;
+            }
+            prof = prof_create(&po);
+            if (!prof) {
+                snprintf(r->error, sizeof r->error, "profiler: %s", prof_error());
+                fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+                any_failed = 1;
+                continue;
+            }
+        }
+
+        eng_run *run = NULL;
+        int rc = eng_run_create(cfg, ex->text, prof, &run);
+        if (rc) {
+            snprintf(r->error, sizeof r->error, "%s", eng_error());
+            fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+            if (rc == ENG_EINVAL) any_config = 1;
+            else any_failed = 1;
+            prof_destroy(prof);
+            continue;
+        }
+        current_run = run;
+        if (interrupted) eng_run_request_stop(run);
+        rc = eng_run_train(run, &sink);
+        current_run = NULL;
+        r->created = 1;
+        r->res = *eng_run_result_get(run);
+        r->status = r->res.status;
+        r->threads = pr.threads;
+        if (r->res.error) snprintf(r->error, sizeof r->error, "%s", r->res.error);
+        r->res.error = NULL; /* points into the run, about to be freed */
+        if (rc && rc != ENG_ESTOPPED) {
+            fprintf(stderr, "variant %s: %s\n", r->variant, r->error[0] ? r->error : eng_error());
+            any_failed = 1;
+        } else if (rc == ENG_ESTOPPED) {
+            fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+        }
+        if (store) {
+            r->run_id = cli_store_sink_run_id(store);
+            if (r->run_id > 0) {
+                ids[n_ids++] = r->run_id;
+                fprintf(side, "variant %s: stored as run %lld in %s\n", r->variant, r->run_id, db_path);
+            }
+        }
+        if (prof) {
+            prof_row *prow = NULL;
+            size_t pn = 0;
+            if (!prof_rows(prof, pgroup, &prow, &pn)) {
+                prof_summary sum;
+                prof_summary_get(prof, &sum);
+                prof_rows_sort(prow, pn, psort);
+                fprintf(side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, prof_by_s, prof_sort_s);
+                prof_print_table(side, prow, pn, &sum, psort, (size_t)prof_rows_n);
+                fprintf(side, "\n");
+                free(prow);
+            } else {
+                fprintf(stderr, "variant %s: profile: %s\n", r->variant, prof_error());
+            }
+        }
+        eng_run_destroy(run);
+        prof_destroy(prof); /* writes the trace when one was asked for */
+        if (trace && prof) fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
+    }
+    sigaction(SIGINT, &old_sa, NULL);
+
+    int code = interrupted ? 130 : any_config ? 2 : any_failed ? 1 : 0;
+    if (json) print_json(ex, rows, n_rows, code);
+    else print_table(rows, n_rows);
+    fflush(stdout);
+
+    if (report) {
+        if (n_ids == 0) {
+            fprintf(stderr, "nnbench run: --report %s: no run was stored\n", report);
+            if (!code) code = 1;
+        } else {
+            /* The report reads the database: the store must have flushed and closed first. */
+            cli_store_sink_close(store);
+            store = NULL;
+            if (cli_report_write(db_path, ids, n_ids, report)) { if (!code) code = 1; }
+            else fprintf(side, "report of %zu run%s written to %s\n", n_ids, n_ids == 1 ? "" : "s", report);
+        }
+    }
+    if (store) cli_store_sink_close(store);
+    free(rows);
+    free(ids);
+    eng_experiment_free(ex);
+    return code;
+}
