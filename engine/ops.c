@@ -82,12 +82,14 @@ static uint64_t dense_bytes(const eng_node *n, int rows, eng_dir dir)
 static void bias_fwd(eng_node *n, int rows)
 {
     size_t nb = n->n_b, s = n->out_size / nb;
+    const float *restrict b = n->b;
     for (int r = 0; r < rows; r++) {
-        float *y = n->y + (size_t)r * n->out_size;
-        for (size_t c = 0; c < nb; c++) {
-            float bc = n->b[c];
-            for (size_t k = 0; k < s; k++) y[c * s + k] += bc;
-        }
+        float *restrict y = n->y + (size_t)r * n->out_size;
+        if (s == 1)
+            for (size_t c = 0; c < nb; c++) y[c] += b[c];
+        else
+            for (size_t c = 0; c < nb; c++)
+                for (size_t k = 0; k < s; k++) y[c * s + k] += b[c];
     }
 }
 
@@ -95,14 +97,18 @@ static void bias_fwd(eng_node *n, int rows)
 static void bias_bwd(eng_node *n, int rows)
 {
     size_t nb = n->n_b, s = n->out_size / nb;
-    memset(n->db, 0, nb * sizeof(float));
+    float *restrict db = n->db;
+    memset(db, 0, nb * sizeof(float));
     for (int r = 0; r < rows; r++) {
-        const float *dy = n->dy + (size_t)r * n->out_size;
-        for (size_t c = 0; c < nb; c++) {
-            float acc = 0.0f;
-            for (size_t k = 0; k < s; k++) acc += dy[c * s + k];
-            n->db[c] += acc;
-        }
+        const float *restrict dy = n->dy + (size_t)r * n->out_size;
+        if (s == 1)
+            for (size_t c = 0; c < nb; c++) db[c] += dy[c];
+        else
+            for (size_t c = 0; c < nb; c++) {
+                float acc = 0.0f;
+                for (size_t k = 0; k < s; k++) acc += dy[c * s + k];
+                db[c] += acc;
+            }
     }
 }
 
@@ -121,23 +127,31 @@ static uint64_t bias_bytes(const eng_node *n, int rows, eng_dir dir)
 static void relu_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->y[i] = n->x[i] > 0.0f ? n->x[i] : 0.0f;
+    const float *restrict x = n->x;
+    float *restrict y = n->y;
+    for (size_t i = 0; i < e; i++) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 static void relu_bwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->dx[i] = n->x[i] > 0.0f ? n->dy[i] : 0.0f;
+    const float *restrict x = n->x, *restrict dy = n->dy;
+    float *restrict dx = n->dx;
+    for (size_t i = 0; i < e; i++) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 static void tanh_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->y[i] = tanhf(n->x[i]);
+    const float *restrict x = n->x;
+    float *restrict y = n->y;
+    for (size_t i = 0; i < e; i++) y[i] = tanhf(x[i]);
 }
 static void tanh_bwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->dx[i] = n->dy[i] * (1.0f - n->y[i] * n->y[i]);
+    const float *restrict y = n->y, *restrict dy = n->dy;
+    float *restrict dx = n->dx;
+    for (size_t i = 0; i < e; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
 /* Written so exp never overflows: exp(-|x|) is at most 1. */
@@ -150,22 +164,28 @@ static inline float sigmoidf(float x)
 static void sigmoid_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->y[i] = sigmoidf(n->x[i]);
+    const float *restrict x = n->x;
+    float *restrict y = n->y;
+    for (size_t i = 0; i < e; i++) y[i] = sigmoidf(x[i]);
 }
 static void sigmoid_bwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->dx[i] = n->dy[i] * n->y[i] * (1.0f - n->y[i]);
+    const float *restrict y = n->y, *restrict dy = n->dy;
+    float *restrict dx = n->dx;
+    for (size_t i = 0; i < e; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
 
 /* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 static void gelu_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
+    const float *restrict xs = n->x;
+    float *restrict y = n->y;
     for (size_t i = 0; i < e; i++) {
-        float x = n->x[i];
+        float x = xs[i];
         float u = GELU_C * x * (1.0f + GELU_K * x * x);
-        n->y[i] = 0.5f * x * (1.0f + tanhf(u));
+        y[i] = 0.5f * x * (1.0f + tanhf(u));
     }
 }
 static inline float gelu_d1(float x)
@@ -179,7 +199,9 @@ static inline float gelu_d1(float x)
 static void gelu_bwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
-    for (size_t i = 0; i < e; i++) n->dx[i] = n->dy[i] * gelu_d1(n->x[i]);
+    const float *restrict x = n->x, *restrict dy = n->dy;
+    float *restrict dx = n->dx;
+    for (size_t i = 0; i < e; i++) dx[i] = dy[i] * gelu_d1(x[i]);
 }
 
 static uint64_t act_bytes(const eng_node *n, int rows, eng_dir dir)
@@ -511,6 +533,7 @@ static uint64_t pool_flops(const eng_node *n, int rows, eng_dir dir)
 static uint64_t pool_bytes(const eng_node *n, int rows, eng_dir dir)
 {
     uint64_t o = U64(rows) * n->out_size;
+    if (dir == ENG_BWD && !n->dx) return 0;
     return 4 * (dir == ENG_FWD ? 6 * o : U64(rows) * n->in_size + 3 * o);
 }
 
