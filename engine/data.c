@@ -291,12 +291,14 @@ static int split(eng_dataset *ds, double fraction, int cap_train, int cap_test, 
 /* ---- normalisation ----------------------------------------------------------------- */
 
 /* Per-feature affine map x -> (x - shift) * mul from training statistics, applied to both
- * sets. A constant feature (zero spread) is only shifted, never divided by zero. */
+ * sets (idx's scale excepted: x/255 needs no statistics and is applied by the loader).
+ * A constant feature (zero spread) is only shifted, never divided by zero. */
 static int normalize(eng_dataset *ds, eng_norm how, int idx)
 {
     if (how == ENG_NORM_NONE) return ENG_OK;
     if (how != ENG_NORM_SCALE && how != ENG_NORM_STANDARD && how != ENG_NORM_MINMAX)
         return eng_fail(ENG_EINVAL, "data.normalize: unknown normalisation %d", (int)how);
+    if (how == ENG_NORM_SCALE && idx) return ENG_OK;    /* x/255 was applied while reading */
     size_t d = ds->in_size, n = (size_t)ds->n_train;
     double *shift = prof_calloc(d, sizeof(double)), *mul = prof_calloc(d, sizeof(double));
     double *a = prof_calloc(d, sizeof(double)), *b = prof_calloc(d, sizeof(double));
@@ -304,9 +306,7 @@ static int normalize(eng_dataset *ds, eng_norm how, int idx)
         prof_free(shift); prof_free(mul); prof_free(a); prof_free(b);
         return eng_fail(ENG_ENOMEM, "data: out of memory for normalisation statistics");
     }
-    if (how == ENG_NORM_SCALE && idx) {
-        for (size_t f = 0; f < d; f++) mul[f] = 1.0 / 255.0;
-    } else if (how == ENG_NORM_SCALE) {          /* a: max |x| */
+    if (how == ENG_NORM_SCALE) {          /* a: max |x| */
         for (size_t i = 0; i < n; i++)
             for (size_t f = 0; f < d; f++) {
                 double v = fabs(ds->x_train[i * d + f]);

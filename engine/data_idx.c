@@ -12,13 +12,16 @@
 
 #define PATH_MAX_LEN 512
 
+/* One IDX file whose header has been read and checked; the samples follow. */
 typedef struct {
+    gzFile f;
+    const char *path;
+    int labels;           /* 1: a label file (1 dimension) */
     int ndim;
     long long dims[4];
     long long count;      /* dims[0] */
     size_t item;          /* bytes per sample: product of dims[1..] */
-    int rows;             /* samples read (after the cap) */
-    uint8_t *data;        /* rows * item */
+    long long hsize;      /* header bytes */
 } idx_file;
 
 static int is_file(const char *p)
@@ -45,7 +48,10 @@ static long long read_full(gzFile f, const char *path, long long offset, void *b
             int zerr;
             const char *msg = gzerror(f, &zerr);
             if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
-                eng_fail(ENG_EFORMAT, "%s: corrupt data after byte %lld: %s", path,
+                /* zlib prefixes its message with the path: drop it. */
+                size_t pl = strlen(path);
+                if (!strncmp(msg, path, pl) && !strncmp(msg + pl, ": ", 2)) msg += pl + 2;
+                eng_fail(ENG_EFORMAT, "%s: corrupt gzip data after %lld good bytes: %s", path,
                          offset + (long long)got, zerr == Z_ERRNO ? strerror(errno) : msg);
                 return -1;
             }
@@ -56,51 +62,53 @@ static long long read_full(gzFile f, const char *path, long long offset, void *b
     return (long long)got;
 }
 
-/* Opens and validates one IDX file; reads the first `cap` samples (0 = all). labels: a
- * 1-dimensional label file is expected, otherwise 2 to 4 dimensions of image data. */
-static int idx_read(const char *path, int labels, int cap, idx_file *out)
+/* Opens one IDX file and validates its header. labels: a 1-dimensional label file is
+ * expected, otherwise 2 to 4 dimensions of image data. On success the file stays open at
+ * the first sample (idx_close closes it). */
+static int idx_open(const char *path, int labels, idx_file *out)
 {
     memset(out, 0, sizeof *out);
+    out->path = path;
+    out->labels = labels;
     errno = 0;
     gzFile f = gzopen(path, "rb");
     if (!f)
         return eng_fail(ENG_EIO, "%s: cannot open: %s", path,
                         errno ? strerror(errno) : "out of memory");
     gzbuffer(f, 1u << 17);
-    const char *what = labels ? "label" : "image";
     uint8_t hdr[4 + 4 * 4];
     int rc = ENG_OK;
     long long got = read_full(f, path, 0, hdr, 4);
-    if (got < 0) { rc = ENG_EFORMAT; goto done; }
+    if (got < 0) { rc = ENG_EFORMAT; goto fail; }
     if (got < 4) {
         rc = eng_fail(ENG_EFORMAT, "%s: truncated at byte %lld of the 4-byte IDX magic number",
                       path, got);
-        goto done;
+        goto fail;
     }
     if (hdr[0] != 0 || hdr[1] != 0) {
         rc = eng_fail(ENG_EFORMAT,
                       "%s: bad magic number 0x%02x%02x%02x%02x at byte 0: not an IDX file "
                       "(IDX starts with 00 00, a type byte and a dimension count)",
                       path, hdr[0], hdr[1], hdr[2], hdr[3]);
-        goto done;
+        goto fail;
     }
     if (hdr[2] != 0x08) {
         rc = eng_fail(ENG_EFORMAT, "%s: IDX data type 0x%02x at byte 2 is not supported "
                       "(only 0x08, unsigned byte)", path, hdr[2]);
-        goto done;
+        goto fail;
     }
     int ndim = hdr[3];
     if (labels ? ndim != 1 : (ndim < 2 || ndim > 4)) {
         rc = eng_fail(ENG_EFORMAT, "%s: %d dimensions at byte 3, but a %s file has %s", path,
                       ndim, labels ? "label" : "image", labels ? "1" : "2 to 4 (n, [c,] h, w)");
-        goto done;
+        goto fail;
     }
     got = read_full(f, path, 4, hdr + 4, 4 * (size_t)ndim);
-    if (got < 0) { rc = ENG_EFORMAT; goto done; }
+    if (got < 0) { rc = ENG_EFORMAT; goto fail; }
     if (got < 4 * ndim) {
         rc = eng_fail(ENG_EFORMAT, "%s: truncated at byte %lld of the %d-byte IDX header",
                       path, 4 + got, 4 + 4 * ndim);
-        goto done;
+        goto fail;
     }
     out->ndim = ndim;
     out->item = 1;
@@ -110,35 +118,55 @@ static int idx_read(const char *path, int labels, int cap, idx_file *out)
         if (out->dims[d] == 0 || (d == 0 && out->dims[d] > 0x7fffffff)) {
             rc = eng_fail(ENG_EFORMAT, "%s: dimension %d at byte %d is %lld", path, d, 4 + 4 * d,
                           out->dims[d]);
-            goto done;
+            goto fail;
         }
         if (d > 0) out->item *= (size_t)out->dims[d];
     }
     if (out->item > (1u << 24)) {
         rc = eng_fail(ENG_EFORMAT, "%s: samples of %zu bytes are too large", path, out->item);
-        goto done;
+        goto fail;
     }
     out->count = out->dims[0];
-    long long hsize = 4 + 4LL * ndim;
-    long long total = hsize + out->count * (long long)out->item;
-    int rows = cap > 0 && cap < out->count ? cap : (int)out->count;
-    out->data = prof_malloc((size_t)rows * out->item);
-    if (!out->data) {
-        rc = eng_fail(ENG_ENOMEM, "%s: out of memory for %d %ss", path, rows, what);
-        goto done;
-    }
-    size_t want = (size_t)rows * out->item;
-    got = read_full(f, path, hsize, out->data, want);
-    if (got < 0) { rc = ENG_EFORMAT; goto done; }
-    if ((size_t)got < want) {
-        rc = eng_fail(ENG_EFORMAT, "%s: truncated at byte %lld of %lld (%s %lld)", path,
-                      hsize + got, total, what, got / (long long)out->item);
-        goto done;
-    }
-    out->rows = rows;
-done:
+    out->hsize = 4 + 4LL * ndim;
+    out->f = f;
+    return ENG_OK;
+fail:
     gzclose(f);
-    if (rc) { prof_free(out->data); out->data = NULL; }
+    return rc;
+}
+
+static void idx_close(idx_file *x)
+{
+    if (x->f) gzclose(x->f);
+    x->f = NULL;
+}
+
+/* Reads the next `rows` samples, converting each byte through lut (images into x) or
+ * storing it as a class index (labels into y); in chunks, so no byte copy of the whole
+ * file is ever held. */
+static int idx_read_rows(idx_file *in, int rows, const float *lut, float *x, int32_t *y)
+{
+    enum { CHUNK = 1 << 20 };
+    uint8_t *buf = prof_malloc(CHUNK);
+    if (!buf) return eng_fail(ENG_ENOMEM, "%s: out of memory", in->path);
+    size_t want = (size_t)rows * in->item, done = 0;
+    int rc = ENG_OK;
+    while (done < want) {
+        size_t n = want - done < CHUNK ? want - done : CHUNK;
+        long long got = read_full(in->f, in->path, in->hsize + (long long)done, buf, n);
+        if (got < 0) { rc = ENG_EFORMAT; break; }
+        if (x) for (long long i = 0; i < got; i++) x[done + (size_t)i] = lut[buf[i]];
+        else for (long long i = 0; i < got; i++) y[done + (size_t)i] = buf[i];
+        done += (size_t)got;
+        if ((size_t)got < n) {
+            rc = eng_fail(ENG_EFORMAT, "%s: truncated at byte %lld of %lld (%s %lld)", in->path,
+                          in->hsize + (long long)done,
+                          in->hsize + in->count * (long long)in->item,
+                          in->labels ? "label" : "image", (long long)(done / in->item));
+            break;
+        }
+    }
+    prof_free(buf);
     return rc;
 }
 
@@ -177,22 +205,22 @@ static int contains_ci(const char *s, const char *word)
     return 0;
 }
 
-/* Images + labels of one part (train or test), checked against each other. */
-static int load_pair(const char *img_path, const char *lab_path, int cap, idx_file *img,
-                     idx_file *lab)
+/* Opens images + labels of one part (train or test) and checks them against each other. */
+static int open_pair(const char *img_path, const char *lab_path, idx_file *img, idx_file *lab)
 {
-    int rc = idx_read(img_path, 0, cap, img);
+    int rc = idx_open(img_path, 0, img);
     if (rc) return rc;
-    rc = idx_read(lab_path, 1, cap, lab);
-    if (rc) { prof_free(img->data); img->data = NULL; return rc; }
+    rc = idx_open(lab_path, 1, lab);
+    if (rc) { idx_close(img); return rc; }
     if (img->count != lab->count) {
-        prof_free(img->data); prof_free(lab->data);
-        img->data = lab->data = NULL;
+        idx_close(img); idx_close(lab);
         return eng_fail(ENG_EFORMAT, "%s holds %lld images but %s holds %lld labels",
                         img_path, img->count, lab_path, lab->count);
     }
     return ENG_OK;
 }
+
+static int capped(long long count, int cap) { return cap > 0 && cap < count ? cap : (int)count; }
 
 int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
 {
@@ -215,6 +243,9 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
                             ti ? "images" : "labels", ti ? "labels" : "images");
         have_test = ti;
     } else {
+        struct stat st;
+        if (stat(dc->path, &st) != 0)
+            return eng_fail(ENG_EIO, "%s: cannot open: %s", dc->path, strerror(errno));
         snprintf(img, sizeof img, "%s", dc->path);
         if (dc->labels[0]) snprintf(lab, sizeof lab, "%s", dc->labels);
         else if (!derive_labels(img, lab))
@@ -233,11 +264,10 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
     }
 
     idx_file tr_i, tr_l, te_i = {0}, te_l = {0};
-    /* Without a test set every sample is read: the split picks from all of them. */
-    int rc = load_pair(img, lab, have_test ? dc->n : 0, &tr_i, &tr_l);
+    int rc = open_pair(img, lab, &tr_i, &tr_l);
     if (rc) return rc;
     if (have_test) {
-        rc = load_pair(timg, tlab, dc->n_test, &te_i, &te_l);
+        rc = open_pair(timg, tlab, &te_i, &te_l);
         if (!rc && (te_i.item != tr_i.item || te_i.ndim != tr_i.ndim ||
                     memcmp(te_i.dims + 1, tr_i.dims + 1, sizeof(long long) * (size_t)(tr_i.ndim - 1)))) {
             rc = eng_fail(ENG_EFORMAT, "%s: test images are %lldx%lld but the training images "
@@ -246,6 +276,9 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
                           tr_i.dims[tr_i.ndim - 1]);
         }
     }
+    /* Without a test set every sample is read: the split picks from all of them. */
+    int n_tr = capped(tr_i.count, have_test ? dc->n : 0);
+    int n_te = have_test ? capped(te_i.count, dc->n_test) : 0;
     if (!rc) {
         ds->classification = 1;
         ds->n_targets = 0;
@@ -253,27 +286,27 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
         else if (tr_i.ndim == 3) { ds->in_shape[0] = 1; ds->in_shape[1] = (int)tr_i.dims[1]; ds->in_shape[2] = (int)tr_i.dims[2]; }
         else { ds->in_shape[0] = (int)tr_i.dims[1]; ds->in_shape[1] = (int)tr_i.dims[2]; ds->in_shape[2] = (int)tr_i.dims[3]; }
         ds->in_size = tr_i.item;
-        rc = eng_data_alloc(ds, tr_i.rows, te_i.rows);
+        rc = eng_data_alloc(ds, n_tr, n_te);
     }
+    /* scale (x/255) is applied here, byte by byte through the table, instead of in a
+     * second pass over the floats. */
+    float lut[256];
+    for (int v = 0; v < 256; v++)
+        lut[v] = dc->normalize == ENG_NORM_SCALE ? (float)(v * (1.0 / 255.0)) : (float)v;
+    if (!rc) rc = idx_read_rows(&tr_i, n_tr, lut, ds->x_train, NULL);
+    if (!rc) rc = idx_read_rows(&tr_l, n_tr, NULL, NULL, ds->y_train);
+    if (!rc && have_test) rc = idx_read_rows(&te_i, n_te, lut, ds->x_test, NULL);
+    if (!rc && have_test) rc = idx_read_rows(&te_l, n_te, NULL, NULL, ds->y_test);
     if (!rc) {
         int maxlab = 0;
-        for (int part = 0; part < 2; part++) {
-            const idx_file *im = part ? &te_i : &tr_i, *lb = part ? &te_l : &tr_l;
-            float *x = part ? ds->x_test : ds->x_train;
-            int32_t *y = part ? ds->y_test : ds->y_train;
-            size_t nv = (size_t)im->rows * im->item;
-            for (size_t i = 0; i < nv; i++) x[i] = (float)im->data[i];
-            for (int i = 0; i < lb->rows; i++) {
-                y[i] = lb->data[i];
-                if (y[i] > maxlab) maxlab = y[i];
-            }
-        }
+        for (int i = 0; i < n_tr; i++) if (ds->y_train[i] > maxlab) maxlab = ds->y_train[i];
+        for (int i = 0; i < n_te; i++) if (ds->y_test[i] > maxlab) maxlab = ds->y_test[i];
         ds->n_classes = maxlab + 1;
         const char *nm = contains_ci(dc->path, "fashion") ? "fashion-mnist"
                        : contains_ci(dc->path, "mnist") ? "mnist" : eng_data_basename(dc->path);
         snprintf(ds->name, sizeof ds->name, "%s", nm);
     }
-    prof_free(tr_i.data); prof_free(tr_l.data); prof_free(te_i.data); prof_free(te_l.data);
+    idx_close(&tr_i); idx_close(&tr_l); idx_close(&te_i); idx_close(&te_l);
     *split = !have_test;
     return rc;
 }

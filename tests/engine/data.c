@@ -408,6 +408,18 @@ static void test_idx_truncated(void **state)
     assert_memory_equal(eng_error(), want, strlen(want));
     assert_non_null(strstr(eng_error(), " of 216 (image "));
 
+    /* a damaged gzip stream (the CRC in its trailer) */
+    write_idx(img, 1, 0, 10, 5, 4, 0, 8);
+    f = fopen(img, "r+b");
+    fseek(f, -8, SEEK_END);
+    int ch = fgetc(f);
+    fseek(f, -8, SEEK_END);
+    fputc(ch ^ 0xff, f);
+    fclose(f);
+    assert_int_equal(eng_data_load(&c, 1, &ds), ENG_EFORMAT);
+    snprintf(want, sizeof want, "%s: corrupt gzip data after 0 good bytes: incorrect data check", img);
+    assert_string_equal(eng_error(), want);
+
     /* a truncated plain labels file */
     char *pdir = tpath("idxtrunc2");
     make_idx_dir(pdir, 0);
@@ -489,8 +501,16 @@ static void test_idx_missing(void **state)
     assert_string_equal(eng_error(), want);
     /* labels that cannot be derived */
     snprintf(c.path, sizeof c.path, "%s", tpath("images.bin"));
+    write_idx(c.path, 0, 0, 2, 2, 2, 0, 8);
     assert_int_equal(eng_data_load(&c, 1, &ds), ENG_EINVAL);
-    assert_non_null(strstr(eng_error(), "data.labels: required"));
+    snprintf(want, sizeof want, "data.labels: required: '%s' is not a standard "
+             "*-images-idx3-ubyte name to derive the labels file from", c.path);
+    assert_string_equal(eng_error(), want);
+    /* explicit labels that do not exist */
+    snprintf(c.labels, sizeof c.labels, "%s", tpath("labels.bin"));
+    assert_int_equal(eng_data_load(&c, 1, &ds), ENG_EIO);
+    snprintf(want, sizeof want, "%s: cannot open: No such file or directory", c.labels);
+    assert_string_equal(eng_error(), want);
 }
 
 static void test_fashion_mnist(void **state)
