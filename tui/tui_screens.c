@@ -1,0 +1,746 @@
+/* tui_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System) and the
+ * Compare screen of the workbench, both read from the store.
+ */
+#include "wb.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+static const char *const metric_keys[4] = { "train_loss", "test_loss", "train_acc", "test_acc" };
+
+/* A stored metric with its x axes as doubles, ready for the chart. */
+typedef struct {
+    store_series s;
+    double *xstep;
+} wb_metric;
+
+static void metric_free(wb_metric *m)
+{
+    store_series_free(&m->s);
+    free(m->xstep);
+    memset(m, 0, sizeof *m);
+}
+
+static void metric_load(store *db, long long id, const char *key, wb_metric *m)
+{
+    memset(m, 0, sizeof *m);
+    if (store_metric_get(db, id, key, &m->s)) { memset(&m->s, 0, sizeof m->s); return; }
+    m->xstep = malloc((m->s.n ? m->s.n : 1) * sizeof(double));
+    if (!m->xstep) { store_series_free(&m->s); m->s.n = 0; return; }
+    for (size_t i = 0; i < m->s.n; i++) m->xstep[i] = (double)m->s.step[i];
+}
+
+const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid)
+{
+    return axis == 1 ? wall : axis == 2 ? hybrid : step;
+}
+
+static void chart_at(wb_app *a, int y, int x, int w, int h, const tui_series *s, size_t ns,
+                     const char *title, const char *ylab, int log_y)
+{
+    tui_chart_opts o = {
+        .width = w, .height = h, .utf8 = a->utf8, .log_y = log_y,
+        .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
+        .y_label = ylab, .title = title,
+    };
+    tui_canvas c;
+    if (tui_chart_draw(s, ns, &o, &c)) {
+        wb_text(a, y, x, w, 0, "(chart: not enough room)");
+        return;
+    }
+    wb_draw_canvas(a, y, x, &c);
+    tui_canvas_free(&c);
+}
+
+static void toggles_text(wb_app *a, char *b, size_t n)
+{
+    snprintf(b, n, "x: %s  y: %s  smoothing: %s", wb_x_names[a->x_axis], a->log_y ? "log" : "linear",
+             a->smooth_idx ? (a->smooth_idx == 1 ? "0.6" : "0.9") : "off");
+}
+
+static int chart_toggle(wb_app *a, tui_action act)
+{
+    switch (act) {
+    case TUI_ACT_LOG_Y: a->log_y = !a->log_y; return 1;
+    case TUI_ACT_X_AXIS: a->x_axis = (a->x_axis + 1) % 3; return 1;
+    case TUI_ACT_SMOOTH: a->smooth_idx = (a->smooth_idx + 1) % 3; return 1;
+    default: return 0;
+    }
+}
+
+/* ---- Run screen -------------------------------------------------------------------- */
+
+enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_N };
+static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System" };
+
+static struct {
+    long long id;
+    int have;
+    store_run run;
+    wb_metric m[4];
+    store_op_row *ops;
+    size_t n_ops;
+    store_profile prof;
+    int have_prof;
+    store_solver_event *ev;
+    size_t n_ev;
+    char **cfg, **sys;       /* text of the Config and System tabs */
+    size_t n_cfg, n_sys;
+    int tab, scroll;
+    int op_sort, op_desc;
+} rv;
+
+static void lines_free(char ***l, size_t *n)
+{
+    for (size_t i = 0; i < *n; i++) free((*l)[i]);
+    free(*l);
+    *l = NULL;
+    *n = 0;
+}
+
+static void lines_add(char ***l, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void lines_add(char ***l, size_t *n, const char *fmt, ...)
+{
+    char b[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
+    char **nl = realloc(*l, (*n + 1) * sizeof *nl);
+    if (!nl) return;
+    *l = nl;
+    /* Tabs would break column arithmetic: expand them. */
+    char t[2048];
+    size_t o = 0;
+    for (const char *p = b; *p && o + 8 < sizeof t; p++) {
+        if (*p == '\t') do t[o++] = ' '; while (o % 4);
+        else if (*p != '\r') t[o++] = *p;
+    }
+    t[o] = 0;
+    nl[*n] = strdup(t);
+    if (nl[*n]) (*n)++;
+}
+
+static void run_unload(void)
+{
+    store_run_clear(&rv.run);
+    for (int i = 0; i < 4; i++) metric_free(&rv.m[i]);
+    free(rv.ops);
+    free(rv.ev);
+    rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
+    lines_free(&rv.cfg, &rv.n_cfg);
+    lines_free(&rv.sys, &rv.n_sys);
+    rv.have = 0;
+}
+
+static void run_load(wb_app *a)
+{
+    long long id = rv.id;
+    run_unload();
+    rv.id = id;
+    if (store_run_get(a->db, id, &rv.run)) {
+        wb_message(a, "run #%lld: %s", id, store_error());
+        return;
+    }
+    rv.have = 1;
+    for (int i = 0; i < 4; i++) metric_load(a->db, id, metric_keys[i], &rv.m[i]);
+    if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
+    rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
+    if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
+
+    store_kv *kv = NULL;
+    size_t n = 0;
+    lines_add(&rv.cfg, &rv.n_cfg, "Resolved configuration (%s%s%s):", rv.run.name, rv.run.variant[0] ? " / " : "", rv.run.variant);
+    if (!store_params_get(a->db, id, &kv, &n)) {
+        for (size_t i = 0; i < n; i++) lines_add(&rv.cfg, &rv.n_cfg, "  %-28s = %s", kv[i].key, kv[i].value);
+        if (!n) lines_add(&rv.cfg, &rv.n_cfg, "  (no keys stored)");
+        free(kv);
+    }
+    lines_add(&rv.cfg, &rv.n_cfg, "%s", "");
+    lines_add(&rv.cfg, &rv.n_cfg, "Experiment file: %s", rv.run.exp_path[0] ? rv.run.exp_path : "(none)");
+    if (rv.run.exp_text) {
+        const char *p = rv.run.exp_text;
+        while (*p) {
+            const char *e = strchr(p, '\n');
+            size_t l = e ? (size_t)(e - p) : strlen(p);
+            lines_add(&rv.cfg, &rv.n_cfg, "  %.*s", (int)l, p);
+            p += l + (e ? 1 : 0);
+        }
+    } else lines_add(&rv.cfg, &rv.n_cfg, "  (text not stored)");
+
+    const store_run *r = &rv.run;
+    char b1[32], b2[32];
+    lines_add(&rv.sys, &rv.n_sys, "Run #%lld on %s (pid %ld), nnbench %s", r->id, r->host, r->pid, r->version);
+    lines_add(&rv.sys, &rv.n_sys, "  model       %s  (%lld params)", r->model, r->n_params);
+    lines_add(&rv.sys, &rv.n_sys, "  dataset     %s  (%d train, %d test)", r->dataset, r->n_train, r->n_test);
+    lines_add(&rv.sys, &rv.n_sys, "  threads     %d   seed %llu", r->threads, (unsigned long long)r->seed);
+    tui_fmt_bytes((double)r->peak_bytes, b1, sizeof b1);
+    tui_fmt_bytes((double)r->peak_rss, b2, sizeof b2);
+    lines_add(&rv.sys, &rv.n_sys, "  memory      engine peak %s, process peak RSS %s", r->peak_bytes >= 0 ? b1 : "-", r->peak_rss >= 0 ? b2 : "-");
+    if (r->error[0]) lines_add(&rv.sys, &rv.n_sys, "  error       %s", r->error);
+    lines_add(&rv.sys, &rv.n_sys, "%s", "");
+    lines_add(&rv.sys, &rv.n_sys, "System:");
+    kv = NULL; n = 0;
+    if (!store_sysinfo_get(a->db, id, &kv, &n)) {
+        for (size_t i = 0; i < n; i++) lines_add(&rv.sys, &rv.n_sys, "  %-24s %s", kv[i].key, kv[i].value);
+        if (!n) lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
+        free(kv);
+    }
+    if (rv.have_prof) {
+        lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
+                  rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
+    }
+}
+
+void wb_open_run(wb_app *a, long long id)
+{
+    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; }
+    rv.id = id;
+    a->open_id = id;
+    run_load(a);
+    if (!rv.have) return;
+    wb_push(a, &wb_run_panel);
+}
+
+static void run_summary(wb_app *a, int y)
+{
+    const store_run *r = &rv.run;
+    char d[32], line[512], loss[32], acc[32];
+    tui_fmt_duration(tui_run_duration(r, (double)time(NULL)), d, sizeof d);
+    snprintf(loss, sizeof loss, isfinite(r->final_train_loss) ? "%.4g" : "-", r->final_train_loss);
+    snprintf(acc, sizeof acc, isfinite(r->best_test_acc) ? "%.3f" : "-", r->best_test_acc);
+    snprintf(line, sizeof line, "#%lld %s%s%s  %s  ", r->id, r->name, r->variant[0] ? "/" : "", r->variant,
+             r->optimizer);
+    int x = 1;
+    attron(A_BOLD);
+    wb_text(a, y, x, tui_text_width(line), 0, line);
+    attroff(A_BOLD);
+    x += tui_text_width(line);
+    const char *st = store_status_name(r->status);
+    attron(wb_status_attr(a, r->status));
+    wb_text(a, y, x, (int)strlen(st), 0, st);
+    attroff(wb_status_attr(a, r->status));
+    x += (int)strlen(st);
+    snprintf(line, sizeof line, "  steps %ld  loss %s  best acc %s  %s  %.0f samples/s", r->steps, loss, acc, d,
+             isfinite(r->samples_per_s) ? r->samples_per_s : 0.0);
+    wb_text(a, y, x, a->cols - x - 1, 0, line);
+}
+
+static void draw_tabs(wb_app *a, int y)
+{
+    int x = 1;
+    for (int t = 0; t < TAB_N; t++) {
+        char b[32];
+        snprintf(b, sizeof b, " %s ", tab_names[t]);
+        if (t == rv.tab) attron(A_REVERSE | A_BOLD);
+        wb_text(a, y, x, (int)strlen(b), 0, b);
+        if (t == rv.tab) attroff(A_REVERSE | A_BOLD);
+        x += (int)strlen(b) + 1;
+    }
+}
+
+static size_t curve_series(wb_app *a, wb_metric *m, const int *idx, int n, const char *const *labels, tui_series *out)
+{
+    size_t k = 0;
+    for (int i = 0; i < n; i++) {
+        wb_metric *mm = &m[idx[i]];
+        if (!mm->s.n) continue;
+        out[k].label = labels[i];
+        out[k].x = wb_pick_x(a->x_axis, mm->xstep, mm->s.wall, mm->s.hybrid);
+        out[k].y = mm->s.value;
+        out[k].n = mm->s.n;
+        k++;
+    }
+    return k;
+}
+
+static void draw_curves(wb_app *a, int y0, int y1)
+{
+    char t[128];
+    toggles_text(a, t, sizeof t);
+    attron(A_DIM);
+    wb_text(a, y0, 1, a->cols - 2, 0, t);
+    attroff(A_DIM);
+    y0++;
+    int h = y1 - y0 + 1, w = a->cols - 2;
+    tui_series s[2];
+    static const int li[2] = { 0, 1 }, ai[2] = { 2, 3 };
+    static const char *const ll[2] = { "train loss", "test loss" }, *const al[2] = { "train acc", "test acc" };
+    size_t nl = curve_series(a, rv.m, li, 2, ll, s);
+    tui_series sa[2];
+    size_t na = curve_series(a, rv.m, ai, 2, al, sa);
+    if (!nl && !na) {
+        wb_text(a, y0 + h / 2, 2, w - 2, 0, rv.run.status == STORE_RUN_RUNNING ? "No metrics yet: the run has just started." : "This run logged no metrics.");
+        return;
+    }
+    if (na && nl) {
+        int h1 = h / 2;
+        chart_at(a, y0, 1, w, h1, s, nl, "loss", "loss", a->log_y);
+        chart_at(a, y0 + h1, 1, w, h - h1, sa, na, "accuracy", "accuracy", 0);
+    } else if (nl) chart_at(a, y0, 1, w, h, s, nl, "loss", "loss", a->log_y);
+    else chart_at(a, y0, 1, w, h, sa, na, "accuracy", "accuracy", 0);
+}
+
+/* Profile: sortable op table. */
+static const char *const op_sort_names[] = { "self", "total", "calls", "avg", "flops", "mem", "name" };
+#define N_OP_SORT 7
+
+static double op_key(const store_op_row *r, int k)
+{
+    switch (k) {
+    case 0: return (double)r->self_ns;
+    case 1: return (double)r->total_ns;
+    case 2: return (double)r->calls;
+    case 3: return r->calls ? (double)r->total_ns / (double)r->calls : 0;
+    case 4: return (double)r->flops;
+    case 5: return (double)r->self_mem;
+    default: return 0;
+    }
+}
+
+static int op_sort_k, op_sort_d;
+static int op_cmp(const void *pa, const void *pb)
+{
+    const store_op_row *a = pa, *b = pb;
+    int c;
+    if (op_sort_k == 6) c = strcasecmp(a->name, b->name);
+    else {
+        double x = op_key(a, op_sort_k), y = op_key(b, op_sort_k);
+        c = x < y ? 1 : x > y ? -1 : 0; /* numbers: largest first by default */
+    }
+    if (!c) c = strcmp(a->layer, b->layer);
+    return op_sort_d ? -c : c;
+}
+
+static void draw_profile(wb_app *a, int y0, int y1)
+{
+    if (!rv.n_ops) {
+        wb_text(a, y0 + 1, 2, a->cols - 4, 0, rv.run.status == STORE_RUN_RUNNING
+                    ? "The op profile is stored when the run ends."
+                    : "This run was not profiled (profile.enabled = false). Start one with profiling from New run.");
+        return;
+    }
+    op_sort_k = rv.op_sort;
+    op_sort_d = rv.op_desc;
+    qsort(rv.ops, rv.n_ops, sizeof *rv.ops, op_cmp);
+    int hw = rv.have_prof && rv.prof.hw_counters > 0;
+    double total = 0;
+    for (size_t i = 0; i < rv.n_ops; i++) total += (double)rv.ops[i].self_ns;
+    if (rv.have_prof && rv.prof.total_self_ns > 0) total = (double)rv.prof.total_self_ns;
+    char sum[512], pk[32], ov[32], tt[32];
+    tui_fmt_bytes(rv.have_prof ? (double)rv.prof.peak_bytes : NAN, pk, sizeof pk);
+    tui_fmt_ns(rv.have_prof ? (double)rv.prof.overhead_ns : NAN, ov, sizeof ov);
+    tui_fmt_ns(total, tt, sizeof tt);
+    snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
+             op_sort_names[rv.op_sort], rv.op_desc ? " (reversed)" : "", tt, ov, pk,
+             hw ? rv.prof.counters_used : (rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "no hardware counters"));
+    attron(A_DIM);
+    wb_text(a, y0, 1, a->cols - 2, 0, sum);
+    attroff(A_DIM);
+    tui_col cols[13] = {
+        { "op", 14, 8, 0, 1 }, { "layer", 8, 5, 0, 0 }, { "self%", 6, 6, 1, 0 }, { "", 10, 4, 0, 0 },
+        { "self", 9, 8, 1, 0 }, { "total", 9, 8, 1, 0 }, { "avg", 9, 8, 1, 0 }, { "calls", 7, 5, 1, 0 },
+        { "GFLOP/s", 7, 7, 1, 0 }, { "self mem", 9, 8, 1, 0 }, { "peak mem", 9, 8, 1, 0 },
+        { "IPC", 5, 4, 1, 0 }, { "L1 miss", 8, 6, 1, 0 },
+    };
+    int ncol = hw ? 13 : 11, w[13];
+    int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
+    int x = 1;
+    attron(A_BOLD | A_UNDERLINE);
+    for (int c = 0; c < vis; c++) { wb_text(a, y0 + 1, x, w[c], cols[c].right, cols[c].title); x += w[c] + 1; }
+    attroff(A_BOLD | A_UNDERLINE);
+    int page = y1 - y0 - 1;
+    if (rv.scroll > (int)rv.n_ops - page) rv.scroll = (int)rv.n_ops - page;
+    if (rv.scroll < 0) rv.scroll = 0;
+    for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ops; r++) {
+        const store_op_row *o = &rv.ops[rv.scroll + r];
+        double frac = total > 0 ? (double)o->self_ns / total : 0;
+        char cell[13][48];
+        snprintf(cell[0], 48, "%s", o->name);
+        snprintf(cell[1], 48, "%s", o->layer[0] ? o->layer : "-");
+        snprintf(cell[2], 48, "%.1f", 100 * frac);
+        cell[3][0] = 0;
+        tui_fmt_ns((double)o->self_ns, cell[4], 48);
+        tui_fmt_ns((double)o->total_ns, cell[5], 48);
+        tui_fmt_ns(o->calls ? (double)o->total_ns / (double)o->calls : NAN, cell[6], 48);
+        snprintf(cell[7], 48, "%lld", (long long)o->calls);
+        if (o->total_ns > 0 && o->flops > 0) snprintf(cell[8], 48, "%.2f", (double)o->flops / (double)o->total_ns);
+        else snprintf(cell[8], 48, "-");
+        tui_fmt_bytes((double)o->self_mem, cell[9], 48);
+        tui_fmt_bytes((double)o->peak_mem, cell[10], 48);
+        if (o->cycles > 0 && o->instructions >= 0) snprintf(cell[11], 48, "%.2f", (double)o->instructions / (double)o->cycles);
+        else snprintf(cell[11], 48, "-");
+        if (o->l1d_miss >= 0) snprintf(cell[12], 48, "%lld", (long long)o->l1d_miss);
+        else snprintf(cell[12], 48, "-");
+        x = 1;
+        for (int c = 0; c < vis; c++) {
+            if (c == 3) {
+                attron(wb_series_attr(a, 0));
+                wb_bar(a, y0 + 2 + r, x, w[c], frac);
+                attroff(wb_series_attr(a, 0));
+            } else wb_text(a, y0 + 2 + r, x, w[c], cols[c].right, cell[c]);
+            x += w[c] + 1;
+        }
+    }
+}
+
+static void draw_solver(wb_app *a, int y0, int y1)
+{
+    if (!rv.n_ev) {
+        char b[256];
+        snprintf(b, sizeof b, "No Newton solves in this run (optimizer: %s). Solver data appears for train.optimizer = newton.",
+                 rv.run.optimizer[0] ? rv.run.optimizer : "?");
+        wb_text(a, y0 + 1, 2, a->cols - 4, 0, b);
+        return;
+    }
+    size_t nq = 0;
+    double pc = 0, pq = 0, mc = 0, sq = 0;
+    double *xs = malloc(rv.n_ev * sizeof *xs), *ks = malloc(rv.n_ev * sizeof *ks), *kl = malloc(rv.n_ev * sizeof *kl);
+    if (!xs || !ks || !kl) { free(xs); free(ks); free(kl); return; }
+    for (size_t i = 0; i < rv.n_ev; i++) {
+        const store_solver_event *e = &rv.ev[i];
+        nq += e->route == 1;
+        pc += e->pred_classical_ns; pq += e->pred_quantum_ns;
+        mc += e->measured_classical_ns; sq += e->simulated_quantum_ns;
+        xs[i] = (double)e->step;
+        ks[i] = e->kappa_used;
+        kl[i] = e->kappa_lapack;
+    }
+    char l[512], b1[32], b2[32], b3[32], b4[32];
+    tui_fmt_ns(pc, b1, sizeof b1); tui_fmt_ns(pq, b2, sizeof b2); tui_fmt_ns(mc, b3, sizeof b3); tui_fmt_ns(sq, b4, sizeof b4);
+    snprintf(l, sizeof l, "%zu solves, %zu routed quantum (%.0f%%)   predicted classical %s / quantum %s   measured classical %s   simulated quantum %s",
+             rv.n_ev, nq, 100.0 * (double)nq / (double)rv.n_ev, b1, b2, b3, b4);
+    wb_text(a, y0, 1, a->cols - 2, 0, l);
+    snprintf(l, sizeof l, "clock: wall %.3f s, hybrid %.3f s   kappa first %.3g, last %.3g", rv.run.wall_s, rv.run.hybrid_s,
+             rv.run.kappa_first, rv.run.kappa_last);
+    wb_text(a, y0 + 1, 1, a->cols - 2, 0, l);
+    int h = (y1 - y0 - 1) / 2;
+    if (h < 8) h = 8;
+    tui_series s[2] = { { "kappa used", xs, ks, rv.n_ev }, { "kappa LAPACK", xs, kl, rv.n_ev } };
+    tui_chart_opts o = { .width = a->cols - 2, .height = h, .utf8 = a->utf8, .log_y = 1, .x_label = "step", .y_label = "kappa (log)" };
+    tui_canvas c;
+    if (!tui_chart_draw(s, 2, &o, &c)) { wb_draw_canvas(a, y0 + 2, 1, &c); tui_canvas_free(&c); }
+    free(xs); free(ks); free(kl);
+    int ty = y0 + 2 + h;
+    attron(A_BOLD | A_UNDERLINE);
+    snprintf(l, sizeof l, "%7s %5s %5s %10s %-9s %10s %10s %10s %10s %9s", "step", "block", "n", "kappa", "route",
+             "pred cls", "pred qtm", "measured", "simulated", "residual");
+    wb_text(a, ty, 1, a->cols - 2, 0, l);
+    attroff(A_BOLD | A_UNDERLINE);
+    int page = y1 - ty;
+    if (rv.scroll > (int)rv.n_ev - page) rv.scroll = (int)rv.n_ev - page;
+    if (rv.scroll < 0) rv.scroll = 0;
+    for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ev; r++) {
+        const store_solver_event *e = &rv.ev[rv.scroll + r];
+        tui_fmt_ns(e->pred_classical_ns, b1, sizeof b1); tui_fmt_ns(e->pred_quantum_ns, b2, sizeof b2);
+        tui_fmt_ns(e->measured_classical_ns, b3, sizeof b3); tui_fmt_ns(e->simulated_quantum_ns, b4, sizeof b4);
+        snprintf(l, sizeof l, "%7ld %5d %5d %10.3g %-9s %10s %10s %10s %10s %9.2g", e->step, e->block, e->n,
+                 e->kappa_used, e->route ? "quantum" : "classical", b1, b2, b3, b4, e->residual);
+        wb_text(a, ty + 1 + r, 1, a->cols - 2, 0, l);
+    }
+}
+
+static void run_draw(wb_app *a)
+{
+    if (!rv.have) { wb_text(a, 2, 2, a->cols - 4, 0, "This run is no longer in the database (deleted?). Esc goes back."); return; }
+    draw_tabs(a, 1);
+    run_summary(a, 2);
+    int y0 = 3, y1 = a->rows - 2;
+    switch (rv.tab) {
+    case TAB_CURVES: draw_curves(a, y0, y1); break;
+    case TAB_PROFILE: draw_profile(a, y0, y1); break;
+    case TAB_SOLVER: draw_solver(a, y0, y1); break;
+    case TAB_CONFIG: wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
+    case TAB_SYSTEM: wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
+    }
+}
+
+static int run_key(wb_app *a, tui_action act, int ch)
+{
+    (void)ch;
+    int page = a->rows - 5;
+    switch (act) {
+    case TUI_ACT_TAB_NEXT: rv.tab = (rv.tab + 1) % TAB_N; rv.scroll = 0; return 1;
+    case TUI_ACT_TAB_PREV: rv.tab = (rv.tab + TAB_N - 1) % TAB_N; rv.scroll = 0; return 1;
+    case TUI_ACT_REFRESH: run_load(a); wb_message(a, "reloaded run #%lld", rv.id); return 1;
+    case TUI_ACT_SORT:
+        if (rv.tab != TAB_PROFILE) { wb_message(a, "s sorts the Profile tab's op table"); return 1; }
+        rv.op_sort = (rv.op_sort + 1) % N_OP_SORT;
+        wb_message(a, "ops sorted by %s", op_sort_names[rv.op_sort]);
+        return 1;
+    case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    default: break;
+    }
+    if (chart_toggle(a, act)) return 1;
+    int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
+              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev : 0;
+    return wb_scroll_key(act, &rv.scroll, total, page);
+}
+
+static void run_reload(wb_app *a)
+{
+    /* Only a run still being written changes under us. */
+    if (rv.have && rv.run.status == STORE_RUN_RUNNING) run_load(a);
+    else if (rv.have) {
+        store_run r;
+        if (store_run_get(a->db, rv.id, &r)) run_load(a); /* deleted */
+        else {
+            if (r.status != rv.run.status) run_load(a);
+            store_run_clear(&r);
+        }
+    }
+}
+
+static void run_leave(wb_app *a)
+{
+    (void)a;
+    run_unload();
+}
+
+wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
+                          .leave = run_leave, .reload = run_reload };
+
+/* ---- Compare screen ---------------------------------------------------------------- */
+
+static struct {
+    int n;
+    store_run run[6];
+    wb_metric m[6][4];
+    store_kv *kv[6];
+    size_t n_kv[6];
+    store_op_row *ops[6];
+    size_t n_ops[6];
+    int metric;              /* index into metric_keys */
+    int all_keys;
+    int scroll;
+    char **lines;
+    size_t n_lines;
+} cv;
+
+static void cmp_unload(void)
+{
+    for (int i = 0; i < cv.n; i++) {
+        store_run_clear(&cv.run[i]);
+        for (int k = 0; k < 4; k++) metric_free(&cv.m[i][k]);
+        free(cv.kv[i]); cv.kv[i] = NULL; cv.n_kv[i] = 0;
+        free(cv.ops[i]); cv.ops[i] = NULL; cv.n_ops[i] = 0;
+    }
+    lines_free(&cv.lines, &cv.n_lines);
+    cv.n = 0;
+}
+
+static const char *kv_find(store_kv *kv, size_t n, const char *key)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(kv[i].key, key)) return kv[i].value;
+    return NULL;
+}
+
+/* The side-by-side table as text lines (rebuilt on load, toggles and resize). */
+static void cmp_build_lines(wb_app *a)
+{
+    lines_free(&cv.lines, &cv.n_lines);
+    int lw = 22, cw = (a->cols - 3 - lw) / (cv.n ? cv.n : 1);
+    if (cw > 24) cw = 24;
+    if (cw < 6) cw = 6;
+    char row[2048], cell[256], fit[512];
+#define ROW_BEGIN(label) do { tui_fit(label, lw, 0, a->utf8, fit, sizeof fit); snprintf(row, sizeof row, "%s", fit); } while (0)
+#define ROW_CELL(s) do { tui_fit(s, cw - 1, 1, a->utf8, fit, sizeof fit); size_t L_ = strlen(row); snprintf(row + L_, sizeof row - L_, " %s", fit); } while (0)
+    ROW_BEGIN("run");
+    for (int i = 0; i < cv.n; i++) { snprintf(cell, sizeof cell, "#%lld", cv.run[i].id); ROW_CELL(cell); }
+    lines_add(&cv.lines, &cv.n_lines, "%s", row);
+    ROW_BEGIN("name");
+    for (int i = 0; i < cv.n; i++) { tui_run_cell(&cv.run[i], TUI_RC_NAME, 0, cell, sizeof cell); ROW_CELL(cell); }
+    lines_add(&cv.lines, &cv.n_lines, "%s", row);
+    struct { const char *label; int kind; } mrows[] = {
+        { "status", 0 }, { "final train loss", 1 }, { "best train loss", 2 }, { "final test loss", 3 },
+        { "final test acc", 4 }, { "best test acc", 5 }, { "steps", 6 }, { "duration", 7 },
+        { "hybrid time", 8 }, { "samples/s", 9 }, { "target loss", 10 }, { "steps to target", 11 },
+        { "time to target", 12 }, { "peak memory", 13 }, { "solves (quantum)", 14 },
+    };
+    lines_add(&cv.lines, &cv.n_lines, "%s", "");
+    lines_add(&cv.lines, &cv.n_lines, "Metrics");
+    for (size_t k = 0; k < sizeof mrows / sizeof mrows[0]; k++) {
+        ROW_BEGIN(mrows[k].label);
+        for (int i = 0; i < cv.n; i++) {
+            const store_run *r = &cv.run[i];
+            double v = NAN;
+            cell[0] = 0;
+            switch (mrows[k].kind) {
+            case 0: snprintf(cell, sizeof cell, "%s", store_status_name(r->status)); break;
+            case 1: v = r->final_train_loss; break;
+            case 2: v = r->best_train_loss; break;
+            case 3: v = r->final_test_loss; break;
+            case 4: v = r->final_test_acc; break;
+            case 5: v = r->best_test_acc; break;
+            case 6: snprintf(cell, sizeof cell, "%ld", r->steps); break;
+            case 7: tui_fmt_duration(tui_run_duration(r, (double)time(NULL)), cell, sizeof cell); break;
+            case 8: tui_fmt_duration(r->hybrid_s, cell, sizeof cell); break;
+            case 9: v = r->samples_per_s; break;
+            case 10: v = r->target_loss; break;
+            case 11: if (r->steps_to_target >= 0) snprintf(cell, sizeof cell, "%ld", r->steps_to_target); else snprintf(cell, sizeof cell, "-"); break;
+            case 12: if (r->steps_to_target >= 0) tui_fmt_duration(r->wall_to_target, cell, sizeof cell); else snprintf(cell, sizeof cell, "-"); break;
+            case 13: tui_fmt_bytes(r->peak_bytes >= 0 ? (double)r->peak_bytes : NAN, cell, sizeof cell); break;
+            case 14: if (r->solves > 0) snprintf(cell, sizeof cell, "%ld (%ld)", r->solves, r->quantum_solves); else snprintf(cell, sizeof cell, "-"); break;
+            }
+            if (!cell[0]) { if (isfinite(v)) snprintf(cell, sizeof cell, "%.4g", v); else snprintf(cell, sizeof cell, "-"); }
+            ROW_CELL(cell);
+        }
+        lines_add(&cv.lines, &cv.n_lines, "%s", row);
+    }
+    lines_add(&cv.lines, &cv.n_lines, "%s", "");
+    lines_add(&cv.lines, &cv.n_lines, "Config (%s; a toggles)", cv.all_keys ? "all keys" : "only keys that differ");
+    /* Keys: union of every run's keys, in the order of the first run that has them. */
+    int shown = 0;
+    for (int i = 0; i < cv.n; i++)
+        for (size_t k = 0; k < cv.n_kv[i]; k++) {
+            const char *key = cv.kv[i][k].key;
+            int seen = 0;
+            for (int j = 0; j < i && !seen; j++) seen = kv_find(cv.kv[j], cv.n_kv[j], key) != NULL;
+            if (seen) continue;
+            int differ = 0;
+            const char *v0 = kv_find(cv.kv[0], cv.n_kv[0], key);
+            for (int j = 1; j < cv.n; j++) {
+                const char *vj = kv_find(cv.kv[j], cv.n_kv[j], key);
+                if (!v0 || !vj || strcmp(v0, vj)) differ = 1;
+            }
+            if (!differ && !cv.all_keys) continue;
+            ROW_BEGIN(key);
+            for (int j = 0; j < cv.n; j++) {
+                const char *vj = kv_find(cv.kv[j], cv.n_kv[j], key);
+                ROW_CELL(vj ? vj : "-");
+            }
+            lines_add(&cv.lines, &cv.n_lines, "%s%s", row, differ && cv.all_keys ? "  *" : "");
+            shown++;
+        }
+    if (!shown) lines_add(&cv.lines, &cv.n_lines, "  (no differing keys)");
+    lines_add(&cv.lines, &cv.n_lines, "%s", "");
+    lines_add(&cv.lines, &cv.n_lines, "Top ops by self time");
+    for (int k = 0; k < 3; k++) {
+        char lab[32];
+        snprintf(lab, sizeof lab, "  #%d", k + 1);
+        ROW_BEGIN(lab);
+        int any = 0;
+        for (int i = 0; i < cv.n; i++) {
+            if ((size_t)k < cv.n_ops[i]) {
+                char t[32];
+                tui_fmt_ns((double)cv.ops[i][k].self_ns, t, sizeof t);
+                snprintf(cell, sizeof cell, "%s %s", cv.ops[i][k].name, t);
+                any = 1;
+            } else snprintf(cell, sizeof cell, "-");
+            ROW_CELL(cell);
+        }
+        if (any || k == 0) lines_add(&cv.lines, &cv.n_lines, "%s", any ? row : "  (no run was profiled)");
+    }
+#undef ROW_BEGIN
+#undef ROW_CELL
+}
+
+static void cmp_load(wb_app *a, const long long *ids, int n)
+{
+    cmp_unload();
+    for (int i = 0; i < n; i++) {
+        store_run_init(&cv.run[cv.n]);
+        if (store_run_get(a->db, ids[i], &cv.run[cv.n])) continue;
+        for (int k = 0; k < 4; k++) metric_load(a->db, ids[i], metric_keys[k], &cv.m[cv.n][k]);
+        if (store_params_get(a->db, ids[i], &cv.kv[cv.n], &cv.n_kv[cv.n])) { cv.kv[cv.n] = NULL; cv.n_kv[cv.n] = 0; }
+        if (store_op_stats_get(a->db, ids[i], 0, &cv.ops[cv.n], &cv.n_ops[cv.n])) { cv.ops[cv.n] = NULL; cv.n_ops[cv.n] = 0; }
+        cv.n++;
+    }
+    cmp_build_lines(a);
+}
+
+void wb_open_compare(wb_app *a)
+{
+    cv.scroll = 0;
+    cmp_load(a, a->marked, a->n_marked);
+    if (cv.n < 2) { wb_message(a, "the marked runs are gone"); cmp_unload(); return; }
+    wb_push(a, &wb_compare_panel);
+}
+
+static void cmp_draw(wb_app *a)
+{
+    char t[256], tg[128];
+    toggles_text(a, tg, sizeof tg);
+    snprintf(t, sizeof t, "%d runs   metric: %s (v)   %s", cv.n, metric_keys[cv.metric], tg);
+    attron(A_DIM);
+    wb_text(a, 1, 1, a->cols - 2, 0, t);
+    attroff(A_DIM);
+    int h = (a->rows - 4) / 2;
+    if (h < 9) h = 9;
+    tui_series s[6];
+    char labels[6][96];
+    size_t ns = 0;
+    for (int i = 0; i < cv.n; i++) {
+        wb_metric *m = &cv.m[i][cv.metric];
+        char nm[80];
+        tui_run_cell(&cv.run[i], TUI_RC_NAME, 0, nm, sizeof nm);
+        snprintf(labels[i], sizeof labels[i], "#%lld %s", cv.run[i].id, nm);
+        /* Keep series index = run index so colours match the table's header. */
+        s[ns].label = labels[i];
+        s[ns].x = m->s.n ? wb_pick_x(a->x_axis, m->xstep, m->s.wall, m->s.hybrid) : NULL;
+        s[ns].y = m->s.value;
+        s[ns].n = m->s.n;
+        ns++;
+    }
+    chart_at(a, 2, 1, a->cols - 2, h, s, ns, metric_keys[cv.metric], metric_keys[cv.metric], a->log_y && cv.metric < 2);
+    int ty = 2 + h;
+    /* Table header row in series colours, then the scrolling body. */
+    if (cv.n_lines > 0) {
+        int lw = 22, cw = (a->cols - 3 - lw) / cv.n;
+        if (cw > 24) cw = 24;
+        if (cw < 6) cw = 6;
+        attron(A_BOLD);
+        wb_text(a, ty, 1, lw, 0, "run");
+        for (int i = 0; i < cv.n; i++) {
+            char b[32];
+            snprintf(b, sizeof b, "#%lld", cv.run[i].id);
+            attron(wb_series_attr(a, i));
+            wb_text(a, ty, 1 + lw + i * cw + 1, cw - 1, 1, b);
+            attroff(wb_series_attr(a, i));
+        }
+        attroff(A_BOLD);
+        wb_draw_lines(a, cv.lines + 1, cv.n_lines - 1, ty + 1, a->rows - 2, &cv.scroll);
+    }
+}
+
+static int cmp_key(wb_app *a, tui_action act, int ch)
+{
+    (void)ch;
+    switch (act) {
+    case TUI_ACT_METRIC: cv.metric = (cv.metric + 1) % 4; return 1;
+    case TUI_ACT_ALL_KEYS: cv.all_keys = !cv.all_keys; cmp_build_lines(a); return 1;
+    case TUI_ACT_REFRESH: {
+        long long ids[6];
+        for (int i = 0; i < cv.n; i++) ids[i] = cv.run[i].id;
+        cmp_load(a, ids, cv.n);
+        return 1;
+    }
+    default: break;
+    }
+    if (chart_toggle(a, act)) return 1;
+    return wb_scroll_key(act, &cv.scroll, (int)cv.n_lines - 1, (a->rows - 4) / 2 - 1);
+}
+
+static void cmp_resize(wb_app *a) { if (cv.n) cmp_build_lines(a); }
+
+static void cmp_reload(wb_app *a)
+{
+    int running = 0;
+    for (int i = 0; i < cv.n; i++) running |= cv.run[i].status == STORE_RUN_RUNNING;
+    if (!running) return;
+    long long ids[6];
+    int n = cv.n;
+    for (int i = 0; i < n; i++) ids[i] = cv.run[i].id;
+    cmp_load(a, ids, n);
+}
+
+static void cmp_leave(wb_app *a) { (void)a; cmp_unload(); }
+
+wb_panel wb_compare_panel = { .title = "Compare", .screen = TUI_SCR_COMPARE, .draw = cmp_draw, .key = cmp_key,
+                              .resize = cmp_resize, .leave = cmp_leave, .reload = cmp_reload };

@@ -1,0 +1,138 @@
+/* wb.h — private header of the ncurses workbench: the app state, the Panel "class"
+ * (draw / key / resize), drawing helpers and the live-run worker shared by the screens.
+ */
+#ifndef NNBENCH_WB_H
+#define NNBENCH_WB_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "../engine/engine.h"
+#include "../store/store.h"
+#include "chart.h"
+#include "tui.h"
+
+typedef struct wb_app wb_app;
+
+/* A screen. Panels live in a stack: the top one is drawn and gets the keys. */
+typedef struct wb_panel {
+    const char *title;
+    unsigned screen;                       /* TUI_SCR_* for the key table */
+    void (*draw)(wb_app *a);               /* draws rows 1 .. rows-2 */
+    /* Returns 1 if the action/key was used. ch is the raw key for text fields. */
+    int (*key)(wb_app *a, tui_action act, int ch);
+    void (*resize)(wb_app *a);             /* may be NULL */
+    void (*leave)(wb_app *a);              /* popped; may be NULL */
+    void (*reload)(wb_app *a);             /* the database changed; may be NULL */
+} wb_panel;
+
+/* A growable x/y series the worker appends to and the screen reads (under the mutex). */
+typedef struct {
+    double *step, *wall, *hybrid, *value;
+    size_t n, cap;
+} wb_series;
+
+enum { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TRAIN_ACC, WB_LIVE_TEST_ACC, WB_LIVE_N };
+
+/* The training run started from New run; everything below mu is shared with the worker. */
+typedef struct {
+    pthread_t th;
+    int thread_started;      /* joinable (main thread only) */
+    pthread_mutex_t mu;
+    int running;             /* worker is training */
+    int stop_requested;
+    eng_run *run;            /* current run, for eng_run_request_stop */
+    int variant_idx, n_variants;
+    char label[192];         /* "spirals-mlp/sgd" */
+    long step, total;
+    int epoch;
+    double loss, sps;
+    double t_start;          /* monotonic s when the current variant began */
+    long long run_id;        /* store id of the current/last run */
+    long long first_id;
+    wb_series live[WB_LIVE_N];
+    prof_row *ops;           /* op rows when the run ended (profiled runs) */
+    size_t n_ops;
+    int finished;            /* worker done */
+    int rc;                  /* last eng_run_train status */
+    char result[512];        /* "finished: 1200 steps in 3.2s" or the error */
+    /* Inputs (set before the thread starts, owned by it). */
+    eng_experiment *ex;
+    char db_path[512];
+} wb_live;
+
+struct wb_app {
+    store *db;
+    char db_path[512];
+    int utf8, color;
+    int rows, cols, too_small;
+    wb_panel *stack[8];
+    int depth;
+    int quit;
+    char msg[256];
+    double msg_until;
+    /* runs list (Runs screen) */
+    store_run *all;
+    size_t n_all;
+    store_run *view;         /* filtered + sorted copy of all */
+    size_t n_view;
+    uint64_t token;
+    double last_poll;
+    int sel, top;
+    long long marked[6];
+    int n_marked;
+    char filter[128];
+    int sort_col, sort_desc;
+    /* shared chart toggles */
+    int log_y, x_axis, smooth_idx;
+    /* Run / Compare */
+    long long open_id;
+    wb_live live;
+};
+
+extern wb_panel wb_runs_panel, wb_run_panel, wb_compare_panel, wb_new_panel, wb_help_panel;
+
+/* ---- workbench.c ------------------------------------------------------------------- */
+double wb_now(void);                      /* monotonic seconds */
+void wb_push(wb_app *a, wb_panel *p);
+void wb_pop(wb_app *a);
+void wb_message(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Yes/no question in a box over the screen; 1 = yes. */
+int wb_confirm(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Single-line input on the status row; 1 = accepted. on_change (may be NULL) sees each edit. */
+int wb_prompt(wb_app *a, const char *label, char *buf, size_t n, void (*on_change)(wb_app *, const char *));
+/* Reloads the runs list from the store (keeps the selection on the same run id). */
+void wb_reload_runs(wb_app *a);
+/* Text fitted to w cells at (y, x), with attributes. */
+void wb_text(wb_app *a, int y, int x, int w, int right, const char *s);
+void wb_fill(wb_app *a, int y, int x, int w);
+/* Colour attribute of a series (chart colours) and of a run status. */
+int wb_series_attr(wb_app *a, int series);
+int wb_status_attr(wb_app *a, int status);
+/* Draws a chart canvas at (y, x). */
+void wb_draw_canvas(wb_app *a, int y, int x, const tui_canvas *c);
+/* A horizontal bar of `frac` of w cells (block characters or '#'). */
+void wb_bar(wb_app *a, int y, int x, int w, double frac);
+/* A scrolling list of text lines in rows y0..y1; *scroll is clamped. */
+void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
+/* Scroll arithmetic shared by text views: applies a navigation action. 1 if it was one. */
+int wb_scroll_key(tui_action act, int *scroll, int total, int page);
+extern const double wb_smooth_levels[3];
+extern const char *const wb_x_names[3];
+
+/* ---- tui_screens.c ----------------------------------------------------------------- */
+void wb_open_run(wb_app *a, long long id);
+void wb_open_compare(wb_app *a);
+/* Picks x values of a stored series for the x-axis toggle (0 step, 1 wall, 2 hybrid). */
+const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid);
+
+/* ---- tui_newrun.c ------------------------------------------------------------------ */
+void wb_open_new(wb_app *a);
+int wb_live_running(wb_app *a);
+void wb_live_stop(wb_app *a);             /* asks the worker to stop */
+void wb_live_join(wb_app *a);             /* waits for it (at quit) */
+void wb_live_free(wb_app *a);
+/* One line for the title bar while a run is going ("" otherwise). */
+void wb_live_summary(wb_app *a, char *buf, size_t n);
+
+#endif
