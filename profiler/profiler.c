@@ -62,7 +62,6 @@ struct prof {
     uint64_t events, unbalanced;
     double ns_per_event;
     long step;
-    prof_t *prev_active;
     uint64_t t_origin;
     int quiet;
     /* hardware counters */
@@ -407,7 +406,6 @@ prof_t *prof_create(const prof_options *opt)
     setup_counters(p, opt->counters);
     prof_calibration cal;
     if (prof_calibration_load(&cal) == 0) p->peak_gflops = cal.peak_gflops;
-    p->prev_active = tls_active;
     tls_active = p;
     calibrate_overhead(p);
     p->t_origin = prof_now_ns();
@@ -426,7 +424,8 @@ void prof_destroy(prof_t *p)
         PAPI_cleanup_eventset(p->eventset);
         PAPI_destroy_eventset(&p->eventset);
     }
-    if (tls_active == p) tls_active = p->prev_active;
+    /* Another live profiler becomes active again at its next prof_begin. */
+    if (tls_active == p) tls_active = NULL;
     free(p->trace);
     free(p->trace_path);
     free(p);
@@ -546,6 +545,8 @@ void prof_step(prof_t *p, long step)
 {
     p->step = step;
     p->trace_on = p->trace && step >= p->trace_first && step <= p->trace_last;
+    /* One sample per step keeps the memory track continuous when nothing is allocated. */
+    if (p->trace_on) trace_counter(p, prof_now_ns(), prof_mem_live());
 }
 
 static void row_from(const prof_t *p, prof_row *r, const scope_stat *s)

@@ -1,0 +1,53 @@
+#!/bin/sh
+# profile.sh — `nnbench run --profile --trace` end to end: the key_averages table (header,
+# op rows, footer) and a Chrome trace that parses, nests, stays in its step window, and has
+# counter events. Needs $NNBENCH and $NNBENCH_TOP (set by tests/run.sh) and python3.
+set -eu
+: "${NNBENCH:?set NNBENCH to the nnbench binary}"
+top=${NNBENCH_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "profile.sh: $*" >&2; exit 1; }
+
+# One variant, shortened (under ASan the full 100 epochs would be slow for nothing).
+"$NNBENCH" run "$top/samples/spirals-mlp.ini" --no-db --variant adam --set train.epochs=5 \
+    --profile --profile-rows 6 --trace "$tmp/t.json" --trace-steps 2:4 >"$tmp/out" 2>"$tmp/err" \
+    || { cat "$tmp/err" >&2; fail "run failed"; }
+out="$tmp/out"
+cat "$tmp/out" "$tmp/err" > "$tmp/all"
+
+grep -q '^Name  *Self %  *Self  *Total  *Avg  *Calls  *GFLOP/s.*Bytes  *Self Mem  *Peak Mem' "$tmp/all" \
+    || fail "table header missing"
+grep -q '^dense\.fwd ' "$tmp/all" || fail "no dense.fwd row"
+grep -q '^dense\.bwd ' "$tmp/all" || fail "no dense.bwd row"
+rows=$(sed -n '/^Name /,/^Self time total/p' "$tmp/all" | grep -cv '^\(Name \|---\|Self time\|(\)') || true
+[ "$rows" -eq 6 ] || fail "--profile-rows 6 printed $rows rows"
+grep -q '^Self time total: .*profiler overhead: ' "$tmp/all" || fail "footer missing"
+grep -q '^Counters: ' "$tmp/all" || fail "counter note missing"
+
+python3 - "$tmp/t.json" <<'PY' || fail "trace check failed"
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+X = [e for e in ev if e["ph"] == "X"]
+C = [e for e in ev if e["ph"] == "C"]
+assert X, "no complete (X) events"
+assert C, "no counter (C) events"
+assert all(2 <= e["args"]["step"] <= 4 for e in X), "X event outside steps 2:4"
+assert {e["args"]["step"] for e in X} == {2, 3, 4}, "steps 2..4 not all traced"
+assert any(e["name"] == "dense.fwd" and e["args"].get("layer") for e in X), "no dense.fwd with a layer"
+assert all("live_bytes" in e["args"] for e in C)
+eps = 0.002
+X.sort(key=lambda e: (e["ts"], -e["dur"]))
+stack, depth = [], 0
+for e in X:
+    while stack and e["ts"] >= stack[-1]["ts"] + stack[-1]["dur"] - eps:
+        stack.pop()
+    if stack:
+        assert e["ts"] + e["dur"] <= stack[-1]["ts"] + stack[-1]["dur"] + eps, ("overlap", e, stack[-1])
+    stack.append(e)
+    depth = max(depth, len(stack))
+assert depth >= 3, "events do not nest (depth %d)" % depth
+print("trace ok: %d X events nested %d deep, %d C events" % (len(X), depth, len(C)))
+PY
+echo "profile.sh: ok"
