@@ -704,6 +704,7 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         copy_str(vals[sets[i].key].value, sizeof vals[0].value, sets[i].value);
         vals[sets[i].key].line = -1;
     }
+    for (size_t i = 0; i < NKEYS; i++) vals[i].key = (int)i;
 
     memset(c, 0, sizeof *c);
     copy_str(c->path, sizeof c->path, st->path);
