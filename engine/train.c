@@ -85,10 +85,11 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (rc) { eng_run_destroy(r); return rc; }
     const eng_dataset *ds = r->ds;
     if (r->cfg.model.loss == ENG_LOSS_SOFTMAX_XENT && !ds->classification) {
+        eng_fail(ENG_EINVAL, "%s: model.loss = softmax_xent needs a classification dataset, but %s has "
+                 "real-valued targets; set loss = mse (or data.regression = false for class labels)",
+                 cfg->path, ds->name);
         eng_run_destroy(r);
-        return eng_fail(ENG_EINVAL, "%s: model.loss = softmax_xent needs a classification dataset, but %s has "
-                        "real-valued targets; set loss = mse (or data.regression = false for class labels)",
-                        cfg->path, ds->name);
+        return ENG_EINVAL;
     }
     if (ds->n_train < 1) { eng_run_destroy(r); return eng_fail(ENG_EINVAL, "%s: the training set is empty", cfg->path); }
     r->n_out = ds->classification ? ds->n_classes : ds->n_targets;
@@ -157,7 +158,8 @@ static int emit(loop_ctx *c, const char *key, double value, double wall)
     if (!c->sink || !c->sink->metric) return 0;
     eng_metric m = { .step = c->step, .epoch = c->epoch, .wall_s = wall,
                      .hybrid_s = wall + c->hybrid_extra, .key = key, .value = value };
-    return c->sink->metric(c->sink->ud, &m);
+    /* Any non-zero answer is a sink failure; its message is already in eng_error(). */
+    return c->sink->metric(c->sink->ud, &m) ? ENG_ESINK : 0;
 }
 
 int eng_run_train(eng_run *r, const eng_sink *sink)

@@ -1,0 +1,345 @@
+/* train.c — tests of the training loop: bit-identical loss curves for one seed, a tiny
+ * problem reaching a low loss, divergence, stop requests, sink failures, metrics, profiling. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../engine/engine.h"
+
+static char path[256];
+
+static eng_experiment *load(const char *text, const char *const *sets, size_t n_sets)
+{
+    if (path[0]) unlink(path);
+    snprintf(path, sizeof path, "/tmp/nnbench-train-XXXXXX.ini");
+    int fd = mkstemps(path, 4);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs(text, f);
+    fclose(f);
+    eng_experiment *ex = NULL;
+    if (eng_experiment_load(path, sets, n_sets, &ex)) fail_msg("%s", eng_error());
+    return ex;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    if (path[0]) unlink(path);
+    path[0] = '\0';
+    return 0;
+}
+
+/* A sink that records what it is told. */
+typedef struct {
+    double losses[4096];
+    size_t n_loss;
+    int n_begin, n_end, n_test_acc, n_sps, n_lr, n_ops;
+    long last_progress;
+    eng_run_info info;
+    eng_run_status end_status;
+    eng_run *stop_run;      /* request a stop at progress step stop_at */
+    long stop_at;
+    int fail_metric_at;     /* fail the n-th metric (1-based), 0 never */
+    int n_metrics;
+    int saw_forward_phase;
+} rec;
+
+static int rec_begin(void *ud, const eng_run_info *info) { rec *r = ud; r->n_begin++; r->info = *info; return 0; }
+static int rec_metric(void *ud, const eng_metric *m)
+{
+    rec *r = ud;
+    r->n_metrics++;
+    if (r->fail_metric_at && r->n_metrics == r->fail_metric_at) { eng_fail(ENG_ESINK, "test sink: disk full"); return -1; }
+    if (!strcmp(m->key, "train_loss") && r->n_loss < 4096) r->losses[r->n_loss++] = m->value;
+    if (!strcmp(m->key, "test_acc")) r->n_test_acc++;
+    if (!strcmp(m->key, "samples_per_s")) r->n_sps++;
+    if (!strcmp(m->key, "lr")) r->n_lr++;
+    assert_true(m->wall_s >= 0);
+    assert_true(m->hybrid_s == m->wall_s);  /* no Newton: the clocks agree */
+    return 0;
+}
+static int rec_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum)
+{
+    rec *r = ud;
+    r->n_ops++;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, "forward") && rows[i].kind == PROF_PHASE && rows[i].calls > 0) r->saw_forward_phase = 1;
+    return 0;
+}
+static void rec_progress(void *ud, long step, long total, int epoch, double loss, double sps)
+{
+    rec *r = ud;
+    assert_int_equal(step, r->last_progress + 1);
+    r->last_progress = step;
+    if (r->stop_run && step == r->stop_at) eng_run_request_stop(r->stop_run);
+}
+static void rec_end(void *ud, const eng_run_result *res) { rec *r = ud; r->n_end++; r->end_status = res->status; }
+
+static eng_sink rec_sink(rec *r)
+{
+    return (eng_sink){ .ud = r, .run_begin = rec_begin, .metric = rec_metric, .op_stats = rec_ops,
+                       .progress = rec_progress, .run_end = rec_end };
+}
+
+static const char *SPIRALS =
+    "[experiment]\nseed = 5\ntarget_loss = 0.3\n"
+    "[data]\nsource = spirals\nn = 400\nnoise = 0.05\n"
+    "[model]\nlayers = dense:16:tanh, dense:16:tanh, dense:2\ninit = he\n"
+    "[train]\noptimizer = adam\nlr = 0.01\nbatch = 32\nepochs = 5\n";
+
+static void run_once(const eng_config *c, const char *text, rec *r, int expect_rc)
+{
+    eng_run *run = NULL;
+    if (eng_run_create(c, text, NULL, &run)) fail_msg("%s", eng_error());
+    eng_sink s = rec_sink(r);
+    assert_int_equal(eng_run_train(run, &s), expect_rc);
+    eng_run_destroy(run);
+}
+
+static void test_determinism(void **state)
+{
+    (void)state;
+    eng_experiment *ex = load(SPIRALS, NULL, 0);
+    static rec a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    run_once(&ex->variants[0], ex->text, &a, ENG_OK);
+    run_once(&ex->variants[0], ex->text, &b, ENG_OK);
+    assert_int_equal(a.n_loss, 50); /* 320 train rows / 32 = 10 steps x 5 epochs, log_every 1 */
+    assert_int_equal(a.n_loss, b.n_loss);
+    assert_memory_equal(a.losses, b.losses, a.n_loss * sizeof a.losses[0]);
+    eng_experiment_free(ex);
+
+    /* another seed gives another curve */
+    const char *sets[] = { "experiment.seed=6" };
+    ex = load(SPIRALS, sets, 1);
+    static rec c;
+    memset(&c, 0, sizeof c);
+    run_once(&ex->variants[0], ex->text, &c, ENG_OK);
+    assert_int_equal(c.n_loss, a.n_loss);
+    assert_true(memcmp(a.losses, c.losses, a.n_loss * sizeof a.losses[0]) != 0);
+    eng_experiment_free(ex);
+}
+
+static void test_learns_and_reports(void **state)
+{
+    (void)state;
+    const char *sets[] = { "train.epochs=150", "train.log_every=5" };
+    eng_experiment *ex = load(SPIRALS, sets, 2);
+    static rec r;
+    memset(&r, 0, sizeof r);
+    eng_run *run = NULL;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_OK);
+    eng_sink s = rec_sink(&r);
+    assert_int_equal(eng_run_train(run, &s), ENG_OK);
+    const eng_run_result *res = eng_run_result_get(run);
+    assert_int_equal(res->status, ENG_RUN_FINISHED);
+    assert_null(res->error);
+    assert_int_equal(res->steps, 1500);
+    assert_int_equal(res->epochs, 150);
+    print_message("spirals 400 points, 1500 Adam steps: final train loss %.4f, test acc %.3f\n",
+                  res->final_train_loss, res->final_test_acc);
+    assert_true(res->final_train_loss < 0.1);
+    assert_true(res->best_train_loss <= res->final_train_loss);
+    assert_true(res->final_test_acc >= 0.95);
+    assert_true(res->best_test_acc >= res->final_test_acc);
+    assert_true(res->steps_to_target > 0 && res->steps_to_target < 1500);
+    assert_true(res->wall_to_target > 0 && res->wall_to_target <= res->wall_s);
+    assert_true(res->samples_per_s > 0);
+    assert_true(res->peak_bytes > 0);
+    assert_true(isnan(res->kappa_first));
+    /* the sink saw it all */
+    assert_int_equal(r.n_begin, 1);
+    assert_int_equal(r.n_end, 1);
+    assert_int_equal(r.end_status, ENG_RUN_FINISHED);
+    assert_int_equal(r.n_loss, 300);
+    assert_int_equal(r.n_lr, 300);
+    assert_int_equal(r.n_test_acc, 150);  /* once per epoch, the last one doubling as the final */
+    assert_int_equal(r.n_sps, 150);
+    assert_int_equal(r.last_progress, 1500);
+    assert_int_equal(r.info.total_steps, 1500);
+    assert_int_equal(r.info.n_train, 320);
+    assert_int_equal(r.info.n_test, 80);
+    assert_true(r.info.threads >= 1);
+    assert_string_equal(r.info.dataset, "spirals");
+    assert_non_null(r.info.experiment_text);
+    assert_string_equal(r.info.experiment_text, ex->text);
+    assert_int_equal(r.n_ops, 0); /* not profiled */
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
+static void test_diverges(void **state)
+{
+    (void)state;
+    /* linear regression with a step size far past 2/L: the loss grows geometrically */
+    const char *sets[] = { "data.source=linreg", "model.loss=mse", "model.layers=dense:1",
+                           "train.optimizer=sgd", "train.lr=10" };
+    eng_experiment *ex = load(SPIRALS, sets, 5);
+    static rec r;
+    memset(&r, 0, sizeof r);
+    eng_run *run = NULL;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_OK);
+    eng_sink s = rec_sink(&r);
+    assert_int_equal(eng_run_train(run, &s), ENG_EDIVERGED);
+    assert_non_null(strstr(eng_error(), "diverged at step "));
+    const eng_run_result *res = eng_run_result_get(run);
+    assert_int_equal(res->status, ENG_RUN_DIVERGED);
+    assert_non_null(res->error);
+    char want[64];
+    snprintf(want, sizeof want, "diverged at step %ld: loss is ", res->steps + 1);
+    assert_memory_equal(res->error, want, strlen(want));
+    assert_true(!strcmp(res->error + strlen(want), "nan") || !strcmp(res->error + strlen(want), "inf"));
+    assert_int_equal(r.n_end, 1);
+    assert_int_equal(r.end_status, ENG_RUN_DIVERGED);
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
+static void test_stop_request(void **state)
+{
+    (void)state;
+    const char *sets[] = { "train.epochs=50" };
+    eng_experiment *ex = load(SPIRALS, sets, 1);
+    static rec r;
+    memset(&r, 0, sizeof r);
+    eng_run *run = NULL;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_OK);
+    r.stop_run = run;
+    r.stop_at = 17;
+    eng_sink s = rec_sink(&r);
+    assert_int_equal(eng_run_train(run, &s), ENG_ESTOPPED);
+    const eng_run_result *res = eng_run_result_get(run);
+    assert_int_equal(res->status, ENG_RUN_INTERRUPTED);
+    assert_int_equal(res->steps, 17);   /* stopped at the next step boundary */
+    assert_non_null(res->error);
+    assert_int_equal(r.end_status, ENG_RUN_INTERRUPTED);
+    assert_true(isfinite(res->final_train_loss));
+    /* a run trains once */
+    assert_int_equal(eng_run_train(run, &s), ENG_EINVAL);
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
+static void test_sink_failure(void **state)
+{
+    (void)state;
+    eng_experiment *ex = load(SPIRALS, NULL, 0);
+    static rec r;
+    memset(&r, 0, sizeof r);
+    r.fail_metric_at = 7;
+    eng_run *run = NULL;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_OK);
+    eng_sink s = rec_sink(&r);
+    assert_int_equal(eng_run_train(run, &s), ENG_ESINK);
+    assert_string_equal(eng_error(), "test sink: disk full");
+    const eng_run_result *res = eng_run_result_get(run);
+    assert_int_equal(res->status, ENG_RUN_FAILED);
+    assert_string_equal(res->error, "test sink: disk full");
+    assert_int_equal(r.end_status, ENG_RUN_FAILED);
+    assert_true(res->steps < 50);
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
+static void test_run_create_errors(void **state)
+{
+    (void)state;
+    /* the last layer must match the classes: the model says so */
+    const char *sets[] = { "model.layers=dense:8:tanh,dense:3" };
+    eng_experiment *ex = load(SPIRALS, sets, 1);
+    eng_run *run = (eng_run *)0x1;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_EINVAL);
+    assert_null(run);
+    assert_non_null(strstr(eng_error(), "dense:2"));
+    eng_experiment_free(ex);
+
+    /* softmax_xent on a CSV with real-valued targets is only known once the data is read */
+    char csv[] = "/tmp/nnbench-train-XXXXXX.csv";
+    int fd = mkstemps(csv, 4);
+    assert_true(fd >= 0);
+    FILE *f = fdopen(fd, "w");
+    fputs("a,b,y\n", f);
+    for (int i = 0; i < 20; i++) fprintf(f, "%d,%d,%.2f\n", i, i * 2, i * 0.5);
+    fclose(f);
+    char text[512];
+    snprintf(text, sizeof text, "[data]\nsource = csv\npath = %s\nheader = true\n[model]\nlayers = dense:2\n", csv);
+    ex = load(text, NULL, 0);
+    /* regression = false (default) reads the targets as class labels 0..9.5: not integers */
+    int rc = eng_run_create(&ex->variants[0], ex->text, NULL, &run);
+    assert_int_not_equal(rc, ENG_OK);
+    eng_experiment_free(ex);
+    snprintf(text, sizeof text, "[data]\nsource = csv\npath = %s\nheader = true\nregression = true\n"
+                                "[model]\nlayers = dense:1\nloss = mse\n", csv);
+    ex = load(text, NULL, 0);
+    /* flip the loss after validation, as a caller building configs by hand might */
+    ex->variants[0].model.loss = ENG_LOSS_SOFTMAX_XENT;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "softmax_xent needs a classification dataset"));
+    ex->variants[0].model.loss = ENG_LOSS_MSE;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_OK);
+    static rec r;
+    memset(&r, 0, sizeof r);
+    eng_sink s = rec_sink(&r);
+    assert_int_equal(eng_run_train(run, &s), ENG_OK);
+    assert_int_equal(r.n_test_acc, 0); /* regression: no accuracy */
+    assert_true(isnan(eng_run_result_get(run)->final_test_acc));
+    assert_true(isfinite(eng_run_result_get(run)->final_test_loss));
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+    unlink(csv);
+}
+
+static void test_profiled_run(void **state)
+{
+    (void)state;
+    eng_experiment *ex = load(SPIRALS, NULL, 0);
+    prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+    if (!p) fail_msg("%s", prof_error());
+    eng_run *run = NULL;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, p, &run), ENG_OK);
+    static rec r;
+    memset(&r, 0, sizeof r);
+    eng_sink s = rec_sink(&r);
+    assert_int_equal(eng_run_train(run, &s), ENG_OK);
+    assert_int_equal(r.n_ops, 1);
+    assert_int_equal(r.saw_forward_phase, 1);
+    eng_run_destroy(run);
+    prof_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(prof_rows(p, PROF_BY_PHASE, &rows, &n), 0);
+    int phases = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, "data") || !strcmp(rows[i].name, "forward") || !strcmp(rows[i].name, "backward") ||
+            !strcmp(rows[i].name, "optimizer")) {
+            assert_int_equal(rows[i].calls, 50);
+            phases++;
+        }
+    assert_int_equal(phases, 4);
+    free(rows);
+    prof_destroy(p);
+    eng_experiment_free(ex);
+}
+
+int test_engine_train(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_teardown(test_determinism, teardown),
+        cmocka_unit_test_teardown(test_learns_and_reports, teardown),
+        cmocka_unit_test_teardown(test_diverges, teardown),
+        cmocka_unit_test_teardown(test_stop_request, teardown),
+        cmocka_unit_test_teardown(test_sink_failure, teardown),
+        cmocka_unit_test_teardown(test_run_create_errors, teardown),
+        cmocka_unit_test_teardown(test_profiled_run, teardown),
+    };
+    return cmocka_run_group_tests_name("engine_train", tests, NULL, NULL);
+}
