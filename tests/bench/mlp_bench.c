@@ -2,7 +2,7 @@
  * 128, SGD+momentum, one epoch) as a bare cblas_sgemm loop, as the GEMM-only bound, and
  * through nnbench's engine with profiling off and on; contenders interleaved, ratios per rep.
  *
- * Output: "ENV key value" lines, then "ROW<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute
+ * Output: "ENV key value" lines, then "ROW<TAB>section<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute
  * <TAB>goal<TAB>verdict" lines that tests/bench/run.sh turns into the one table.
  * `--single bare|engine` trains one epoch and prints "RESULT name threads samples/s acc"
  * (run.sh interleaves it with the PyTorch peer, which lives in another process).
@@ -15,7 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <zlib.h>
+
+#include "../../engine/engine.h"
+#include "../../profiler/profiler.h"
 
 #define IN 784
 #define H1 256
@@ -351,11 +355,78 @@ static double gemm_bound(int n_train, uint64_t seed)
     return sps;
 }
 
+
+/* ---- nnbench: the same model through the public engine API --------------------------- */
+
+/* The experiment a user would write for this model (see samples/); written to a temp file
+ * so the engine goes through its ordinary config path. */
+static int engine_config(int n_train, int n_test, int threads, uint64_t seed, int profile,
+                         eng_experiment **ex)
+{
+    char path[] = "/tmp/nnbench-mlp-bench-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) { fprintf(stderr, "mlp_bench: mkstemp: %s\n", strerror(errno)); return -1; }
+    FILE *f = fdopen(fd, "w");
+    if (!f) { close(fd); unlink(path); return -1; }
+    fprintf(f,
+            "[experiment]\nname = bench-mlp\nseed = %llu\n"
+            "[data]\nsource = idx\npath = %s\nn = %d\nn_test = %d\nnormalize = scale\nshuffle = true\n"
+            "[model]\nlayers = dense:%d:relu, dense:%d:relu, dense:%d\nloss = softmax_xent\ninit = he\n"
+            "[train]\noptimizer = momentum\nlr = %g\nmomentum = %g\nbatch = %d\nepochs = 1\nthreads = %d\n"
+            "[profile]\nenabled = %s\n",
+            (unsigned long long)seed, data_dir, n_train, n_test, H1, H2, OUT, (double)LR,
+            (double)MOMENTUM, BATCH, threads, profile ? "true" : "false");
+    fclose(f);
+    int rc = eng_experiment_load(path, NULL, 0, ex);
+    unlink(path);
+    if (rc) fprintf(stderr, "mlp_bench: engine config: %s\n", eng_error());
+    return rc;
+}
+
+/* One epoch through eng_run_create + eng_run_train, as `nnbench run` does (no sink: the
+ * store's cost is the store row's business). samples/s is the engine's own figure: the
+ * sum of its step times (data, forward, backward, optimizer), evaluation excluded, like
+ * the bare loop's. prof != NULL = profiling on. */
+static epoch_result engine_epoch(int n_train, int n_test, int threads, uint64_t seed, int profile)
+{
+    epoch_result res = { 0, NAN, NAN };
+    eng_experiment *ex = NULL;
+    if (engine_config(n_train, n_test, threads, seed, profile, &ex)) return res;
+    prof_t *p = NULL;
+    if (profile && !(p = prof_create(&(prof_options){ .counters = "", .quiet = 1 }))) {
+        fprintf(stderr, "mlp_bench: prof_create: %s\n", prof_error());
+        eng_experiment_free(ex);
+        return res;
+    }
+    eng_run *r = NULL;
+    if (eng_run_create(&ex->variants[0], ex->text, p, &r)) {
+        fprintf(stderr, "mlp_bench: eng_run_create: %s\n", eng_error());
+    } else {
+        double t0 = now_s();
+        int rc = eng_run_train(r, NULL);
+        double wall = now_s() - t0;
+        const eng_run_result *rr = eng_run_result_get(r);
+        if (rc) fprintf(stderr, "mlp_bench: eng_run_train: %s\n", eng_error());
+        else {
+            res.samples_per_s = rr->samples_per_s;
+            res.test_acc = rr->final_test_acc;
+            res.final_loss = rr->final_train_loss;
+            if (getenv("MLP_BENCH_VERBOSE"))
+                fprintf(stderr, "mlp_bench: engine %s: %.0f/s by step time, %.0f/s by wall incl. eval\n",
+                        profile ? "prof" : "plain", rr->samples_per_s, rr->steps ? (double)n_train / wall : 0.0);
+        }
+        eng_run_destroy(r);
+    }
+    prof_destroy(p);
+    eng_experiment_free(ex);
+    return res;
+}
+
 /* ---- driver -------------------------------------------------------------------------- */
 
-static void row(const char *label, stats r, const char *absolute, const char *goal, const char *verdict)
+static void row(int section, const char *label, stats r, const char *absolute, const char *goal, const char *verdict)
 {
-    printf("ROW\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", label, r.med, r.min, r.max, absolute, goal, verdict);
+    printf("ROW\t%d\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", section, label, r.med, r.min, r.max, absolute, goal, verdict);
 }
 
 static void kilo(char *buf, size_t n, double v) { snprintf(buf, n, "%.1fk", v / 1000.0); }
@@ -364,7 +435,7 @@ static int usage(void)
 {
     fprintf(stderr,
             "usage: mlp_bench [--quick] [--reps N] [--threads T[,T]] [--n-train N] [--data DIR]\n"
-            "       mlp_bench --single bare --threads T [--seed S] [--n-train N]\n");
+            "       mlp_bench --single bare|engine --threads T [--seed S] [--n-train N]\n");
     return 2;
 }
 
@@ -396,9 +467,15 @@ int main(int argc, char **argv)
     if (n_train <= 0) n_train = quick ? 10000 : 0;
     if (!n_threads) { threads[0] = 1; threads[1] = 2; n_threads = quick ? 1 : 2; }
 
+    int n_test = quick ? 2000 : 0;
+    if (single && !strcmp(single, "engine")) {
+        epoch_result r = engine_epoch(n_train, n_test, threads[0], seed, 0);
+        printf("RESULT\tnnbench\t%d\t%.1f\t%.4f\n", threads[0], r.samples_per_s, r.test_acc);
+        return r.samples_per_s > 0 ? 0 : 1;
+    }
     dataset tr, te;
     if (load_set("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz", n_train, &tr)) return 1;
-    if (load_set("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", quick ? 2000 : 0, &te)) {
+    if (load_set("t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz", n_test, &te)) {
         free_set(&tr);
         return 1;
     }
@@ -416,29 +493,61 @@ int main(int argc, char **argv)
     printf("ENV\topenblas_config\t%s\n", openblas_get_config());
     printf("ENV\ttrain_samples\t%d\n", tr.n);
     printf("ENV\treps\t%d\n", reps);
+    int failed = 0;
     for (int ti = 0; ti < n_threads; ti++) {
         int t = threads[ti];
-        double bare[MAX_REPS], gemm[MAX_REPS], r_gemm[MAX_REPS], acc[MAX_REPS];
-        openblas_set_num_threads(t);
-        /* Interleaved A B A B, each rep with its own seed; ratios are formed within a rep. */
+        double bare[MAX_REPS], gemm[MAX_REPS], eng[MAX_REPS], engp[MAX_REPS], acc_b[MAX_REPS], acc_e[MAX_REPS];
+        double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS];
+        /* Interleaved A B C D, A B C D, ...: bare loop, engine, engine profiled, GEMM bound;
+         * each rep with its own seed (shared by the contenders); ratios within a rep. */
         for (int k = 0; k < reps; k++) {
-            epoch_result b = bare_epoch(&tr, &te, seed + (uint64_t)k);
-            gemm[k] = gemm_bound(tr.n, seed + (uint64_t)k);
+            uint64_t sd = seed + (uint64_t)k;
+            openblas_set_num_threads(t);
+            epoch_result b = bare_epoch(&tr, &te, sd);
+            epoch_result e = engine_epoch(n_train, n_test, t, sd, 0);
+            epoch_result ep = engine_epoch(n_train, n_test, t, sd, 1);
+            openblas_set_num_threads(t);
+            gemm[k] = gemm_bound(tr.n, sd);
             bare[k] = b.samples_per_s;
-            acc[k] = b.test_acc;
-            r_gemm[k] = bare[k] / gemm[k];
-            fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), gemm-only %.0f/s\n",
-                    t, k + 1, bare[k], acc[k], gemm[k]);
+            eng[k] = e.samples_per_s;
+            engp[k] = ep.samples_per_s;
+            acc_b[k] = b.test_acc;
+            acc_e[k] = e.test_acc;
+            if (!(bare[k] > 0 && eng[k] > 0 && engp[k] > 0 && gemm[k] > 0)) {
+                fprintf(stderr, "mlp_bench: %dT rep %d: a contender failed (see above)\n", t, k + 1);
+                failed = 1;
+                break;
+            }
+            r_eb[k] = eng[k] / bare[k];
+            r_eg[k] = eng[k] / gemm[k];
+            r_bg[k] = bare[k] / gemm[k];
+            r_prof[k] = eng[k] / engp[k]; /* time on / time off */
+            fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), nnbench %.0f/s (acc %.4f), "
+                    "profiled %.0f/s, GEMM-only %.0f/s\n",
+                    t, k + 1, bare[k], acc_b[k], eng[k], acc_e[k], engp[k], gemm[k]);
         }
-        char label[96], abs_[160], a[32], b[32];
-        stats sb = stats_of(bare, reps), sg = stats_of(gemm, reps);
-        kilo(a, sizeof a, sb.med); kilo(b, sizeof b, sg.med);
+        if (failed) break;
+        char label[96], abs_[200], a[32], b[32], c[32];
+        stats se = stats_of(eng, reps), sb = stats_of(bare, reps), sg = stats_of(gemm, reps), sp = stats_of(engp, reps);
+        kilo(a, sizeof a, se.med); kilo(b, sizeof b, sb.med); kilo(c, sizeof c, sg.med);
+        stats r = stats_of(r_eb, reps);
+        snprintf(label, sizeof label, "nnbench / bare loop, %dT", t);
+        snprintf(abs_, sizeof abs_, "nnbench %s vs bare %s samples/s; test acc %.3f vs %.3f", a, b,
+                 stats_of(acc_e, reps).med, stats_of(acc_b, reps).med);
+        row(1, label, r, abs_, ">= 0.90", r.med >= 0.9 ? "met" : "MISSED");
+        snprintf(label, sizeof label, "nnbench / GEMM-only bound, %dT", t);
+        snprintf(abs_, sizeof abs_, "nnbench %s vs GEMM-only %s samples/s (8 sgemm per step)", a, c);
+        row(1, label, stats_of(r_eg, reps), abs_, "-", "info");
         snprintf(label, sizeof label, "bare loop / GEMM-only bound, %dT", t);
-        snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s; bare test acc %.3f",
-                 a, b, stats_of(acc, reps).med);
-        row(label, stats_of(r_gemm, reps), abs_, "-", "info");
+        snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s", b, c);
+        row(1, label, stats_of(r_bg, reps), abs_, "-", "info");
+        kilo(c, sizeof c, sp.med);
+        r = stats_of(r_prof, reps);
+        snprintf(label, sizeof label, "nnbench profiler on / off (time), %dT", t);
+        snprintf(abs_, sizeof abs_, "off %s vs on %s samples/s", a, c);
+        row(3, label, r, abs_, "<= 1.03", r.med <= 1.03 ? "met" : "MISSED");
     }
     free_set(&tr);
     free_set(&te);
-    return 0;
+    return failed;
 }

@@ -36,21 +36,20 @@ reps=5
 [ "$mode" = quick ] && reps=2
 
 # Runs one bench program; its ROW lines go to the table (prefixed with the section), its
-# ENV lines to the header, the rest (progress on stderr) to the terminal via stderr.
+# ENV lines to the header; its progress (stderr) is kept for the failure message.
 section() {
-    sec=$1; shift
     echo "bench: running $(basename "$1") $*" | sed "s|$top/||" >&2
     if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
         echo "bench: $(basename "$1") failed:" >&2
         tail -n 5 "$tmp/err" >&2
         failed="${failed:-} $(basename "$1")"
     fi
-    grep '^ROW	' "$tmp/out" | sed "s/^ROW	/$sec	/" >>"$rows"
+    grep '^ROW	' "$tmp/out" | sed "s/^ROW	//" >>"$rows"
     grep '^ENV	' "$tmp/out" >>"$tmp/env"
 }
 
 # ---- 1 + 3: engine vs bare loop vs GEMM bound, profiler off/on -------------------------
-section 1 "$bin/mlp_bench" $quick --reps $reps
+section "$bin/mlp_bench" $quick --reps $reps
 
 # ---- 2 + 3: PyTorch peer (bench-peers) ---------------------------------------------------
 # Separate processes, so the interleaving happens here: for each rep, nnbench 1T, nnbench
@@ -112,13 +111,13 @@ if [ "$mode" = peers ]; then
 fi
 
 # ---- 5: Newton blocks ------------------------------------------------------------------
-[ -x "$bin/newton_bench" ] && section 5 "$bin/newton_bench" $quick
+[ -x "$bin/newton_bench" ] && section "$bin/newton_bench" $quick
 
 # ---- 6: scaling ------------------------------------------------------------------------
-[ -x "$bin/scaling_bench" ] && section 6 "$bin/scaling_bench" $quick
+[ -x "$bin/scaling_bench" ] && section "$bin/scaling_bench" $quick
 
 # ---- 4: store (its bench is the store engineer's; its ROW lines are taken as they are) --
-[ -x "$bin/store_bench" ] && section 4 "$bin/store_bench" $quick
+[ -x "$bin/store_bench" ] && section "$bin/store_bench" $quick
 
 # ---- the table ----------------------------------------------------------------------------
 envv() { v=$(printenv "$1"); echo "$1=${v:-(unset)}"; }
