@@ -32,6 +32,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define STORE_SCHEMA_VERSION 1   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
@@ -259,5 +260,16 @@ int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, s
 int store_profile_get(store *s, long long run, store_profile *out);
 /* Solver events by (step, block). */
 int store_solver_events_get(store *s, long long run, store_solver_event **ev, size_t *n);
+
+/* ---- reports ---------------------------------------------------------------------- */
+
+/* Writes a report of runs to path, the format from its extension: .md (tables), .html
+ * (one self-contained page: tables, an inline SVG line chart per metric against step and
+ * against wall time, each run's op profile), .json (everything stored), .csv (metrics in
+ * long format: run,name,variant,key,step,epoch,wall,hybrid,value). STORE_EINVAL for an
+ * unknown extension, STORE_EIO when the file cannot be written. */
+int store_report_write(store *s, const long long *ids, size_t n, const char *path);
+/* The CSV of store_report_write, to an open stream. */
+int store_report_csv(store *s, const long long *ids, size_t n, FILE *f);
 
 #endif

@@ -1,0 +1,807 @@
+/* report.c — reports of stored runs: Markdown tables, one self-contained HTML page with
+ * inline SVG charts, JSON with everything stored, CSV of the metrics in long format. */
+#include "internal.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+typedef struct {
+    store_run r;
+    store_kv *params, *sys;
+    size_t n_params, n_sys;
+    char **keys;
+    size_t n_keys;
+    store_series *series;       /* one per key */
+    store_op_row *ops;          /* kind op, by self time */
+    size_t n_ops;
+    store_profile prof;
+    int has_prof;
+    store_solver_event *ev;
+    size_t n_ev;
+} rep_run;
+
+static void rep_free(rep_run *rr, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        rep_run *x = &rr[i];
+        store_run_clear(&x->r);
+        free(x->params);
+        free(x->sys);
+        for (size_t k = 0; k < x->n_keys && x->series; k++) store_series_free(&x->series[k]);
+        free(x->series);
+        store_strings_free(x->keys, x->n_keys);
+        free(x->ops);
+        free(x->ev);
+    }
+    free(rr);
+}
+
+static int rep_load(store *s, const long long *ids, size_t n, rep_run **out)
+{
+    rep_run *rr = calloc(n ? n : 1, sizeof *rr);
+    if (!rr) return store_fail(STORE_ENOMEM, "out of memory loading runs");
+    int st = STORE_OK;
+    for (size_t i = 0; i < n && !st; i++) {
+        rep_run *x = &rr[i];
+        if ((st = store_run_get(s, ids[i], &x->r))) break;
+        if ((st = store_params_get(s, ids[i], &x->params, &x->n_params))) break;
+        if ((st = store_sysinfo_get(s, ids[i], &x->sys, &x->n_sys))) break;
+        if ((st = store_metric_keys(s, ids[i], &x->keys, &x->n_keys))) break;
+        x->series = calloc(x->n_keys ? x->n_keys : 1, sizeof *x->series);
+        if (!x->series) { st = store_fail(STORE_ENOMEM, "out of memory loading runs"); break; }
+        for (size_t k = 0; k < x->n_keys && !st; k++) st = store_metric_get(s, ids[i], x->keys[k], &x->series[k]);
+        if (st) break;
+        if ((st = store_op_stats_get(s, ids[i], 0, &x->ops, &x->n_ops))) break;
+        st = store_profile_get(s, ids[i], &x->prof);
+        x->has_prof = st == STORE_OK;
+        if (st == STORE_ENOTFOUND) st = STORE_OK;
+        if (st) break;
+        st = store_solver_events_get(s, ids[i], &x->ev, &x->n_ev);
+    }
+    if (st) { rep_free(rr, n); return st; }
+    *out = rr;
+    return STORE_OK;
+}
+
+static const store_series *series_of(const rep_run *x, const char *key)
+{
+    for (size_t k = 0; k < x->n_keys; k++)
+        if (!strcmp(x->keys[k], key)) return &x->series[k];
+    return NULL;
+}
+
+/* Union of metric keys over the runs, sorted, losses first then accuracies. */
+static size_t all_keys(const rep_run *rr, size_t n, const char **out, size_t cap)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_keys; k++) {
+            size_t j = 0;
+            while (j < m && strcmp(out[j], rr[i].keys[k])) j++;
+            if (j == m && m < cap) out[m++] = rr[i].keys[k];
+        }
+    for (size_t a = 1; a < m; a++)
+        for (size_t b = a; b > 0 && strcmp(out[b - 1], out[b]) > 0; b--) {
+            const char *t = out[b]; out[b] = out[b - 1]; out[b - 1] = t;
+        }
+    return m;
+}
+
+static int lower_is_better(const char *key) { return strstr(key, "loss") || strstr(key, "err"); }
+
+static void final_best(const store_series *sr, const char *key, double *final, double *best)
+{
+    *final = *best = NAN;
+    if (!sr) return;
+    int low = lower_is_better(key);
+    for (size_t i = 0; i < sr->n; i++) {
+        double v = sr->value[i];
+        *final = v;
+        if (isfinite(v) && (isnan(*best) || (low ? v < *best : v > *best))) *best = v;
+    }
+}
+
+static const char *fmt_num(char *b, size_t cap, double v)
+{
+    if (!isfinite(v)) snprintf(b, cap, "-");
+    else snprintf(b, cap, "%.4g", v);
+    return b;
+}
+
+static const char *fmt_dur(char *b, size_t cap, double s)
+{
+    if (!isfinite(s)) snprintf(b, cap, "-");
+    else if (s < 1) snprintf(b, cap, "%.0f ms", s * 1e3);
+    else if (s < 60) snprintf(b, cap, "%.2f s", s);
+    else if (s < 3600) snprintf(b, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(b, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    return b;
+}
+
+static const char *fmt_bytes(char *b, size_t cap, double v)
+{
+    if (!isfinite(v) || v < 0) snprintf(b, cap, "-");
+    else if (v < 1024) snprintf(b, cap, "%.0f B", v);
+    else if (v < 1048576) snprintf(b, cap, "%.1f KiB", v / 1024);
+    else if (v < 1073741824.0) snprintf(b, cap, "%.1f MiB", v / 1048576);
+    else snprintf(b, cap, "%.2f GiB", v / 1073741824.0);
+    return b;
+}
+
+static const char *fmt_time(char *b, size_t cap, double t)
+{
+    if (!isfinite(t)) { snprintf(b, cap, "-"); return b; }
+    time_t tt = (time_t)t;
+    struct tm tm;
+    localtime_r(&tt, &tm);
+    strftime(b, cap, "%Y-%m-%d %H:%M:%S", &tm);
+    return b;
+}
+
+static void run_label(const rep_run *x, char *b, size_t cap)
+{
+    snprintf(b, cap, "#%lld %s%s%s", x->r.id, x->r.name, x->r.variant[0] ? "/" : "", x->r.variant);
+}
+
+static const char *param_of(const rep_run *x, const char *key)
+{
+    for (size_t i = 0; i < x->n_params; i++)
+        if (!strcmp(x->params[i].key, key)) return x->params[i].value;
+    return NULL;
+}
+
+/* Config keys whose values differ between runs (all keys with one run). */
+static size_t diff_keys(const rep_run *rr, size_t n, const char **out, size_t cap)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_params; k++) {
+            const char *key = rr[i].params[k].key;
+            size_t j = 0;
+            while (j < m && strcmp(out[j], key)) j++;
+            if (j < m || m == cap) continue;
+            int differs = n == 1;
+            for (size_t o = 0; o < n && !differs; o++) {
+                const char *a = param_of(&rr[0], key), *b = param_of(&rr[o], key);
+                if (!a || !b ? a != b : strcmp(a, b) != 0) differs = 1;
+            }
+            if (differs) out[m++] = key;
+        }
+    for (size_t a = 1; a < m; a++)
+        for (size_t b = a; b > 0 && strcmp(out[b - 1], out[b]) > 0; b--) {
+            const char *t = out[b]; out[b] = out[b - 1]; out[b - 1] = t;
+        }
+    return m;
+}
+
+/* ---- escaping ---------------------------------------------------------------------- */
+
+static void put_html(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        switch (*s) {
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '&': fputs("&amp;", f); break;
+        case '"': fputs("&quot;", f); break;
+        default: fputc(*s, f);
+        }
+    }
+}
+
+static void put_md(FILE *f, const char *s)
+{
+    for (; s && *s; s++) {
+        if (*s == '|') fputs("\\|", f);
+        else if (*s == '\n') fputc(' ', f);
+        else fputc(*s, f);
+    }
+}
+
+static void put_json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
+        else if (*p == '\n') fputs("\\n", f);
+        else if (*p == '\t') fputs("\\t", f);
+        else if (*p == '\r') fputs("\\r", f);
+        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
+        else fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void put_json_num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, "%.17g", v);
+    else fputs("null", f);
+}
+
+static void put_json_count(FILE *f, long long v)
+{
+    if (v >= 0) fprintf(f, "%lld", v);
+    else fputs("null", f);
+}
+
+/* ---- CSV --------------------------------------------------------------------------- */
+
+static void put_csv_str(FILE *f, const char *s)
+{
+    if (!strpbrk(s, ",\"\n")) { fputs(s, f); return; }
+    fputc('"', f);
+    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
+    fputc('"', f);
+}
+
+static void put_csv_num(FILE *f, double v)
+{
+    if (isfinite(v)) fprintf(f, "%.9g", v);
+}
+
+int store_report_csv(store *s, const long long *ids, size_t n, FILE *f)
+{
+    fputs("run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n", f);
+    for (size_t i = 0; i < n; i++) {
+        store_run r;
+        int st = store_run_get(s, ids[i], &r);
+        if (st) return st;
+        store_run_clear(&r);
+        /* Streamed straight from SQLite: a 1M-point run needs no memory here. */
+        sqlite3_stmt *q;
+        int rc = sqlite3_prepare_v2(s->db, "SELECT key, step, epoch, wall, hybrid, value FROM metrics "
+                                    "WHERE run=?1 ORDER BY key, step", -1, &q, NULL);
+        if (rc != SQLITE_OK) return store_sql_fail(s, rc, "exporting metrics");
+        sqlite3_bind_int64(q, 1, ids[i]);
+        while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+            fprintf(f, "%lld,", ids[i]);
+            put_csv_str(f, r.name);
+            fputc(',', f);
+            put_csv_str(f, r.variant);
+            fputc(',', f);
+            put_csv_str(f, (const char *)sqlite3_column_text(q, 0));
+            fprintf(f, ",%lld,%d,", (long long)sqlite3_column_int64(q, 1), sqlite3_column_int(q, 2));
+            for (int c = 3; c <= 5; c++) {
+                if (sqlite3_column_type(q, c) != SQLITE_NULL) put_csv_num(f, sqlite3_column_double(q, c));
+                fputc(c < 5 ? ',' : '\n', f);
+            }
+        }
+        sqlite3_finalize(q);
+        if (rc != SQLITE_DONE) return store_sql_fail(s, rc, "exporting metrics");
+    }
+    return ferror(f) ? store_fail(STORE_EIO, "writing CSV failed") : STORE_OK;
+}
+
+/* ---- JSON -------------------------------------------------------------------------- */
+
+static void json_kv(FILE *f, const store_kv *kv, size_t n)
+{
+    fputc('{', f);
+    for (size_t i = 0; i < n; i++) {
+        if (i) fputc(',', f);
+        put_json_str(f, kv[i].key);
+        fputc(':', f);
+        put_json_str(f, kv[i].value);
+    }
+    fputc('}', f);
+}
+
+static void json_run(FILE *f, const rep_run *x)
+{
+    const store_run *r = &x->r;
+    fprintf(f, "{\"id\":%lld,\"name\":", r->id);
+    put_json_str(f, r->name);
+    fputs(",\"variant\":", f); put_json_str(f, r->variant);
+    fputs(",\"experiment_path\":", f); put_json_str(f, r->exp_path);
+    fputs(",\"experiment_text\":", f); put_json_str(f, r->exp_text);
+    fprintf(f, ",\"seed\":%llu,\"status\":", (unsigned long long)r->seed);
+    put_json_str(f, store_status_name(r->status));
+    fputs(",\"error\":", f);
+    if (r->error[0]) put_json_str(f, r->error); else fputs("null", f);
+    fputs(",\"started\":", f); put_json_num(f, r->started);
+    fputs(",\"ended\":", f); put_json_num(f, r->ended);
+    fputs(",\"host\":", f); put_json_str(f, r->host);
+    fprintf(f, ",\"pid\":%ld,\"version\":", r->pid);
+    put_json_str(f, r->version);
+    fputs(",\"optimizer\":", f); put_json_str(f, r->optimizer);
+    fputs(",\"dataset\":", f); put_json_str(f, r->dataset);
+    fputs(",\"model\":", f); put_json_str(f, r->model);
+    const struct { const char *k; long long v; } counts[] = {
+        { "n_params", r->n_params }, { "threads", r->threads }, { "total_steps", r->total_steps },
+        { "n_train", r->n_train }, { "n_test", r->n_test }, { "steps", r->steps },
+        { "epochs", r->epochs }, { "steps_to_target", r->steps_to_target },
+        { "peak_bytes", r->peak_bytes }, { "peak_rss", r->peak_rss }, { "solves", r->solves },
+        { "quantum_solves", r->quantum_solves } };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        fprintf(f, ",\"%s\":", counts[i].k);
+        put_json_count(f, counts[i].v);
+    }
+    const struct { const char *k; double v; } reals[] = {
+        { "target_loss", r->target_loss }, { "wall_s", r->wall_s }, { "hybrid_s", r->hybrid_s },
+        { "final_train_loss", r->final_train_loss }, { "best_train_loss", r->best_train_loss },
+        { "final_test_loss", r->final_test_loss }, { "final_test_acc", r->final_test_acc },
+        { "best_test_acc", r->best_test_acc }, { "samples_per_s", r->samples_per_s },
+        { "wall_to_target", r->wall_to_target }, { "hybrid_to_target", r->hybrid_to_target },
+        { "kappa_first", r->kappa_first }, { "kappa_last", r->kappa_last } };
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
+        fprintf(f, ",\"%s\":", reals[i].k);
+        put_json_num(f, reals[i].v);
+    }
+    fputs(",\n\"params\":", f); json_kv(f, x->params, x->n_params);
+    fputs(",\n\"system\":", f); json_kv(f, x->sys, x->n_sys);
+    fputs(",\n\"metrics\":{", f);
+    for (size_t k = 0; k < x->n_keys; k++) {
+        const store_series *sr = &x->series[k];
+        if (k) fputs(",\n", f);
+        put_json_str(f, x->keys[k]);
+        fputs(":{\"step\":[", f);
+        for (size_t i = 0; i < sr->n; i++) fprintf(f, "%s%ld", i ? "," : "", sr->step[i]);
+        fputs("],\"epoch\":[", f);
+        for (size_t i = 0; i < sr->n; i++) fprintf(f, "%s%d", i ? "," : "", sr->epoch[i]);
+        const struct { const char *k; const double *v; } cols[] = {
+            { "wall_s", sr->wall }, { "hybrid_s", sr->hybrid }, { "value", sr->value } };
+        for (int c = 0; c < 3; c++) {
+            fprintf(f, "],\"%s\":[", cols[c].k);
+            for (size_t i = 0; i < sr->n; i++) { if (i) fputc(',', f); put_json_num(f, cols[c].v[i]); }
+        }
+        fputs("]}", f);
+    }
+    fputs("},\n\"ops\":[", f);
+    for (size_t i = 0; i < x->n_ops; i++) {
+        const store_op_row *o = &x->ops[i];
+        fputs(i ? ",\n{" : "{", f);
+        fputs("\"name\":", f); put_json_str(f, o->name);
+        fputs(",\"layer\":", f); put_json_str(f, o->layer);
+        fprintf(f, ",\"kind\":%d", o->kind);
+        const struct { const char *k; int64_t v; } v[] = {
+            { "calls", o->calls }, { "total_ns", o->total_ns }, { "self_ns", o->self_ns },
+            { "min_ns", o->min_ns }, { "max_ns", o->max_ns }, { "flops", o->flops },
+            { "bytes", o->bytes }, { "cycles", o->cycles }, { "instructions", o->instructions },
+            { "l1d_miss", o->l1d_miss }, { "l2_miss", o->l2_miss }, { "l3_miss", o->l3_miss },
+            { "fp_ops", o->fp_ops }, { "self_mem", o->self_mem }, { "peak_mem", o->peak_mem } };
+        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
+            fprintf(f, ",\"%s\":", v[j].k);
+            put_json_count(f, v[j].v);
+        }
+        fputc('}', f);
+    }
+    fputs("],\n\"profile\":", f);
+    if (x->has_prof) {
+        const store_profile *p = &x->prof;
+        fprintf(f, "{\"total_self_ns\":%lld,\"overhead_ns\":%lld,\"events\":%lld,\"hw_counters\":%d,"
+                "\"counters_note\":", (long long)p->total_self_ns, (long long)p->overhead_ns,
+                (long long)p->events, p->hw_counters);
+        put_json_str(f, p->counters_note);
+        fputs(",\"counters_used\":", f);
+        put_json_str(f, p->counters_used);
+        fprintf(f, ",\"peak_bytes\":%lld,\"live_bytes\":%lld,\"total_alloc_bytes\":%lld,\"peak_rss\":%lld,"
+                "\"peak_gflops\":", (long long)p->peak_bytes, (long long)p->live_bytes,
+                (long long)p->total_alloc_bytes, (long long)p->peak_rss);
+        put_json_num(f, p->peak_gflops);
+        fputc('}', f);
+    } else {
+        fputs("null", f);
+    }
+    fputs(",\n\"solver_events\":[", f);
+    for (size_t i = 0; i < x->n_ev; i++) {
+        const store_solver_event *e = &x->ev[i];
+        fprintf(f, "%s{\"step\":%ld,\"block\":%d,\"n\":%d,\"route\":\"%s\",\"shift_raised\":%d", i ? ",\n" : "",
+                e->step, e->block, e->n, e->route ? "quantum" : "classical", e->shift_raised);
+        const struct { const char *k; double v; } d[] = {
+            { "nnz_per_row", e->nnz_per_row }, { "kappa_fro", e->kappa_fro },
+            { "kappa_lapack", e->kappa_lapack }, { "kappa_gersh", e->kappa_gersh },
+            { "kappa_exact", e->kappa_exact }, { "kappa_used", e->kappa_used }, { "est_ns", e->est_ns },
+            { "pred_classical_ns", e->pred_classical_ns }, { "pred_quantum_ns", e->pred_quantum_ns },
+            { "measured_classical_ns", e->measured_classical_ns },
+            { "simulated_quantum_ns", e->simulated_quantum_ns }, { "residual", e->residual },
+            { "shift", e->shift } };
+        for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
+            fprintf(f, ",\"%s\":", d[j].k);
+            put_json_num(f, d[j].v);
+        }
+        fputc('}', f);
+    }
+    fputs("]}", f);
+}
+
+static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n)
+{
+    fputs("{\"nnbench_report\":1,\"database\":", f);
+    put_json_str(f, db);
+    fputs(",\"generated\":", f);
+    put_json_num(f, (double)time(NULL));
+    fprintf(f, ",\"schema_version\":%d,\n\"runs\":[\n", STORE_SCHEMA_VERSION);
+    for (size_t i = 0; i < n; i++) {
+        if (i) fputs(",\n", f);
+        json_run(f, &rr[i]);
+    }
+    fputs("\n]}\n", f);
+}
+
+/* ---- Markdown and HTML share their tables through a tiny table writer -------------- */
+
+typedef struct {
+    FILE *f;
+    int html;
+} tw;
+
+static void tw_open(tw *t, const char *const *head, int n)
+{
+    if (t->html) {
+        fputs("<table>\n<tr>", t->f);
+        for (int i = 0; i < n; i++) { fputs("<th>", t->f); put_html(t->f, head[i]); fputs("</th>", t->f); }
+        fputs("</tr>\n", t->f);
+    } else {
+        fputc('|', t->f);
+        for (int i = 0; i < n; i++) { fputc(' ', t->f); put_md(t->f, head[i]); fputs(" |", t->f); }
+        fputs("\n|", t->f);
+        for (int i = 0; i < n; i++) fputs(i ? "---:|" : "---|", t->f);
+        fputc('\n', t->f);
+    }
+}
+
+static void tw_row(tw *t, const char *const *cells, int n)
+{
+    if (t->html) {
+        fputs("<tr>", t->f);
+        for (int i = 0; i < n; i++) { fputs(i ? "<td class=\"n\">" : "<td>", t->f); put_html(t->f, cells[i]); fputs("</td>", t->f); }
+        fputs("</tr>\n", t->f);
+    } else {
+        fputc('|', t->f);
+        for (int i = 0; i < n; i++) { fputc(' ', t->f); put_md(t->f, cells[i]); fputs(" |", t->f); }
+        fputc('\n', t->f);
+    }
+}
+
+static void tw_close(tw *t) { fputs(t->html ? "</table>\n" : "\n", t->f); }
+
+static void heading(tw *t, int level, const char *text)
+{
+    if (t->html) {
+        fprintf(t->f, "<h%d>", level);
+        put_html(t->f, text);
+        fprintf(t->f, "</h%d>\n", level);
+    } else {
+        for (int i = 0; i < level; i++) fputc('#', t->f);
+        fprintf(t->f, " %s\n\n", text);
+    }
+}
+
+static void para(tw *t, const char *text)
+{
+    if (t->html) { fputs("<p>", t->f); put_html(t->f, text); fputs("</p>\n", t->f); }
+    else fprintf(t->f, "%s\n\n", text);
+}
+
+#define MAXC 16
+
+static void runs_table(tw *t, const rep_run *rr, size_t n)
+{
+    const char *head[] = { "run", "status", "optimizer", "dataset", "steps", "final train_loss",
+                           "best test_acc", "wall time", "samples/s", "peak memory", "steps to target" };
+    tw_open(t, head, 11);
+    for (size_t i = 0; i < n; i++) {
+        const store_run *r = &rr[i].r;
+        char c[11][96];
+        run_label(&rr[i], c[0], sizeof c[0]);
+        snprintf(c[1], sizeof c[1], "%s", store_status_name(r->status));
+        snprintf(c[2], sizeof c[2], "%s", r->optimizer);
+        snprintf(c[3], sizeof c[3], "%s", r->dataset);
+        if (r->steps >= 0) snprintf(c[4], sizeof c[4], "%ld", r->steps); else snprintf(c[4], sizeof c[4], "-");
+        fmt_num(c[5], sizeof c[5], r->final_train_loss);
+        fmt_num(c[6], sizeof c[6], r->best_test_acc);
+        fmt_dur(c[7], sizeof c[7], r->wall_s);
+        snprintf(c[8], sizeof c[8], isfinite(r->samples_per_s) ? "%.0f" : "-", r->samples_per_s);
+        fmt_bytes(c[9], sizeof c[9], (double)r->peak_bytes);
+        if (r->steps_to_target >= 0) snprintf(c[10], sizeof c[10], "%ld (%.4g)", r->steps_to_target, r->target_loss);
+        else snprintf(c[10], sizeof c[10], isfinite(r->target_loss) ? "not reached" : "-");
+        const char *cells[11];
+        for (int j = 0; j < 11; j++) cells[j] = c[j];
+        tw_row(t, cells, 11);
+    }
+    tw_close(t);
+    for (size_t i = 0; i < n; i++)
+        if (rr[i].r.error[0]) {
+            char b[700], l[256];
+            run_label(&rr[i], l, sizeof l);
+            snprintf(b, sizeof b, "%s: %s", l, rr[i].r.error);
+            para(t, b);
+        }
+}
+
+static void config_table(tw *t, const rep_run *rr, size_t n)
+{
+    const char *keys[512];
+    size_t nk = diff_keys(rr, n, keys, 512);
+    heading(t, 2, n > 1 ? "Config (keys that differ)" : "Config");
+    if (!nk) { para(t, "All runs share the same configuration."); return; }
+    size_t cols = n + 1 > MAXC ? MAXC : n + 1;
+    const char *head[MAXC];
+    char lab[MAXC][64];
+    head[0] = "key";
+    for (size_t i = 1; i < cols; i++) { snprintf(lab[i], sizeof lab[i], "#%lld", rr[i - 1].r.id); head[i] = lab[i]; }
+    tw_open(t, head, (int)cols);
+    for (size_t k = 0; k < nk; k++) {
+        const char *cells[MAXC];
+        cells[0] = keys[k];
+        for (size_t i = 1; i < cols; i++) {
+            const char *v = param_of(&rr[i - 1], keys[k]);
+            cells[i] = v ? v : "-";
+        }
+        tw_row(t, cells, (int)cols);
+    }
+    tw_close(t);
+}
+
+static void metrics_table(tw *t, const rep_run *rr, size_t n)
+{
+    heading(t, 2, "Metrics");
+    const char *head[] = { "run", "metric", "points", "first", "final", "best", "at step" };
+    tw_open(t, head, 7);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_keys; k++) {
+            const store_series *sr = &rr[i].series[k];
+            double fin, best;
+            final_best(sr, rr[i].keys[k], &fin, &best);
+            long at = -1;
+            for (size_t p = 0; p < sr->n; p++) if (sr->value[p] == best) { at = sr->step[p]; break; }
+            char c[7][96];
+            run_label(&rr[i], c[0], sizeof c[0]);
+            snprintf(c[1], sizeof c[1], "%s", rr[i].keys[k]);
+            snprintf(c[2], sizeof c[2], "%zu", sr->n);
+            fmt_num(c[3], sizeof c[3], sr->n ? sr->value[0] : NAN);
+            fmt_num(c[4], sizeof c[4], fin);
+            fmt_num(c[5], sizeof c[5], best);
+            if (at >= 0) snprintf(c[6], sizeof c[6], "%ld", at); else snprintf(c[6], sizeof c[6], "-");
+            const char *cells[7];
+            for (int j = 0; j < 7; j++) cells[j] = c[j];
+            tw_row(t, cells, 7);
+        }
+    tw_close(t);
+}
+
+static void ops_table(tw *t, const rep_run *x, size_t max_rows)
+{
+    char l[256], h[300];
+    run_label(x, l, sizeof l);
+    snprintf(h, sizeof h, "Op profile of %s", l);
+    heading(t, 3, h);
+    if (!x->n_ops) { para(t, "Not profiled."); return; }
+    int64_t total = 0;
+    for (size_t i = 0; i < x->n_ops; i++) total += x->ops[i].self_ns;
+    const char *head[] = { "op", "layer", "calls", "self", "self %", "total", "avg", "GFLOP/s", "self mem" };
+    tw_open(t, head, 9);
+    for (size_t i = 0; i < x->n_ops && i < max_rows; i++) {
+        const store_op_row *o = &x->ops[i];
+        char c[9][64];
+        snprintf(c[0], sizeof c[0], "%s", o->name);
+        snprintf(c[1], sizeof c[1], "%s", o->layer);
+        snprintf(c[2], sizeof c[2], "%lld", (long long)o->calls);
+        fmt_dur(c[3], sizeof c[3], o->self_ns * 1e-9);
+        snprintf(c[4], sizeof c[4], "%.1f", total ? 100.0 * (double)o->self_ns / (double)total : 0.0);
+        fmt_dur(c[5], sizeof c[5], o->total_ns * 1e-9);
+        snprintf(c[6], sizeof c[6], "%.2f us", o->calls ? (double)o->total_ns / (double)o->calls / 1e3 : 0.0);
+        if (o->flops > 0 && o->total_ns > 0) snprintf(c[7], sizeof c[7], "%.2f", (double)o->flops / (double)o->total_ns);
+        else snprintf(c[7], sizeof c[7], "-");
+        fmt_bytes(c[8], sizeof c[8], (double)o->self_mem);
+        const char *cells[9];
+        for (int j = 0; j < 9; j++) cells[j] = c[j];
+        tw_row(t, cells, 9);
+    }
+    tw_close(t);
+    if (x->has_prof && x->prof.counters_note[0]) para(t, x->prof.counters_note);
+}
+
+static void solver_summary(tw *t, const rep_run *x)
+{
+    if (!x->n_ev) return;
+    size_t q = 0;
+    double meas = 0, sim = 0, kmin = INFINITY, kmax = 0;
+    for (size_t i = 0; i < x->n_ev; i++) {
+        const store_solver_event *e = &x->ev[i];
+        if (e->route) q++;
+        if (isfinite(e->measured_classical_ns)) meas += e->measured_classical_ns;
+        if (isfinite(e->simulated_quantum_ns)) sim += e->simulated_quantum_ns;
+        if (isfinite(e->kappa_used)) { if (e->kappa_used < kmin) kmin = e->kappa_used; if (e->kappa_used > kmax) kmax = e->kappa_used; }
+    }
+    char l[256], b[700];
+    run_label(x, l, sizeof l);
+    snprintf(b, sizeof b, "Solver of %s: %zu linear solves, %zu routed quantum, %zu classical; kappa used "
+             "%.3g..%.3g; classical solves measured %.3g ms, simulated quantum time %.3g ms.", l, x->n_ev,
+             q, x->n_ev - q, isfinite(kmin) ? kmin : NAN, kmax, meas / 1e6, sim / 1e6);
+    para(t, b);
+}
+
+/* ---- SVG charts -------------------------------------------------------------------- */
+
+static const char *const palette[] = { "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
+                                       "#8c564b", "#e377c2", "#17becf" };
+
+static double nice_step(double range, int ticks)
+{
+    double raw = range / ticks, mag = pow(10, floor(log10(raw))), r = raw / mag;
+    return (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
+}
+
+/* One chart: metric key of every run, x = step (xmode 0) or wall time (1). At most
+ * ~2000 points per line (evenly strided) keep the page light for long runs. */
+static void svg_chart(FILE *f, const rep_run *rr, size_t n, const char *key, int xmode)
+{
+    const int W = 720, H = 340, L = 70, R = 20, T = 30, B = 70;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        const store_series *sr = series_of(&rr[i], key);
+        for (size_t p = 0; sr && p < sr->n; p++) {
+            double x = xmode ? sr->wall[p] : (double)sr->step[p], y = sr->value[p];
+            if (!isfinite(x) || !isfinite(y)) continue;
+            if (x < x0) x0 = x;
+            if (x > x1) x1 = x;
+            if (y < y0) y0 = y;
+            if (y > y1) y1 = y;
+        }
+    }
+    fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" data-metric=\"", W, H, W, H);
+    put_html(f, key);
+    fprintf(f, "\" data-x=\"%s\" role=\"img\">\n<title>", xmode ? "time" : "step");
+    put_html(f, key);
+    fprintf(f, " against %s</title>\n", xmode ? "wall time" : "step");
+    fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
+    if (!isfinite(x0)) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\">no finite values</text>\n</svg></figure>\n", W / 2 - 50, H / 2);
+        return;
+    }
+    if (x1 <= x0) x1 = x0 + 1;
+    if (y1 <= y0) { y1 = y0 + (fabs(y0) > 0 ? fabs(y0) * 0.1 : 1); y0 -= (y1 - y0); }
+    double pw = W - L - R, ph = H - T - B;
+#define SX(v) (L + ((v) - x0) / (x1 - x0) * pw)
+#define SY(v) (T + ph - ((v) - y0) / (y1 - y0) * ph)
+    fprintf(f, "<g stroke=\"#ccc\" stroke-width=\"1\" font-family=\"sans-serif\" font-size=\"11\" fill=\"#333\">\n");
+    double ys = nice_step(y1 - y0, 5);
+    for (double v = ceil(y0 / ys) * ys; v <= y1 + ys * 1e-9; v += ys)
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/><text x=\"%d\" y=\"%.1f\" "
+                "stroke=\"none\" text-anchor=\"end\">%.4g</text>\n", L, SY(v), W - R, SY(v), L - 4, SY(v) + 4, v);
+    double xs = nice_step(x1 - x0, 6);
+    for (double v = ceil(x0 / xs) * xs; v <= x1 + xs * 1e-9; v += xs)
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                "stroke=\"none\" text-anchor=\"middle\">%.4g</text>\n", SX(v), T, SX(v), T + ph, SX(v),
+                T + ph + 14, v);
+    fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-family=\"sans-serif\" font-size=\"12\" "
+            "text-anchor=\"middle\">%s</text>\n", L + pw / 2, T + ph + 30, xmode ? "wall time (s)" : "step");
+    fprintf(f, "<text x=\"%d\" y=\"18\" font-family=\"sans-serif\" font-size=\"13\" font-weight=\"bold\">", L);
+    put_html(f, key);
+    fprintf(f, " against %s</text>\n", xmode ? "time" : "step");
+    for (size_t i = 0; i < n; i++) {
+        const store_series *sr = series_of(&rr[i], key);
+        const char *col = palette[i % (sizeof palette / sizeof palette[0])];
+        if (sr && sr->n) {
+            size_t stride = sr->n > 2000 ? (sr->n + 1999) / 2000 : 1;
+            int open = 0;
+            for (size_t p = 0; p < sr->n; p += stride) {
+                double x = xmode ? sr->wall[p] : (double)sr->step[p], y = sr->value[p];
+                if (!isfinite(x) || !isfinite(y)) {
+                    if (open) fputs("\"/>\n", f);
+                    open = 0;
+                    continue;
+                }
+                if (!open) {
+                    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", col);
+                    open = 1;
+                }
+                fprintf(f, "%.1f,%.1f ", SX(x), SY(y));
+            }
+            if (open) fputs("\"/>\n", f);
+        }
+        char l[256];
+        run_label(&rr[i], l, sizeof l);
+        double lx = L + (double)(i % 3) * 220, ly = H - 22 + (double)(i / 3) * 14;
+        if (ly > H - 2) ly = H - 2;
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%.0f\" "
+                "y=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">", lx, ly - 4, col, lx + 18, ly);
+        put_html(f, l);
+        fputs("</text>\n", f);
+    }
+#undef SX
+#undef SY
+    fputs("</svg></figure>\n", f);
+}
+
+static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n)
+{
+    tw t = { f, html };
+    char when[64];
+    fmt_time(when, sizeof when, (double)time(NULL));
+    if (html) {
+        fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>nnbench report</title>\n"
+              "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
+              "table{border-collapse:collapse;margin:0.5em 0 1.5em}th,td{border:1px solid #ccc;"
+              "padding:3px 8px;font-size:13px}th{background:#f3f3f3}td.n{text-align:right;"
+              "font-variant-numeric:tabular-nums}figure{display:inline-block;margin:0.5em}"
+              "pre{background:#f7f7f7;padding:0.5em;overflow:auto}</style>\n</head>\n<body>\n", f);
+    }
+    heading(&t, 1, "nnbench report");
+    char b[1400];
+    snprintf(b, sizeof b, "%zu run%s from %s, generated %s by nnbench (schema v%d).", n, n == 1 ? "" : "s",
+             db, when, STORE_SCHEMA_VERSION);
+    para(&t, b);
+    heading(&t, 2, "Runs");
+    runs_table(&t, rr, n);
+    config_table(&t, rr, n);
+    metrics_table(&t, rr, n);
+    if (html) {
+        const char *keys[64];
+        size_t nk = all_keys(rr, n, keys, 64);
+        heading(&t, 2, "Charts");
+        for (size_t k = 0; k < nk; k++) {
+            svg_chart(f, rr, n, keys[k], 0);
+            svg_chart(f, rr, n, keys[k], 1);
+        }
+    }
+    heading(&t, 2, "Op profiles");
+    for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= rr[i].n_ev > 0;
+    if (any) {
+        heading(&t, 2, "Newton solver");
+        for (size_t i = 0; i < n; i++) solver_summary(&t, &rr[i]);
+    }
+    heading(&t, 2, "System");
+    for (size_t i = 0; i < n; i++) {
+        char l[256];
+        run_label(&rr[i], l, sizeof l);
+        snprintf(b, sizeof b, "%s: host %s, started %s", l, rr[i].r.host, fmt_time(when, sizeof when, rr[i].r.started));
+        if (i == 0 || n == 1) {
+            para(&t, b);
+            const char *head[] = { "key", "value" };
+            tw_open(&t, head, 2);
+            for (size_t k = 0; k < rr[i].n_sys; k++) {
+                const char *cells[2] = { rr[i].sys[k].key, rr[i].sys[k].value };
+                tw_row(&t, cells, 2);
+            }
+            tw_close(&t);
+        } else {
+            para(&t, b);
+        }
+    }
+    if (html) fputs("</body>\n</html>\n", f);
+}
+
+int store_report_write(store *s, const long long *ids, size_t n, const char *path)
+{
+    if (!n) return store_fail(STORE_EINVAL, "no runs to report");
+    const char *ext = strrchr(path, '.');
+    int kind = !ext ? -1 : !strcasecmp(ext, ".md") ? 0 : !strcasecmp(ext, ".html") || !strcasecmp(ext, ".htm") ? 1
+             : !strcasecmp(ext, ".json") ? 2 : !strcasecmp(ext, ".csv") ? 3 : -1;
+    if (kind < 0)
+        return store_fail(STORE_EINVAL, "report %s: unknown format '%s' (use .md, .html, .json or .csv)",
+                          path, ext ? ext : "(no extension)");
+    rep_run *rr = NULL;
+    int st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr);
+    if (st) return st;
+    /* Written next to the target and renamed: a failed report never leaves half a file. */
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
+        if (rr) rep_free(rr, n);
+        return st;
+    }
+    switch (kind) {
+    case 0: write_doc(f, 0, s->path, rr, n); break;
+    case 1: write_doc(f, 1, s->path, rr, n); break;
+    case 2: write_json(f, s->path, rr, n); break;
+    default: st = store_report_csv(s, ids, n, f); break;
+    }
+    if (rr) rep_free(rr, n);
+    int bad = ferror(f);
+    if (fclose(f) || bad) st = st ? st : store_fail(STORE_EIO, "writing report %s failed (disk full?)", path);
+    if (!st && rename(tmp, path)) st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
+    if (st) remove(tmp);
+    return st;
+}

@@ -1,0 +1,870 @@
+/* cmd_store.c — the commands that read the database: list, show, compare (table + terminal
+ * chart), report, export, delete; and cli_report_write for `nnbench run --report`. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../store/store.h"
+#include "chart.h"
+#include "cli.h"
+
+/* ---- shared helpers ---------------------------------------------------------------- */
+
+static int use_color(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    return isatty(STDOUT_FILENO) && !(nc && *nc);
+}
+
+static int use_utf8(void)
+{
+    const char *vars[] = { "LC_ALL", "LC_CTYPE", "LANG" };
+    for (int i = 0; i < 3; i++) {
+        const char *v = getenv(vars[i]);
+        if (v && *v) return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
+    }
+    return 0;
+}
+
+static int term_width(void)
+{
+    struct winsize ws;
+    if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40) return ws.ws_col;
+    const char *c = getenv("COLUMNS");
+    int w = c ? atoi(c) : 0;
+    return w >= 40 ? w : 100;
+}
+
+static const char *status_color(store_run_status s)
+{
+    switch (s) {
+    case STORE_RUN_FINISHED: return "\033[32m";
+    case STORE_RUN_RUNNING: return "\033[36m";
+    case STORE_RUN_INTERRUPTED: return "\033[33m";
+    case STORE_RUN_CRASHED: return "\033[35m";
+    default: return "\033[31m";
+    }
+}
+
+static const char *fnum(char *b, size_t cap, double v)
+{
+    if (!isfinite(v)) snprintf(b, cap, "-");
+    else snprintf(b, cap, "%.4g", v);
+    return b;
+}
+
+static const char *fdur(char *b, size_t cap, double s)
+{
+    if (!isfinite(s)) snprintf(b, cap, "-");
+    else if (s < 1) snprintf(b, cap, "%.0f ms", s * 1e3);
+    else if (s < 60) snprintf(b, cap, "%.2f s", s);
+    else if (s < 3600) snprintf(b, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(b, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    return b;
+}
+
+static const char *fbytes(char *b, size_t cap, double v)
+{
+    if (!isfinite(v) || v < 0) snprintf(b, cap, "-");
+    else if (v < 1024) snprintf(b, cap, "%.0f B", v);
+    else if (v < 1048576) snprintf(b, cap, "%.1f KiB", v / 1024);
+    else if (v < 1073741824.0) snprintf(b, cap, "%.1f MiB", v / 1048576);
+    else snprintf(b, cap, "%.2f GiB", v / 1073741824.0);
+    return b;
+}
+
+static const char *ftime(char *b, size_t cap, double t)
+{
+    if (!isfinite(t)) { snprintf(b, cap, "-"); return b; }
+    time_t tt = (time_t)t;
+    struct tm tm;
+    localtime_r(&tt, &tm);
+    strftime(b, cap, "%Y-%m-%d %H:%M", &tm);
+    return b;
+}
+
+static void run_name(const store_run *r, char *b, size_t cap)
+{
+    snprintf(b, cap, "%s%s%s", r->name, r->variant[0] ? "/" : "", r->variant);
+}
+
+/* "--opt VALUE" or "--opt=VALUE" at argv[*i]; 1 if matched (value in *out), -1 if the
+ * value is missing, 0 if argv[*i] is another argument. */
+static int opt_value(int argc, char **argv, int *i, const char *name, const char **out)
+{
+    const char *a = argv[*i];
+    size_t n = strlen(name);
+    if (strncmp(a, name, n)) return 0;
+    if (a[n] == '=') { *out = a + n + 1; return 1; }
+    if (a[n]) return 0;
+    if (*i + 1 >= argc) { fprintf(stderr, "nnbench: %s needs a value\n", name); return -1; }
+    *out = argv[++*i];
+    return 1;
+}
+
+static int usage_error(const char *cmd, const char *fmt, const char *arg)
+{
+    fprintf(stderr, "nnbench %s: ", cmd);
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\n(see nnbench %s --help)\n", cmd);
+    return 2;
+}
+
+/* Opens for reading: writable when allowed (so crashed runs get marked), else read-only. */
+static store *open_db(const char *db_path, int flags)
+{
+    store *s;
+    if (store_open(cli_db_path(db_path), flags, &s)) {
+        fprintf(stderr, "nnbench: %s\n", store_error());
+        return NULL;
+    }
+    return s;
+}
+
+/* Resolves run specs ("12", "#12", "last"); prints the reason on failure. */
+static long long *resolve_runs(store *s, char **specs, size_t n)
+{
+    long long *ids = calloc(n ? n : 1, sizeof *ids);
+    if (!ids) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
+    for (size_t i = 0; i < n; i++)
+        if (store_run_resolve(s, specs[i], &ids[i])) {
+            fprintf(stderr, "nnbench: %s\n", store_error());
+            free(ids);
+            return NULL;
+        }
+    return ids;
+}
+
+/* ---- list -------------------------------------------------------------------------- */
+
+static const char list_help[] =
+    "usage: nnbench list [--status S] [--grep TEXT] [--sort COLUMN] [--desc] [--limit N] [--db PATH]\n\n"
+    "One row per stored run: id, name/variant, status, optimizer, dataset, final train loss,\n"
+    "best test accuracy, duration and start time.\n\n"
+    "  --status S      running | finished | failed | diverged | interrupted | crashed\n"
+    "  --grep TEXT     runs whose name, variant, optimizer, dataset, file or model contain TEXT\n"
+    "  --sort COLUMN   id name variant status optimizer dataset loss acc duration started\n"
+    "                  steps samples_per_s (default id); --desc reverses\n"
+    "  --limit N       at most N rows\n"
+    "  --db PATH       the database (default $NNBENCH_DB or ./nnbench.db)\n";
+
+int cmd_list(int argc, char **argv)
+{
+    const char *db = NULL, *status = NULL, *grep = NULL, *sort = NULL, *limit = NULL;
+    int desc = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(list_help, stdout); return 0; }
+        if (!strcmp(a, "--desc")) { desc = 1; continue; }
+        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--status", &status)) ||
+            (m = opt_value(argc, argv, &i, "--grep", &grep)) || (m = opt_value(argc, argv, &i, "--sort", &sort)) ||
+            (m = opt_value(argc, argv, &i, "--limit", &limit))) {
+            if (m < 0) return 2;
+            continue;
+        }
+        return usage_error("list", "unexpected argument '%s'", a);
+    }
+    store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
+    if (status) {
+        store_run_status st;
+        if (store_status_parse(status, &st)) { fprintf(stderr, "nnbench list: %s\n", store_error()); return 2; }
+        f.status = (int)st;
+    }
+    if (limit) {
+        char *end;
+        f.limit = strtol(limit, &end, 10);
+        if (*end || f.limit <= 0) return usage_error("list", "--limit wants a positive number, got '%s'", limit);
+    }
+    if (sort) {
+        int ok = 0;
+        for (int i = 0; store_sort_columns[i]; i++) ok |= !strcasecmp(sort, store_sort_columns[i]);
+        if (!ok) return usage_error("list", "unknown sort column '%s' (id name variant status optimizer "
+                                    "dataset loss acc duration started steps samples_per_s)", sort);
+    }
+    const char *path = cli_db_path(db);
+    store *s;
+    int rc = store_open(path, 0, &s);
+    if (rc == STORE_ENOTFOUND) {
+        printf("No runs yet: %s does not exist.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
+               path, db ? " --db " : "", db ? db : "");
+        return 0;
+    }
+    if (rc) { fprintf(stderr, "nnbench: %s\n", store_error()); return 1; }
+    store_run *runs;
+    size_t n;
+    if (store_runs_list(s, &f, &runs, &n)) {
+        fprintf(stderr, "nnbench: %s\n", store_error());
+        store_close(s);
+        return 1;
+    }
+    long long total = 0;
+    store_run_count(s, &total);
+    store_close(s);
+    if (!n) {
+        if (!total) printf("No runs in %s yet.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
+                           path, db ? " --db " : "", db ? db : "");
+        else printf("No run matches (%lld runs in %s).\n", total, path);
+        free(runs);
+        return 0;
+    }
+    enum { NC = 9 };
+    static const char *const head[NC] = { "ID", "NAME/VARIANT", "STATUS", "OPTIMIZER", "DATASET",
+                                          "LOSS", "BEST ACC", "DURATION", "STARTED" };
+    static const int right[NC] = { 1, 0, 0, 0, 0, 1, 1, 1, 0 };
+    char (*cells)[NC][64] = malloc(n * sizeof *cells);
+    if (!cells) { free(runs); fprintf(stderr, "nnbench: out of memory\n"); return 1; }
+    int w[NC];
+    for (int c = 0; c < NC; c++) w[c] = (int)strlen(head[c]);
+    for (size_t i = 0; i < n; i++) {
+        const store_run *r = &runs[i];
+        char nm[200];
+        run_name(r, nm, sizeof nm);
+        snprintf(cells[i][0], 64, "%lld", r->id);
+        snprintf(cells[i][1], 64, "%.40s", nm);
+        snprintf(cells[i][2], 64, "%s", store_status_name(r->status));
+        snprintf(cells[i][3], 64, "%s", r->optimizer[0] ? r->optimizer : "-");
+        snprintf(cells[i][4], 64, "%.24s", r->dataset[0] ? r->dataset : "-");
+        fnum(cells[i][5], 64, r->final_train_loss);
+        fnum(cells[i][6], 64, r->best_test_acc);
+        fdur(cells[i][7], 64, r->wall_s);
+        ftime(cells[i][8], 64, r->started);
+        for (int c = 0; c < NC; c++) {
+            int l = (int)strlen(cells[i][c]);
+            if (l > w[c]) w[c] = l;
+        }
+    }
+    int color = use_color();
+    for (int c = 0; c < NC; c++) printf(right[c] ? "%*s%s" : "%-*s%s", c < NC - 1 ? w[c] : 0, head[c], c < NC - 1 ? "  " : "\n");
+    for (size_t i = 0; i < n; i++)
+        for (int c = 0; c < NC; c++) {
+            if (c == 2 && color) printf("%s", status_color(runs[i].status));
+            printf(right[c] ? "%*s" : "%-*s", c < NC - 1 ? w[c] : 0, cells[i][c]);
+            if (c == 2 && color) printf("\033[0m");
+            fputs(c < NC - 1 ? "  " : "\n", stdout);
+        }
+    if ((long long)n < total) printf("(%zu of %lld runs)\n", n, total);
+    free(cells);
+    free(runs);
+    return 0;
+}
+
+/* ---- show -------------------------------------------------------------------------- */
+
+static const char show_help[] =
+    "usage: nnbench show RUN [--db PATH] [--ops N]\n\n"
+    "Everything about one run: config (resolved keys), system, final and best metrics, the top\n"
+    "ops by self time (--ops N rows, default 10) and the Newton solver summary if any.\n"
+    "RUN is an id from nnbench list, or 'last'.\n";
+
+static int lower_better(const char *key) { return strstr(key, "loss") != NULL; }
+
+static void print_solver(const store_solver_event *ev, size_t n, const char *indent)
+{
+    size_t q = 0, raised = 0;
+    double meas = 0, sim = 0, pred_c = 0, res_max = 0;
+    for (size_t i = 0; i < n; i++) {
+        q += ev[i].route != 0;
+        raised += ev[i].shift_raised != 0;
+        if (isfinite(ev[i].measured_classical_ns)) meas += ev[i].measured_classical_ns;
+        if (isfinite(ev[i].simulated_quantum_ns)) sim += ev[i].simulated_quantum_ns;
+        if (isfinite(ev[i].pred_classical_ns)) pred_c += ev[i].pred_classical_ns;
+        if (isfinite(ev[i].residual) && ev[i].residual > res_max) res_max = ev[i].residual;
+    }
+    printf("%s%zu linear solves: %zu routed quantum, %zu classical; %zu needed a larger shift\n",
+           indent, n, q, n - q, raised);
+    printf("%sclassical solves measured %.3f ms (predicted %.3f ms); simulated quantum time %.3f ms\n",
+           indent, meas / 1e6, pred_c / 1e6, sim / 1e6);
+    printf("%skappa used: first %.4g, last %.4g; worst relative residual %.3g\n", indent,
+           ev[0].kappa_used, ev[n - 1].kappa_used, res_max);
+}
+
+static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
+{
+    int64_t total = 0;
+    for (size_t i = 0; i < n; i++) total += ops[i].self_ns;
+    printf("  %-22s %-12s %9s %10s %6s %10s %9s\n", "op", "layer", "calls", "self", "self%", "total", "GFLOP/s");
+    for (size_t i = 0; i < n && i < max_rows; i++) {
+        const store_op_row *o = &ops[i];
+        char a[32], b[32], g[32];
+        if (o->flops > 0 && o->total_ns > 0) snprintf(g, sizeof g, "%.2f", (double)o->flops / (double)o->total_ns);
+        else snprintf(g, sizeof g, "-");
+        printf("  %-22.22s %-12.12s %9lld %10s %5.1f%% %10s %9s\n", o->name, o->layer[0] ? o->layer : "-",
+               (long long)o->calls, fdur(a, sizeof a, o->self_ns * 1e-9),
+               total ? 100.0 * (double)o->self_ns / (double)total : 0.0, fdur(b, sizeof b, o->total_ns * 1e-9), g);
+    }
+}
+
+int cmd_show(int argc, char **argv)
+{
+    const char *db = NULL, *spec = NULL, *ops_s = NULL;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(show_help, stdout); return 0; }
+        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--ops", &ops_s))) {
+            if (m < 0) return 2;
+            continue;
+        }
+        if (a[0] == '-' && a[1]) return usage_error("show", "unknown option '%s'", a);
+        if (spec) return usage_error("show", "one run at a time ('%s' is extra); use compare for several", a);
+        spec = a;
+    }
+    if (!spec) return usage_error("show", "which run? give an id from nnbench list%s", "");
+    long max_ops = ops_s ? atol(ops_s) : 10;
+    if (max_ops <= 0) return usage_error("show", "--ops wants a positive number, got '%s'", ops_s);
+    store *s = open_db(db, 0);
+    if (!s) return 1;
+    int code = 1;
+    long long id;
+    store_run r;
+    store_run_init(&r);
+    store_kv *params = NULL, *sys = NULL;
+    size_t np = 0, ns = 0, nk = 0, nops = 0, nev = 0;
+    char **keys = NULL;
+    store_op_row *ops = NULL;
+    store_solver_event *ev = NULL;
+    if (store_run_resolve(s, spec, &id) || store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
+        store_sysinfo_get(s, id, &sys, &ns) || store_metric_keys(s, id, &keys, &nk) ||
+        store_op_stats_get(s, id, 0, &ops, &nops) || store_solver_events_get(s, id, &ev, &nev)) {
+        fprintf(stderr, "nnbench: %s\n", store_error());
+        goto out;
+    }
+    char nm[200], a[64], b[64], c[64];
+    run_name(&r, nm, sizeof nm);
+    int color = use_color();
+    printf("run %lld  %s  %s%s%s\n", r.id, nm, color ? status_color(r.status) : "", store_status_name(r.status),
+           color ? "\033[0m" : "");
+    if (r.error[0]) printf("  error     %s\n", r.error);
+    printf("  file      %s (seed %llu)\n", r.exp_path[0] ? r.exp_path : "-", (unsigned long long)r.seed);
+    printf("  started   %s   ended %s   duration %s\n", ftime(a, sizeof a, r.started), ftime(b, sizeof b, r.ended),
+           fdur(c, sizeof c, r.wall_s));
+    printf("  host      %s  pid %ld  nnbench %s\n", r.host, r.pid, r.version[0] ? r.version : "?");
+    if (strstr(r.model, "params]")) printf("  model     %s\n", r.model);
+    else printf("  model     %s  [%lld params]\n", r.model[0] ? r.model : "-", r.n_params);
+    printf("  data      %s  (%d train / %d test)\n", r.dataset[0] ? r.dataset : "-", r.n_train, r.n_test);
+
+    printf("\nconfig\n");
+    for (size_t i = 0; i < np; i++) printf("  %-32s %s\n", params[i].key, params[i].value);
+    if (!np) printf("  (no keys stored)\n");
+    printf("\nsystem\n");
+    for (size_t i = 0; i < ns; i++) printf("  %-32s %s\n", sys[i].key, sys[i].value);
+    if (!ns) printf("  (nothing stored)\n");
+
+    printf("\nresults\n");
+    printf("  steps %ld of %ld, epochs %d, %s samples/s, hybrid clock %s\n", r.steps, r.total_steps, r.epochs,
+           fnum(a, sizeof a, r.samples_per_s), fdur(b, sizeof b, r.hybrid_s));
+    printf("  peak memory %s (engine), peak RSS %s\n", fbytes(a, sizeof a, (double)r.peak_bytes),
+           fbytes(b, sizeof b, (double)r.peak_rss));
+    if (isfinite(r.target_loss)) {
+        if (r.steps_to_target >= 0)
+            printf("  target loss %.4g reached at step %ld, %s wall, %s hybrid\n", r.target_loss, r.steps_to_target,
+                   fdur(a, sizeof a, r.wall_to_target), fdur(b, sizeof b, r.hybrid_to_target));
+        else
+            printf("  target loss %.4g not reached\n", r.target_loss);
+    }
+    printf("  %-16s %8s %12s %12s %12s\n", "metric", "points", "final", "best", "at step");
+    for (size_t k = 0; k < nk; k++) {
+        store_series sr;
+        if (store_metric_get(s, id, keys[k], &sr)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
+        double fin = NAN, best = NAN;
+        long at = -1;
+        int low = lower_better(keys[k]);
+        for (size_t p = 0; p < sr.n; p++) {
+            double v = sr.value[p];
+            fin = v;
+            if (isfinite(v) && (isnan(best) || (low ? v < best : v > best))) { best = v; at = sr.step[p]; }
+        }
+        char d[32];
+        snprintf(d, sizeof d, at >= 0 ? "%ld" : "-", at);
+        printf("  %-16s %8zu %12s %12s %12s\n", keys[k], sr.n, fnum(a, sizeof a, fin), fnum(b, sizeof b, best), d);
+        store_series_free(&sr);
+    }
+    if (!nk) printf("  (no metrics stored)\n");
+
+    printf("\ntop ops by self time\n");
+    if (nops) {
+        print_ops(ops, nops, (size_t)max_ops);
+        store_profile prof;
+        if (!store_profile_get(s, id, &prof)) {
+            printf("  profiler: %lld events, overhead %s", (long long)prof.events, fdur(a, sizeof a, prof.overhead_ns * 1e-9));
+            if (prof.counters_note[0]) printf("; %s", prof.counters_note);
+            printf("\n");
+        }
+    } else {
+        printf("  (not profiled)\n");
+    }
+    if (nev) {
+        printf("\nsolver\n");
+        print_solver(ev, nev, "  ");
+    }
+    code = 0;
+out:
+    store_run_clear(&r);
+    free(params);
+    free(sys);
+    store_strings_free(keys, nk);
+    free(ops);
+    free(ev);
+    store_close(s);
+    return code;
+}
+
+/* ---- compare ----------------------------------------------------------------------- */
+
+static const char compare_help[] =
+    "usage: nnbench compare RUN RUN... [--metric KEY] [--x step|time|hybrid_time] [--target V]\n"
+    "                       [--all-keys] [--height N] [--db PATH]\n\n"
+    "A side-by-side table, one column per run: the config keys that differ (--all-keys: all),\n"
+    "final and best metrics, steps and time to the target, samples/s, peak memory, top ops;\n"
+    "then a terminal line chart of one metric for all runs.\n\n"
+    "  --metric KEY  train_loss (also 'loss'), test_loss, train_acc, test_acc ('acc'), lr, ...\n"
+    "  --x AXIS      step (default), time (wall seconds) or hybrid_time (Q-Newton clock)\n"
+    "  --target V    steps/time until the metric first reaches V (<= for losses, >= otherwise);\n"
+    "                default: each run's experiment target_loss for train_loss\n";
+
+typedef struct {
+    store_run r;
+    store_kv *params;
+    size_t np;
+    store_series sr;          /* the chosen metric */
+    store_op_row *ops;
+    size_t nops;
+} cmp_run;
+
+static const char *cmp_param(const cmp_run *c, const char *key)
+{
+    for (size_t i = 0; i < c->np; i++)
+        if (!strcmp(c->params[i].key, key)) return c->params[i].value;
+    return NULL;
+}
+
+static const char *metric_alias(const char *m)
+{
+    if (!strcmp(m, "loss")) return "train_loss";
+    if (!strcmp(m, "acc") || !strcmp(m, "accuracy")) return "test_acc";
+    return m;
+}
+
+/* One table row: label then one cell per run. */
+static void cmp_row(const char *label, char cells[][64], size_t n, int lw, int cw)
+{
+    printf("  %-*.*s", lw, lw, label);
+    for (size_t i = 0; i < n; i++) printf("  %*.*s", cw, cw, cells[i]);
+    printf("\n");
+}
+
+int cmd_compare(int argc, char **argv)
+{
+    const char *db = NULL, *metric = "train_loss", *xaxis = "step", *target_s = NULL, *height_s = NULL;
+    int all_keys = 0;
+    char **specs = calloc((size_t)argc, sizeof *specs);
+    size_t nspec = 0;
+    if (!specs) return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(compare_help, stdout); free(specs); return 0; }
+        if (!strcmp(a, "--all-keys")) { all_keys = 1; continue; }
+        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--metric", &metric)) ||
+            (m = opt_value(argc, argv, &i, "--x", &xaxis)) || (m = opt_value(argc, argv, &i, "--target", &target_s)) ||
+            (m = opt_value(argc, argv, &i, "--height", &height_s))) {
+            if (m < 0) { free(specs); return 2; }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) { free(specs); return usage_error("compare", "unknown option '%s'", a); }
+        specs[nspec++] = argv[i];
+    }
+    int xmode = !strcmp(xaxis, "step") ? 0 : !strcmp(xaxis, "time") || !strcmp(xaxis, "wall") ? 1
+              : !strcmp(xaxis, "hybrid_time") || !strcmp(xaxis, "hybrid") ? 2 : -1;
+    if (xmode < 0) { free(specs); return usage_error("compare", "--x wants step, time or hybrid_time, got '%s'", xaxis); }
+    double target = NAN;
+    if (target_s) {
+        char *end;
+        target = strtod(target_s, &end);
+        if (*end || !isfinite(target)) { free(specs); return usage_error("compare", "--target wants a number, got '%s'", target_s); }
+    }
+    int height = height_s ? atoi(height_s) : 18;
+    if (height < 8) { free(specs); return usage_error("compare", "--height wants a number >= 8, got '%s'", height_s); }
+    if (nspec < 1) { free(specs); return usage_error("compare", "which runs? give two or more ids from nnbench list%s", ""); }
+    metric = metric_alias(metric);
+    store *s = open_db(db, 0);
+    if (!s) { free(specs); return 1; }
+    int code = 1;
+    long long *ids = resolve_runs(s, specs, nspec);
+    cmp_run *cr = calloc(nspec, sizeof *cr);
+    size_t n = 0;
+    if (!ids || !cr) goto out;
+    int have_metric = 0;
+    for (; n < nspec; n++) {
+        cmp_run *c = &cr[n];
+        if (store_run_get(s, ids[n], &c->r) || store_params_get(s, ids[n], &c->params, &c->np) ||
+            store_metric_get(s, ids[n], metric, &c->sr) || store_op_stats_get(s, ids[n], 0, &c->ops, &c->nops)) {
+            fprintf(stderr, "nnbench: %s\n", store_error());
+            n++;
+            goto out;
+        }
+        have_metric |= c->sr.n > 0;
+    }
+    if (!have_metric) {
+        char **keys;
+        size_t nk;
+        fprintf(stderr, "nnbench compare: no run has metric '%s'", metric);
+        if (!store_metric_keys(s, ids[0], &keys, &nk)) {
+            fprintf(stderr, "; run %lld has:", ids[0]);
+            for (size_t k = 0; k < nk; k++) fprintf(stderr, " %s", keys[k]);
+            store_strings_free(keys, nk);
+        }
+        fprintf(stderr, "\n");
+        code = 2;
+        goto out;
+    }
+
+    /* Column widths from the terminal: a label column, then the runs. */
+    int lw = 26, cw = 16;
+    int tw = term_width();
+    if (n && (tw - lw - 2) / (int)n - 2 > cw) cw = (tw - lw - 2) / (int)n - 2;
+    if (cw > 30) cw = 30;
+    char (*cells)[64] = calloc(n, 64);
+    if (!cells) goto out;
+    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "#%lld", cr[i].r.id);
+    cmp_row("run", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) run_name(&cr[i].r, cells[i], 64);
+    cmp_row("name", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%s", store_status_name(cr[i].r.status));
+    cmp_row("status", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%s", cr[i].r.dataset);
+    cmp_row("dataset", cells, n, lw, cw);
+
+    printf("  -- config%s --\n", all_keys ? "" : " (keys that differ)");
+    size_t shown = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < cr[i].np; k++) {
+            const char *key = cr[i].params[k].key;
+            int seen = 0;
+            for (size_t j = 0; j < i && !seen; j++) seen = cmp_param(&cr[j], key) != NULL;
+            if (seen) continue;
+            int differs = all_keys;
+            for (size_t j = 0; j < n && !differs; j++) {
+                const char *x = cmp_param(&cr[0], key), *y = cmp_param(&cr[j], key);
+                differs = !x || !y ? x != y : strcmp(x, y) != 0;
+            }
+            if (!differs) continue;
+            for (size_t j = 0; j < n; j++) {
+                const char *v = cmp_param(&cr[j], key);
+                snprintf(cells[j], 64, "%.63s", v ? v : "-");
+            }
+            cmp_row(key, cells, n, lw, cw);
+            shown++;
+        }
+    if (!shown) printf("  (all runs share the same config)\n");
+
+    printf("  -- results --\n");
+    char lab[96];
+    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.final_train_loss);
+    cmp_row("final train_loss", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.best_train_loss);
+    cmp_row("best train_loss", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.final_test_loss);
+    cmp_row("final test_loss", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.final_test_acc);
+    cmp_row("final test_acc", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.best_test_acc);
+    cmp_row("best test_acc", cells, n, lw, cw);
+    if (strcmp(metric, "train_loss") && strcmp(metric, "test_acc")) {
+        int low = lower_better(metric);
+        for (size_t i = 0; i < n; i++) {
+            double fin = NAN, best = NAN;
+            for (size_t p = 0; p < cr[i].sr.n; p++) {
+                double v = cr[i].sr.value[p];
+                fin = v;
+                if (isfinite(v) && (isnan(best) || (low ? v < best : v > best))) best = v;
+            }
+            char f1[32], f2[32];
+            snprintf(cells[i], 64, "%.28s / %.28s", fnum(f1, sizeof f1, fin), fnum(f2, sizeof f2, best));
+        }
+        snprintf(lab, sizeof lab, "%s final/best", metric);
+        cmp_row(lab, cells, n, lw, cw);
+    }
+    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%ld", cr[i].r.steps);
+    cmp_row("steps", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fdur(cells[i], 64, cr[i].r.wall_s);
+    cmp_row("wall time", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fdur(cells[i], 64, cr[i].r.hybrid_s);
+    cmp_row("hybrid time", cells, n, lw, cw);
+    /* Steps/time to target: from the chosen metric with --target, else the stored
+     * experiment target. */
+    if (isfinite(target)) {
+        int low = lower_better(metric);
+        for (int row = 0; row < 2; row++) {
+            for (size_t i = 0; i < n; i++) {
+                const store_series *sr = &cr[i].sr;
+                size_t p = 0;
+                while (p < sr->n && !(isfinite(sr->value[p]) && (low ? sr->value[p] <= target : sr->value[p] >= target))) p++;
+                if (p == sr->n) snprintf(cells[i], 64, "not reached");
+                else if (row == 0) snprintf(cells[i], 64, "%ld", sr->step[p]);
+                else fdur(cells[i], 64, xmode == 2 ? sr->hybrid[p] : sr->wall[p]);
+            }
+            snprintf(lab, sizeof lab, "%s to %s%s%g", row ? (xmode == 2 ? "hybrid" : "time") : "steps", metric,
+                     low ? "<=" : ">=", target);
+            cmp_row(lab, cells, n, lw, cw);
+        }
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            const store_run *r = &cr[i].r;
+            if (!isfinite(r->target_loss)) snprintf(cells[i], 64, "-");
+            else if (r->steps_to_target < 0) snprintf(cells[i], 64, "not reached");
+            else {
+                char d[32];
+                snprintf(cells[i], 64, "%ld / %.20s", r->steps_to_target, fdur(d, sizeof d, r->wall_to_target));
+            }
+        }
+        cmp_row("steps / time to target", cells, n, lw, cw);
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(cr[i].r.samples_per_s)) snprintf(cells[i], 64, "%.0f", cr[i].r.samples_per_s);
+        else snprintf(cells[i], 64, "-");
+    }
+    cmp_row("samples/s", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fbytes(cells[i], 64, (double)cr[i].r.peak_bytes);
+    cmp_row("peak memory (engine)", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) fbytes(cells[i], 64, (double)cr[i].r.peak_rss);
+    cmp_row("peak RSS", cells, n, lw, cw);
+    for (size_t i = 0; i < n; i++) {
+        if (cr[i].r.solves >= 0) snprintf(cells[i], 64, "%ld (%ld quantum)", cr[i].r.solves, cr[i].r.quantum_solves);
+        else snprintf(cells[i], 64, "-");
+    }
+    cmp_row("linear solves", cells, n, lw, cw);
+    for (int k = 0; k < 3; k++) {
+        int any = 0;
+        for (size_t i = 0; i < n; i++) {
+            if ((size_t)k >= cr[i].nops) { snprintf(cells[i], 64, k ? "" : "(not profiled)"); continue; }
+            int64_t total = 0;
+            for (size_t j = 0; j < cr[i].nops; j++) total += cr[i].ops[j].self_ns;
+            snprintf(cells[i], 64, "%.18s %.0f%%", cr[i].ops[k].name,
+                     total ? 100.0 * (double)cr[i].ops[k].self_ns / (double)total : 0.0);
+            any = 1;
+        }
+        if (!any && k) break;
+        snprintf(lab, sizeof lab, "top op %d (self %%)", k + 1);
+        cmp_row(lab, cells, n, lw, cw);
+    }
+    free(cells);
+
+    /* The chart: one line per run, x as asked. */
+    tui_series *ser = calloc(n, sizeof *ser);
+    double **xs = calloc(n, sizeof *xs);
+    char (*labels)[128] = calloc(n, 128);
+    if (!ser || !xs || !labels) { free(ser); free(xs); free(labels); goto out; }
+    for (size_t i = 0; i < n; i++) {
+        const store_series *sr = &cr[i].sr;
+        xs[i] = malloc((sr->n ? sr->n : 1) * sizeof **xs);
+        for (size_t p = 0; xs[i] && p < sr->n; p++)
+            xs[i][p] = xmode == 0 ? (double)sr->step[p] : xmode == 1 ? sr->wall[p] : sr->hybrid[p];
+        char nm[100];
+        run_name(&cr[i].r, nm, sizeof nm);
+        snprintf(labels[i], 128, "#%lld %s", cr[i].r.id, nm);
+        ser[i] = (tui_series){ .label = labels[i], .x = xs[i], .y = sr->value, .n = xs[i] ? sr->n : 0 };
+    }
+    char title[160];
+    snprintf(title, sizeof title, "%s against %s", metric, xmode == 0 ? "step" : xmode == 1 ? "wall time (s)" : "hybrid time (s)");
+    tui_chart_opts o = { .width = tw > 160 ? 160 : tw, .height = height, .utf8 = use_utf8(),
+                         .x_label = xmode == 0 ? "step" : xmode == 1 ? "wall s" : "hybrid s",
+                         .y_label = metric, .title = title };
+    tui_canvas cv;
+    printf("\n");
+    if (tui_chart_draw(ser, n, &o, &cv) == 0) {
+        tui_canvas_print(stdout, &cv, use_color());
+        tui_canvas_free(&cv);
+    } else {
+        fprintf(stderr, "nnbench compare: the terminal is too small for the chart\n");
+    }
+    for (size_t i = 0; i < n; i++) free(xs[i]);
+    free(xs);
+    free(ser);
+    free(labels);
+    code = 0;
+out:
+    for (size_t i = 0; cr && i < n; i++) {
+        store_run_clear(&cr[i].r);
+        free(cr[i].params);
+        store_series_free(&cr[i].sr);
+        free(cr[i].ops);
+    }
+    free(cr);
+    free(ids);
+    free(specs);
+    store_close(s);
+    return code;
+}
+
+/* ---- report / export --------------------------------------------------------------- */
+
+int cli_report_write(const char *db_path, const long long *run_ids, size_t n, const char *path)
+{
+    store *s = open_db(db_path, 0);
+    if (!s) return 1;
+    int rc = store_report_write(s, run_ids, n, path);
+    if (rc) fprintf(stderr, "nnbench: %s\n", store_error());
+    else fprintf(stderr, "wrote %s (%zu run%s)\n", path, n, n == 1 ? "" : "s");
+    store_close(s);
+    return rc ? 1 : 0;
+}
+
+static const char report_help[] =
+    "usage: nnbench report RUN... -o FILE [--db PATH]\n\n"
+    "Writes a report of the runs; the format follows FILE's extension:\n"
+    "  .md    Markdown tables (runs, differing config, metrics, op profiles, solver, system)\n"
+    "  .html  one self-contained page: the same tables plus inline SVG line charts of every\n"
+    "         metric against step and against wall time\n"
+    "  .json  everything stored about the runs\n"
+    "  .csv   the metrics in long format (run,name,variant,key,step,epoch,wall_s,hybrid_s,value)\n";
+
+static const char export_help[] =
+    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n\n"
+    "Writes the metrics of the runs as CSV in long format:\n"
+    "  run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n"
+    "(-o - writes to standard output).\n";
+
+static int report_like(int argc, char **argv, int export)
+{
+    const char *cmd = export ? "export" : "report";
+    const char *db = NULL, *out = NULL;
+    char **specs = calloc((size_t)argc, sizeof *specs);
+    size_t n = 0;
+    if (!specs) return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(export ? export_help : report_help, stdout); free(specs); return 0; }
+        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "-o", &out)) ||
+            (m = opt_value(argc, argv, &i, "--output", &out))) {
+            if (m < 0) { free(specs); return 2; }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) { free(specs); return usage_error(cmd, "unknown option '%s'", a); }
+        specs[n++] = argv[i];
+    }
+    if (!n) { free(specs); return usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
+    if (!out) { free(specs); return usage_error(cmd, "where to? give -o FILE%s", export ? ".csv" : ".{md,html,json,csv}"); }
+    if (!export) {
+        const char *ext = strrchr(out, '.');
+        if (!ext || (strcasecmp(ext, ".md") && strcasecmp(ext, ".html") && strcasecmp(ext, ".htm") &&
+                     strcasecmp(ext, ".json") && strcasecmp(ext, ".csv"))) {
+            free(specs);
+            return usage_error(cmd, "cannot tell the format of '%s': use .md, .html, .json or .csv", out);
+        }
+    }
+    store *s = open_db(db, 0);
+    if (!s) { free(specs); return 1; }
+    long long *ids = resolve_runs(s, specs, n);
+    int code = 1;
+    if (ids) {
+        int rc = 0, printed = 0; /* printed: the reason is already on stderr */
+        if (export && !strcmp(out, "-")) {
+            rc = store_report_csv(s, ids, n, stdout);
+        } else if (export) {
+            const char *ext = strrchr(out, '.');
+            if (!ext || strcasecmp(ext, ".csv"))
+                fprintf(stderr, "nnbench export: note: writing CSV to '%s'\n", out);
+            FILE *f = fopen(out, "w");
+            if (!f) {
+                fprintf(stderr, "nnbench: cannot write %s: %s\n", out, strerror(errno));
+                rc = printed = 1;
+            } else {
+                rc = store_report_csv(s, ids, n, f);
+                if (fclose(f) && !rc) { fprintf(stderr, "nnbench: writing %s failed\n", out); rc = printed = 1; }
+                if (rc) remove(out);
+            }
+        } else {
+            rc = store_report_write(s, ids, n, out);
+        }
+        if (rc && !printed) fprintf(stderr, "nnbench: %s\n", store_error());
+        if (!rc && strcmp(out, "-")) fprintf(stderr, "wrote %s (%zu run%s)\n", out, n, n == 1 ? "" : "s");
+        code = rc ? 1 : 0;
+    }
+    free(ids);
+    free(specs);
+    store_close(s);
+    return code;
+}
+
+int cmd_report(int argc, char **argv) { return report_like(argc, argv, 0); }
+int cmd_export(int argc, char **argv) { return report_like(argc, argv, 1); }
+
+/* ---- delete ------------------------------------------------------------------------ */
+
+static const char delete_help[] =
+    "usage: nnbench delete RUN... [--yes] [--db PATH]\n\n"
+    "Deletes runs and everything stored with them. Asks first on a terminal; with standard\n"
+    "input not a terminal it refuses unless --yes is given.\n";
+
+int cmd_delete(int argc, char **argv)
+{
+    const char *db = NULL;
+    int yes = 0;
+    char **specs = calloc((size_t)argc, sizeof *specs);
+    size_t n = 0;
+    if (!specs) return 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int m;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(delete_help, stdout); free(specs); return 0; }
+        if (!strcmp(a, "--yes") || !strcmp(a, "-y")) { yes = 1; continue; }
+        if ((m = opt_value(argc, argv, &i, "--db", &db))) {
+            if (m < 0) { free(specs); return 2; }
+            continue;
+        }
+        if (a[0] == '-' && a[1]) { free(specs); return usage_error("delete", "unknown option '%s'", a); }
+        specs[n++] = argv[i];
+    }
+    if (!n) { free(specs); return usage_error("delete", "which runs? give ids from nnbench list%s", ""); }
+    if (!yes && !isatty(STDIN_FILENO)) {
+        free(specs);
+        fprintf(stderr, "nnbench delete: standard input is not a terminal, so I cannot ask; "
+                        "add --yes to delete without asking\n");
+        return 2;
+    }
+    store *s = open_db(db, STORE_OPEN_WRITE);
+    if (!s) { free(specs); return 1; }
+    int code = 1;
+    long long *ids = resolve_runs(s, specs, n);
+    if (!ids) goto out;
+    if (!yes) {
+        printf("Delete %zu run%s:", n, n == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++) {
+            store_run r;
+            if (!store_run_get(s, ids[i], &r)) {
+                char nm[200];
+                run_name(&r, nm, sizeof nm);
+                printf("%s #%lld %s", i ? "," : "", r.id, nm);
+                store_run_clear(&r);
+            }
+        }
+        printf("? [y/N] ");
+        fflush(stdout);
+        char line[32];
+        if (!fgets(line, sizeof line, stdin) || (line[0] != 'y' && line[0] != 'Y')) {
+            printf("Nothing deleted.\n");
+            code = 0;
+            goto out;
+        }
+    }
+    if (store_runs_delete(s, ids, n)) {
+        fprintf(stderr, "nnbench: %s\n", store_error());
+        goto out;
+    }
+    printf("Deleted %zu run%s.\n", n, n == 1 ? "" : "s");
+    code = 0;
+out:
+    free(ids);
+    free(specs);
+    store_close(s);
+    return code;
+}
