@@ -17,7 +17,10 @@ case "${2:-}" in
     *) echo "usage: sh tests/bench/run.sh BUILD [--quick|--peers]" >&2; exit 2 ;;
 esac
 top=$(cd "$(dirname "$0")/../.." && pwd)
-bin="$top/$BUILD/bench"
+case "$BUILD" in
+    /*) bin="$BUILD/bench" ;;
+    *) bin="$top/$BUILD/bench" ;;
+esac
 PY=${NNBENCH_PYTHON:-/usr/bin/python3}   # Debian's python3, where python3-torch installs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -35,8 +38,9 @@ quick=""
 reps=5
 [ "$mode" = quick ] && reps=2
 
-# Runs one bench program; its ROW lines go to the table (prefixed with the section), its
-# ENV lines to the header; its progress (stderr) is kept for the failure message.
+# Runs one bench program. Protocol: it prints "ROW<TAB>section<TAB>label<TAB>median<TAB>min
+# <TAB>max<TAB>absolute<TAB>goal<TAB>verdict" lines (the table) and "ENV<TAB>key<TAB>value"
+# lines (the header); its progress goes to stderr, shown only when it fails.
 section() {
     echo "bench: running $(basename "$1") $*" | sed "s|$top/||" >&2
     if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
@@ -116,8 +120,15 @@ fi
 # ---- 6: scaling ------------------------------------------------------------------------
 [ -x "$bin/scaling_bench" ] && section "$bin/scaling_bench" $quick
 
-# ---- 4: store (its bench is the store engineer's; its ROW lines are taken as they are) --
-[ -x "$bin/store_bench" ] && section "$bin/store_bench" $quick
+# ---- 4: store (tests/bench/store_bench.c is the store engineer's). Its ROW lines, in the
+# format above with section 4, join the table; if it prints none, its output is shown
+# under the table as it is.
+if [ -x "$bin/store_bench" ]; then
+    section "$bin/store_bench" $quick
+    grep -q '^ROW	4	' "$tmp/out" || { echo "store_bench (raw output):"; grep -v '^ENV	' "$tmp/out"; } >"$tmp/store_raw"
+else
+    echo "store_bench: not built (tests/bench/store_bench.c absent), store row skipped" >"$tmp/store_raw"
+fi
 
 # ---- the table ----------------------------------------------------------------------------
 envv() { v=$(printenv "$1"); echo "$1=${v:-(unset)}"; }
@@ -133,9 +144,12 @@ echo "CPU: ${cpu:-unknown}, $ncore cores; OpenBLAS core in use: ${core:-unknown}
 echo "Environment: $(envv OPENBLAS_CORETYPE) $(envv OPENBLAS_NUM_THREADS) $(envv OMP_NUM_THREADS) $(envv OPENBLAS_L2_SIZE)"
 echo "MLP 784-256-128-10, batch 128, SGD momentum 0.9, lr 0.01, 1 epoch of ${ntrain:-?} samples; $reps interleaved reps; nT = n BLAS threads${torchv:+; PyTorch $torchv}"
 echo
-echo "| # | row | median | min-max | absolute (medians) | goal | verdict |"
+echo "| # | row | median | min..max | absolute (medians) | goal | verdict |"
 echo "|---|---|---|---|---|---|---|"
-sort -s -t'	' -k1,1n "$rows" | awk -F'\t' '{ printf "| %s | %s | %.3g | %.3g-%.3g | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6, $7, $8 }'
+sort -s -t'	' -k1,1n "$rows" | awk -F'\t' '
+    function f(x) { a = x < 0 ? -x : x; return a >= 100 ? sprintf("%.0f", x) : a >= 10 ? sprintf("%.1f", x) : sprintf("%.2f", x) }
+    { printf "| %s | %s | %s | %s..%s | %s | %s | %s |\n", $1, $2, f($3), f($4), f($5), $6, $7, $8 }'
+[ -s "$tmp/store_raw" ] && { echo; cat "$tmp/store_raw"; }
 echo
 echo "bench: $(( $(date +%s) - start )) s"
 if [ -n "${failed:-}" ]; then

@@ -1,0 +1,53 @@
+#!/bin/sh
+# bench_quick.sh — runs `tests/bench/run.sh BUILD --quick` (what `make bench-quick` does) and
+# checks the SHAPE of its table, never its numbers: the header names the date, CPU, OpenBLAS
+# core and the environment as set; the rows of sections 1, 3, 5 and 6 are present; every
+# median and min..max is numeric with min <= median <= max; goals carry a verdict.
+set -u
+if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
+    echo "bench_quick: skipped under sanitizers (timings under ASan say nothing, and the"
+    echo "bench_quick: full-size MLP epochs would take minutes there)"
+    exit 0
+fi
+top=${NNBENCH_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
+bindir=$(dirname "${NNBENCH:-$top/build/nnbench}")
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+fail() { echo "bench_quick: FAIL: $*" >&2; echo "---- output:" >&2; cat "$tmp/out" >&2; exit 1; }
+
+for b in mlp_bench newton_bench scaling_bench; do
+    [ -x "$bindir/bench/$b" ] || fail "$bindir/bench/$b is not built (make tests builds it)"
+done
+t0=$(date +%s)
+sh "$top/tests/bench/run.sh" "$bindir" --quick >"$tmp/out" 2>"$tmp/err" || {
+    cat "$tmp/err" >&2; fail "run.sh --quick exited non-zero"; }
+echo "bench_quick: run.sh --quick took $(( $(date +%s) - t0 )) s"
+
+grep -q '^nnbench bench (quick) — [0-9]\{4\}-[0-9][0-9]-[0-9][0-9] ' "$tmp/out" || fail "no dated title line"
+grep -q '^CPU: .*, [0-9]* cores; OpenBLAS core in use: [A-Za-z0-9]' "$tmp/out" || fail "no CPU / OpenBLAS core line"
+want="OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}"
+grep -q "^Environment: .*$want" "$tmp/out" || fail "environment line does not show $want as set"
+for v in OPENBLAS_NUM_THREADS OMP_NUM_THREADS OPENBLAS_L2_SIZE; do
+    grep -q "^Environment: .*$v=" "$tmp/out" || fail "environment line lacks $v"
+done
+grep -q '^| # | row | median | min..max | absolute (medians) | goal | verdict |$' "$tmp/out" || fail "no table header"
+
+# Rows: | sec | label | median | min..max | absolute | goal | verdict |
+grep '^| [0-9] |' "$tmp/out" >"$tmp/rows"
+for label in "nnbench / bare loop, 1T" "nnbench / GEMM-only bound, 1T" "bare loop / GEMM-only bound, 1T" \
+             "nnbench profiler on / off (time), 1T" "Newton step / gradient step, block n=256" \
+             "solve time vs n, fitted exponent" "step time vs parameters, fitted exponent" \
+             "peak memory vs parameters, fitted exponent"; do
+    grep -qF "| $label |" "$tmp/rows" || fail "row '$label' missing"
+done
+bad=$(awk -F' [|] ' '
+    function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
+    { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
+      if (!num($3) || !num(mm[1]) || !num(mm[2]) || mm[1] + 0 > $3 + 0 || $3 + 0 > mm[2] + 0) print "numbers: " $0
+      else if (sec !~ /^[1-6]$/) print "section: " $0
+      else if ($6 != "-" && $7 !~ /^(met|MISSED|off|info|peer)/) print "verdict: " $0 }' "$tmp/rows")
+[ -z "$bad" ] || fail "malformed rows:
+$bad"
+n=$(wc -l <"$tmp/rows")
+[ "$n" -ge 8 ] || fail "only $n rows"
+echo "bench_quick: table shape ok ($n rows)"
