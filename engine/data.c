@@ -199,11 +199,11 @@ static int generate(const eng_data_config *dc, uint64_t seed, eng_dataset *ds)
         if ((rc = check_range("classes", classes, 2, 1000))) return rc;
         break;
     case ENG_DATA_LINREG:
-        strcpy(ds->name, "regression");
+        strcpy(ds->name, "linreg");
         features = dc->features > 0 ? dc->features : DEF_LINREG_FEATURES;
         break;
     case ENG_DATA_POLYREG:
-        strcpy(ds->name, "polynomial");
+        strcpy(ds->name, "polyreg");
         features = dc->features > 0 ? dc->features : DEF_POLY_FEATURES;
         if ((rc = check_range("degree", dc->degree > 0 ? dc->degree : DEF_DEGREE, 1, 20))) return rc;
         break;

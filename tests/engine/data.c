@@ -90,8 +90,8 @@ static void test_generators_shapes(void **state)
     (void)state;
     struct { eng_data_source s; const char *name; int cls, classes, features; } g[] = {
         { ENG_DATA_XOR, "xor", 1, 2, 2 },          { ENG_DATA_SPIRALS, "spirals", 1, 2, 2 },
-        { ENG_DATA_BLOBS, "blobs", 1, 3, 2 },      { ENG_DATA_LINREG, "regression", 0, 0, 4 },
-        { ENG_DATA_POLYREG, "polynomial", 0, 0, 1 }, { ENG_DATA_SINE, "sine", 0, 0, 1 },
+        { ENG_DATA_BLOBS, "blobs", 1, 3, 2 },      { ENG_DATA_LINREG, "linreg", 0, 0, 4 },
+        { ENG_DATA_POLYREG, "polyreg", 0, 0, 1 }, { ENG_DATA_SINE, "sine", 0, 0, 1 },
     };
     for (size_t i = 0; i < sizeof g / sizeof g[0]; i++) {
         eng_data_config c = dcfg(g[i].s);
