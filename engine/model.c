@@ -435,11 +435,13 @@ double eng_model_forward(eng_model *m, const float *x, int rows, const int32_t *
 
 void eng_model_backward(eng_model *m)
 {
+    if (m->rows < 1) return; /* no forward yet: nothing to differentiate */
     for (int i = m->n_nodes - 1; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);
 }
 
 void eng_model_backward_from(eng_model *m, const float *dlogits)
 {
+    if (m->rows < 1) return;
     if (dlogits != m->dlogits)
         memmove(m->dlogits, dlogits, (size_t)m->rows * m->n_out * sizeof(float));
     for (int i = m->n_nodes - 2; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);

@@ -523,12 +523,18 @@ static void pool_fwd(eng_node *n, int rows)
         for (int c = 0; c < C; c++)
             for (int oh = 0; oh < OH; oh++)
                 for (int ow = 0; ow < OW; ow++) {
+                    /* selects instead of branches: which element wins is random */
                     int32_t i0 = (int32_t)((c * H + 2 * oh) * W + 2 * ow);
                     int32_t cand[4] = { i0, i0 + 1, i0 + W, i0 + W + 1 }, best = i0;
-                    for (int k = 1; k < 4; k++)
-                        if (x[cand[k]] > x[best]) best = cand[k];
+                    float bv = x[i0];
+                    for (int k = 1; k < 4; k++) {
+                        float v = x[cand[k]];
+                        int gt = v > bv;
+                        best = gt ? cand[k] : best;
+                        bv = gt ? v : bv;
+                    }
                     size_t o = ((size_t)c * OH + oh) * OW + ow;
-                    y[o] = x[best];
+                    y[o] = bv;
                     am[o] = best;
                 }
     }
