@@ -176,7 +176,7 @@ static void run_load(wb_app *a)
     const store_run *r = &rv.run;
     char b1[32], b2[32];
     lines_add(&rv.sys, &rv.n_sys, "Run #%lld on %s (pid %ld), nnbench %s", r->id, r->host, r->pid, r->version);
-    lines_add(&rv.sys, &rv.n_sys, "  model       %s  (%lld params)", r->model, r->n_params);
+    lines_add(&rv.sys, &rv.n_sys, "  model       %s", r->model);
     lines_add(&rv.sys, &rv.n_sys, "  dataset     %s  (%d train, %d test)", r->dataset, r->n_train, r->n_test);
     lines_add(&rv.sys, &rv.n_sys, "  threads     %d   seed %llu", r->threads, (unsigned long long)r->seed);
     tui_fmt_bytes((double)r->peak_bytes, b1, sizeof b1);
@@ -581,7 +581,7 @@ static void cmp_build_lines(wb_app *a)
             case 6: snprintf(cell, sizeof cell, "%ld", r->steps); break;
             case 7: tui_fmt_duration(tui_run_duration(r, (double)time(NULL)), cell, sizeof cell); break;
             case 8: tui_fmt_duration(r->hybrid_s, cell, sizeof cell); break;
-            case 9: v = r->samples_per_s; break;
+            case 9: if (isfinite(r->samples_per_s)) snprintf(cell, sizeof cell, "%.0f", r->samples_per_s); break;
             case 10: v = r->target_loss; break;
             case 11: if (r->steps_to_target >= 0) snprintf(cell, sizeof cell, "%ld", r->steps_to_target); else snprintf(cell, sizeof cell, "-"); break;
             case 12: if (r->steps_to_target >= 0) tui_fmt_duration(r->wall_to_target, cell, sizeof cell); else snprintf(cell, sizeof cell, "-"); break;

@@ -578,7 +578,9 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         rebuild_view(a);
         break;
     case TUI_ACT_SORT:
+        /* A new column starts ascending; S flips it. */
         a->sort_col = (a->sort_col + 1) % TUI_RC_COUNT;
+        a->sort_desc = 0;
         rebuild_view(a);
         wb_message(a, "sorted by %s", tui_run_col_names[a->sort_col]);
         break;
@@ -629,8 +631,10 @@ static void help_draw(wb_app *a)
             if (!l) continue;
             const char *lab = !a->utf8 && k->label_ascii ? k->label_ascii : k->label;
             tui_screens_names(k->screens & ~(unsigned)TUI_SCR_HELP, where, sizeof where);
-            if (here) snprintf(l, 256, "  %-18s %s", lab, k->help);
-            else snprintf(l, 256, "  %-18s %s  [%s]", lab, k->help, where);
+            char padded[96];
+            tui_fit(lab, 18, 0, a->utf8, padded, sizeof padded);
+            if (here) snprintf(l, 256, "  %s %s", padded, k->help);
+            else snprintf(l, 256, "  %s %s  [%s]", padded, k->help, where);
             if (!a->utf8) { char b[256]; tui_fit(l, 250, 0, 0, b, sizeof b); snprintf(l, 256, "%s", b); }
             lines[n++] = l;
         }
