@@ -202,30 +202,36 @@ static void build_hz(eng_newton *nt, int B, int gn)
 }
 
 /* block(W_l)[(i,j),(p,q)] = mean_n x_ni x_np HZ_n[j][q]: one GEMM per chunk on
- * X2[n][(i,p)] = x_ni x_np and HZ[n][(j,q)], then a permutation. */
+ * X2[n][(i,p)] = x_ni x_np (packed, i <= p: x x^T is symmetric, which halves the GEMM) and
+ * HZ[n][(j,q)], then a permutation that fills (i,p) and (p,i). */
 static void block_w_second_order(eng_newton *nt, int l, int B, double *H)
 {
     nlayer *y = &nt->L[l];
     int in = y->in, o = y->out;
-    size_t i2 = (size_t)in * in, o2 = (size_t)o * o;
+    size_t i2 = (size_t)in * (in + 1) / 2, o2 = (size_t)o * o;
     const double *X = layer_x(nt, l);
     for (int c0 = 0; c0 < B; c0 += CHUNK) {
         int c = B - c0 < CHUNK ? B - c0 : CHUNK;
         for (int n = 0; n < c; n++) {
             const double *x = X + (size_t)(c0 + n) * in;
             double *row = nt->X2 + (size_t)n * i2;
+            size_t t = 0;
             for (int i = 0; i < in; i++)
-                for (int p = 0; p < in; p++) row[(size_t)i * in + p] = x[i] * x[p];
+                for (int p = i; p < in; p++) row[t++] = x[i] * x[p];
         }
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)i2, (int)o2, c, 1.0 / B, nt->X2, (int)i2,
                     y->HZ + (size_t)c0 * o2, (int)o2, c0 ? 1.0 : 0.0, nt->M, (int)o2);
     }
-    size_t nw = (size_t)in * o;
+    size_t nw = (size_t)in * o, t = 0;
     for (int i = 0; i < in; i++)
-        for (int p = 0; p < in; p++) {
-            const double *mr = nt->M + ((size_t)i * in + p) * o2;
+        for (int p = i; p < in; p++, t++) {
+            const double *mr = nt->M + t * o2;
             for (int j = 0; j < o; j++)
-                for (int q = 0; q < o; q++) H[((size_t)i * o + j) * nw + (size_t)p * o + q] = mr[j * o + q];
+                for (int q = 0; q < o; q++) {
+                    double v = mr[j * o + q];
+                    H[((size_t)i * o + j) * nw + (size_t)p * o + q] = v;
+                    H[((size_t)p * o + j) * nw + (size_t)i * o + q] = v;
+                }
         }
 }
 
