@@ -103,9 +103,12 @@ struct eng_node {
                                  * bias op: b, db only */
     size_t n_w, n_b;
     int32_t *argmax;            /* maxpool: index into the row of x, per output element */
-    /* conv2d workspace (shared by all conv nodes of a model), for `chunk` rows at a time */
-    float *col, *dcol, *tmp;
-    int chunk;
+    /* conv2d workspace for `chunk` rows at a time: col [C*K*K x chunk*P] and dcol (same
+     * size). col_kept: col is this node's own and still holds the last forward's im2col
+     * (the whole batch fit in one chunk), so backward need not rebuild it; otherwise col
+     * is shared by the conv nodes and backward rebuilds it. */
+    float *col, *dcol;
+    int chunk, col_kept;
     /* loss nodes: x = logits, dx = dL/dlogits, y = softmax probabilities (softmax_xent) */
     const int32_t *labels;      /* class per row, or NULL */
     const float *targets;       /* [rows x out_size] targets, or NULL */

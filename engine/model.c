@@ -169,7 +169,7 @@ static int conv_chunk(const eng_node *n, int max_batch)
 /* Buffers: sizes first, then one arena carved in order; the same walk assigns pointers. */
 static int allocate(eng_model *m)
 {
-    size_t B = (size_t)m->max_batch, floats = 0, ints = 0, col = 0, tmp = 0;
+    size_t B = (size_t)m->max_batch, floats = 0, ints = 0, col = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         if (n == m->loss) {
@@ -182,12 +182,13 @@ static int allocate(eng_model *m)
             n->chunk = conv_chunk(n, m->max_batch);
             size_t P = n->out_size / (size_t)n->out_shape[0], S = (size_t)n->chunk;
             size_t c = (size_t)n->in_shape[0] * n->kernel * n->kernel * P * S;
-            size_t t = (size_t)n->out_shape[0] * P * S;
             if (c > col) col = c;
-            if (t > tmp) tmp = t;
+            /* a whole batch fits: keep this layer's im2col for its backward */
+            n->col_kept = n->chunk == m->max_batch;
+            if (n->col_kept) floats += round16(c);
         }
     }
-    floats += 2 * round16(col) + round16(tmp);
+    floats += 2 * round16(col);
     m->params = prof_calloc(m->n_params, sizeof(float));
     m->grads = prof_calloc(m->n_params, sizeof(float));
     m->arena = prof_calloc(floats ? floats : 1, sizeof(float));
@@ -201,7 +202,6 @@ static int allocate(eng_model *m)
     int32_t *ip = m->iarena;
     float *ws_col = p; p += round16(col);
     float *ws_dcol = p; p += round16(col);
-    float *ws_tmp = p; p += round16(tmp);
     const float *x = NULL;   /* the input: wired at each forward */
     float *dx = NULL;        /* no gradient for the input unless enabled */
     for (int i = 0; i < m->n_nodes; i++) {
@@ -220,7 +220,15 @@ static int allocate(eng_model *m)
             n->dy = p; p += round16(B * n->out_size);
         }
         if (n->op == ENG_OP_MAXPOOL) { n->argmax = ip; ip += B * n->out_size; }
-        if (n->op == ENG_OP_CONV2D) { n->col = ws_col; n->dcol = ws_dcol; n->tmp = ws_tmp; }
+        if (n->op == ENG_OP_CONV2D) {
+            n->dcol = ws_dcol;
+            if (n->col_kept) {
+                n->col = p;
+                p += round16((size_t)n->in_shape[0] * n->kernel * n->kernel * (n->out_size / (size_t)n->out_shape[0]) * (size_t)n->chunk);
+            } else {
+                n->col = ws_col;
+            }
+        }
         x = n->y;
         dx = n->dy;
     }

@@ -24,8 +24,9 @@
  *                bwd  B·(K+1)   labels | B·2K     targets    2·B·K + B | 3·B·K
  *  mse           fwd  3·B·T                              B·T + B (labels) | 2·B·T
  *                bwd  2·B·T                              2·B·T + B (labels) | 3·B·T
- *  conv2d        fwd  2·B·F·CKK·P                        B·CHW + 2·B·CKK·P + F·CKK + 3·B·F·P
- *                bwd  2·B·F·CKK·P                        B·CHW + 2·B·CKK·P + 3·B·F·P + F·CKK
+ *  conv2d        fwd  2·B·F·CKK·P                        B·CHW + 2·B·CKK·P + F·CKK + B·F·P
+ *                bwd  2·B·F·CKK·P                        B·F·P + B·CKK·P + F·CKK
+ *                                                        (+ B·CHW + B·CKK·P when im2col is rebuilt)
  *                     (+2·B·F·CKK·P + B·CKK·P for dx)    (+ F·CKK + B·F·P + B·CKK·P + B·CHW + 2·B·CKK·P for dx)
  *  maxpool       fwd  3·B·O                              6·B·O
  *                bwd  0                                  B·in + 3·B·O
@@ -394,11 +395,12 @@ static uint64_t mse_bytes(const eng_node *n, int rows, eng_dir dir)
     return 4 * (e + t + (dir == ENG_BWD ? e : 0));
 }
 
-/* ---- conv2d: stride 1, no padding, NCHW per row; im2col + one sgemm per chunk ----------
+/* ---- conv2d: stride 1, no padding, NCHW per row; im2col + sgemm -------------------------
  * For a chunk of S rows, col is [C*K*K, S*P] (column s*P + p is the receptive field of
- * output position p of row s), tmp = W[F, CKK] · col is [F, S*P], scattered to y[s, f, p].
- * Backward recomputes col (the workspace is shared by every conv layer), gathers dy into
- * tmp, dW (+)= tmp · col^T, dcol = W^T · tmp, and col2im adds dcol into dx. */
+ * output position p of row s). Row s's output is y_s[F, P] = W[F, CKK] · col[:, s*P..],
+ * one sgemm per row written straight into y (no transpose pass). Backward: dW += dy_s ·
+ * col_s^T and dcol_s = W^T · dy_s per row, then col2im adds dcol into dx. Backward reuses
+ * the forward's col when the node keeps its own (col_kept), else rebuilds it. */
 
 typedef struct { int C, H, W, F, K, OH, OW; size_t P, CKK; } conv_dims;
 
@@ -453,35 +455,35 @@ static void col2im_add(const conv_dims *d, const float *dcol, int S, float *dx, 
 static void conv_fwd(eng_node *n, int rows)
 {
     conv_dims d = conv_get(n);
+    int P = (int)d.P, CKK = (int)d.CKK;
     for (int r0 = 0; r0 < rows; r0 += n->chunk) {
         int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
-        int ld = S * (int)d.P;
+        int ld = S * P;
         im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d.F, ld, (int)d.CKK, 1.0f,
-                    n->w, (int)d.CKK, n->col, ld, 0.0f, n->tmp, ld);
         for (int s = 0; s < S; s++)
-            for (int f = 0; f < d.F; f++)
-                memcpy(n->y + (size_t)(r0 + s) * n->out_size + (size_t)f * d.P,
-                       n->tmp + (size_t)f * ld + (size_t)s * d.P, d.P * sizeof(float));
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d.F, P, CKK, 1.0f, n->w, CKK,
+                        n->col + (size_t)s * P, ld, 0.0f, n->y + (size_t)(r0 + s) * n->out_size, P);
     }
 }
 
 static void conv_bwd(eng_node *n, int rows)
 {
     conv_dims d = conv_get(n);
+    int P = (int)d.P, CKK = (int)d.CKK;
     for (int r0 = 0; r0 < rows; r0 += n->chunk) {
         int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
-        int ld = S * (int)d.P;
-        im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
-        for (int s = 0; s < S; s++)
-            for (int f = 0; f < d.F; f++)
-                memcpy(n->tmp + (size_t)f * ld + (size_t)s * d.P,
-                       n->dy + (size_t)(r0 + s) * n->out_size + (size_t)f * d.P, d.P * sizeof(float));
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d.F, (int)d.CKK, ld, 1.0f,
-                    n->tmp, ld, n->col, ld, r0 == 0 ? 0.0f : 1.0f, n->dw, (int)d.CKK);
+        int ld = S * P;
+        if (!(n->col_kept && r0 == 0 && S == rows))
+            im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
+        for (int s = 0; s < S; s++) {
+            const float *dy = n->dy + (size_t)(r0 + s) * n->out_size;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d.F, CKK, P, 1.0f, dy, P,
+                        n->col + (size_t)s * P, ld, r0 == 0 && s == 0 ? 0.0f : 1.0f, n->dw, CKK);
+            if (n->dx)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CKK, P, d.F, 1.0f, n->w, CKK,
+                            dy, P, 0.0f, n->dcol + (size_t)s * P, ld);
+        }
         if (n->dx) {
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)d.CKK, ld, d.F, 1.0f,
-                        n->w, (int)d.CKK, n->tmp, ld, 0.0f, n->dcol, ld);
             float *dx = n->dx + (size_t)r0 * n->in_size;
             memset(dx, 0, (size_t)S * n->in_size * sizeof(float));
             col2im_add(&d, n->dcol, S, dx, n->in_size);
@@ -502,11 +504,12 @@ static uint64_t conv_bytes(const eng_node *n, int rows, eng_dir dir)
     conv_dims d = conv_get(n);
     uint64_t B = U64(rows), x = B * n->in_size, col = B * d.CKK * d.P, w = U64(d.F) * d.CKK;
     uint64_t yo = B * d.F * d.P;
-    /* im2col (read x, write col) + sgemm (read W, col; write tmp) + scatter/gather
-     * (read + write F*P per row); backward writes dW instead of reading W. */
-    uint64_t e = x + 2 * col + w + 3 * yo;
-    if (dir == ENG_BWD && n->dx)
-        e += w + yo + col /* sgemm: read W, tmp; write dcol */ + x /* zero dx */ + 2 * col /* col2im */;
+    if (dir == ENG_FWD) return 4 * (x + 2 * col + w + yo); /* im2col; sgemm reads W, col, writes y */
+    /* dW sgemm: read dy, col; write dW (+ rebuilding col: read x, write col) */
+    uint64_t e = yo + col + w;
+    if (!(n->col_kept && rows <= n->chunk)) e += x + col;
+    if (n->dx)
+        e += w + yo + col /* sgemm: read W, dy; write dcol */ + x /* zero dx */ + 2 * col /* col2im */;
     return 4 * e;
 }
 

@@ -86,7 +86,7 @@ static void h_free(harness *h)
 {
     free(h->x0); free(h->xbuf); free(h->gx); free(h->ybuf); free(h->gy); free(h->r);
     free(h->n.w); free(h->n.b); free(h->n.dw); free(h->n.db); free(h->n.argmax);
-    free(h->n.col); free(h->n.dcol); free(h->n.tmp);
+    free(h->n.col); free(h->n.dcol);
 }
 
 /* The scalar being differentiated: the loss for a loss op, else sum(r * y). */
@@ -352,7 +352,6 @@ static void conv_setup(harness *h, int rows, int C, int H, int W, int F, int K, 
     size_t P = (size_t)out[1] * out[2];
     n->col = calloc((size_t)C * K * K * P * chunk, sizeof(float));
     n->dcol = calloc((size_t)C * K * K * P * chunk, sizeof(float));
-    n->tmp = calloc((size_t)F * P * chunk, sizeof(float));
 }
 
 static void test_grad_conv2d(void **state)
@@ -384,6 +383,13 @@ static void test_grad_conv2d(void **state)
                 }
     printf("  conv2d vs direct convolution: max abs diff %.2e\n", worst);
     assert_true(worst < 1e-5);
+    h_free(&h);
+
+    /* one chunk holding every row, im2col kept from forward for backward */
+    conv_setup(&h, 3, 3, 6, 5, 2, 2, 3);
+    h.n.col_kept = 1;
+    h_random(&h, 41, 1.0);
+    assert_true(h_check(&h, "conv2d (kept im2col)") < TOL);
     h_free(&h);
 }
 
@@ -621,10 +627,15 @@ static void test_flops_bytes(void **state)
     /* conv: 1x5x5 input, 2 filters 3x3, 2 rows: P = 9, CKK = 9 */
     eng_node c = shaped(ENG_OP_CONV2D, 1, 5, 5, 2, 3, 3);
     c.kernel = 3;
-    expect(&c, 2, ENG_FWD, 648, 2000);    /* 2*2*2*9*9; 4*(50 + 324 + 18 + 108) */
-    expect(&c, 2, ENG_BWD, 648, 2000);
+    /* x 50, col 2*9*9 = 162, W 18, y 2*2*9 = 36 floats */
+    expect(&c, 2, ENG_FWD, 648, 1712);    /* 2*2*2*9*9; 4*(50 + 2*162 + 18 + 36) */
+    expect(&c, 2, ENG_BWD, 648, 1712);    /* dW, rebuilding im2col: 4*(36 + 162 + 18 + 50 + 162) */
+    c.chunk = 2;
+    c.col_kept = 1;
+    expect(&c, 2, ENG_BWD, 648, 864);     /* dW from the kept im2col: 4*(36 + 162 + 18) */
+    c.col_kept = 0;
     c.dx = &dummy;
-    expect(&c, 2, ENG_BWD, 1458, 4360);   /* + 648 + 2*9*9; + 4*(18 + 36 + 162 + 50 + 324) */
+    expect(&c, 2, ENG_BWD, 1458, 4072);   /* + 648 + 2*9*9; + 4*(18 + 36 + 162 + 50 + 2*162) */
 
     /* activations: 3 rows of 10 */
     eng_node a = shaped(ENG_OP_RELU, 1, 1, 10, 1, 1, 10);
