@@ -138,9 +138,10 @@ double qm_tomography_reps(int n, double eps);
  * drawn from *rng (a splitmix64 state, advanced). Relative error is exactly eps. */
 void qm_qlsa_output(int n, const double *x_exact, double eps, uint64_t *rng, double *x_out);
 
-/* Keeps the k largest |A_ij| of each row (ties: the lower column), and then every (i,j)
- * whose mirror (j,i) was kept, so the result stays symmetric. out may equal A. Returns the
- * largest number of nonzeros in a row (the sparsity d), or QM_ENOMEM. */
+/* Keeps the k largest |A_ij| of each row (ties: the lower column), and of those only the
+ * (i,j) whose mirror (j,i) row j kept too, so the result is symmetric and no row has more
+ * than k nonzeros (a union would let popular columns fill whole rows). out may equal A.
+ * Returns the largest number of nonzeros in a row (the sparsity d), or QM_ENOMEM. */
 int qm_prune_rows(int n, const double *A, int k, double *out);
 
 /* ---- this machine's Cholesky cost model (a n^3 + b n^2 + c ns) ---------------------- */
