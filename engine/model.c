@@ -78,7 +78,6 @@ static int plan(eng_model *m, const eng_model_config *mc)
         switch (sp->kind) {
         case ENG_LAYER_DENSE: {
             int units = sp->units;
-            if (units == 0 && i == mc->n_layers - 1) units = m->n_out; /* dense:0 last = "as many as the data needs" */
             if (units <= 0)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s): units must be a positive number, got %d",
                                 i + 1, L->name, sp->units);
