@@ -63,6 +63,7 @@ struct prof {
     double ns_per_event;
     long step;
     uint64_t t_origin;
+    size_t alloc_base;       /* prof_mem_total() at create */
     int quiet;
     /* hardware counters */
     int eventset, n_ctr;     /* n_ctr 0: none counted, eventset unused */
@@ -408,6 +409,9 @@ prof_t *prof_create(const prof_options *opt)
     if (prof_calibration_load(&cal) == 0) p->peak_gflops = cal.peak_gflops;
     tls_active = p;
     calibrate_overhead(p);
+    /* The summary's memory figures are per profiler (per run), not since process start. */
+    prof_mem_reset_peak();
+    p->alloc_base = prof_mem_total();
     p->t_origin = prof_now_ns();
     p->trace_on = p->trace && p->step >= p->trace_first && p->step <= p->trace_last;
     return p;
@@ -448,7 +452,7 @@ int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind
 
 void prof_begin(prof_t *p, int id)
 {
-    if (p->depth >= MAX_DEPTH || id < 0) { p->lost_depth++; return; }
+    if (p->depth >= MAX_DEPTH || (unsigned)id > MAX_SCOPES) { p->lost_depth++; return; }
     tls_active = p;
     frame *f = &p->stack[p->depth++];
     f->id = id;
@@ -642,6 +646,7 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     s->total_alloc_bytes = prof_mem_total();
     s->peak_rss = prof_peak_rss();
     if (!p) return;
+    s->total_alloc_bytes -= p->alloc_base;
     for (int i = 0; i < p->n_scopes; i++) s->total_self_ns += p->scopes[i].self_ns;
     s->events = p->events;
     s->overhead_ns = (uint64_t)(p->ns_per_event * (double)p->events);

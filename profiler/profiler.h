@@ -77,7 +77,7 @@ typedef struct {
     int hw_counters;          /* how many hardware counters are being counted */
     char counters_note[256];  /* e.g. "no hardware counters: PAPI reports 0 (VM)" */
     char counters_used[256];  /* comma-separated names counted */
-    size_t peak_bytes, live_bytes, total_alloc_bytes;
+    size_t peak_bytes, live_bytes, total_alloc_bytes; /* since prof_create (it resets the peak) */
     size_t peak_rss;          /* process peak RSS, bytes */
     double peak_gflops;       /* calibrated sgemm peak, 0 if not calibrated */
     double ns_per_event;      /* measured cost of one begin+end pair (at prof_create) */

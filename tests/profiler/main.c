@@ -271,6 +271,11 @@ static void test_self_mem_per_scope(void **state)
     assert_int_equal(in->peak_mem, (int64_t)(base + 1124));
     assert_int_equal(o->peak_mem, (int64_t)(base + 1124));
     assert_int_equal(af->peak_mem, (int64_t)(base + 100));
+    prof_summary s;
+    prof_summary_get(p, &s);
+    assert_int_equal(s.total_alloc_bytes, 100 + 1000 + 24 + 4096); /* since prof_create */
+    assert_int_equal(s.peak_bytes, base + 4096);
+    assert_int_equal(s.live_bytes, base);
     free(rows);
     prof_destroy(p);
 }
