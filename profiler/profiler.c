@@ -274,7 +274,9 @@ static void setup_counters(prof_t *p, const char *counters)
         }
         say(p->counters_note, sizeof p->counters_note,
             "no hardware counters (PAPI: %s); timing and software counters only", reason);
-        if (!p->quiet) fprintf(stderr, "profiler: %s\n", p->counters_note);
+        /* Once per process: a run of several variants creates several profilers. */
+        static atomic_flag told = ATOMIC_FLAG_INIT;
+        if (!p->quiet && !atomic_flag_test_and_set(&told)) fprintf(stderr, "profiler: %s\n", p->counters_note);
         if (explicit_list) {
             char msg[300];
             say(msg, sizeof msg, "requested, not counted: %s", counters);
