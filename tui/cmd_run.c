@@ -151,8 +151,9 @@ static void print_table(const row *rows, size_t n)
     for (size_t i = 0; i < n; i++) if (strlen(rows[i].variant) > wv) wv = strlen(rows[i].variant);
     printf("%-*s  %-9s  %-11s  %7s  %10s  %10s  %10s  %8s  %9s  %10s", (int)wv, "variant", "optimizer", "status",
            "steps", "final loss", "best loss", "test loss", "test acc", "time", "samples/s");
-    if (any_newton) printf("  %9s", "hybrid");
+    if (any_newton) printf("  %9s  %8s  %11s  %11s", "hybrid", "quantum", "kappa start", "kappa end");
     if (any_target) printf("  %14s  %14s", "steps->target", "time->target");
+    if (any_target && any_newton) printf("  %14s", "hybrid->target");
     printf("\n");
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
@@ -170,8 +171,20 @@ static void print_table(const row *rows, size_t n)
         fmt_time(tt, sizeof tt, r->created && s->steps_to_target >= 0 ? s->wall_to_target : NAN);
         printf("%-*s  %-9s  %-11s  %7ld  %10s  %10s  %10s  %8s  %9s  %10s", (int)wv, r->variant, r->optimizer,
                eng_run_status_name(r->status), r->created ? s->steps : 0L, fl, bl, tl, acc, t, sps);
-        if (any_newton) printf("  %9s", hy);
+        if (any_newton) {
+            char qs[32], k0[32], k1[32];
+            int nt = r->created && !strcmp(r->optimizer, "newton") && s->solves > 0;
+            fmt_num(qs, sizeof qs, nt ? 100.0 * (double)s->quantum_solves / (double)s->solves : NAN, "%.1f%%");
+            fmt_num(k0, sizeof k0, nt ? s->kappa_first : NAN, "%.4g");
+            fmt_num(k1, sizeof k1, nt ? s->kappa_last : NAN, "%.4g");
+            printf("  %9s  %8s  %11s  %11s", hy, qs, k0, k1);
+        }
         if (any_target) printf("  %14s  %14s", st, tt);
+        if (any_target && any_newton) {
+            char ht[32];
+            fmt_time(ht, sizeof ht, r->created && s->steps_to_target >= 0 ? s->hybrid_to_target : NAN);
+            printf("  %14s", ht);
+        }
         printf("\n");
     }
 }
