@@ -78,7 +78,12 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     for (int i = 0; i < N_PHASES; i++) r->ph[i] = -1;
 
     const eng_train_config *tc = &r->cfg.train;
-    if (tc->threads > 0) openblas_set_num_threads(tc->threads);
+    /* OpenBLAS's thread count is process-wide: a variant with threads = 0 gets the count the
+     * environment gave, not whatever an earlier variant of the same process set. */
+    static int env_threads;
+    if (!env_threads) env_threads = openblas_get_num_threads();
+    int want = tc->threads > 0 ? tc->threads : env_threads;
+    if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
     r->threads = openblas_get_num_threads();
 
     int rc = eng_data_load(&r->cfg.data, r->cfg.seed, &r->ds);
