@@ -22,7 +22,7 @@ const tui_key tui_keys[] = {
     { { KEY_RIGHT, 'l' }, "→ / l", "Right / l", TUI_ACT_RIGHT, TUI_SCR_NEW, "next choice of the selected field", NULL },
     { { '\n', '\r', KEY_ENTER }, "Enter", NULL, TUI_ACT_OPEN, TUI_SCR_RUNS, "open the selected run", "open" },
     { { '\n', '\r', KEY_ENTER }, "Enter", NULL, TUI_ACT_EDIT, TUI_SCR_NEW, "edit the selected field, or start on [Start]", "edit" },
-    { { ESC, KEY_BACKSPACE, 127, 8 }, "Esc / Backspace", NULL, TUI_ACT_BACK, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW | TUI_SCR_HELP, "back to the previous screen", "back" },
+    { { ESC, KEY_BACKSPACE, 127, 8 }, "Esc / Backspace", NULL, TUI_ACT_BACK, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW | TUI_SCR_HELP, "back to the previous screen (on Runs: clear the filter)", "back" },
     { { '\t' }, "Tab", NULL, TUI_ACT_TAB_NEXT, TUI_SCR_RUN, "next tab", "tab" },
     { { KEY_BTAB }, "Shift-Tab", NULL, TUI_ACT_TAB_PREV, TUI_SCR_RUN, "previous tab", NULL },
     { { ' ' }, "Space", NULL, TUI_ACT_MARK, TUI_SCR_RUNS, "mark / unmark a run for Compare (2 to 6)", "mark" },

@@ -94,11 +94,13 @@ static int live_ops(void *ud, const prof_row *rows, size_t n, const prof_summary
     (void)sum;
     prof_row *c = malloc((n ? n : 1) * sizeof *c);
     if (!c) return 0; /* the live view is a nicety: never fail the run for it */
-    memcpy(c, rows, n * sizeof *c);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) /* ops only: phases would double-count their time */
+        if (rows[i].kind == PROF_OP) c[m++] = rows[i];
     pthread_mutex_lock(&l->mu);
     free(l->ops);
     l->ops = c;
-    l->n_ops = n;
+    l->n_ops = m;
     pthread_mutex_unlock(&l->mu);
     return 0;
 }

@@ -158,7 +158,7 @@ void tui_run_cell(const store_run *r, tui_run_col c, double now, char *b, size_t
         time_t t = (time_t)r->started;
         struct tm tm;
         localtime_r(&t, &tm);
-        strftime(b, n, "%Y-%m-%d %H:%M", &tm);
+        strftime(b, n, "%m-%d %H:%M", &tm); /* the year rarely matters; the width does */
         break;
     }
     default: snprintf(b, n, "?");
