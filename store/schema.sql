@@ -59,18 +59,19 @@ CREATE TABLE IF NOT EXISTS params (
     PRIMARY KEY (run, key)
 ) WITHOUT ROWID;
 
--- Metric points, long format: one row per (run, key, step).
+-- Metric points, long format: one row per (run, key, step) — a later value for the same
+-- step replaces the earlier one. Clustered on (run, key, step): one curve is one range.
 -- key: train_loss train_acc test_loss test_acc lr samples_per_s ...
 CREATE TABLE IF NOT EXISTS metrics (
     run    INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    key    TEXT NOT NULL,
     step   INTEGER NOT NULL,
     epoch  INTEGER,
     wall   REAL,                                -- seconds since run start
     hybrid REAL,                                -- Q-Newton hybrid clock
-    key    TEXT NOT NULL,
-    value  REAL
-);
-CREATE INDEX IF NOT EXISTS metrics_run_key_step ON metrics(run, key, step);
+    value  REAL,
+    PRIMARY KEY (run, key, step)
+) WITHOUT ROWID;
 
 -- The profiler's rows of a run (one per op/phase/step scope), as prof_row.
 -- Hardware counter columns are NULL when the machine did not count them.

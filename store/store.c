@@ -227,6 +227,14 @@ static int check_header(const char *path, int *exists)
     return STORE_OK;
 }
 
+/* Writable for us AND not marked read-only: root passes access(W_OK) on a chmod 444
+ * file, but a user who removed every write bit asked for a read-only database. */
+static int path_writable(const char *path)
+{
+    struct stat sb;
+    return access(path, W_OK) == 0 && stat(path, &sb) == 0 && (sb.st_mode & 0222);
+}
+
 static int dir_writable(const char *path)
 {
     char dir[1024];
@@ -235,7 +243,7 @@ static int dir_writable(const char *path)
     if (!slash) snprintf(dir, sizeof dir, ".");
     else if (slash == dir) dir[1] = 0;
     else *slash = 0;
-    return access(dir, W_OK) == 0;
+    return path_writable(dir);
 }
 
 static void uri_escape(char *out, size_t cap, const char *path)
@@ -271,12 +279,22 @@ static int sqlite_open(store *s, int readonly, int immutable, int create)
  * anything is written. */
 static int probe(store *s, long long *version, long long *n_tables, long long *n_ours)
 {
-    int st = query_int(s, "PRAGMA user_version", version);
-    if (!st) st = query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table'", n_tables);
-    if (!st) st = query_int(s, "SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
-                               "('runs','params','metrics','op_stats','solver_events','system_info')",
-                            n_ours);
-    return st;
+    /* One statement = one read transaction: another process creating the schema at the
+     * same moment is seen either entirely or not at all. */
+    sqlite3_stmt *st;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT (SELECT user_version FROM pragma_user_version), "
+                                "(SELECT count(*) FROM sqlite_master WHERE type='table'), "
+                                "(SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
+                                "('runs','params','metrics','op_stats','run_profile','solver_events',"
+                                "'system_info'))", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *version = sqlite3_column_int64(st, 0);
+        *n_tables = sqlite3_column_int64(st, 1);
+        *n_ours = sqlite3_column_int64(st, 2);
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    return rc == SQLITE_OK ? STORE_OK : store_sql_fail(s, rc, "reading the database");
 }
 
 static int pid_gone(const char *host, const char *my_host, long pid)
@@ -343,12 +361,12 @@ int store_open(const char *path, int flags, store **out)
     snprintf(s->path, sizeof s->path, "%s", path);
     if (gethostname(s->host, sizeof s->host - 1)) snprintf(s->host, sizeof s->host, "localhost");
 
-    int writable = exists ? access(path, W_OK) == 0 && dir_writable(path) : dir_writable(path);
+    int writable = exists ? path_writable(path) && dir_writable(path) : dir_writable(path);
     int readonly = (flags & STORE_OPEN_READONLY) || !writable;
     if (readonly && (flags & (STORE_OPEN_WRITE | STORE_OPEN_CREATE))) {
         store_fail(STORE_EREADONLY, "database %s is read-only (%s not writable): runs cannot be "
                    "stored there; use --db with a writable path or --no-db", path,
-                   exists && access(path, W_OK) ? "the file is" : "its directory is");
+                   exists && !path_writable(path) ? "the file is" : "its directory is");
         free(s);
         return STORE_EREADONLY;
     }
@@ -676,7 +694,7 @@ static int prepare_writers(store *s)
 {
     int rc = SQLITE_OK;
     if (!s->ins_metric)
-        rc = sqlite3_prepare_v3(s->db, "INSERT INTO metrics(run,step,epoch,wall,hybrid,key,value) "
+        rc = sqlite3_prepare_v3(s->db, "INSERT OR REPLACE INTO metrics(run,step,epoch,wall,hybrid,key,value) "
                                 "VALUES(?1,?2,?3,?4,?5,?6,?7)", -1, SQLITE_PREPARE_PERSISTENT,
                                 &s->ins_metric, NULL);
     if (rc == SQLITE_OK && !s->ins_solver)
