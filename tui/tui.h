@@ -55,6 +55,8 @@ int tui_run_matches(const store_run *r, const char *filter);
 /* Keeps the matching runs in order, compacting in place; returns the new count. */
 size_t tui_runs_filter(store_run *runs, size_t n, const char *filter);
 
+/* Unix time in seconds with sub-second precision (runs store started/ended this way). */
+double tui_unix_now(void);
 /* "12.3s", "4m05s", "2h03m"; "-" for NAN. */
 void tui_fmt_duration(double s, char *buf, size_t n);
 /* "1.2 KiB" ... */

@@ -390,6 +390,9 @@ static void start_run(wb_app *a)
     l->first_id = 0;
     l->step = 0;
     l->total = 0;
+    l->loss = NAN;
+    l->sps = 0;
+    l->t_start = wb_now();
     l->n_variants = (int)ex->n_variants;
     l->result[0] = 0;
     snprintf(l->label, sizeof l->label, "%s", ex->variants[0].name);
@@ -490,7 +493,9 @@ static void new_draw(wb_app *a)
         double frac = total > 0 ? (double)step / (double)total : 0;
         double el = wb_now() - t0;
         if (running && step > 0 && total > step) tui_fmt_duration(el * (double)(total - step) / (double)step, eta, sizeof eta);
-        if (running)
+        if (running && total <= 0)
+            snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
+        else if (running)
             snprintf(line, sizeof line, "%s  (variant %d/%d)  step %ld/%ld  epoch %d  loss %.4g  %.0f samples/s  ETA %s",
                      label, vi + 1, nvar, step, total, epoch + 1, loss, sps, eta);
         else snprintf(line, sizeof line, "%s", result);

@@ -211,7 +211,7 @@ static void run_summary(wb_app *a, int y)
 {
     const store_run *r = &rv.run;
     char d[32], line[512], loss[32], acc[32];
-    tui_fmt_duration(tui_run_duration(r, (double)time(NULL)), d, sizeof d);
+    tui_fmt_duration(tui_run_duration(r, tui_unix_now()), d, sizeof d);
     snprintf(loss, sizeof loss, isfinite(r->final_train_loss) ? "%.4g" : "-", r->final_train_loss);
     snprintf(acc, sizeof acc, isfinite(r->best_test_acc) ? "%.3f" : "-", r->best_test_acc);
     snprintf(line, sizeof line, "#%lld %s%s%s  %s  ", r->id, r->name, r->variant[0] ? "/" : "", r->variant,
@@ -579,7 +579,7 @@ static void cmp_build_lines(wb_app *a)
             case 4: v = r->final_test_acc; break;
             case 5: v = r->best_test_acc; break;
             case 6: snprintf(cell, sizeof cell, "%ld", r->steps); break;
-            case 7: tui_fmt_duration(tui_run_duration(r, (double)time(NULL)), cell, sizeof cell); break;
+            case 7: tui_fmt_duration(tui_run_duration(r, tui_unix_now()), cell, sizeof cell); break;
             case 8: tui_fmt_duration(r->hybrid_s, cell, sizeof cell); break;
             case 9: if (isfinite(r->samples_per_s)) snprintf(cell, sizeof cell, "%.0f", r->samples_per_s); break;
             case 10: v = r->target_loss; break;

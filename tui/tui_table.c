@@ -125,6 +125,13 @@ void tui_fmt_ns(double ns, char *b, size_t n)
     else snprintf(b, n, "%.2f s", ns / 1e9);
 }
 
+double tui_unix_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
 double tui_run_duration(const store_run *r, double now)
 {
     if (isfinite(r->started) && isfinite(r->ended) && r->ended >= r->started) return r->ended - r->started;
@@ -203,7 +210,7 @@ static int cmp_runs(const void *pa, const void *pb)
     case TUI_RC_LOSS: c = cmp_num(a->final_train_loss, b->final_train_loss, sort_desc); break;
     case TUI_RC_ACC: c = cmp_num(a->best_test_acc, b->best_test_acc, sort_desc); break;
     case TUI_RC_DURATION: {
-        double now = (double)time(NULL);
+        double now = tui_unix_now();
         c = cmp_num(tui_run_duration(a, now), tui_run_duration(b, now), sort_desc);
         break;
     }

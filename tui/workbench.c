@@ -441,7 +441,7 @@ static void runs_draw(wb_app *a)
     }
     tui_col cols[TUI_RC_COUNT + 1];
     static const int mins[TUI_RC_COUNT] = { 3, 10, 8, 6, 7, 6, 5, 6, 10 };
-    double now = (double)time(NULL);
+    double now = tui_unix_now();
     cols[0] = (tui_col){ "", 1, 1, 0, 0 };
     for (int c = 0; c < TUI_RC_COUNT; c++) {
         int want = (int)strlen(tui_run_col_names[c]) + 1;
