@@ -492,7 +492,7 @@ int cmd_run(int argc, char **argv)
                 fprintf(side, "variant %s: stored as run %lld in %s\n", r->variant, r->run_id, db_path);
             }
         }
-        if (prof) {
+        if (prof && (profile || cfg->profile.enabled)) { /* --trace alone: no table */
             prof_row *prow = NULL;
             size_t pn = 0;
             if (!prof_rows(prof, pgroup, &prow, &pn)) {
