@@ -48,6 +48,7 @@ $(BUILD)/%.o: %.c
 # One CMocka executable per module, from every .c under tests/<module>/.
 .SECONDEXPANSION:
 $(BUILD)/tests/test_%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tests/$$*/*.c)) $(BUILD)/libnnbench.a
+	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(BUILD)/libnnbench.a
