@@ -263,13 +263,23 @@ static void setup_counters(prof_t *p, const char *counters)
         no_counters_reason(reason, sizeof reason);
         /* The requested names still get their own warning, so the user sees each one. */
         if (explicit_list) {
+            /* Ask PAPI anyway, so the warning carries its own error for each name. */
+            int es = PAPI_NULL;
+            if (papi_ok && PAPI_create_eventset(&es) != PAPI_OK) es = PAPI_NULL;
             char list[256];
             snprintf(list, sizeof list, "%s", counters);
             for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
                 while (*t == ' ') t++;
-                char msg[300];
-                snprintf(msg, sizeof msg, "counter %s not counted (%s)", t, reason);
-                fprintf(stderr, "profiler: warning: %s\n", msg);
+                char *eq = strchr(t, '=');
+                const char *ev = eq ? eq + 1 : t;
+                int rc = es != PAPI_NULL ? PAPI_add_named_event(es, ev) : PAPI_ENOINIT;
+                fprintf(stderr, "profiler: warning: counter %s not counted (PAPI: %s; %s)\n", ev,
+                        rc == PAPI_OK ? "added, but there are no hardware counters" : PAPI_strerror(rc),
+                        reason);
+            }
+            if (es != PAPI_NULL) {
+                PAPI_cleanup_eventset(es);
+                PAPI_destroy_eventset(&es);
             }
         }
         say(p->counters_note, sizeof p->counters_note,
