@@ -119,6 +119,15 @@ static void test_determinism(void **state)
     assert_memory_equal(a.losses, b.losses, a.n_loss * sizeof a.losses[0]);
     eng_experiment_free(ex);
 
+    /* gathering batches on a second thread changes nothing */
+    const char *pf[] = { "data.prefetch=true" };
+    ex = load(SPIRALS, pf, 1);
+    memset(&b, 0, sizeof b);
+    run_once(&ex->variants[0], ex->text, &b, ENG_OK);
+    assert_int_equal(a.n_loss, b.n_loss);
+    assert_memory_equal(a.losses, b.losses, a.n_loss * sizeof a.losses[0]);
+    eng_experiment_free(ex);
+
     /* another seed gives another curve */
     const char *sets[] = { "experiment.seed=6" };
     ex = load(SPIRALS, sets, 1);
