@@ -103,7 +103,9 @@ int qm_prune_rows(int n, const double *A, int k, double *out)
     for (int i = 0; i < n; i++) {
         int c = 0;
         for (int j = 0; j < n; j++) {
-            int keep = mask[(size_t)i * n + j] & mask[(size_t)j * n + i];
+            /* The diagonal always stays: it carries the shift, and a row without it could
+             * be left empty (a singular system no solver, quantum or not, can take). */
+            int keep = i == j || (mask[(size_t)i * n + j] & mask[(size_t)j * n + i]);
             double a = A[(size_t)i * n + j];
             out[(size_t)i * n + j] = keep ? a : 0;
             c += keep && a != 0;

@@ -140,7 +140,8 @@ void qm_qlsa_output(int n, const double *x_exact, double eps, uint64_t *rng, dou
 
 /* Keeps the k largest |A_ij| of each row (ties: the lower column), and of those only the
  * (i,j) whose mirror (j,i) row j kept too, so the result is symmetric and no row has more
- * than k nonzeros (a union would let popular columns fill whole rows). out may equal A.
+ * than k nonzeros (a union would let popular columns fill whole rows); the diagonal is
+ * always kept (then a row has at most k + 1). out may equal A.
  * Returns the largest number of nonzeros in a row (the sparsity d), or QM_ENOMEM. */
 int qm_prune_rows(int n, const double *A, int k, double *out);
 
@@ -207,7 +208,8 @@ const qm_chol_model *qm_sched_model(const qm_sched *s);
  * Cholesky factorisation succeeds when raise_shift is on; with it off an indefinite
  * matrix is solved by LDL^T, and a singular one is QM_ESINGULAR.
  * The classical solve always runs (it gives the QLSA its exact solution); on the quantum
- * route d is the QLSA's output for the (pruned) matrix. */
+ * route d is the QLSA's output for the (pruned) matrix. A pruned matrix that is singular
+ * cannot go to the QLSA: that solve is routed classical (pred_quantum_ns = +inf). */
 int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, int psd,
                    double shift, const double *g, double *d, qm_solve_event *ev);
 

@@ -217,25 +217,32 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
 
     /* 5. The direction used. The QLSA's output is simulated: the exact solution of the
      * system it was given, plus its precision error. */
+    int routed = 0;
     if (ev->route == QM_ROUTE_QUANTUM) {
         uint64_t ts = prof_now_ns();
         const double *xe = s->x;
+        int ok = 1;
         if (Q != s->B) {
-            if (qm_solve_cholesky(n, Q, g, s->t, NULL) != QM_OK &&
-                qm_solve_ldlt(n, Q, g, s->t, NULL) != QM_OK)
-                return qm_fail(QM_ESINGULAR, "block %d: the pruned matrix (prune_ratio %g) is singular; "
-                               "raise newton.prune_ratio", block, o->prune_ratio);
+            ok = qm_solve_cholesky(n, Q, g, s->t, NULL) == QM_OK || qm_solve_ldlt(n, Q, g, s->t, NULL) == QM_OK;
             xe = s->t;
         }
-        qm_qlsa_output(n, xe, o->precision, &s->rng, d);
-        double overhead = (double)(prof_now_ns() - ts);
-        ev->simulated_quantum_ns = ev->pred_quantum_ns;
-        double replaced = ev->measured_classical_ns - (needs_factor ? ev->factor_ns : 0);
-        if (replaced < 0) replaced = 0;
-        ev->hybrid_delta_ns = ev->simulated_quantum_ns - replaced - overhead;
-    } else {
-        memcpy(d, s->x, (size_t)n * sizeof *d);
+        if (ok) {
+            qm_qlsa_output(n, xe, o->precision, &s->rng, d);
+            double overhead = (double)(prof_now_ns() - ts);
+            ev->simulated_quantum_ns = ev->pred_quantum_ns;
+            double replaced = ev->measured_classical_ns - (needs_factor ? ev->factor_ns : 0);
+            if (replaced < 0) replaced = 0;
+            ev->hybrid_delta_ns = ev->simulated_quantum_ns - replaced - overhead;
+            routed = 1;
+        } else {
+            /* The pruned system is singular: no QLSA takes it. The failed attempt is
+             * simulation work, so it stays off the hybrid clock. */
+            ev->route = QM_ROUTE_CLASSICAL;
+            ev->pred_quantum_ns = INFINITY;
+            ev->hybrid_delta_ns = -(double)(prof_now_ns() - ts);
+        }
     }
+    if (!routed) memcpy(d, s->x, (size_t)n * sizeof *d);
 
     /* 6. Residual of the direction used against the unpruned system. */
     double gn = cblas_dnrm2(n, g, 1);

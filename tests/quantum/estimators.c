@@ -193,6 +193,12 @@ static void prune_keeps_largest_symmetric(void **state)
     const double wantc[9] = { 5, 0, 0, 0, 5, 4.5, 0, 4.5, 5 };
     assert_memory_equal(P, wantc, sizeof wantc);
     assert_int_equal(d, 2);
+    /* a row whose largest entries are off the diagonal still keeps its diagonal */
+    const double E[9] = { 1, 5, 0, 5, 1, 0.5, 0, 0.5, 1 };
+    d = qm_prune_rows(3, E, 1, P);
+    const double wante[9] = { 1, 5, 0, 5, 1, 0, 0, 0, 1 };
+    assert_memory_equal(P, wante, sizeof wante);
+    assert_int_equal(d, 2);
     /* k >= n: unchanged */
     d = qm_prune_rows(4, A, 4, P);
     assert_memory_equal(P, A, sizeof A);
