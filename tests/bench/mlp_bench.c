@@ -26,7 +26,7 @@
 #define H2 128
 #define OUT 10
 #define BATCH 128
-#define LR 0.01f
+#define LR 0.05f
 #define MOMENTUM 0.9f
 #define MAX_REPS 32
 

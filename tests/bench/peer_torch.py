@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """peer_torch.py: the PyTorch peer of `make bench-peers`. It runs the same Fashion-MNIST MLP
-(784-256-128-10, ReLU, He-normal weights, zero biases, batch 128, SGD lr 0.01 momentum 0.9,
+(784-256-128-10, ReLU, He-normal weights, zero biases, batch 128, SGD lr 0.05 momentum 0.9,
 one epoch, inputs x/255, shuffled every epoch, batches gathered into a preallocated buffer)
 as tests/bench/mlp_bench.c, on the same gz IDX files.
 
@@ -27,7 +27,7 @@ import torch.nn.functional as F
 
 DATA = "/usr/share/datasets/fashion-mnist"
 BATCH = 128
-LR = 0.01
+LR = 0.05
 MOMENTUM = 0.9
 
 

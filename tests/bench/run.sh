@@ -107,7 +107,7 @@ if [ "$mode" = peers ]; then
             emit "test accuracy nnbench - PyTorch, points (1T)" "$da" "nnbench $an vs torch $at after 1 epoch" "within 1" "x <= 1 && x >= -1"
         fi
         echo "bench: torch.profiler cost" >&2
-        OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 >"$tmp/tp" 2>"$tmp/tperr" ||
+        OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 --n-train 20000 >"$tmp/tp" 2>"$tmp/tperr" ||
             { tail -n 5 "$tmp/tperr" >&2; failed="${failed:-} torch_profiler"; }
         awk -F'\t' '$1 == "RESULT" { printf "3\ttorch.profiler on / off (profile_memory), 1T\t%s\t%s\t%s\tloop %.2fs off, %.2fs on; %.2fs with its stop + table\t-\tpeer\n", $3, $4, $5, $6, $7, $8 }' \
             "$tmp/tp" >>"$rows"
@@ -142,7 +142,7 @@ echo
 echo "nnbench bench ($mode) — $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "CPU: ${cpu:-unknown}, $ncore cores; OpenBLAS core in use: ${core:-unknown}${blas:+ ($blas)}"
 echo "Environment: $(envv OPENBLAS_CORETYPE) $(envv OPENBLAS_NUM_THREADS) $(envv OMP_NUM_THREADS) $(envv OPENBLAS_L2_SIZE)"
-echo "MLP 784-256-128-10, batch 128, SGD momentum 0.9, lr 0.01, 1 epoch of ${ntrain:-?} samples; $reps interleaved reps; nT = n BLAS threads${torchv:+; PyTorch $torchv}"
+echo "MLP 784-256-128-10, batch 128, SGD momentum 0.9, lr 0.05, 1 epoch of ${ntrain:-?} samples; $reps interleaved reps; nT = n BLAS threads${torchv:+; PyTorch $torchv}"
 echo
 echo "| # | row | median | min..max | absolute (medians) | goal | verdict |"
 echo "|---|---|---|---|---|---|---|"
