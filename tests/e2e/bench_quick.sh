@@ -1,7 +1,8 @@
 #!/bin/sh
 # bench_quick.sh — runs `tests/bench/run.sh BUILD --quick` (what `make bench-quick` does) and
 # checks the SHAPE of its table, never its numbers: the header names the date, CPU, OpenBLAS
-# core and the environment as set; the rows of sections 1, 3, 5 and 6 are present; every
+# core and the environment as set; the rows of sections 1, 3, 5, 6 (and 4 when store_bench
+# is built) are present; every
 # median and min..max is numeric with min <= median <= max; goals carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
@@ -40,6 +41,11 @@ for label in "nnbench / bare loop, 1T" "nnbench / GEMM-only bound, 1T" "bare loo
              "peak memory vs parameters, fitted exponent"; do
     grep -qF "| $label |" "$tmp/rows" || fail "row '$label' missing"
 done
+if [ -x "$bindir/bench/store_bench" ]; then
+    for label in "store: metric points/s (batched) / 500k goal" "store: compare read of" "store: list of"; do
+        grep -qF "| $label" "$tmp/rows" || fail "store row '$label' missing (store_bench is built)"
+    done
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
