@@ -19,7 +19,7 @@ int cmd_delete(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_tui(int argc, char **argv);       /* workbench.c */
 
-/* The database path: --db PATH (removed from argv by the caller), else $NNBENCH_DB,
+/* The database path (store_sink.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */
 const char *cli_db_path(const char *flag_value);
 

@@ -47,13 +47,6 @@ static const command *find(const char *name)
     return NULL;
 }
 
-const char *cli_db_path(const char *flag_value)
-{
-    if (flag_value && *flag_value) return flag_value;
-    const char *env = getenv("NNBENCH_DB");
-    return env && *env ? env : "./nnbench.db";
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {

@@ -13,6 +13,13 @@
 #include "../store/store.h"
 #include "cli.h"
 
+const char *cli_db_path(const char *flag_value)
+{
+    if (flag_value && *flag_value) return flag_value;
+    const char *env = getenv("NNBENCH_DB");
+    return env && *env ? env : "./nnbench.db";
+}
+
 struct cli_store_sink {
     store *db;
     long long run;         /* current (or last) run id */

@@ -9,14 +9,6 @@
 #include "../../store/store.h"
 #include "../../tui/cli.h"
 
-/* tui/main.c (not in the library) owns cli_db_path; this is the same rule for the tests. */
-const char *cli_db_path(const char *flag_value)
-{
-    if (flag_value && *flag_value) return flag_value;
-    const char *env = getenv("NNBENCH_DB");
-    return env && *env ? env : "./nnbench.db";
-}
-
 static char dir[512], db[600];
 static long long ids[3];
 static char out[1 << 20], err[1 << 16];
