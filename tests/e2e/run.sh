@@ -45,6 +45,15 @@ expect 0 "--version" "$NNBENCH" --version
 has "$tmp/out" "nnbench 0." "--version prints the version"
 expect 0 "run --keys" "$NNBENCH" run --keys
 has "$tmp/out" '| `train.lr` | number > 0 | `0.01` |' "--keys prints the Markdown key table"
+# the README's key table is this output: it must not drift from the parser
+if [ -f docs/readme/experiments.md ]; then
+    "$NNBENCH" run --keys >"$tmp/keys.md"
+    if python3 -c "import sys; d=open('docs/readme/experiments.md').read(); sys.exit(0 if open(sys.argv[1]).read() in d else 1)" "$tmp/keys.md"; then
+        ok "docs/readme/experiments.md holds the current key table"
+    else
+        bad "docs/readme/experiments.md: key table differs from nnbench run --keys (regenerate it)"
+    fi
+fi
 expect 2 "run without a file" "$NNBENCH" run
 has "$tmp/err" "which experiment file?" "run without a file says what is missing"
 expect 2 "unknown option" "$NNBENCH" run samples/spirals-mlp.ini --bogus
