@@ -130,13 +130,15 @@ static int time_solves(const int *ns, int m, int reps, double t_potrf[][MAX_N], 
  * blobs data with f features into dense:u:tanh, dense:4: the first layer's weights are the
  * largest block (f*u); blocks = layer, policy classical (every solve really runs). */
 
-typedef struct { double solve_ns, est_ns; long solves; int max_n; } solve_acc;
+typedef struct { double solve_ns, est_ns, factor_ns; long solves, raised; int max_n; } solve_acc;
 
 static int on_solver(void *ud, const struct qm_solve_event *ev)
 {
     solve_acc *a = ud;
     a->solve_ns += ev->measured_classical_ns;
     a->est_ns += ev->est_ns;
+    a->factor_ns += ev->factor_ns;
+    a->raised += ev->shift_raised != 0;
     a->solves++;
     if (ev->n > a->max_n) a->max_n = ev->n;
     return 0;
@@ -166,7 +168,7 @@ static int load_cfg(int f, int u, const char *opt, long steps, eng_experiment **
 
 /* Per step: the optimizer phase (Newton: blocks built + solved; SGD: the update), the
  * gradient phases (data + forward + backward), and the solves reported to the sink. */
-typedef struct { double opt_s, grad_s, solve_s, est_s; long steps; int max_n; } step_times;
+typedef struct { double opt_s, grad_s, solve_s, est_s, factor_s; long steps, solves, raised; int max_n; } step_times;
 
 static int engine_steps(int f, int u, const char *opt, long steps, step_times *out)
 {
@@ -174,7 +176,7 @@ static int engine_steps(int f, int u, const char *opt, long steps, step_times *o
     if (load_cfg(f, u, opt, steps, &ex)) return -1;
     prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
     if (!p) { fprintf(stderr, "newton_bench: prof_create: %s\n", prof_error()); eng_experiment_free(ex); return -1; }
-    solve_acc acc = { 0, 0, 0, 0 };
+    solve_acc acc = { 0, 0, 0, 0, 0, 0 };
     eng_sink sink = { .ud = &acc, .solver = on_solver };
     eng_run *r = NULL;
     int rc = eng_run_create(&ex->variants[0], NULL, p, &r);
@@ -197,6 +199,9 @@ static int engine_steps(int f, int u, const char *opt, long steps, step_times *o
         out->steps = eng_run_result_get(r)->steps;
         out->solve_s = acc.solve_ns * 1e-9;
         out->est_s = acc.est_ns * 1e-9;
+        out->factor_s = acc.factor_ns * 1e-9;
+        out->solves = acc.solves;
+        out->raised = acc.raised;
         out->max_n = acc.max_n;
         if (out->steps < 1 || out->opt_s <= 0) {
             fprintf(stderr, "newton_bench: no optimizer phase in the profile (%ld steps)\n", out->steps);
@@ -226,6 +231,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < m; i++) {
         int f = fu[i][0], u = fu[i][1];
         double ratio[MAX_REPS], grad_ms[MAX_REPS], build_ms[MAX_REPS], solve_ms[MAX_REPS], est_ms[MAX_REPS];
+        long solves = 0, raised = 0;
         int got = 0;
         /* Interleaved: gradient-only run, Newton run, per rep. */
         for (int k = 0; k < reps; k++) {
@@ -241,10 +247,13 @@ int main(int argc, char **argv)
             build_ms[got] = build * 1e3;
             solve_ms[got] = solve * 1e3;
             est_ms[got] = est * 1e3;
+            solves += nt.solves;
+            raised += nt.raised;
             fprintf(stderr, "newton_bench: n=%d rep %d: gradient step %.3f ms, Newton step %.3f ms "
-                    "(build+update %.3f ms, kappa estimates %.3f ms, solves %.3f ms, largest block %d)\n",
+                    "(build+update %.3f ms, kappa estimates %.3f ms, solves %.3f ms of which Cholesky %.3f ms; "
+                    "%ld solves, %ld with the shift raised; largest block %d)\n",
                     all_n[i], k + 1, grad * 1e3, (nt.grad_s / (double)nt.steps + newton_opt) * 1e3,
-                    build * 1e3, est * 1e3, solve * 1e3, nt.max_n);
+                    build * 1e3, est * 1e3, solve * 1e3, nt.factor_s / (double)nt.steps * 1e3, nt.solves, nt.raised, nt.max_n);
             got++;
         }
         double pt[MAX_REPS], st[MAX_REPS];
@@ -255,9 +264,9 @@ int main(int argc, char **argv)
         if (got) {
             snprintf(label, sizeof label, "Newton step / gradient step, block n=%d", all_n[i]);
             snprintf(abs_, sizeof abs_, "grad step %.2f ms; Newton: Hessian build %.1f ms, kappa estimates %.1f ms, "
-                     "solve %.1f ms; dpotrf alone %.1f ms",
+                     "solve %.1f ms (shift raised in %ld of %ld solves); dpotrf alone %.1f ms",
                      stats_of(grad_ms, got).med, stats_of(build_ms, got).med, stats_of(est_ms, got).med,
-                     stats_of(solve_ms, got).med, stats_of(pt, reps).med);
+                     stats_of(solve_ms, got).med, raised, solves, stats_of(pt, reps).med);
             row(label, stats_of(ratio, got), abs_, "-", "info");
         }
     }
