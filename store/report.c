@@ -106,43 +106,6 @@ static void final_best(const store_series *sr, const char *key, double *final, d
     }
 }
 
-static const char *fmt_num(char *b, size_t cap, double v)
-{
-    if (!isfinite(v)) snprintf(b, cap, "-");
-    else snprintf(b, cap, "%.4g", v);
-    return b;
-}
-
-static const char *fmt_dur(char *b, size_t cap, double s)
-{
-    if (!isfinite(s)) snprintf(b, cap, "-");
-    else if (s < 1) snprintf(b, cap, "%.0f ms", s * 1e3);
-    else if (s < 60) snprintf(b, cap, "%.2f s", s);
-    else if (s < 3600) snprintf(b, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(b, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    return b;
-}
-
-static const char *fmt_bytes(char *b, size_t cap, double v)
-{
-    if (!isfinite(v) || v < 0) snprintf(b, cap, "-");
-    else if (v < 1024) snprintf(b, cap, "%.0f B", v);
-    else if (v < 1048576) snprintf(b, cap, "%.1f KiB", v / 1024);
-    else if (v < 1073741824.0) snprintf(b, cap, "%.1f MiB", v / 1048576);
-    else snprintf(b, cap, "%.2f GiB", v / 1073741824.0);
-    return b;
-}
-
-static const char *fmt_time(char *b, size_t cap, double t)
-{
-    if (!isfinite(t)) { snprintf(b, cap, "-"); return b; }
-    time_t tt = (time_t)t;
-    struct tm tm;
-    localtime_r(&tt, &tm);
-    strftime(b, cap, "%Y-%m-%d %H:%M:%S", &tm);
-    return b;
-}
-
 static void run_label(const rep_run *x, char *b, size_t cap)
 {
     snprintf(b, cap, "#%lld %s%s%s", x->r.id, x->r.name, x->r.variant[0] ? "/" : "", x->r.variant);
@@ -493,11 +456,11 @@ static void runs_table(tw *t, const rep_run *rr, size_t n)
         snprintf(c[2], sizeof c[2], "%s", r->optimizer);
         snprintf(c[3], sizeof c[3], "%s", r->dataset);
         if (r->steps >= 0) snprintf(c[4], sizeof c[4], "%ld", r->steps); else snprintf(c[4], sizeof c[4], "-");
-        fmt_num(c[5], sizeof c[5], r->final_train_loss);
-        fmt_num(c[6], sizeof c[6], r->best_test_acc);
-        fmt_dur(c[7], sizeof c[7], r->wall_s);
+        store_fmt_num(c[5], sizeof c[5], r->final_train_loss);
+        store_fmt_num(c[6], sizeof c[6], r->best_test_acc);
+        store_fmt_duration(c[7], sizeof c[7], r->wall_s);
         snprintf(c[8], sizeof c[8], isfinite(r->samples_per_s) ? "%.0f" : "-", r->samples_per_s);
-        fmt_bytes(c[9], sizeof c[9], (double)r->peak_bytes);
+        store_fmt_bytes(c[9], sizeof c[9], (double)r->peak_bytes);
         if (r->steps_to_target >= 0) snprintf(c[10], sizeof c[10], "%ld (%.4g)", r->steps_to_target, r->target_loss);
         else snprintf(c[10], sizeof c[10], isfinite(r->target_loss) ? "not reached" : "-");
         const char *cells[11];
@@ -554,9 +517,9 @@ static void metrics_table(tw *t, const rep_run *rr, size_t n)
             run_label(&rr[i], c[0], sizeof c[0]);
             snprintf(c[1], sizeof c[1], "%s", rr[i].keys[k]);
             snprintf(c[2], sizeof c[2], "%zu", sr->n);
-            fmt_num(c[3], sizeof c[3], sr->n ? sr->value[0] : NAN);
-            fmt_num(c[4], sizeof c[4], fin);
-            fmt_num(c[5], sizeof c[5], best);
+            store_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[0] : NAN);
+            store_fmt_num(c[4], sizeof c[4], fin);
+            store_fmt_num(c[5], sizeof c[5], best);
             if (at >= 0) snprintf(c[6], sizeof c[6], "%ld", at); else snprintf(c[6], sizeof c[6], "-");
             const char *cells[7];
             for (int j = 0; j < 7; j++) cells[j] = c[j];
@@ -582,13 +545,13 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
         snprintf(c[0], sizeof c[0], "%s", o->name);
         snprintf(c[1], sizeof c[1], "%s", o->layer);
         snprintf(c[2], sizeof c[2], "%lld", (long long)o->calls);
-        fmt_dur(c[3], sizeof c[3], o->self_ns * 1e-9);
+        store_fmt_duration(c[3], sizeof c[3], o->self_ns * 1e-9);
         snprintf(c[4], sizeof c[4], "%.1f", total ? 100.0 * (double)o->self_ns / (double)total : 0.0);
-        fmt_dur(c[5], sizeof c[5], o->total_ns * 1e-9);
+        store_fmt_duration(c[5], sizeof c[5], o->total_ns * 1e-9);
         snprintf(c[6], sizeof c[6], "%.2f us", o->calls ? (double)o->total_ns / (double)o->calls / 1e3 : 0.0);
         if (o->flops > 0 && o->total_ns > 0) snprintf(c[7], sizeof c[7], "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(c[7], sizeof c[7], "-");
-        fmt_bytes(c[8], sizeof c[8], (double)o->self_mem);
+        store_fmt_bytes(c[8], sizeof c[8], (double)o->self_mem);
         const char *cells[9];
         for (int j = 0; j < 9; j++) cells[j] = c[j];
         tw_row(t, cells, 9);
@@ -715,7 +678,7 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
 {
     tw t = { f, html };
     char when[64];
-    fmt_time(when, sizeof when, (double)time(NULL));
+    store_fmt_time(when, sizeof when, (double)time(NULL), "%Y-%m-%d %H:%M:%S");
     if (html) {
         fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n<title>nnbench report</title>\n"
               "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto;color:#222}"
@@ -754,7 +717,7 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     for (size_t i = 0; i < n; i++) {
         char l[256];
         run_label(&rr[i], l, sizeof l);
-        snprintf(b, sizeof b, "%s: host %s, started %s", l, rr[i].r.host, fmt_time(when, sizeof when, rr[i].r.started));
+        snprintf(b, sizeof b, "%s: host %s, started %s", l, rr[i].r.host, store_fmt_time(when, sizeof when, rr[i].r.started, "%Y-%m-%d %H:%M:%S"));
         if (i == 0 || n == 1) {
             para(&t, b);
             const char *head[] = { "key", "value" };

@@ -64,6 +64,14 @@ typedef enum {
     STORE_RUN_CRASHED = 5,
 } store_run_status;
 #define STORE_RUN_N_STATUS 6
+/* Display formats shared by the CLI, reports and workbench (format.c); each writes into b
+ * and returns it; "-" for NaN/inf. "0.1234", "850 ms" / "4.20 s" / "4m05s" / "2h03m",
+ * "1.5 KiB", and unix seconds through strftime. */
+const char *store_fmt_num(char *b, size_t cap, double v);
+const char *store_fmt_duration(char *b, size_t cap, double seconds);
+const char *store_fmt_bytes(char *b, size_t cap, double bytes);
+const char *store_fmt_time(char *b, size_t cap, double unix_s, const char *strftime_fmt);
+
 const char *store_status_name(store_run_status s);          /* "running", ... ; "?" if unknown */
 int store_status_parse(const char *name, store_run_status *out); /* 0 ok, STORE_EINVAL */
 

@@ -52,43 +52,6 @@ static const char *status_color(store_run_status s)
     }
 }
 
-static const char *fnum(char *b, size_t cap, double v)
-{
-    if (!isfinite(v)) snprintf(b, cap, "-");
-    else snprintf(b, cap, "%.4g", v);
-    return b;
-}
-
-static const char *fdur(char *b, size_t cap, double s)
-{
-    if (!isfinite(s)) snprintf(b, cap, "-");
-    else if (s < 1) snprintf(b, cap, "%.0f ms", s * 1e3);
-    else if (s < 60) snprintf(b, cap, "%.2f s", s);
-    else if (s < 3600) snprintf(b, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(b, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    return b;
-}
-
-static const char *fbytes(char *b, size_t cap, double v)
-{
-    if (!isfinite(v) || v < 0) snprintf(b, cap, "-");
-    else if (v < 1024) snprintf(b, cap, "%.0f B", v);
-    else if (v < 1048576) snprintf(b, cap, "%.1f KiB", v / 1024);
-    else if (v < 1073741824.0) snprintf(b, cap, "%.1f MiB", v / 1048576);
-    else snprintf(b, cap, "%.2f GiB", v / 1073741824.0);
-    return b;
-}
-
-static const char *ftime(char *b, size_t cap, double t)
-{
-    if (!isfinite(t)) { snprintf(b, cap, "-"); return b; }
-    time_t tt = (time_t)t;
-    struct tm tm;
-    localtime_r(&tt, &tm);
-    strftime(b, cap, "%Y-%m-%d %H:%M", &tm);
-    return b;
-}
-
 static void run_name(const store_run *r, char *b, size_t cap)
 {
     snprintf(b, cap, "%s%s%s", r->name, r->variant[0] ? "/" : "", r->variant);
@@ -231,10 +194,10 @@ int cmd_list(int argc, char **argv)
         snprintf(cells[i][2], 64, "%s", store_status_name(r->status));
         snprintf(cells[i][3], 64, "%s", r->optimizer[0] ? r->optimizer : "-");
         snprintf(cells[i][4], 64, "%.24s", r->dataset[0] ? r->dataset : "-");
-        fnum(cells[i][5], 64, r->final_train_loss);
-        fnum(cells[i][6], 64, r->best_test_acc);
-        fdur(cells[i][7], 64, r->wall_s);
-        ftime(cells[i][8], 64, r->started);
+        store_fmt_num(cells[i][5], 64, r->final_train_loss);
+        store_fmt_num(cells[i][6], 64, r->best_test_acc);
+        store_fmt_duration(cells[i][7], 64, r->wall_s);
+        store_fmt_time(cells[i][8], 64, r->started, "%Y-%m-%d %H:%M");
         for (int c = 0; c < NC; c++) {
             int l = (int)strlen(cells[i][c]);
             if (l > w[c]) w[c] = l;
@@ -296,8 +259,8 @@ static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
         if (o->flops > 0 && o->total_ns > 0) snprintf(g, sizeof g, "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(g, sizeof g, "-");
         printf("  %-22.22s %-12.12s %9lld %10s %5.1f%% %10s %9s\n", o->name, o->layer[0] ? o->layer : "-",
-               (long long)o->calls, fdur(a, sizeof a, o->self_ns * 1e-9),
-               total ? 100.0 * (double)o->self_ns / (double)total : 0.0, fdur(b, sizeof b, o->total_ns * 1e-9), g);
+               (long long)o->calls, store_fmt_duration(a, sizeof a, o->self_ns * 1e-9),
+               total ? 100.0 * (double)o->self_ns / (double)total : 0.0, store_fmt_duration(b, sizeof b, o->total_ns * 1e-9), g);
     }
 }
 
@@ -343,8 +306,8 @@ int cmd_show(int argc, char **argv)
            color ? "\033[0m" : "");
     if (r.error[0]) printf("  error     %s\n", r.error);
     printf("  file      %s (seed %llu)\n", r.exp_path[0] ? r.exp_path : "-", (unsigned long long)r.seed);
-    printf("  started   %s   ended %s   duration %s\n", ftime(a, sizeof a, r.started), ftime(b, sizeof b, r.ended),
-           fdur(c, sizeof c, r.wall_s));
+    printf("  started   %s   ended %s   duration %s\n", store_fmt_time(a, sizeof a, r.started, "%Y-%m-%d %H:%M"), store_fmt_time(b, sizeof b, r.ended, "%Y-%m-%d %H:%M"),
+           store_fmt_duration(c, sizeof c, r.wall_s));
     printf("  host      %s  pid %ld  nnbench %s\n", r.host, r.pid, r.version[0] ? r.version : "?");
     if (strstr(r.model, "params]")) printf("  model     %s\n", r.model);
     else printf("  model     %s  [%lld params]\n", r.model[0] ? r.model : "-", r.n_params);
@@ -359,13 +322,13 @@ int cmd_show(int argc, char **argv)
 
     printf("\nresults\n");
     printf("  steps %ld of %ld, epochs %d, %s samples/s, hybrid clock %s\n", r.steps, r.total_steps, r.epochs,
-           fnum(a, sizeof a, r.samples_per_s), fdur(b, sizeof b, r.hybrid_s));
-    printf("  peak memory %s (engine), peak RSS %s\n", fbytes(a, sizeof a, (double)r.peak_bytes),
-           fbytes(b, sizeof b, (double)r.peak_rss));
+           store_fmt_num(a, sizeof a, r.samples_per_s), store_fmt_duration(b, sizeof b, r.hybrid_s));
+    printf("  peak memory %s (engine), peak RSS %s\n", store_fmt_bytes(a, sizeof a, (double)r.peak_bytes),
+           store_fmt_bytes(b, sizeof b, (double)r.peak_rss));
     if (isfinite(r.target_loss)) {
         if (r.steps_to_target >= 0)
             printf("  target loss %.4g reached at step %ld, %s wall, %s hybrid\n", r.target_loss, r.steps_to_target,
-                   fdur(a, sizeof a, r.wall_to_target), fdur(b, sizeof b, r.hybrid_to_target));
+                   store_fmt_duration(a, sizeof a, r.wall_to_target), store_fmt_duration(b, sizeof b, r.hybrid_to_target));
         else
             printf("  target loss %.4g not reached\n", r.target_loss);
     }
@@ -383,7 +346,7 @@ int cmd_show(int argc, char **argv)
         }
         char d[32];
         snprintf(d, sizeof d, at >= 0 ? "%ld" : "-", at);
-        printf("  %-16s %8zu %12s %12s %12s\n", keys[k], sr.n, fnum(a, sizeof a, fin), fnum(b, sizeof b, best), d);
+        printf("  %-16s %8zu %12s %12s %12s\n", keys[k], sr.n, store_fmt_num(a, sizeof a, fin), store_fmt_num(b, sizeof b, best), d);
         store_series_free(&sr);
     }
     if (!nk) printf("  (no metrics stored)\n");
@@ -393,7 +356,7 @@ int cmd_show(int argc, char **argv)
         print_ops(ops, nops, (size_t)max_ops);
         store_profile prof;
         if (!store_profile_get(s, id, &prof)) {
-            printf("  profiler: %lld events, overhead %s", (long long)prof.events, fdur(a, sizeof a, prof.overhead_ns * 1e-9));
+            printf("  profiler: %lld events, overhead %s", (long long)prof.events, store_fmt_duration(a, sizeof a, prof.overhead_ns * 1e-9));
             if (prof.counters_note[0]) printf("; %s", prof.counters_note);
             printf("\n");
         }
@@ -567,15 +530,15 @@ int cmd_compare(int argc, char **argv)
 
     printf("  -- results --\n");
     char lab[96];
-    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.final_train_loss);
+    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.final_train_loss);
     cmp_row("final train_loss", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.best_train_loss);
+    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.best_train_loss);
     cmp_row("best train_loss", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.final_test_loss);
+    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.final_test_loss);
     cmp_row("final test_loss", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.final_test_acc);
+    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.final_test_acc);
     cmp_row("final test_acc", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fnum(cells[i], 64, cr[i].r.best_test_acc);
+    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.best_test_acc);
     cmp_row("best test_acc", cells, n, lw, cw);
     if (strcmp(metric, "train_loss") && strcmp(metric, "test_acc")) {
         int low = lower_better(metric);
@@ -587,16 +550,16 @@ int cmd_compare(int argc, char **argv)
                 if (isfinite(v) && (isnan(best) || (low ? v < best : v > best))) best = v;
             }
             char f1[32], f2[32];
-            snprintf(cells[i], 64, "%.28s / %.28s", fnum(f1, sizeof f1, fin), fnum(f2, sizeof f2, best));
+            snprintf(cells[i], 64, "%.28s / %.28s", store_fmt_num(f1, sizeof f1, fin), store_fmt_num(f2, sizeof f2, best));
         }
         snprintf(lab, sizeof lab, "%s final/best", metric);
         cmp_row(lab, cells, n, lw, cw);
     }
     for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%ld", cr[i].r.steps);
     cmp_row("steps", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fdur(cells[i], 64, cr[i].r.wall_s);
+    for (size_t i = 0; i < n; i++) store_fmt_duration(cells[i], 64, cr[i].r.wall_s);
     cmp_row("wall time", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fdur(cells[i], 64, cr[i].r.hybrid_s);
+    for (size_t i = 0; i < n; i++) store_fmt_duration(cells[i], 64, cr[i].r.hybrid_s);
     cmp_row("hybrid time", cells, n, lw, cw);
     /* Steps/time to target: from the chosen metric with --target, else the stored
      * experiment target. */
@@ -609,7 +572,7 @@ int cmd_compare(int argc, char **argv)
                 while (p < sr->n && !(isfinite(sr->value[p]) && (low ? sr->value[p] <= target : sr->value[p] >= target))) p++;
                 if (p == sr->n) snprintf(cells[i], 64, "not reached");
                 else if (row == 0) snprintf(cells[i], 64, "%ld", sr->step[p]);
-                else fdur(cells[i], 64, xmode == 2 ? sr->hybrid[p] : sr->wall[p]);
+                else store_fmt_duration(cells[i], 64, xmode == 2 ? sr->hybrid[p] : sr->wall[p]);
             }
             snprintf(lab, sizeof lab, "%s to %s%s%g", row ? (xmode == 2 ? "hybrid" : "time") : "steps", metric,
                      low ? "<=" : ">=", target);
@@ -622,7 +585,7 @@ int cmd_compare(int argc, char **argv)
             else if (r->steps_to_target < 0) snprintf(cells[i], 64, "not reached");
             else {
                 char d[32];
-                snprintf(cells[i], 64, "%ld / %.20s", r->steps_to_target, fdur(d, sizeof d, r->wall_to_target));
+                snprintf(cells[i], 64, "%ld / %.20s", r->steps_to_target, store_fmt_duration(d, sizeof d, r->wall_to_target));
             }
         }
         cmp_row("steps / time to target", cells, n, lw, cw);
@@ -632,9 +595,9 @@ int cmd_compare(int argc, char **argv)
         else snprintf(cells[i], 64, "-");
     }
     cmp_row("samples/s", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fbytes(cells[i], 64, (double)cr[i].r.peak_bytes);
+    for (size_t i = 0; i < n; i++) store_fmt_bytes(cells[i], 64, (double)cr[i].r.peak_bytes);
     cmp_row("peak memory (engine)", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) fbytes(cells[i], 64, (double)cr[i].r.peak_rss);
+    for (size_t i = 0; i < n; i++) store_fmt_bytes(cells[i], 64, (double)cr[i].r.peak_rss);
     cmp_row("peak RSS", cells, n, lw, cw);
     for (size_t i = 0; i < n; i++) {
         if (cr[i].r.solves >= 0) snprintf(cells[i], 64, "%ld (%ld quantum)", cr[i].r.solves, cr[i].r.quantum_solves);

@@ -57,10 +57,7 @@ size_t tui_runs_filter(store_run *runs, size_t n, const char *filter);
 
 /* Unix time in seconds with sub-second precision (runs store started/ended this way). */
 double tui_unix_now(void);
-/* "12.3s", "4m05s", "2h03m"; "-" for NAN. */
-void tui_fmt_duration(double s, char *buf, size_t n);
-/* "1.2 KiB" ... */
-void tui_fmt_bytes(double b, char *buf, size_t n);
+/* Durations and sizes: store_fmt_duration / store_fmt_bytes (store/store.h). */
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
 void tui_fmt_ns(double ns, char *buf, size_t n);
 

@@ -492,7 +492,7 @@ static void new_draw(wb_app *a)
         char line[512], eta[32] = "-";
         double frac = total > 0 ? (double)step / (double)total : 0;
         double el = wb_now() - t0;
-        if (running && step > 0 && total > step) tui_fmt_duration(el * (double)(total - step) / (double)step, eta, sizeof eta);
+        if (running && step > 0 && total > step) store_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
         if (running && total <= 0)
             snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
         else if (running)

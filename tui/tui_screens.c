@@ -179,8 +179,8 @@ static void run_load(wb_app *a)
     lines_add(&rv.sys, &rv.n_sys, "  model       %s", r->model);
     lines_add(&rv.sys, &rv.n_sys, "  dataset     %s  (%d train, %d test)", r->dataset, r->n_train, r->n_test);
     lines_add(&rv.sys, &rv.n_sys, "  threads     %d   seed %llu", r->threads, (unsigned long long)r->seed);
-    tui_fmt_bytes((double)r->peak_bytes, b1, sizeof b1);
-    tui_fmt_bytes((double)r->peak_rss, b2, sizeof b2);
+    store_fmt_bytes(b1, sizeof b1, (double)r->peak_bytes);
+    store_fmt_bytes(b2, sizeof b2, (double)r->peak_rss);
     lines_add(&rv.sys, &rv.n_sys, "  memory      engine peak %s, process peak RSS %s", r->peak_bytes >= 0 ? b1 : "-", r->peak_rss >= 0 ? b2 : "-");
     if (r->error[0]) lines_add(&rv.sys, &rv.n_sys, "  error       %s", r->error);
     lines_add(&rv.sys, &rv.n_sys, "%s", "");
@@ -211,7 +211,7 @@ static void run_summary(wb_app *a, int y)
 {
     const store_run *r = &rv.run;
     char d[32], line[512], loss[32], acc[32];
-    tui_fmt_duration(tui_run_duration(r, tui_unix_now()), d, sizeof d);
+    store_fmt_duration(d, sizeof d, tui_run_duration(r, tui_unix_now()));
     snprintf(loss, sizeof loss, isfinite(r->final_train_loss) ? "%.4g" : "-", r->final_train_loss);
     snprintf(acc, sizeof acc, isfinite(r->best_test_acc) ? "%.3f" : "-", r->best_test_acc);
     snprintf(line, sizeof line, "#%lld %s%s%s  %s  ", r->id, r->name, r->variant[0] ? "/" : "", r->variant,
@@ -333,7 +333,7 @@ static void draw_profile(wb_app *a, int y0, int y1)
     for (size_t i = 0; i < rv.n_ops; i++) total += (double)rv.ops[i].self_ns;
     if (rv.have_prof && rv.prof.total_self_ns > 0) total = (double)rv.prof.total_self_ns;
     char sum[512], pk[32], ov[32], tt[32];
-    tui_fmt_bytes(rv.have_prof ? (double)rv.prof.peak_bytes : NAN, pk, sizeof pk);
+    store_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
     tui_fmt_ns(rv.have_prof ? (double)rv.prof.overhead_ns : NAN, ov, sizeof ov);
     tui_fmt_ns(total, tt, sizeof tt);
     snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
@@ -371,8 +371,8 @@ static void draw_profile(wb_app *a, int y0, int y1)
         snprintf(cell[7], 48, "%lld", (long long)o->calls);
         if (o->total_ns > 0 && o->flops > 0) snprintf(cell[8], 48, "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(cell[8], 48, "-");
-        tui_fmt_bytes((double)o->self_mem, cell[9], 48);
-        tui_fmt_bytes((double)o->peak_mem, cell[10], 48);
+        store_fmt_bytes(cell[9], 48, (double)o->self_mem);
+        store_fmt_bytes(cell[10], 48, (double)o->peak_mem);
         if (o->cycles > 0 && o->instructions >= 0) snprintf(cell[11], 48, "%.2f", (double)o->instructions / (double)o->cycles);
         else snprintf(cell[11], 48, "-");
         if (o->l1d_miss >= 0) snprintf(cell[12], 48, "%lld", (long long)o->l1d_miss);
@@ -579,13 +579,13 @@ static void cmp_build_lines(wb_app *a)
             case 4: v = r->final_test_acc; break;
             case 5: v = r->best_test_acc; break;
             case 6: snprintf(cell, sizeof cell, "%ld", r->steps); break;
-            case 7: tui_fmt_duration(tui_run_duration(r, tui_unix_now()), cell, sizeof cell); break;
-            case 8: tui_fmt_duration(r->hybrid_s, cell, sizeof cell); break;
+            case 7: store_fmt_duration(cell, sizeof cell, tui_run_duration(r, tui_unix_now())); break;
+            case 8: store_fmt_duration(cell, sizeof cell, r->hybrid_s); break;
             case 9: if (isfinite(r->samples_per_s)) snprintf(cell, sizeof cell, "%.0f", r->samples_per_s); break;
             case 10: v = r->target_loss; break;
             case 11: if (r->steps_to_target >= 0) snprintf(cell, sizeof cell, "%ld", r->steps_to_target); else snprintf(cell, sizeof cell, "-"); break;
-            case 12: if (r->steps_to_target >= 0) tui_fmt_duration(r->wall_to_target, cell, sizeof cell); else snprintf(cell, sizeof cell, "-"); break;
-            case 13: tui_fmt_bytes(r->peak_bytes >= 0 ? (double)r->peak_bytes : NAN, cell, sizeof cell); break;
+            case 12: if (r->steps_to_target >= 0) store_fmt_duration(cell, sizeof cell, r->wall_to_target); else snprintf(cell, sizeof cell, "-"); break;
+            case 13: store_fmt_bytes(cell, sizeof cell, r->peak_bytes >= 0 ? (double)r->peak_bytes : NAN); break;
             case 14: if (r->solves > 0) snprintf(cell, sizeof cell, "%ld (%ld)", r->solves, r->quantum_solves); else snprintf(cell, sizeof cell, "-"); break;
             }
             if (!cell[0]) { if (isfinite(v)) snprintf(cell, sizeof cell, "%.4g", v); else snprintf(cell, sizeof cell, "-"); }

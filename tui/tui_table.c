@@ -98,24 +98,6 @@ const char *const tui_run_col_names[TUI_RC_COUNT] = {
     "id", "name", "status", "optimizer", "dataset", "loss", "acc", "duration", "started",
 };
 
-void tui_fmt_duration(double s, char *b, size_t n)
-{
-    if (!isfinite(s) || s < 0) { snprintf(b, n, "-"); return; }
-    if (s < 60) snprintf(b, n, "%.1fs", s);
-    else if (s < 3600) snprintf(b, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(b, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-}
-
-void tui_fmt_bytes(double v, char *b, size_t n)
-{
-    static const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-    if (!isfinite(v) || v < 0) { snprintf(b, n, "-"); return; }
-    int i = 0;
-    while (v >= 1024 && i < 4) { v /= 1024; i++; }
-    if (i == 0) snprintf(b, n, "%.0f B", v);
-    else snprintf(b, n, "%.1f %s", v, u[i]);
-}
-
 void tui_fmt_ns(double ns, char *b, size_t n)
 {
     if (!isfinite(ns) || ns < 0) snprintf(b, n, "-");
@@ -159,7 +141,7 @@ void tui_run_cell(const store_run *r, tui_run_col c, double now, char *b, size_t
         if (isfinite(r->best_test_acc)) snprintf(b, n, "%.3f", r->best_test_acc);
         else snprintf(b, n, "-");
         break;
-    case TUI_RC_DURATION: tui_fmt_duration(tui_run_duration(r, now), b, n); break;
+    case TUI_RC_DURATION: store_fmt_duration(b, n, tui_run_duration(r, now)); break;
     case TUI_RC_STARTED: {
         if (!isfinite(r->started)) { snprintf(b, n, "-"); break; }
         time_t t = (time_t)r->started;

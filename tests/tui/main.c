@@ -311,11 +311,11 @@ static void test_sort(void **st)
     assert_string_equal(b, "xor");
     tui_run_cell(&r[0], TUI_RC_LOSS, 0, b, sizeof b);
     assert_string_equal(b, "-");
-    tui_fmt_duration(1000, b, sizeof b);
+    store_fmt_duration(b, sizeof b, 1000);
     assert_string_equal(b, "16m40s");
-    tui_fmt_duration(5.25, b, sizeof b);
-    assert_string_equal(b, "5.2s");
-    tui_fmt_bytes(1536, b, sizeof b);
+    store_fmt_duration(b, sizeof b, 5.25);
+    assert_string_equal(b, "5.25 s");
+    store_fmt_bytes(b, sizeof b, 1536);
     assert_string_equal(b, "1.5 KiB");
 }
 
