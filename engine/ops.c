@@ -2,9 +2,11 @@
  * table that model.c dispatches through. Shapes are per row; B below is the rows of a call.
  *
  * Software counters (what the profiler gets for one call; 4 bytes per float or int32):
- * FLOPs count the arithmetic as written here, one per add/mul/compare/divide and one per
- * call of exp/tanh/log. Bytes count every tensor an op reads or writes once, including the
- * workspaces the implementation materialises (im2col), so bytes/FLOP is the intensity of
+ * FLOPs count the arithmetic of each op's formula, one per add/mul/compare/divide and one
+ * per exp/tanh/log. The tanh, sigmoid and GELU kernels below spend ~30-40 float operations
+ * on what counts as one, so that FLOP figures stay comparable across implementations.
+ * Bytes count every tensor an op reads or writes once, including the workspaces the
+ * implementation materialises (im2col), so bytes/FLOP is the intensity of
  * this implementation rather than of an ideal one.
  *
  *  op            dir  FLOPs                              bytes / 4
@@ -127,10 +129,107 @@ static uint64_t bias_bytes(const eng_node *n, int rows, eng_dir dir)
     return 4 * ((dir == ENG_FWD ? 2 * e : e) + n->n_b);
 }
 
-/* ---- activations: y = f(x) elementwise ------------------------------------------------ */
+/* ---- activations: y = f(x) elementwise ------------------------------------------------
+ * tanh, sigmoid and GELU are computed by the branch-free float kernels below instead of
+ * libm: a libm call per element kept the loops scalar (tanhf was ~28 ns per element, 70% of
+ * a small tanh MLP's time). Everything is +,*,/, compares and integer bit operations, so
+ * GCC vectorizes each loop; no FMA is used, so the vector and scalar paths give the same
+ * bits and nothing depends on the thread count. Measured accuracy against double-precision
+ * libm over every float (tests/engine/ops.c, test_act_accuracy) is in docs/readme/engine.md.
+ * NaN in gives NaN out: NaN fails every compare, so every select below keeps it. */
 
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_K 0.044715f
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+
+/* c ? a : b on bits. A float ?: stays a branch at -O2: with trapping math GCC will not
+ * if-convert a compare that may raise "invalid", and the loop then does not vectorize. */
+static inline float select_f(int c, float a, float b)
+{
+    uint32_t m = -(uint32_t)c;
+    return u2f((f2u(a) & m) | (f2u(b) & ~m));
+}
+
+/* exp(x) for x <= 0 (and NaN), to about 1 ulp, subnormal results included. x = -m ln2 + r
+ * with m = round(-x log2 e) read from the mantissa of a float shifted by 1.5*2^23 (no
+ * float-to-int conversion, which is undefined for NaN); r by Cody-Waite (ln2 = HI + LO,
+ * m * HI exact); e^r = 1 + r + r^2 Q(r) on |r| <= ln2/2 (Chebyshev fit, error 8e-9).
+ * 2^-m is applied as two normal powers of two so results down to 2^-149 stay right. */
+#define EXP_SHIFT 12582912.0f          /* 1.5 * 2^23 */
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO (-2.12194440054690583e-4f)
+static inline float exp_nonpos(float x)
+{
+    x = select_f(x < -104.0f, -104.0f, x); /* exp(-104) rounds to 0; keeps m in [0, 150] */
+    float t = EXP_SHIFT - x * EXP_LOG2E;
+    uint32_t m = f2u(t) - f2u(EXP_SHIFT);
+    float mf = t - EXP_SHIFT;
+    float r = (x + mf * EXP_LN2_HI) + mf * EXP_LN2_LO;
+    float q = 1.392617611993558e-3f;
+    q = q * r + 8.363173074513711e-3f;
+    q = q * r + 4.1666554662050534e-2f;
+    q = q * r + 1.666657702559799e-1f;
+    q = q * r + 0.5f;
+    float p = 1.0f + (r + (r * r) * q);
+    uint32_t m1 = m >> 1, m2 = m - m1;
+    return p * u2f((127u - m1) << 23) * u2f((127u - m2) << 23);
+}
+
+/* sigmoid(z) in *s and 1 - sigmoid(z) = sigmoid(-z) in *c, both to full relative precision:
+ * from e = exp(-|z|) <= 1, so nothing overflows and no difference of near-equal values. */
+static inline void sigmoid_pair(float z, float *s, float *c)
+{
+    float e = exp_nonpos(-fabsf(z));
+    float big = 1.0f / (1.0f + e), small = e * big;
+    int pos = z >= 0.0f;
+    *s = select_f(pos, big, small);
+    *c = select_f(pos, small, big);
+}
+
+static inline float sigmoid_fast(float z)
+{
+    float s, c;
+    sigmoid_pair(z, &s, &c);
+    return s;
+}
+
+/* tanh|x| = (1 - e) / (1 + e), e = exp(-2|x|), loses nothing to cancellation for |x| >=
+ * 0.55 (e <= 1/3); below, |x| + |x|^3 P(x^2) (Chebyshev fit in x^2 on [0, 0.55^2], error
+ * 4e-9 relative). Both are computed and one is selected: a branch would stop vectorizing.
+ * The sign is copied back as a bit, so tanh(-0) = -0 and tanh(+-inf) = +-1. */
+#define TANH_SPLIT 0.55f
+static inline float tanh_fast(float x)
+{
+    float a = fabsf(x);
+    float e = exp_nonpos(-2.0f * a);
+    float far = (1.0f - e) / (1.0f + e);
+    float s = a * a;
+    float p = -6.610227831114734e-3f;
+    p = p * s + 2.1309388664443474e-2f;
+    p = p * s + -5.390942882746055e-2f;
+    p = p * s + 1.333311372902087e-1f;
+    p = p * s + -3.333333200797698e-1f;
+    float near = a + a * (s * p);
+    float t = select_f(a < TANH_SPLIT, near, far);
+    return u2f(f2u(t) | (f2u(x) & 0x80000000u));
+}
+
+/* GELU, tanh form: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), evaluated as
+ * x sigmoid(2u) (the same function: 1 + tanh(u) = 2 sigmoid(2u)), which keeps full
+ * relative precision for negative x where 1 + tanh(u) would cancel. */
+static inline float gelu_2u(float x) { return (2.0f * GELU_C) * x * (1.0f + GELU_K * x * x); }
+
+/* The kernels are ~30 float ops per element, so unlike the memory-bound loops they gain
+ * from wider vectors: an AVX2 clone is chosen at load time where the CPU has it. AVX2 alone
+ * brings no FMA, so both clones give the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(NNBENCH_NO_CLONES)
+#define ACT_KERNEL __attribute__((target_clones("avx2", "default")))
+#else
+#define ACT_KERNEL
+#endif
 
 /* v where x > 0, else +0, without a branch: relu's sign pattern is random, and a
  * mispredicted branch per element made relu ~20x slower than memory allows. */
@@ -158,12 +257,12 @@ static void relu_bwd(eng_node *n, int rows)
     for (size_t i = 0; i < e; i++) dx[i] = pass_if_positive(dy[i], x[i]);
 }
 
-static void tanh_fwd(eng_node *n, int rows)
+ACT_KERNEL static void tanh_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
     const float *restrict x = n->x;
     float *restrict y = n->y;
-    for (size_t i = 0; i < e; i++) y[i] = tanhf(x[i]);
+    for (size_t i = 0; i < e; i++) y[i] = tanh_fast(x[i]);
 }
 static void tanh_bwd(eng_node *n, int rows)
 {
@@ -173,19 +272,12 @@ static void tanh_bwd(eng_node *n, int rows)
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
-/* Written so exp never overflows: exp(-|x|) is at most 1. */
-static inline float sigmoidf(float x)
-{
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    float e = expf(x);
-    return e / (1.0f + e);
-}
-static void sigmoid_fwd(eng_node *n, int rows)
+ACT_KERNEL static void sigmoid_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
     const float *restrict x = n->x;
     float *restrict y = n->y;
-    for (size_t i = 0; i < e; i++) y[i] = sigmoidf(x[i]);
+    for (size_t i = 0; i < e; i++) y[i] = sigmoid_fast(x[i]);
 }
 static void sigmoid_bwd(eng_node *n, int rows)
 {
@@ -195,27 +287,23 @@ static void sigmoid_bwd(eng_node *n, int rows)
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
 
-/* GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-static void gelu_fwd(eng_node *n, int rows)
+ACT_KERNEL static void gelu_fwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
     const float *restrict xs = n->x;
     float *restrict y = n->y;
-    for (size_t i = 0; i < e; i++) {
-        float x = xs[i];
-        float u = GELU_C * x * (1.0f + GELU_K * x * x);
-        y[i] = 0.5f * x * (1.0f + tanhf(u));
-    }
+    for (size_t i = 0; i < e; i++) y[i] = xs[i] * sigmoid_fast(gelu_2u(xs[i]));
 }
+/* d/dx x s(2u) = s + 2 x s (1 - s) du/dx; with t = tanh(u) this is the textbook
+ * 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx, since 1 + t = 2s and 1 - t^2 = 4 s (1 - s). */
 static inline float gelu_d1(float x)
 {
-    float x2 = x * x;
-    float u = GELU_C * x * (1.0f + GELU_K * x2);
-    float t = tanhf(u);
-    float du = GELU_C * (1.0f + 3.0f * GELU_K * x2);
-    return 0.5f * (1.0f + t) + 0.5f * x * (1.0f - t * t) * du;
+    float s, c;
+    sigmoid_pair(gelu_2u(x), &s, &c);
+    float du = GELU_C * (1.0f + 3.0f * GELU_K * x * x);
+    return s + 2.0f * x * (s * c) * du;
 }
-static void gelu_bwd(eng_node *n, int rows)
+ACT_KERNEL static void gelu_bwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
     const float *restrict x = n->x, *restrict dy = n->dy;
@@ -241,12 +329,16 @@ void eng_act_derivs(eng_act act, const float *z, const float *a, size_t n, float
         case ENG_ACT_TANH: f1 = 1.0f - y * y; f2 = -2.0f * y * f1; break;
         case ENG_ACT_SIGMOID: f1 = y * (1.0f - y); f2 = f1 * (1.0f - 2.0f * y); break;
         case ENG_ACT_GELU: {
-            float x2 = x * x, t = tanhf(GELU_C * x * (1.0f + GELU_K * x2));
-            float du = GELU_C * (1.0f + 3.0f * GELU_K * x2), s = 1.0f - t * t;
+            /* t = tanh(u) = s - c and 1 - t^2 = 4 s c, with s = sigmoid(2u), c = 1 - s:
+             * the same kernel as the forward, so act' is the derivative of what ran */
+            float x2 = x * x, s, c;
+            sigmoid_pair(gelu_2u(x), &s, &c);
+            float t = s - c, sech2 = 4.0f * s * c;
+            float du = GELU_C * (1.0f + 3.0f * GELU_K * x2);
             float ddu = GELU_C * 6.0f * GELU_K * x;
-            f1 = 0.5f * (1.0f + t) + 0.5f * x * s * du;
-            /* d/dx of the above: t' = s du, s' = -2 t s du */
-            f2 = s * du + 0.5f * x * (-2.0f * t * s * du * du + s * ddu);
+            f1 = s + 0.5f * x * sech2 * du;
+            /* d/dx of the above: t' = sech2 du, sech2' = -2 t sech2 du */
+            f2 = sech2 * du + 0.5f * x * (-2.0f * t * sech2 * du * du + sech2 * ddu);
             break;
         }
         default: f1 = 1.0f; f2 = 0.0f; break;
