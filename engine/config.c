@@ -1,6 +1,7 @@
 /* config.c — experiment files: INI (libinih) → validated eng_config per variant, with every
  * error located as FILE:LINE, and the key table that documents every key. */
 #include "engine.h"
+#include "data_internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -19,7 +20,9 @@
  * drift from what the parser accepts.
  * X(section, key, kind, field, lo, hi, enum-names, enum-values, doc-type, default, help)
  */
-typedef enum { K_STR, K_U64, K_INT, K_LONG, K_DBL, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS } key_kind;
+/* K_INT_AUTO / K_DBL_AUTO also take "auto", stored as 0 / -1: "the data generator's own
+ * default" (engine/data_internal.h), resolved once the source is known. */
+typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS } key_kind;
 
 static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", NULL };
 static const int V_SOURCE[] = { ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG,
@@ -47,6 +50,7 @@ static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
 #define INF HUGE_VAL
+#define DSTR ENG_DATA_STR
 
 #define KEYS(X)                                                                                   \
     X("experiment", "name", K_STR, name, 0, 0, NULL, NULL, "text", "(file name)",                 \
@@ -59,19 +63,23 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "spirals, xor, blobs, linreg, polyreg, sine, idx, csv", "spirals",                           \
       "synthetic generator, IDX files (MNIST/Fashion-MNIST) or a CSV file")                        \
     X("data", "n", K_INT, data.n, 0, 1e9, NULL, NULL, "integer >= 0", "0",                         \
-      "synthetic: samples generated (0 = 2000); idx/csv: at most this many training samples (0 = all)") \
+      "synthetic: samples generated (0 = " DSTR(ENG_DATA_DEF_N) "); idx/csv: at most this many training samples (0 = all)") \
     X("data", "n_test", K_INT, data.n_test, 0, 1e9, NULL, NULL, "integer >= 0", "0",               \
       "idx with test files / csv with test_path: at most this many test samples (0 = all)")       \
     X("data", "test_fraction", K_DBL, data.test_fraction, 0, 0.95, NULL, NULL, "number in [0, 0.95]", "0.2", \
       "share of generated (or single-file csv) data held out as the test set")                   \
-    X("data", "noise", K_DBL, data.noise, 0, INF, NULL, NULL, "number >= 0", "0.1",                \
-      "synthetic: standard deviation of the noise added")                                          \
-    X("data", "classes", K_INT, data.classes, 2, 1000, NULL, NULL, "integer >= 2", "2",            \
-      "blobs: number of classes; spirals: number of arms")                                         \
-    X("data", "features", K_INT, data.features, 1, 100000, NULL, NULL, "integer >= 1", "2",        \
-      "blobs/linreg/polyreg: input dimension")                                                     \
-    X("data", "degree", K_INT, data.degree, 1, 20, NULL, NULL, "integer in [1, 20]", "3",          \
-      "polyreg: degree of the polynomial")                                                         \
+    X("data", "noise", K_DBL_AUTO, data.noise, 0, INF, NULL, NULL, "number >= 0, or auto", "auto", \
+      "synthetic: standard deviation of the noise added; auto = the generator's own: xor "          \
+      DSTR(ENG_DATA_DEF_NOISE_XOR) ", spirals " DSTR(ENG_DATA_DEF_NOISE_SPIRALS) ", blobs "         \
+      DSTR(ENG_DATA_DEF_NOISE_BLOBS) ", linreg/polyreg/sine " DSTR(ENG_DATA_DEF_NOISE_REG))          \
+    X("data", "classes", K_INT_AUTO, data.classes, 2, 1000, NULL, NULL, "integer >= 2, or auto", "auto", \
+      "spirals: number of arms (auto = " DSTR(ENG_DATA_DEF_ARMS) "); blobs: number of classes (auto = " \
+      DSTR(ENG_DATA_DEF_BLOB_CLASSES) ")")                                                         \
+    X("data", "features", K_INT_AUTO, data.features, 1, 100000, NULL, NULL, "integer >= 1, or auto", "auto", \
+      "blobs/linreg/polyreg: input dimension; auto = blobs " DSTR(ENG_DATA_DEF_BLOB_FEATURES)        \
+      ", linreg " DSTR(ENG_DATA_DEF_LINREG_FEATURES) ", polyreg " DSTR(ENG_DATA_DEF_POLY_FEATURES))  \
+    X("data", "degree", K_INT_AUTO, data.degree, 1, 20, NULL, NULL, "integer in [1, 20], or auto", "auto", \
+      "polyreg: degree of the polynomial (auto = " DSTR(ENG_DATA_DEF_DEGREE) ")")                  \
     X("data", "path", K_STR, data.path, 0, 0, NULL, NULL, "path", "",                              \
       "idx: training images file, or a directory holding the four standard files; csv: the file") \
     X("data", "labels", K_STR, data.labels, 0, 0, NULL, NULL, "path", "",                          \
@@ -88,7 +96,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "csv: the target is a real value (true) or a class index (false)")                          \
     X("data", "normalize", K_ENUM, data.normalize, 0, 0, E_NORM, V_NORM,                              \
       "auto, none, scale, standard, minmax", "auto",                                                \
-      "input scaling: scale = x/255; standard = z-score per feature (train statistics); auto = scale for idx, none otherwise") \
+      "input scaling per feature, statistics from the training set: scale = x / max|x| (idx: x/255); standard = z-score; minmax = to [0, 1]; auto = scale for idx, none otherwise") \
     X("data", "shuffle", K_BOOL, data.shuffle, 0, 0, NULL, NULL, "boolean", "true",                \
       "reshuffle the training set every epoch")                                                    \
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
@@ -390,12 +398,18 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
         memcpy(dst, &u64, sizeof u64);
         return 0;
     }
+    case K_INT_AUTO:
+        if (!strcmp(value, "auto")) { int zero = 0; memcpy(dst, &zero, sizeof zero); return 0; }
+        /* fall through */
     case K_INT:
     case K_LONG:
         if (parse_long(value, &v) || (double)v < d->lo || (double)v > d->hi) break;
-        if (d->kind == K_INT) { int iv = (int)v; memcpy(dst, &iv, sizeof iv); }
+        if (d->kind != K_LONG) { int iv = (int)v; memcpy(dst, &iv, sizeof iv); }
         else { long lv = (long)v; memcpy(dst, &lv, sizeof lv); }
         return 0;
+    case K_DBL_AUTO:
+        if (!strcmp(value, "auto")) { x = -1; memcpy(dst, &x, sizeof x); return 0; }
+        /* fall through */
     case K_DBL:
         if (parse_double(value, &x) || x < d->lo || x > d->hi) break;
         memcpy(dst, &x, sizeof x);
@@ -420,11 +434,11 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
     char tmp[160];
     switch (d->kind) {
     case K_U64: what = "a non-negative integer"; break;
-    case K_INT: case K_LONG:
+    case K_INT: case K_INT_AUTO: case K_LONG:
         if (d->hi >= 1e8) snprintf(tmp, sizeof tmp, d->lo == 0 ? "a non-negative integer" : d->lo == 1 ? "a positive integer" : "an integer >= %g", d->lo);
         else snprintf(tmp, sizeof tmp, "an integer in [%g, %g]", d->lo, d->hi);
         what = tmp; break;
-    case K_DBL:
+    case K_DBL: case K_DBL_AUTO:
         if (d->hi == INF) what = "a number >= 0";
         else { snprintf(tmp, sizeof tmp, "a number in [%g, %g]", d->lo, d->hi); what = tmp; }
         break;
@@ -436,7 +450,8 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
     case K_ENUM: snprintf(tmp, sizeof tmp, "one of %s", d->type); what = tmp; break;
     default: what = "a valid value"; break;
     }
-    snprintf(why, cap, "expected %s, got '%s'", what, value);
+    snprintf(why, cap, "expected %s%s, got '%s'", what,
+             d->kind == K_INT_AUTO || d->kind == K_DBL_AUTO ? " or auto" : "", value);
     return -1;
 }
 
@@ -730,11 +745,22 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     }
 
     /* Defaults that depend on other keys; kv then shows what the run really uses. */
-    int k_n = find_key("data", "n"), k_norm = find_key("data", "normalize");
-    int synthetic = c->data.source != ENG_DATA_IDX && c->data.source != ENG_DATA_CSV;
-    if (synthetic && c->data.n == 0) {
-        c->data.n = 2000;
-        if (vals[k_n].line == 0) copy_str(vals[k_n].value, sizeof vals[k_n].value, "2000");
+    /* The generator's own n / noise / classes / features / degree come from the loader's
+     * table (engine/data.c), so the config cannot disagree with what is generated. */
+    int k_norm = find_key("data", "normalize");
+    eng_data_config before = c->data;
+    eng_data_synth_defaults(&c->data);
+    struct { const char *key; int was, now; double dwas, dnow; } auto_keys[] = {
+        { "n", before.n, c->data.n, 0, 0 },
+        { "classes", before.classes, c->data.classes, 0, 0 },
+        { "features", before.features, c->data.features, 0, 0 },
+        { "degree", before.degree, c->data.degree, 0, 0 },
+        { "noise", 0, 0, before.noise, c->data.noise },
+    };
+    for (size_t i = 0; i < sizeof auto_keys / sizeof auto_keys[0]; i++) {
+        setting *v = &vals[find_key("data", auto_keys[i].key)];
+        if (auto_keys[i].was != auto_keys[i].now) snprintf(v->value, sizeof v->value, "%d", auto_keys[i].now);
+        if (auto_keys[i].dwas != auto_keys[i].dnow) snprintf(v->value, sizeof v->value, "%g", auto_keys[i].dnow);
     }
     if ((int)c->data.normalize == -1) {
         c->data.normalize = c->data.source == ENG_DATA_IDX ? ENG_NORM_SCALE : ENG_NORM_NONE;

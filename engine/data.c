@@ -8,19 +8,6 @@
 
 #include "rng.h"
 
-/* Defaults of the synthetic generators, used when a config field is 0 (n, classes,
- * features, degree) or negative (noise). docs/readme/data.md lists the same numbers. */
-#define DEF_N 1000
-#define DEF_NOISE_XOR 0.3
-#define DEF_NOISE_SPIRALS 0.05
-#define DEF_NOISE_BLOBS 1.0
-#define DEF_NOISE_REG 0.1
-#define DEF_ARMS 2
-#define DEF_BLOB_CLASSES 3
-#define DEF_BLOB_FEATURES 2
-#define DEF_LINREG_FEATURES 4
-#define DEF_POLY_FEATURES 1
-#define DEF_DEGREE 3
 #define SPIRAL_TURNS 1.5
 #define BLOB_BOX 5.0        /* blob centres uniform in [-BLOB_BOX, BLOB_BOX]^features */
 
@@ -65,8 +52,6 @@ static void set_flat(eng_dataset *ds, int features)
 
 /* ---- synthetic generators ----------------------------------------------------------
  * Each fills the training arrays with all n samples; data.c splits them afterwards. */
-
-static double noise_or(double noise, double def) { return noise < 0 ? def : noise; }
 
 static void gen_xor(eng_dataset *ds, int n, double noise, eng_rng *r)
 {
@@ -173,39 +158,73 @@ static int check_range(const char *key, int v, int lo, int hi)
     return ENG_OK;
 }
 
-static int generate(const eng_data_config *dc, uint64_t seed, eng_dataset *ds)
+void eng_data_synth_defaults(eng_data_config *dc)
 {
-    int n = dc->n > 0 ? dc->n : DEF_N;
+    double noise = 0;
+    switch (dc->source) {
+    case ENG_DATA_XOR: noise = ENG_DATA_DEF_NOISE_XOR; break;
+    case ENG_DATA_SPIRALS:
+        noise = ENG_DATA_DEF_NOISE_SPIRALS;
+        if (dc->classes <= 0) dc->classes = ENG_DATA_DEF_ARMS;
+        break;
+    case ENG_DATA_BLOBS:
+        noise = ENG_DATA_DEF_NOISE_BLOBS;
+        if (dc->classes <= 0) dc->classes = ENG_DATA_DEF_BLOB_CLASSES;
+        if (dc->features <= 0) dc->features = ENG_DATA_DEF_BLOB_FEATURES;
+        break;
+    case ENG_DATA_LINREG:
+        noise = ENG_DATA_DEF_NOISE_REG;
+        if (dc->features <= 0) dc->features = ENG_DATA_DEF_LINREG_FEATURES;
+        break;
+    case ENG_DATA_POLYREG:
+        noise = ENG_DATA_DEF_NOISE_REG;
+        if (dc->features <= 0) dc->features = ENG_DATA_DEF_POLY_FEATURES;
+        if (dc->degree <= 0) dc->degree = ENG_DATA_DEF_DEGREE;
+        break;
+    case ENG_DATA_SINE: noise = ENG_DATA_DEF_NOISE_REG; break;
+    default: return;                               /* idx, csv: nothing generated */
+    }
+    if (dc->n <= 0) dc->n = ENG_DATA_DEF_N;
+    if (dc->noise < 0) dc->noise = noise;
+}
+
+static int generate(const eng_data_config *cfg, uint64_t seed, eng_dataset *ds)
+{
+    eng_data_config dcv = *cfg;
+    const eng_data_config *dc = &dcv;
+    eng_data_synth_defaults(&dcv);
+    int n = dc->n;
     int rc;
     if ((rc = check_range("n", n, 2, 100000000))) return rc;
-    if (!(dc->noise < 0) && !isfinite(dc->noise))
+    if (!(dc->noise >= 0) || !isfinite(dc->noise))
         return eng_fail(ENG_EINVAL, "data.noise: expected a finite number >= 0, got %g", dc->noise);
     eng_rng r, truth;
     eng_rng_seed(&r, seed, ENG_STREAM_DATA_GEN);
     eng_rng_seed(&truth, seed, ENG_STREAM_DATA_TRUTH);
 
+    /* xor and sine have fixed shapes: their classes/features keys are ignored. */
     int features = 2, classes = 2;
     switch (dc->source) {
     case ENG_DATA_XOR: strcpy(ds->name, "xor"); break;
     case ENG_DATA_SPIRALS:
         strcpy(ds->name, "spirals");
-        classes = dc->classes > 0 ? dc->classes : DEF_ARMS;
+        classes = dc->classes;
         if ((rc = check_range("classes", classes, 2, 64))) return rc;
         break;
     case ENG_DATA_BLOBS:
         strcpy(ds->name, "blobs");
-        classes = dc->classes > 0 ? dc->classes : DEF_BLOB_CLASSES;
-        features = dc->features > 0 ? dc->features : DEF_BLOB_FEATURES;
+        classes = dc->classes;
+        features = dc->features;
         if ((rc = check_range("classes", classes, 2, 1000))) return rc;
         break;
     case ENG_DATA_LINREG:
         strcpy(ds->name, "linreg");
-        features = dc->features > 0 ? dc->features : DEF_LINREG_FEATURES;
+        features = dc->features;
         break;
     case ENG_DATA_POLYREG:
         strcpy(ds->name, "polyreg");
-        features = dc->features > 0 ? dc->features : DEF_POLY_FEATURES;
-        if ((rc = check_range("degree", dc->degree > 0 ? dc->degree : DEF_DEGREE, 1, 20))) return rc;
+        features = dc->features;
+        if ((rc = check_range("degree", dc->degree, 1, 20))) return rc;
         break;
     case ENG_DATA_SINE: strcpy(ds->name, "sine"); features = 1; break;
     default: return eng_fail(ENG_EINVAL, "data.source: unknown source %d", (int)dc->source);
@@ -222,16 +241,12 @@ static int generate(const eng_data_config *dc, uint64_t seed, eng_dataset *ds)
     if ((rc = eng_data_alloc(ds, n, 0))) return rc;
 
     switch (dc->source) {
-    case ENG_DATA_XOR: gen_xor(ds, n, noise_or(dc->noise, DEF_NOISE_XOR), &r); break;
-    case ENG_DATA_SPIRALS: gen_spirals(ds, n, classes, noise_or(dc->noise, DEF_NOISE_SPIRALS), &r); break;
-    case ENG_DATA_BLOBS:
-        return gen_blobs(ds, n, classes, features, noise_or(dc->noise, DEF_NOISE_BLOBS), &r, &truth);
-    case ENG_DATA_LINREG:
-        return gen_linreg(ds, n, features, noise_or(dc->noise, DEF_NOISE_REG), &r, &truth);
-    case ENG_DATA_POLYREG:
-        return gen_polyreg(ds, n, features, dc->degree > 0 ? dc->degree : DEF_DEGREE,
-                           noise_or(dc->noise, DEF_NOISE_REG), &r, &truth);
-    case ENG_DATA_SINE: gen_sine(ds, n, noise_or(dc->noise, DEF_NOISE_REG), &r); break;
+    case ENG_DATA_XOR: gen_xor(ds, n, dc->noise, &r); break;
+    case ENG_DATA_SPIRALS: gen_spirals(ds, n, classes, dc->noise, &r); break;
+    case ENG_DATA_BLOBS: return gen_blobs(ds, n, classes, features, dc->noise, &r, &truth);
+    case ENG_DATA_LINREG: return gen_linreg(ds, n, features, dc->noise, &r, &truth);
+    case ENG_DATA_POLYREG: return gen_polyreg(ds, n, features, dc->degree, dc->noise, &r, &truth);
+    case ENG_DATA_SINE: gen_sine(ds, n, dc->noise, &r); break;
     default: break;
     }
     return ENG_OK;

@@ -16,6 +16,28 @@
 #define ENG_STREAM_DATA_SPLIT   0x44535031ull /* "DSP1": shuffle before train/test split */
 #define ENG_STREAM_DATA_SHUFFLE 0x44534831ull /* "DSH1": batcher's per-epoch permutation */
 
+/* Defaults of the synthetic generators: a config field at 0 (n, classes, features,
+ * degree) or negative (noise) means "the generator's own". The one place these numbers
+ * live: data.c generates with them and config.c's key help and resolved values
+ * (ENG_DATA_STR) quote them. */
+#define ENG_DATA_DEF_N 2000
+#define ENG_DATA_DEF_NOISE_XOR 0.3
+#define ENG_DATA_DEF_NOISE_SPIRALS 0.05
+#define ENG_DATA_DEF_NOISE_BLOBS 1.0
+#define ENG_DATA_DEF_NOISE_REG 0.1      /* linreg, polyreg, sine */
+#define ENG_DATA_DEF_ARMS 2             /* spirals */
+#define ENG_DATA_DEF_BLOB_CLASSES 3
+#define ENG_DATA_DEF_BLOB_FEATURES 2
+#define ENG_DATA_DEF_LINREG_FEATURES 4
+#define ENG_DATA_DEF_POLY_FEATURES 1
+#define ENG_DATA_DEF_DEGREE 3
+#define ENG_DATA_STR_(x) #x
+#define ENG_DATA_STR(x) ENG_DATA_STR_(x)   /* ENG_DATA_STR(ENG_DATA_DEF_N) -> "2000" */
+
+/* Replaces the "generator's own" fields of a synthetic config (see above) with the values
+ * the generator uses; fields the source ignores and file sources are left as they are. */
+void eng_data_synth_defaults(eng_data_config *dc);
+
 /* Allocates the train (n_train) and test (n_test) arrays of ds for its in_size,
  * classification flag and n_targets; frees whatever ds held before. Zero rows → NULL. */
 int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);

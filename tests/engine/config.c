@@ -381,6 +381,79 @@ static void test_key_docs_cover_parser(void **state)
     assert_int_equal(eng_experiment_load(p, sets, 1, &ex), ENG_EINVAL);
 }
 
+/* "auto" data keys: the config resolves them from the loader's own table, so what kv
+ * reports is what eng_data_load generates (one source of truth, engine/data_internal.h). */
+static void test_data_auto_defaults(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *source; int classes, features, degree; double noise;
+        const char *kv_classes, *kv_features, *kv_noise;
+    } want[] = {
+        { "xor", 0, 0, 0, 0.3, "auto", "auto", "0.3" },
+        { "spirals", 2, 0, 0, 0.05, "2", "auto", "0.05" },
+        { "blobs", 3, 2, 0, 1.0, "3", "2", "1" },
+        { "linreg", 0, 4, 0, 0.1, "auto", "4", "0.1" },
+        { "polyreg", 0, 1, 3, 0.1, "auto", "1", "0.1" },
+        { "sine", 0, 0, 0, 0.1, "auto", "auto", "0.1" },
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        char text[256];
+        int reg = i >= 3;
+        snprintf(text, sizeof text, "[data]\nsource = %s\nn = 100\n[model]\nlayers = dense:%d\nloss = %s\n",
+                 want[i].source, reg ? 1 : want[i].classes ? want[i].classes : 2, reg ? "mse" : "softmax_xent");
+        const char *p = write_ini(text);
+        eng_experiment *ex = NULL;
+        if (eng_experiment_load(p, NULL, 0, &ex)) fail_msg("%s: %s", want[i].source, eng_error());
+        const eng_config *c = &ex->variants[0];
+        assert_int_equal(c->data.classes, want[i].classes);
+        assert_int_equal(c->data.features, want[i].features);
+        assert_int_equal(c->data.degree, want[i].degree);
+        assert_true(c->data.noise == want[i].noise);
+        assert_string_equal(kv_find(c, "data.classes")->value, want[i].kv_classes);
+        assert_string_equal(kv_find(c, "data.features")->value, want[i].kv_features);
+        assert_string_equal(kv_find(c, "data.noise")->value, want[i].kv_noise);
+        assert_string_equal(kv_find(c, "data.degree")->value, want[i].degree ? "3" : "auto");
+        assert_int_equal(kv_find(c, "data.noise")->line, 0);
+        /* the loader agrees: the same shapes with the resolved values as with auto */
+        eng_dataset *ds = NULL;
+        assert_int_equal(eng_data_load(&c->data, 5, &ds), ENG_OK);
+        eng_data_config autoc = c->data;
+        autoc.classes = autoc.features = autoc.degree = 0;
+        autoc.noise = -1;
+        eng_dataset *ds2 = NULL;
+        assert_int_equal(eng_data_load(&autoc, 5, &ds2), ENG_OK);
+        if (want[i].features) assert_int_equal((int)ds->in_size, want[i].features);
+        if (want[i].classes) assert_int_equal(ds->n_classes, want[i].classes);
+        assert_int_equal((int)ds->in_size, (int)ds2->in_size);
+        assert_int_equal(ds->n_classes, ds2->n_classes);
+        assert_memory_equal(ds->x_train, ds2->x_train, (size_t)ds->n_train * ds->in_size * sizeof(float));
+        eng_data_free(ds);
+        eng_data_free(ds2);
+        eng_experiment_free(ex);
+    }
+    /* written values win; auto may be written too */
+    const char *p = write_ini("[data]\nsource = blobs\nclasses = auto\nfeatures = 5\nnoise = 0.25\n[model]\nlayers = dense:3\n");
+    eng_experiment *ex = NULL;
+    assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
+    assert_int_equal(ex->variants[0].data.classes, 3);
+    assert_int_equal(ex->variants[0].data.features, 5);
+    assert_true(ex->variants[0].data.noise == 0.25);
+    assert_string_equal(kv_find(&ex->variants[0], "data.noise")->value, "0.25");
+    assert_int_equal(kv_find(&ex->variants[0], "data.classes")->line, 3);
+    eng_experiment_free(ex);
+    /* file sources keep auto: nothing is generated */
+    p = write_ini("[data]\nsource = csv\npath = x.csv\n[model]\nlayers = dense:3\n");
+    assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
+    assert_string_equal(kv_find(&ex->variants[0], "data.noise")->value, "auto");
+    assert_string_equal(kv_find(&ex->variants[0], "data.n")->value, "0");
+    eng_experiment_free(ex);
+    expect_error("[data]\nnoise = -1\n[model]\nlayers = dense:2\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'noise': expected a number >= 0 or auto, got '-1'");
+    expect_error("[data]\nclasses = 1\n[model]\nlayers = dense:2\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'classes': expected an integer in [2, 1000] or auto, got '1'");
+}
+
 static void test_samples_load(void **state)
 {
     (void)state;
@@ -405,6 +478,7 @@ int test_engine_config(void)
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test_teardown(test_select, teardown),
         cmocka_unit_test_teardown(test_key_docs_cover_parser, teardown),
+        cmocka_unit_test_teardown(test_data_auto_defaults, teardown),
         cmocka_unit_test(test_samples_load),
     };
     return cmocka_run_group_tests_name("engine_config", tests, NULL, NULL);

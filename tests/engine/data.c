@@ -247,11 +247,12 @@ static void test_generator_errors(void **state)
     c.degree = 40;
     assert_int_equal(eng_data_load(&c, 1, &ds), ENG_EINVAL);
     assert_string_equal(eng_error(), "data.degree: expected an integer from 1 to 20, got 40");
-    /* n = 0 means the default 1000; test_fraction 0 leaves no test set */
+    /* n = 0 means the default 2000 (as the config's data.n = 0 says); test_fraction 0
+     * leaves no test set */
     c = dcfg(ENG_DATA_XOR);
     c.n = 0; c.test_fraction = 0;
     assert_int_equal(eng_data_load(&c, 1, &ds), ENG_OK);
-    assert_int_equal(ds->n_train, 1000);
+    assert_int_equal(ds->n_train, 2000);
     assert_int_equal(ds->n_test, 0);
     assert_null(ds->x_test);
     eng_data_free(ds);
