@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 /* ---- the key table ------------------------------------------------------------------
  * One X-macro list drives the parser and eng_key_docs, so the README's key table cannot
@@ -81,7 +82,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "degree", K_INT_AUTO, data.degree, 1, 20, NULL, NULL, "integer in [1, 20], or auto", "auto", \
       "polyreg: degree of the polynomial (auto = " DSTR(ENG_DATA_DEF_DEGREE) ")")                  \
     X("data", "path", K_STR, data.path, 0, 0, NULL, NULL, "path", "",                              \
-      "idx: training images file, or a directory holding the four standard files; csv: the file") \
+      "idx: training images file, or a directory holding the four standard files; csv: the file; "  \
+      "this and the other relative data paths are looked up next to the experiment file first, then in the current directory") \
     X("data", "labels", K_STR, data.labels, 0, 0, NULL, NULL, "path", "",                          \
       "idx: training labels file (not needed when path is a directory)")                          \
     X("data", "test_path", K_STR, data.test_path, 0, 0, NULL, NULL, "path", "",                    \
@@ -703,6 +705,28 @@ static int is_regression_source(eng_data_source s)
     return s == ENG_DATA_LINREG || s == ENG_DATA_POLYREG || s == ENG_DATA_SINE;
 }
 
+/* A relative data path written in the experiment file names a file next to the experiment
+ * file when one exists there, so a file runs from any directory; else the path as written,
+ * from the current directory, if that exists (files written for the repository root keep
+ * working); if neither exists, the file-relative one, so that the loader's "cannot open"
+ * names where it looked. Absolute paths and --set values (typed in a shell, hence relative
+ * to it) are left alone. The run uses, and kv reports, the resolved path. */
+static int resolve_data_path(const char *exp_path, char *field, size_t cap, setting *v)
+{
+    if (!field[0] || field[0] == '/' || v->line <= 0) return 0;
+    const char *slash = strrchr(exp_path, '/');
+    if (!slash) return 0;                        /* the file is in the current directory */
+    char cand[1100];
+    int len = snprintf(cand, sizeof cand, "%.*s/%s", (int)(slash - exp_path), exp_path, field);
+    if (len < 0 || (size_t)len >= cap) return -1;
+    struct stat sb;
+    if (stat(cand, &sb) != 0 && stat(field, &sb) == 0) return 0;
+    memcpy(field, cand, (size_t)len + 1);
+    /* kv holds 255 characters: a longer path is reported as written (it is still used) */
+    if ((size_t)len < sizeof v->value) memcpy(v->value, cand, (size_t)len + 1);
+    return 0;
+}
+
 static int resolve(const parse_state *st, const variant *var, const cli_set *sets, size_t n_sets,
                    eng_config *c)
 {
@@ -745,6 +769,21 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     }
 
     /* Defaults that depend on other keys; kv then shows what the run really uses. */
+    struct { const char *key; char *field; size_t cap; } paths[] = {
+        { "path", c->data.path, sizeof c->data.path },
+        { "labels", c->data.labels, sizeof c->data.labels },
+        { "test_path", c->data.test_path, sizeof c->data.test_path },
+        { "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+    };
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        setting *v = &vals[find_key("data", paths[i].key)];
+        if (resolve_data_path(st->path, paths[i].field, paths[i].cap, v)) {
+            where(loc, sizeof loc, st->path, v, sets, n_sets);
+            return eng_fail(ENG_EINVAL, "%s: key '%s': '%s' taken from the experiment file's directory is longer than %zu characters",
+                            loc, paths[i].key, paths[i].field, paths[i].cap - 1);
+        }
+    }
+
     /* The generator's own n / noise / classes / features / degree come from the loader's
      * table (engine/data.c), so the config cannot disagree with what is generated. */
     int k_norm = find_key("data", "normalize");

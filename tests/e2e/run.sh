@@ -1,7 +1,8 @@
 #!/bin/sh
 # run.sh — end-to-end tests of `nnbench run`: help/version, the samples' outcomes (spirals
-# Adam test acc >= 0.95, Fashion-MNIST MLP 2 epochs >= 0.84), config errors with their exact
-# messages (exit 2), divergence (exit 1), Ctrl-C (exit 130), storing, --keys.
+# Adam test acc >= 0.95, CSV rings >= 0.95 run from another directory, Fashion-MNIST MLP 2
+# epochs >= 0.84), config errors with their exact messages (exit 2), divergence (exit 1),
+# Ctrl-C (exit 130), storing, --keys.
 # Under NNBENCH_SANITIZED=1 the Fashion-MNIST runs use a subset (ASan is ~10x slower).
 set -u
 NNBENCH=${NNBENCH:?set NNBENCH to the nnbench binary}
@@ -119,6 +120,15 @@ EOF
 # ---- regression sample ------------------------------------------------------------------
 expect 0 "regression sample" "$NNBENCH" run samples/regression.ini --no-db --json
 json_check "$tmp/out" "all(x['status'] == 'finished' and x['final_test_loss'] < 0.05 and x['final_test_acc'] is None for x in j['variants'])" "regression: test mse < 0.05, no accuracy"
+
+# ---- CSV sample from another directory: its data paths are relative to the .ini ---------
+mkdir "$tmp/elsewhere"
+expect 0 "samples/data/rings.ini run from another directory" \
+    sh -c 'cd "$1" && exec "$2" run "$3" --no-db --json' sh "$tmp/elsewhere" "$NNBENCH" "$TOP/samples/data/rings.ini"
+json_check "$tmp/out" "v['rings-csv']['status'] == 'finished' and v['rings-csv']['final_test_acc'] >= 0.95" "rings (run from $tmp/elsewhere): test acc >= 0.95"
+expect 0 "samples/data/friedman1.ini by a relative path from samples/" \
+    sh -c 'cd "$1/samples" && exec "$2" run data/friedman1.ini --no-db --json' sh "$TOP" "$NNBENCH"
+json_check "$tmp/out" "v['friedman1-csv']['status'] == 'finished' and v['friedman1-csv']['final_test_loss'] < 5" "friedman1 (run from samples/): finished, test mse < 5"
 
 # ---- divergence: that variant fails with its step, the others run, exit 1 ---------------
 cat >"$tmp/div.ini" <<'EOF'

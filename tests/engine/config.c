@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../engine/engine.h"
@@ -454,11 +455,76 @@ static void test_data_auto_defaults(void **state)
                  ":2: key 'classes': expected an integer in [2, 1000] or auto, got '1'");
 }
 
+/* Relative data paths from the file: next to the experiment file when the file exists
+ * there, else as written (cwd); absolute paths and --set values untouched. */
+static void test_relative_data_paths(void **state)
+{
+    (void)state;
+    char dir[64] = "/tmp/nnbench-rel-XXXXXX", ini[128], csv[128], sub[128], cwd_file[128];
+    assert_non_null(mkdtemp(dir));
+    snprintf(sub, sizeof sub, "%s/d", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(csv, sizeof csv, "%s/d/train.csv", dir);
+    FILE *f = fopen(csv, "w");
+    assert_non_null(f);
+    fputs("a,b\n1,0\n2,1\n", f);
+    fclose(f);
+    /* a file only the current directory has (the tests run from the repository root) */
+    snprintf(cwd_file, sizeof cwd_file, "nnbench-rel-cwd-%ld.csv", (long)getpid());
+    f = fopen(cwd_file, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(ini, sizeof ini, "%s/exp.ini", dir);
+    f = fopen(ini, "w");
+    assert_non_null(f);
+    fprintf(f, "[data]\nsource = csv\npath = d/train.csv\ntest_path = %s\nlabels = /abs/x\n"
+               "test_labels = missing.idx\n[model]\nlayers = dense:2\n", cwd_file);
+    fclose(f);
+
+    eng_experiment *ex = NULL;
+    assert_int_equal(eng_experiment_load(ini, NULL, 0, &ex), ENG_OK);
+    const eng_config *c = &ex->variants[0];
+    assert_string_equal(c->data.path, csv);                          /* next to exp.ini */
+    assert_string_equal(kv_find(c, "data.path")->value, csv);
+    assert_int_equal(kv_find(c, "data.path")->line, 3);
+    assert_string_equal(c->data.test_path, cwd_file);                /* only in the cwd */
+    assert_string_equal(c->data.labels, "/abs/x");                   /* absolute */
+    char want[160];
+    snprintf(want, sizeof want, "%s/missing.idx", dir);              /* nowhere: file-relative */
+    assert_string_equal(c->data.test_labels, want);
+    eng_experiment_free(ex);
+
+    /* --set is relative to the shell's directory */
+    const char *sets[] = { "data.path=d/train.csv" };
+    assert_int_equal(eng_experiment_load(ini, sets, 1, &ex), ENG_OK);
+    assert_string_equal(ex->variants[0].data.path, "d/train.csv");
+    eng_experiment_free(ex);
+
+    /* the data really loads through the resolved path */
+    f = fopen(ini, "w");
+    assert_non_null(f);
+    fputs("[data]\nsource = csv\npath = d/train.csv\ntest_fraction = 0\n[model]\nlayers = dense:2\n", f);
+    fclose(f);
+    assert_int_equal(eng_experiment_load(ini, NULL, 0, &ex), ENG_OK);
+    eng_dataset *ds = NULL;
+    if (eng_data_load(&ex->variants[0].data, 1, &ds)) fail_msg("%s", eng_error());
+    assert_int_equal(ds->n_train, 2);
+    eng_data_free(ds);
+    eng_experiment_free(ex);
+
+    assert_int_equal(unlink(cwd_file), 0);
+    assert_int_equal(unlink(csv), 0);
+    assert_int_equal(unlink(ini), 0);
+    assert_int_equal(rmdir(sub), 0);
+    assert_int_equal(rmdir(dir), 0);
+}
+
 static void test_samples_load(void **state)
 {
     (void)state;
     static const char *const samples[] = { "samples/spirals-mlp.ini", "samples/regression.ini",
-                                           "samples/fashion-mnist-mlp.ini", "samples/fashion-mnist-cnn.ini" };
+                                           "samples/fashion-mnist-mlp.ini", "samples/fashion-mnist-cnn.ini",
+                                           "samples/data/rings.ini", "samples/data/friedman1.ini" };
     for (size_t i = 0; i < sizeof samples / sizeof samples[0]; i++) {
         eng_experiment *ex = NULL;
         if (eng_experiment_load(samples[i], NULL, 0, &ex)) fail_msg("%s", eng_error());
@@ -479,6 +545,7 @@ int test_engine_config(void)
         cmocka_unit_test_teardown(test_select, teardown),
         cmocka_unit_test_teardown(test_key_docs_cover_parser, teardown),
         cmocka_unit_test_teardown(test_data_auto_defaults, teardown),
+        cmocka_unit_test(test_relative_data_paths),
         cmocka_unit_test(test_samples_load),
     };
     return cmocka_run_group_tests_name("engine_config", tests, NULL, NULL);
