@@ -150,6 +150,19 @@ static void evaluate(eng_run *r, double *loss, double *acc)
     *acc = ds->classification ? (double)correct / ds->n_test : NAN;
 }
 
+/* Bytes the "data" phase moved for batch b: the rows copied into the batch buffer (inputs
+ * and labels or targets; the copy's size, not read + write). 0 when the batch is the
+ * stored set served in place (full batch), and 0 with prefetch: then the copy runs on the
+ * prefetch thread, outside this phase, which only waits for it. */
+static uint64_t gather_bytes(const eng_run *r, const eng_batch *b)
+{
+    const eng_dataset *ds = r->ds;
+    if (r->cfg.data.prefetch || b->x == ds->x_train) return 0;
+    size_t per_row = ds->in_size * sizeof(float) +
+                     (ds->classification ? sizeof(int32_t) : (size_t)ds->n_targets * sizeof(float));
+    return (uint64_t)b->rows * per_row;
+}
+
 typedef struct {
     eng_run *r;
     const eng_sink *sink;
@@ -217,7 +230,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         eng_batch b;
         PROF_BEGIN(p, r->ph[PH_DATA]);
         rc = eng_batcher_next(r->b, &b);
-        PROF_END(p, r->ph[PH_DATA], 0, 0);
+        PROF_END(p, r->ph[PH_DATA], 0, rc ? 0 : gather_bytes(r, &b));
         if (rc) {
             PROF_END(p, r->ph[PH_STEP], 0, 0);
             res->status = ENG_RUN_FAILED;

@@ -339,6 +339,48 @@ static void test_profiled_run(void **state)
     eng_experiment_free(ex);
 }
 
+/* The "data" phase's bytes over a profiled SPIRALS run with the given --set overrides. */
+static uint64_t data_phase_bytes(const char *const *sets, size_t n_sets)
+{
+    eng_experiment *ex = load(SPIRALS, sets, n_sets);
+    prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+    if (!p) fail_msg("%s", prof_error());
+    eng_run *run = NULL;
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, p, &run), ENG_OK);
+    assert_int_equal(eng_run_train(run, NULL), ENG_OK);
+    eng_run_destroy(run);
+    prof_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(prof_rows(p, PROF_BY_PHASE, &rows, &n), 0);
+    uint64_t bytes = UINT64_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, "data")) bytes = rows[i].bytes;
+    free(rows);
+    prof_destroy(p);
+    eng_experiment_free(ex);
+    assert_true(bytes != UINT64_MAX);
+    return bytes;
+}
+
+static void test_data_phase_bytes(void **state)
+{
+    (void)state;
+    /* 320 training points x 5 epochs gathered, each 2 floats + an int32 label */
+    assert_int_equal(data_phase_bytes(NULL, 0), 320 * 5 * (2 * 4 + 4));
+    /* batch 100: 3 x 100 + 20 rows per epoch, the same total */
+    const char *b100[] = { "train.batch=100" };
+    assert_int_equal(data_phase_bytes(b100, 1), 320 * 5 * (2 * 4 + 4));
+    /* regression targets are floats: x (1 float) + t (1 float) */
+    const char *reg[] = { "data.source=sine", "model.loss=mse", "model.layers=dense:8:tanh, dense:1" };
+    assert_int_equal(data_phase_bytes(reg, 3), 320 * 5 * (4 + 4));
+    /* full batch: the stored set is served in place, nothing copied */
+    const char *full[] = { "train.batch=0" };
+    assert_int_equal(data_phase_bytes(full, 1), 0);
+    /* prefetch: the copy runs on the prefetch thread, outside the phase */
+    const char *pre[] = { "data.prefetch=true" };
+    assert_int_equal(data_phase_bytes(pre, 1), 0);
+}
+
 int test_engine_train(void)
 {
     const struct CMUnitTest tests[] = {
@@ -349,6 +391,7 @@ int test_engine_train(void)
         cmocka_unit_test_teardown(test_sink_failure, teardown),
         cmocka_unit_test_teardown(test_run_create_errors, teardown),
         cmocka_unit_test_teardown(test_profiled_run, teardown),
+        cmocka_unit_test_teardown(test_data_phase_bytes, teardown),
     };
     return cmocka_run_group_tests_name("engine_train", tests, NULL, NULL);
 }
