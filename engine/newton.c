@@ -595,9 +595,6 @@ void eng_newton_counts(const eng_newton *nt, long *solves, long *quantum_solves)
     if (quantum_solves) *quantum_solves = nt->quantum_solves;
 }
 
-/* For tests (declared there): the unshifted curvature of block bi for batch b after a
- * forward on it; *n and *off get the block's size and parameter offset. H holds n*n. */
-int eng_newton_curvature(eng_newton *nt, const eng_batch *b, int bi, double *H, int *n, size_t *off);
 int eng_newton_curvature(eng_newton *nt, const eng_batch *b, int bi, double *H, int *n, size_t *off)
 {
     if (bi < 0 || bi >= nt->nb) return eng_fail(ENG_EINVAL, "newton: block %d of %d", bi, nt->nb);

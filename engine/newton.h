@@ -18,6 +18,12 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
 int eng_newton_step(eng_newton *nt, const eng_batch *b, double lr, long step,
                     const eng_sink *sink, double *hybrid_delta_s, double *kappa_mean);
 void eng_newton_counts(const eng_newton *nt, long *solves, long *quantum_solves);
+/* The unshifted curvature of block bi (in the order eng_newton_step solves them) for batch
+ * b; precondition: eng_model_forward ran on b (the first dense layer's input is read from
+ * it). What the tests compare with finite differences. H (caller's,
+ * at least n*n doubles for the largest block) gets it; *n and *off get the block's size
+ * and parameter offset. ENG_EINVAL for a block index out of range. */
+int eng_newton_curvature(eng_newton *nt, const eng_batch *b, int bi, double *H, int *n, size_t *off);
 void eng_newton_free(eng_newton *nt);
 
 #endif

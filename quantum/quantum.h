@@ -63,6 +63,9 @@ typedef struct qm_solve_event {
     double hybrid_delta_ns;/* this solve's change to the hybrid clock (0 if routed classical) */
     qm_kappa_kind kappa_kind; /* which estimate kappa_used is */
     int cg_iters;          /* conjugate-gradient iterations (classical solver cg), else 0 */
+    double qlsa_extra_shift; /* quantum route, pruned: shift added to the pruned system on top
+                              * of `shift` to make it positive definite and pass the curvature
+                              * test (0: none needed) */
 } qm_solve_event;
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -204,12 +207,17 @@ const qm_chol_model *qm_sched_model(const qm_sched *s);
 
 /* Solves (A + shift I) d = g for one block and fills *ev. A: symmetric n x n, unshifted,
  * not modified. psd: the caller knows A is positive semi-definite (Gauss-Newton, Fisher),
- * which makes the Gershgorin bound valid. shift > 0 is raised (x10 per try) until the
- * Cholesky factorisation succeeds when raise_shift is on; with it off an indefinite
- * matrix is solved by LDL^T, and a singular one is QM_ESINGULAR.
+ * which makes the Gershgorin bound valid. With raise_shift on, shift is raised (x10 per
+ * try) until the Cholesky factorisation succeeds and, when A may be indefinite (psd = 0),
+ * until the direction x = (A + mu I)^-1 g has x'(A + mu I)x >= (shift/2) x'x: Cholesky
+ * alone accepts any mu above -lambda_min(A), which can leave the system nearly singular
+ * and x huge; the test bounds ||x|| <= 2 ||g|| / shift (it never fires for a PSD A).
+ * With raise_shift off an indefinite matrix is solved by LDL^T as given, and a singular
+ * one is QM_ESINGULAR.
  * The classical solve always runs (it gives the QLSA its exact solution); on the quantum
- * route d is the QLSA's output for the (pruned) matrix. A pruned matrix that is singular
- * cannot go to the QLSA: that solve is routed classical (pred_quantum_ns = +inf). */
+ * route d is the QLSA's output for the (pruned) matrix. A pruned matrix gets the same
+ * shift raising and test (from the final shift on; the extra is in qlsa_extra_shift); one
+ * that cannot be made positive definite is routed classical (pred_quantum_ns = +inf). */
 int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, int psd,
                    double shift, const double *g, double *d, qm_solve_event *ev);
 

@@ -14,7 +14,7 @@ struct qm_sched {
     qm_chol_model model;
     uint64_t rng;
     int cap;                 /* workspaces hold cap x cap */
-    double *B, *L, *P, *x, *t;
+    double *B, *L, *P, *S, *x, *t;  /* P: pruned matrix, S: it shifted (prune_ratio < 1 only) */
 };
 
 qm_sched_opts qm_sched_defaults(void)
@@ -68,7 +68,7 @@ int qm_sched_create(const qm_sched_opts *o, qm_sched **out)
 void qm_sched_free(qm_sched *s)
 {
     if (!s) return;
-    free(s->B); free(s->L); free(s->P); free(s->x); free(s->t);
+    free(s->B); free(s->L); free(s->P); free(s->S); free(s->x); free(s->t);
     free(s);
 }
 
@@ -78,13 +78,15 @@ static int reserve(qm_sched *s, int n)
 {
     if (n <= s->cap) return QM_OK;
     size_t nn = (size_t)n * n;
-    free(s->B); free(s->L); free(s->P); free(s->x); free(s->t);
+    free(s->B); free(s->L); free(s->P); free(s->S); free(s->x); free(s->t);
+    int pr = s->o.prune_ratio < 1;
     s->B = malloc(nn * sizeof(double));
     s->L = malloc(nn * sizeof(double));
-    s->P = s->o.prune_ratio < 1 ? malloc(nn * sizeof(double)) : NULL;
+    s->P = pr ? malloc(nn * sizeof(double)) : NULL;
+    s->S = pr ? malloc(nn * sizeof(double)) : NULL;
     s->x = malloc((size_t)n * sizeof(double));
     s->t = malloc((size_t)n * sizeof(double));
-    if (!s->B || !s->L || (s->o.prune_ratio < 1 && !s->P) || !s->x || !s->t) {
+    if (!s->B || !s->L || (pr && (!s->P || !s->S)) || !s->x || !s->t) {
         s->cap = 0;
         return qm_fail(QM_ENOMEM, "scheduler: out of memory for a %dx%d block", n, n);
     }
@@ -92,10 +94,50 @@ static int reserve(qm_sched *s, int n)
     return QM_OK;
 }
 
+static double max_abs(int n, const double *A)
+{
+    double m = 0;
+    for (size_t i = 0; i < (size_t)n * n; i++) m = fmax(m, fabs(A[i]));
+    return m;
+}
+
 static void shifted(int n, const double *A, double mu, double *B)
 {
     memcpy(B, A, (size_t)n * n * sizeof *B);
     for (int i = 0; i < n; i++) B[(size_t)i * n + i] += mu;
+}
+
+/* Factors B = M + mu I (B, L: n x n workspaces) and, when check is on, solves B x = g,
+ * raising mu (x10, or to first_raise from a zero shift) until B is positive definite and
+ * the direction passes the curvature test x'Bx / x'x = g'x / x'x >= curv_floor.
+ * Why the test: for a positive semi-definite M, x'Bx/x'x >= lambda_min(B) >= mu, so it
+ * never fires; for an indefinite M, Cholesky succeeds as soon as mu > -lambda_min(M),
+ * which can leave lambda_min(B) arbitrarily close to 0 and x = B^-1 g arbitrarily long
+ * (one such solve, clipped to +-clip, wrecks a whole layer). Passing it bounds the step
+ * as a shift of 2 curv_floor would: ||x|| <= ||g|| / curv_floor. It costs O(n), given x.
+ * Returns 1 if B is positive definite (x solved if check), 0 if not (raise off or 80
+ * tries), with *mu and *raised updated. */
+static int shift_until_safe(int n, const double *M, double first_raise, int raise, int check,
+                            double curv_floor, const double *g, double *mu, int *raised,
+                            double *B, double *L, double *x)
+{
+    double amax = max_abs(n, M);
+    for (int tries = 0; tries < 80; tries++) {
+        shifted(n, M, *mu, B);
+        if (qm_cholesky(n, B, L, NULL) == QM_OK) {
+            if (!check) return 1;
+            memcpy(x, g, (size_t)n * sizeof *x);
+            qm_potrs(n, L, x);
+            double gx = cblas_ddot(n, g, 1, x, 1), xx = cblas_ddot(n, x, 1, x, 1);
+            if (!raise || xx == 0 || gx >= curv_floor * xx) return 1;
+        } else if (!raise) {
+            return 0;
+        }
+        double floor_mu = fmax(first_raise, fmax(1e-12 * amax, 1e-300));
+        *mu = *mu < floor_mu ? floor_mu : *mu * 10;
+        *raised = 1;
+    }
+    return 0;
 }
 
 static int max_row_nnz(int n, const double *A)
@@ -107,13 +149,6 @@ static int max_row_nnz(int n, const double *A)
         if (c > d) d = c;
     }
     return d;
-}
-
-static double max_abs(int n, const double *A)
-{
-    double m = 0;
-    for (size_t i = 0; i < (size_t)n * n; i++) m = fmax(m, fabs(A[i]));
-    return m;
 }
 
 int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, int psd,
@@ -135,19 +170,15 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     if (rc) return rc;
     const qm_sched_opts *o = &s->o;
 
-    /* 1. Factor B = A + mu I, raising mu until it is positive definite. Failed attempts
-     * are part of the classical cost: a classical solver pays them too. */
-    double amax = max_abs(n, A), mu = shift;
-    int pd = 0;
+    /* 1. Factor B = A + mu I, raising mu until it is positive definite and, when A may be
+     * indefinite, until the direction passes the curvature test (shift_until_safe): the
+     * shift is chosen with the solve, so that solve is part of the factor cost here. Failed
+     * attempts are part of the classical cost: a classical solver pays them too. */
+    double mu = shift;
+    int check = !psd && o->raise_shift;
     uint64_t t0 = prof_now_ns();
-    for (int tries = 0; tries < 80; tries++) {
-        shifted(n, A, mu, s->B);
-        if (qm_cholesky(n, s->B, s->L, NULL) == QM_OK) { pd = 1; break; }
-        if (!o->raise_shift) break;
-        double floor_mu = fmax(1e-12 * amax, 1e-300);
-        mu = mu < floor_mu ? floor_mu : mu * 10;
-        ev->shift_raised = 1;
-    }
+    int pd = shift_until_safe(n, A, 0, o->raise_shift, check, 0.5 * shift, g, &mu, &ev->shift_raised,
+                              s->B, s->L, s->x);
     ev->factor_ns = (double)(prof_now_ns() - t0);
     ev->shift = mu;
     if (!pd && o->raise_shift)
@@ -176,8 +207,9 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     if (isnan(kused)) { kind = QM_KAPPA_FRO; kused = ev->kappa_fro; }
     ev->kappa_kind = kind;
     ev->kappa_used = kused;
-    /* Estimates read off the factor cost the factor: on the quantum route it stays. */
-    int needs_factor = kind == QM_KAPPA_FRO || kind == QM_KAPPA_LAPACK;
+    /* Estimates read off the factor cost the factor, and so does a shift chosen by the
+     * curvature test (with its solve): on the quantum route they stay. */
+    int needs_factor = kind == QM_KAPPA_FRO || kind == QM_KAPPA_LAPACK || check;
 
     /* 3. The classical solve, really run. */
     t0 = prof_now_ns();
@@ -187,7 +219,7 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     } else if (o->classical == QM_SOLVER_CG) {
         rc = qm_solve_cg(n, s->B, g, s->x, 1e-10, 10 * n + 100, &ev->cg_iters, NULL);
         if (rc && rc != QM_ENOCONV) return qm_fail(rc, "block %d: %s", block, qm_error());
-    } else {
+    } else if (!check) {
         qm_cholesky_solve(n, s->L, g, s->x, NULL);
     }
     double solve_ns = (double)(prof_now_ns() - t0);
@@ -223,7 +255,15 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
         const double *xe = s->x;
         int ok = 1;
         if (Q != s->B) {
-            ok = qm_solve_cholesky(n, Q, g, s->t, NULL) == QM_OK || qm_solve_ldlt(n, Q, g, s->t, NULL) == QM_OK;
+            /* Pruning can make the matrix indefinite or nearly singular, and then its
+             * solution is no Newton direction at all (an ascent, or one direction blown up
+             * that the QLSA's error then spreads over every coordinate). The pruned system
+             * gets the classical system's treatment: its shift is raised (from mu, x10)
+             * until it is positive definite and its direction passes the curvature test. */
+            double extra = 0;
+            int raised = 0;
+            ok = shift_until_safe(n, Q, mu, 1, 1, 0.5 * shift, g, &extra, &raised, s->S, s->L, s->t);
+            ev->qlsa_extra_shift = extra;
             xe = s->t;
         }
         if (ok) {
@@ -235,8 +275,8 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
             ev->hybrid_delta_ns = ev->simulated_quantum_ns - replaced - overhead;
             routed = 1;
         } else {
-            /* The pruned system is singular: no QLSA takes it. The failed attempt is
-             * simulation work, so it stays off the hybrid clock. */
+            /* The pruned system could not be made positive definite: no QLSA takes it.
+             * The failed attempt is simulation work, so it stays off the hybrid clock. */
             ev->route = QM_ROUTE_CLASSICAL;
             ev->pred_quantum_ns = INFINITY;
             ev->hybrid_delta_ns = -(double)(prof_now_ns() - ts);

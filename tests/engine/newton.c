@@ -17,9 +17,6 @@
 #include "../../engine/newton.h"
 #include "../../quantum/quantum.h"
 
-/* Defined in engine/newton.c for tests: the unshifted curvature of block bi. */
-int eng_newton_curvature(eng_newton *nt, const eng_batch *b, int bi, double *H, int *n, size_t *off);
-
 /* ---- a float64 reference MLP (independent of engine/newton.c) ---------------------- */
 
 static double ref_act(eng_act a, double z, double *d1)

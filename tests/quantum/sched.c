@@ -1,5 +1,6 @@
 /* sched.c — the scheduler: the routing rule of every policy on a table of cases, and whole
- * solves (events filled, QLSA error, hybrid clock delta, shift raising, LDL^T, singular). */
+ * solves (events filled, QLSA error, hybrid clock delta, shift raising for indefinite and
+ * nearly singular systems, LDL^T, singular, pruned systems). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -238,7 +239,106 @@ static void indefinite_and_singular_blocks(void **state)
     free(lam); free(A); free(g); free(d); free(S);
 }
 
+static double norm2(int n, const double *v)
+{
+    double s = 0;
+    for (int i = 0; i < n; i++) s += v[i] * v[i];
+    return sqrt(s);
+}
+
+/* An indefinite block whose negative eigenvalue the configured shift only just covers:
+ * Cholesky succeeds, but B = A + mu I has an eigenvalue 1e-6 mu, and x = B^-1 g is 1e6
+ * times longer than a shift-mu step. The curvature test raises the shift; a PSD block
+ * with a large null space (eigenvalues exactly 0, so lambda_min(B) = mu) is left alone
+ * even when the caller does not say it is PSD. */
+static void near_singular_shift_is_raised(void **state)
+{
+    (void)state;
+    int n = 16;
+    double mu = 0.1;
+    double *lam = malloc(n * sizeof *lam), *A = malloc(n * n * sizeof *A), *g = malloc(n * sizeof *g),
+           *d = malloc(n * sizeof *d);
+    for (int i = 0; i < n; i++) lam[i] = i == 0 ? -mu * (1 - 1e-6) : 1.0 + i;
+    tq_spectral(n, lam, 11, A);
+    for (int i = 0; i < n; i++) g[i] = cos(i + 0.5);
+    double gn = norm2(n, g);
+    qm_solve_event ev;
+    qm_sched *s = make(QM_POLICY_CLASSICAL, 1, NULL);
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu, g, d, &ev), QM_OK);
+    assert_int_equal(ev.shift_raised, 1);
+    assert_true(ev.shift == 10 * mu);
+    assert_true(ev.residual < 1e-10);
+    /* the bound the test promises: ||d|| <= 2 ||g|| / mu */
+    if (!(norm2(n, d) <= 2 * gn / mu)) fail_msg("||d|| = %g > 2||g||/mu = %g", norm2(n, d), 2 * gn / mu);
+    qm_sched_free(s);
+    /* the QLSA gets the raised system too: its error is eps of a bounded solution */
+    s = make(QM_POLICY_QUANTUM, 1, NULL);
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu, g, d, &ev), QM_OK);
+    assert_int_equal(ev.route, QM_ROUTE_QUANTUM);
+    assert_true(ev.shift == 10 * mu);
+    assert_true(norm2(n, d) <= 2 * gn / mu * 1.01);
+    /* the raise needs the solve: on the quantum route nothing classical is replaced */
+    assert_true(ev.hybrid_delta_ns <= ev.simulated_quantum_ns + 1e-9);
+    qm_sched_free(s);
+    /* raise_shift off: solved as given (the old behaviour, kept on request) */
+    s = make(QM_POLICY_CLASSICAL, 1, no_raise);
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu, g, d, &ev), QM_OK);
+    assert_int_equal(ev.shift_raised, 0);
+    assert_true(norm2(n, d) > 1e3 * gn / mu);
+    qm_sched_free(s);
+    /* PSD, rank 4: never raised, whatever psd says */
+    for (int i = 0; i < n; i++) lam[i] = i < 4 ? 1.0 + i : 0;
+    tq_spectral(n, lam, 12, A);
+    for (int psd = 0; psd <= 1; psd++) {
+        s = make(QM_POLICY_CLASSICAL, 1, NULL);
+        assert_int_equal(qm_sched_solve(s, 1, 0, n, A, psd, mu, g, d, &ev), QM_OK);
+        assert_int_equal(ev.shift_raised, 0);
+        assert_true(ev.shift == mu);
+        qm_sched_free(s);
+    }
+    free(lam); free(A); free(g); free(d);
+}
+
 static void prune_quarter(qm_sched_opts *o) { o->prune_ratio = 0.25; }
+
+/* Pruning a low-rank PSD matrix (X X^T, X 12x3: what Gauss-Newton blocks look like) to 3
+ * entries per row makes it indefinite: any kept path i-j-k whose (i,k) was dropped can be.
+ * The QLSA's system then gets a raised shift; its direction stays bounded and is a
+ * descent direction (LDL^T on the indefinite pruned matrix gave neither). */
+static void pruned_indefinite_gets_shift(void **state)
+{
+    (void)state;
+    int n = 12, r = 3;
+    double *A = malloc(n * n * sizeof *A), *X = malloc(n * r * sizeof *X), *g = malloc(n * sizeof *g),
+           *d = malloc(n * sizeof *d);
+    uint64_t seed = 1;
+    for (int i = 0; i < n * r; i++) X[i] = 2 * tq_uniform(&seed) - 1;
+    double amax = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double v = 0;
+            for (int k = 0; k < r; k++) v += X[i * r + k] * X[j * r + k];
+            A[i * n + j] = v;
+            amax = fmax(amax, fabs(v));
+        }
+    double mu = 5e-3 * amax;
+    for (int i = 0; i < n; i++) g[i] = sin(3.0 * i + 1);
+    double gn = norm2(n, g);
+    qm_sched *s = make(QM_POLICY_QUANTUM, 1, prune_quarter);
+    qm_solve_event ev;
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 1, mu, g, d, &ev), QM_OK);
+    assert_int_equal(ev.route, QM_ROUTE_QUANTUM);
+    assert_int_equal(ev.shift_raised, 0); /* the unpruned system is PSD + shift */
+    assert_true(ev.qlsa_extra_shift >= mu);
+    double gd = 0;
+    for (int i = 0; i < n; i++) gd += g[i] * d[i];
+    assert_true(gd > 0); /* d is subtracted: a descent direction */
+    if (!(norm2(n, d) <= 2 * gn / mu * 1.01)) fail_msg("||d|| = %g > 2||g||/mu = %g", norm2(n, d), 2 * gn / mu);
+    print_message("pruned to 3 of 12: extra shift %g on top of %g, ||d|| %.3g (bound %.3g)\n", ev.qlsa_extra_shift,
+                  ev.shift, norm2(n, d), 2 * gn / mu);
+    qm_sched_free(s);
+    free(A); free(X); free(g); free(d);
+}
 
 static void pruned_quantum_route(void **state)
 {
@@ -281,6 +381,8 @@ int test_quantum_sched(void)
         cmocka_unit_test(solve_threshold_and_hybrid),
         cmocka_unit_test(indefinite_and_singular_blocks),
         cmocka_unit_test(pruned_quantum_route),
+        cmocka_unit_test(near_singular_shift_is_raised),
+        cmocka_unit_test(pruned_indefinite_gets_shift),
         cmocka_unit_test(bad_options),
     };
     return cmocka_run_group_tests_name("quantum_sched", tests, NULL, NULL);
