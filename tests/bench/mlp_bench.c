@@ -503,6 +503,7 @@ int main(int argc, char **argv)
 
     printf("ENV\topenblas_core\t%s\n", openblas_get_corename());
     printf("ENV\topenblas_config\t%s\n", openblas_get_config());
+    printf("ENV\topenblas_threads\t%d\n", openblas_get_num_threads()); /* as the environment left it */
     printf("ENV\ttrain_samples\t%d\n", tr.n);
     printf("ENV\treps\t%d\n", reps);
     int failed = 0;

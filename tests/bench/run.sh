@@ -36,7 +36,7 @@ fi
 quick=""
 [ "$mode" = quick ] && quick=--quick
 reps=5
-[ "$mode" = quick ] && reps=2
+[ "$mode" = quick ] && reps=3
 
 # Runs one bench program. Protocol: it prints "ROW<TAB>section<TAB>label<TAB>median<TAB>min
 # <TAB>max<TAB>absolute<TAB>goal<TAB>verdict" lines (the table) and "ENV<TAB>key<TAB>value"
@@ -157,7 +157,10 @@ echo
 echo "nnbench bench ($mode) — $(date -u '+%Y-%m-%d %H:%M UTC')"
 echo "CPU: ${cpu:-unknown}, $ncore cores; OpenBLAS core in use: ${core:-unknown}${blas:+ ($blas)}"
 echo "Environment: $(envv OPENBLAS_CORETYPE) $(envv OPENBLAS_NUM_THREADS) $(envv OMP_NUM_THREADS) $(envv OPENBLAS_L2_SIZE)"
+nt_newton=$(awk -F'\t' '$2 == "newton_threads" { print $3; exit }' "$tmp/env")
+nt_scaling=$(awk -F'\t' '$2 == "scaling_threads" { print $3; exit }' "$tmp/env")
 echo "MLP 784-256-128-10, batch 128, SGD momentum 0.9, lr 0.05, 1 epoch of ${ntrain:-?} samples; $reps interleaved reps; nT = n BLAS threads${torchv:+; PyTorch $torchv}"
+echo "BLAS threads: rows 1-3 as labelled (OpenBLAS's own default here: $(awk -F'\t' '$2 == "openblas_threads" { print $3; exit }' "$tmp/env")); Newton rows ${nt_newton:-?}; scaling rows ${nt_scaling:-?}"
 echo
 echo "| # | row | median | min..max | absolute (medians) | goal | verdict |"
 echo "|---|---|---|---|---|---|---|"
