@@ -3,6 +3,13 @@
  * State is allocated at create; a step allocates nothing. */
 #include "internal.h"
 
+/* -O2 in GCC 12 vectorises only loops that need no epilogue; the update loops run over
+ * every parameter each step, so they get the full vectoriser (results are unchanged:
+ * each element is computed the same way, in the same order). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize")
+#endif
+
 #include <math.h>
 #include <string.h>
 
@@ -76,38 +83,49 @@ void eng_optim_free(eng_optim *o)
  *   adam:      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g²
  *              w -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
  *   adamw:     w -= lr wd w, then the Adam step with the raw gradient. */
-void eng_optim_step(eng_optim *o, float *w, const float *grad, double lr_d)
+void eng_optim_step(eng_optim *o, float *restrict w, const float *restrict grad, double lr_d)
 {
     const float lr = (float)lr_d, wd = o->wd, mu = o->mu;
     const size_t n = o->n;
+    /* State in restrict locals, one loop per variant: with o->m read through o and the
+     * Nesterov test inside, GCC kept the loop scalar (6-15% of a Fashion-MNIST step). */
+    float *restrict m = o->m, *restrict v = o->v;
     o->t++;
     switch (o->kind) {
     case ENG_OPT_SGD:
         for (size_t i = 0; i < n; i++) w[i] -= lr * (grad[i] + wd * w[i]);
         break;
     case ENG_OPT_MOMENTUM:
-        for (size_t i = 0; i < n; i++) {
-            float g = grad[i] + wd * w[i];
-            float v = mu * o->m[i] + g;
-            o->m[i] = v;
-            w[i] -= lr * (o->nesterov ? g + mu * v : v);
-        }
+        if (o->nesterov)
+            for (size_t i = 0; i < n; i++) {
+                float g = grad[i] + wd * w[i];
+                float vi = mu * m[i] + g;
+                m[i] = vi;
+                w[i] -= lr * (g + mu * vi);
+            }
+        else
+            for (size_t i = 0; i < n; i++) {
+                float vi = mu * m[i] + (grad[i] + wd * w[i]);
+                m[i] = vi;
+                w[i] -= lr * vi;
+            }
         break;
     case ENG_OPT_ADAM:
     case ENG_OPT_ADAMW: {
         const float b1 = o->beta1, b2 = o->beta2, eps = o->eps;
         const float c1 = (float)(1.0 / (1.0 - pow(b1, (double)o->t)));
         const float c2 = (float)(1.0 / (1.0 - pow(b2, (double)o->t)));
-        const int decoupled = o->kind == ENG_OPT_ADAMW;
+        /* AdamW decays w directly and feeds the raw gradient; Adam adds the L2 term. */
+        const float wdecay = o->kind == ENG_OPT_ADAMW ? wd : 0.0f;
+        const float wl2 = o->kind == ENG_OPT_ADAMW ? 0.0f : wd;
         for (size_t i = 0; i < n; i++) {
-            float g = grad[i];
-            if (decoupled) w[i] -= lr * wd * w[i];
-            else g += wd * w[i];
-            float m = b1 * o->m[i] + (1.0f - b1) * g;
-            float v = b2 * o->v[i] + (1.0f - b2) * g * g;
-            o->m[i] = m;
-            o->v[i] = v;
-            w[i] -= lr * (m * c1) / (sqrtf(v * c2) + eps);
+            float wi = w[i] - lr * wdecay * w[i];
+            float g = grad[i] + wl2 * w[i];
+            float mi = b1 * m[i] + (1.0f - b1) * g;
+            float vi = b2 * v[i] + (1.0f - b2) * g * g;
+            m[i] = mi;
+            v[i] = vi;
+            w[i] = wi - lr * (mi * c1) / (sqrtf(vi * c2) + eps);
         }
         break;
     }
