@@ -124,6 +124,7 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
     for (int i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);
 
+    double max_pct = 0; /* above 100% means the calibration was taken on a busy machine */
     for (size_t i = 0; i < shown; i++) {
         const prof_row *r = &sorted[i];
         char label[96], t1[24], t2[24], t3[24], b1[24], b2[24], b3[24], gf[24];
@@ -138,7 +139,9 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
                 fmt_time(t3, sizeof t3, r->calls ? (double)r->total_ns / (double)r->calls : 0),
                 (unsigned long long)r->calls, gf);
         if (show_peak) {
-            if (r->flops) fprintf(f, " %6.1f%%", 100.0 * gflops / sum->peak_gflops);
+            double pct = 100.0 * gflops / sum->peak_gflops;
+            if (pct > max_pct) max_pct = pct;
+            if (r->flops) fprintf(f, " %6.1f%%", pct);
             else fprintf(f, " %7s", "-");
         }
         if (show_ipc) {
@@ -169,8 +172,9 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
                 fmt_bytes(b2, sizeof b2, (double)sum->total_alloc_bytes),
                 fmt_bytes(b3, sizeof b3, (double)sum->peak_rss));
         if (sum->peak_gflops > 0)
-            fprintf(f, "%% peak: of the calibrated sgemm peak %.1f GFLOP/s (nnbench sysinfo --calibrate)\n",
-                    sum->peak_gflops);
+            fprintf(f, "%% peak: of the calibrated sgemm peak %.1f GFLOP/s (nnbench sysinfo --calibrate)%s\n",
+                    sum->peak_gflops, max_pct > 100.0 ? "; an op ran above it, so the calibration "
+                    "was likely taken on a busy machine: rerun it on an idle one" : "");
         fprintf(f, "Counters: %s\n", sum->counters_note[0] ? sum->counters_note : "-");
         if (sum->clock[0]) fprintf(f, "Clock: %s\n", sum->clock);
         if (sum->unbalanced)

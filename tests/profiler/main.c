@@ -540,7 +540,16 @@ static void test_table(void **state)
     t = table_text(rows, 3, &s, PROF_SORT_SELF, 1);
     assert_non_null(strstr(t, "20.0%")); /* 20 GFLOP/s of a 100 GFLOP/s peak */
     assert_non_null(strstr(t, "(1 of 3 rows shown, sorted by self)"));
+    assert_null(strstr(t, "busy machine"));
     free(t);
+
+    /* an op faster than the calibrated peak: the footer says the calibration is suspect */
+    s.peak_gflops = 10;
+    t = table_text(rows, 3, &s, PROF_SORT_SELF, 1);
+    assert_non_null(strstr(t, "200.0%"));
+    assert_non_null(strstr(t, "busy machine"));
+    free(t);
+    s.peak_gflops = 100;
 
     prof_rows_sort(rows, 3, PROF_SORT_NAME);
     assert_string_equal(rows[0].name, "dense.fwd");
