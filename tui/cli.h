@@ -24,9 +24,10 @@ int cmd_tui(int argc, char **argv);       /* workbench.c */
 const char *cli_db_path(const char *flag_value);
 
 /* Store sink (store_sink.c): opens/creates the database and returns a sink that writes
- * each run and its events. NULL on error, after printing the reason to stderr. */
+ * each run and its events. NULL on error, with the reason in err (nothing is printed:
+ * the workbench shows it on screen, the CLI on stderr). */
 typedef struct cli_store_sink cli_store_sink;
-cli_store_sink *cli_store_sink_open(const char *db_path);
+cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errlen);
 eng_sink cli_store_sink_get(cli_store_sink *s);
 /* Id of the run being (or last) written, 0 before the first run_begin. */
 long long cli_store_sink_run_id(const cli_store_sink *s);

@@ -399,8 +399,9 @@ int cmd_run(int argc, char **argv)
     const char *db_path = cli_db_path(db_flag);
     cli_store_sink *store = NULL;
     if (!no_db) {
-        store = cli_store_sink_open(db_path);
-        if (!store) { eng_experiment_free(ex); return 1; }
+        char err[600];
+        store = cli_store_sink_open(db_path, err, sizeof err);
+        if (!store) { fprintf(stderr, "nnbench: %s\n", err); eng_experiment_free(ex); return 1; }
     }
 
     row *rows = calloc(ex->n_variants, sizeof *rows);

@@ -260,12 +260,12 @@ static void on_end(void *ud, const eng_run_result *res)
         fprintf(stderr, "nnbench: could not record the end of run %lld: %s\n", s->run, store_error());
 }
 
-cli_store_sink *cli_store_sink_open(const char *db_path)
+cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errlen)
 {
     cli_store_sink *s = calloc(1, sizeof *s);
-    if (!s) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
+    if (!s) { snprintf(err, errlen, "out of memory"); return NULL; }
     if (store_open(db_path, STORE_OPEN_CREATE | STORE_OPEN_WRITE, &s->db)) {
-        fprintf(stderr, "nnbench: %s\n", store_error());
+        snprintf(err, errlen, "%s", store_error());
         free(s);
         return NULL;
     }

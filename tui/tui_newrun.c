@@ -121,13 +121,10 @@ static void *worker(void *arg)
 {
     wb_live *l = arg;
     eng_experiment *ex = l->ex;
-    cli_store_sink *st = cli_store_sink_open(l->db_path);
     char result[512] = "";
+    cli_store_sink *st = cli_store_sink_open(l->db_path, result, sizeof result);
     int rc = 0;
-    if (!st) {
-        snprintf(result, sizeof result, "cannot open the database %.400s for writing", l->db_path);
-        rc = ENG_EIO;
-    }
+    if (!st) rc = ENG_EIO;
     eng_sink live_sink = { .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
                            .progress = live_progress };
     eng_sink store_sink = { 0 };

@@ -84,7 +84,8 @@ static void test_sink_writes_everything(void **st)
     (void)st;
     char p[600];
     snprintf(p, sizeof p, "%s/sink.db", dir);
-    cli_store_sink *cs = cli_store_sink_open(p);
+    char err[600];
+    cli_store_sink *cs = cli_store_sink_open(p, err, sizeof err);
     assert_non_null(cs);
     assert_int_equal(cli_store_sink_run_id(cs), 0);
     long long a = play(cs, ENG_RUN_FINISHED, 1);
@@ -169,7 +170,8 @@ static void test_sink_close_without_end(void **st)
     (void)st;
     char p[600];
     snprintf(p, sizeof p, "%s/noend.db", dir);
-    cli_store_sink *cs = cli_store_sink_open(p);
+    char err[600];
+    cli_store_sink *cs = cli_store_sink_open(p, err, sizeof err);
     assert_non_null(cs);
     eng_sink s = cli_store_sink_get(cs);
     eng_config cfg;
@@ -195,11 +197,13 @@ static void test_sink_refuses_read_only(void **st)
     (void)st;
     char p[600];
     snprintf(p, sizeof p, "%s/ro.db", dir);
-    cli_store_sink *cs = cli_store_sink_open(p);
+    char err[600];
+    cli_store_sink *cs = cli_store_sink_open(p, err, sizeof err);
     assert_non_null(cs);
     cli_store_sink_close(cs);
     chmod(p, 0444);
-    assert_null(cli_store_sink_open(p)); /* prints the reason on stderr */
+    assert_null(cli_store_sink_open(p, err, sizeof err));
+    assert_non_null(strstr(err, "read-only"));
     chmod(p, 0644);
     snprintf(p, sizeof p, "%s/garbage.db", dir);
     FILE *f = fopen(p, "w");
@@ -208,7 +212,8 @@ static void test_sink_refuses_read_only(void **st)
     fclose(f);
     long sz0, sz1;
     uint64_t h = file_digest(p, &sz0);
-    assert_null(cli_store_sink_open(p));
+    assert_null(cli_store_sink_open(p, err, sizeof err));
+    assert_non_null(strstr(err, "garbage.db"));
     assert_true(file_digest(p, &sz1) == h && sz0 == sz1);
 }
 
