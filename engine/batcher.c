@@ -3,21 +3,27 @@
 #include "data_internal.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "rng.h"
 
-enum { SLOT_FREE, SLOT_READY, SLOT_HELD };
+/* A slot is FREE (may be filled), FILLING (its batch is claimed), READY (complete, not
+ * yet handed out) or HELD (handed out; freed by the next eng_batcher_next). */
+enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 
 struct eng_batcher {
     const eng_dataset *ds;
-    int n, batch, bpe, shuffle, full;
-    /* Producer side: only the thread that gathers (the caller without prefetch) touches
-     * these, so the order of batches never depends on thread timing. */
+    int n, batch, bpe, shuffle, full, chunk;
+    /* The order: rng and perm change only when a batch is set up, and batches are set up
+     * and completed strictly one after another in index order (one batch in flight at a
+     * time), so the batches and shuffles never depend on which thread gathered or when. */
     eng_rng rng;
     int32_t *perm;
-    long produced;
-    /* Two slots: with prefetch the producer fills one while the caller holds the other. */
+    long produced;        /* index of the next batch to claim */
+    /* Two slots (double buffer): the caller holds one while the other is filled. */
     float *x[2];
     int32_t *y[2];
     float *t[2];
@@ -25,52 +31,160 @@ struct eng_batcher {
     int state[2];
     long consumed;
     int held;             /* slot the caller holds, -1 none */
+    /* The batch in flight (prefetch): its rows are copied in chunks claimed from cursor
+     * by the prefetch thread and, when it asks for the batch before it is complete, by the
+     * caller too; whoever copies the last row marks the slot READY. cursor holds the
+     * batch's generation (its index, low 32 bits) above the next row, so a copier that
+     * comes late, when its batch is complete and the next one already open, claims
+     * nothing of the next. */
+    int gathering;        /* a batch is claimed and not complete */
+    int fill_slot, fill_open, fill_start, fill_rows;
+    uint32_t fill_gen;
+    atomic_ullong cursor;
+    atomic_int done_rows;
+    atomic_long completed;    /* batches complete so far (they complete in index order) */
+    int waiting;              /* threads in pthread_cond_wait: signal only when > 0 */
+    int wake_pending;         /* a state change to signal once the mutex is released */
+    atomic_long rows_by_thread, rows_by_caller;
     int prefetch;         /* 1 when the thread runs */
     int stop;
     pthread_t thread;
-    pthread_mutex_t mu;
+    pthread_mutex_t mu;   /* guards everything above that is not atomic, under prefetch */
     pthread_cond_t cv;
 };
 
-/* Gathers the next batch (in the global order) into slot s. */
-static void produce(eng_batcher *b, int s)
+/* Sets up batch k in slot s: the epoch's shuffle if k starts one, its rows and meta. The
+ * caller has claimed k and the previous batch is complete, so nothing reads perm now. */
+static void setup(eng_batcher *b, long k, int s)
 {
-    const eng_dataset *ds = b->ds;
-    long k = b->produced++;
     int epoch = (int)(k / b->bpe), i = (int)(k % b->bpe);
     if (i == 0 && b->shuffle)
         for (int j = b->n - 1; j > 0; j--) {
             int r = (int)eng_rng_below(&b->rng, (uint64_t)j + 1);
             int32_t tmp = b->perm[j]; b->perm[j] = b->perm[r]; b->perm[r] = tmp;
         }
-    int start = i * b->batch;
-    int rows = b->n - start < b->batch ? b->n - start : b->batch;
+    b->fill_start = i * b->batch;
+    b->fill_rows = b->n - b->fill_start < b->batch ? b->n - b->fill_start : b->batch;
+    b->meta[s] = (eng_batch){ .x = b->x[s], .y = b->y[s], .t = b->t[s], .rows = b->fill_rows,
+                              .epoch = epoch, .last_in_epoch = i == b->bpe - 1 };
+}
+
+/* Copies rows [r0, r1) of the batch set up at start into slot s. */
+static void copy_rows(eng_batcher *b, int s, int start, int r0, int r1)
+{
+    const eng_dataset *ds = b->ds;
     size_t d = ds->in_size, nt = (size_t)ds->n_targets;
-    for (int r = 0; r < rows; r++) {
+    for (int r = r0; r < r1; r++) {
         size_t src = (size_t)b->perm[start + r];
         memcpy(b->x[s] + (size_t)r * d, ds->x_train + src * d, d * sizeof(float));
         if (b->y[s]) b->y[s][r] = ds->y_train[src];
         if (b->t[s]) memcpy(b->t[s] + (size_t)r * nt, ds->t_train + src * nt, nt * sizeof(float));
     }
-    b->meta[s] = (eng_batch){ .x = b->x[s], .y = b->y[s], .t = b->t[s], .rows = rows,
-                              .epoch = epoch, .last_in_epoch = i == b->bpe - 1 };
 }
 
+/* Waking the other thread is deferred until the mutex is released (unlock()): woken
+ * while the waker still holds the mutex, it would run, block on the mutex at once and have
+ * to be woken again. With b->mu held. */
+static void wake(eng_batcher *b)
+{
+    if (b->waiting) b->wake_pending = 1;
+}
+
+static void unlock(eng_batcher *b)
+{
+    int w = b->wake_pending;
+    b->wake_pending = 0;
+    pthread_mutex_unlock(&b->mu);
+    if (w) pthread_cond_broadcast(&b->cv);
+}
+
+static void wait_cv(eng_batcher *b)
+{
+    if (b->wake_pending) { b->wake_pending = 0; pthread_cond_broadcast(&b->cv); }
+    b->waiting++;
+    pthread_cond_wait(&b->cv, &b->mu);
+    b->waiting--;
+}
+
+/* Copies chunks of batch gen (slot s, set up at start, rows long) until none is left to
+ * claim; called without the mutex, with s/start/rows/gen read under it. Returns 1 if this
+ * call copied the batch's last rows. */
+static int copy_chunks(eng_batcher *b, int s, int start, int rows, uint32_t gen, atomic_long *count)
+{
+    unsigned long long cur = atomic_load(&b->cursor);
+    for (;;) {
+        if ((uint32_t)(cur >> 32) != gen) return 0;
+        int r0 = (int)(uint32_t)cur;
+        if (r0 >= rows) return 0;
+        int r1 = r0 + b->chunk < rows ? r0 + b->chunk : rows;
+        if (!atomic_compare_exchange_weak(&b->cursor, &cur, ((unsigned long long)gen << 32) | (uint32_t)r1))
+            continue;                              /* cur now holds the other side's claim */
+        copy_rows(b, s, start, r0, r1);
+        atomic_fetch_add_explicit(count, r1 - r0, memory_order_relaxed);
+        /* seq_cst read-modify-write: the last adder sees every other chunk's copies */
+        if (atomic_fetch_add(&b->done_rows, r1 - r0) + (r1 - r0) == rows) return 1;
+        cur = atomic_load(&b->cursor);
+    }
+}
+
+/* With b->mu held: helps fill the open batch, and completes it if this side copied last. */
+static void help_fill(eng_batcher *b, atomic_long *count)
+{
+    int s = b->fill_slot, start = b->fill_start, rows = b->fill_rows;
+    uint32_t gen = b->fill_gen;
+    unlock(b);
+    int last = copy_chunks(b, s, start, rows, gen, count);
+    pthread_mutex_lock(&b->mu);
+    if (last) {
+        b->state[s] = SLOT_READY;
+        b->gathering = 0;
+        b->fill_open = 0;
+        atomic_fetch_add(&b->completed, 1);
+        wake(b);
+    }
+}
+
+/* With b->mu held, no batch in flight and the next slot free: claims the next batch, sets
+ * it up (mutex released), opens it to helpers and copies chunks of it. */
+static void claim_and_fill(eng_batcher *b, atomic_long *count)
+{
+    long k = b->produced++;
+    int s = (int)(k % 2);
+    b->gathering = 1;
+    b->fill_slot = s;
+    b->fill_gen = (uint32_t)k;
+    b->state[s] = SLOT_FILLING;
+    unlock(b);
+    setup(b, k, s);
+    atomic_store(&b->done_rows, 0);
+    atomic_store(&b->cursor, (unsigned long long)(uint32_t)k << 32);
+    pthread_mutex_lock(&b->mu);
+    b->fill_open = 1;
+    wake(b);
+    help_fill(b, count);
+}
+
+/* The prefetch thread: as soon as the next slot is free (the caller took the batch before
+ * it) and the previous batch is complete, it gathers the next batch. */
 static void *prefetch_main(void *arg)
 {
     eng_batcher *b = arg;
+#ifdef SCHED_BATCH
+    /* Linux: a SCHED_BATCH thread does not preempt the running thread when it is woken.
+     * Without this, freeing a slot woke this thread onto the training thread's core, where
+     * it preempted training for the length of a gather: the waker paid for the prefetch.
+     * Best effort (same nice level, no privilege needed); without it prefetch still works. */
+    struct sched_param sp = { .sched_priority = 0 };
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &sp);
+#endif
     pthread_mutex_lock(&b->mu);
     for (;;) {
-        int s = (int)(b->produced % 2);
-        while (!b->stop && b->state[s] != SLOT_FREE) pthread_cond_wait(&b->cv, &b->mu);
+        while (!b->stop && (b->gathering || b->state[b->produced % 2] != SLOT_FREE))
+            wait_cv(b);
         if (b->stop) break;
-        pthread_mutex_unlock(&b->mu);
-        produce(b, s);
-        pthread_mutex_lock(&b->mu);
-        b->state[s] = SLOT_READY;
-        pthread_cond_broadcast(&b->cv);
+        claim_and_fill(b, &b->rows_by_thread);
     }
-    pthread_mutex_unlock(&b->mu);
+    unlock(b);
     return NULL;
 }
 
@@ -90,6 +204,15 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
     b->shuffle = shuffle && !b->full;
     b->held = -1;
     eng_rng_seed(&b->rng, seed, ENG_STREAM_DATA_SHUFFLE);
+    /* ~16 KB of inputs per chunk: small enough that a gather preempted mid-chunk holds
+     * little back, large enough that claiming a chunk costs nothing next to copying it. */
+    size_t row_bytes = ds->in_size * sizeof(float);
+    b->chunk = row_bytes >= 16384 ? 1 : (int)(16384 / row_bytes);
+    atomic_init(&b->cursor, 0);
+    atomic_init(&b->completed, 0);
+    atomic_init(&b->done_rows, 0);
+    atomic_init(&b->rows_by_thread, 0);
+    atomic_init(&b->rows_by_caller, 0);
     if (b->full) {
         /* The whole set in its stored order, served in place: nothing to gather, and a
          * full-batch gradient does not depend on the order of rows. */
@@ -130,6 +253,27 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
     return ENG_OK;
 }
 
+/* With b->mu held: the batch the caller needs is in flight on the thread with nothing
+ * left to claim (its last chunks are being copied) or being set up. Sleeping on the
+ * condition variable would give up the core, and on a loaded machine getting it back can
+ * take milliseconds, far longer than the chunks take; so spin, mutex released, for up to
+ * SPIN_NS for batch k to complete. Returns 1 if it did (b->mu is held again either way). */
+#define SPIN_NS 50000L
+static int spin_until_complete(eng_batcher *b, long k)
+{
+    unlock(b);
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int done = 0;
+    for (long i = 1; !(done = atomic_load(&b->completed) > k); i++) {
+        if (i % 64) continue;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > SPIN_NS) break;
+    }
+    pthread_mutex_lock(&b->mu);
+    return done;
+}
+
 int eng_batcher_next(eng_batcher *b, eng_batch *out)
 {
     if (b->full) {
@@ -138,23 +282,44 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
         return ENG_OK;
     }
     if (!b->prefetch) {
-        produce(b, 0);
+        setup(b, b->produced++, 0);
+        copy_rows(b, 0, b->fill_start, 0, b->fill_rows);
         *out = b->meta[0];
         return ENG_OK;
     }
     pthread_mutex_lock(&b->mu);
     if (b->held >= 0) {                      /* the previous batch is no longer in use */
         b->state[b->held] = SLOT_FREE;
-        pthread_cond_broadcast(&b->cv);
+        b->held = -1;
+        wake(b);
     }
     int s = (int)(b->consumed % 2);
-    while (b->state[s] != SLOT_READY) pthread_cond_wait(&b->cv, &b->mu);
+    /* Block only while the batch is complete but for chunks already being copied. If the
+     * thread has not claimed it (it did not get a core in time, as on a loaded machine),
+     * gather it here; if it is half done, copy the remaining chunks alongside. */
+    while (b->state[s] != SLOT_READY) {
+        if (!b->gathering && b->produced == b->consumed)
+            claim_and_fill(b, &b->rows_by_caller);
+        else if (b->gathering && b->fill_open && b->fill_slot == s &&
+                 (int)(uint32_t)atomic_load(&b->cursor) < b->fill_rows)
+            help_fill(b, &b->rows_by_caller);
+        else if (!spin_until_complete(b, b->consumed))
+            wait_cv(b);
+    }
     b->state[s] = SLOT_HELD;
     b->held = s;
     b->consumed++;
     *out = b->meta[s];
-    pthread_mutex_unlock(&b->mu);
+    unlock(b);
     return ENG_OK;
+}
+
+void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller)
+{
+    *by_thread = *by_caller = 0;
+    if (!b->prefetch) return;
+    *by_thread = atomic_load(&b->rows_by_thread);
+    *by_caller = atomic_load(&b->rows_by_caller);
 }
 
 int eng_batcher_batches_per_epoch(const eng_batcher *b) { return b->bpe; }

@@ -48,6 +48,11 @@ int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);
 int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split);
 int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split);
 
+/* With prefetch: how many rows the prefetch thread copied and how many the caller of
+ * eng_batcher_next copied itself (batches or chunks the thread had not got to); 0 and 0
+ * without prefetch. For the profiler's byte counts, tests and measurements. */
+void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller);
+
 /* Base name of a path without its directory (points into path). */
 const char *eng_data_basename(const char *path);
 

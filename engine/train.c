@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "data_internal.h"
 #include "newton.h"
 
 enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
@@ -152,15 +153,16 @@ static void evaluate(eng_run *r, double *loss, double *acc)
 
 /* Bytes the "data" phase moved for batch b: the rows copied into the batch buffer (inputs
  * and labels or targets; the copy's size, not read + write). 0 when the batch is the
- * stored set served in place (full batch), and 0 with prefetch: then the copy runs on the
- * prefetch thread, outside this phase, which only waits for it. */
-static uint64_t gather_bytes(const eng_run *r, const eng_batch *b)
+ * stored set served in place (full batch). With prefetch only the rows this thread copied
+ * itself count (caller_rows: those the prefetch thread had not got to); the others were
+ * copied on the prefetch thread, outside this phase. */
+static uint64_t gather_bytes(const eng_run *r, const eng_batch *b, long caller_rows)
 {
     const eng_dataset *ds = r->ds;
-    if (r->cfg.data.prefetch || b->x == ds->x_train) return 0;
+    if (b->x == ds->x_train) return 0;
     size_t per_row = ds->in_size * sizeof(float) +
                      (ds->classification ? sizeof(int32_t) : (size_t)ds->n_targets * sizeof(float));
-    return (uint64_t)b->rows * per_row;
+    return (uint64_t)(r->cfg.data.prefetch ? caller_rows : b->rows) * per_row;
 }
 
 typedef struct {
@@ -228,9 +230,12 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         PROF_BEGIN(p, r->ph[PH_STEP]);
 
         eng_batch b;
+        long by_thread = 0, caller_before = 0, caller_after = 0;
+        if (p && r->cfg.data.prefetch) eng_batcher_gather_counts(r->b, &by_thread, &caller_before);
         PROF_BEGIN(p, r->ph[PH_DATA]);
         rc = eng_batcher_next(r->b, &b);
-        PROF_END(p, r->ph[PH_DATA], 0, rc ? 0 : gather_bytes(r, &b));
+        if (p && r->cfg.data.prefetch) eng_batcher_gather_counts(r->b, &by_thread, &caller_after);
+        PROF_END(p, r->ph[PH_DATA], 0, rc ? 0 : gather_bytes(r, &b, caller_after - caller_before));
         if (rc) {
             PROF_END(p, r->ph[PH_STEP], 0, 0);
             res->status = ENG_RUN_FAILED;

@@ -16,6 +16,7 @@
 #include <zlib.h>
 
 #include "../../engine/engine.h"
+#include "../../engine/data_internal.h"
 
 static char tmpdir[256];
 
@@ -851,6 +852,93 @@ static void test_batcher_prefetch_same_order(void **state)
     }
 }
 
+/* Prefetch with a caller whose pace varies (no work: it outruns the thread and gathers
+ * batches, or the rest of one, itself; some work: the thread gathers ahead): the same
+ * batches in the same order as without prefetch, every row copied once by one side. */
+static void test_batcher_prefetch_mixed_pace(void **state)
+{
+    (void)state;
+    eng_dataset *ds = index_ds(1001, 0);
+    int *want = run_epochs(ds, 7, 1, 0, 5, 3);
+    eng_batcher *b;
+    assert_int_equal(eng_batcher_create(ds, 7, 1, 1, 5, &b), ENG_OK);
+    int bpe = eng_batcher_batches_per_epoch(b), pos = 0;
+    uint32_t lcg = 12345;
+    for (int k = 0; k < 3 * bpe; k++) {
+        eng_batch bt;
+        assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+        for (int r = 0; r < bt.rows; r++) assert_int_equal((int)bt.x[2 * r], want[pos++]);
+        lcg = lcg * 1103515245u + 12345u;
+        if ((lcg >> 16) % 4 == 0) usleep(200 + (lcg >> 8) % 300);     /* a quarter of the steps train a while */
+    }
+    assert_int_equal(pos, 3 * 1001);
+    long by_thread, by_caller;
+    eng_batcher_gather_counts(b, &by_thread, &by_caller);
+    /* rows copied: every row taken, once, plus up to two batches the thread gathered past
+     * the last one taken */
+    assert_in_range(by_thread + by_caller, 3 * 1001, 3 * 1001 + 2 * 7);
+    print_message("  prefetch, mixed pace: %d batches; rows copied by the thread %ld, by the caller %ld\n",
+                  3 * bpe, by_thread, by_caller);
+    eng_batcher_destroy(b);
+    /* without prefetch nothing is counted */
+    assert_int_equal(eng_batcher_create(ds, 7, 1, 0, 5, &b), ENG_OK);
+    eng_batch bt;
+    assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+    eng_batcher_gather_counts(b, &by_thread, &by_caller);
+    assert_int_equal(by_thread + by_caller, 0);
+    eng_batcher_destroy(b);
+    free(want);
+    index_ds_free(ds);
+}
+
+/* Wide rows (one row per chunk): the caller and the thread copy parts of the same batch,
+ * and a caller arriving just as a batch completes must not touch the next one. Every batch
+ * equals the one gathered without prefetch, value for value, over many epochs. */
+static void test_batcher_prefetch_shared_batches(void **state)
+{
+    (void)state;
+    const int n = 203, w = 4100, batch = 16, epochs = 12;
+    eng_dataset *ds = calloc(1, sizeof *ds);
+    ds->n_train = n;
+    ds->in_shape[0] = 1; ds->in_shape[1] = 1; ds->in_shape[2] = w;
+    ds->in_size = (size_t)w;
+    ds->classification = 1; ds->n_classes = 7;
+    ds->x_train = malloc((size_t)n * w * sizeof(float));
+    ds->y_train = malloc((size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < w; j++) ds->x_train[(size_t)i * w + j] = (float)(i * 10000 + j);
+        ds->y_train[i] = i % 7;
+    }
+    eng_batcher *a, *b;
+    assert_int_equal(eng_batcher_create(ds, batch, 1, 0, 9, &a), ENG_OK);
+    assert_int_equal(eng_batcher_create(ds, batch, 1, 1, 9, &b), ENG_OK);
+    int steps = epochs * eng_batcher_batches_per_epoch(a);
+    float *want = malloc((size_t)batch * w * sizeof(float));
+    uint32_t lcg = 777;
+    for (int k = 0; k < steps; k++) {
+        eng_batch ba, bb;
+        assert_int_equal(eng_batcher_next(a, &ba), ENG_OK);
+        memcpy(want, ba.x, (size_t)ba.rows * w * sizeof(float));
+        assert_int_equal(eng_batcher_next(b, &bb), ENG_OK);
+        assert_int_equal(bb.rows, ba.rows);
+        assert_int_equal(bb.epoch, ba.epoch);
+        assert_int_equal(bb.last_in_epoch, ba.last_in_epoch);
+        assert_memory_equal(bb.x, want, (size_t)ba.rows * w * sizeof(float));
+        assert_memory_equal(bb.y, ba.y, (size_t)ba.rows * sizeof(int32_t));
+        lcg = lcg * 1103515245u + 12345u;
+        if ((lcg >> 16) % 3 == 0) usleep((lcg >> 8) % 60);
+    }
+    long by_thread, by_caller;
+    eng_batcher_gather_counts(b, &by_thread, &by_caller);
+    assert_in_range(by_thread + by_caller, (long)epochs * n, (long)epochs * n + 2 * batch);
+    print_message("  prefetch, wide rows: %d batches; rows copied by the thread %ld, by the caller %ld\n",
+                  steps, by_thread, by_caller);
+    eng_batcher_destroy(a);
+    eng_batcher_destroy(b);
+    free(want);
+    index_ds_free(ds);
+}
+
 static void test_batcher_destroy_early(void **state)
 {
     (void)state;
@@ -907,6 +995,8 @@ int test_engine_data(void)
         cmocka_unit_test(test_normalize_train_stats),
         cmocka_unit_test(test_batcher_epochs),
         cmocka_unit_test(test_batcher_prefetch_same_order),
+        cmocka_unit_test(test_batcher_prefetch_mixed_pace),
+        cmocka_unit_test(test_batcher_prefetch_shared_batches),
         cmocka_unit_test(test_batcher_destroy_early),
         cmocka_unit_test(test_batcher_real_rows),
     };
