@@ -16,6 +16,9 @@ static inline uint64_t qm_rng_next(uint64_t *x)
 }
 static inline double qm_rng_uniform(uint64_t *x) { return (double)(qm_rng_next(x) >> 11) * 0x1.0p-53; }
 
+/* Most nonzeros in any row of the n x n matrix A: the d in the QLSA's alpha = d max|A_ij|. */
+int qm_max_row_nnz(int n, const double *A);
+
 /* Solves with the factor from qm_cholesky into x (b may equal x). */
 void qm_potrs(int n, const double *L, double *x);
 

@@ -71,21 +71,24 @@ static double kth_largest(double *v, int m, int k)
     return v[want];
 }
 
+int qm_max_row_nnz(int n, const double *A)
+{
+    int d = 0;
+    for (int i = 0; i < n; i++) {
+        int c = 0;
+        for (int j = 0; j < n; j++) c += A[(size_t)i * n + j] != 0;
+        if (c > d) d = c;
+    }
+    return d;
+}
+
 int qm_prune_rows(int n, const double *A, int k, double *out)
 {
     if (n <= 0) return 0;
-    if (k >= n || k <= 0) {
-        if (k <= 0) k = 1;
-        if (k >= n) {
-            if (out != A) memcpy(out, A, (size_t)n * n * sizeof *out);
-            int d = 0;
-            for (int i = 0; i < n; i++) {
-                int c = 0;
-                for (int j = 0; j < n; j++) c += A[(size_t)i * n + j] != 0;
-                if (c > d) d = c;
-            }
-            return d;
-        }
+    if (k <= 0) k = 1;
+    if (k >= n) {
+        if (out != A) memcpy(out, A, (size_t)n * n * sizeof *out);
+        return qm_max_row_nnz(n, out);
     }
     unsigned char *mask = calloc((size_t)n * n, 1);
     double *v = malloc((size_t)n * sizeof *v);

@@ -140,17 +140,6 @@ static int shift_until_safe(int n, const double *M, double first_raise, int rais
     return 0;
 }
 
-static int max_row_nnz(int n, const double *A)
-{
-    int d = 0;
-    for (int i = 0; i < n; i++) {
-        int c = 0;
-        for (int j = 0; j < n; j++) c += A[(size_t)i * n + j] != 0;
-        if (c > d) d = c;
-    }
-    return d;
-}
-
 int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, int psd,
                    double shift, const double *g, double *d, qm_solve_event *ev)
 {
@@ -235,7 +224,7 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
         if (dnz < 0) return dnz;
         Q = s->P;
     } else {
-        dnz = max_row_nnz(n, s->B);
+        dnz = qm_max_row_nnz(n, s->B);
     }
     ev->nnz_per_row = dnz;
     ev->alpha = dnz * max_abs(n, Q);
