@@ -376,9 +376,9 @@ void eng_newton_free(eng_newton *nt)
     }
     double *bufs[] = { nt->X0, nt->P, nt->HA, nt->tmp, nt->H, nt->M, nt->X2, nt->G, nt->g, nt->d, nt->v, nt->hv };
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) prof_free(bufs[i]);
-    free(nt->blocks);
+    prof_free(nt->blocks);
     qm_sched_free(nt->sched);
-    free(nt);
+    prof_free(nt);
 }
 
 static double *dalloc(size_t n, int *bad)
@@ -416,7 +416,7 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
                         "expected >= 0, >= 0, > 0 and in (0, 1]", nc->normalization_epsilon, nc->damping,
                         nc->clip, nc->prune_ratio);
 
-    eng_newton *nt = calloc(1, sizeof *nt);
+    eng_newton *nt = prof_calloc(1, sizeof *nt);
     if (!nt) return eng_fail(ENG_ENOMEM, "newton: out of memory");
     nt->m = m;
     nt->prof = prof;
@@ -428,7 +428,7 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
 
     /* blocks, and the size guard before anything big is allocated */
     nt->nb = nc->blocks == ENG_BLOCKS_FULL ? 1 : 2 * nl;
-    nt->blocks = calloc((size_t)nt->nb, sizeof *nt->blocks);
+    nt->blocks = prof_calloc((size_t)nt->nb, sizeof *nt->blocks);
     if (!nt->blocks) { eng_newton_free(nt); return eng_fail(ENG_ENOMEM, "newton: out of memory"); }
     if (nc->blocks == ENG_BLOCKS_FULL) {
         nt->blocks[0] = (nblock){ .off = 0, .n = (int)m->n_params, .dl = -1 };

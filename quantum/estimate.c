@@ -51,9 +51,9 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns)
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_fro: n = %d, expected n >= 1", n);
     size_t nn = (size_t)n * n;
-    double *lu = malloc(nn * sizeof *lu);
-    lapack_int *ipiv = malloc((size_t)n * sizeof *ipiv);
-    if (!lu || !ipiv) { free(lu); free(ipiv); return qm_fail(QM_ENOMEM, "qm_kappa_fro: out of memory for n = %d", n); }
+    double *lu = prof_malloc(nn * sizeof *lu);
+    lapack_int *ipiv = prof_malloc((size_t)n * sizeof *ipiv);
+    if (!lu || !ipiv) { prof_free(lu); prof_free(ipiv); return qm_fail(QM_ENOMEM, "qm_kappa_fro: out of memory for n = %d", n); }
     memcpy(lu, A, nn * sizeof *lu);
     double logfro2 = log_fro2_of(n, A);
     /* The transpose has the same determinant and Frobenius norm. */
@@ -61,8 +61,8 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns)
     double logdet = 0;
     if (info > 0) logdet = -INFINITY;
     else for (int i = 0; i < n; i++) logdet += log(fabs(lu[(size_t)i * n + i]));
-    free(lu);
-    free(ipiv);
+    prof_free(lu);
+    prof_free(ipiv);
     if (info < 0) return qm_fail(QM_EINVAL, "qm_kappa_fro: dgetrf argument %d invalid", (int)-info);
     *kappa = logfro2 == -INFINITY ? INFINITY
                                   : fro_from_logt(n * (log((double)n) - logfro2) + 2 * logdet);
@@ -85,8 +85,8 @@ double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns)
 double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns)
 {
     uint64_t t0 = prof_now_ns();
-    double *work = malloc((size_t)3 * n * sizeof *work);
-    lapack_int *iwork = malloc((size_t)n * sizeof *iwork);
+    double *work = prof_malloc((size_t)3 * n * sizeof *work);
+    lapack_int *iwork = prof_malloc((size_t)n * sizeof *iwork);
     double k = NAN;
     if (work && iwork) {
         /* 1-norm of a symmetric matrix: the largest absolute column (= row) sum. */
@@ -100,8 +100,8 @@ double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns)
         lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
         if (info == 0) k = rcond > 0 ? 1 / rcond : INFINITY;
     }
-    free(work);
-    free(iwork);
+    prof_free(work);
+    prof_free(iwork);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -142,8 +142,8 @@ int qm_kappa_exact(int n, const double *A, double *kappa, double *ns)
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
     size_t nn = (size_t)n * n;
-    double *a = malloc(nn * sizeof *a), *w = malloc((size_t)n * sizeof *w);
-    if (!a || !w) { free(a); free(w); return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n); }
+    double *a = prof_malloc(nn * sizeof *a), *w = prof_malloc((size_t)n * sizeof *w);
+    if (!a || !w) { prof_free(a); prof_free(w); return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n); }
     memcpy(a, A, nn * sizeof *a);
     lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w);
     int rc = QM_OK;
@@ -157,8 +157,8 @@ int qm_kappa_exact(int n, const double *A, double *kappa, double *ns)
         }
         *kappa = mn > 0 ? mx / mn : INFINITY;
     }
-    free(a);
-    free(w);
+    prof_free(a);
+    prof_free(w);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;
 }

@@ -3,6 +3,7 @@
 #define NNBENCH_QUANTUM_INTERNAL_H
 
 #include "quantum.h"
+#include "../profiler/profiler.h" /* prof_malloc & co: every allocation is counted */
 
 int qm_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

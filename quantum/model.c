@@ -18,11 +18,11 @@ int qm_chol_model_fit(const int *n, const double *ns, int m, qm_chol_model *out)
     if (m < 3) return qm_fail(QM_EINVAL, "Cholesky cost model: %d timings, need at least 3", m);
     /* Relative least squares: divide each row by its time, so the small sizes (where the
      * scheduler decides most often) are fitted as well as the large ones. */
-    double *a = malloc((size_t)m * 3 * sizeof *a), *b = malloc((size_t)m * sizeof *b);
-    if (!a || !b) { free(a); free(b); return qm_fail(QM_ENOMEM, "Cholesky cost model: out of memory"); }
+    double *a = prof_malloc((size_t)m * 3 * sizeof *a), *b = prof_malloc((size_t)m * sizeof *b);
+    if (!a || !b) { prof_free(a); prof_free(b); return qm_fail(QM_ENOMEM, "Cholesky cost model: out of memory"); }
     for (int i = 0; i < m; i++) {
         if (!(ns[i] > 0) || n[i] <= 0) {
-            free(a); free(b);
+            prof_free(a); prof_free(b);
             return qm_fail(QM_EINVAL, "Cholesky cost model: timing %d (n = %d, %g ns) is not positive", i, n[i], ns[i]);
         }
         double x = n[i];
@@ -38,13 +38,13 @@ int qm_chol_model_fit(const int *n, const double *ns, int m, qm_chol_model *out)
         for (int i = 0; i < m; i++) a[i * 3 + j] /= sc[j];
     }
     lapack_int info = LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', m, 3, 1, a, 3, b, 1);
-    if (info != 0) { free(a); free(b); return qm_fail(QM_EINVAL, "Cholesky cost model: least squares failed (info %d)", (int)info); }
+    if (info != 0) { prof_free(a); prof_free(b); return qm_fail(QM_EINVAL, "Cholesky cost model: least squares failed (info %d)", (int)info); }
     out->a = b[0] / sc[0];
     out->b = b[1] / sc[1];
     out->c = b[2] / sc[2];
     out->valid = 1;
-    free(a);
-    free(b);
+    prof_free(a);
+    prof_free(b);
     return QM_OK;
 }
 
@@ -63,8 +63,8 @@ int qm_chol_model_calibrate(qm_chol_model *out)
 {
     int nmax = cal_n[CAL_M - 1];
     size_t nn = (size_t)nmax * nmax;
-    double *A = malloc(nn * sizeof *A), *L = malloc(nn * sizeof *L), *x = malloc((size_t)nmax * sizeof *x);
-    if (!A || !L || !x) { free(A); free(L); free(x); return qm_fail(QM_ENOMEM, "Cholesky calibration: out of memory"); }
+    double *A = prof_malloc(nn * sizeof *A), *L = prof_malloc(nn * sizeof *L), *x = prof_malloc((size_t)nmax * sizeof *x);
+    if (!A || !L || !x) { prof_free(A); prof_free(L); prof_free(x); return qm_fail(QM_ENOMEM, "Cholesky calibration: out of memory"); }
     double ts[CAL_M];
     uint64_t rng = 12345;
     int rc = QM_OK;
@@ -91,9 +91,9 @@ int qm_chol_model_calibrate(qm_chol_model *out)
             for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double tmp = t[j]; t[j] = t[j - 1]; t[j - 1] = tmp; }
         ts[s] = t[reps / 2];
     }
-    free(A);
-    free(L);
-    free(x);
+    prof_free(A);
+    prof_free(L);
+    prof_free(x);
     if (rc) return rc;
     return qm_chol_model_fit(cal_n, ts, CAL_M, out);
 }

@@ -90,9 +90,9 @@ int qm_prune_rows(int n, const double *A, int k, double *out)
         if (out != A) memcpy(out, A, (size_t)n * n * sizeof *out);
         return qm_max_row_nnz(n, out);
     }
-    unsigned char *mask = calloc((size_t)n * n, 1);
-    double *v = malloc((size_t)n * sizeof *v);
-    if (!mask || !v) { free(mask); free(v); return qm_fail(QM_ENOMEM, "qm_prune_rows: out of memory for n = %d", n); }
+    unsigned char *mask = prof_calloc((size_t)n * n, 1);
+    double *v = prof_malloc((size_t)n * sizeof *v);
+    if (!mask || !v) { prof_free(mask); prof_free(v); return qm_fail(QM_ENOMEM, "qm_prune_rows: out of memory for n = %d", n); }
     for (int i = 0; i < n; i++) {
         const double *row = A + (size_t)i * n;
         for (int j = 0; j < n; j++) v[j] = fabs(row[j]);
@@ -115,7 +115,7 @@ int qm_prune_rows(int n, const double *A, int k, double *out)
         }
         if (c > d) d = c;
     }
-    free(mask);
-    free(v);
+    prof_free(mask);
+    prof_free(v);
     return d;
 }

@@ -50,7 +50,7 @@ int qm_sched_create(const qm_sched_opts *o, qm_sched **out)
     if (!(o->kappa_max >= 1)) return qm_fail(QM_EINVAL, "quantum.kappa_max = %g: expected >= 1", o->kappa_max);
     if (!(o->prune_ratio > 0 && o->prune_ratio <= 1))
         return qm_fail(QM_EINVAL, "newton.prune_ratio = %g: expected 0 < r <= 1", o->prune_ratio);
-    qm_sched *s = calloc(1, sizeof *s);
+    qm_sched *s = prof_calloc(1, sizeof *s);
     if (!s) return qm_fail(QM_ENOMEM, "scheduler: out of memory");
     s->o = *o;
     s->rng = o->seed ^ 0x51a7e5c0ffee1234ull;
@@ -58,7 +58,7 @@ int qm_sched_create(const qm_sched_opts *o, qm_sched **out)
     else {
         /* Every policy predicts classical time: the events record it either way. */
         int rc = qm_chol_model_load(NULL, &s->model, NULL);
-        if (rc) { free(s); return rc; }
+        if (rc) { prof_free(s); return rc; }
     }
     s->o.model = NULL;
     *out = s;
@@ -68,8 +68,8 @@ int qm_sched_create(const qm_sched_opts *o, qm_sched **out)
 void qm_sched_free(qm_sched *s)
 {
     if (!s) return;
-    free(s->B); free(s->L); free(s->P); free(s->S); free(s->x); free(s->t);
-    free(s);
+    prof_free(s->B); prof_free(s->L); prof_free(s->P); prof_free(s->S); prof_free(s->x); prof_free(s->t);
+    prof_free(s);
 }
 
 const qm_chol_model *qm_sched_model(const qm_sched *s) { return &s->model; }
@@ -78,14 +78,14 @@ static int reserve(qm_sched *s, int n)
 {
     if (n <= s->cap) return QM_OK;
     size_t nn = (size_t)n * n;
-    free(s->B); free(s->L); free(s->P); free(s->S); free(s->x); free(s->t);
+    prof_free(s->B); prof_free(s->L); prof_free(s->P); prof_free(s->S); prof_free(s->x); prof_free(s->t);
     int pr = s->o.prune_ratio < 1;
-    s->B = malloc(nn * sizeof(double));
-    s->L = malloc(nn * sizeof(double));
-    s->P = pr ? malloc(nn * sizeof(double)) : NULL;
-    s->S = pr ? malloc(nn * sizeof(double)) : NULL;
-    s->x = malloc((size_t)n * sizeof(double));
-    s->t = malloc((size_t)n * sizeof(double));
+    s->B = prof_malloc(nn * sizeof(double));
+    s->L = prof_malloc(nn * sizeof(double));
+    s->P = pr ? prof_malloc(nn * sizeof(double)) : NULL;
+    s->S = pr ? prof_malloc(nn * sizeof(double)) : NULL;
+    s->x = prof_malloc((size_t)n * sizeof(double));
+    s->t = prof_malloc((size_t)n * sizeof(double));
     if (!s->B || !s->L || (pr && (!s->P || !s->S)) || !s->x || !s->t) {
         s->cap = 0;
         return qm_fail(QM_ENOMEM, "scheduler: out of memory for a %dx%d block", n, n);

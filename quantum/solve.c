@@ -46,11 +46,11 @@ int qm_solve_cholesky(int n, const double *A, const double *b, double *x, double
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_solve_cholesky: n = %d, expected n >= 1", n);
-    double *L = malloc((size_t)n * n * sizeof *L);
+    double *L = prof_malloc((size_t)n * n * sizeof *L);
     if (!L) return qm_fail(QM_ENOMEM, "qm_solve_cholesky: out of memory for n = %d", n);
     int rc = qm_cholesky(n, A, L, NULL);
     if (rc == QM_OK) qm_cholesky_solve(n, L, b, x, NULL);
-    free(L);
+    prof_free(L);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;
 }
@@ -59,14 +59,14 @@ int qm_solve_ldlt(int n, const double *A, const double *b, double *x, double *ns
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_solve_ldlt: n = %d, expected n >= 1", n);
-    double *a = malloc((size_t)n * n * sizeof *a);
-    lapack_int *ipiv = malloc((size_t)n * sizeof *ipiv);
-    if (!a || !ipiv) { free(a); free(ipiv); return qm_fail(QM_ENOMEM, "qm_solve_ldlt: out of memory for n = %d", n); }
+    double *a = prof_malloc((size_t)n * n * sizeof *a);
+    lapack_int *ipiv = prof_malloc((size_t)n * sizeof *ipiv);
+    if (!a || !ipiv) { prof_free(a); prof_free(ipiv); return qm_fail(QM_ENOMEM, "qm_solve_ldlt: out of memory for n = %d", n); }
     memcpy(a, A, (size_t)n * n * sizeof *a);
     if (x != b) memcpy(x, b, (size_t)n * sizeof *x);
     lapack_int info = LAPACKE_dsysv(LAPACK_COL_MAJOR, 'U', n, 1, a, n, ipiv, x, n);
-    free(a);
-    free(ipiv);
+    prof_free(a);
+    prof_free(ipiv);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     if (info > 0)
         return qm_fail(QM_ESINGULAR, "LDL^T failed: the %dx%d matrix is singular (zero pivot %d)", n, n, (int)info);
@@ -79,7 +79,7 @@ int qm_solve_cg(int n, const double *A, const double *b, double *x, double tol, 
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0 || maxit < 0) return qm_fail(QM_EINVAL, "qm_solve_cg: n = %d, maxit = %d", n, maxit);
-    double *r = malloc((size_t)3 * n * sizeof *r);
+    double *r = prof_malloc((size_t)3 * n * sizeof *r);
     if (!r) return qm_fail(QM_ENOMEM, "qm_solve_cg: out of memory for n = %d", n);
     double *p = r + n, *ap = p + n;
     memset(x, 0, (size_t)n * sizeof *x);
@@ -110,7 +110,7 @@ int qm_solve_cg(int n, const double *A, const double *b, double *x, double tol, 
         rr = rr_new;
         k++;
     }
-    free(r);
+    prof_free(r);
     if (iters) *iters = k;
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;

@@ -19,6 +19,7 @@
 #include <zlib.h>
 
 #include "../../engine/engine.h"
+#include "bench.h"
 #include "../../profiler/profiler.h"
 
 #define IN 784
@@ -34,13 +35,6 @@ static const char *data_dir = "/usr/share/datasets/fashion-mnist";
 
 /* ---- timing, random numbers, statistics -------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* splitmix64: enough for init and shuffling; the bench needs no stream compatibility. */
 static uint64_t rng_next(uint64_t *s)
 {
@@ -55,21 +49,6 @@ static double rng_normal(uint64_t *s)
     double u1 = rng_uniform(s), u2 = rng_uniform(s);
     if (u1 < 1e-300) u1 = 1e-300;
     return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-typedef struct { double med, min, max; } stats;
-static stats stats_of(const double *v, int n)
-{
-    double s[MAX_REPS];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    stats r = { n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1] };
-    return r;
 }
 
 /* ---- Fashion-MNIST from the gz IDX files (not timed) ------------------------------- */

@@ -18,45 +18,13 @@
 #include <unistd.h>
 
 #include "../../engine/engine.h"
+#include "bench.h"
 #include "../../profiler/profiler.h"
 #include "../../quantum/quantum.h"
 
 #define MAX_N 8
 #define MAX_REPS 16
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-typedef struct { double med, min, max; } stats;
-static stats stats_of(const double *v, int n)
-{
-    double s[64];
-    if (n > 64) n = 64;
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    stats r = { n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1] };
-    return r;
-}
-
-/* Least-squares slope of log(t) against log(n): t ~ c n^slope. */
-static double fit_exponent(const int *n, const double *t, int m)
-{
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int i = 0; i < m; i++) {
-        double x = log((double)n[i]), y = log(t[i]);
-        sx += x; sy += y; sxx += x * x; sxy += x * y;
-    }
-    return (m * sxy - sx * sy) / (m * sxx - sx * sx);
-}
 
 static void row(const char *label, stats r, const char *absolute, const char *goal, const char *verdict)
 {
@@ -271,10 +239,11 @@ int main(int argc, char **argv)
         }
     }
     /* The exponent, fitted rep by rep over the sizes. */
-    double e_solve[MAX_REPS], e_potrf[MAX_REPS];
+    double e_solve[MAX_REPS], e_potrf[MAX_REPS], nd[MAX_N];
+    for (int i = 0; i < m; i++) nd[i] = all_n[i];
     for (int k = 0; k < reps; k++) {
-        e_solve[k] = fit_exponent(all_n, t_solve[k], m);
-        e_potrf[k] = fit_exponent(all_n, t_potrf[k], m);
+        e_solve[k] = fit_exponent(nd, t_solve[k], m);
+        e_potrf[k] = fit_exponent(nd, t_potrf[k], m);
     }
     char abs_[256];
     stats sp = stats_of(e_potrf, reps), ss = stats_of(e_solve, reps);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "../../engine/engine.h"
+#include "bench.h"
 #include "../../profiler/profiler.h"
 
 #define IN 784
@@ -21,38 +22,6 @@
 #define BATCH 128
 #define MAX_SIZES 8
 #define MAX_REPS 8
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-typedef struct { double med, min, max; } stats;
-static stats stats_of(const double *v, int n)
-{
-    double s[MAX_REPS];
-    memcpy(s, v, (size_t)n * sizeof *s);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    stats r = { n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1] };
-    return r;
-}
-
-static double fit_exponent(const double *x, const double *y, int m)
-{
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int i = 0; i < m; i++) {
-        double lx = log(x[i]), ly = log(y[i]);
-        sx += lx; sy += ly; sxx += lx * lx; sxy += lx * ly;
-    }
-    return (m * sxy - sx * sy) / (m * sxx - sx * sx);
-}
 
 static double params_of(int h) { return (double)IN * h + h + (double)h * h + h + (double)h * OUT + OUT; }
 

@@ -1,0 +1,48 @@
+/* bench.h — what every benchmark program shares: a monotonic clock, median/min/max of
+ * repetitions, and the log-log slope that turns timings into a scaling exponent. */
+#ifndef NNBENCH_BENCH_H
+#define NNBENCH_BENCH_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static inline double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct { double med, min, max; } stats;
+
+/* Median, min and max of the first n (at most 64) values. */
+static inline stats stats_of(const double *v, int n)
+{
+    double s[64];
+    if (n > 64) n = 64;
+    memcpy(s, v, (size_t)n * sizeof *s);
+    qsort(s, (size_t)n, sizeof *s, cmp_double);
+    stats r = { n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1] };
+    return r;
+}
+
+/* Least-squares slope of log(y) against log(x): y ~ c x^slope. */
+static inline double fit_exponent(const double *x, const double *y, int m)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    for (int i = 0; i < m; i++) {
+        double lx = log(x[i]), ly = log(y[i]);
+        sx += lx; sy += ly; sxx += lx * lx; sxy += lx * ly;
+    }
+    return (m * sxy - sx * sy) / (m * sxx - sx * sx);
+}
+
+#endif
