@@ -99,7 +99,7 @@ double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns);
  * below, usually within a factor 3). */
 double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns);
 /* Gershgorin bound for B = A + mu I with A symmetric positive SEMI-definite and mu > 0:
- * kappa_2(B) <= 1 + R/mu, R = max_i sum_j |A_ij| (the proof is in docs/readme/qnewton.md).
+ * kappa_2(B) <= 1 + R/mu, R = max_i sum_j |A_ij| (the proof is in README.md, "Condition-number estimators").
  * A is the UNSHIFTED matrix. */
 double qm_kappa_gersh_psd(int n, const double *A, double mu, double *ns);
 /* Gershgorin bound for any symmetric B: (max_i B_ii + r_i) / (min_i B_ii - r_i),
