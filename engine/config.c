@@ -370,9 +370,10 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         }
         n++;
     }
+    if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
     if (mc->layers[n - 1].kind != ENG_LAYER_DENSE) {
         snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'",
-                 n ? (mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten") : "");
+                 mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten");
         return -1;
     }
     mc->n_layers = n;

@@ -86,6 +86,7 @@ int qm_chol_model_calibrate(qm_chol_model *out)
             if (rc == QM_OK) qm_cholesky_solve(n, L, x, x, NULL);
             t[r] = (double)(prof_now_ns() - t0);
         }
+        if (rc != QM_OK) break;
         /* The median: one preemption on a shared VM should not bend the fit. */
         for (int i = 1; i < reps; i++)
             for (int j = i; j > 0 && t[j] < t[j - 1]; j--) { double tmp = t[j]; t[j] = t[j - 1]; t[j - 1] = tmp; }

@@ -276,6 +276,8 @@ static void test_error_messages(void **state)
                  ":2: key 'layers': layer 1: expected dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten, got 'lstm:4'");
     expect_error("[model]\nlayers = dense:8, pool, dense:2\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'layers': layer 2: 'pool' cannot follow a dense or flatten layer (the data is flat by then)");
+    expect_error("[model]\nlayers = ,\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got ','");
     expect_error("[model]\nlayers = conv:4:3, flatten\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'layers': the last layer must be dense (it gives the outputs), got 'flatten'");
     expect_error("[data]\ntest_fraction = 1.5\n", NULL, 0, ENG_EINVAL,
