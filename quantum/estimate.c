@@ -46,14 +46,28 @@ double qm_kappa_fro_formula(int n, double fro2, double log_abs_det)
     return fro_from_logt(n * (log((double)n) - log(fro2)) + 2 * log_abs_det);
 }
 
-int qm_kappa_fro(int n, const double *A, double *kappa, double *ns)
+int qm_sym_has_nan(int n, const double *A)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j <= i; j++)
+            if (isnan(A[(size_t)i * n + j])) return 1;
+    return 0;
+}
+
+size_t qm_kappa_fro_work(int n)
+{
+    return n <= 0 ? 0 : (size_t)n * n + qm_ints_in_doubles((size_t)n);
+}
+
+int qm_kappa_fro(int n, const double *A, double *kappa, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_fro: n = %d, expected n >= 1", n);
     size_t nn = (size_t)n * n;
-    double *lu = prof_malloc(nn * sizeof *lu);
-    lapack_int *ipiv = prof_malloc((size_t)n * sizeof *ipiv);
-    if (!lu || !ipiv) { prof_free(lu); prof_free(ipiv); return qm_fail(QM_ENOMEM, "qm_kappa_fro: out of memory for n = %d", n); }
+    double *own = work ? NULL : prof_malloc(qm_kappa_fro_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_kappa_fro: out of memory for n = %d", n);
+    double *lu = work ? work : own;
+    lapack_int *ipiv = (lapack_int *)(lu + nn);
     memcpy(lu, A, nn * sizeof *lu);
     double logfro2 = log_fro2_of(n, A);
     /* The transpose has the same determinant and Frobenius norm. */
@@ -61,8 +75,7 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns)
     double logdet = 0;
     if (info > 0) logdet = -INFINITY;
     else for (int i = 0; i < n; i++) logdet += log(fabs(lu[(size_t)i * n + i]));
-    prof_free(lu);
-    prof_free(ipiv);
+    prof_free(own);
     if (info < 0) return qm_fail(QM_EINVAL, "qm_kappa_fro: dgetrf argument %d invalid", (int)-info);
     *kappa = logfro2 == -INFINITY ? INFINITY
                                   : fro_from_logt(n * (log((double)n) - logfro2) + 2 * logdet);
@@ -82,13 +95,19 @@ double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns)
     return k;
 }
 
-double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns)
+size_t qm_kappa_lapack_chol_work(int n)
+{
+    return n <= 0 ? 0 : (size_t)3 * n + qm_ints_in_doubles((size_t)n);
+}
+
+double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
-    double *work = prof_malloc((size_t)3 * n * sizeof *work);
-    lapack_int *iwork = prof_malloc((size_t)n * sizeof *iwork);
+    double *own = work || n < 0 ? NULL : prof_malloc(qm_kappa_lapack_chol_work(n) * sizeof *own);
+    if (!work) work = own;
     double k = NAN;
-    if (work && iwork) {
+    if (work) {
+        lapack_int *iwork = (lapack_int *)(work + (size_t)3 * n);
         /* 1-norm of a symmetric matrix: the largest absolute column (= row) sum. */
         double anorm = 0;
         for (int i = 0; i < n; i++) {
@@ -100,8 +119,7 @@ double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns)
         lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
         if (info == 0) k = rcond > 0 ? 1 / rcond : INFINITY;
     }
-    prof_free(work);
-    prof_free(iwork);
+    prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -137,15 +155,39 @@ double qm_kappa_gersh_sym(int n, const double *B, double *ns)
     return k;
 }
 
-int qm_kappa_exact(int n, const double *A, double *kappa, double *ns)
+/* dsyevd's optimal workspace for eigenvalues only (what LAPACKE_dsyevd would allocate):
+ * a query, which allocates nothing. */
+static void syevd_sizes(int n, lapack_int *lwork, lapack_int *liwork)
+{
+    double a = 0, w = 0, wq = 0;
+    lapack_int iq = 0;
+    lapack_int info = LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'N', 'U', n, &a, n > 1 ? n : 1, &w, &wq, -1, &iq, -1);
+    *lwork = info == 0 && wq >= 1 ? (lapack_int)wq : 2 * n + 1;
+    *liwork = info == 0 && iq >= 1 ? iq : 1;
+}
+
+size_t qm_kappa_exact_work(int n)
+{
+    if (n <= 0) return 0;
+    lapack_int lw, liw;
+    syevd_sizes(n, &lw, &liw);
+    return (size_t)n * n + (size_t)n + (size_t)lw + qm_ints_in_doubles((size_t)liw);
+}
+
+int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
     size_t nn = (size_t)n * n;
-    double *a = prof_malloc(nn * sizeof *a), *w = prof_malloc((size_t)n * sizeof *w);
-    if (!a || !w) { prof_free(a); prof_free(w); return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n); }
+    lapack_int lwork, liwork;
+    syevd_sizes(n, &lwork, &liwork);
+    double *own = work ? NULL : prof_malloc(qm_kappa_exact_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n);
+    double *a = work ? work : own, *w = a + nn, *wk = w + n;
+    lapack_int *iwk = (lapack_int *)(wk + lwork);
     memcpy(a, A, nn * sizeof *a);
-    lapack_int info = LAPACKE_dsyevd(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w);
+    lapack_int info = qm_sym_has_nan(n, a) ? -5
+                    : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w, wk, lwork, iwk, liwork);
     int rc = QM_OK;
     if (info != 0) rc = qm_fail(QM_EINVAL, "qm_kappa_exact: dsyevd failed (info %d)", (int)info);
     else {
@@ -157,8 +199,7 @@ int qm_kappa_exact(int n, const double *A, double *kappa, double *ns)
         }
         *kappa = mn > 0 ? mx / mn : INFINITY;
     }
-    prof_free(a);
-    prof_free(w);
+    prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;
 }

@@ -20,6 +20,17 @@ static inline double qm_rng_uniform(uint64_t *x) { return (double)(qm_rng_next(x
 /* Most nonzeros in any row of the n x n matrix A: the d in the QLSA's alpha = d max|A_ij|. */
 int qm_max_row_nnz(int n, const double *A);
 
+/* Doubles that hold m lapack_ints (pivots, integer workspaces) inside a double scratch. */
+static inline size_t qm_ints_in_doubles(size_t m)
+{
+    return (m * sizeof(int64_t) + sizeof(double) - 1) / sizeof(double);
+}
+
+/* LAPACKE's non-_work drivers check the (upper, column-major) triangle for NaN and report
+ * it as argument `arg` invalid; the _work ones used with caller scratch do not, so this
+ * keeps their messages. 1 if any entry A[i*n+j], j <= i, is NaN. */
+int qm_sym_has_nan(int n, const double *A);
+
 /* Solves with the factor from qm_cholesky into x (b may equal x). */
 void qm_potrs(int n, const double *L, double *x);
 

@@ -82,7 +82,13 @@ int qm_max_row_nnz(int n, const double *A)
     return d;
 }
 
-int qm_prune_rows(int n, const double *A, int k, double *out)
+size_t qm_prune_rows_work(int n)
+{
+    /* A row of |A_ij| for the selection, then the n x n keep mask, one byte each. */
+    return n <= 0 ? 0 : (size_t)n + ((size_t)n * n + sizeof(double) - 1) / sizeof(double);
+}
+
+int qm_prune_rows(int n, const double *A, int k, double *out, double *work)
 {
     if (n <= 0) return 0;
     if (k <= 0) k = 1;
@@ -90,9 +96,11 @@ int qm_prune_rows(int n, const double *A, int k, double *out)
         if (out != A) memcpy(out, A, (size_t)n * n * sizeof *out);
         return qm_max_row_nnz(n, out);
     }
-    unsigned char *mask = prof_calloc((size_t)n * n, 1);
-    double *v = prof_malloc((size_t)n * sizeof *v);
-    if (!mask || !v) { prof_free(mask); prof_free(v); return qm_fail(QM_ENOMEM, "qm_prune_rows: out of memory for n = %d", n); }
+    double *own = work ? NULL : prof_malloc(qm_prune_rows_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_prune_rows: out of memory for n = %d", n);
+    double *v = work ? work : own;
+    unsigned char *mask = (unsigned char *)(v + n);
+    memset(mask, 0, (size_t)n * n);
     for (int i = 0; i < n; i++) {
         const double *row = A + (size_t)i * n;
         for (int j = 0; j < n; j++) v[j] = fabs(row[j]);
@@ -115,7 +123,6 @@ int qm_prune_rows(int n, const double *A, int k, double *out)
         }
         if (c > d) d = c;
     }
-    prof_free(mask);
-    prof_free(v);
+    prof_free(own);
     return d;
 }

@@ -84,20 +84,26 @@ const char *qm_error(void);
 
 /* ---- condition-number estimators ----------------------------------------------------
  * Each returns kappa (>= 1, +INFINITY for a singular matrix) and, through *ns (may be
- * NULL), the time it took. All take a symmetric n x n A unless stated. */
+ * NULL), the time it took. All take a symmetric n x n A unless stated.
+ * Scratch: a function with a `double *work` argument needs qm_<name>_work(n) doubles
+ * there, owned by the caller (the scheduler reserves them once, so a solve allocates
+ * nothing); work = NULL makes the function allocate and free them itself (standalone use,
+ * tests). The *_work(n) sizes are for every n' <= n too. */
 
 /* The bound of Merikoski et al. used by Q-Newton: kappa_2 <= sqrt((1+x)/(1-x)),
  * x = sqrt(1 - (n/||A||_F^2)^n det(A)^2), from log|det A| (log form, so neither the power
  * nor the determinant over/underflows). Exact for n = 2. Pure formula: */
 double qm_kappa_fro_formula(int n, double fro2, double log_abs_det);
-/* Same, from the matrix: LU (dgetrf) on a copy; A need not be symmetric. */
-int qm_kappa_fro(int n, const double *A, double *kappa, double *ns);
+/* Same, from the matrix: LU (dgetrf) on a copy in work; A need not be symmetric. */
+size_t qm_kappa_fro_work(int n);
+int qm_kappa_fro(int n, const double *A, double *kappa, double *ns, double *work);
 /* Same, from a Cholesky factor L (lower, row-major, as qm_cholesky leaves it) of A. */
 double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns);
 /* LAPACK dpocon: estimate of kappa_1 = ||A||_1 ||A^-1||_1 from the Cholesky factor L of
  * A. For symmetric A, kappa_2 <= kappa_1 <= n kappa_2 (dpocon estimates ||A^-1||_1 from
  * below, usually within a factor 3). */
-double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns);
+size_t qm_kappa_lapack_chol_work(int n);
+double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns, double *work);
 /* Gershgorin bound for B = A + mu I with A symmetric positive SEMI-definite and mu > 0:
  * kappa_2(B) <= 1 + R/mu, R = max_i sum_j |A_ij| (the proof is in README.md, "Condition-number estimators").
  * A is the UNSHIFTED matrix. */
@@ -105,8 +111,10 @@ double qm_kappa_gersh_psd(int n, const double *A, double mu, double *ns);
 /* Gershgorin bound for any symmetric B: (max_i B_ii + r_i) / (min_i B_ii - r_i),
  * r_i = sum_{j!=i} |B_ij|; +INFINITY when the lower disc edge is <= 0 (no bound). */
 double qm_kappa_gersh_sym(int n, const double *B, double *ns);
-/* Exact kappa_2 = max|lambda| / min|lambda| from the eigenvalues (dsyevd on a copy). */
-int qm_kappa_exact(int n, const double *A, double *kappa, double *ns);
+/* Exact kappa_2 = max|lambda| / min|lambda| from the eigenvalues (dsyevd on a copy in
+ * work; the size includes dsyevd's optimal workspace, from a LAPACK workspace query). */
+size_t qm_kappa_exact_work(int n);
+int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *work);
 
 /* ---- classical solvers (really run; *ns gets the time, may be NULL) ---------------- */
 
@@ -117,14 +125,17 @@ int qm_cholesky(int n, const double *A, double *L, double *ns);
 void qm_cholesky_solve(int n, const double *L, const double *b, double *x, double *ns);
 /* Factor + solve in one call (dpotrf + dpotrs). */
 int qm_solve_cholesky(int n, const double *A, const double *b, double *x, double *ns);
-/* LDL^T with Bunch-Kaufman pivoting (dsysv), for symmetric indefinite A. QM_ESINGULAR
- * when a pivot is exactly zero. */
-int qm_solve_ldlt(int n, const double *A, const double *b, double *x, double *ns);
+/* LDL^T with Bunch-Kaufman pivoting (dsysv on a copy in work, with dsysv's optimal
+ * workspace), for symmetric indefinite A. QM_ESINGULAR when a pivot is exactly zero. */
+size_t qm_solve_ldlt_work(int n);
+int qm_solve_ldlt(int n, const double *A, const double *b, double *x, double *ns, double *work);
 /* Conjugate gradient for symmetric positive definite A from x = 0, until
  * ||b - A x|| <= tol ||b|| or maxit iterations (*iters gets the count). QM_ENOCONV if the
- * tolerance was not reached (x holds the last iterate). */
+ * tolerance was not reached (x holds the last iterate). work: qm_solve_cg_work(n) doubles
+ * or NULL, as for the estimators. */
+size_t qm_solve_cg_work(int n);
 int qm_solve_cg(int n, const double *A, const double *b, double *x, double tol, int maxit,
-                int *iters, double *ns);
+                int *iters, double *ns, double *work);
 
 /* ---- the simulated quantum linear solver --------------------------------------------- */
 
@@ -144,9 +155,11 @@ void qm_qlsa_output(int n, const double *x_exact, double eps, uint64_t *rng, dou
 /* Keeps the k largest |A_ij| of each row (ties: the lower column), and of those only the
  * (i,j) whose mirror (j,i) row j kept too, so the result is symmetric and no row has more
  * than k nonzeros (a union would let popular columns fill whole rows); the diagonal is
- * always kept (then a row has at most k + 1). out may equal A.
+ * always kept (then a row has at most k + 1). out may equal A. work: qm_prune_rows_work(n)
+ * doubles (a row buffer and the keep mask) or NULL, as for the estimators.
  * Returns the largest number of nonzeros in a row (the sparsity d), or QM_ENOMEM. */
-int qm_prune_rows(int n, const double *A, int k, double *out);
+size_t qm_prune_rows_work(int n);
+int qm_prune_rows(int n, const double *A, int k, double *out, double *work);
 
 /* ---- this machine's Cholesky cost model (a n^3 + b n^2 + c ns) ---------------------- */
 
@@ -217,7 +230,9 @@ const qm_chol_model *qm_sched_model(const qm_sched *s);
  * The classical solve always runs (it gives the QLSA its exact solution); on the quantum
  * route d is the QLSA's output for the (pruned) matrix. A pruned matrix gets the same
  * shift raising and test (from the final shift on; the extra is in qlsa_extra_shift); one
- * that cannot be made positive definite is routed classical (pred_quantum_ns = +inf). */
+ * that cannot be made positive definite is routed classical (pred_quantum_ns = +inf).
+ * Allocation: the workspaces (matrices and every estimator's and solver's scratch) grow
+ * to the largest block once; a solve no larger than an earlier one allocates nothing. */
 int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, int psd,
                    double shift, const double *g, double *d, qm_solve_event *ev);
 

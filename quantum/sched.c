@@ -15,6 +15,8 @@ struct qm_sched {
     uint64_t rng;
     int cap;                 /* workspaces hold cap x cap */
     double *B, *L, *P, *S, *x, *t;  /* P: pruned matrix, S: it shifted (prune_ratio < 1 only) */
+    double *w;               /* the estimators', solvers' and pruning's scratch: wcap doubles */
+    size_t wcap;
 };
 
 qm_sched_opts qm_sched_defaults(void)
@@ -69,13 +71,36 @@ void qm_sched_free(qm_sched *s)
 {
     if (!s) return;
     prof_free(s->B); prof_free(s->L); prof_free(s->P); prof_free(s->S); prof_free(s->x); prof_free(s->t);
+    prof_free(s->w);
     prof_free(s);
 }
 
 const qm_chol_model *qm_sched_model(const qm_sched *s) { return &s->model; }
 
+/* Scratch one solve of size n may need: only what these options can reach (the LAPACK
+ * workspace queries allocate nothing, and dsyevd's and dsysv's optima are asked for this
+ * n rather than assumed to grow with n). */
+static size_t scratch_need(const qm_sched_opts *o, int n)
+{
+    size_t need = qm_kappa_lapack_chol_work(n);
+    if (n <= o->exact_kappa_max_n && qm_kappa_exact_work(n) > need) need = qm_kappa_exact_work(n);
+    /* Only with raise_shift off does a block stay indefinite: LU bound and LDL^T. */
+    if (!o->raise_shift && qm_kappa_fro_work(n) > need) need = qm_kappa_fro_work(n);
+    if (!o->raise_shift && qm_solve_ldlt_work(n) > need) need = qm_solve_ldlt_work(n);
+    if (o->classical == QM_SOLVER_CG && qm_solve_cg_work(n) > need) need = qm_solve_cg_work(n);
+    if (o->prune_ratio < 1 && qm_prune_rows_work(n) > need) need = qm_prune_rows_work(n);
+    return need;
+}
+
 static int reserve(qm_sched *s, int n)
 {
+    size_t need = scratch_need(&s->o, n);
+    if (need > s->wcap) {
+        prof_free(s->w);
+        s->w = prof_malloc(need * sizeof(double));
+        s->wcap = s->w ? need : 0;
+        if (!s->w) return qm_fail(QM_ENOMEM, "scheduler: out of memory for a %dx%d block's scratch", n, n);
+    }
     if (n <= s->cap) return QM_OK;
     size_t nn = (size_t)n * n;
     prof_free(s->B); prof_free(s->L); prof_free(s->P); prof_free(s->S); prof_free(s->x); prof_free(s->t);
@@ -176,16 +201,16 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     /* 2. Every estimator, each timed. */
     if (pd) {
         ev->kappa_fro = qm_kappa_fro_chol(n, s->B, s->L, &ev->est_fro_ns);
-        ev->kappa_lapack = qm_kappa_lapack_chol(n, s->B, s->L, &ev->est_lapack_ns);
+        ev->kappa_lapack = qm_kappa_lapack_chol(n, s->B, s->L, &ev->est_lapack_ns, s->w);
     } else {
         double k;
-        if (qm_kappa_fro(n, s->B, &k, &ev->est_fro_ns) == QM_OK) ev->kappa_fro = k;
+        if (qm_kappa_fro(n, s->B, &k, &ev->est_fro_ns, s->w) == QM_OK) ev->kappa_fro = k;
     }
     ev->kappa_gersh = psd && mu > 0 ? qm_kappa_gersh_psd(n, A, mu, &ev->est_gersh_ns)
                                     : qm_kappa_gersh_sym(n, s->B, &ev->est_gersh_ns);
     if (n <= o->exact_kappa_max_n) {
         double k;
-        if (qm_kappa_exact(n, s->B, &k, &ev->est_exact_ns) == QM_OK) ev->kappa_exact = k;
+        if (qm_kappa_exact(n, s->B, &k, &ev->est_exact_ns, s->w) == QM_OK) ev->kappa_exact = k;
     }
     ev->est_ns = ev->est_fro_ns + ev->est_lapack_ns + ev->est_gersh_ns + ev->est_exact_ns;
 
@@ -203,10 +228,10 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     /* 3. The classical solve, really run. */
     t0 = prof_now_ns();
     if (!pd) {
-        rc = qm_solve_ldlt(n, s->B, g, s->x, NULL);
+        rc = qm_solve_ldlt(n, s->B, g, s->x, NULL, s->w);
         if (rc) return qm_fail(rc, "block %d: %s", block, qm_error());
     } else if (o->classical == QM_SOLVER_CG) {
-        rc = qm_solve_cg(n, s->B, g, s->x, 1e-10, 10 * n + 100, &ev->cg_iters, NULL);
+        rc = qm_solve_cg(n, s->B, g, s->x, 1e-10, 10 * n + 100, &ev->cg_iters, NULL, s->w);
         if (rc && rc != QM_ENOCONV) return qm_fail(rc, "block %d: %s", block, qm_error());
     } else if (!check) {
         qm_cholesky_solve(n, s->L, g, s->x, NULL);
@@ -220,7 +245,7 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     if (o->prune_ratio < 1 && o->policy != QM_POLICY_CLASSICAL) {
         int k = (int)floor(o->prune_ratio * n);
         if (k < 1) k = 1;
-        dnz = qm_prune_rows(n, s->B, k, s->P);
+        dnz = qm_prune_rows(n, s->B, k, s->P, s->w);
         if (dnz < 0) return dnz;
         Q = s->P;
     } else {

@@ -55,18 +55,44 @@ int qm_solve_cholesky(int n, const double *A, const double *b, double *x, double
     return rc;
 }
 
-int qm_solve_ldlt(int n, const double *A, const double *b, double *x, double *ns)
+/* dsysv's optimal workspace (what LAPACKE_dsysv would allocate): a query, no allocation. */
+static lapack_int sysv_lwork(int n)
+{
+    double a = 0, b = 0, wq = 0;
+    lapack_int ipiv = 0;
+    lapack_int info = LAPACKE_dsysv_work(LAPACK_COL_MAJOR, 'U', n, 1, &a, n, &ipiv, &b, n, &wq, -1);
+    return info == 0 && wq >= 1 ? (lapack_int)wq : 1;
+}
+
+size_t qm_solve_ldlt_work(int n)
+{
+    if (n <= 0) return 0;
+    return (size_t)n * n + qm_ints_in_doubles((size_t)n) + (size_t)sysv_lwork(n);
+}
+
+static int has_nan(int n, const double *v)
+{
+    for (int i = 0; i < n; i++) if (isnan(v[i])) return 1;
+    return 0;
+}
+
+int qm_solve_ldlt(int n, const double *A, const double *b, double *x, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_solve_ldlt: n = %d, expected n >= 1", n);
-    double *a = prof_malloc((size_t)n * n * sizeof *a);
-    lapack_int *ipiv = prof_malloc((size_t)n * sizeof *ipiv);
-    if (!a || !ipiv) { prof_free(a); prof_free(ipiv); return qm_fail(QM_ENOMEM, "qm_solve_ldlt: out of memory for n = %d", n); }
-    memcpy(a, A, (size_t)n * n * sizeof *a);
+    size_t nn = (size_t)n * n;
+    lapack_int lwork = sysv_lwork(n);
+    double *own = work ? NULL : prof_malloc(qm_solve_ldlt_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_solve_ldlt: out of memory for n = %d", n);
+    double *a = work ? work : own;
+    lapack_int *ipiv = (lapack_int *)(a + nn);
+    double *wk = a + nn + qm_ints_in_doubles((size_t)n);
+    memcpy(a, A, nn * sizeof *a);
     if (x != b) memcpy(x, b, (size_t)n * sizeof *x);
-    lapack_int info = LAPACKE_dsysv(LAPACK_COL_MAJOR, 'U', n, 1, a, n, ipiv, x, n);
-    prof_free(a);
-    prof_free(ipiv);
+    /* The NaN checks LAPACKE_dsysv makes (arguments 5 and 8), which _work skips. */
+    lapack_int info = qm_sym_has_nan(n, a) ? -5 : has_nan(n, x) ? -8
+                    : LAPACKE_dsysv_work(LAPACK_COL_MAJOR, 'U', n, 1, a, n, ipiv, x, n, wk, lwork);
+    prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     if (info > 0)
         return qm_fail(QM_ESINGULAR, "LDL^T failed: the %dx%d matrix is singular (zero pivot %d)", n, n, (int)info);
@@ -74,13 +100,16 @@ int qm_solve_ldlt(int n, const double *A, const double *b, double *x, double *ns
     return QM_OK;
 }
 
+size_t qm_solve_cg_work(int n) { return n <= 0 ? 0 : (size_t)3 * n; }
+
 int qm_solve_cg(int n, const double *A, const double *b, double *x, double tol, int maxit,
-                int *iters, double *ns)
+                int *iters, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
     if (n <= 0 || maxit < 0) return qm_fail(QM_EINVAL, "qm_solve_cg: n = %d, maxit = %d", n, maxit);
-    double *r = prof_malloc((size_t)3 * n * sizeof *r);
-    if (!r) return qm_fail(QM_ENOMEM, "qm_solve_cg: out of memory for n = %d", n);
+    double *own = work ? NULL : prof_malloc(qm_solve_cg_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_solve_cg: out of memory for n = %d", n);
+    double *r = work ? work : own;
     double *p = r + n, *ap = p + n;
     memset(x, 0, (size_t)n * sizeof *x);
     memcpy(r, b, (size_t)n * sizeof *r);
@@ -110,7 +139,7 @@ int qm_solve_cg(int n, const double *A, const double *b, double *x, double tol, 
         rr = rr_new;
         k++;
     }
-    prof_free(r);
+    prof_free(own);
     if (iters) *iters = k;
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;

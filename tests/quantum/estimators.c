@@ -23,15 +23,15 @@ static void fro_bound_2x2_reference(void **state)
     (void)state;
     const double A[4] = { 1, 2, 3, 4 };
     double k, ns = -1;
-    assert_int_equal(qm_kappa_fro(2, A, &k, &ns), QM_OK);
+    assert_int_equal(qm_kappa_fro(2, A, &k, &ns, NULL), QM_OK);
     near_rel(k, 14.933, 1e-4, "fro bound of [[1,2],[3,4]]");
     /* For n = 2 the bound is exact: (15 + sqrt(221)) / 2. */
     near_rel(k, (15 + sqrt(221.0)) / 2, 1e-12, "fro bound exact for n=2");
     assert_true(ns >= 0);
     double ke;
     const double S[4] = { 2, 1, 1, 3 };
-    assert_int_equal(qm_kappa_fro(2, S, &k, NULL), QM_OK);
-    assert_int_equal(qm_kappa_exact(2, S, &ke, NULL), QM_OK);
+    assert_int_equal(qm_kappa_fro(2, S, &k, NULL, NULL), QM_OK);
+    assert_int_equal(qm_kappa_exact(2, S, &ke, NULL, NULL), QM_OK);
     near_rel(k, ke, 1e-12, "fro bound = exact on a symmetric 2x2");
 }
 
@@ -50,7 +50,7 @@ static void fro_formula_extremes(void **state)
     int n = 400;
     double *A = calloc((size_t)n * n, sizeof *A);
     for (int i = 0; i < n; i++) A[i * n + i] = 1e-2;
-    assert_int_equal(qm_kappa_fro(n, A, &k, NULL), QM_OK);
+    assert_int_equal(qm_kappa_fro(n, A, &k, NULL, NULL), QM_OK);
     near_rel(k, 1.0, 1e-9, "fro bound of a scaled identity with underflowing det");
     free(A);
 }
@@ -65,6 +65,12 @@ static void estimators_vs_exact(void **state)
         int n = sizes[si];
         double *lam = malloc(n * sizeof *lam), *A = malloc((size_t)n * n * sizeof *A),
                *B = malloc((size_t)n * n * sizeof *B), *L = malloc((size_t)n * n * sizeof *L);
+        /* One caller-owned scratch for every estimator (as the scheduler passes it); the
+         * LU bound is also run allocating its own, and must agree to the bit. */
+        size_t wn = qm_kappa_exact_work(n);
+        if (qm_kappa_fro_work(n) > wn) wn = qm_kappa_fro_work(n);
+        if (qm_kappa_lapack_chol_work(n) > wn) wn = qm_kappa_lapack_chol_work(n);
+        double *W = malloc(wn * sizeof *W);
         for (int ki = 0; ki < 4; ki++) {
             double kappa = kappas[ki], mu = 0.5;
             /* eigenvalues of A in [0, mu (kappa - 1)], log-spaced, with an exact zero:
@@ -76,17 +82,19 @@ static void estimators_vs_exact(void **state)
             memcpy(B, A, (size_t)n * n * sizeof *B);
             for (int i = 0; i < n; i++) B[i * n + i] += mu;
             double ke, ns[4];
-            assert_int_equal(qm_kappa_exact(n, B, &ke, &ns[3]), QM_OK);
+            assert_int_equal(qm_kappa_exact(n, B, &ke, &ns[3], W), QM_OK);
             char what[96];
             snprintf(what, sizeof what, "exact kappa n=%d kappa=%g", n, kappa);
             near_rel(ke, kappa, 1e-6, what);
             assert_int_equal(qm_cholesky(n, B, L, NULL), QM_OK);
             double kf = qm_kappa_fro_chol(n, B, L, &ns[0]);
-            double kl = qm_kappa_lapack_chol(n, B, L, &ns[1]);
+            double kl = qm_kappa_lapack_chol(n, B, L, &ns[1], W);
             double kg = qm_kappa_gersh_psd(n, A, mu, &ns[2]);
             double kgs = qm_kappa_gersh_sym(n, B, NULL);
-            double kflu;
-            assert_int_equal(qm_kappa_fro(n, B, &kflu, NULL), QM_OK);
+            double kflu, kflu_own;
+            assert_int_equal(qm_kappa_fro(n, B, &kflu, NULL, W), QM_OK);
+            assert_int_equal(qm_kappa_fro(n, B, &kflu_own, NULL, NULL), QM_OK);
+            assert_memory_equal(&kflu, &kflu_own, sizeof kflu);
             print_message("n=%2d kappa=%-7g exact=%-10.6g fro=%-10.4g lapack=%-10.4g gersh=%-10.4g gersh_sym=%-10.4g\n",
                           n, kappa, ke, kf, kl, kg, kgs);
             double lo = ke * (1 - 1e-9);
@@ -100,7 +108,7 @@ static void estimators_vs_exact(void **state)
             if (!(kl <= n * ke * (1 + 1e-9))) fail_msg("lapack estimate %g above n * exact = %g", kl, n * ke);
             for (int i = 0; i < 4; i++) assert_true(ns[i] >= 0);
         }
-        free(lam); free(A); free(B); free(L);
+        free(lam); free(A); free(B); free(L); free(W);
     }
 }
 
@@ -109,9 +117,9 @@ static void exact_singular_is_inf(void **state)
     (void)state;
     const double S[9] = { 1, 1, 0, 1, 1, 0, 0, 0, 2 };
     double k;
-    assert_int_equal(qm_kappa_exact(3, S, &k, NULL), QM_OK);
+    assert_int_equal(qm_kappa_exact(3, S, &k, NULL, NULL), QM_OK);
     assert_true(k > 1e15);
-    assert_int_equal(qm_kappa_fro(3, S, &k, NULL), QM_OK);
+    assert_int_equal(qm_kappa_fro(3, S, &k, NULL, NULL), QM_OK);
     assert_true(k > 1e15);
 }
 
@@ -179,7 +187,11 @@ static void prune_keeps_largest_symmetric(void **state)
                            -5, 2, 7, 0.1,
                            0.5, -3, 0.1, 6 };
     double P[16];
-    int d = qm_prune_rows(4, A, 2, P);
+    int d = qm_prune_rows(4, A, 2, P, NULL);
+    /* The rest with caller scratch left dirty: the mask must be cleared, not assumed. */
+    double W[64];
+    assert_true(qm_prune_rows_work(4) <= sizeof W / sizeof W[0]);
+    memset(W, 0xff, sizeof W);
     /* row tops: r0 {9,-5}, r1 {8,-3}, r2 {7,-5}, r3 {6,-3}: each mirrored by its partner */
     const double want[16] = { 9, 0, -5, 0,
                               0, 8, 0, -3,
@@ -189,18 +201,18 @@ static void prune_keeps_largest_symmetric(void **state)
     assert_int_equal(d, 2);
     /* Asymmetric choice: row 0 keeps (0,1) but row 1 does not keep (1,0): both dropped. */
     const double C[9] = { 5, 4, 0.1, 4, 5, 4.5, 0.1, 4.5, 5 };
-    d = qm_prune_rows(3, C, 2, P);
+    d = qm_prune_rows(3, C, 2, P, W);
     const double wantc[9] = { 5, 0, 0, 0, 5, 4.5, 0, 4.5, 5 };
     assert_memory_equal(P, wantc, sizeof wantc);
     assert_int_equal(d, 2);
     /* a row whose largest entries are off the diagonal still keeps its diagonal */
     const double E[9] = { 1, 5, 0, 5, 1, 0.5, 0, 0.5, 1 };
-    d = qm_prune_rows(3, E, 1, P);
+    d = qm_prune_rows(3, E, 1, P, W);
     const double wante[9] = { 1, 5, 0, 5, 1, 0, 0, 0, 1 };
     assert_memory_equal(P, wante, sizeof wante);
     assert_int_equal(d, 2);
     /* k >= n: unchanged */
-    d = qm_prune_rows(4, A, 4, P);
+    d = qm_prune_rows(4, A, 4, P, W);
     assert_memory_equal(P, A, sizeof A);
     assert_int_equal(d, 4);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "../../profiler/profiler.h"
 #include "../../quantum/quantum.h"
 #include "util.h"
 
@@ -356,6 +357,50 @@ static void pruned_quantum_route(void **state)
     free_fixture(&f);
 }
 
+static void cg_solver(qm_sched_opts *o) { o->classical = QM_SOLVER_CG; }
+static void exact_prune(qm_sched_opts *o) { o->exact_kappa_max_n = 64; o->prune_ratio = 0.25; }
+
+/* No allocation inside a training step: once a block size has been solved, solving it
+ * (or a smaller one) again allocates nothing, whatever path the options take: every
+ * estimator with the pruned quantum route, LDL^T with the LU bound on an indefinite
+ * block, conjugate gradient. The first solve must allocate (the counter works), and the
+ * repeat must give the same classical direction (the scratch is not stale). */
+static void repeat_solve_allocates_nothing(void **state)
+{
+    (void)state;
+    fixture f = make_fixture(24);
+    int n = 12;
+    double *lam = malloc(n * sizeof *lam), *Aind = malloc(n * n * sizeof *Aind);
+    for (int i = 0; i < n; i++) lam[i] = -2 + 7.0 * i / (n - 1);
+    tq_spectral(n, lam, 5, Aind);
+    double d1[24];
+    struct { const char *what; qm_policy p; void (*tweak)(qm_sched_opts *); int n; const double *A; int psd; } cases[] = {
+        { "exact + prune, quantum", QM_POLICY_QUANTUM, exact_prune, f.n, f.A, 1 },
+        { "exact, classical", QM_POLICY_CLASSICAL, exact_on, f.n, f.A, 1 },
+        { "ldlt, indefinite", QM_POLICY_CLASSICAL, no_raise, n, Aind, 0 },
+        { "cg", QM_POLICY_HYBRID, cg_solver, f.n, f.A, 1 },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        qm_sched *s = make(cases[c].p, 1, cases[c].tweak);
+        qm_solve_event ev;
+        int m = cases[c].n;
+        size_t t0 = prof_mem_total();
+        assert_int_equal(qm_sched_solve(s, 1, 0, m, cases[c].A, cases[c].psd, f.mu, f.g, d1, &ev), QM_OK);
+        size_t t1 = prof_mem_total();
+        if (!(t1 > t0)) fail_msg("%s: the first solve allocated nothing (%zu bytes): counter not working?", cases[c].what, t1 - t0);
+        assert_int_equal(qm_sched_solve(s, 2, 0, m, cases[c].A, cases[c].psd, f.mu, f.g, f.d, &ev), QM_OK);
+        assert_int_equal(qm_sched_solve(s, 3, 0, m / 2, cases[c].A, cases[c].psd, f.mu, f.g, f.d, &ev), QM_OK);
+        assert_int_equal(qm_sched_solve(s, 4, 0, m, cases[c].A, cases[c].psd, f.mu, f.g, f.d, &ev), QM_OK);
+        size_t t2 = prof_mem_total();
+        if (t2 != t1) fail_msg("%s: repeat solves allocated %zu bytes", cases[c].what, t2 - t1);
+        if (ev.route == QM_ROUTE_CLASSICAL) assert_memory_equal(d1, f.d, (size_t)m * sizeof *d1);
+        print_message("%s: first solve allocated %zu bytes, repeats 0\n", cases[c].what, t1 - t0);
+        qm_sched_free(s);
+    }
+    free(lam); free(Aind);
+    free_fixture(&f);
+}
+
 static void bad_options(void **state)
 {
     (void)state;
@@ -383,6 +428,7 @@ int test_quantum_sched(void)
         cmocka_unit_test(pruned_quantum_route),
         cmocka_unit_test(near_singular_shift_is_raised),
         cmocka_unit_test(pruned_indefinite_gets_shift),
+        cmocka_unit_test(repeat_solve_allocates_nothing),
         cmocka_unit_test(bad_options),
     };
     return cmocka_run_group_tests_name("quantum_sched", tests, NULL, NULL);

@@ -54,7 +54,7 @@ static void cholesky_rejects_indefinite(void **state)
     assert_int_equal(qm_solve_cholesky(2, A, b, x, NULL), QM_ENOTPD);
     assert_non_null(strstr(qm_error(), "not positive definite"));
     /* LDL^T solves it */
-    assert_int_equal(qm_solve_ldlt(2, A, b, x, NULL), QM_OK);
+    assert_int_equal(qm_solve_ldlt(2, A, b, x, NULL, NULL), QM_OK);
     assert_true(resid(2, A, x, b) < 1e-14);
 }
 
@@ -67,11 +67,11 @@ static void ldlt_indefinite_and_singular(void **state)
     for (int i = 0; i < n; i++) lam[i] = (i % 2 ? -1 : 1) * (1 + i);
     tq_spectral(n, lam, 5, A);
     for (int i = 0; i < n; i++) b[i] = i;
-    assert_int_equal(qm_solve_ldlt(n, A, b, x, NULL), QM_OK);
+    assert_int_equal(qm_solve_ldlt(n, A, b, x, NULL, NULL), QM_OK);
     assert_true(resid(n, A, x, b) < 1e-12);
     const double S[4] = { 1, 1, 1, 1 };
     double bs[2] = { 1, 2 }, xs[2];
-    assert_int_equal(qm_solve_ldlt(2, S, bs, xs, NULL), QM_ESINGULAR);
+    assert_int_equal(qm_solve_ldlt(2, S, bs, xs, NULL, NULL), QM_ESINGULAR);
     assert_non_null(strstr(qm_error(), "singular"));
     free(lam); free(A); free(b); free(x);
 }
@@ -87,18 +87,18 @@ static void cg_counts_iterations(void **state)
     tq_spectral(n, lam, 11, A);
     for (int i = 0; i < n; i++) b[i] = 1 + 0.1 * i;
     double ns = -1;
-    assert_int_equal(qm_solve_cg(n, A, b, x, 1e-10, 1000, &it, &ns), QM_OK);
+    assert_int_equal(qm_solve_cg(n, A, b, x, 1e-10, 1000, &it, &ns, NULL), QM_OK);
     assert_true(resid(n, A, x, b) <= 1e-10 * 1.0001);
     assert_true(it >= 1 && it <= 6);
     assert_true(ns > 0);
     /* ill-conditioned, capped iterations: QM_ENOCONV with the count */
     make_spd(n, 1e8, 12, A);
-    assert_int_equal(qm_solve_cg(n, A, b, x, 1e-14, 5, &it, NULL), QM_ENOCONV);
+    assert_int_equal(qm_solve_cg(n, A, b, x, 1e-14, 5, &it, NULL, NULL), QM_ENOCONV);
     assert_int_equal(it, 5);
     /* indefinite: p^T A p = 0 on the first step is detected, not divided by */
     const double D[4] = { 1, 0, 0, -1 };
     double bd[2] = { 1, 1 }, xd[2];
-    assert_int_equal(qm_solve_cg(2, D, bd, xd, 1e-10, 100, &it, NULL), QM_ENOTPD);
+    assert_int_equal(qm_solve_cg(2, D, bd, xd, 1e-10, 100, &it, NULL, NULL), QM_ENOTPD);
     assert_int_equal(it, 0);
     free(A); free(b); free(x); free(lam);
 }
