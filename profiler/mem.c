@@ -7,7 +7,7 @@
 #include <sys/resource.h>
 #include <time.h>
 
-#include "profiler.h"
+#include "internal.h"
 
 /* The header is a full alignment unit so that the user block stays 64-byte aligned (AVX-512
  * loads, no false sharing between blocks); it stores the requested size for prof_free. */

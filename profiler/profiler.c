@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profiler.h"
+#include "internal.h"
 
 #define MAX_SCOPES 1024
 #define MAX_DEPTH 64
@@ -93,9 +93,7 @@ static papi_handle_t sde_handle;
 
 const char *prof_error(void) { return err_buf; }
 
-/* snprintf for messages where cutting a long PAPI string short is fine (and expected). */
-__attribute__((format(printf, 3, 4)))
-static void say(char *buf, size_t n, const char *fmt, ...)
+void prof_internal_say(char *buf, size_t n, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -178,14 +176,13 @@ int prof_internal_papi_ready(const char **why)
     return papi_ok;
 }
 
-/* Why this machine has no hardware counters, in PAPI's own words. */
-static void no_counters_reason(char *buf, size_t n)
+void prof_internal_no_counters_reason(char *buf, size_t n)
 {
     if (!papi_ok) { snprintf(buf, n, "%s", papi_init_error); return; }
     int cidx = PAPI_get_component_index("perf_event");
     const PAPI_component_info_t *ci = cidx >= 0 ? PAPI_get_component_info(cidx) : NULL;
     if (!ci) snprintf(buf, n, "no perf_event component in this PAPI build");
-    else if (ci->disabled) say(buf, n, "perf_event disabled: %s", ci->disabled_reason);
+    else if (ci->disabled) prof_internal_say(buf, n, "perf_event disabled: %s", ci->disabled_reason);
     else snprintf(buf, n, "PAPI reports %d hardware counters", PAPI_num_cmp_hwctrs(cidx));
 }
 
@@ -260,7 +257,7 @@ static void setup_counters(prof_t *p, const char *counters)
         if (hw < 0) hw = 0;
     }
     if (hw == 0) {
-        no_counters_reason(reason, sizeof reason);
+        prof_internal_no_counters_reason(reason, sizeof reason);
         /* The requested names still get their own warning, so the user sees each one. */
         if (explicit_list) {
             /* Ask PAPI anyway, so the warning carries its own error for each name. */
@@ -282,14 +279,14 @@ static void setup_counters(prof_t *p, const char *counters)
                 PAPI_destroy_eventset(&es);
             }
         }
-        say(p->counters_note, sizeof p->counters_note,
+        prof_internal_say(p->counters_note, sizeof p->counters_note,
             "no hardware counters (PAPI: %s); timing and software counters only", reason);
         /* Once per process: a run of several variants creates several profilers. */
         static atomic_flag told = ATOMIC_FLAG_INIT;
         if (!p->quiet && !atomic_flag_test_and_set(&told)) fprintf(stderr, "profiler: %s\n", p->counters_note);
         if (explicit_list) {
             char msg[300];
-            say(msg, sizeof msg, "requested, not counted: %s", counters);
+            prof_internal_say(msg, sizeof msg, "requested, not counted: %s", counters);
             note_append(p, msg);
         }
         return;
@@ -357,7 +354,7 @@ static void setup_counters(prof_t *p, const char *counters)
             snprintf(p->counters_note, sizeof p->counters_note,
                      "no hardware counters could be added; timing and software counters only");
     } else if (!p->counters_note[0]) {
-        say(p->counters_note, sizeof p->counters_note, "%d hardware counters: %s",
+        prof_internal_say(p->counters_note, sizeof p->counters_note, "%d hardware counters: %s",
                  p->n_ctr, p->counters_used);
     }
 }
@@ -668,8 +665,8 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     s->peak_gflops = p->peak_gflops;
     s->ns_per_event = p->ns_per_event;
     s->unbalanced = p->unbalanced;
-    if (!papi_ok) say(s->clock, sizeof s->clock, "clock_gettime(CLOCK_MONOTONIC): PAPI unavailable: %s", papi_init_error);
-    else say(s->clock, sizeof s->clock, "%s", clock_note);
+    if (!papi_ok) prof_internal_say(s->clock, sizeof s->clock, "clock_gettime(CLOCK_MONOTONIC): PAPI unavailable: %s", papi_init_error);
+    else prof_internal_say(s->clock, sizeof s->clock, "%s", clock_note);
 }
 
 /* ---- Chrome trace ----------------------------------------------------------------- */

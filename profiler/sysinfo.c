@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "profiler.h"
+#include "internal.h"
 
 int prof_calibration_path(char *buf, size_t n)
 {
@@ -21,17 +21,7 @@ int prof_calibration_path(char *buf, size_t n)
     return len > 0 && (size_t)len < n ? 0 : -1;
 }
 
-/* vsnprintf: cutting a long path or PAPI string short is fine in these messages. */
-__attribute__((format(printf, 3, 4)))
-static void say(char *buf, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, n, fmt, ap);
-    va_end(ap);
-}
-
-static void copy(char *dst, size_t n, const char *src) { say(dst, n, "%s", src ? src : ""); }
+static void copy(char *dst, size_t n, const char *src) { prof_internal_say(dst, n, "%s", src ? src : ""); }
 
 __attribute__((format(printf, 1, 2)))
 static void set_err(const char *fmt, ...)
@@ -190,11 +180,7 @@ int prof_sysinfo_get(prof_sysinfo *s)
         if (!ci->disabled && !strcmp(ci->name, "perf_event")) s->hw_counters += ci->num_cntrs;
     }
     if (s->hw_counters == 0) {
-        int cidx = PAPI_get_component_index("perf_event");
-        const PAPI_component_info_t *ci = cidx >= 0 ? PAPI_get_component_info(cidx) : NULL;
-        if (!ci) snprintf(s->no_counters_reason, sizeof s->no_counters_reason, "no perf_event component in this PAPI build");
-        else if (ci->disabled) say(s->no_counters_reason, sizeof s->no_counters_reason, "perf_event disabled: %s", ci->disabled_reason);
-        else snprintf(s->no_counters_reason, sizeof s->no_counters_reason, "PAPI reports 0 hardware counters");
+        prof_internal_no_counters_reason(s->no_counters_reason, sizeof s->no_counters_reason);
     }
     /* A preset "works" when it can be added to an event set on this machine. */
     int code = PAPI_PRESET_MASK;

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "profiler.h"
+#include "internal.h"
 
 static const char *sort_names[] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name" };
 static const char *group_names[] = { "scope", "op", "layer", "phase" };
