@@ -115,6 +115,19 @@ static void live_progress(void *ud, long step, long total, int epoch, double los
     l->loss = loss;
     l->sps = sps;
     pthread_mutex_unlock(&l->mu);
+    /* The op table while the run goes: progress comes between steps, on the training
+     * thread, with no scope open, so the profiler can be read here; twice a second is
+     * plenty for a screen and costs the run nothing measurable. */
+    double now = wb_now();
+    if (l->prof && now - l->ops_t >= 0.5) {
+        prof_row *rows;
+        size_t n;
+        if (!prof_rows(l->prof, PROF_BY_SCOPE, &rows, &n)) {
+            live_ops(l, rows, n, NULL);
+            free(rows);
+        }
+        l->ops_t = now;
+    }
 }
 
 static void *worker(void *arg)
@@ -155,7 +168,10 @@ static void *worker(void *arg)
         l->run = run;
         if (l->stop_requested) eng_run_request_stop(run);
         pthread_mutex_unlock(&l->mu);
+        l->prof = prof;
+        l->ops_t = wb_now();
         rc = eng_run_train(run, &sink);
+        l->prof = NULL;
         const eng_run_result *res = eng_run_result_get(run);
         long long id = cli_store_sink_run_id(st);
         pthread_mutex_lock(&l->mu);
@@ -531,7 +547,7 @@ static void new_draw(wb_app *a)
         }
         if (ops_h) {
             attron(A_BOLD | A_UNDERLINE);
-            snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8s", "op (profile of the run)", "layer", "self", "total", "calls");
+            snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8s", "op (profile so far)", "layer", "self", "total", "calls");
             wb_text(a, y++, 1, a->cols - 2, 0, line);
             attroff(A_BOLD | A_UNDERLINE);
             for (int r = 0; r < ops_h - 1 && (size_t)r < n_ops && y < a->rows - 1; r++) {

@@ -51,8 +51,10 @@ typedef struct {
     long long run_id;        /* store id of the current/last run */
     long long first_id;
     wb_series live[WB_LIVE_N];
-    prof_row *ops;           /* op rows when the run ended (profiled runs) */
+    prof_row *ops;           /* op rows so far (profiled runs), sorted by self time */
     size_t n_ops;
+    prof_t *prof;            /* the current run's profiler (worker thread only) */
+    double ops_t;            /* monotonic s of the last op snapshot (worker thread only) */
     int finished;            /* worker done */
     int rc;                  /* last eng_run_train status */
     char result[512];        /* "finished: 1200 steps in 3.2s" or the error */
