@@ -20,6 +20,13 @@ const char *cli_db_path(const char *flag_value)
     return env && *env ? env : "./nnbench.db";
 }
 
+/* Run statuses are persisted by number; the store mirrors the engine's enum (it may not
+ * include engine/), and this adapter, which sees both, keeps them from drifting apart. */
+_Static_assert(STORE_RUN_RUNNING == (int)ENG_RUN_RUNNING && STORE_RUN_FINISHED == (int)ENG_RUN_FINISHED &&
+               STORE_RUN_FAILED == (int)ENG_RUN_FAILED && STORE_RUN_DIVERGED == (int)ENG_RUN_DIVERGED &&
+               STORE_RUN_INTERRUPTED == (int)ENG_RUN_INTERRUPTED && STORE_RUN_CRASHED == (int)ENG_RUN_CRASHED,
+               "store_run_status must equal eng_run_status number for number");
+
 struct cli_store_sink {
     store *db;
     long long run;         /* current (or last) run id */
