@@ -23,6 +23,7 @@ typedef struct {
     int has_prof;
     store_solver_event *ev;
     size_t n_ev;
+    char label[256];            /* the comparison's label: "#3 name/variant [lr=0.1]" */
 } rep_run;
 
 static void rep_free(rep_run *rr, size_t n)
@@ -75,7 +76,7 @@ static const store_series *series_of(const rep_run *x, const char *key)
     return NULL;
 }
 
-/* Union of metric keys over the runs, sorted, losses first then accuracies. */
+/* Union of metric keys over the runs, in the one chart order (losses first). */
 static size_t all_keys(const rep_run *rr, size_t n, const char **out, size_t cap)
 {
     size_t m = 0;
@@ -85,20 +86,15 @@ static size_t all_keys(const rep_run *rr, size_t n, const char **out, size_t cap
             while (j < m && strcmp(out[j], rr[i].keys[k])) j++;
             if (j == m && m < cap) out[m++] = rr[i].keys[k];
         }
-    for (size_t a = 1; a < m; a++)
-        for (size_t b = a; b > 0 && strcmp(out[b - 1], out[b]) > 0; b--) {
-            const char *t = out[b]; out[b] = out[b - 1]; out[b - 1] = t;
-        }
+    store_metric_keys_sort(out, m);
     return m;
 }
-
-static int lower_is_better(const char *key) { return strstr(key, "loss") || strstr(key, "err"); }
 
 static void final_best(const store_series *sr, const char *key, double *final, double *best)
 {
     *final = *best = NAN;
     if (!sr) return;
-    int low = lower_is_better(key);
+    int low = store_metric_lower_is_better(key);
     for (size_t i = 0; i < sr->n; i++) {
         double v = sr->value[i];
         *final = v;
@@ -106,41 +102,7 @@ static void final_best(const store_series *sr, const char *key, double *final, d
     }
 }
 
-static void run_label(const rep_run *x, char *b, size_t cap)
-{
-    snprintf(b, cap, "#%lld %s%s%s", x->r.id, x->r.name, x->r.variant[0] ? "/" : "", x->r.variant);
-}
-
-static const char *param_of(const rep_run *x, const char *key)
-{
-    for (size_t i = 0; i < x->n_params; i++)
-        if (!strcmp(x->params[i].key, key)) return x->params[i].value;
-    return NULL;
-}
-
-/* Config keys whose values differ between runs (all keys with one run). */
-static size_t diff_keys(const rep_run *rr, size_t n, const char **out, size_t cap)
-{
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < rr[i].n_params; k++) {
-            const char *key = rr[i].params[k].key;
-            size_t j = 0;
-            while (j < m && strcmp(out[j], key)) j++;
-            if (j < m || m == cap) continue;
-            int differs = n == 1;
-            for (size_t o = 0; o < n && !differs; o++) {
-                const char *a = param_of(&rr[0], key), *b = param_of(&rr[o], key);
-                if (!a || !b ? a != b : strcmp(a, b) != 0) differs = 1;
-            }
-            if (differs) out[m++] = key;
-        }
-    for (size_t a = 1; a < m; a++)
-        for (size_t b = a; b > 0 && strcmp(out[b - 1], out[b]) > 0; b--) {
-            const char *t = out[b]; out[b] = out[b - 1]; out[b - 1] = t;
-        }
-    return m;
-}
+static void run_label(const rep_run *x, char *b, size_t cap) { snprintf(b, cap, "%s", x->label); }
 
 /* ---- escaping ---------------------------------------------------------------------- */
 
@@ -421,6 +383,24 @@ static void tw_row(tw *t, const char *const *cells, int n)
     }
 }
 
+/* A section heading inside a table. */
+static void tw_row_head(tw *t, const char *const *cells, int n)
+{
+    if (t->html) {
+        fprintf(t->f, "<tr><th colspan=\"%d\" style=\"text-align:left\">", n);
+        put_html(t->f, cells[0]);
+        fputs("</th></tr>\n", t->f);
+    } else {
+        fputc('|', t->f);
+        for (int i = 0; i < n; i++) {
+            fputc(' ', t->f);
+            if (i == 0 && cells[0][0]) { fputs("**", t->f); put_md(t->f, cells[0]); fputs("**", t->f); }
+            fputs(" |", t->f);
+        }
+        fputc('\n', t->f);
+    }
+}
+
 static void tw_close(tw *t) { fputs(t->html ? "</table>\n" : "\n", t->f); }
 
 static void heading(tw *t, int level, const char *text)
@@ -443,62 +423,49 @@ static void para(tw *t, const char *text)
 
 #define MAXC 16
 
-static void runs_table(tw *t, const rep_run *rr, size_t n)
+/* The comparison (store/compare.c), one column per run, as `compare` and the workbench
+ * show it. */
+static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
 {
-    const char *head[] = { "run", "status", "optimizer", "dataset", "steps", "final train_loss",
-                           "best test_acc", "wall time", "samples/s", "peak memory", "steps to target" };
-    tw_open(t, head, 11);
-    for (size_t i = 0; i < n; i++) {
-        const store_run *r = &rr[i].r;
-        char c[11][96];
-        run_label(&rr[i], c[0], sizeof c[0]);
-        snprintf(c[1], sizeof c[1], "%s", store_status_name(r->status));
-        snprintf(c[2], sizeof c[2], "%s", r->optimizer);
-        snprintf(c[3], sizeof c[3], "%s", r->dataset);
-        if (r->steps >= 0) snprintf(c[4], sizeof c[4], "%ld", r->steps); else snprintf(c[4], sizeof c[4], "-");
-        store_fmt_num(c[5], sizeof c[5], r->final_train_loss);
-        store_fmt_num(c[6], sizeof c[6], r->best_test_acc);
-        store_fmt_duration(c[7], sizeof c[7], r->wall_s);
-        snprintf(c[8], sizeof c[8], isfinite(r->samples_per_s) ? "%.0f" : "-", r->samples_per_s);
-        store_fmt_bytes(c[9], sizeof c[9], (double)r->peak_bytes);
-        if (r->steps_to_target >= 0) snprintf(c[10], sizeof c[10], "%ld (%.4g)", r->steps_to_target, r->target_loss);
-        else snprintf(c[10], sizeof c[10], isfinite(r->target_loss) ? "not reached" : "-");
-        const char *cells[11];
-        for (int j = 0; j < 11; j++) cells[j] = c[j];
-        tw_row(t, cells, 11);
-    }
-    tw_close(t);
-    for (size_t i = 0; i < n; i++)
-        if (rr[i].r.error[0]) {
-            char b[700], l[256];
-            run_label(&rr[i], l, sizeof l);
-            snprintf(b, sizeof b, "%s: %s", l, rr[i].r.error);
-            para(t, b);
-        }
-}
-
-static void config_table(tw *t, const rep_run *rr, size_t n)
-{
-    const char *keys[512];
-    size_t nk = diff_keys(rr, n, keys, 512);
-    heading(t, 2, n > 1 ? "Config (keys that differ)" : "Config");
-    if (!nk) { para(t, "All runs share the same configuration."); return; }
-    size_t cols = n + 1 > MAXC ? MAXC : n + 1;
+    size_t cols = c->n + 1 > MAXC ? MAXC : c->n + 1;
     const char *head[MAXC];
-    char lab[MAXC][64];
-    head[0] = "key";
-    for (size_t i = 1; i < cols; i++) { snprintf(lab[i], sizeof lab[i], "#%lld", rr[i - 1].r.id); head[i] = lab[i]; }
+    head[0] = "";
+    for (size_t i = 1; i < cols; i++) head[i] = c->label[i - 1];
     tw_open(t, head, (int)cols);
-    for (size_t k = 0; k < nk; k++) {
-        const char *cells[MAXC];
-        cells[0] = keys[k];
-        for (size_t i = 1; i < cols; i++) {
-            const char *v = param_of(&rr[i - 1], keys[k]);
-            cells[i] = v ? v : "-";
+    int sec = -1;
+    for (size_t r = 0; r < c->n_rows; r++) {
+        const store_cmp_row *x = &c->rows[r];
+        if (x->section == STORE_CMP_RUN && x->section == (store_cmp_section)sec) continue;
+        if ((int)x->section != sec) {
+            sec = (int)x->section;
+            if (sec != STORE_CMP_RUN) {
+                const char *cells[MAXC] = { sec == STORE_CMP_CONFIG && c->n > 1 ? "Config (keys that differ)"
+                                                                               : store_cmp_section_names[sec] };
+                for (size_t i = 1; i < cols; i++) cells[i] = "";
+                tw_row_head(t, cells, (int)cols);
+            }
+            if (sec == STORE_CMP_RUN) continue;
         }
+        const char *cells[MAXC];
+        cells[0] = x->label;
+        for (size_t i = 1; i < cols; i++) cells[i] = x->cells[i - 1];
         tw_row(t, cells, (int)cols);
     }
     tw_close(t);
+    int any_config = 0;
+    for (size_t r = 0; r < c->n_rows; r++) any_config |= c->rows[r].section == STORE_CMP_CONFIG;
+    if (!any_config) para(t, "All runs share the same config.");
+    if (c->n + 1 > MAXC) {
+        char b[160];
+        snprintf(b, sizeof b, "(the table shows the first %d of %zu runs)", MAXC - 1, c->n);
+        para(t, b);
+    }
+    for (size_t i = 0; i < c->n; i++)
+        if (rr[i].r.error[0]) {
+            char b[900];
+            snprintf(b, sizeof b, "%s: %s", c->label[i], rr[i].r.error);
+            para(t, b);
+        }
 }
 
 static void metrics_table(tw *t, const rep_run *rr, size_t n)
@@ -506,16 +473,19 @@ static void metrics_table(tw *t, const rep_run *rr, size_t n)
     heading(t, 2, "Metrics");
     const char *head[] = { "run", "metric", "points", "first", "final", "best", "at step" };
     tw_open(t, head, 7);
+    const char *keys[64];
+    size_t nk = all_keys(rr, n, keys, 64);
     for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < rr[i].n_keys; k++) {
-            const store_series *sr = &rr[i].series[k];
+        for (size_t k = 0; k < nk; k++) {
+            const store_series *sr = series_of(&rr[i], keys[k]);
+            if (!sr) continue;
             double fin, best;
-            final_best(sr, rr[i].keys[k], &fin, &best);
+            final_best(sr, keys[k], &fin, &best);
             long at = -1;
             for (size_t p = 0; p < sr->n; p++) if (sr->value[p] == best) { at = sr->step[p]; break; }
             char c[7][96];
             run_label(&rr[i], c[0], sizeof c[0]);
-            snprintf(c[1], sizeof c[1], "%s", rr[i].keys[k]);
+            snprintf(c[1], sizeof c[1], "%s", keys[k]);
             snprintf(c[2], sizeof c[2], "%zu", sr->n);
             store_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[0] : NAN);
             store_fmt_num(c[4], sizeof c[4], fin);
@@ -563,20 +533,11 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
 static void solver_summary(tw *t, const rep_run *x)
 {
     if (!x->n_ev) return;
-    size_t q = 0;
-    double meas = 0, sim = 0, kmin = INFINITY, kmax = 0;
-    for (size_t i = 0; i < x->n_ev; i++) {
-        const store_solver_event *e = &x->ev[i];
-        if (e->route) q++;
-        if (isfinite(e->measured_classical_ns)) meas += e->measured_classical_ns;
-        if (isfinite(e->simulated_quantum_ns)) sim += e->simulated_quantum_ns;
-        if (isfinite(e->kappa_used)) { if (e->kappa_used < kmin) kmin = e->kappa_used; if (e->kappa_used > kmax) kmax = e->kappa_used; }
-    }
-    char l[256], b[700];
-    run_label(x, l, sizeof l);
-    snprintf(b, sizeof b, "Solver of %s: %zu linear solves, %zu routed quantum, %zu classical; kappa used "
-             "%.3g..%.3g; classical solves measured %.3g ms, simulated quantum time %.3g ms.", l, x->n_ev,
-             q, x->n_ev - q, isfinite(kmin) ? kmin : NAN, kmax, meas / 1e6, sim / 1e6);
+    store_solver_summary sum;
+    char lines[3][256], b[1200];
+    store_solver_summarize(x->ev, x->n_ev, &sum);
+    store_solver_summary_lines(&sum, lines);
+    snprintf(b, sizeof b, "%s: %s; %s; %s.", x->label, lines[0], lines[1], lines[2]);
     para(t, b);
 }
 
@@ -591,32 +552,61 @@ static double nice_step(double range, int ticks)
     return (r < 1.5 ? 1 : r < 3 ? 2 : r < 7 ? 5 : 10) * mag;
 }
 
-/* One chart: metric key of every run, x = step (xmode 0) or wall time (1). At most
- * ~2000 points per line (evenly strided) keep the page light for long runs. */
+/* x of point p of a series: step (xmode 0), wall time (1) or hybrid time (2). */
+static double xval(const store_series *sr, size_t p, int xmode)
+{
+    return xmode == 0 ? (double)sr->step[p] : xmode == 1 ? sr->wall[p] : sr->hybrid[p];
+}
+
+/* One chart: metric key of every run against step, wall time or hybrid time; log x when
+ * the x values span more than two decades (hybrid time from 50 ms to 12 h). At most ~2000
+ * points per line (evenly strided) keep the page light for long runs. The legend wraps:
+ * each entry's box (class legend-box, sized from its text) is placed where it fits. */
 static void svg_chart(FILE *f, const rep_run *rr, size_t n, const char *key, int xmode)
 {
-    const int W = 720, H = 340, L = 70, R = 20, T = 30, B = 70;
-    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    static const char *const xname[3] = { "step", "wall time (s)", "(sim) hybrid time (s)" };
+    static const char *const xdata[3] = { "step", "time", "hybrid" };
+    static const char *const dash[4] = { "", "6 3", "2 2", "8 3 2 3" };
+    const int W = 720, L = 70, R = 20, T = 30, B0 = 46, LH = 16;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY, xpos = INFINITY;
     for (size_t i = 0; i < n; i++) {
         const store_series *sr = series_of(&rr[i], key);
         for (size_t p = 0; sr && p < sr->n; p++) {
-            double x = xmode ? sr->wall[p] : (double)sr->step[p], y = sr->value[p];
+            double x = xval(sr, p, xmode), y = sr->value[p];
             if (!isfinite(x) || !isfinite(y)) continue;
             if (x < x0) x0 = x;
             if (x > x1) x1 = x;
+            if (x > 0 && x < xpos) xpos = x;
             if (y < y0) y0 = y;
             if (y > y1) y1 = y;
         }
     }
+    int logx = xmode != 0 && isfinite(xpos) && x1 / xpos > 100;
+    if (logx) { x0 = log10(xpos); x1 = log10(x1); }
+    /* Legend layout first: it decides the height. */
+    double *lx = calloc(n ? n : 1, sizeof *lx), *ly = calloc(n ? n : 1, sizeof *ly), *lw = calloc(n ? n : 1, sizeof *lw);
+    if (!lx || !ly || !lw) { free(lx); free(ly); free(lw); return; }
+    int rows = n ? 1 : 0;
+    double cx = L;
+    for (size_t i = 0; i < n; i++) {
+        lw[i] = 18 + 6.6 * (double)strlen(rr[i].label) + 4;
+        if (cx > L && cx + lw[i] > W - R) { rows++; cx = L; }
+        lx[i] = cx;
+        ly[i] = rows - 1;
+        cx += lw[i] + 12;
+    }
+    const int H = T + 240 + B0 + rows * LH + 6;
+    const int B = B0 + rows * LH + 6;
     fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
             "viewBox=\"0 0 %d %d\" data-metric=\"", W, H, W, H);
     put_html(f, key);
-    fprintf(f, "\" data-x=\"%s\" role=\"img\">\n<title>", xmode ? "time" : "step");
+    fprintf(f, "\" data-x=\"%s\" data-log-x=\"%d\" role=\"img\">\n<title>", xdata[xmode], logx);
     put_html(f, key);
-    fprintf(f, " against %s</title>\n", xmode ? "wall time" : "step");
+    fprintf(f, " against %s%s</title>\n", xname[xmode], logx ? " (log x)" : "");
     fprintf(f, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H);
     if (!isfinite(x0)) {
         fprintf(f, "<text x=\"%d\" y=\"%d\">no finite values</text>\n</svg></figure>\n", W / 2 - 50, H / 2);
+        free(lx); free(ly); free(lw);
         return;
     }
     if (x1 <= x0) x1 = x0 + 1;
@@ -629,52 +619,56 @@ static void svg_chart(FILE *f, const rep_run *rr, size_t n, const char *key, int
     for (double v = ceil(y0 / ys) * ys; v <= y1 + ys * 1e-9; v += ys)
         fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/><text x=\"%d\" y=\"%.1f\" "
                 "stroke=\"none\" text-anchor=\"end\">%.4g</text>\n", L, SY(v), W - R, SY(v), L - 4, SY(v) + 4, v);
-    double xs = nice_step(x1 - x0, 6);
-    for (double v = ceil(x0 / xs) * xs; v <= x1 + xs * 1e-9; v += xs)
+    double xs = logx ? (x1 - x0 > 6 ? 2 : 1) : nice_step(x1 - x0, 6);
+    for (double v = ceil(x0 / xs - 1e-9) * xs; v <= x1 + xs * 1e-9; v += xs)
         fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
                 "stroke=\"none\" text-anchor=\"middle\">%.4g</text>\n", SX(v), T, SX(v), T + ph, SX(v),
-                T + ph + 14, v);
+                T + ph + 14, logx ? pow(10, v) : v);
     fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-family=\"sans-serif\" font-size=\"12\" "
-            "text-anchor=\"middle\">%s</text>\n", L + pw / 2, T + ph + 30, xmode ? "wall time (s)" : "step");
+            "text-anchor=\"middle\">%s%s</text>\n", L + pw / 2, T + ph + 30, xname[xmode], logx ? ", log scale" : "");
     fprintf(f, "<text x=\"%d\" y=\"18\" font-family=\"sans-serif\" font-size=\"13\" font-weight=\"bold\">", L);
     put_html(f, key);
-    fprintf(f, " against %s</text>\n", xmode ? "time" : "step");
+    fprintf(f, " against %s</text>\n", xname[xmode]);
+    size_t np = sizeof palette / sizeof palette[0];
     for (size_t i = 0; i < n; i++) {
         const store_series *sr = series_of(&rr[i], key);
-        const char *col = palette[i % (sizeof palette / sizeof palette[0])];
+        const char *col = palette[i % np], *da = dash[(i / np) % 4];
         if (sr && sr->n) {
             size_t stride = sr->n > 2000 ? (sr->n + 1999) / 2000 : 1;
             int open = 0;
             for (size_t p = 0; p < sr->n; p += stride) {
-                double x = xmode ? sr->wall[p] : (double)sr->step[p], y = sr->value[p];
+                double x = xval(sr, p, xmode), y = sr->value[p];
+                if (logx) x = x > 0 ? log10(x) : NAN;
                 if (!isfinite(x) || !isfinite(y)) {
                     if (open) fputs("\"/>\n", f);
                     open = 0;
                     continue;
                 }
                 if (!open) {
-                    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", col);
+                    fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\"%s%s%s points=\"", col,
+                            da[0] ? " stroke-dasharray=\"" : "", da, da[0] ? "\"" : "");
                     open = 1;
                 }
                 fprintf(f, "%.1f,%.1f ", SX(x), SY(y));
             }
             if (open) fputs("\"/>\n", f);
         }
-        char l[256];
-        run_label(&rr[i], l, sizeof l);
-        double lx = L + (double)(i % 3) * 220, ly = H - 22 + (double)(i / 3) * 14;
-        if (ly > H - 2) ly = H - 2;
-        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"14\" height=\"4\" fill=\"%s\"/><text x=\"%.0f\" "
-                "y=\"%.0f\" font-family=\"sans-serif\" font-size=\"11\">", lx, ly - 4, col, lx + 18, ly);
-        put_html(f, l);
-        fputs("</text>\n", f);
+        double bx = lx[i], by = T + ph + 38 + ly[i] * LH;
+        fprintf(f, "<g class=\"legend\"><rect class=\"legend-box\" x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%d\" "
+                "fill=\"none\"/><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"3\"%s%s%s/>"
+                "<text x=\"%.1f\" y=\"%.1f\" font-family=\"sans-serif\" font-size=\"11\">",
+                bx, by, lw[i], LH - 2, bx, by + 7, bx + 14, by + 7, col, da[0] ? " stroke-dasharray=\"" : "", da,
+                da[0] ? "\"" : "", bx + 18, by + 11);
+        put_html(f, rr[i].label);
+        fputs("</text></g>\n", f);
     }
 #undef SX
 #undef SY
     fputs("</svg></figure>\n", f);
+    free(lx); free(ly); free(lw);
 }
 
-static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n)
+static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n, const store_compare *c)
 {
     tw t = { f, html };
     char when[64];
@@ -692,19 +686,24 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     snprintf(b, sizeof b, "%zu run%s from %s, generated %s by nnbench (schema v%d).", n, n == 1 ? "" : "s",
              db, when, STORE_SCHEMA_VERSION);
     para(&t, b);
+    if (c->common_name[0]) {
+        snprintf(b, sizeof b, "Experiment %s.", c->common_name);
+        para(&t, b);
+    }
     heading(&t, 2, "Runs");
-    runs_table(&t, rr, n);
-    config_table(&t, rr, n);
-    metrics_table(&t, rr, n);
+    cmp_table(&t, rr, c);
     if (html) {
+        /* Losses first; each loss also against the hybrid clock (simulated). */
         const char *keys[64];
         size_t nk = all_keys(rr, n, keys, 64);
         heading(&t, 2, "Charts");
         for (size_t k = 0; k < nk; k++) {
             svg_chart(f, rr, n, keys[k], 0);
             svg_chart(f, rr, n, keys[k], 1);
+            if (strstr(keys[k], "loss")) svg_chart(f, rr, n, keys[k], 2);
         }
     }
+    metrics_table(&t, rr, n);
     heading(&t, 2, "Op profiles");
     for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);
     int any = 0;
@@ -744,8 +743,18 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
         return store_fail(STORE_EINVAL, "report %s: unknown format '%s' (use .md, .html, .json or .csv)",
                           path, ext ? ext : "(no extension)");
     rep_run *rr = NULL;
+    store_compare *c = NULL;
     int st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr);
     if (st) return st;
+    if (kind == 0 || kind == 1) {
+        store_cmp_opts co = { .target = NAN };
+        if ((st = store_compare_load(s, ids, n, &co, &c))) { rep_free(rr, n); return st; }
+        for (size_t i = 0; i < n; i++) snprintf(rr[i].label, sizeof rr[i].label, "%s", c->label[i]);
+    } else if (rr) {
+        for (size_t i = 0; i < n; i++)
+            snprintf(rr[i].label, sizeof rr[i].label, "#%lld %s%s%s", rr[i].r.id, rr[i].r.name,
+                     rr[i].r.variant[0] ? "/" : "", rr[i].r.variant);
+    }
     /* Written next to the target and renamed: a failed report never leaves half a file. */
     char tmp[1200];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -753,15 +762,17 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     if (!f) {
         st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
         if (rr) rep_free(rr, n);
+        store_compare_free(c);
         return st;
     }
     switch (kind) {
-    case 0: write_doc(f, 0, s->path, rr, n); break;
-    case 1: write_doc(f, 1, s->path, rr, n); break;
+    case 0: write_doc(f, 0, s->path, rr, n, c); break;
+    case 1: write_doc(f, 1, s->path, rr, n, c); break;
     case 2: write_json(f, s->path, rr, n); break;
     default: st = store_report_csv(s, ids, n, f); break;
     }
     if (rr) rep_free(rr, n);
+    store_compare_free(c);
     int bad = ferror(f);
     if (fclose(f) || bad) st = st ? st : store_fail(STORE_EIO, "writing report %s failed (disk full?)", path);
     if (!st && rename(tmp, path)) st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));

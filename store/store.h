@@ -269,6 +269,86 @@ int store_profile_get(store *s, long long run, store_profile *out);
 /* Solver events by (step, block). */
 int store_solver_events_get(store *s, long long run, store_solver_event **ev, size_t *n);
 
+/* ---- comparison: the one model behind `compare`, the workbench's Compare screen and the
+ * reports (compare.c). Rows come in one order, with one set of words:
+ *   run     run, name, status, optimizer, dataset
+ *   result  final/best losses and accuracies, [the chosen metric], steps, samples/s,
+ *           peak memory, linear solves
+ *   time    wall time, (sim) quantum time, (sim) hybrid time, the target, steps / wall
+ *           time / (sim) hybrid time to the target
+ *   config  keys that differ (or all keys), by key
+ *   ops     the top 3 ops by self time (share of self time)
+ * Simulated clocks are labelled "(sim)" first, so the mark survives a narrow column.
+ */
+typedef enum {
+    STORE_CMP_RUN, STORE_CMP_RESULT, STORE_CMP_TIME, STORE_CMP_CONFIG, STORE_CMP_OPS, STORE_CMP_N_SECTIONS
+} store_cmp_section;
+extern const char *const store_cmp_section_names[STORE_CMP_N_SECTIONS]; /* "Run", "Results", ... */
+
+typedef struct {
+    store_cmp_section section;
+    char label[64];
+    char (*cells)[64];        /* one per run */
+    int differs;              /* config rows: the runs do not all have the same value */
+} store_cmp_row;
+
+typedef struct {
+    int all_keys;             /* config: every key, not only those that differ */
+    const char *metric;       /* NULL/"train_loss": none; else a "KEY final / best" row */
+    double target;            /* NAN: each run's target_loss on train_loss; else on metric */
+} store_cmp_opts;
+
+typedef struct {
+    size_t n;                 /* runs, in the order asked */
+    store_run *runs;          /* without exp_text */
+    /* "#3 newton-vs-sgd/sgd"; runs that share a name and variant get what differs in
+     * their config appended ("#4 newton-vs-sgd/sgd lr=0.1"). */
+    char (*label)[256];
+    /* The shortest text that tells the runs apart: the variant (plus what differs) when
+     * every run has the same experiment name, else name/variant. */
+    char (*short_label)[160];
+    char common_name[128];    /* the shared experiment name, "" when the names differ */
+    store_kv **params;
+    size_t *n_params;
+    store_op_row **ops;       /* kind op, by self time */
+    size_t *n_ops;
+    double *quantum_s;        /* simulated quantum time per run (NAN: no Newton solves) */
+    store_series *metric;     /* the chosen metric per run (n 0 when absent) */
+    char metric_key[64];
+    int have_metric;          /* some run has points of metric_key */
+    store_cmp_row *rows;
+    size_t n_rows;
+} store_compare;
+
+/* Loads the runs and builds the rows. o may be NULL. Free with store_compare_free. */
+int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp_opts *o, store_compare **out);
+/* Rebuilds the rows after a change of o (all_keys) without reading the database again. */
+int store_compare_rows(store_compare *c, const store_cmp_opts *o);
+void store_compare_free(store_compare *c);
+/* The value of key in a key/value list (NULL if absent): the one lookup for params,
+ * system facts and config rows. */
+const char *store_kv_find(const store_kv *kv, size_t n, const char *key);
+/* The runs of the newest batch: the last run and the runs just before it written by the
+ * same process from the same experiment file, one per variant (what one `nnbench run` or
+ * one all-variants New run makes). Ascending ids, malloc'd. STORE_ENOTFOUND when empty. */
+int store_last_batch(store *s, long long **ids, size_t *n);
+/* Orders metric keys as every chart and table shows them: losses first (train_loss,
+ * test_loss, other losses), then accuracies, then the rest by name. */
+void store_metric_keys_sort(const char **keys, size_t n);
+/* Higher is worse for losses and errors ("loss", "err" in the key). */
+int store_metric_lower_is_better(const char *key);
+
+/* The Newton solver of a run in one summary, read by `show`, the Solver tab and reports. */
+typedef struct {
+    size_t solves, quantum, raised;
+    double measured_classical_s, pred_classical_s, pred_quantum_s, simulated_quantum_s;
+    double kappa_first, kappa_last;   /* mean kappa_used of the first / last step's solves */
+    double kappa_min, kappa_max, worst_residual;
+} store_solver_summary;
+void store_solver_summarize(const store_solver_event *ev, size_t n, store_solver_summary *out);
+/* The summary as up to 3 lines of text (the same words everywhere); returns the count. */
+int store_solver_summary_lines(const store_solver_summary *s, char lines[3][256]);
+
 /* ---- reports ---------------------------------------------------------------------- */
 
 /* Writes a report of runs to path, the format from its extension: .md (tables), .html

@@ -9,6 +9,8 @@
 
 #define GAP_OK(v) (isfinite(v))
 
+const char *const tui_x_scale_names[TUI_X_N_SCALES] = { "linear", "log", "normalised" };
+
 /* ---- small pieces ------------------------------------------------------------------ */
 
 unsigned tui_braille_bit(int dx, int dy)
@@ -106,6 +108,7 @@ void tui_tick_label(double v, double step, char *buf, size_t n)
 {
     double a = fabs(v);
     if (v == 0) { snprintf(buf, n, "0"); return; }
+    if (a >= 1e12 || !isfinite(v)) { snprintf(buf, n, "%.1e", v); return; }
     if (a >= 1e9) { snprintf(buf, n, "%.3gG", v / 1e9); return; }
     if (a >= 1e6) { snprintf(buf, n, "%.3gM", v / 1e6); return; }
     if (a >= 1e4) { snprintf(buf, n, "%.3gk", v / 1e3); return; }
@@ -207,24 +210,46 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
 {
     memset(out, 0, sizeof *out);
     int W = o->width, H = o->height, utf8 = o->utf8;
-    int has_legend = 0;
-    for (size_t i = 0; i < ns; i++)
-        if (s[i].label && *s[i].label) has_legend = 1;
+    /* Legend rows: entries ("━━ label  ") wrap at the width, at most 3 rows. */
+    int legend_rows = 0;
+    {
+        int x = 0;
+        for (size_t i = 0; i < ns; i++) {
+            if (!s[i].label || !*s[i].label) continue;
+            int l = 3 + text_len(s[i].label) + 2;
+            if (!legend_rows || (x + l > W - 8 && x > 0)) { legend_rows++; x = 0; }
+            x += l;
+        }
+        if (legend_rows > 3) legend_rows = 3;
+    }
     int header = (o->title && *o->title) || (o->y_label && *o->y_label);
-    int ph = H - header - 2 - has_legend;
+    int ph = H - header - 2 - legend_rows;
     if (W < 20 || ph < 2) return -1;
+    int cellplot = !utf8 || o->mono;
 
-    /* Transformed (smoothed, logged) copies of every series' y. */
-    double **ys = calloc(ns ? ns : 1, sizeof *ys);
-    if (!ys) return -1;
+    /* Transformed (smoothed, logged, scaled) copies of every series' x and y. */
+    double **ys = calloc(ns ? ns : 1, sizeof *ys), **xs = calloc(ns ? ns : 1, sizeof *xs);
     double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
     int rc = -1;
+    if (!ys || !xs) goto done;
     for (size_t i = 0; i < ns; i++) {
         ys[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
-        if (!ys[i]) goto done;
+        xs[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
+        if (!ys[i] || !xs[i]) goto done;
         if (s[i].n) tui_smooth_ema(s[i].y, ys[i], s[i].n, o->smooth);
+        double xm = 0;
         for (size_t k = 0; k < s[i].n; k++) {
-            double x = s[i].x ? s[i].x[k] : (double)k, y = ty(ys[i][k], o->log_y);
+            double x = s[i].x ? s[i].x[k] : (double)k;
+            if (isfinite(x) && x > xm) xm = x;
+        }
+        for (size_t k = 0; k < s[i].n; k++) {
+            double x = s[i].x ? s[i].x[k] : (double)k;
+            if (o->x_scale == TUI_X_LOG) x = x > 0 ? log10(x) : NAN;
+            else if (o->x_scale == TUI_X_NORM) x = xm > 0 ? x / xm : NAN;
+            xs[i][k] = x;
+        }
+        for (size_t k = 0; k < s[i].n; k++) {
+            double x = xs[i][k], y = ty(ys[i][k], o->log_y);
             ys[i][k] = y;
             if (!GAP_OK(y) || !isfinite(x)) continue;
             if (x < xmin) xmin = x;
@@ -274,7 +299,7 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
 
     out->w = W; out->h = H;
     out->cells = malloc((size_t)W * H * sizeof *out->cells);
-    plot p = { .pw = pw, .ph = ph, .dw = utf8 ? pw * 2 : pw, .dh = utf8 ? ph * 4 : ph, .utf8 = utf8 };
+    plot p = { .pw = pw, .ph = ph, .dw = !cellplot ? pw * 2 : pw, .dh = !cellplot ? ph * 4 : ph, .utf8 = !cellplot };
     p.bits = calloc((size_t)pw * ph, 1);
     p.owner = malloc((size_t)pw * ph);
     if (!out->cells || !p.bits || !p.owner) {
@@ -287,7 +312,7 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
     for (size_t i = 0; i < ns; i++) {
         int have_prev = 0, px = 0, py = 0;
         for (size_t k = 0; k < s[i].n; k++) {
-            double x = s[i].x ? s[i].x[k] : (double)k, y = ys[i][k];
+            double x = xs[i][k], y = ys[i][k];
             if (!GAP_OK(y) || !isfinite(x)) { have_prev = 0; continue; }
             int dx = (int)lround((x - xmin) / (xmax - xmin) * (p.dw - 1));
             int dy = (int)lround((ymax - y) / (ymax - ymin) * (p.dh - 1));
@@ -302,7 +327,7 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
         for (int cx = 0; cx < pw; cx++) {
             size_t i = (size_t)cy * pw + cx;
             if (!p.bits[i]) continue;
-            uint32_t ch = utf8 ? tui_braille_char(p.bits[i]) : (uint32_t)tui_series_marker(p.owner[i]);
+            uint32_t ch = !cellplot ? tui_braille_char(p.bits[i]) : (uint32_t)tui_series_marker(p.owner[i]);
             put(out, x0 + cx, top + cy, ch, p.owner[i]);
         }
     free(p.bits);
@@ -318,7 +343,7 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
     int last_row = -1;
     for (int i = nyt - 1; i >= 0; i--) {
         int dy = (int)lround((ymax - yt[i]) / (ymax - ymin) * (p.dh - 1));
-        int cy = utf8 ? dy / 4 : dy;
+        int cy = !cellplot ? dy / 4 : dy;
         if (cy == last_row) continue;
         last_row = cy;
         int l = (int)strlen(ylab[i]);
@@ -338,11 +363,22 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
         lab_end = W - text_len(o->x_label) - 1;
         put_text(out, lab_end + 1, lab_row, o->x_label, -1, W, utf8);
     }
+    if (o->x_scale == TUI_X_LOG && xstep < 1 && xmax - xmin >= 1) {
+        /* Decades only: 0.1, 1, 10, ... */
+        nxt = 0;
+        for (double t = ceil(xmin - 1e-9); t <= xmax + 1e-9 && nxt < 16; t += 1) xt[nxt++] = t;
+        while (nxt > max_xt) {
+            int m = 0;
+            for (int i = 0; i < nxt; i += 2) xt[m++] = xt[i];
+            nxt = m;
+        }
+    }
     for (int i = 0; i < nxt; i++) {
         char b[24];
-        tui_tick_label(xt[i], xstep, b, sizeof b);
+        if (o->x_scale == TUI_X_LOG) snprintf(b, sizeof b, "%.3g", pow(10, xt[i]));
+        else tui_tick_label(xt[i], xstep, b, sizeof b);
         int dx = (int)lround((xt[i] - xmin) / (xmax - xmin) * (p.dw - 1));
-        int cx = x0 + (utf8 ? dx / 2 : dx);
+        int cx = x0 + (!cellplot ? dx / 2 : dx);
         int l = (int)strlen(b), start = cx - l / 2;
         if (start < x0 - 1) start = x0 - 1;
         if (start + l > lab_end) start = lab_end - l;
@@ -361,12 +397,19 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
         }
     }
 
-    if (has_legend) {
-        int x = x0, row = H - 1;
-        for (size_t i = 0; i < ns && x < W; i++) {
+    if (legend_rows) {
+        int row = H - legend_rows, x = 0;
+        for (size_t i = 0; i < ns && row < H; i++) {
             if (!s[i].label || !*s[i].label) continue;
-            if (utf8) { put(out, x, row, 0x2501, (int)i); put(out, x + 1, row, 0x2501, (int)i); }
-            else { put(out, x, row, (uint32_t)tui_series_marker((int)i), (int)i); put(out, x + 1, row, (uint32_t)tui_series_marker((int)i), (int)i); }
+            int l = 3 + text_len(s[i].label) + 2;
+            if (x > 0 && x + l > W - 8) {
+                if (++row >= H) break;
+                x = 0;
+            }
+            /* Without colour the legend shows the series' marker, as the plot does. */
+            uint32_t m = cellplot ? (uint32_t)tui_series_marker((int)i) : 0x2501;
+            put(out, x, row, m, (int)i);
+            put(out, x + 1, row, m, (int)i);
             x = put_text(out, x + 3, row, s[i].label, (int)i, W, utf8) + 2;
         }
     }
@@ -378,8 +421,10 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
     }
     rc = 0;
 done:
-    for (size_t i = 0; i < ns; i++) free(ys[i]);
+    for (size_t i = 0; ys && i < ns; i++) free(ys[i]);
+    for (size_t i = 0; xs && i < ns; i++) free(xs[i]);
     free(ys);
+    free(xs);
     return rc;
 }
 

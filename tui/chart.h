@@ -15,10 +15,18 @@ typedef struct {
     size_t n;
 } tui_series;
 
+/* How x is scaled: as it is, log10 (non-positive x skipped), or each series divided by
+ * its own largest x (so runs of very different lengths share the width). */
+enum { TUI_X_LINEAR, TUI_X_LOG, TUI_X_NORM, TUI_X_N_SCALES };
+extern const char *const tui_x_scale_names[TUI_X_N_SCALES]; /* "linear", "log", "normalised" */
+
 typedef struct {
     int width, height;    /* canvas size in cells, axes and legend included */
     int utf8;             /* 1: braille cells; 0: ASCII markers */
+    int mono;             /* no colour: series drawn with their own marker glyph (as in
+                             ASCII mode) so they are told apart without colour */
     int log_y;            /* log10 y axis (non-positive values skipped) */
+    int x_scale;          /* TUI_X_* */
     double smooth;        /* 0 = none; else EMA weight in [0,1) with TensorBoard's debiasing */
     const char *x_label, *y_label, *title;
 } tui_chart_opts;
@@ -33,6 +41,7 @@ typedef struct {
     tui_cell *cells;      /* w*h, row-major */
 } tui_canvas;
 
+/* The legend wraps onto up to 3 rows when the labels do not fit one. */
 /* Draws the chart into a newly allocated canvas (free with tui_canvas_free). 0 ok,
  * -1 if the size is too small or memory ran out. */
 int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_canvas *out);

@@ -13,6 +13,7 @@
 #include "../store/store.h"
 #include "chart.h"
 #include "cli.h"
+#include "tui.h"
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
@@ -230,22 +231,11 @@ static int lower_better(const char *key) { return strstr(key, "loss") != NULL; }
 
 static void print_solver(const store_solver_event *ev, size_t n, const char *indent)
 {
-    size_t q = 0, raised = 0;
-    double meas = 0, sim = 0, pred_c = 0, res_max = 0;
-    for (size_t i = 0; i < n; i++) {
-        q += ev[i].route != 0;
-        raised += ev[i].shift_raised != 0;
-        if (isfinite(ev[i].measured_classical_ns)) meas += ev[i].measured_classical_ns;
-        if (isfinite(ev[i].simulated_quantum_ns)) sim += ev[i].simulated_quantum_ns;
-        if (isfinite(ev[i].pred_classical_ns)) pred_c += ev[i].pred_classical_ns;
-        if (isfinite(ev[i].residual) && ev[i].residual > res_max) res_max = ev[i].residual;
-    }
-    printf("%s%zu linear solves: %zu routed quantum, %zu classical; %zu needed a larger shift\n",
-           indent, n, q, n - q, raised);
-    printf("%sclassical solves measured %.3f ms (predicted %.3f ms); simulated quantum time %.3f ms\n",
-           indent, meas / 1e6, pred_c / 1e6, sim / 1e6);
-    printf("%skappa used: first %.4g, last %.4g; worst relative residual %.3g\n", indent,
-           ev[0].kappa_used, ev[n - 1].kappa_used, res_max);
+    store_solver_summary sum;
+    char lines[3][256];
+    store_solver_summarize(ev, n, &sum);
+    int k = store_solver_summary_lines(&sum, lines);
+    for (int i = 0; i < k; i++) printf("%s%s\n", indent, lines[i]);
 }
 
 static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
@@ -382,31 +372,21 @@ out:
 /* ---- compare ----------------------------------------------------------------------- */
 
 static const char compare_help[] =
-    "usage: nnbench compare RUN RUN... [--metric KEY] [--x step|time|hybrid_time] [--target V]\n"
-    "                       [--all-keys] [--height N] [--db PATH]\n\n"
-    "A side-by-side table, one column per run: the config keys that differ (--all-keys: all),\n"
-    "final and best metrics, steps and time to the target, samples/s, peak memory, top ops;\n"
-    "then a terminal line chart of one metric for all runs.\n\n"
+    "usage: nnbench compare RUN RUN... | --last-batch  [--metric KEY] [--x step|time|hybrid_time]\n"
+    "                       [--x-scale linear|log|norm] [--target V] [--all-keys] [--height N]\n"
+    "                       [--no-color] [--db PATH]\n\n"
+    "A side-by-side table, one column per run (the same rows and words as the workbench's\n"
+    "Compare screen and the reports): results; wall time, quantum time (simulated), hybrid\n"
+    "time (simulated) and steps / time to the target on both clocks; the config keys that\n"
+    "differ (--all-keys: all); the top ops. Then a terminal line chart of one metric.\n\n"
+    "  --last-batch  the runs of the newest batch (one `nnbench run`, or one all-variants New run)\n"
     "  --metric KEY  train_loss (also 'loss'), test_loss, train_acc, test_acc ('acc'), lr, ...\n"
-    "  --x AXIS      step (default), time (wall seconds) or hybrid_time (Q-Newton clock)\n"
+    "  --x AXIS      step (default), time (wall seconds) or hybrid_time (Q-Newton clock, simulated)\n"
+    "  --x-scale S   linear (default), log, or norm: each run's x divided by its own last x, so\n"
+    "                a 72 ms run and a 3 s run both span the chart\n"
     "  --target V    steps/time until the metric first reaches V (<= for losses, >= otherwise);\n"
-    "                default: each run's experiment target_loss for train_loss\n";
-
-typedef struct {
-    store_run r;
-    store_kv *params;
-    size_t np;
-    store_series sr;          /* the chosen metric */
-    store_op_row *ops;
-    size_t nops;
-} cmp_run;
-
-static const char *cmp_param(const cmp_run *c, const char *key)
-{
-    for (size_t i = 0; i < c->np; i++)
-        if (!strcmp(c->params[i].key, key)) return c->params[i].value;
-    return NULL;
-}
+    "                default: each run's experiment target_loss for train_loss\n"
+    "  --no-color    no colours (also NO_COLOR): series told apart by marker glyphs\n";
 
 static const char *metric_alias(const char *m)
 {
@@ -415,18 +395,11 @@ static const char *metric_alias(const char *m)
     return m;
 }
 
-/* One table row: label then one cell per run. */
-static void cmp_row(const char *label, char cells[][64], size_t n, int lw, int cw)
-{
-    printf("  %-*.*s", lw, lw, label);
-    for (size_t i = 0; i < n; i++) printf("  %*.*s", cw, cw, cells[i]);
-    printf("\n");
-}
-
 int cmd_compare(int argc, char **argv)
 {
     const char *db = NULL, *metric = "train_loss", *xaxis = "step", *target_s = NULL, *height_s = NULL;
-    int all_keys = 0;
+    const char *xscale_s = "linear";
+    int all_keys = 0, last_batch = 0, no_color = 0;
     char **specs = calloc((size_t)argc, sizeof *specs);
     size_t nspec = 0;
     if (!specs) return 1;
@@ -435,9 +408,12 @@ int cmd_compare(int argc, char **argv)
         int m;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(compare_help, stdout); free(specs); return 0; }
         if (!strcmp(a, "--all-keys")) { all_keys = 1; continue; }
+        if (!strcmp(a, "--last-batch")) { last_batch = 1; continue; }
+        if (!strcmp(a, "--no-color")) { no_color = 1; continue; }
         if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--metric", &metric)) ||
             (m = opt_value(argc, argv, &i, "--x", &xaxis)) || (m = opt_value(argc, argv, &i, "--target", &target_s)) ||
-            (m = opt_value(argc, argv, &i, "--height", &height_s))) {
+            (m = opt_value(argc, argv, &i, "--height", &height_s)) ||
+            (m = opt_value(argc, argv, &i, "--x-scale", &xscale_s))) {
             if (m < 0) { free(specs); return 2; }
             continue;
         }
@@ -447,6 +423,9 @@ int cmd_compare(int argc, char **argv)
     int xmode = !strcmp(xaxis, "step") ? 0 : !strcmp(xaxis, "time") || !strcmp(xaxis, "wall") ? 1
               : !strcmp(xaxis, "hybrid_time") || !strcmp(xaxis, "hybrid") ? 2 : -1;
     if (xmode < 0) { free(specs); return usage_error("compare", "--x wants step, time or hybrid_time, got '%s'", xaxis); }
+    int xscale = !strcmp(xscale_s, "linear") ? TUI_X_LINEAR : !strcmp(xscale_s, "log") ? TUI_X_LOG
+               : !strcmp(xscale_s, "norm") || !strcmp(xscale_s, "normalised") || !strcmp(xscale_s, "normalized") ? TUI_X_NORM : -1;
+    if (xscale < 0) { free(specs); return usage_error("compare", "--x-scale wants linear, log or norm, got '%s'", xscale_s); }
     double target = NAN;
     if (target_s) {
         char *end;
@@ -455,27 +434,27 @@ int cmd_compare(int argc, char **argv)
     }
     int height = height_s ? atoi(height_s) : 18;
     if (height < 8) { free(specs); return usage_error("compare", "--height wants a number >= 8, got '%s'", height_s); }
-    if (nspec < 1) { free(specs); return usage_error("compare", "which runs? give two or more ids from nnbench list%s", ""); }
+    if (last_batch && nspec) {
+        int rc = usage_error("compare", "--last-batch picks the runs itself ('%s' is extra)", specs[0]);
+        free(specs);
+        return rc;
+    }
+    if (!last_batch && nspec < 1) { free(specs); return usage_error("compare", "which runs? give two or more ids from nnbench list, or --last-batch%s", ""); }
     metric = metric_alias(metric);
     store *s = open_db(db, 0);
     if (!s) { free(specs); return 1; }
     int code = 1;
-    long long *ids = resolve_runs(s, specs, nspec);
-    cmp_run *cr = calloc(nspec, sizeof *cr);
-    size_t n = 0;
-    if (!ids || !cr) goto out;
-    int have_metric = 0;
-    for (; n < nspec; n++) {
-        cmp_run *c = &cr[n];
-        if (store_run_get(s, ids[n], &c->r) || store_params_get(s, ids[n], &c->params, &c->np) ||
-            store_metric_get(s, ids[n], metric, &c->sr) || store_op_stats_get(s, ids[n], 0, &c->ops, &c->nops)) {
-            fprintf(stderr, "nnbench: %s\n", store_error());
-            n++;
-            goto out;
-        }
-        have_metric |= c->sr.n > 0;
+    long long *ids = NULL;
+    size_t n = nspec;
+    store_compare *c = NULL;
+    if (last_batch) {
+        if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
+    } else if (!(ids = resolve_runs(s, specs, nspec))) {
+        goto out;
     }
-    if (!have_metric) {
+    store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
+    if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
+    if (!c->have_metric) {
         char **keys;
         size_t nk;
         fprintf(stderr, "nnbench compare: no run has metric '%s'", metric);
@@ -488,162 +467,38 @@ int cmd_compare(int argc, char **argv)
         code = 2;
         goto out;
     }
-
-    /* Column widths from the terminal: a label column, then the runs. */
-    int lw = 26, cw = 16;
-    int tw = term_width();
-    if (n && (tw - lw - 2) / (int)n - 2 > cw) cw = (tw - lw - 2) / (int)n - 2;
-    if (cw > 30) cw = 30;
-    char (*cells)[64] = calloc(n, 64);
-    if (!cells) goto out;
-    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "#%lld", cr[i].r.id);
-    cmp_row("run", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) run_name(&cr[i].r, cells[i], 64);
-    cmp_row("name", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%s", store_status_name(cr[i].r.status));
-    cmp_row("status", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%s", cr[i].r.dataset);
-    cmp_row("dataset", cells, n, lw, cw);
-
-    printf("  -- config%s --\n", all_keys ? "" : " (keys that differ)");
-    size_t shown = 0;
-    for (size_t i = 0; i < n; i++)
-        for (size_t k = 0; k < cr[i].np; k++) {
-            const char *key = cr[i].params[k].key;
-            int seen = 0;
-            for (size_t j = 0; j < i && !seen; j++) seen = cmp_param(&cr[j], key) != NULL;
-            if (seen) continue;
-            int differs = all_keys;
-            for (size_t j = 0; j < n && !differs; j++) {
-                const char *x = cmp_param(&cr[0], key), *y = cmp_param(&cr[j], key);
-                differs = !x || !y ? x != y : strcmp(x, y) != 0;
-            }
-            if (!differs) continue;
-            for (size_t j = 0; j < n; j++) {
-                const char *v = cmp_param(&cr[j], key);
-                snprintf(cells[j], 64, "%.63s", v ? v : "-");
-            }
-            cmp_row(key, cells, n, lw, cw);
-            shown++;
-        }
-    if (!shown) printf("  (all runs share the same config)\n");
-
-    printf("  -- results --\n");
-    char lab[96];
-    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.final_train_loss);
-    cmp_row("final train_loss", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.best_train_loss);
-    cmp_row("best train_loss", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.final_test_loss);
-    cmp_row("final test_loss", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.final_test_acc);
-    cmp_row("final test_acc", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_num(cells[i], 64, cr[i].r.best_test_acc);
-    cmp_row("best test_acc", cells, n, lw, cw);
-    if (strcmp(metric, "train_loss") && strcmp(metric, "test_acc")) {
-        int low = lower_better(metric);
-        for (size_t i = 0; i < n; i++) {
-            double fin = NAN, best = NAN;
-            for (size_t p = 0; p < cr[i].sr.n; p++) {
-                double v = cr[i].sr.value[p];
-                fin = v;
-                if (isfinite(v) && (isnan(best) || (low ? v < best : v > best))) best = v;
-            }
-            char f1[32], f2[32];
-            snprintf(cells[i], 64, "%.28s / %.28s", store_fmt_num(f1, sizeof f1, fin), store_fmt_num(f2, sizeof f2, best));
-        }
-        snprintf(lab, sizeof lab, "%s final/best", metric);
-        cmp_row(lab, cells, n, lw, cw);
-    }
-    for (size_t i = 0; i < n; i++) snprintf(cells[i], 64, "%ld", cr[i].r.steps);
-    cmp_row("steps", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_duration(cells[i], 64, cr[i].r.wall_s);
-    cmp_row("wall time", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_duration(cells[i], 64, cr[i].r.hybrid_s);
-    cmp_row("hybrid time", cells, n, lw, cw);
-    /* Steps/time to target: from the chosen metric with --target, else the stored
-     * experiment target. */
-    if (isfinite(target)) {
-        int low = lower_better(metric);
-        for (int row = 0; row < 2; row++) {
-            for (size_t i = 0; i < n; i++) {
-                const store_series *sr = &cr[i].sr;
-                size_t p = 0;
-                while (p < sr->n && !(isfinite(sr->value[p]) && (low ? sr->value[p] <= target : sr->value[p] >= target))) p++;
-                if (p == sr->n) snprintf(cells[i], 64, "not reached");
-                else if (row == 0) snprintf(cells[i], 64, "%ld", sr->step[p]);
-                else store_fmt_duration(cells[i], 64, xmode == 2 ? sr->hybrid[p] : sr->wall[p]);
-            }
-            snprintf(lab, sizeof lab, "%s to %s%s%g", row ? (xmode == 2 ? "hybrid" : "time") : "steps", metric,
-                     low ? "<=" : ">=", target);
-            cmp_row(lab, cells, n, lw, cw);
-        }
-    } else {
-        for (size_t i = 0; i < n; i++) {
-            const store_run *r = &cr[i].r;
-            if (!isfinite(r->target_loss)) snprintf(cells[i], 64, "-");
-            else if (r->steps_to_target < 0) snprintf(cells[i], 64, "not reached");
-            else {
-                char d[32];
-                snprintf(cells[i], 64, "%ld / %.20s", r->steps_to_target, store_fmt_duration(d, sizeof d, r->wall_to_target));
-            }
-        }
-        cmp_row("steps / time to target", cells, n, lw, cw);
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (isfinite(cr[i].r.samples_per_s)) snprintf(cells[i], 64, "%.0f", cr[i].r.samples_per_s);
-        else snprintf(cells[i], 64, "-");
-    }
-    cmp_row("samples/s", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_bytes(cells[i], 64, (double)cr[i].r.peak_bytes);
-    cmp_row("peak memory (engine)", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) store_fmt_bytes(cells[i], 64, (double)cr[i].r.peak_rss);
-    cmp_row("peak RSS", cells, n, lw, cw);
-    for (size_t i = 0; i < n; i++) {
-        if (cr[i].r.solves >= 0) snprintf(cells[i], 64, "%ld (%ld quantum)", cr[i].r.solves, cr[i].r.quantum_solves);
-        else snprintf(cells[i], 64, "-");
-    }
-    cmp_row("linear solves", cells, n, lw, cw);
-    for (int k = 0; k < 3; k++) {
-        int any = 0;
-        for (size_t i = 0; i < n; i++) {
-            if ((size_t)k >= cr[i].nops) { snprintf(cells[i], 64, k ? "" : "(not profiled)"); continue; }
-            int64_t total = 0;
-            for (size_t j = 0; j < cr[i].nops; j++) total += cr[i].ops[j].self_ns;
-            snprintf(cells[i], 64, "%.18s %.0f%%", cr[i].ops[k].name,
-                     total ? 100.0 * (double)cr[i].ops[k].self_ns / (double)total : 0.0);
-            any = 1;
-        }
-        if (!any && k) break;
-        snprintf(lab, sizeof lab, "top op %d (self %%)", k + 1);
-        cmp_row(lab, cells, n, lw, cw);
-    }
-    free(cells);
+    int tw = term_width(), utf8 = use_utf8(), color = use_color() && !no_color;
+    if (c->common_name[0]) printf("%s: %zu runs\n", c->common_name, c->n);
+    char **lines;
+    size_t nl;
+    if (tui_compare_lines(c, tw - 1, utf8, all_keys, &lines, &nl)) { fprintf(stderr, "nnbench: out of memory\n"); goto out; }
+    for (size_t i = 0; i < nl; i++) printf("%s\n", lines[i]);
+    tui_lines_free(lines, nl);
 
     /* The chart: one line per run, x as asked. */
     tui_series *ser = calloc(n, sizeof *ser);
     double **xs = calloc(n, sizeof *xs);
-    char (*labels)[128] = calloc(n, 128);
-    if (!ser || !xs || !labels) { free(ser); free(xs); free(labels); goto out; }
+    char (*legend)[192] = calloc(n, sizeof *legend);
+    if (!ser || !xs || !legend) { free(ser); free(xs); free(legend); goto out; }
     for (size_t i = 0; i < n; i++) {
-        const store_series *sr = &cr[i].sr;
+        const store_series *sr = &c->metric[i];
         xs[i] = malloc((sr->n ? sr->n : 1) * sizeof **xs);
         for (size_t p = 0; xs[i] && p < sr->n; p++)
             xs[i][p] = xmode == 0 ? (double)sr->step[p] : xmode == 1 ? sr->wall[p] : sr->hybrid[p];
-        char nm[100];
-        run_name(&cr[i].r, nm, sizeof nm);
-        snprintf(labels[i], 128, "#%lld %s", cr[i].r.id, nm);
-        ser[i] = (tui_series){ .label = labels[i], .x = xs[i], .y = sr->value, .n = xs[i] ? sr->n : 0 };
+        tui_compare_legend(c, i, legend[i], sizeof legend[i]);
+        ser[i] = (tui_series){ .label = legend[i], .x = xs[i], .y = sr->value, .n = xs[i] ? sr->n : 0 };
     }
-    char title[160];
-    snprintf(title, sizeof title, "%s against %s", metric, xmode == 0 ? "step" : xmode == 1 ? "wall time (s)" : "hybrid time (s)");
-    tui_chart_opts o = { .width = tw > 160 ? 160 : tw, .height = height, .utf8 = use_utf8(),
-                         .x_label = xmode == 0 ? "step" : xmode == 1 ? "wall s" : "hybrid s",
-                         .y_label = metric, .title = title };
+    static const char *const xname[3] = { "step", "wall time (s)", "hybrid time (s, simulated)" };
+    char title[200], xl[64];
+    snprintf(title, sizeof title, "%s against %s%s%s", metric, xscale == TUI_X_NORM ? "fraction of each run's " : "",
+             xname[xmode], xscale == TUI_X_LOG ? ", log x" : "");
+    snprintf(xl, sizeof xl, "%s%s", xscale == TUI_X_NORM ? "fraction of " : "", xmode == 0 ? "step" : xmode == 1 ? "wall s" : "hybrid s");
+    tui_chart_opts o = { .width = tw > 160 ? 160 : tw, .height = height, .utf8 = utf8, .mono = !color,
+                         .x_scale = xscale, .x_label = xl, .y_label = metric, .title = title };
     tui_canvas cv;
     printf("\n");
     if (tui_chart_draw(ser, n, &o, &cv) == 0) {
-        tui_canvas_print(stdout, &cv, use_color());
+        tui_canvas_print(stdout, &cv, color);
         tui_canvas_free(&cv);
     } else {
         fprintf(stderr, "nnbench compare: the terminal is too small for the chart\n");
@@ -651,16 +506,10 @@ int cmd_compare(int argc, char **argv)
     for (size_t i = 0; i < n; i++) free(xs[i]);
     free(xs);
     free(ser);
-    free(labels);
+    free(legend);
     code = 0;
 out:
-    for (size_t i = 0; cr && i < n; i++) {
-        store_run_clear(&cr[i].r);
-        free(cr[i].params);
-        store_series_free(&cr[i].sr);
-        free(cr[i].ops);
-    }
-    free(cr);
+    store_compare_free(c);
     free(ids);
     free(specs);
     store_close(s);

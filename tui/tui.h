@@ -20,6 +20,9 @@ int tui_text_width(const char *s);
  * (always NUL-terminated); returns the number of cells written. */
 int tui_fit(const char *s, int width, int right, int utf8, char *out, size_t outsz);
 
+/* tui_fit, but a text too long keeps its start and its end ("qnew…brid"). */
+int tui_fit_middle(const char *s, int width, int right, int utf8, char *out, size_t outsz);
+
 typedef struct {
     const char *title;
     int want;     /* natural width: widest cell or title */
@@ -61,6 +64,22 @@ double tui_unix_now(void);
 /* "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
 void tui_fmt_ns(double ns, char *buf, size_t n);
 
+/* ---- the comparison (store_compare) as text, for `compare` and the Compare screen ---- */
+
+/* Widths of the label column and of each run's column for width cells: names get the
+ * room first (the label column gives way before run columns shrink). */
+void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw);
+/* One row: the label, then each run's cell right-aligned, cut with an ellipsis; tail
+ * (may be NULL) appended. */
+void tui_compare_row_text(const store_compare *c, const char *label, char (*cells)[64], int lw, int cw, int utf8,
+                          const char *tail, char *out, size_t cap);
+/* Every row of c as lines, with section headings ("Results", "Time", "Config (keys that
+ * differ)", ...). Free with tui_lines_free. 0 ok, -1 out of memory. */
+int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys, char ***lines, size_t *n);
+void tui_lines_free(char **l, size_t n);
+/* A run's name in chart legends: "#3 adam" (the shared experiment name is in the title). */
+void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n);
+
 /* ---- keys -------------------------------------------------------------------------- */
 
 enum {
@@ -74,11 +93,13 @@ typedef enum {
     TUI_ACT_TAB_PREV, TUI_ACT_MARK, TUI_ACT_COMPARE, TUI_ACT_NEW, TUI_ACT_FILTER,
     TUI_ACT_SORT, TUI_ACT_SORT_ORDER, TUI_ACT_DELETE, TUI_ACT_REFRESH, TUI_ACT_HELP,
     TUI_ACT_QUIT, TUI_ACT_LOG_Y, TUI_ACT_X_AXIS, TUI_ACT_SMOOTH, TUI_ACT_ALL_KEYS,
-    TUI_ACT_METRIC, TUI_ACT_EDIT, TUI_ACT_START, TUI_ACT_STOP,
+    TUI_ACT_METRIC, TUI_ACT_EDIT, TUI_ACT_START, TUI_ACT_STOP, TUI_ACT_X_SCALE, TUI_ACT_CLEAR_MARKS,
+    TUI_ACT_TAB_N, TUI_ACT_REVERT,
 } tui_action;
 
+#define TUI_KEY_CODES 6
 typedef struct {
-    int keys[4];          /* key codes (curses KEY_* or characters); 0 ends the list */
+    int keys[TUI_KEY_CODES]; /* key codes (curses KEY_* or characters); 0 ends the list */
     const char *label;    /* how the help and the docs spell the keys: "j / ↓" */
     const char *label_ascii; /* the same for terminals without UTF-8 (NULL = label) */
     tui_action action;

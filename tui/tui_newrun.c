@@ -13,13 +13,18 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The keys a user most often changes before a run; the rest stay as the file says. */
-static const char *const edit_keys[] = { "train.epochs", "train.lr", "train.batch", "data.n", "profile.enabled" };
+/* The keys a user most often changes before a run, and those that bound it (max_steps);
+ * the rest stay as the file says. Only values the user changed become overrides. */
+static const char *const edit_keys[] = { "train.epochs", "train.max_steps", "train.lr", "train.batch", "data.n",
+                                         "profile.enabled" };
 #define N_EDIT ((int)(sizeof edit_keys / sizeof edit_keys[0]))
 
-enum { F_FILE, F_VARIANT, F_KEYS, F_START = F_KEYS + N_EDIT, F_OPEN, F_N };
+enum { F_FILE, F_VARIANT, F_KEYS, F_START = F_KEYS + N_EDIT, F_OPEN, F_COMPARE, F_N };
 
-static struct {
+/* The form's state lives in its panel (wb_new_panel.st): made the first time New run
+ * opens, kept while the workbench runs (the form remembers the file and the edits),
+ * freed by wb_live_free. nv names it. */
+typedef struct {
     char dir[PATH_MAX];
     char **files;          /* *.ini in dir, sorted */
     size_t n_files;
@@ -31,7 +36,8 @@ static struct {
     char values[N_EDIT][128];
     int edited[N_EDIT];
     int field;
-} nv;
+} new_state;
+#define nv (*(new_state *)wb_new_panel.st)
 
 /* ---- live state (worker side) ------------------------------------------------------ */
 
@@ -144,6 +150,8 @@ static void *worker(void *arg)
     if (st) store_sink = cli_store_sink_get(st);
     eng_sink_tee tee = { .sinks = { &live_sink, &store_sink }, .n = 2 };
     eng_sink sink = eng_sink_tee_make(&tee);
+    int n_ok = 0, n_bad = 0;
+    char last_bad[512] = "";
     for (size_t v = 0; st && v < ex->n_variants; v++) {
         pthread_mutex_lock(&l->mu);
         int stop = l->stop_requested;
@@ -178,6 +186,7 @@ static void *worker(void *arg)
         l->run = NULL;
         l->run_id = id;
         if (!l->first_id) l->first_id = id;
+        if (id && l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = id;
         if (rc == ENG_OK)
             snprintf(result, sizeof result, "run #%lld %s finished: %ld steps in %.1f s, loss %.4g", id, l->label,
                      res->steps, res->wall_s, res->final_train_loss);
@@ -187,7 +196,21 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&l->mu);
         eng_run_destroy(run);
         prof_destroy(prof);
-        if (rc) break;
+        /* As on the CLI: a variant that diverges or fails does not stop the batch; a stop
+         * request does. */
+        if (rc == ENG_OK) n_ok++;
+        else if (rc == ENG_ESTOPPED) break;
+        else {
+            n_bad++;
+            snprintf(last_bad, sizeof last_bad, "%s", result);
+        }
+    }
+    if (ex->n_variants > 1 && (n_ok + n_bad) > 1 && n_bad && rc != ENG_ESTOPPED)
+        snprintf(result, sizeof result, "batch: %d finished, %d not (last: %.400s)", n_ok, n_bad, last_bad);
+    else if (ex->n_variants > 1 && n_ok > 1 && rc == ENG_OK) {
+        char last[512];
+        snprintf(last, sizeof last, "%s", result);
+        snprintf(result, sizeof result, "batch: %d runs finished (c compares them); last: %.400s", n_ok, last);
     }
     if (st) cli_store_sink_close(st);
     eng_experiment_free(ex);
@@ -248,12 +271,12 @@ void wb_live_free(wb_app *a)
     }
     free(l->ops);
     l->ops = NULL;
+    if (!wb_new_panel.st) return;
     for (size_t i = 0; i < nv.n_files; i++) free(nv.files[i]);
     free(nv.files);
-    nv.files = NULL;
-    nv.n_files = 0;
     eng_experiment_free(nv.preview);
-    nv.preview = NULL;
+    free(wb_new_panel.st);
+    wb_new_panel.st = NULL;
 }
 
 void wb_live_summary(wb_app *a, char *buf, size_t n)
@@ -336,25 +359,35 @@ static void load_preview(void)
     for (int i = 0; i < N_EDIT; i++) nv.edited[i] = 0;
 }
 
-static const eng_config *preview_cfg(void)
+/* The file's value of edit key i for the selected variant; with all variants selected,
+ * the value they share, or NULL when they differ. */
+static const char *file_value(int i)
 {
-    if (!nv.preview || !nv.preview->n_variants) return NULL;
-    int v = nv.variant_idx < (int)nv.preview->n_variants ? nv.variant_idx : 0;
-    return &nv.preview->variants[v];
+    if (!nv.preview || !nv.preview->n_variants) return "";
+    size_t from = 0, to = nv.preview->n_variants;
+    if (nv.variant_idx < (int)nv.preview->n_variants) { from = (size_t)nv.variant_idx; to = from + 1; }
+    const char *v = NULL;
+    for (size_t k = from; k < to; k++) {
+        const eng_config *c = &nv.preview->variants[k];
+        const char *w = "";
+        for (size_t j = 0; j < c->n_kv; j++)
+            if (!strcmp(c->kv[j].key, edit_keys[i])) { w = c->kv[j].value; break; }
+        if (v && strcmp(v, w)) return NULL;
+        v = w;
+    }
+    return v ? v : "";
 }
 
 static const char *value_of(int i)
 {
     if (nv.edited[i]) return nv.values[i];
-    const eng_config *c = preview_cfg();
-    if (c)
-        for (size_t k = 0; k < c->n_kv; k++)
-            if (!strcmp(c->kv[k].key, edit_keys[i])) return c->kv[k].value;
-    return "";
+    const char *v = file_value(i);
+    return v ? v : "(differs by variant)";
 }
 
 void wb_open_new(wb_app *a)
 {
+    if (!wb_new_panel.st && !(wb_new_panel.st = calloc(1, sizeof(new_state)))) { wb_message(a, "out of memory"); return; }
     find_samples();
     if (!nv.path[0] && nv.n_files) {
         nv.file_idx = 0;
@@ -368,6 +401,20 @@ void wb_open_new(wb_app *a)
         nv.field = F_FILE;
     }
     wb_push(a, &wb_new_panel);
+}
+
+/* Forgets the previous run's status line, curves and op table (so they do not stand
+ * under an error as if they were its result). */
+static void clear_live(wb_live *l)
+{
+    pthread_mutex_lock(&l->mu);
+    l->finished = 0;
+    l->result[0] = 0;
+    free(l->ops);
+    l->ops = NULL;
+    l->n_ops = 0;
+    for (int i = 0; i < WB_LIVE_N; i++) l->live[i].n = 0;
+    pthread_mutex_unlock(&l->mu);
 }
 
 static void start_run(wb_app *a)
@@ -384,14 +431,20 @@ static void start_run(wb_app *a)
             n++;
         }
     eng_experiment *ex = NULL;
-    if (eng_experiment_load(nv.path, ovp, n, &ex)) { snprintf(nv.error, sizeof nv.error, "%s", eng_error()); return; }
+    if (eng_experiment_load(nv.path, ovp, n, &ex)) {
+        snprintf(nv.error, sizeof nv.error, "%s", eng_error());
+        clear_live(&a->live);
+        return;
+    }
     if (nv.variant_idx < (int)nv.preview->n_variants && nv.preview->variants[nv.variant_idx].variant[0] &&
         eng_experiment_select(ex, nv.preview->variants[nv.variant_idx].variant)) {
         snprintf(nv.error, sizeof nv.error, "%s", eng_error());
         eng_experiment_free(ex);
+        clear_live(&a->live);
         return;
     }
     nv.error[0] = 0;
+    clear_live(&a->live);
     wb_live *l = &a->live;
     pthread_mutex_lock(&l->mu);
     l->ex = ex;
@@ -401,6 +454,7 @@ static void start_run(wb_app *a)
     l->running = 1;
     l->run_id = 0;
     l->first_id = 0;
+    l->n_batch = 0;
     l->step = 0;
     l->total = 0;
     l->loss = NAN;
@@ -457,13 +511,20 @@ static void new_draw(wb_app *a)
     draw_field(a, y++, F_START, "", "[ Start ]", 0);
     wb_live *l = &a->live;
     pthread_mutex_lock(&l->mu);
-    long long last = l->first_id;
+    long long last = l->run_id;
+    pthread_mutex_unlock(&l->mu);
+    pthread_mutex_lock(&l->mu);
+    int n_batch = l->n_batch, done = !l->running;
     pthread_mutex_unlock(&l->mu);
     if (last) {
         snprintf(v, sizeof v, "[ Open run #%lld ]", last);
         draw_field(a, y, F_OPEN, "", v, 0);
     }
     y++;
+    if (n_batch > 1 && done) {
+        snprintf(v, sizeof v, "[ Compare this batch: %d runs ]  (c)", n_batch);
+        draw_field(a, y++, F_COMPARE, "", v, 0);
+    }
     if (nv.error[0]) {
         attron(wb_status_attr(a, STORE_RUN_FAILED));
         wb_text(a, y, 2, a->cols - 4, 0, nv.error);
@@ -538,7 +599,8 @@ static void new_draw(wb_app *a)
                 s[ns].n = cp[idx[i]].n;
                 ns++;
             }
-            tui_chart_opts o = { .width = a->cols - 2, .height = ch, .utf8 = a->utf8, .log_y = a->log_y,
+            tui_chart_opts o = { .width = a->cols - 2, .height = ch, .utf8 = a->utf8, .mono = !a->color,
+                                 .log_y = a->log_y, .x_scale = a->x_scale,
                                  .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
                                  .y_label = "live", .title = "loss / accuracy" };
             tui_canvas c;
@@ -567,7 +629,13 @@ static void new_draw(wb_app *a)
 static int new_key(wb_app *a, tui_action act, int ch)
 {
     (void)ch;
-    int last_field = a->live.first_id ? F_OPEN : F_START;
+    pthread_mutex_lock(&a->live.mu);
+    int n_batch = a->live.n_batch, done = !a->live.running;
+    long long batch[WB_MAX_COMPARE];
+    memcpy(batch, a->live.batch, sizeof batch);
+    pthread_mutex_unlock(&a->live.mu);
+    int can_compare = n_batch > 1 && done;
+    int last_field = can_compare ? F_COMPARE : a->live.first_id ? F_OPEN : F_START;
     switch (act) {
     case TUI_ACT_UP: if (nv.field > 0) nv.field--; return 1;
     case TUI_ACT_DOWN: if (nv.field < last_field) nv.field++; return 1;
@@ -604,9 +672,16 @@ static int new_key(wb_app *a, tui_action act, int ch)
         } else if (nv.field >= F_KEYS && nv.field < F_START) {
             int i = nv.field - F_KEYS;
             char buf[128], label[96];
-            snprintf(buf, sizeof buf, "%s", value_of(i));
+            const char *fv = file_value(i);
+            snprintf(buf, sizeof buf, "%s", nv.edited[i] ? nv.values[i] : fv ? fv : "");
             snprintf(label, sizeof label, "%s = ", edit_keys[i]);
             if (wb_prompt(a, label, buf, sizeof buf, NULL)) {
+                /* The file's own value is no override: variants keep theirs. */
+                if (fv && !strcmp(buf, fv)) {
+                    nv.edited[i] = 0;
+                    nv.error[0] = 0;
+                    return 1;
+                }
                 snprintf(nv.values[i], sizeof nv.values[i], "%s", buf);
                 nv.edited[i] = 1;
                 /* Validate now, with the file's own error message. */
@@ -619,7 +694,20 @@ static int new_key(wb_app *a, tui_action act, int ch)
                 eng_experiment_free(ex);
             }
         } else if (nv.field == F_START) start_run(a);
-        else if (nv.field == F_OPEN && a->live.first_id) wb_open_run(a, a->live.first_id);
+        else if (nv.field == F_OPEN && a->live.run_id) wb_open_run(a, a->live.run_id);
+        else if (nv.field == F_COMPARE && can_compare) wb_open_compare_ids(a, batch, n_batch);
+        return 1;
+    case TUI_ACT_COMPARE:
+        if (can_compare) wb_open_compare_ids(a, batch, n_batch);
+        else if (n_batch > 1) wb_message(a, "the batch is still running");
+        else wb_message(a, "start all variants first (Variant: all), then c compares the batch");
+        return 1;
+    case TUI_ACT_REVERT:
+        if (nv.field >= F_KEYS && nv.field < F_START && nv.edited[nv.field - F_KEYS]) {
+            nv.edited[nv.field - F_KEYS] = 0;
+            nv.error[0] = 0;
+            wb_message(a, "%s: back to the file's value", edit_keys[nv.field - F_KEYS]);
+        }
         return 1;
     case TUI_ACT_STOP:
         if (!wb_live_running(a)) wb_message(a, "no run in progress");
@@ -630,6 +718,7 @@ static int new_key(wb_app *a, tui_action act, int ch)
     switch (act) {
     case TUI_ACT_LOG_Y: a->log_y = !a->log_y; return 1;
     case TUI_ACT_X_AXIS: a->x_axis = (a->x_axis + 1) % 3; return 1;
+    case TUI_ACT_X_SCALE: a->x_scale = (a->x_scale + 1) % TUI_X_N_SCALES; return 1;
     case TUI_ACT_SMOOTH: a->smooth_idx = (a->smooth_idx + 1) % 3; return 1;
     default: return 0;
     }

@@ -44,7 +44,7 @@ static void chart_at(wb_app *a, int y, int x, int w, int h, const tui_series *s,
                      const char *title, const char *ylab, int log_y)
 {
     tui_chart_opts o = {
-        .width = w, .height = h, .utf8 = a->utf8, .log_y = log_y,
+        .width = w, .height = h, .utf8 = a->utf8, .mono = !a->color, .log_y = log_y, .x_scale = a->x_scale,
         .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
         .y_label = ylab, .title = title,
     };
@@ -59,7 +59,9 @@ static void chart_at(wb_app *a, int y, int x, int w, int h, const tui_series *s,
 
 static void toggles_text(wb_app *a, char *b, size_t n)
 {
-    snprintf(b, n, "x: %s  y: %s  smoothing: %s", wb_x_names[a->x_axis], a->log_y ? "log" : "linear",
+    snprintf(b, n, "x: %s%s  y: %s  smoothing: %s", wb_x_names[a->x_axis],
+             a->x_scale == TUI_X_LOG ? " (log)" : a->x_scale == TUI_X_NORM ? " (normalised per run)" : "",
+             a->log_y ? "log" : "linear",
              a->smooth_idx ? (a->smooth_idx == 1 ? "0.6" : "0.9") : "off");
 }
 
@@ -68,6 +70,7 @@ static int chart_toggle(wb_app *a, tui_action act)
     switch (act) {
     case TUI_ACT_LOG_Y: a->log_y = !a->log_y; return 1;
     case TUI_ACT_X_AXIS: a->x_axis = (a->x_axis + 1) % 3; return 1;
+    case TUI_ACT_X_SCALE: a->x_scale = (a->x_scale + 1) % TUI_X_N_SCALES; return 1;
     case TUI_ACT_SMOOTH: a->smooth_idx = (a->smooth_idx + 1) % 3; return 1;
     default: return 0;
     }
@@ -78,7 +81,9 @@ static int chart_toggle(wb_app *a, tui_action act)
 enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_N };
 static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System" };
 
-static struct {
+/* The Run screen's state lives in its panel (wb_run_panel.st), made when the screen opens
+ * and freed when it is left; rv names it. */
+typedef struct {
     long long id;
     int have;
     store_run run;
@@ -92,8 +97,10 @@ static struct {
     char **cfg, **sys;       /* text of the Config and System tabs */
     size_t n_cfg, n_sys;
     int tab, scroll;
+    int page;                /* rows of the scrolling part, as last drawn */
     int op_sort, op_desc;
-} rv;
+} run_state;
+#define rv (*(run_state *)wb_run_panel.st)
 
 static void lines_free(char ***l, size_t *n)
 {
@@ -199,11 +206,12 @@ static void run_load(wb_app *a)
 
 void wb_open_run(wb_app *a, long long id)
 {
+    if (!wb_run_panel.st && !(wb_run_panel.st = calloc(1, sizeof(run_state)))) { wb_message(a, "out of memory"); return; }
     if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; }
     rv.id = id;
     a->open_id = id;
     run_load(a);
-    if (!rv.have) return;
+    if (!rv.have) { run_unload(); free(wb_run_panel.st); wb_run_panel.st = NULL; return; }
     wb_push(a, &wb_run_panel);
 }
 
@@ -355,6 +363,7 @@ static void draw_profile(wb_app *a, int y0, int y1)
     for (int c = 0; c < vis; c++) { wb_text(a, y0 + 1, x, w[c], cols[c].right, cols[c].title); x += w[c] + 1; }
     attroff(A_BOLD | A_UNDERLINE);
     int page = y1 - y0 - 1;
+    rv.page = page;
     if (rv.scroll > (int)rv.n_ops - page) rv.scroll = (int)rv.n_ops - page;
     if (rv.scroll < 0) rv.scroll = 0;
     for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ops; r++) {
@@ -398,27 +407,25 @@ static void draw_solver(wb_app *a, int y0, int y1)
         wb_text(a, y0 + 1, 2, a->cols - 4, 0, b);
         return;
     }
-    size_t nq = 0;
-    double pc = 0, pq = 0, mc = 0, sq = 0;
     double *xs = malloc(rv.n_ev * sizeof *xs), *ks = malloc(rv.n_ev * sizeof *ks), *kl = malloc(rv.n_ev * sizeof *kl);
     if (!xs || !ks || !kl) { free(xs); free(ks); free(kl); return; }
     for (size_t i = 0; i < rv.n_ev; i++) {
         const store_solver_event *e = &rv.ev[i];
-        nq += e->route == 1;
-        pc += e->pred_classical_ns; pq += e->pred_quantum_ns;
-        mc += e->measured_classical_ns; sq += e->simulated_quantum_ns;
         xs[i] = (double)e->step;
         ks[i] = e->kappa_used;
         kl[i] = e->kappa_lapack;
     }
-    char l[512], b1[32], b2[32], b3[32], b4[32];
-    tui_fmt_ns(pc, b1, sizeof b1); tui_fmt_ns(pq, b2, sizeof b2); tui_fmt_ns(mc, b3, sizeof b3); tui_fmt_ns(sq, b4, sizeof b4);
-    snprintf(l, sizeof l, "%zu solves, %zu routed quantum (%.0f%%)   predicted classical %s / quantum %s   measured classical %s   simulated quantum %s",
-             rv.n_ev, nq, 100.0 * (double)nq / (double)rv.n_ev, b1, b2, b3, b4);
-    wb_text(a, y0, 1, a->cols - 2, 0, l);
-    snprintf(l, sizeof l, "clock: wall %.3f s, hybrid %.3f s   kappa first %.3g, last %.3g", rv.run.wall_s, rv.run.hybrid_s,
-             rv.run.kappa_first, rv.run.kappa_last);
+    /* The words of `show` and the reports (store_solver_summary_lines). */
+    store_solver_summary sum;
+    char sl[3][256], l[512], b1[32], b2[32], b3[32], b4[32];
+    store_solver_summarize(rv.ev, rv.n_ev, &sum);
+    store_solver_summary_lines(&sum, sl);
+    wb_text(a, y0, 1, a->cols - 2, 0, sl[0]);
+    snprintf(l, sizeof l, "%s; wall %s, (sim) hybrid %s", sl[1], store_fmt_duration(b1, sizeof b1, rv.run.wall_s),
+             store_fmt_duration(b2, sizeof b2, rv.run.hybrid_s));
     wb_text(a, y0 + 1, 1, a->cols - 2, 0, l);
+    y0++;
+    wb_text(a, y0 + 1, 1, a->cols - 2, 0, sl[2]);
     int h = (y1 - y0 - 1) / 2;
     if (h < 8) h = 8;
     tui_series s[2] = { { "kappa used", xs, ks, rv.n_ev }, { "kappa LAPACK", xs, kl, rv.n_ev } };
@@ -433,6 +440,7 @@ static void draw_solver(wb_app *a, int y0, int y1)
     wb_text(a, ty, 1, a->cols - 2, 0, l);
     attroff(A_BOLD | A_UNDERLINE);
     int page = y1 - ty;
+    rv.page = page;
     if (rv.scroll > (int)rv.n_ev - page) rv.scroll = (int)rv.n_ev - page;
     if (rv.scroll < 0) rv.scroll = 0;
     for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ev; r++) {
@@ -455,16 +463,20 @@ static void run_draw(wb_app *a)
     case TAB_CURVES: draw_curves(a, y0, y1); break;
     case TAB_PROFILE: draw_profile(a, y0, y1); break;
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
-    case TAB_CONFIG: wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
-    case TAB_SYSTEM: wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
+    case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
+    case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
     }
 }
 
 static int run_key(wb_app *a, tui_action act, int ch)
 {
-    (void)ch;
-    int page = a->rows - 5;
+    /* The page of the tab as drawn: End/G then shows the last row (the Solver tab's table
+     * sits under its chart, so its page is shorter than the screen). */
+    int page = rv.page > 0 ? rv.page : a->rows - 5;
     switch (act) {
+    case TUI_ACT_TAB_N:
+        if (ch >= '1' && ch < '1' + TAB_N) { rv.tab = ch - '1'; rv.scroll = 0; rv.page = 0; }
+        return 1;
     case TUI_ACT_TAB_NEXT: rv.tab = (rv.tab + 1) % TAB_N; rv.scroll = 0; return 1;
     case TUI_ACT_TAB_PREV: rv.tab = (rv.tab + TAB_N - 1) % TAB_N; rv.scroll = 0; return 1;
     case TUI_ACT_REFRESH: run_load(a); wb_message(a, "reloaded run #%lld", rv.id); return 1;
@@ -500,247 +512,181 @@ static void run_leave(wb_app *a)
 {
     (void)a;
     run_unload();
+    free(wb_run_panel.st);
+    wb_run_panel.st = NULL;
 }
 
 wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
                           .leave = run_leave, .reload = run_reload };
 
-/* ---- Compare screen ---------------------------------------------------------------- */
+/* ---- Compare screen: store_compare rendered as the CLI renders it ------------------- */
 
-static struct {
+typedef struct {
+    long long ids[WB_MAX_COMPARE];
     int n;
-    store_run run[6];
-    wb_metric m[6][4];
-    store_kv *kv[6];
-    size_t n_kv[6];
-    store_op_row *ops[6];
-    size_t n_ops[6];
+    store_compare *c;
+    double *xstep[WB_MAX_COMPARE];  /* step as double, per run, for the chart */
     int metric;              /* index into metric_keys */
     int all_keys;
     int scroll;
     char **lines;
     size_t n_lines;
-} cv;
+} cmp_state;
 
-static void cmp_unload(void)
-{
-    for (int i = 0; i < cv.n; i++) {
-        store_run_clear(&cv.run[i]);
-        for (int k = 0; k < 4; k++) metric_free(&cv.m[i][k]);
-        free(cv.kv[i]); cv.kv[i] = NULL; cv.n_kv[i] = 0;
-        free(cv.ops[i]); cv.ops[i] = NULL; cv.n_ops[i] = 0;
-    }
-    lines_free(&cv.lines, &cv.n_lines);
-    cv.n = 0;
-}
+#define CV ((cmp_state *)wb_compare_panel.st)
 
-static const char *kv_find(store_kv *kv, size_t n, const char *key)
+static void cmp_unload(cmp_state *cv)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(kv[i].key, key)) return kv[i].value;
-    return NULL;
+    for (int i = 0; i < WB_MAX_COMPARE; i++) { free(cv->xstep[i]); cv->xstep[i] = NULL; }
+    store_compare_free(cv->c);
+    cv->c = NULL;
+    tui_lines_free(cv->lines, cv->n_lines);
+    cv->lines = NULL;
+    cv->n_lines = 0;
 }
 
 /* The side-by-side table as text lines (rebuilt on load, toggles and resize). */
-static void cmp_build_lines(wb_app *a)
+static void cmp_build_lines(wb_app *a, cmp_state *cv)
 {
-    lines_free(&cv.lines, &cv.n_lines);
-    int lw = 22, cw = (a->cols - 3 - lw) / (cv.n ? cv.n : 1);
-    if (cw > 24) cw = 24;
-    if (cw < 6) cw = 6;
-    char row[2048], cell[256], fit[512];
-#define ROW_BEGIN(label) do { tui_fit(label, lw, 0, a->utf8, fit, sizeof fit); snprintf(row, sizeof row, "%s", fit); } while (0)
-#define ROW_CELL(s) do { tui_fit(s, cw - 1, 1, a->utf8, fit, sizeof fit); size_t L_ = strlen(row); snprintf(row + L_, sizeof row - L_, " %s", fit); } while (0)
-    ROW_BEGIN("run");
-    for (int i = 0; i < cv.n; i++) { snprintf(cell, sizeof cell, "#%lld", cv.run[i].id); ROW_CELL(cell); }
-    lines_add(&cv.lines, &cv.n_lines, "%s", row);
-    ROW_BEGIN("name");
-    for (int i = 0; i < cv.n; i++) { tui_run_cell(&cv.run[i], TUI_RC_NAME, 0, cell, sizeof cell); ROW_CELL(cell); }
-    lines_add(&cv.lines, &cv.n_lines, "%s", row);
-    struct { const char *label; int kind; } mrows[] = {
-        { "status", 0 }, { "final train loss", 1 }, { "best train loss", 2 }, { "final test loss", 3 },
-        { "final test acc", 4 }, { "best test acc", 5 }, { "steps", 6 }, { "duration", 7 },
-        { "hybrid time", 8 }, { "samples/s", 9 }, { "target loss", 10 }, { "steps to target", 11 },
-        { "time to target", 12 }, { "peak memory", 13 }, { "solves (quantum)", 14 },
-    };
-    lines_add(&cv.lines, &cv.n_lines, "%s", "");
-    lines_add(&cv.lines, &cv.n_lines, "Metrics");
-    for (size_t k = 0; k < sizeof mrows / sizeof mrows[0]; k++) {
-        ROW_BEGIN(mrows[k].label);
-        for (int i = 0; i < cv.n; i++) {
-            const store_run *r = &cv.run[i];
-            double v = NAN;
-            cell[0] = 0;
-            switch (mrows[k].kind) {
-            case 0: snprintf(cell, sizeof cell, "%s", store_status_name(r->status)); break;
-            case 1: v = r->final_train_loss; break;
-            case 2: v = r->best_train_loss; break;
-            case 3: v = r->final_test_loss; break;
-            case 4: v = r->final_test_acc; break;
-            case 5: v = r->best_test_acc; break;
-            case 6: snprintf(cell, sizeof cell, "%ld", r->steps); break;
-            case 7: store_fmt_duration(cell, sizeof cell, tui_run_duration(r, tui_unix_now())); break;
-            case 8: store_fmt_duration(cell, sizeof cell, r->hybrid_s); break;
-            case 9: if (isfinite(r->samples_per_s)) snprintf(cell, sizeof cell, "%.0f", r->samples_per_s); break;
-            case 10: v = r->target_loss; break;
-            case 11: if (r->steps_to_target >= 0) snprintf(cell, sizeof cell, "%ld", r->steps_to_target); else snprintf(cell, sizeof cell, "-"); break;
-            case 12: if (r->steps_to_target >= 0) store_fmt_duration(cell, sizeof cell, r->wall_to_target); else snprintf(cell, sizeof cell, "-"); break;
-            case 13: store_fmt_bytes(cell, sizeof cell, r->peak_bytes >= 0 ? (double)r->peak_bytes : NAN); break;
-            case 14: if (r->solves > 0) snprintf(cell, sizeof cell, "%ld (%ld)", r->solves, r->quantum_solves); else snprintf(cell, sizeof cell, "-"); break;
-            }
-            if (!cell[0]) { if (isfinite(v)) snprintf(cell, sizeof cell, "%.4g", v); else snprintf(cell, sizeof cell, "-"); }
-            ROW_CELL(cell);
-        }
-        lines_add(&cv.lines, &cv.n_lines, "%s", row);
-    }
-    lines_add(&cv.lines, &cv.n_lines, "%s", "");
-    lines_add(&cv.lines, &cv.n_lines, "Config (%s; a toggles)", cv.all_keys ? "all keys" : "only keys that differ");
-    /* Keys: union of every run's keys, in the order of the first run that has them. */
-    int shown = 0;
-    for (int i = 0; i < cv.n; i++)
-        for (size_t k = 0; k < cv.n_kv[i]; k++) {
-            const char *key = cv.kv[i][k].key;
-            int seen = 0;
-            for (int j = 0; j < i && !seen; j++) seen = kv_find(cv.kv[j], cv.n_kv[j], key) != NULL;
-            if (seen) continue;
-            int differ = 0;
-            const char *v0 = kv_find(cv.kv[0], cv.n_kv[0], key);
-            for (int j = 1; j < cv.n; j++) {
-                const char *vj = kv_find(cv.kv[j], cv.n_kv[j], key);
-                if (!v0 || !vj || strcmp(v0, vj)) differ = 1;
-            }
-            if (!differ && !cv.all_keys) continue;
-            ROW_BEGIN(key);
-            for (int j = 0; j < cv.n; j++) {
-                const char *vj = kv_find(cv.kv[j], cv.n_kv[j], key);
-                ROW_CELL(vj ? vj : "-");
-            }
-            lines_add(&cv.lines, &cv.n_lines, "%s%s", row, differ && cv.all_keys ? "  *" : "");
-            shown++;
-        }
-    if (!shown) lines_add(&cv.lines, &cv.n_lines, "  (no differing keys)");
-    lines_add(&cv.lines, &cv.n_lines, "%s", "");
-    lines_add(&cv.lines, &cv.n_lines, "Top ops by self time");
-    for (int k = 0; k < 3; k++) {
-        char lab[32];
-        snprintf(lab, sizeof lab, "  #%d", k + 1);
-        ROW_BEGIN(lab);
-        int any = 0;
-        for (int i = 0; i < cv.n; i++) {
-            if ((size_t)k < cv.n_ops[i]) {
-                char t[32];
-                tui_fmt_ns((double)cv.ops[i][k].self_ns, t, sizeof t);
-                snprintf(cell, sizeof cell, "%s %s", cv.ops[i][k].name, t);
-                any = 1;
-            } else snprintf(cell, sizeof cell, "-");
-            ROW_CELL(cell);
-        }
-        if (any || k == 0) lines_add(&cv.lines, &cv.n_lines, "%s", any ? row : "  (no run was profiled)");
-    }
-#undef ROW_BEGIN
-#undef ROW_CELL
+    tui_lines_free(cv->lines, cv->n_lines);
+    cv->lines = NULL;
+    cv->n_lines = 0;
+    if (cv->c && tui_compare_lines(cv->c, a->cols - 2, a->utf8, cv->all_keys, &cv->lines, &cv->n_lines))
+        wb_message(a, "out of memory");
 }
 
-static void cmp_load(wb_app *a, const long long *ids, int n)
+static int cmp_load(wb_app *a, cmp_state *cv)
 {
-    cmp_unload();
-    for (int i = 0; i < n; i++) {
-        store_run_init(&cv.run[cv.n]);
-        if (store_run_get(a->db, ids[i], &cv.run[cv.n])) continue;
-        for (int k = 0; k < 4; k++) metric_load(a->db, ids[i], metric_keys[k], &cv.m[cv.n][k]);
-        if (store_params_get(a->db, ids[i], &cv.kv[cv.n], &cv.n_kv[cv.n])) { cv.kv[cv.n] = NULL; cv.n_kv[cv.n] = 0; }
-        if (store_op_stats_get(a->db, ids[i], 0, &cv.ops[cv.n], &cv.n_ops[cv.n])) { cv.ops[cv.n] = NULL; cv.n_ops[cv.n] = 0; }
-        cv.n++;
+    cmp_unload(cv);
+    /* Runs deleted meanwhile drop out. */
+    int m = 0;
+    for (int i = 0; i < cv->n; i++) {
+        store_run r;
+        if (store_run_get(a->db, cv->ids[i], &r)) continue;
+        store_run_clear(&r);
+        cv->ids[m++] = cv->ids[i];
     }
-    cmp_build_lines(a);
+    cv->n = m;
+    if (!m) return -1;
+    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = metric_keys[cv->metric], .target = NAN };
+    if (store_compare_load(a->db, cv->ids, (size_t)m, &o, &cv->c)) {
+        wb_message(a, "compare: %s", store_error());
+        return -1;
+    }
+    for (int i = 0; i < m; i++) {
+        const store_series *sr = &cv->c->metric[i];
+        cv->xstep[i] = malloc((sr->n ? sr->n : 1) * sizeof(double));
+        for (size_t k = 0; cv->xstep[i] && k < sr->n; k++) cv->xstep[i][k] = (double)sr->step[k];
+    }
+    cmp_build_lines(a, cv);
+    return 0;
 }
 
-void wb_open_compare(wb_app *a)
+void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
 {
-    cv.scroll = 0;
-    cmp_load(a, a->marked, a->n_marked);
-    if (cv.n < 2) { wb_message(a, "the marked runs are gone"); cmp_unload(); return; }
+    if (n < 2) { wb_message(a, "compare needs 2 runs or more"); return; }
+    cmp_state *cv = calloc(1, sizeof *cv);
+    if (!cv) { wb_message(a, "out of memory"); return; }
+    if (n > WB_MAX_COMPARE) n = WB_MAX_COMPARE;
+    memcpy(cv->ids, ids, (size_t)n * sizeof *ids);
+    cv->n = n;
+    if (cmp_load(a, cv) || cv->n < 2) {
+        if (!a->msg[0]) wb_message(a, "the runs to compare are gone");
+        cmp_unload(cv);
+        free(cv);
+        return;
+    }
+    if (wb_compare_panel.st) { cmp_unload(CV); free(CV); }
+    wb_compare_panel.st = cv;
     wb_push(a, &wb_compare_panel);
 }
 
+void wb_open_compare(wb_app *a) { wb_open_compare_ids(a, a->marked, a->n_marked); }
+
 static void cmp_draw(wb_app *a)
 {
-    char t[256], tg[128];
+    cmp_state *cv = CV;
+    store_compare *c = cv->c;
+    char t[512], tg[160];
     toggles_text(a, tg, sizeof tg);
-    snprintf(t, sizeof t, "%d runs   metric: %s (v)   %s", cv.n, metric_keys[cv.metric], tg);
+    snprintf(t, sizeof t, "%s%s%d runs   metric: %s (v)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
+             metric_keys[cv->metric], tg);
     attron(A_DIM);
     wb_text(a, 1, 1, a->cols - 2, 0, t);
     attroff(A_DIM);
     int h = (a->rows - 4) / 2;
     if (h < 9) h = 9;
-    tui_series s[6];
-    char labels[6][96];
-    size_t ns = 0;
-    for (int i = 0; i < cv.n; i++) {
-        wb_metric *m = &cv.m[i][cv.metric];
-        char nm[80];
-        tui_run_cell(&cv.run[i], TUI_RC_NAME, 0, nm, sizeof nm);
-        snprintf(labels[i], sizeof labels[i], "#%lld %s", cv.run[i].id, nm);
+    tui_series s[WB_MAX_COMPARE];
+    char labels[WB_MAX_COMPARE][192];
+    for (int i = 0; i < cv->n; i++) {
+        const store_series *sr = &c->metric[i];
+        tui_compare_legend(c, (size_t)i, labels[i], sizeof labels[i]);
         /* Keep series index = run index so colours match the table's header. */
-        s[ns].label = labels[i];
-        s[ns].x = m->s.n ? wb_pick_x(a->x_axis, m->xstep, m->s.wall, m->s.hybrid) : NULL;
-        s[ns].y = m->s.value;
-        s[ns].n = m->s.n;
-        ns++;
+        s[i].label = labels[i];
+        s[i].x = sr->n && cv->xstep[i] ? wb_pick_x(a->x_axis, cv->xstep[i], sr->wall, sr->hybrid) : NULL;
+        s[i].y = sr->value;
+        s[i].n = s[i].x ? sr->n : 0;
     }
-    chart_at(a, 2, 1, a->cols - 2, h, s, ns, metric_keys[cv.metric], metric_keys[cv.metric], a->log_y && cv.metric < 2);
+    chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, metric_keys[cv->metric], metric_keys[cv->metric],
+             a->log_y && cv->metric < 2);
     int ty = 2 + h;
     /* Table header row in series colours, then the scrolling body. */
-    if (cv.n_lines > 0) {
-        int lw = 22, cw = (a->cols - 3 - lw) / cv.n;
-        if (cw > 24) cw = 24;
-        if (cw < 6) cw = 6;
+    if (cv->n_lines > 0) {
+        int lw, cw;
+        tui_compare_widths(c, a->cols - 2, &lw, &cw);
         attron(A_BOLD);
         wb_text(a, ty, 1, lw, 0, "run");
-        for (int i = 0; i < cv.n; i++) {
+        for (int i = 0; i < cv->n; i++) {
             char b[32];
-            snprintf(b, sizeof b, "#%lld", cv.run[i].id);
+            snprintf(b, sizeof b, "#%lld", c->runs[i].id);
             attron(wb_series_attr(a, i));
             wb_text(a, ty, 1 + lw + i * cw + 1, cw - 1, 1, b);
             attroff(wb_series_attr(a, i));
         }
         attroff(A_BOLD);
-        wb_draw_lines(a, cv.lines + 1, cv.n_lines - 1, ty + 1, a->rows - 2, &cv.scroll);
+        wb_draw_lines(a, cv->lines + 1, cv->n_lines - 1, ty + 1, a->rows - 2, &cv->scroll);
     }
 }
 
 static int cmp_key(wb_app *a, tui_action act, int ch)
 {
     (void)ch;
+    cmp_state *cv = CV;
     switch (act) {
-    case TUI_ACT_METRIC: cv.metric = (cv.metric + 1) % 4; return 1;
-    case TUI_ACT_ALL_KEYS: cv.all_keys = !cv.all_keys; cmp_build_lines(a); return 1;
-    case TUI_ACT_REFRESH: {
-        long long ids[6];
-        for (int i = 0; i < cv.n; i++) ids[i] = cv.run[i].id;
-        cmp_load(a, ids, cv.n);
+    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % 4; cmp_load(a, cv); return 1;
+    case TUI_ACT_ALL_KEYS:
+        cv->all_keys = !cv->all_keys;
+        if (cv->c) {
+            store_cmp_opts o = { .all_keys = cv->all_keys, .metric = metric_keys[cv->metric], .target = NAN };
+            store_compare_rows(cv->c, &o);
+        }
+        cmp_build_lines(a, cv);
         return 1;
-    }
+    case TUI_ACT_REFRESH: cmp_load(a, cv); return 1;
     default: break;
     }
     if (chart_toggle(a, act)) return 1;
-    return wb_scroll_key(act, &cv.scroll, (int)cv.n_lines - 1, (a->rows - 4) / 2 - 1);
+    return wb_scroll_key(act, &cv->scroll, (int)cv->n_lines - 1, (a->rows - 4) / 2 - 1);
 }
 
-static void cmp_resize(wb_app *a) { if (cv.n) cmp_build_lines(a); }
+static void cmp_resize(wb_app *a) { if (CV && CV->c) cmp_build_lines(a, CV); }
 
 static void cmp_reload(wb_app *a)
 {
+    cmp_state *cv = CV;
     int running = 0;
-    for (int i = 0; i < cv.n; i++) running |= cv.run[i].status == STORE_RUN_RUNNING;
-    if (!running) return;
-    long long ids[6];
-    int n = cv.n;
-    for (int i = 0; i < n; i++) ids[i] = cv.run[i].id;
-    cmp_load(a, ids, n);
+    for (int i = 0; cv->c && i < cv->n; i++) running |= cv->c->runs[i].status == STORE_RUN_RUNNING;
+    if (running) cmp_load(a, cv);
 }
 
-static void cmp_leave(wb_app *a) { (void)a; cmp_unload(); }
+static void cmp_leave(wb_app *a)
+{
+    (void)a;
+    if (!CV) return;
+    cmp_unload(CV);
+    free(CV);
+    wb_compare_panel.st = NULL;
+}
 
 wb_panel wb_compare_panel = { .title = "Compare", .screen = TUI_SCR_COMPARE, .draw = cmp_draw, .key = cmp_key,
                               .resize = cmp_resize, .leave = cmp_leave, .reload = cmp_reload };

@@ -57,6 +57,27 @@ int tui_fit(const char *s, int width, int right, int utf8, char *out, size_t out
     return width;
 }
 
+int tui_fit_middle(const char *s, int width, int right, int utf8, char *out, size_t outsz)
+{
+    int tw = tui_text_width(s);
+    if (tw <= width || width < 5) return tui_fit(s, width, right, utf8, out, outsz);
+    int tail = (width - 1) / 2, head = width - 1 - tail;
+    char b[1024];
+    size_t o = 0;
+    const char *p = s;
+    for (int i = 0; i < head && o + 4 < sizeof b; i++) {
+        size_t l = utf8_len((const unsigned char *)p);
+        memcpy(b + o, p, l);
+        o += l; p += l;
+    }
+    if (utf8) { memcpy(b + o, "\xe2\x80\xa6", 3); o += 3; }
+    else b[o++] = '~';
+    p = s;
+    for (int i = 0; i < tw - tail; i++) p += utf8_len((const unsigned char *)p);
+    snprintf(b + o, sizeof b - o, "%s", p);
+    return tui_fit(b, width, right, utf8, out, outsz);
+}
+
 int tui_table_layout(const tui_col *c, int n, int width, int gap, int *w)
 {
     if (n <= 0) return 0;
@@ -154,10 +175,12 @@ void tui_run_cell(const store_run *r, tui_run_col c, double now, char *b, size_t
     }
 }
 
-/* qsort is not stable and has no context argument: sort an index with the column in a
- * static (the workbench sorts on one thread). */
-static tui_run_col sort_col;
-static int sort_desc;
+/* The sort order, handed to qsort_r. */
+typedef struct {
+    tui_run_col col;
+    int desc;
+    double now;
+} run_sort;
 
 static int cmp_num(double a, double b, int desc)
 {
@@ -174,42 +197,38 @@ static int cmp_str(const char *a, const char *b, int desc)
     return desc ? -c : c;
 }
 
-static int cmp_runs(const void *pa, const void *pb)
+static int cmp_runs(const void *pa, const void *pb, void *ctx)
 {
     const store_run *a = pa, *b = pb;
+    const run_sort *o = ctx;
     int c = 0;
     char x[256], y[256];
-    switch (sort_col) {
+    switch (o->col) {
     case TUI_RC_ID: break;
     case TUI_RC_NAME:
         tui_run_cell(a, TUI_RC_NAME, 0, x, sizeof x);
         tui_run_cell(b, TUI_RC_NAME, 0, y, sizeof y);
-        c = cmp_str(x, y, sort_desc);
+        c = cmp_str(x, y, o->desc);
         break;
-    case TUI_RC_STATUS: c = cmp_str(store_status_name(a->status), store_status_name(b->status), sort_desc); break;
-    case TUI_RC_OPT: c = cmp_str(a->optimizer, b->optimizer, sort_desc); break;
-    case TUI_RC_DATA: c = cmp_str(a->dataset, b->dataset, sort_desc); break;
-    case TUI_RC_LOSS: c = cmp_num(a->final_train_loss, b->final_train_loss, sort_desc); break;
-    case TUI_RC_ACC: c = cmp_num(a->best_test_acc, b->best_test_acc, sort_desc); break;
-    case TUI_RC_DURATION: {
-        double now = tui_unix_now();
-        c = cmp_num(tui_run_duration(a, now), tui_run_duration(b, now), sort_desc);
-        break;
-    }
-    case TUI_RC_STARTED: c = cmp_num(a->started, b->started, sort_desc); break;
+    case TUI_RC_STATUS: c = cmp_str(store_status_name(a->status), store_status_name(b->status), o->desc); break;
+    case TUI_RC_OPT: c = cmp_str(a->optimizer, b->optimizer, o->desc); break;
+    case TUI_RC_DATA: c = cmp_str(a->dataset, b->dataset, o->desc); break;
+    case TUI_RC_LOSS: c = cmp_num(a->final_train_loss, b->final_train_loss, o->desc); break;
+    case TUI_RC_ACC: c = cmp_num(a->best_test_acc, b->best_test_acc, o->desc); break;
+    case TUI_RC_DURATION: c = cmp_num(tui_run_duration(a, o->now), tui_run_duration(b, o->now), o->desc); break;
+    case TUI_RC_STARTED: c = cmp_num(a->started, b->started, o->desc); break;
     default: break;
     }
     if (c) return c;
-    if (a->id != b->id) return (a->id < b->id ? -1 : 1) * (sort_col == TUI_RC_ID && sort_desc ? -1 : 1);
+    if (a->id != b->id) return (a->id < b->id ? -1 : 1) * (o->col == TUI_RC_ID && o->desc ? -1 : 1);
     return 0;
 }
 
 void tui_runs_sort(store_run *runs, size_t n, tui_run_col col, int desc)
 {
-    sort_col = col;
-    sort_desc = desc;
+    run_sort o = { col, desc, tui_unix_now() };
     /* Ties fall back to the id, which is unique, so the order is total and stable. */
-    qsort(runs, n, sizeof *runs, cmp_runs);
+    qsort_r(runs, n, sizeof *runs, cmp_runs, &o);
 }
 
 static int has_ci(const char *hay, const char *needle)
@@ -267,4 +286,104 @@ size_t tui_runs_filter(store_run *runs, size_t n, const char *filter)
             m++;
         }
     return m;
+}
+
+/* ---- the comparison as text --------------------------------------------------------- */
+
+static int lines_push(char ***l, size_t *n, const char *s)
+{
+    char **nl = realloc(*l, (*n + 1) * sizeof *nl);
+    if (!nl) return -1;
+    *l = nl;
+    if (!(nl[*n] = strdup(s))) return -1;
+    (*n)++;
+    return 0;
+}
+
+void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw)
+{
+    int n = c->n ? (int)c->n : 1;
+    int l = 8;
+    for (size_t r = 0; r < c->n_rows; r++) {
+        int w = tui_text_width(c->rows[r].label);
+        if (w > l) l = w;
+    }
+    if (l > 24) l = 24;
+    /* Runs first: the label column gives way down to 19 cells before run columns shrink
+     * below 12 (6 runs in 80 columns: 19 + 6 x 10). */
+    int col = (width - l) / n;
+    while (col < 12 && l > 19) { l--; col = (width - l) / n; }
+    if (col > 30) col = 30;
+    if (col < 4) col = 4;
+    *lw = l;
+    *cw = col;
+}
+
+void tui_compare_row_text(const store_compare *c, const char *label, char (*cells)[64], int lw, int cw, int utf8,
+                          const char *tail, char *out, size_t cap)
+{
+    /* Names are cut in the middle: "qnew…brid" and "qnew…ntum" stay apart. */
+    int middle = !strcmp(label, "name");
+    char fit[512];
+    size_t o = 0;
+    out[0] = 0;
+    tui_fit(label, lw, 0, utf8, fit, sizeof fit);
+    int w = snprintf(out, cap, "%s", fit);
+    if (w > 0) o = (size_t)w < cap ? (size_t)w : cap - 1;
+    for (size_t i = 0; i < c->n && o + 1 < cap; i++) {
+        if (middle) tui_fit_middle(cells[i], cw - 1, 1, utf8, fit, sizeof fit);
+        else tui_fit(cells[i], cw - 1, 1, utf8, fit, sizeof fit);
+        w = snprintf(out + o, cap - o, " %s", fit);
+        if (w < 0) break;
+        o += (size_t)w < cap - o ? (size_t)w : cap - o - 1;
+    }
+    if (tail && o + 1 < cap) snprintf(out + o, cap - o, "%s", tail);
+}
+
+int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys, char ***lines, size_t *n)
+{
+    *lines = NULL;
+    *n = 0;
+    int lw, cw;
+    tui_compare_widths(c, width, &lw, &cw);
+    char row[4096], head[160];
+    int sec = -1, any_config = 0;
+    for (size_t r = 0; r < c->n_rows; r++) {
+        const store_cmp_row *x = &c->rows[r];
+        if ((int)x->section != sec) {
+            /* A config section with no rows still says so. */
+            if (sec < STORE_CMP_CONFIG && (int)x->section > STORE_CMP_CONFIG && lines_push(lines, n, "") == 0) {
+                snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG],
+                         all_keys ? "all keys" : "keys that differ");
+                if (lines_push(lines, n, head) || lines_push(lines, n, "  (all runs share the same config)")) return -1;
+            }
+            sec = (int)x->section;
+            if (sec != STORE_CMP_RUN) {
+                if (lines_push(lines, n, "")) return -1;
+                if (sec == STORE_CMP_CONFIG)
+                    snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[sec], all_keys ? "all keys" : "keys that differ");
+                else snprintf(head, sizeof head, "%s", store_cmp_section_names[sec]);
+                if (lines_push(lines, n, head)) return -1;
+            }
+        }
+        any_config |= x->section == STORE_CMP_CONFIG;
+        tui_compare_row_text(c, x->label, x->cells, lw, cw, utf8, x->differs && all_keys ? "  *" : NULL, row, sizeof row);
+        if (lines_push(lines, n, row)) return -1;
+    }
+    if (!any_config && sec < STORE_CMP_CONFIG) {
+        snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG], all_keys ? "all keys" : "keys that differ");
+        if (lines_push(lines, n, "") || lines_push(lines, n, head) || lines_push(lines, n, "  (all runs share the same config)")) return -1;
+    }
+    return 0;
+}
+
+void tui_lines_free(char **l, size_t n)
+{
+    for (size_t i = 0; i < n; i++) free(l[i]);
+    free(l);
+}
+
+void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n)
+{
+    snprintf(buf, n, "#%lld %s", c->runs[i].id, c->short_label[i]);
 }

@@ -24,6 +24,8 @@ typedef struct wb_panel {
     void (*resize)(wb_app *a);             /* may be NULL */
     void (*leave)(wb_app *a);              /* popped; may be NULL */
     void (*reload)(wb_app *a);             /* the database changed; may be NULL */
+    void *st;                              /* the screen's state: made when the screen is
+                                              opened, freed when it is left */
 } wb_panel;
 
 /* A growable x/y series the worker appends to and the screen reads (under the mutex). */
@@ -31,6 +33,8 @@ typedef struct {
     double *step, *wall, *hybrid, *value;
     size_t n, cap;
 } wb_series;
+
+#define WB_MAX_COMPARE 8   /* runs on the Compare screen (6 marked, or a batch of up to 8) */
 
 enum { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TRAIN_ACC, WB_LIVE_TEST_ACC, WB_LIVE_N };
 
@@ -50,6 +54,8 @@ typedef struct {
     double t_start;          /* monotonic s when the current variant began */
     long long run_id;        /* store id of the current/last run */
     long long first_id;
+    long long batch[WB_MAX_COMPARE]; /* ids of the runs of the last start, in order */
+    int n_batch;
     wb_series live[WB_LIVE_N];
     prof_row *ops;           /* op rows so far (profiled runs), sorted by self time */
     size_t n_ops;
@@ -86,7 +92,7 @@ struct wb_app {
     char filter[128];
     int sort_col, sort_desc;
     /* shared chart toggles */
-    int log_y, x_axis, smooth_idx;
+    int log_y, x_axis, smooth_idx, x_scale;
     /* Run / Compare */
     long long open_id;
     wb_live live;
@@ -124,7 +130,8 @@ extern const char *const wb_x_names[3];
 
 /* ---- tui_screens.c ----------------------------------------------------------------- */
 void wb_open_run(wb_app *a, long long id);
-void wb_open_compare(wb_app *a);
+void wb_open_compare(wb_app *a);           /* the marked runs */
+void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
 /* Picks x values of a stored series for the x-axis toggle (0 step, 1 wall, 2 hybrid). */
 const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid);
 

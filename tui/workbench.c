@@ -512,14 +512,25 @@ static void filter_changed(wb_app *a, const char *s)
     rebuild_view(a);
 }
 
+/* Deletes what the screen shows: the marked runs the filter lets through (marks hidden by
+ * the filter are kept and the prompt says so), else the selected run. */
 static void delete_runs(wb_app *a)
 {
     long long ids[6];
     size_t n = 0;
-    if (a->n_marked) {
-        for (int i = 0; i < a->n_marked; i++) ids[n++] = a->marked[i];
-    } else if (a->n_view) ids[n++] = a->view[a->sel].id;
-    if (!n) return;
+    int hidden = 0;
+    for (int i = 0; i < a->n_marked; i++) {
+        int shown = 0;
+        for (size_t k = 0; k < a->n_view && !shown; k++) shown = a->view[k].id == a->marked[i];
+        if (shown) ids[n++] = a->marked[i];
+        else hidden++;
+    }
+    if (!n && !hidden && a->n_view) ids[n++] = a->view[a->sel].id;
+    if (!n) {
+        if (hidden) wb_message(a, "the %d marked run%s hidden by the filter; clear it (Esc) to delete them", hidden,
+                               hidden == 1 ? " is" : "s are");
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         for (size_t k = 0; k < a->n_all; k++)
             if (a->all[k].id == ids[i] && a->all[k].status == STORE_RUN_RUNNING &&
@@ -533,11 +544,12 @@ static void delete_runs(wb_app *a)
         size_t l = strlen(list);
         snprintf(list + l, sizeof list - l, "%s#%lld", i ? ", " : "", ids[i]);
     }
-    if (!wb_confirm(a, "Delete run%s %s? This cannot be undone.", n > 1 ? "s" : "", list)) return;
+    char keep[96] = "";
+    if (hidden) snprintf(keep, sizeof keep, " (%d marked, hidden by the filter, stay)", hidden);
+    if (!wb_confirm(a, "Delete run%s %s%s? This cannot be undone.", n > 1 ? "s" : "", list, keep)) return;
     if (store_runs_delete(a->db, ids, n)) wb_message(a, "delete failed: %s", store_error());
     else wb_message(a, "deleted %s", list);
-    a->n_marked = 0;
-    wb_reload_runs(a);
+    wb_reload_runs(a); /* drops the marks of the deleted runs, keeps the hidden ones */
 }
 
 static int runs_key(wb_app *a, tui_action act, int ch)
@@ -589,6 +601,10 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         rebuild_view(a);
         break;
     case TUI_ACT_DELETE: delete_runs(a); break;
+    case TUI_ACT_CLEAR_MARKS:
+        wb_message(a, "%d mark%s cleared", a->n_marked, a->n_marked == 1 ? "" : "s");
+        a->n_marked = 0;
+        break;
     case TUI_ACT_REFRESH: wb_reload_runs(a); wb_message(a, "reloaded %zu runs", a->n_all); break;
     case TUI_ACT_STOP:
         if (!wb_live_running(a)) wb_message(a, "no run in progress");

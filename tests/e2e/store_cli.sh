@@ -28,8 +28,10 @@ grep -q "no run 99" "$T/err" || fail "missing-run message"
 
 "$NNBENCH" compare 1 2 3 --db "$DB" --target 0.3 >"$T/cmp" || fail "compare exited $?"
 grep -q "train.lr" "$T/cmp" || fail "compare lacks differing keys"
-grep -q "steps to train_loss<=0.3" "$T/cmp" || fail "compare lacks target row"
-grep -q "#3 spirals-mlp/adam" "$T/cmp" || fail "compare lacks the legend"
+grep -q "target train_loss *<= 0.3" "$T/cmp" || fail "compare lacks the target row"
+grep -q "steps to target" "$T/cmp" || fail "compare lacks steps to target"
+grep -q "(sim) hybrid to target" "$T/cmp" || fail "compare lacks hybrid time to target"
+grep -q "#3 adam" "$T/cmp" || fail "compare lacks the legend"
 "$NNBENCH" compare 1 3 --db "$DB" --metric test_acc --x time >/dev/null || fail "compare test_acc/time"
 "$NNBENCH" compare 1 3 --db "$DB" --x hybrid_time >/dev/null || fail "compare hybrid_time"
 
@@ -58,9 +60,11 @@ j = json.load(open(t + "/r.json"))
 keys = set()
 for r in j["runs"]:
     keys |= set(r["metrics"])
-for k in keys:  # one chart per metric against step, one against time
+for k in keys:  # one chart per metric against step, one against time; losses also against hybrid time
     got = sorted(s["data-x"] for s in p.svgs if s.get("data-metric") == k)
-    assert got == ["step", "time"], (k, got)
+    assert got == (["hybrid", "step", "time"] if "loss" in k else ["step", "time"]), (k, got)
+order = [s["data-metric"] for s in p.svgs]
+assert order.index("train_loss") < order.index("test_loss") < order.index("lr"), order  # loss charts first
 assert {"train_loss", "test_acc"} <= keys, keys
 assert [r["status"] for r in j["runs"]] == ["finished"] * 3
 assert j["runs"][0]["params"]["train.optimizer"] == "sgd"

@@ -84,12 +84,14 @@ step "New run: spirals-mlp.ini, variant sgd, 5 epochs, profiled"
 keys n
 wait_for "spirals-mlp.ini"
 wait_for "[ Start ]"
-# Fields: File, Variant, train.epochs, train.lr, train.batch, data.n, profile.enabled, Start.
-keys Up Up Up Up Up Enter
+# Fields: File, Variant, train.epochs, train.max_steps, train.lr, train.batch, data.n,
+# profile.enabled, Start.
+wait_for "train.max_steps"
+keys Up Up Up Up Up Up Enter
 wait_for "train.epochs = "
 keys C-u 5 Enter
 wait_for "(edited)"
-keys Down Down Down Down Enter
+keys Down Down Down Down Down Enter
 wait_for "profile.enabled = "
 keys C-u true Enter
 keys Down Enter
@@ -141,10 +143,10 @@ wait_for "1/1 runs"
 step "a second run (variant adam) from New run"
 keys n
 wait_for "[ Start ]"
-keys Up Up Up Up Up Up
+keys Up Up Up Up Up Up Up
 keys Right Right
 wait_for "adam"
-keys Down Down Down Down Down Down Enter
+keys Down Down Down Down Down Down Down Enter
 wait_for "run #2 spirals-mlp/adam finished"
 keys Escape
 wait_for "2/2 runs"
@@ -153,15 +155,15 @@ step "mark two runs and compare"
 keys Home Space Space
 wait_for "2 marked"
 keys c
-wait_for "2 runs   metric: train_loss"
-wait_for "#2 spirals-mlp/adam"
-wait_for "#1 spirals-mlp/sgd"
-wait_for "Metrics"
+wait_for "spirals-mlp: 2 runs   metric: train_loss"
+wait_for "#2 adam"
+wait_for "#1 sgd"
+wait_for "Results"
 wait_for "best test acc"
 keys v
 wait_for "metric: test_loss"
 keys NPage
-wait_for "Config (only keys that differ"
+wait_for "Config (keys that differ)"
 wait_for "train.optimizer"
 wait_for "Top ops by self time"
 keys a

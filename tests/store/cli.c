@@ -174,13 +174,27 @@ static void test_compare(void **st)
     assert_null(strstr(out, "data.n ")); /* same everywhere: hidden */
     assert_non_null(strstr(out, "samples/s"));
     assert_non_null(strstr(out, "train_loss against step"));
-    assert_non_null(strstr(out, "#3 spirals-mlp/newton")); /* legend */
+    assert_non_null(strstr(out, "#3 newton")); /* legend: the shared name is in the heading */
+    assert_non_null(strstr(out, "spirals-mlp: 3 runs"));
+    assert_non_null(strstr(out, "(sim) hybrid time"));
+    assert_non_null(strstr(out, "(sim) quantum time"));
+    assert_non_null(strstr(out, "(sim) hybrid to target"));
+    assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "--last-batch", "--x-scale", "log", "--db", db, NULL }), 0);
+    assert_non_null(strstr(out, "spirals-mlp: 3 runs"));
+    assert_non_null(strstr(out, "log x"));
+    assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "--last-batch", "1", "--db", db, NULL }), 2);
+    assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "2", "--x-scale", "cubic", "--db", db, NULL }), 2);
+    /* Without colour, series are told apart by their marker, in the plot and the legend. */
+    assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "2", "--no-color", "--db", db, NULL }), 0);
+    assert_non_null(strstr(out, "** #1 sgd"));
+    assert_non_null(strstr(out, "++ #2 adam"));
     assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "2", "--all-keys", "--db", db, NULL }), 0);
     assert_non_null(strstr(out, "data.n"));
     assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "2", "--metric", "acc", "--x", "time",
                                                          "--target", "0.7", "--db", db, NULL }), 0);
     assert_non_null(strstr(out, "test_acc against wall time"));
-    assert_non_null(strstr(out, "steps to test_acc>=0.7"));
+    assert_non_null(strstr(out, "target test_acc"));
+    assert_non_null(strstr(out, ">= 0.7"));
     /* test_acc first reaches 0.7 at step 100 (0.5 + 100*0.002) */
     assert_non_null(strstr(out, "100"));
     assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "2", "--metric", "nope", "--db", db, NULL }), 2);
@@ -188,6 +202,79 @@ static void test_compare(void **st)
     assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "2", "--x", "epochs", "--db", db, NULL }), 2);
     assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "1", "42", "--db", db, NULL }), 1);
     assert_int_equal(run(cmd_compare, (const char *[]){ "compare", "--db", db, NULL }), 2);
+}
+
+/* The comparison model itself: one order of rows, labels for runs that share a name, the
+ * last batch. */
+static void test_compare_model(void **st)
+{
+    (void)st;
+    store *s;
+    assert_int_equal(store_open(db, 0, &s), STORE_OK);
+    store_compare *c;
+    store_cmp_opts o = { .metric = "train_loss", .target = NAN };
+    assert_int_equal(store_compare_load(s, ids, 3, &o, &c), STORE_OK);
+    assert_string_equal(c->common_name, "spirals-mlp");
+    assert_string_equal(c->label[1], "#2 spirals-mlp/adam");
+    assert_string_equal(c->short_label[2], "newton");
+    for (size_t r = 1; r < c->n_rows; r++) assert_true(c->rows[r - 1].section <= c->rows[r].section);
+    int cfg = 0, q = 0;
+    for (size_t r = 0; r < c->n_rows; r++) {
+        if (c->rows[r].section == STORE_CMP_CONFIG) {
+            cfg++;
+            assert_true(c->rows[r].differs);
+        }
+        if (!strcmp(c->rows[r].label, "(sim) quantum time")) {
+            q = 1;
+            assert_string_equal(c->rows[r].cells[0], "-");
+            char d[32];
+            assert_string_equal(c->rows[r].cells[2], store_fmt_duration(d, sizeof d, 1e-4));
+        }
+    }
+    assert_int_equal(cfg, 2); /* train.lr and train.optimizer; data.n is the same */
+    assert_true(q);
+    o.all_keys = 1;
+    assert_int_equal(store_compare_rows(c, &o), STORE_OK);
+    cfg = 0;
+    for (size_t r = 0; r < c->n_rows; r++) cfg += c->rows[r].section == STORE_CMP_CONFIG;
+    assert_int_equal(cfg, 3);
+    store_compare_free(c);
+    long long *b;
+    size_t nb;
+    assert_int_equal(store_last_batch(s, &b, &nb), STORE_OK);
+    assert_int_equal(nb, 3);
+    assert_true(b[0] == ids[0] && b[2] == ids[2]);
+    free(b);
+    store_close(s);
+
+    /* Two runs with one name: told apart by what differs in their config. */
+    char db2[700];
+    snprintf(db2, sizeof db2, "%s/same.db", dir);
+    assert_int_equal(store_open(db2, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long id2[2];
+    for (int r = 0; r < 2; r++) {
+        store_run x;
+        store_run_init(&x);
+        snprintf(x.name, sizeof x.name, "nvs");
+        snprintf(x.variant, sizeof x.variant, "sgd");
+        assert_int_equal(store_run_begin(s, &x, &id2[r]), STORE_OK);
+        store_kv kv[2] = { { "train.lr", "0.1" }, { "train.optimizer", "sgd" } };
+        if (r) snprintf(kv[0].value, sizeof kv[0].value, "0.5");
+        assert_int_equal(store_params_put(s, id2[r], kv, 2), STORE_OK);
+        x.status = STORE_RUN_FINISHED;
+        assert_int_equal(store_run_end(s, id2[r], &x), STORE_OK);
+    }
+    assert_int_equal(store_compare_load(s, id2, 2, NULL, &c), STORE_OK);
+    assert_string_equal(c->label[0], "#1 nvs/sgd lr=0.1");
+    assert_string_equal(c->label[1], "#2 nvs/sgd lr=0.5");
+    assert_string_equal(c->short_label[1], "sgd lr=0.5");
+    store_compare_free(c);
+    /* The same variant again is the next batch. */
+    assert_int_equal(store_last_batch(s, &b, &nb), STORE_OK);
+    assert_int_equal(nb, 1);
+    assert_true(b[0] == id2[1]);
+    free(b);
+    store_close(s);
 }
 
 static char *slurp(const char *path)
@@ -220,12 +307,18 @@ static void test_report_formats(void **st)
     char *h = slurp(p);
     assert_non_null(strstr(h, "<!DOCTYPE html>"));
     assert_non_null(strstr(h, "</html>"));
-    /* One chart per metric against step and one against time; nothing external. */
-    assert_int_equal(count(h, "<svg"), 4);
-    assert_int_equal(count(h, "</svg>"), 4);
-    assert_int_equal(count(h, "data-metric=\"train_loss\""), 2);
+    /* One chart per metric against step and one against time, losses also against the
+     * hybrid clock; losses first; both clocks and time to target in the table. */
+    assert_int_equal(count(h, "<svg"), 5);
+    assert_int_equal(count(h, "</svg>"), 5);
+    assert_int_equal(count(h, "data-metric=\"train_loss\""), 3);
     assert_int_equal(count(h, "data-metric=\"test_acc\""), 2);
-    assert_int_equal(count(h, "<polyline"), 12);
+    assert_int_equal(count(h, "<polyline"), 15);
+    assert_true(strstr(h, "data-metric=\"train_loss\"") < strstr(h, "data-metric=\"test_acc\""));
+    assert_non_null(strstr(h, "data-x=\"hybrid\""));
+    assert_non_null(strstr(h, "(sim) hybrid to target"));
+    assert_non_null(strstr(h, "wall time to target"));
+    assert_non_null(strstr(h, "class=\"legend-box\""));
     assert_null(strstr(h, "src=\"http"));
     assert_null(strstr(h, "<script"));
     assert_non_null(strstr(h, "dense.fwd"));
@@ -293,6 +386,7 @@ int test_store_cli(void)
         cmocka_unit_test(test_list),
         cmocka_unit_test(test_show),
         cmocka_unit_test(test_compare),
+        cmocka_unit_test(test_compare_model),
         cmocka_unit_test(test_report_formats),
         cmocka_unit_test(test_export_and_delete),
     };

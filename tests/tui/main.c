@@ -407,6 +407,13 @@ static void test_keys(void **st)
     used = tui_status_hints(TUI_SCR_RUNS, 1, 20, sb, sizeof sb);
     assert_true(used <= 20);
     assert_int_equal(used, tui_text_width(sb));
+    /* However narrow, "? help" stays, at the end. */
+    for (int w = 6; w <= 80; w++) {
+        used = tui_status_hints(TUI_SCR_RUNS, 1, w, sb, sizeof sb);
+        assert_true(used <= w);
+        size_t l = strlen(sb);
+        assert_true(l >= 6 && !strcmp(sb + l - 6, "? help"));
+    }
     tui_status_hints(TUI_SCR_RUN, 0, 200, sb, sizeof sb);
     assert_non_null(strstr(sb, "Tab tab"));
     for (const char *p = sb; *p; p++) assert_true((unsigned char)*p < 0x80);
