@@ -1018,3 +1018,10 @@ int eng_experiment_select(eng_experiment *ex, const char *name)
     ex->n_variants = 1;
     return ENG_OK;
 }
+
+const char *eng_config_value(const eng_config *c, const char *key)
+{
+    for (size_t i = 0; i < c->n_kv; i++)
+        if (!strcmp(c->kv[i].key, key)) return c->kv[i].value;
+    return NULL;
+}

@@ -190,6 +190,9 @@ typedef struct {
     size_t n_kv;
 } eng_config;
 
+/* The resolved value of key ("train.lr") in c, or NULL: the one lookup of config keys. */
+const char *eng_config_value(const eng_config *c, const char *key);
+
 typedef struct {
     char path[512];
     char *text;           /* the file's full text (stored with each run) */

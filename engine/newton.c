@@ -23,6 +23,15 @@
 #include "../quantum/quantum.h"
 #include "internal.h"
 
+/* The engine's quantum settings are handed to the scheduler by a cast, and the policy and
+ * readout are stored (by name) with every run: the two lists must stay equal, number for
+ * number, like the run statuses (tui/store_sink.c). */
+_Static_assert(ENG_QPOLICY_CLASSICAL == (int)QM_POLICY_CLASSICAL && ENG_QPOLICY_QUANTUM == (int)QM_POLICY_QUANTUM &&
+                   ENG_QPOLICY_THRESHOLD == (int)QM_POLICY_THRESHOLD && ENG_QPOLICY_HYBRID == (int)QM_POLICY_HYBRID,
+               "eng_qpolicy must equal qm_policy number for number");
+_Static_assert(ENG_READOUT_NONE == (int)QM_READOUT_NONE && ENG_READOUT_TOMOGRAPHY == (int)QM_READOUT_TOMOGRAPHY,
+               "eng_readout must equal qm_readout number for number");
+
 #define CHUNK 64 /* samples per GEMM when accumulating (x x^T) (x) HZ */
 
 typedef struct {

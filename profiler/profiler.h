@@ -151,6 +151,8 @@ typedef struct {
 /* Fills s from PAPI (initialising it if needed). 0 ok; -1 if PAPI cannot initialise
  * (papi_error says why; CPU fields then come from /proc/cpuinfo). */
 int prof_sysinfo_get(prof_sysinfo *s);
+/* The CPU's model name from /proc/cpuinfo into out; 0 ok, -1 when there is none (out ""). */
+int prof_cpu_model(char *out, size_t cap);
 
 /* ---- memory accounting ------------------------------------------------------------- */
 void *prof_malloc(size_t n);

@@ -119,21 +119,31 @@ int prof_calibration_save(const prof_calibration *c)
     return 0;
 }
 
-static void cpuinfo_fallback(prof_sysinfo *s)
+/* The one /proc/cpuinfo parser: the first "model name" line. */
+int prof_cpu_model(char *out, size_t cap)
 {
+    if (cap) out[0] = 0;
     FILE *f = fopen("/proc/cpuinfo", "r");
-    s->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!f) return;
+    if (!f) return -1;
     char line[512];
-    while (fgets(line, sizeof line, f)) {
+    int found = 0;
+    while (!found && fgets(line, sizeof line, f)) {
         char *colon = strchr(line, ':');
         if (!colon || strncmp(line, "model name", 10)) continue;
-        colon += 2;
+        colon++;
+        while (*colon == ' ' || *colon == '\t') colon++;
         colon[strcspn(colon, "\n")] = 0;
-        copy(s->cpu_model, sizeof s->cpu_model, colon);
-        break;
+        copy(out, cap, colon);
+        found = 1;
     }
     fclose(f);
+    return found ? 0 : -1;
+}
+
+static void cpuinfo_fallback(prof_sysinfo *s)
+{
+    s->cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    prof_cpu_model(s->cpu_model, sizeof s->cpu_model);
 }
 
 int prof_sysinfo_get(prof_sysinfo *s)

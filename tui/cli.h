@@ -57,6 +57,12 @@ struct store;
 struct store *cli_open_store(const char *db_flag, int flags);
 long long *cli_resolve_runs(struct store *s, char **specs, size_t n);
 
+/* The terminal of standard output (cmd_store.c): colour unless NO_COLOR or not a tty,
+ * UTF-8 from the locale, width from the tty or $COLUMNS (100 when unknown). */
+int cli_use_color(void);
+int cli_use_utf8(void);
+int cli_term_width(void);
+
 /* The database path (store_sink.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */
 const char *cli_db_path(const char *flag_value);

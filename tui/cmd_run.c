@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../store/store.h"
 #include "cli.h"
+#include "text.h"
 
 void cmd_run_help(FILE *f)
 {
@@ -19,21 +21,25 @@ void cmd_run_help(FILE *f)
         "summary, one row per variant. Runs are stored in the database unless --no-db.\n\n"
         "options:\n"
         "  --variant NAME        run only this variant\n"
-        "  --set SECTION.KEY=V   override a key in every variant (repeatable), e.g. --set train.lr=0.1\n"
+        "  --set SECTION.KEY=V   override a key in every variant (repeatable),\n"
+        "                        e.g. --set train.lr=0.1\n"
         "  --seed N              same as --set experiment.seed=N\n"
         "  --json                print the summary as JSON instead of a table\n"
         "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
         "  --no-db               do not store the runs\n"
         "  --profile             profile every op; print a table after each variant\n"
-        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name (default self)\n"
+        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name\n"
+        "                        (default self)\n"
         "  --profile-rows N      rows of the profile table (default 25, 0 = all)\n"
         "  --profile-by G        op, layer, phase, scope (default op)\n"
         "  --trace FILE.json     write a Chrome trace (Perfetto) of a window of steps\n"
         "  --trace-steps A:B     the trace's steps, inclusive, 1-based (default 1:5)\n"
-        "  --report FILE         after all variants, a comparison report (.md .html .json .csv)\n"
+        "  --report FILE         after all variants, a comparison report\n"
+        "                        (.md .html .json .csv)\n"
         "  --keys                print every experiment-file key as a Markdown table\n\n"
-        "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad usage or\n"
-        "configuration; 130 interrupted (Ctrl-C stops at the next step and keeps the run).\n");
+        "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad\n"
+        "usage or configuration; 130 interrupted (Ctrl-C stops at the next step and keeps\n"
+        "the run).\n");
 }
 
 /* ---- live progress on a terminal ------------------------------------------------------ */
@@ -127,19 +133,9 @@ static const char *opt_name(eng_optimizer o)
     return (unsigned)o < 5 ? n[o] : "?";
 }
 
-static void fmt_num(char *out, size_t cap, double v, const char *fmt)
-{
-    if (isnan(v)) snprintf(out, cap, "-");
-    else snprintf(out, cap, fmt, v);
-}
-
-static void fmt_time(char *out, size_t cap, double s)
-{
-    if (isnan(s)) snprintf(out, cap, "-");
-    else if (s < 60) snprintf(out, cap, "%.2fs", s);
-    else snprintf(out, cap, "%dm%04.1fs", (int)(s / 60), fmod(s, 60));
-}
-
+/* The summary after a run, in 80 columns: one table of results, and one of the clocks
+ * when there is a target or a Newton run. Formats of store.h (the same as list, compare,
+ * reports and the workbench). */
 static void print_table(const row *rows, size_t n)
 {
     int any_newton = 0, any_target = 0;
@@ -147,45 +143,44 @@ static void print_table(const row *rows, size_t n)
         if (!strcmp(rows[i].optimizer, "newton")) any_newton = 1;
         if (rows[i].target > 0) any_target = 1;
     }
-    size_t wv = 7;
-    for (size_t i = 0; i < n; i++) if (strlen(rows[i].variant) > wv) wv = strlen(rows[i].variant);
-    printf("%-*s  %-9s  %-11s  %7s  %10s  %10s  %10s  %8s  %9s  %10s", (int)wv, "variant", "optimizer", "status",
-           "steps", "final loss", "best loss", "test loss", "test acc", "time", "samples/s");
-    if (any_newton) printf("  %9s  %8s  %11s  %11s", "hybrid", "quantum", "kappa start", "kappa end");
-    if (any_target) printf("  %14s  %14s", "steps->target", "time->target");
-    if (any_target && any_newton) printf("  %14s", "hybrid->target");
-    printf("\n");
+    int wv = 7;
+    for (size_t i = 0; i < n; i++) if ((int)strlen(rows[i].variant) > wv) wv = (int)strlen(rows[i].variant);
+    if (wv > 16) wv = 16;
+    int utf8 = cli_use_utf8();
+    char v[96];
+    tui_fit("variant", wv, 0, utf8, v, sizeof v);
+    printf("%s  %-8s  %-11s  %6s  %9s  %8s  %8s\n", v, "optim.", "status", "steps", "loss", "test acc", "wall");
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
         const eng_run_result *s = &r->res;
-        char fl[32], bl[32], tl[32], acc[32], t[32], sps[32], hy[32], st[32], tt[32];
-        fmt_num(tl, sizeof tl, r->created ? s->final_test_loss : NAN, "%.4g");
-        fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN, "%.4g");
-        fmt_num(bl, sizeof bl, r->created ? s->best_train_loss : NAN, "%.4g");
-        fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN, "%.4f");
-        fmt_time(t, sizeof t, r->created ? s->wall_s : NAN);
-        fmt_num(sps, sizeof sps, r->created && s->samples_per_s > 0 ? s->samples_per_s : NAN, "%.0f");
-        fmt_time(hy, sizeof hy, r->created ? s->hybrid_s : NAN);
-        if (r->created && s->steps_to_target >= 0) snprintf(st, sizeof st, "%ld", s->steps_to_target);
-        else snprintf(st, sizeof st, "%s", r->target > 0 ? "not reached" : "-");
-        fmt_time(tt, sizeof tt, r->created && s->steps_to_target >= 0 ? s->wall_to_target : NAN);
-        printf("%-*s  %-9s  %-11s  %7ld  %10s  %10s  %10s  %8s  %9s  %10s", (int)wv, r->variant, r->optimizer,
-               eng_run_status_name(r->status), r->created ? s->steps : 0L, fl, bl, tl, acc, t, sps);
-        if (any_newton) {
-            char qs[32], k0[32], k1[32];
-            int nt = r->created && !strcmp(r->optimizer, "newton") && s->solves > 0;
-            fmt_num(qs, sizeof qs, nt ? 100.0 * (double)s->quantum_solves / (double)s->solves : NAN, "%.1f%%");
-            fmt_num(k0, sizeof k0, nt ? s->kappa_first : NAN, "%.4g");
-            fmt_num(k1, sizeof k1, nt ? s->kappa_last : NAN, "%.4g");
-            printf("  %9s  %8s  %11s  %11s", hy, qs, k0, k1);
-        }
-        if (any_target) printf("  %14s  %14s", st, tt);
-        if (any_target && any_newton) {
-            char ht[32];
-            fmt_time(ht, sizeof ht, r->created && s->steps_to_target >= 0 ? s->hybrid_to_target : NAN);
-            printf("  %14s", ht);
-        }
-        printf("\n");
+        char fl[32], acc[32], t[32];
+        store_fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN);
+        store_fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN);
+        store_fmt_duration(t, sizeof t, r->created ? s->wall_s : NAN);
+        tui_fit_middle(r->variant, wv, 0, utf8, v, sizeof v);
+        printf("%s  %-8.8s  %-11s  %6ld  %9s  %8s  %8s\n", v, r->optimizer, eng_run_status_name(r->status),
+               r->created ? s->steps : 0L, fl, acc, t);
+    }
+    if (!any_newton && !any_target) return;
+    /* Clocks: (sim) marks the simulated ones, as everywhere. */
+    tui_fit("variant", wv, 0, utf8, v, sizeof v);
+    printf("\n%s  %12s  %7s  %10s  %9s  %12s\n", v, "(sim) hybrid", "quantum", "steps->tgt", "wall->tgt",
+           "(sim) h->tgt");
+    for (size_t i = 0; i < n; i++) {
+        const row *r = &rows[i];
+        const eng_run_result *s = &r->res;
+        int reached = r->created && s->steps_to_target >= 0;
+        int nt = r->created && !strcmp(r->optimizer, "newton") && s->solves > 0;
+        char hy[32], qs[32], st[32], tt[32], ht[32];
+        store_fmt_duration(hy, sizeof hy, r->created ? s->hybrid_s : NAN);
+        if (nt) snprintf(qs, sizeof qs, "%.1f%%", 100.0 * (double)s->quantum_solves / (double)s->solves);
+        else snprintf(qs, sizeof qs, "-");
+        if (reached) snprintf(st, sizeof st, "%ld", s->steps_to_target);
+        else snprintf(st, sizeof st, "%s", r->target > 0 ? "never" : "-");
+        store_fmt_duration(tt, sizeof tt, reached ? s->wall_to_target : NAN);
+        store_fmt_duration(ht, sizeof ht, reached ? s->hybrid_to_target : NAN);
+        tui_fit_middle(r->variant, wv, 0, utf8, v, sizeof v);
+        printf("%s  %12s  %7s  %10s  %9s  %12s\n", v, hy, qs, st, tt, ht);
     }
 }
 
@@ -396,11 +391,11 @@ int cmd_run(int argc, char **argv)
 
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
-    cli_store_sink *store = NULL;
+    cli_store_sink *db_sink = NULL;
     if (!no_db) {
         char err[600];
-        store = cli_store_sink_open(db_path, err, sizeof err);
-        if (!store) { fprintf(stderr, "nnbench: %s\n", err); eng_experiment_free(ex); return 1; }
+        db_sink = cli_store_sink_open(db_path, err, sizeof err);
+        if (!db_sink) { fprintf(stderr, "nnbench: %s\n", err); eng_experiment_free(ex); return 1; }
     }
 
     row *rows = calloc(ex->n_variants, sizeof *rows);
@@ -408,7 +403,7 @@ int cmd_run(int argc, char **argv)
     if (!rows || !ids) {
         fprintf(stderr, "nnbench run: out of memory\n");
         free(rows); free(ids);
-        if (store) cli_store_sink_close(store);
+        if (db_sink) cli_store_sink_close(db_sink);
         eng_experiment_free(ex);
         return 1;
     }
@@ -427,8 +422,8 @@ int cmd_run(int argc, char **argv)
     eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
                          .progress = pr_progress, .run_end = pr_end };
     eng_sink store_sink;
-    if (store) store_sink = cli_store_sink_get(store);
-    eng_sink_tee tee = { .sinks = { &pr_sink, store ? &store_sink : NULL }, .n = 2 };
+    if (db_sink) store_sink = cli_store_sink_get(db_sink);
+    eng_sink_tee tee = { .sinks = { &pr_sink, db_sink ? &store_sink : NULL }, .n = 2 };
     eng_sink sink = eng_sink_tee_make(&tee);
     FILE *side = json ? stderr : stdout; /* stdout carries only JSON under --json */
 
@@ -485,8 +480,8 @@ int cmd_run(int argc, char **argv)
         } else if (rc == ENG_ESTOPPED) {
             fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
         }
-        if (store) {
-            r->run_id = cli_store_sink_run_id(store);
+        if (db_sink) {
+            r->run_id = cli_store_sink_run_id(db_sink);
             if (r->run_id > 0) {
                 ids[n_ids++] = r->run_id;
                 fprintf(side, "variant %s: stored as run %lld in %s\n", r->variant, r->run_id, db_path);
@@ -524,13 +519,13 @@ int cmd_run(int argc, char **argv)
             if (!code) code = 1;
         } else {
             /* The report reads the database: the store must have flushed and closed first. */
-            cli_store_sink_close(store);
-            store = NULL;
+            cli_store_sink_close(db_sink);
+            db_sink = NULL;
             if (cli_report_write(db_path, ids, n_ids, report)) { if (!code) code = 1; }
             else fprintf(side, "report of %zu run%s written to %s\n", n_ids, n_ids == 1 ? "" : "s", report);
         }
     }
-    if (store) cli_store_sink_close(store);
+    if (db_sink) cli_store_sink_close(db_sink);
     free(rows);
     free(ids);
     eng_experiment_free(ex);

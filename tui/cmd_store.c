@@ -17,13 +17,13 @@
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-static int use_color(void)
+int cli_use_color(void)
 {
     const char *nc = getenv("NO_COLOR");
     return isatty(STDOUT_FILENO) && !(nc && *nc);
 }
 
-static int use_utf8(void)
+int cli_use_utf8(void)
 {
     const char *vars[] = { "LC_ALL", "LC_CTYPE", "LANG" };
     for (int i = 0; i < 3; i++) {
@@ -33,7 +33,7 @@ static int use_utf8(void)
     return 0;
 }
 
-static int term_width(void)
+int cli_term_width(void)
 {
     struct winsize ws;
     if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40) return ws.ws_col;
@@ -110,12 +110,13 @@ long long *cli_resolve_runs(store *s, char **specs, size_t n)
 static const char list_help[] =
     "usage: nnbench list [--status S] [--grep TEXT] [--sort COLUMN] [--desc] [--limit N] [--db PATH]\n\n"
     "One row per stored run: id, name/variant, status, optimizer, dataset, final train loss,\n"
-    "best test accuracy, duration and start time.\n\n"
+    "best test accuracy, duration and start time, fitted to the terminal's width (names cut\n"
+    "in the middle; the last columns go first).\n\n"
     "  --status S      running | finished | failed | diverged | interrupted | crashed\n"
     "  --grep TEXT     runs whose name, variant, optimizer, dataset, file or model contain TEXT\n"
     "  --sort COLUMN   id name variant status optimizer dataset loss acc duration started\n"
     "                  steps samples_per_s (default id); --desc reverses\n"
-    "  --limit N       at most N rows\n"
+    "  --limit N       at most N rows (without --sort: the newest N)\n"
     "  --db PATH       the database (default $NNBENCH_DB or ./nnbench.db)\n";
 
 void cmd_list_help(FILE *f) { fputs(list_help, f); }
@@ -164,6 +165,9 @@ int cmd_list(int argc, char **argv)
         return 0;
     }
     if (rc) { fprintf(stderr, "nnbench: %s\n", store_error()); return 1; }
+    /* --limit N without --sort: the newest N, shown oldest first like the rest of the list. */
+    int newest = f.limit && !sort;
+    if (newest) { f.sort = "id"; f.desc = !desc; }
     store_run *runs;
     size_t n;
     if (store_runs_list(s, &f, &runs, &n)) {
@@ -171,6 +175,8 @@ int cmd_list(int argc, char **argv)
         store_close(s);
         return 1;
     }
+    if (newest && !desc)
+        for (size_t i = 0; i < n / 2; i++) { store_run t = runs[i]; runs[i] = runs[n - 1 - i]; runs[n - 1 - i] = t; }
     long long total = 0;
     store_run_count(s, &total);
     store_close(s);
@@ -181,40 +187,61 @@ int cmd_list(int argc, char **argv)
         free(runs);
         return 0;
     }
+    /* Fitted to the terminal (80 columns fit): the name keeps up to 24 cells and is cut in
+     * the middle; other columns shrink, then drop from the right. */
     enum { NC = 9 };
     static const char *const head[NC] = { "ID", "NAME/VARIANT", "STATUS", "OPTIMIZER", "DATASET",
-                                          "LOSS", "BEST ACC", "DURATION", "STARTED" };
+                                          "LOSS", "ACC", "DURATION", "STARTED" };
     static const int right[NC] = { 1, 0, 0, 0, 0, 1, 1, 1, 0 };
-    char (*cells)[NC][64] = malloc(n * sizeof *cells);
+    /* 0: never shrunk (numbers are not cut); 80 columns: 2+22+8+6+5+9+5+8 and gaps */
+    static const int mins[NC] = { 0, 22, 8, 6, 5, 0, 0, 0, 16 };
+    char (*cells)[NC][200] = malloc(n * sizeof *cells);
     if (!cells) { free(runs); fprintf(stderr, "nnbench: out of memory\n"); return 1; }
-    int w[NC];
-    for (int c = 0; c < NC; c++) w[c] = (int)strlen(head[c]);
+    tui_col cols[NC];
+    for (int c = 0; c < NC; c++) cols[c] = (tui_col){ head[c], (int)strlen(head[c]), 0, right[c], 0 };
     for (size_t i = 0; i < n; i++) {
         const store_run *r = &runs[i];
-        char nm[200];
-        run_name(r, nm, sizeof nm);
-        snprintf(cells[i][0], 64, "%lld", r->id);
-        snprintf(cells[i][1], 64, "%.40s", nm);
-        snprintf(cells[i][2], 64, "%s", store_status_name(r->status));
-        snprintf(cells[i][3], 64, "%s", r->optimizer[0] ? r->optimizer : "-");
-        snprintf(cells[i][4], 64, "%.24s", r->dataset[0] ? r->dataset : "-");
-        store_fmt_num(cells[i][5], 64, r->final_train_loss);
-        store_fmt_num(cells[i][6], 64, r->best_test_acc);
-        store_fmt_duration(cells[i][7], 64, r->wall_s);
-        store_fmt_time(cells[i][8], 64, r->started, "%Y-%m-%d %H:%M");
+        snprintf(cells[i][0], 200, "%lld", r->id);
+        run_name(r, cells[i][1], 200);
+        snprintf(cells[i][2], 200, "%s", store_status_name(r->status));
+        snprintf(cells[i][3], 200, "%s", r->optimizer[0] ? r->optimizer : "-");
+        snprintf(cells[i][4], 200, "%s", r->dataset[0] ? r->dataset : "-");
+        store_fmt_num(cells[i][5], 200, r->final_train_loss);
+        store_fmt_num(cells[i][6], 200, r->best_test_acc);
+        store_fmt_duration(cells[i][7], 200, r->wall_s);
+        store_fmt_time(cells[i][8], 200, r->started, "%Y-%m-%d %H:%M");
         for (int c = 0; c < NC; c++) {
-            int l = (int)strlen(cells[i][c]);
-            if (l > w[c]) w[c] = l;
+            int l = tui_text_width(cells[i][c]);
+            if (l > cols[c].want) cols[c].want = l > 40 ? 40 : l;
         }
     }
-    int color = use_color();
-    for (int c = 0; c < NC; c++) printf(right[c] ? "%*s%s" : "%-*s%s", c < NC - 1 ? w[c] : 0, head[c], c < NC - 1 ? "  " : "\n");
+    for (int c = 0; c < NC; c++) cols[c].min = mins[c] && mins[c] < cols[c].want ? mins[c] : cols[c].want;
+    int w[NC];
+    /* Whole names while up to the duration fits; else names cut to 22 cells. */
+    int full = cols[1].want < 40 ? cols[1].want : 40;
+    cols[1].min = full;
+    int vis = tui_table_layout(cols, NC, cli_term_width() - 1, 2, w);
+    if (vis < NC - 1 && full > mins[1]) {
+        cols[1].min = mins[1] < cols[1].want ? mins[1] : cols[1].want;
+        vis = tui_table_layout(cols, NC, cli_term_width() - 1, 2, w);
+    }
+    int color = cli_use_color(), utf8 = cli_use_utf8();
+    char fit[512];
+    for (int c = 0; c < vis; c++) {
+        tui_fit(head[c], c < vis - 1 ? w[c] : tui_text_width(head[c]) < w[c] ? tui_text_width(head[c]) : w[c],
+                right[c], utf8, fit, sizeof fit);
+        printf("%s%s", fit, c < vis - 1 ? "  " : "\n");
+    }
     for (size_t i = 0; i < n; i++)
-        for (int c = 0; c < NC; c++) {
+        for (int c = 0; c < vis; c++) {
+            if (c == 1) tui_fit_middle(cells[i][c], w[c], 0, utf8, fit, sizeof fit);
+            else tui_fit(cells[i][c], w[c], right[c], utf8, fit, sizeof fit);
             if (c == 2 && color) printf("%s", status_color(runs[i].status));
-            printf(right[c] ? "%*s" : "%-*s", c < NC - 1 ? w[c] : 0, cells[i][c]);
+            /* the last column is not padded: no trailing blanks */
+            if (c == vis - 1 && !right[c]) { size_t l = strlen(fit); while (l && fit[l - 1] == ' ') fit[--l] = 0; }
+            printf("%s", fit);
             if (c == 2 && color) printf("\033[0m");
-            fputs(c < NC - 1 ? "  " : "\n", stdout);
+            fputs(c < vis - 1 ? "  " : "\n", stdout);
         }
     if ((long long)n < total) printf("(%zu of %lld runs)\n", n, total);
     free(cells);
@@ -231,8 +258,6 @@ static const char show_help[] =
     "RUN is an id from nnbench list, or 'last'.\n";
 
 void cmd_show_help(FILE *f) { fputs(show_help, f); }
-
-static int lower_better(const char *key) { return strstr(key, "loss") != NULL; }
 
 static void print_solver(const store_solver_event *ev, size_t n, const char *indent)
 {
@@ -294,9 +319,10 @@ int cmd_show(int argc, char **argv)
         fprintf(stderr, "nnbench: %s\n", store_error());
         goto out;
     }
+    store_metric_keys_sort((const char **)keys, nk); /* losses first, as in compare and reports */
     char nm[200], a[64], b[64], c[64];
     run_name(&r, nm, sizeof nm);
-    int color = use_color();
+    int color = cli_use_color();
     printf("run %lld  %s  %s%s%s\n", r.id, nm, color ? status_color(r.status) : "", store_status_name(r.status),
            color ? "\033[0m" : "");
     if (r.error[0]) printf("  error     %s\n", r.error);
@@ -333,7 +359,7 @@ int cmd_show(int argc, char **argv)
         if (store_metric_get(s, id, keys[k], &sr)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
         double fin = NAN, best = NAN;
         long at = -1;
-        int low = lower_better(keys[k]);
+        int low = store_metric_lower_is_better(keys[k]);
         for (size_t p = 0; p < sr.n; p++) {
             double v = sr.value[p];
             fin = v;
@@ -474,7 +500,7 @@ int cmd_compare(int argc, char **argv)
         code = 2;
         goto out;
     }
-    int tw = term_width(), utf8 = use_utf8(), color = use_color() && !no_color;
+    int tw = cli_term_width(), utf8 = cli_use_utf8(), color = cli_use_color() && !no_color;
     if (c->common_name[0]) printf("%s: %zu runs\n", c->common_name, c->n);
     char **lines;
     size_t nl;

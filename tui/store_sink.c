@@ -26,6 +26,8 @@ _Static_assert(STORE_RUN_RUNNING == (int)ENG_RUN_RUNNING && STORE_RUN_FINISHED =
                STORE_RUN_FAILED == (int)ENG_RUN_FAILED && STORE_RUN_DIVERGED == (int)ENG_RUN_DIVERGED &&
                STORE_RUN_INTERRUPTED == (int)ENG_RUN_INTERRUPTED && STORE_RUN_CRASHED == (int)ENG_RUN_CRASHED,
                "store_run_status must equal eng_run_status number for number");
+/* solver_events.route is stored as a number: 0 classical, 1 quantum (store.h). */
+_Static_assert(QM_ROUTE_CLASSICAL == 0 && QM_ROUTE_QUANTUM == 1, "qm_route is stored by number: 0 classical, 1 quantum");
 
 struct cli_store_sink {
     store *db;
@@ -42,13 +44,6 @@ static void scopy(char *dst, size_t cap, const char *src)
     dst[n] = 0;
 }
 
-static const char *kv_get(const eng_config *cfg, const char *key)
-{
-    for (size_t i = 0; i < cfg->n_kv; i++)
-        if (!strcmp(cfg->kv[i].key, key)) return cfg->kv[i].value;
-    return NULL;
-}
-
 static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ...)
@@ -61,32 +56,13 @@ static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ..
     va_end(ap);
 }
 
-static void cpu_model(char *out, size_t cap)
-{
-    snprintf(out, cap, "unknown");
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10)) continue;
-        char *c = strchr(line, ':');
-        if (!c) continue;
-        c++;
-        while (*c == ' ' || *c == '\t') c++;
-        c[strcspn(c, "\n")] = 0;
-        snprintf(out, cap, "%s", c);
-        break;
-    }
-    fclose(f);
-}
-
 /* Facts about this machine that explain a run's speed (see BENCH-NOTES.md). */
 static int put_system(store *db, long long run, int threads)
 {
     store_kv kv[12];
     size_t n = 0;
     char cpu[256];
-    cpu_model(cpu, sizeof cpu);
+    if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
     kv_set(kv, &n, "cpu", "%s", cpu);
     kv_set(kv, &n, "cores", "%ld", sysconf(_SC_NPROCESSORS_ONLN));
     struct utsname u;
@@ -121,7 +97,7 @@ static int on_begin(void *ud, const eng_run_info *info)
     r.exp_text = (char *)info->experiment_text; /* only read by store_run_begin */
     r.seed = cfg->seed;
     scopy(r.version, sizeof r.version, NNBENCH_VERSION);
-    const char *opt = kv_get(cfg, "train.optimizer");
+    const char *opt = eng_config_value(cfg, "train.optimizer");
     scopy(r.optimizer, sizeof r.optimizer, opt ? opt : "");
     scopy(r.dataset, sizeof r.dataset, info->dataset ? info->dataset : "");
     scopy(r.model, sizeof r.model, info->model_summary ? info->model_summary : "");

@@ -9,19 +9,9 @@
 #include <stdio.h>
 
 #include "../store/store.h"
+#include "text.h"
 
 /* ---- text and tables --------------------------------------------------------------- */
-
-/* Display width of UTF-8 text, one cell per code point (the workbench shows names,
- * numbers and box drawing; no double-width scripts are expected). */
-int tui_text_width(const char *s);
-/* Fits s into exactly width cells: padded with spaces (right-aligned if right), or cut
- * with an ellipsis ("…" with utf8, "~" without) when too long. Writes at most outsz bytes
- * (always NUL-terminated); returns the number of cells written. */
-int tui_fit(const char *s, int width, int right, int utf8, char *out, size_t outsz);
-
-/* tui_fit, but a text too long keeps its start and its end ("qnew…brid"). */
-int tui_fit_middle(const char *s, int width, int right, int utf8, char *out, size_t outsz);
 
 typedef struct {
     const char *title;
@@ -60,9 +50,8 @@ size_t tui_runs_filter(store_run *runs, size_t n, const char *filter);
 
 /* Unix time in seconds with sub-second precision (runs store started/ended this way). */
 double tui_unix_now(void);
-/* Durations and sizes: store_fmt_duration / store_fmt_bytes (store/store.h). */
-/* "850 ns", "12.3 us", "4.56 ms", "1.23 s". */
-void tui_fmt_ns(double ns, char *buf, size_t n);
+/* Numbers, durations and sizes: store_fmt_num / store_fmt_duration / store_fmt_bytes
+ * (store/store.h), the one set of formats. */
 
 /* ---- the comparison (store_compare) as text, for `compare` and the Compare screen ---- */
 

@@ -368,10 +368,8 @@ static const char *file_value(int i)
     if (nv.variant_idx < (int)nv.preview->n_variants) { from = (size_t)nv.variant_idx; to = from + 1; }
     const char *v = NULL;
     for (size_t k = from; k < to; k++) {
-        const eng_config *c = &nv.preview->variants[k];
-        const char *w = "";
-        for (size_t j = 0; j < c->n_kv; j++)
-            if (!strcmp(c->kv[j].key, edit_keys[i])) { w = c->kv[j].value; break; }
+        const char *w = eng_config_value(&nv.preview->variants[k], edit_keys[i]);
+        if (!w) w = "";
         if (v && strcmp(v, w)) return NULL;
         v = w;
     }
@@ -614,8 +612,8 @@ static void new_draw(wb_app *a)
             attroff(A_BOLD | A_UNDERLINE);
             for (int r = 0; r < ops_h - 1 && (size_t)r < n_ops && y < a->rows - 1; r++) {
                 char s1[32], s2[32];
-                tui_fmt_ns((double)ops[r].self_ns, s1, sizeof s1);
-                tui_fmt_ns((double)ops[r].total_ns, s2, sizeof s2);
+                store_fmt_duration(s1, sizeof s1, ((double)ops[r].self_ns) * 1e-9);
+                store_fmt_duration(s2, sizeof s2, ((double)ops[r].total_ns) * 1e-9);
                 snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8llu", ops[r].name, ops[r].layer, s1, s2,
                          (unsigned long long)ops[r].calls);
                 wb_text(a, y++, 1, a->cols - 2, 0, line);

@@ -342,8 +342,8 @@ static void draw_profile(wb_app *a, int y0, int y1)
     if (rv.have_prof && rv.prof.total_self_ns > 0) total = (double)rv.prof.total_self_ns;
     char sum[512], pk[32], ov[32], tt[32];
     store_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
-    tui_fmt_ns(rv.have_prof ? (double)rv.prof.overhead_ns : NAN, ov, sizeof ov);
-    tui_fmt_ns(total, tt, sizeof tt);
+    store_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);
+    store_fmt_duration(tt, sizeof tt, (total) * 1e-9);
     snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
              op_sort_names[rv.op_sort], rv.op_desc ? " (reversed)" : "", tt, ov, pk,
              hw ? rv.prof.counters_used : (rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "no hardware counters"));
@@ -374,9 +374,9 @@ static void draw_profile(wb_app *a, int y0, int y1)
         snprintf(cell[1], 48, "%s", o->layer[0] ? o->layer : "-");
         snprintf(cell[2], 48, "%.1f", 100 * frac);
         cell[3][0] = 0;
-        tui_fmt_ns((double)o->self_ns, cell[4], 48);
-        tui_fmt_ns((double)o->total_ns, cell[5], 48);
-        tui_fmt_ns(o->calls ? (double)o->total_ns / (double)o->calls : NAN, cell[6], 48);
+        store_fmt_duration(cell[4], 48, ((double)o->self_ns) * 1e-9);
+        store_fmt_duration(cell[5], 48, ((double)o->total_ns) * 1e-9);
+        store_fmt_duration(cell[6], 48, (o->calls ? (double)o->total_ns / (double)o->calls : NAN) * 1e-9);
         snprintf(cell[7], 48, "%lld", (long long)o->calls);
         if (o->total_ns > 0 && o->flops > 0) snprintf(cell[8], 48, "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(cell[8], 48, "-");
@@ -445,8 +445,8 @@ static void draw_solver(wb_app *a, int y0, int y1)
     if (rv.scroll < 0) rv.scroll = 0;
     for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ev; r++) {
         const store_solver_event *e = &rv.ev[rv.scroll + r];
-        tui_fmt_ns(e->pred_classical_ns, b1, sizeof b1); tui_fmt_ns(e->pred_quantum_ns, b2, sizeof b2);
-        tui_fmt_ns(e->measured_classical_ns, b3, sizeof b3); tui_fmt_ns(e->simulated_quantum_ns, b4, sizeof b4);
+        store_fmt_duration(b1, sizeof b1, (e->pred_classical_ns) * 1e-9); store_fmt_duration(b2, sizeof b2, (e->pred_quantum_ns) * 1e-9);
+        store_fmt_duration(b3, sizeof b3, (e->measured_classical_ns) * 1e-9); store_fmt_duration(b4, sizeof b4, (e->simulated_quantum_ns) * 1e-9);
         snprintf(l, sizeof l, "%7ld %5d %5d %10.3g %-9s %10s %10s %10s %10s %9.2g", e->step, e->block, e->n,
                  e->kappa_used, e->route ? "quantum" : "classical", b1, b2, b3, b4, e->residual);
         wb_text(a, ty + 1 + r, 1, a->cols - 2, 0, l);

@@ -119,15 +119,6 @@ const char *const tui_run_col_names[TUI_RC_COUNT] = {
     "id", "name", "status", "optimizer", "dataset", "loss", "acc", "duration", "started",
 };
 
-void tui_fmt_ns(double ns, char *b, size_t n)
-{
-    if (!isfinite(ns) || ns < 0) snprintf(b, n, "-");
-    else if (ns < 1e3) snprintf(b, n, "%.0f ns", ns);
-    else if (ns < 1e6) snprintf(b, n, "%.1f us", ns / 1e3);
-    else if (ns < 1e9) snprintf(b, n, "%.2f ms", ns / 1e6);
-    else snprintf(b, n, "%.2f s", ns / 1e9);
-}
-
 double tui_unix_now(void)
 {
     struct timespec ts;

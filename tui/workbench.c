@@ -440,7 +440,10 @@ static void runs_draw(wb_app *a)
         return;
     }
     tui_col cols[TUI_RC_COUNT + 1];
-    static const int mins[TUI_RC_COUNT] = { 3, 10, 8, 6, 7, 6, 5, 6, 10 };
+    /* Names first: the name column keeps up to 22 cells while the others shrink and then
+     * drop from the right (80 columns: id, name, status, optimizer, dataset, loss, acc,
+     * duration); a name cut keeps its start and end ("newton-vs-s…ton-hybrid"). */
+    static const int mins[TUI_RC_COUNT] = { 3, 22, 8, 6, 5, 6, 5, 6, 10 };
     double now = tui_unix_now();
     cols[0] = (tui_col){ "", 1, 1, 0, 0 };
     for (int c = 0; c < TUI_RC_COUNT; c++) {
@@ -453,7 +456,8 @@ static void runs_draw(wb_app *a)
         }
         if (want > 40) want = 40;
         int right = c == TUI_RC_ID || c == TUI_RC_LOSS || c == TUI_RC_ACC || c == TUI_RC_DURATION;
-        cols[c + 1] = (tui_col){ tui_run_col_names[c], want, mins[c], right, c == TUI_RC_NAME };
+        int min = mins[c] < want ? mins[c] : want;
+        cols[c + 1] = (tui_col){ tui_run_col_names[c], want, min, right, c == TUI_RC_NAME };
     }
     int w[TUI_RC_COUNT + 1];
     int vis = tui_table_layout(cols, TUI_RC_COUNT + 1, a->cols - 2, 2, w);
@@ -489,6 +493,11 @@ static void runs_draw(wb_app *a)
             char b[256];
             if (c == 0) snprintf(b, sizeof b, "%s", is_marked(a, run->id) ? (a->utf8 ? "\xe2\x97\x8f" : "*") : " ");
             else tui_run_cell(run, (tui_run_col)(c - 1), now, b, sizeof b);
+            if (c - 1 == TUI_RC_NAME) {
+                char fit[256];
+                tui_fit_middle(b, w[c], 0, a->utf8, fit, sizeof fit);
+                memcpy(b, fit, sizeof fit);
+            }
             int at = c - 1 == TUI_RC_STATUS ? wb_status_attr(a, run->status) : 0;
             if (at) attron(at);
             wb_text(a, y0 + r, x, w[c], cols[c].right, b);

@@ -129,7 +129,11 @@ wait_for "Resolved configuration"
 wait_for "data.source                  = spirals"
 keys End
 wait_for "[variant adam]"
-wait_for "101/101"
+# End shows the last line: the position reads N/N (whatever the number of keys).
+n=$(( limit * 10 ))
+until cap | grep -qE ' ([0-9]+)-([0-9]+)/\2 *$'; do
+    n=$((n - 1)); [ "$n" -gt 0 ] || fail "End on the Config tab did not reach the last line"; sleep 0.1
+done
 keys PPage
 wait_for "Experiment file:"
 keys Tab
@@ -209,6 +213,176 @@ wait_for "at least 80x24"
 $T resize-window -t w -x 120 -y 40
 wait_for "2/2 runs"
 wait_gone "Terminal too small"
+
+step "batch: all variants of newton-vs-sgd (30 steps each), then compare this batch"
+keys u
+wait_for "0 marked"
+keys n
+wait_for "[ Start ]"
+keys Home Enter
+wait_for "experiment file: "
+keys C-u "samples/newton-vs-sgd.ini" Enter
+wait_for "newton-vs-sgd.ini"
+# Variant: Left from the first variant wraps to "all".
+keys Down Left
+wait_for "all 6 variants"
+keys Down Down Enter
+wait_for "train.max_steps = "
+keys C-u 30 Enter
+wait_for "(edited)"
+keys Down Down Down Down Down Enter
+wait_for "batch: 6 runs finished" $((limit * 4))
+wait_for "[ Compare this batch: 6 runs ]"
+keys c
+wait_for "newton-vs-sgd: 6 runs   metric: train_loss"
+wait_for "#4 momentum"
+wait_for "Time ((sim): simulated clock"
+keys NPage
+wait_for "(sim) hybrid time"
+wait_for "(sim) quantum time"
+wait_for "(sim) hybrid to target"
+keys Home
+step "log x and normalised x"
+# (x is still wall time from the Run screen: the chart toggles are shared)
+keys X
+wait_for "x: wall time (s) (log)"
+keys X
+wait_for "x: wall time (s) (normalised per run)"
+keys X
+wait_for "x: wall time (s)  y:"
+keys Escape
+wait_for "[ Start ]"
+
+step "a run that diverges mid-batch; the batch goes on"
+cat >"$tmp/div.ini" <<'INI'
+[experiment]
+name = divbatch
+seed = 1
+[data]
+source = spirals
+n = 400
+[model]
+layers = dense:16:relu, dense:2
+loss = softmax_xent
+[train]
+optimizer = sgd
+batch = 0
+max_steps = 60
+log_every = 1
+[variant calm]
+train.lr = 0.1
+[variant boom]
+train.lr = 1e30
+[variant steady]
+train.optimizer = adam
+train.lr = 0.01
+INI
+keys Home Enter
+wait_for "experiment file: "
+keys C-u "$tmp/div.ini" Enter
+wait_for "div.ini"
+keys Down Left
+wait_for "all 3 variants"
+keys Down Down Down Down Down Down Down Enter
+wait_for "batch: 2 finished, 1 not" $((limit * 2))
+wait_for "boom diverged"
+keys c
+wait_for "divbatch: 3 runs"
+wait_for "diverged"
+keys Escape Escape
+wait_for "11/11 runs"
+cap | grep -q "divbatch/steady .*finished" || fail "the variant after the diverged one did not run"
+
+step "Solver tab: G reaches the last event; Left/Right and 1-5 switch tabs"
+keys /
+wait_for "filter (words"
+keys C-u "variant:qnewton-hybrid" Enter
+wait_for "1/11 runs"
+keys Enter
+wait_for "Curves   Profile   Solver   Config   System"
+keys 3
+wait_for "linear solves"
+keys G
+# 30 steps x 6 blocks: the last event is step 30, block 5.
+n=$(( limit * 10 ))
+until cap | grep -qE '^ +30 +5 +[0-9]+ '; do
+    n=$((n - 1)); [ "$n" -gt 0 ] || fail "G on the Solver tab did not reach step 30, block 5"; sleep 0.1
+done
+keys Right
+wait_for "Resolved configuration"
+keys Left
+wait_for "linear solves"
+keys 1
+wait_for "smoothing:"
+keys Escape
+keys / C-u Enter
+wait_for "11/11 runs"
+
+step "delete acts on what is visible: a filter hides a mark, that run stays"
+keys Home Space
+wait_for "1 marked"
+keys /
+keys C-u "variant:momentum" Enter
+wait_for "1/11 runs"
+keys Space
+wait_for "2 marked"
+keys d
+wait_for "(1 marked, hidden by the filter, stay)"
+keys y
+wait_for "deleted #4"
+keys / C-u Enter
+wait_for "10/10 runs"
+wait_for "1 marked"
+cap | grep -q "spirals-mlp/sgd" || fail "the hidden marked run was deleted"
+cap | grep -q "newton-vs-sgd/momentum" && fail "the visible marked run was not deleted"
+keys u
+wait_for "0 marked"
+
+step "80x24: names cut with an ellipsis, ? help always in the status bar"
+$T resize-window -t w -x 80 -y 24
+wait_for "10/10 runs"
+wait_for "? help"
+# The status bar (last row) keeps "? help" at its end on every screen.
+help_last() {
+    n=$(( limit * 10 ))
+    until cap | tail -1 | grep -q '? help *$'; do
+        n=$((n - 1)); [ "$n" -gt 0 ] || fail "$1: '? help' is not at the end of the status bar"; sleep 0.1
+    done
+}
+help_last "Runs at 80x24"
+# Names are cut in the middle: the variants stay told apart.
+cap | grep -q "on-hybrid" || fail "Runs at 80x24: the names lost what tells them apart"
+cap | grep -q "on-quantum" || fail "Runs at 80x24: the names lost what tells them apart"
+cap | grep -q "durat" || fail "Runs at 80x24: the duration column was dropped"
+keys Enter
+wait_for "Curves"
+help_last "Run at 80x24"
+keys Escape
+keys n
+wait_for "[ Start ]"
+help_last "New run at 80x24"
+keys c
+wait_for "divbatch: 3 runs"
+help_last "Compare at 80x24"
+keys Escape Escape
+$T resize-window -t w -x 120 -y 40
+wait_for "10/10 runs"
+
+step "NO_COLOR: chart series told apart by marker glyphs, in the plot and the legend"
+$T new-window -d -t t -n nc \
+    "cd '$NNBENCH_TOP' && NNBENCH_DB= NO_COLOR=1 TERM=screen '$NNBENCH' tui --db '$db'; sleep 120" ||
+    fail "cannot start a second window"
+capnc() { $T capture-pane -p -t nc 2>/dev/null; }
+n=$(( limit * 10 ))
+until capnc | grep -q "10/10 runs"; do n=$((n - 1)); [ "$n" -gt 0 ] || fail "NO_COLOR workbench did not start"; sleep 0.1; done
+$T send-keys -t nc Home Space Space c
+n=$(( limit * 10 ))
+until capnc | grep -qE '^ *\*\* #[0-9]+ [a-z]' && capnc | grep -qE '\+\+ #[0-9]+ [a-z]'; do
+    n=$((n - 1))
+    [ "$n" -gt 0 ] || { capnc; fail "NO_COLOR: the legend does not show the series' markers"; }
+    sleep 0.1
+done
+$T send-keys -t nc q
 
 step "quit"
 keys q

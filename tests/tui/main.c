@@ -65,6 +65,8 @@ static void test_nice_ticks(void **st)
     tui_tick_label(400, 100, b, sizeof b); assert_string_equal(b, "400");
     tui_tick_label(0, 0.1, b, sizeof b); assert_string_equal(b, "0");
     tui_tick_label(2e-5, 1e-5, b, sizeof b); assert_string_equal(b, "2.0e-05");
+    /* A diverged run's axis: no "1.2e+27G". */
+    tui_tick_label(1.2e27, 1e26, b, sizeof b); assert_string_equal(b, "1.2e+27");
 }
 
 /* Finds the cell holding dots of a series; returns how many cells carry the series. */
@@ -161,6 +163,51 @@ static void test_chart_ascii_gaps_log(void **st)
     o.log_y = 0;
     assert_int_equal(tui_chart_draw(&e, 1, &o, &c), 0);
     assert_true(row_of_text(&c, "no data yet") >= 0);
+    tui_canvas_free(&c);
+}
+
+/* Without colour, UTF-8 charts draw each series with its marker (not braille, which
+ * colour alone would tell apart); log x labels decades; normalised x stretches every run
+ * over the width; a legend too long for one row wraps instead of being cut. */
+static void test_chart_mono_logx_norm_legend(void **st)
+{
+    (void)st;
+    double x1[4] = { 0.001, 0.01, 0.1, 1 }, x2[4] = { 10, 100, 1000, 10000 }, y[4] = { 4, 3, 2, 1 };
+    tui_series s[2] = { { "#1 short run", x1, y, 4 }, { "#2 long run", x2, y, 4 } };
+    tui_chart_opts o = { .width = 60, .height = 14, .utf8 = 1, .mono = 1, .x_scale = TUI_X_LOG };
+    tui_canvas c;
+    assert_int_equal(tui_chart_draw(s, 2, &o, &c), 0);
+    for (int i = 0; i < c.w * c.h; i++) assert_false((c.cells[i].ch & 0xff00) == 0x2800); /* no braille */
+    assert_true(count_series(&c, 0) >= 3);
+    assert_true(count_series(&c, 1) >= 3);
+    assert_true(row_of_text(&c, "** #1 short run") >= 0);
+    assert_true(row_of_text(&c, "++ #2 long run") >= 0);
+    assert_true(row_of_text(&c, "0.01") >= 0 || row_of_text(&c, "0.001") >= 0);
+    assert_true(row_of_text(&c, "1e+03") >= 0 || row_of_text(&c, "1000") >= 0 || row_of_text(&c, "100") >= 0);
+    tui_canvas_free(&c);
+    /* Normalised: both runs end at the right edge. */
+    double y2[4] = { 8, 7, 6, 5 };
+    s[1].y = y2;
+    o.x_scale = TUI_X_NORM;
+    assert_int_equal(tui_chart_draw(s, 2, &o, &c), 0);
+    int right0 = 0, right1 = 0;
+    for (int yy = 0; yy < c.h; yy++) {
+        right0 |= c.cells[yy * c.w + c.w - 1].series == 0;
+        right1 |= c.cells[yy * c.w + c.w - 1].series == 1;
+    }
+    assert_true(right0 && right1);
+    tui_canvas_free(&c);
+    /* Eight labels of 20 cells in 60: three legend rows, every label whole. */
+    double xx[2] = { 0, 1 }, yy2[2] = { 1, 2 };
+    tui_series m[8];
+    char lab[8][32];
+    for (int i = 0; i < 8; i++) {
+        snprintf(lab[i], sizeof lab[i], "#%d run-number-%d", i + 1, i + 1);
+        m[i] = (tui_series){ lab[i], xx, yy2, 2 };
+    }
+    o = (tui_chart_opts){ .width = 60, .height = 16, .utf8 = 1 };
+    assert_int_equal(tui_chart_draw(m, 6, &o, &c), 0);
+    for (int i = 0; i < 6; i++) assert_true(row_of_text(&c, lab[i]) >= c.h - 3);
     tui_canvas_free(&c);
 }
 
@@ -458,7 +505,7 @@ int main(void)
     const struct CMUnitTest chart[] = {
         cmocka_unit_test(test_braille_bits), cmocka_unit_test(test_nice_ticks),
         cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_ascii_gaps_log),
-        cmocka_unit_test(test_smoothing),
+        cmocka_unit_test(test_smoothing), cmocka_unit_test(test_chart_mono_logx_norm_legend),
     };
     const struct CMUnitTest table[] = {
         cmocka_unit_test(test_fit), cmocka_unit_test(test_layout),
