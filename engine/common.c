@@ -42,10 +42,19 @@ static int tee_ops(void *ud, const prof_row *rows, size_t n, const prof_summary 
 static int tee_solver(void *ud, const struct qm_solve_event *ev) { TEE_EACH((eng_sink_tee *)ud, solver, ev); return 0; }
 static void tee_progress(void *ud, long step, long total, int epoch, double loss, double sps) { TEE_EACH_VOID((eng_sink_tee *)ud, progress, step, total, epoch, loss, sps); }
 static void tee_end(void *ud, const eng_run_result *res) { TEE_EACH_VOID((eng_sink_tee *)ud, run_end, res); }
+static void tee_ops_live(void *ud, const prof_row *rows, size_t n) { TEE_EACH_VOID((eng_sink_tee *)ud, ops_live, rows, n); }
 
 eng_sink eng_sink_tee_make(eng_sink_tee *tee)
 {
+    /* The tee's live op rows come as often as its most eager sink asks. */
+    double every = 0;
+    for (size_t i = 0; i < tee->n; i++) {
+        const eng_sink *s = tee->sinks[i];
+        if (s && s->ops_live && s->ops_live_every_s > 0 && (every == 0 || s->ops_live_every_s < every))
+            every = s->ops_live_every_s;
+    }
     return (eng_sink){ .ud = tee, .run_begin = tee_begin, .metric = tee_metric,
                        .op_stats = tee_ops, .solver = tee_solver,
-                       .progress = tee_progress, .run_end = tee_end };
+                       .progress = tee_progress, .run_end = tee_end,
+                       .ops_live = every > 0 ? tee_ops_live : NULL, .ops_live_every_s = every };
 }

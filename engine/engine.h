@@ -337,6 +337,11 @@ typedef struct eng_sink {
     /* Progress, every step: cheap, for progress lines and live views. */
     void (*progress)(void *ud, long step, long total_steps, int epoch, double loss, double samples_per_s);
     void (*run_end)(void *ud, const eng_run_result *res);
+    /* The op rows so far (by scope), for live views: between steps, at most every
+     * ops_live_every_s seconds (0: never), only when profiling. The rows are the engine's:
+     * copy what you keep. Live views read the profiler this way, never directly. */
+    void (*ops_live)(void *ud, const prof_row *rows, size_t n);
+    double ops_live_every_s;
 } eng_sink;
 
 typedef struct eng_run eng_run;

@@ -190,6 +190,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     const eng_train_config *tc = &cfg->train;
     const eng_dataset *ds = r->ds;
     prof_t *p = r->prof;
+    double ops_live_t = now_s();
     eng_run_result *res = &r->res;
     *res = (eng_run_result){ .status = ENG_RUN_RUNNING, .final_train_loss = NAN, .best_train_loss = NAN,
                              .final_test_loss = NAN, .final_test_acc = NAN, .best_test_acc = NAN,
@@ -329,6 +330,19 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         if (sink && sink->progress)
             sink->progress(sink->ud, c.step, r->total_steps, c.epoch, loss,
                            train_time > 0 ? total_rows / train_time : 0);
+        /* Live op rows: between steps no scope is open, so the profiler can be read. */
+        if (p && sink && sink->ops_live && sink->ops_live_every_s > 0) {
+            double t = now_s();
+            if (t - ops_live_t >= sink->ops_live_every_s) {
+                prof_row *rows;
+                size_t nrows;
+                if (!prof_rows(p, PROF_BY_SCOPE, &rows, &nrows)) {
+                    sink->ops_live(sink->ud, rows, nrows);
+                    free(rows);
+                }
+                ops_live_t = t;
+            }
+        }
     }
     double wall = now_s() - c.t0;
 

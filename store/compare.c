@@ -299,8 +299,8 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     EACH store_fmt_bytes(w->cells[i], 64, c->runs[i].peak_bytes >= 0 ? (double)c->runs[i].peak_bytes : NAN);
     ROW(STORE_CMP_RESULT, "peak RSS");
     EACH store_fmt_bytes(w->cells[i], 64, c->runs[i].peak_rss >= 0 ? (double)c->runs[i].peak_rss : NAN);
-    ROW(STORE_CMP_RESULT, "solves (quantum)");
-    EACH { if (c->runs[i].solves > 0) snprintf(w->cells[i], 64, "%ld (%ld)", c->runs[i].solves, c->runs[i].quantum_solves); else snprintf(w->cells[i], 64, "-"); }
+    ROW(STORE_CMP_RESULT, "quantum/all solves");
+    EACH { if (c->runs[i].solves > 0) snprintf(w->cells[i], 64, "%ld/%ld", c->runs[i].quantum_solves, c->runs[i].solves); else snprintf(w->cells[i], 64, "-"); }
 
     ROW(STORE_CMP_TIME, "wall time");
     EACH store_fmt_duration(w->cells[i], 64, c->runs[i].wall_s);
@@ -315,7 +315,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         EACH snprintf(w->cells[i], 64, "%s %g", low ? "<=" : ">=", o->target);
         store_cmp_row *rs, *rw, *rh;
         ROW(STORE_CMP_TIME, "steps to target"); rs = w;
-        ROW(STORE_CMP_TIME, "wall time to target"); rw = w;
+        ROW(STORE_CMP_TIME, "wall to target"); rw = w;
         ROW(STORE_CMP_TIME, "(sim) hybrid to target"); rh = w;
         EACH {
             const store_series *sr = &c->metric[i];
@@ -338,7 +338,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         }
         store_cmp_row *rs, *rw, *rh;
         ROW(STORE_CMP_TIME, "steps to target"); rs = w;
-        ROW(STORE_CMP_TIME, "wall time to target"); rw = w;
+        ROW(STORE_CMP_TIME, "wall to target"); rw = w;
         ROW(STORE_CMP_TIME, "(sim) hybrid to target"); rh = w;
         EACH {
             const store_run *r = &c->runs[i];

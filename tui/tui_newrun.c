@@ -121,20 +121,10 @@ static void live_progress(void *ud, long step, long total, int epoch, double los
     l->loss = loss;
     l->sps = sps;
     pthread_mutex_unlock(&l->mu);
-    /* The op table while the run goes: progress comes between steps, on the training
-     * thread, with no scope open, so the profiler can be read here; twice a second is
-     * plenty for a screen and costs the run nothing measurable. */
-    double now = wb_now();
-    if (l->prof && now - l->ops_t >= 0.5) {
-        prof_row *rows;
-        size_t n;
-        if (!prof_rows(l->prof, PROF_BY_SCOPE, &rows, &n)) {
-            live_ops(l, rows, n, NULL);
-            free(rows);
-        }
-        l->ops_t = now;
-    }
 }
+
+/* The op rows so far: the engine hands them over between steps (ops_live), twice a second. */
+static void live_ops_now(void *ud, const prof_row *rows, size_t n) { live_ops(ud, rows, n, NULL); }
 
 static void *worker(void *arg)
 {
@@ -145,7 +135,7 @@ static void *worker(void *arg)
     int rc = 0;
     if (!st) rc = ENG_EIO;
     eng_sink live_sink = { .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
-                           .progress = live_progress };
+                           .progress = live_progress, .ops_live = live_ops_now, .ops_live_every_s = 0.5 };
     eng_sink store_sink = { 0 };
     if (st) store_sink = cli_store_sink_get(st);
     eng_sink_tee tee = { .sinks = { &live_sink, &store_sink }, .n = 2 };
@@ -176,10 +166,7 @@ static void *worker(void *arg)
         l->run = run;
         if (l->stop_requested) eng_run_request_stop(run);
         pthread_mutex_unlock(&l->mu);
-        l->prof = prof;
-        l->ops_t = wb_now();
         rc = eng_run_train(run, &sink);
-        l->prof = NULL;
         const eng_run_result *res = eng_run_result_get(run);
         long long id = cli_store_sink_run_id(st);
         pthread_mutex_lock(&l->mu);
@@ -188,8 +175,11 @@ static void *worker(void *arg)
         if (!l->first_id) l->first_id = id;
         if (id && l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = id;
         if (rc == ENG_OK)
-            snprintf(result, sizeof result, "run #%lld %s finished: %ld steps in %.1f s, loss %.4g", id, l->label,
-                     res->steps, res->wall_s, res->final_train_loss);
+        {
+            char d[32];
+            snprintf(result, sizeof result, "run #%lld %s finished: %ld steps in %s, loss %.4g", id, l->label,
+                     res->steps, store_fmt_duration(d, sizeof d, res->wall_s), res->final_train_loss);
+        }
         else
             snprintf(result, sizeof result, "run #%lld %s %s: %s", id, l->label, eng_run_status_name(res->status),
                      res->error ? res->error : eng_error());

@@ -300,10 +300,10 @@ void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw)
         if (w > l) l = w;
     }
     if (l > 24) l = 24;
-    /* Runs first: the label column gives way down to 19 cells before run columns shrink
-     * below 12 (6 runs in 80 columns: 19 + 6 x 10). */
+    /* Runs first: the label column gives way down to 18 cells before run columns shrink
+     * below 12 (6 runs in the workbench's 78 columns: 18 + 6 x 10). */
     int col = (width - l) / n;
-    while (col < 12 && l > 19) { l--; col = (width - l) / n; }
+    while (col < 12 && l > 18) { l--; col = (width - l) / n; }
     if (col > 30) col = 30;
     if (col < 4) col = 4;
     *lw = l;

@@ -59,8 +59,6 @@ typedef struct {
     wb_series live[WB_LIVE_N];
     prof_row *ops;           /* op rows so far (profiled runs), sorted by self time */
     size_t n_ops;
-    prof_t *prof;            /* the current run's profiler (worker thread only) */
-    double ops_t;            /* monotonic s of the last op snapshot (worker thread only) */
     int finished;            /* worker done */
     int rc;                  /* last eng_run_train status */
     char result[512];        /* "finished: 1200 steps in 3.2s" or the error */

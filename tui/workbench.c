@@ -178,13 +178,16 @@ void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scrol
     int page = y1 - y0 + 1;
     if (*scroll > (int)n - page) *scroll = (int)n - page;
     if (*scroll < 0) *scroll = 0;
+    char b[48] = "";
+    if ((int)n > page)
+        snprintf(b, sizeof b, "%d-%d/%zu", *scroll + 1, *scroll + page < (int)n ? *scroll + page : (int)n, n);
     for (int r = 0; r < page; r++) {
         size_t i = (size_t)(*scroll + r);
-        if (i < n) wb_text(a, y0 + r, 1, a->cols - 2, 0, lines[i]);
+        /* The last row leaves room for the position, never drawn over text. */
+        int w = a->cols - 2 - (r == page - 1 && b[0] ? (int)strlen(b) + 1 : 0);
+        if (i < n) wb_text(a, y0 + r, 1, w, 0, lines[i]);
     }
-    if ((int)n > page) {
-        char b[48];
-        snprintf(b, sizeof b, "%d-%d/%zu", *scroll + 1, *scroll + page < (int)n ? *scroll + page : (int)n, n);
+    if (b[0]) {
         attron(A_DIM);
         wb_text(a, y1, a->cols - 1 - (int)strlen(b), (int)strlen(b), 1, b);
         attroff(A_DIM);
@@ -420,7 +423,8 @@ static int is_marked(wb_app *a, long long id)
 
 static void runs_draw(wb_app *a)
 {
-    int y0 = 2, y1 = a->rows - 2, page = y1 - y0 + 1;
+    /* rows-2 holds the footer (counts, filter, marks): the table ends above it. */
+    int y0 = 2, y1 = a->rows - 2, page = y1 - y0;
     if (a->n_all == 0) {
         const char *l[] = {
             "No runs in this database yet.",

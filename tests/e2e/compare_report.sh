@@ -25,8 +25,8 @@ grep -q "(sim) hybrid" "$T/run.out" || fail "the run summary lacks the hybrid cl
 
 "$NNBENCH" compare --last-batch --db "$DB" >"$T/cmp" 2>&1 || { cat "$T/cmp"; fail "compare --last-batch exited $?"; }
 grep -q "^newton-vs-sgd: 6 runs" "$T/cmp" || fail "compare --last-batch is not the 6 runs of the last batch"
-for row in "wall time" "(sim) quantum time" "(sim) hybrid time" "steps to target" "wall time to target" \
-           "(sim) hybrid to ta"; do  # cut at 80 columns, the (sim) mark first
+for row in "wall time" "(sim) quantum time" "(sim) hybrid time" "steps to target" "wall to target" \
+           "(sim) hybrid to"; do  # cut at 80 columns, the (sim) mark first
     grep -qF "$row" "$T/cmp" || fail "compare lacks the row '$row'"
 done
 grep -q "qnew…brid" "$T/cmp" || fail "compare: the names lost what tells them apart"
@@ -41,7 +41,7 @@ grep -q "on-quantum" "$T/list" || fail "list: the names lost what tells them apa
 
 "$NNBENCH" report 1 2 3 4 5 6 7 8 -o "$T/r.html" --db "$DB" 2>/dev/null || fail "report .html"
 "$NNBENCH" report 1 2 3 4 5 6 7 8 -o "$T/r.md" --db "$DB" 2>/dev/null || fail "report .md"
-for row in "(sim) quantum time" "(sim) hybrid time" "wall time to target" "(sim) hybrid to target"; do
+for row in "(sim) quantum time" "(sim) hybrid time" "wall to target" "(sim) hybrid to target"; do
     grep -qF "| $row |" "$T/r.md" || fail "the Markdown report lacks the row '$row'"
 done
 python3 - "$T/r.html" <<'PY' || fail "report charts and legends"

@@ -51,6 +51,8 @@ typedef struct {
     int fail_metric_at;     /* fail the n-th metric (1-based), 0 never */
     int n_metrics;
     int saw_forward_phase;
+    int n_ops_live;         /* live op snapshots (ops_live) */
+    int live_saw_dense;
 } rec;
 
 static int rec_begin(void *ud, const eng_run_info *info) { rec *r = ud; r->n_begin++; r->info = *info; return 0; }
@@ -83,6 +85,12 @@ static void rec_progress(void *ud, long step, long total, int epoch, double loss
     if (r->stop_run && step == r->stop_at) eng_run_request_stop(r->stop_run);
 }
 static void rec_end(void *ud, const eng_run_result *res) { rec *r = ud; r->n_end++; r->end_status = res->status; }
+static void rec_ops_live(void *ud, const prof_row *rows, size_t n)
+{
+    rec *r = ud;
+    r->n_ops_live++;
+    for (size_t i = 0; i < n; i++) r->live_saw_dense |= !strncmp(rows[i].name, "dense", 5) && rows[i].calls > 0;
+}
 
 static eng_sink rec_sink(rec *r)
 {
@@ -319,9 +327,19 @@ static void test_profiled_run(void **state)
     static rec r;
     memset(&r, 0, sizeof r);
     eng_sink s = rec_sink(&r);
-    assert_int_equal(eng_run_train(run, &s), ENG_OK);
+    /* Live op rows through the sink, as often as asked (here: every step), through a tee
+     * whose other sink does not want them. */
+    s.ops_live = rec_ops_live;
+    s.ops_live_every_s = 1e-9;
+    eng_sink quiet = { 0 };
+    eng_sink_tee tee = { .sinks = { &s, &quiet }, .n = 2 };
+    eng_sink both = eng_sink_tee_make(&tee);
+    assert_true(both.ops_live != NULL && both.ops_live_every_s == 1e-9);
+    assert_int_equal(eng_run_train(run, &both), ENG_OK);
     assert_int_equal(r.n_ops, 1);
     assert_int_equal(r.saw_forward_phase, 1);
+    assert_true(r.n_ops_live >= 40); /* 50 steps; a snapshot after each, clock permitting */
+    assert_true(r.live_saw_dense);
     eng_run_destroy(run);
     prof_row *rows = NULL;
     size_t n = 0;

@@ -317,7 +317,7 @@ static void test_report_formats(void **st)
     assert_true(strstr(h, "data-metric=\"train_loss\"") < strstr(h, "data-metric=\"test_acc\""));
     assert_non_null(strstr(h, "data-x=\"hybrid\""));
     assert_non_null(strstr(h, "(sim) hybrid to target"));
-    assert_non_null(strstr(h, "wall time to target"));
+    assert_non_null(strstr(h, "wall to target"));
     assert_non_null(strstr(h, "class=\"legend-box\""));
     assert_null(strstr(h, "src=\"http"));
     assert_null(strstr(h, "<script"));
