@@ -308,50 +308,37 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     EACH store_fmt_duration(w->cells[i], 64, c->quantum_s[i]);
     ROW(STORE_CMP_TIME, "(sim) hybrid time");
     EACH store_fmt_duration(w->cells[i], 64, c->runs[i].hybrid_s);
-    if (isfinite(o->target) && c->metric_key[0]) {
-        int low = store_metric_lower_is_better(c->metric_key);
-        snprintf(lab, sizeof lab, "target %.40s", c->metric_key);
-        ROW(STORE_CMP_TIME, lab);
-        EACH snprintf(w->cells[i], 64, "%s %g", low ? "<=" : ">=", o->target);
-        store_cmp_row *rs, *rw, *rh;
-        ROW(STORE_CMP_TIME, "steps to target"); rs = w;
-        ROW(STORE_CMP_TIME, "wall to target"); rw = w;
-        ROW(STORE_CMP_TIME, "(sim) hybrid to target"); rh = w;
-        EACH {
+    /* Time to target: with an explicit target on the chosen metric, from its series;
+     * else each run's own experiment target on train_loss, as the run recorded it. */
+    int explicit_t = isfinite(o->target) && c->metric_key[0];
+    int low = explicit_t ? store_metric_lower_is_better(c->metric_key) : 1;
+    snprintf(lab, sizeof lab, "target %.40s", explicit_t ? c->metric_key : "train_loss");
+    ROW(STORE_CMP_TIME, lab);
+    EACH {
+        double t = explicit_t ? o->target : c->runs[i].target_loss;
+        if (isfinite(t)) snprintf(w->cells[i], 64, "%s %g", low ? "<=" : ">=", t);
+        else snprintf(w->cells[i], 64, "-");
+    }
+    store_cmp_row *rs, *rw, *rh;
+    ROW(STORE_CMP_TIME, "steps to target"); rs = w;
+    ROW(STORE_CMP_TIME, "wall to target"); rw = w;
+    ROW(STORE_CMP_TIME, "(sim) hybrid to target"); rh = w;
+    EACH {
+        const store_run *r = &c->runs[i];
+        long step = -1;
+        double wall = NAN, hybrid = NAN;
+        if (explicit_t) {
             const store_series *sr = &c->metric[i];
             long p = reach(sr, c->metric_key, o->target);
-            if (p < 0) {
-                snprintf(rs->cells[i], 64, "never");
-                snprintf(rw->cells[i], 64, "-");
-                snprintf(rh->cells[i], 64, "-");
-            } else {
-                snprintf(rs->cells[i], 64, "%ld", sr->step[p]);
-                store_fmt_duration(rw->cells[i], 64, sr->wall[p]);
-                store_fmt_duration(rh->cells[i], 64, sr->hybrid[p]);
-            }
+            if (p >= 0) { step = sr->step[p]; wall = sr->wall[p]; hybrid = sr->hybrid[p]; }
+        } else if (r->steps_to_target >= 0) {
+            step = r->steps_to_target; wall = r->wall_to_target; hybrid = r->hybrid_to_target;
         }
-    } else {
-        ROW(STORE_CMP_TIME, "target train_loss");
-        EACH {
-            double t = c->runs[i].target_loss;
-            if (isfinite(t)) snprintf(w->cells[i], 64, "<= %g", t); else snprintf(w->cells[i], 64, "-");
-        }
-        store_cmp_row *rs, *rw, *rh;
-        ROW(STORE_CMP_TIME, "steps to target"); rs = w;
-        ROW(STORE_CMP_TIME, "wall to target"); rw = w;
-        ROW(STORE_CMP_TIME, "(sim) hybrid to target"); rh = w;
-        EACH {
-            const store_run *r = &c->runs[i];
-            if (!isfinite(r->target_loss)) {
-                snprintf(rs->cells[i], 64, "-"); snprintf(rw->cells[i], 64, "-"); snprintf(rh->cells[i], 64, "-");
-            } else if (r->steps_to_target < 0) {
-                snprintf(rs->cells[i], 64, "never"); snprintf(rw->cells[i], 64, "-"); snprintf(rh->cells[i], 64, "-");
-            } else {
-                snprintf(rs->cells[i], 64, "%ld", r->steps_to_target);
-                store_fmt_duration(rw->cells[i], 64, r->wall_to_target);
-                store_fmt_duration(rh->cells[i], 64, r->hybrid_to_target);
-            }
-        }
+        if (!explicit_t && !isfinite(r->target_loss)) snprintf(rs->cells[i], 64, "-");
+        else if (step < 0) snprintf(rs->cells[i], 64, "never");
+        else snprintf(rs->cells[i], 64, "%ld", step);
+        store_fmt_duration(rw->cells[i], 64, step < 0 ? NAN : wall);
+        store_fmt_duration(rh->cells[i], 64, step < 0 ? NAN : hybrid);
     }
 
     /* Config: the union of keys in key order (every run's list is sorted by key). */
