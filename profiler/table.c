@@ -21,15 +21,13 @@ int prof_group_parse(const char *s, prof_group *out)
     return -1;
 }
 
-static prof_sort sort_key;
-
 static int cmp_u64_desc(uint64_t a, uint64_t b) { return a < b ? 1 : a > b ? -1 : 0; }
 
-static int row_cmp(const void *va, const void *vb)
+static int row_cmp(const void *va, const void *vb, void *ctx)
 {
     const prof_row *a = va, *b = vb;
     int c = 0;
-    switch (sort_key) {
+    switch (*(const prof_sort *)ctx) {
     case PROF_SORT_SELF: c = cmp_u64_desc(a->self_ns, b->self_ns); break;
     case PROF_SORT_TOTAL: c = cmp_u64_desc(a->total_ns, b->total_ns); break;
     case PROF_SORT_CALLS: c = cmp_u64_desc(a->calls, b->calls); break;
@@ -51,9 +49,7 @@ static int row_cmp(const void *va, const void *vb)
 
 void prof_rows_sort(prof_row *rows, size_t n, prof_sort by)
 {
-    /* qsort has no context argument in C11; the table is built on one thread. */
-    sort_key = by;
-    if (n > 1) qsort(rows, n, sizeof *rows, row_cmp);
+    if (n > 1) qsort_r(rows, n, sizeof *rows, row_cmp, &by);
 }
 
 /* Human units: ns/us/ms/s for time, B/KB/MB/GB (powers of 1024) for bytes. */

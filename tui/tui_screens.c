@@ -311,18 +311,19 @@ static double op_key(const store_op_row *r, int k)
     }
 }
 
-static int op_sort_k, op_sort_d;
-static int op_cmp(const void *pa, const void *pb)
+typedef struct { int key, desc; } op_sort;
+static int op_cmp(const void *pa, const void *pb, void *ctx)
 {
+    const op_sort *o = ctx;
     const store_op_row *a = pa, *b = pb;
     int c;
-    if (op_sort_k == 6) c = strcasecmp(a->name, b->name);
+    if (o->key == 6) c = strcasecmp(a->name, b->name);
     else {
-        double x = op_key(a, op_sort_k), y = op_key(b, op_sort_k);
+        double x = op_key(a, o->key), y = op_key(b, o->key);
         c = x < y ? 1 : x > y ? -1 : 0; /* numbers: largest first by default */
     }
     if (!c) c = strcmp(a->layer, b->layer);
-    return op_sort_d ? -c : c;
+    return o->desc ? -c : c;
 }
 
 static void draw_profile(wb_app *a, int y0, int y1)
@@ -333,9 +334,8 @@ static void draw_profile(wb_app *a, int y0, int y1)
                     : "This run was not profiled (profile.enabled = false). Start one with profiling from New run.");
         return;
     }
-    op_sort_k = rv.op_sort;
-    op_sort_d = rv.op_desc;
-    qsort(rv.ops, rv.n_ops, sizeof *rv.ops, op_cmp);
+    op_sort os = { rv.op_sort, rv.op_desc };
+    qsort_r(rv.ops, rv.n_ops, sizeof *rv.ops, op_cmp, &os);
     int hw = rv.have_prof && rv.prof.hw_counters > 0;
     double total = 0;
     for (size_t i = 0; i < rv.n_ops; i++) total += (double)rv.ops[i].self_ns;
