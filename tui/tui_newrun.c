@@ -3,6 +3,7 @@
  * that writes the store and feeds the screen (progress, ETA, live curves, op table).
  */
 #include "cli.h"
+#include "runner.h"
 #include "wb.h"
 
 #include <curses.h>
@@ -126,88 +127,89 @@ static void live_progress(void *ud, long step, long total, int epoch, double los
 /* The op rows so far: the engine hands them over between steps (ops_live), twice a second. */
 static void live_ops_now(void *ud, const prof_row *rows, size_t n) { live_ops(ud, rows, n, NULL); }
 
+/* The runner's hooks for New run: stop requests, the current run for K, each variant's
+ * result line. */
+typedef struct {
+    wb_live *l;
+    char result[512], last_bad[512];
+    int last_rc;
+} nr_state;
+
+static int nr_begin(void *ud, size_t v, const eng_config *cfg)
+{
+    nr_state *n = ud;
+    (void)cfg;
+    pthread_mutex_lock(&n->l->mu);
+    int stop = n->l->stop_requested;
+    n->l->variant_idx = (int)v;
+    pthread_mutex_unlock(&n->l->mu);
+    return stop;
+}
+
+static void nr_running(void *ud, eng_run *run)
+{
+    nr_state *n = ud;
+    pthread_mutex_lock(&n->l->mu);
+    n->l->run = run;
+    if (run && n->l->stop_requested) eng_run_request_stop(run);
+    pthread_mutex_unlock(&n->l->mu);
+}
+
+static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
+{
+    nr_state *n = ud;
+    wb_live *l = n->l;
+    (void)prof;
+    n->last_rc = o->rc;
+    pthread_mutex_lock(&l->mu);
+    if (o->run_id) {
+        l->run_id = o->run_id;
+        if (!l->first_id) l->first_id = o->run_id;
+        if (l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = o->run_id;
+    }
+    char d[32];
+    if (o->rc == ENG_OK)
+        snprintf(n->result, sizeof n->result, "run #%lld %s finished: %ld steps in %s, loss %.4g", o->run_id, l->label,
+                 o->res.steps, store_fmt_duration(d, sizeof d, o->res.wall_s), o->res.final_train_loss);
+    else if (o->created)
+        snprintf(n->result, sizeof n->result, "run #%lld %.60s %s: %.300s", o->run_id, l->label,
+                 eng_run_status_name(o->res.status), o->error);
+    else
+        snprintf(n->result, sizeof n->result, "%.60s: %.400s", o->cfg->variant[0] ? o->cfg->variant : o->cfg->name, o->error);
+    pthread_mutex_unlock(&l->mu);
+    if (o->rc != ENG_OK && o->rc != ENG_ESTOPPED) snprintf(n->last_bad, sizeof n->last_bad, "%s", n->result);
+}
+
 static void *worker(void *arg)
 {
     wb_live *l = arg;
     eng_experiment *ex = l->ex;
-    char result[512] = "";
-    cli_store_sink *st = cli_store_sink_open(l->db_path, result, sizeof result);
-    int rc = 0;
-    if (!st) rc = ENG_EIO;
-    eng_sink live_sink = { .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
-                           .progress = live_progress, .ops_live = live_ops_now, .ops_live_every_s = 0.5 };
-    eng_sink store_sink = { 0 };
-    if (st) store_sink = cli_store_sink_get(st);
-    eng_sink_tee tee = { .sinks = { &live_sink, &store_sink }, .n = 2 };
-    eng_sink sink = eng_sink_tee_make(&tee);
-    int n_ok = 0, n_bad = 0;
-    char last_bad[512] = "";
-    for (size_t v = 0; st && v < ex->n_variants; v++) {
-        pthread_mutex_lock(&l->mu);
-        int stop = l->stop_requested;
-        l->variant_idx = (int)v;
-        pthread_mutex_unlock(&l->mu);
-        if (stop) break;
-        const eng_config *cfg = &ex->variants[v];
-        prof_t *prof = NULL;
-        if (cfg->profile.enabled) {
-            prof_options po = { .counters = cfg->profile.counters, .quiet = 1 };
-            prof = prof_create(&po);
-            if (!prof) { snprintf(result, sizeof result, "profiler: %s", prof_error()); rc = ENG_EINVAL; break; }
+    nr_state n = { .l = l };
+    cli_store_sink *st = cli_store_sink_open(l->db_path, n.result, sizeof n.result);
+    int rc = st ? ENG_OK : ENG_EIO;
+    if (st) {
+        eng_sink live_sink = { .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
+                               .progress = live_progress, .ops_live = live_ops_now, .ops_live_every_s = 0.5 };
+        runner_hooks h = { .ud = &n, .begin = nr_begin, .running = nr_running, .done = nr_done, .sink = &live_sink };
+        runner_summary sum;
+        runner_run(ex, st, &h, &sum);
+        rc = n.last_rc;
+        size_t bad = sum.failed + sum.config_errors;
+        /* As on the CLI, a variant that fails or diverges does not stop the batch. */
+        if (ex->n_variants > 1 && sum.ran > 1 && bad && !sum.stopped)
+            snprintf(n.result, sizeof n.result, "batch: %zu finished, %zu not (last: %.400s)", sum.finished, bad, n.last_bad);
+        else if (ex->n_variants > 1 && sum.finished > 1 && !bad && !sum.stopped) {
+            char last[512];
+            snprintf(last, sizeof last, "%s", n.result);
+            snprintf(n.result, sizeof n.result, "batch: %zu runs finished (c compares them); last: %.400s", sum.finished, last);
         }
-        eng_run *run = NULL;
-        rc = eng_run_create(cfg, ex->text, prof, &run);
-        if (rc) {
-            snprintf(result, sizeof result, "%s", eng_error());
-            prof_destroy(prof);
-            break;
-        }
-        pthread_mutex_lock(&l->mu);
-        l->run = run;
-        if (l->stop_requested) eng_run_request_stop(run);
-        pthread_mutex_unlock(&l->mu);
-        rc = eng_run_train(run, &sink);
-        const eng_run_result *res = eng_run_result_get(run);
-        long long id = cli_store_sink_run_id(st);
-        pthread_mutex_lock(&l->mu);
-        l->run = NULL;
-        l->run_id = id;
-        if (!l->first_id) l->first_id = id;
-        if (id && l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = id;
-        if (rc == ENG_OK)
-        {
-            char d[32];
-            snprintf(result, sizeof result, "run #%lld %s finished: %ld steps in %s, loss %.4g", id, l->label,
-                     res->steps, store_fmt_duration(d, sizeof d, res->wall_s), res->final_train_loss);
-        }
-        else
-            snprintf(result, sizeof result, "run #%lld %s %s: %s", id, l->label, eng_run_status_name(res->status),
-                     res->error ? res->error : eng_error());
-        pthread_mutex_unlock(&l->mu);
-        eng_run_destroy(run);
-        prof_destroy(prof);
-        /* As on the CLI: a variant that diverges or fails does not stop the batch; a stop
-         * request does. */
-        if (rc == ENG_OK) n_ok++;
-        else if (rc == ENG_ESTOPPED) break;
-        else {
-            n_bad++;
-            snprintf(last_bad, sizeof last_bad, "%s", result);
-        }
+        cli_store_sink_close(st);
     }
-    if (ex->n_variants > 1 && (n_ok + n_bad) > 1 && n_bad && rc != ENG_ESTOPPED)
-        snprintf(result, sizeof result, "batch: %d finished, %d not (last: %.400s)", n_ok, n_bad, last_bad);
-    else if (ex->n_variants > 1 && n_ok > 1 && rc == ENG_OK) {
-        char last[512];
-        snprintf(last, sizeof last, "%s", result);
-        snprintf(result, sizeof result, "batch: %d runs finished (c compares them); last: %.400s", n_ok, last);
-    }
-    if (st) cli_store_sink_close(st);
     eng_experiment_free(ex);
     pthread_mutex_lock(&l->mu);
     l->ex = NULL;
     l->rc = rc;
-    if (result[0]) snprintf(l->result, sizeof l->result, "%s", result);
+    if (n.result[0]) snprintf(l->result, sizeof l->result, "%s", n.result);
     l->running = 0;
     l->finished = 1;
     pthread_mutex_unlock(&l->mu);

@@ -500,6 +500,8 @@ static void test_suggest(void **st)
     assert_null(cli_command_find("nope"));
 }
 
+int test_tui_runner(void); /* runner.c */
+
 int main(void)
 {
     const struct CMUnitTest chart[] = {
@@ -515,5 +517,6 @@ int main(void)
     int failed = cmocka_run_group_tests_name("tui_chart", chart, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_table", table, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_keys", keys, NULL, NULL);
+    failed += test_tui_runner();
     return failed ? 1 : 0;
 }

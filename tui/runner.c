@@ -1,0 +1,57 @@
+/* runner.c — the variant loop (runner.h): profiler, run, train through the teed sinks,
+ * outcome, free; the same for `nnbench run` and New run. */
+#include "runner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_hooks *h, runner_summary *sum)
+{
+    memset(sum, 0, sizeof *sum);
+    eng_sink store_sink = { 0 };
+    if (store) store_sink = cli_store_sink_get(store);
+    eng_sink_tee tee = { .sinks = { h->sink, store ? &store_sink : NULL }, .n = 2 };
+    eng_sink sink = eng_sink_tee_make(&tee);
+    for (size_t v = 0; v < ex->n_variants; v++) {
+        const eng_config *cfg = &ex->variants[v];
+        if (h->begin && h->begin(h->ud, v, cfg)) break;
+        sum->ran++;
+        runner_variant out = { .index = v, .cfg = cfg, .rc = ENG_OK };
+        prof_t *prof = NULL;
+        prof_options po = { .counters = cfg->profile.counters, .quiet = 1 };
+        int want = h->profile ? h->profile(h->ud, v, cfg, &po) : cfg->profile.enabled;
+        if (want && !(prof = prof_create(&po))) {
+            out.rc = ENG_EINVAL;
+            snprintf(out.error, sizeof out.error, "profiler: %s", prof_error());
+            sum->failed++;
+            if (h->done) h->done(h->ud, &out, NULL);
+            continue;
+        }
+        eng_run *run = NULL;
+        out.rc = eng_run_create(cfg, ex->text, prof, &run);
+        if (out.rc) {
+            snprintf(out.error, sizeof out.error, "%s", eng_error());
+            if (out.rc == ENG_EINVAL) sum->config_errors++;
+            else sum->failed++;
+            if (h->done) h->done(h->ud, &out, prof);
+            prof_destroy(prof);
+            continue;
+        }
+        if (h->running) h->running(h->ud, run);
+        out.rc = eng_run_train(run, &sink);
+        if (h->running) h->running(h->ud, NULL);
+        out.created = 1;
+        out.res = *eng_run_result_get(run);
+        if (out.res.error) snprintf(out.error, sizeof out.error, "%s", out.res.error);
+        else if (out.rc && out.rc != ENG_ESTOPPED) snprintf(out.error, sizeof out.error, "%s", eng_error());
+        out.res.error = NULL; /* points into the run, freed below */
+        if (store) out.run_id = cli_store_sink_run_id(store);
+        if (out.rc == ENG_OK) sum->finished++;
+        else if (out.rc == ENG_ESTOPPED) sum->stopped++;
+        else sum->failed++;
+        if (h->done) h->done(h->ud, &out, prof);
+        eng_run_destroy(run);
+        prof_destroy(prof);
+        if (out.rc == ENG_ESTOPPED) break;
+    }
+}

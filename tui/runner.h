@@ -1,0 +1,49 @@
+/* runner.h — the one variant loop of nnbench, shared by `nnbench run` and the workbench's
+ * New run: for each variant of an experiment, make its profiler, create the run, train it
+ * through the caller's sink teed with the store sink, hand the outcome back, free it all.
+ * A variant that fails or diverges does not stop the batch; the caller's begin hook does.
+ * Nothing here prints: outcomes and messages go to the hooks. (Private to tui/.)
+ */
+#ifndef NNBENCH_TUI_RUNNER_H
+#define NNBENCH_TUI_RUNNER_H
+
+#include <stddef.h>
+
+#include "cli.h"
+
+/* What one variant came to. */
+typedef struct {
+    size_t index;            /* in ex->variants */
+    const eng_config *cfg;
+    int rc;                  /* ENG_OK, or why it ended (eng_run_create's or eng_run_train's) */
+    int created;             /* the run was created and trained: res holds its result */
+    eng_run_result res;      /* res.error is NULL: the message is in error */
+    char error[512];         /* "" when finished */
+    long long run_id;        /* the stored run, 0 without a store */
+} runner_variant;
+
+typedef struct {
+    void *ud;
+    /* Before variant v: non-zero ends the batch there (a stop was asked for). May be NULL. */
+    int (*begin)(void *ud, size_t v, const eng_config *cfg);
+    /* The profiler of variant v: fill po and return 1 to profile, 0 not to. NULL: profile
+     * when cfg->profile.enabled, counters from the config, quiet. */
+    int (*profile)(void *ud, size_t v, const eng_config *cfg, prof_options *po);
+    /* The run is created and about to train (to ask it to stop from elsewhere); ended
+     * (run NULL) once it has trained. May be NULL. */
+    void (*running)(void *ud, eng_run *run);
+    /* The variant is over; prof (NULL when not profiled) can still be read. May be NULL. */
+    void (*done)(void *ud, const runner_variant *out, prof_t *prof);
+    const eng_sink *sink;    /* the caller's own sink (progress lines, the screen); may be NULL */
+} runner_hooks;
+
+/* The counts of a batch. */
+typedef struct {
+    size_t ran;              /* variants begun */
+    size_t finished, failed, config_errors, stopped;
+} runner_summary;
+
+/* Runs the variants of ex in order, storing each in store (NULL: not stored). */
+void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_hooks *h, runner_summary *sum);
+
+#endif
