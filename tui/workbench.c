@@ -307,16 +307,44 @@ int wb_confirm(wb_app *a, const char *fmt, ...)
     for (;;) {
         draw_all(a);
         if (!a->too_small) {
+            /* A framed box over the screen; the question wraps at spaces (up to 3 lines). */
             int w = tui_text_width(q) + 6;
             if (w < 30) w = 30;
             if (w > a->cols - 4) w = a->cols - 4;
-            int y = a->rows / 2 - 2, x = (a->cols - w) / 2;
+            char lines[3][256];
+            int nl = 0;
+            const char *p = q;
+            while (*p && nl < 3) {
+                int room = w - 6, len = (int)strlen(p), cut = len;
+                if (tui_text_width(p) > room) {
+                    cut = 0;
+                    for (int i = 0, cells = 0; p[i] && cells <= room; i++) {
+                        if (((unsigned char)p[i] & 0xc0) != 0x80) cells++;
+                        if (p[i] == ' ' && cells <= room) cut = i;
+                    }
+                    if (!cut) cut = room;
+                }
+                snprintf(lines[nl++], sizeof lines[0], "%.*s", cut, p);
+                p += cut;
+                while (*p == ' ') p++;
+            }
+            int h = nl + 3, y = a->rows / 2 - h / 2, x = (a->cols - w) / 2;
             int at = a->color ? COLOR_PAIR(PAIR_STATUS) : A_REVERSE;
             attron(at);
-            for (int r = 0; r < 4; r++) wb_fill(a, y + r, x, w);
-            wb_text(a, y + 1, x + 3, w - 6, 0, q);
-            wb_text(a, y + 2, x + 3, w - 6, 0, "y = yes   n / Esc = no");
+            for (int r = 0; r < h; r++) wb_fill(a, y + r, x, w);
+            for (int i = 0; i < nl; i++) wb_text(a, y + 1 + i, x + 3, w - 6, 0, lines[i]);
+            wb_text(a, y + 1 + nl, x + 3, w - 6, 0, "y = yes   n / Esc = no");
             attroff(at);
+            attron(at | A_BOLD);
+            mvhline(y, x + 1, a->utf8 ? ACS_HLINE : '-', w - 2);
+            mvhline(y + h - 1, x + 1, a->utf8 ? ACS_HLINE : '-', w - 2);
+            mvvline(y + 1, x, a->utf8 ? ACS_VLINE : '|', h - 2);
+            mvvline(y + 1, x + w - 1, a->utf8 ? ACS_VLINE : '|', h - 2);
+            mvaddch(y, x, a->utf8 ? ACS_ULCORNER : '+');
+            mvaddch(y, x + w - 1, a->utf8 ? ACS_URCORNER : '+');
+            mvaddch(y + h - 1, x, a->utf8 ? ACS_LLCORNER : '+');
+            mvaddch(y + h - 1, x + w - 1, a->utf8 ? ACS_LRCORNER : '+');
+            attroff(at | A_BOLD);
             refresh();
         }
         int ch = modal_getch(a);
@@ -445,9 +473,10 @@ static void runs_draw(wb_app *a)
     }
     tui_col cols[TUI_RC_COUNT + 1];
     /* Names first: the name column keeps up to 22 cells while the others shrink and then
-     * drop from the right (80 columns: id, name, status, optimizer, dataset, loss, acc,
-     * duration); a name cut keeps its start and end ("newton-vs-s…ton-hybrid"). */
-    static const int mins[TUI_RC_COUNT] = { 3, 22, 8, 6, 5, 6, 5, 6, 10 };
+     * drop from the right (80 columns: id, name, status, optimizer, dataset, loss, acc);
+     * a name cut keeps its start and end ("newton-vs-s…ton-hybrid"). Numbers (min 0 =
+     * their natural width) are never cut. */
+    static const int mins[TUI_RC_COUNT] = { 0, 22, 8, 6, 5, 0, 0, 0, 10 };
     double now = tui_unix_now();
     cols[0] = (tui_col){ "", 1, 1, 0, 0 };
     for (int c = 0; c < TUI_RC_COUNT; c++) {
@@ -460,7 +489,7 @@ static void runs_draw(wb_app *a)
         }
         if (want > 40) want = 40;
         int right = c == TUI_RC_ID || c == TUI_RC_LOSS || c == TUI_RC_ACC || c == TUI_RC_DURATION;
-        int min = mins[c] < want ? mins[c] : want;
+        int min = mins[c] && mins[c] < want ? mins[c] : want;
         cols[c + 1] = (tui_col){ tui_run_col_names[c], want, min, right, c == TUI_RC_NAME };
     }
     int w[TUI_RC_COUNT + 1];

@@ -203,9 +203,10 @@ wait_for "name▼"
 cap | awk '/spirals-mlp\/sgd/ { s = NR } /spirals-mlp\/adam/ { a = NR } END { exit !(s && a && s < a) }' ||
     fail "S did not reverse the order"
 
-step "delete asks first (declined)"
+step "delete asks first (declined), in a framed box"
 keys d
 wait_for "This cannot be undone"
+wait_for "┌"
 keys n
 wait_gone "This cannot be undone"
 wait_for "2/2 runs"
@@ -359,7 +360,7 @@ help_last "Runs at 80x24"
 # Names are cut in the middle: the variants stay told apart.
 cap | grep -q "on-hybrid" || fail "Runs at 80x24: the names lost what tells them apart"
 cap | grep -q "on-quantum" || fail "Runs at 80x24: the names lost what tells them apart"
-cap | grep -q "durat" || fail "Runs at 80x24: the duration column was dropped"
+cap | grep -q "0\.3601 " || fail "Runs at 80x24: a loss was cut"
 keys Enter
 wait_for "Curves"
 help_last "Run at 80x24"
