@@ -234,8 +234,19 @@ static void run_summary(wb_app *a, int y)
     wb_text(a, y, x, (int)strlen(st), 0, st);
     attroff(wb_status_attr(a, r->status));
     x += (int)strlen(st);
-    snprintf(line, sizeof line, "  steps %ld  loss %s  best acc %s  %s  %.0f samples/s", r->steps, loss, acc, d,
-             isfinite(r->samples_per_s) ? r->samples_per_s : 0.0);
+    /* As many whole items as fit (80 columns: the last ones go first, never half of one). */
+    char items[5][64];
+    snprintf(items[0], 64, "steps %ld", r->steps);
+    snprintf(items[1], 64, "loss %s", loss);
+    snprintf(items[2], 64, "best acc %s", acc);
+    snprintf(items[3], 64, "%s", d);
+    snprintf(items[4], 64, "%.0f samples/s", isfinite(r->samples_per_s) ? r->samples_per_s : 0.0);
+    line[0] = 0;
+    for (int i = 0; i < 5; i++) {
+        size_t l = strlen(line);
+        if (x + (int)l + 2 + tui_text_width(items[i]) > a->cols - 1) break;
+        snprintf(line + l, sizeof line - l, "  %s", items[i]);
+    }
     wb_text(a, y, x, a->cols - x - 1, 0, line);
 }
 
