@@ -104,7 +104,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
       "gather the next batch on a second thread while the current one trains")                     \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none; the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -341,9 +341,14 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
         else if (!strcmp(parts[0], "dense")) {
             L->kind = ENG_LAYER_DENSE;
+            /* maxk:K (or maxkK) keeps the K largest of each row: engine/sparse.c */
+            if (np == 4 && !strcmp(parts[2], "maxk") && !parse_long(parts[3], &b)) { parts[2] = "maxk"; np = 3; }
+            else if (np == 3 && !strncmp(parts[2], "maxk", 4) && parts[2][4] && !parse_long(parts[2] + 4, &b)) parts[2] = "maxk";
             if (np < 2 || np > 3 || parse_long(parts[1], &a) || a < 1 || a > 1000000 ||
-                (np == 3 && parse_act(parts[2], &L->act)))
-                expect = "dense:UNITS[:ACT] with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none";
+                (np == 3 && strcmp(parts[2], "maxk") && parse_act(parts[2], &L->act)) ||
+                (np == 3 && !strcmp(parts[2], "maxk") && (b < 1 || b > a)))
+                expect = "dense:UNITS[:ACT] with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none, maxkK (1 <= K <= UNITS)";
+            if (np == 3 && !strcmp(parts[2], "maxk")) { L->act = ENG_ACT_MAXK; L->k = (int)b; }
             L->units = (int)a;
         } else if (!strcmp(parts[0], "conv")) {
             L->kind = ENG_LAYER_CONV;

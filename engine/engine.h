@@ -90,7 +90,9 @@ typedef struct {
     int prefetch;          /* gather the next batch on a second thread */
 } eng_data_config;
 
-typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU } eng_act;
+/* ENG_ACT_MAXK keeps the k largest values of each row (eng_layer_spec.k) and zeroes the rest;
+ * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
+typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN } eng_layer_kind;
 
 typedef struct {
@@ -98,6 +100,7 @@ typedef struct {
     int units;     /* dense: outputs; conv: filters */
     int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
     eng_act act;
+    int k;         /* maxk: values kept per row (1 <= k <= units) */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;

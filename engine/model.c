@@ -68,7 +68,7 @@ static int plan(eng_model *m, const eng_model_config *mc)
         L->act = sp->act;
         if ((unsigned)sp->kind > ENG_LAYER_FLATTEN)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown kind %d", i + 1, (int)sp->kind);
-        if ((unsigned)sp->act > ENG_ACT_GELU)
+        if ((unsigned)sp->act > ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown activation %d", i + 1, (int)sp->act);
         snprintf(L->name, sizeof L->name, "%s%d", kind_name(sp->kind), ++counts[sp->kind]);
         memcpy(L->in_shape, shape, sizeof shape);
@@ -84,7 +84,11 @@ static int plan(eng_model *m, const eng_model_config *mc)
             out[0] = 1; out[1] = 1; out[2] = units;
             L->n_w = L->in_size * (size_t)units;
             L->n_b = (size_t)units;
-            add_node(m, ENG_OP_DENSE, i, shape, out);
+            /* after a maxk layer the input is CBSR: the multiply reads k of the in rows of W */
+            if (i > 0 && mc->layers[i - 1].act == ENG_ACT_MAXK)
+                add_node(m, ENG_OP_CBSR_DENSE, i, shape, out)->k = mc->layers[i - 1].k;
+            else
+                add_node(m, ENG_OP_DENSE, i, shape, out);
             add_node(m, ENG_OP_BIAS, i, out, out);
             break;
         }
@@ -124,7 +128,16 @@ static int plan(eng_model *m, const eng_model_config *mc)
             if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
                                 i + 1, L->name, eng_act_name(sp->act));
-            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out);
+            if (sp->act == ENG_ACT_MAXK) {
+                int units = out[0] * out[1] * out[2];
+                if (sp->kind != ENG_LAYER_DENSE || sp->k < 1 || sp->k > units)
+                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d needs a dense layer and 1 <= k <= %d units",
+                                    i + 1, L->name, sp->k, units);
+                if (i + 1 >= mc->n_layers || mc->layers[i + 1].kind != ENG_LAYER_DENSE)
+                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
+                                    "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
+            }
+            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
         }
         L->n_nodes = m->n_nodes - L->node_first;
         memcpy(L->out_shape, out, sizeof out);
@@ -177,6 +190,7 @@ static int allocate(eng_model *m)
         }
         if (!node_aliases(n)) floats += 2 * round16(B * n->out_size);
         if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
+        if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
         if (n->op == ENG_OP_CONV2D) {
             n->chunk = conv_chunk(n, m->max_batch);
             size_t P = n->out_size / (size_t)n->out_shape[0], S = (size_t)n->chunk;
@@ -203,6 +217,7 @@ static int allocate(eng_model *m)
     float *ws_dcol = p; p += round16(col);
     const float *x = NULL;   /* the input: wired at each forward */
     float *dx = NULL;        /* no gradient for the input unless enabled */
+    int32_t *xidx = NULL;    /* CBSR column indices of x (after a maxk node) */
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         n->x = x;
@@ -219,6 +234,9 @@ static int allocate(eng_model *m)
             n->dy = p; p += round16(B * n->out_size);
         }
         if (n->op == ENG_OP_MAXPOOL) { n->argmax = ip; ip += B * n->out_size; }
+        if (n->op == ENG_OP_CBSR_DENSE) n->idx = xidx;
+        xidx = NULL;
+        if (n->op == ENG_OP_MAXK) { n->idx = xidx = ip; ip += B * (size_t)n->k; }
         if (n->op == ENG_OP_CONV2D) {
             n->dcol = ws_dcol;
             if (n->col_kept) {
@@ -273,7 +291,8 @@ static void init_params(eng_model *m, uint64_t seed)
             fan_out = (double)L->out_size;
         }
         int he = m->cfg.init == ENG_INIT_HE ||
-                 (m->cfg.init == ENG_INIT_AUTO && (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU));
+                 (m->cfg.init == ENG_INIT_AUTO &&
+                  (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU || L->act == ENG_ACT_MAXK));
         eng_rng r;
         eng_rng_seed(&r, seed, ENG_STREAM_INIT + (uint64_t)i);
         if (he) {
@@ -307,7 +326,11 @@ static void make_summary(eng_model *m)
         case ENG_LAYER_FLATTEN: w = snprintf(s + len, cap - len, "%sflatten(%dx%dx%d->%zu)", sep, a[0], a[1], a[2], L->out_size); break;
         }
         if (w > 0) len += (size_t)w;
-        if (L->act != ENG_ACT_NONE && len < cap) {
+        if (L->act == ENG_ACT_MAXK && len < cap) {
+            int k = m->nodes[L->node_first + L->n_nodes - 1].k;
+            w = snprintf(s + len, cap - len, " maxk%d", k);
+            if (w > 0) len += (size_t)w;
+        } else if (L->act != ENG_ACT_NONE && len < cap) {
             w = snprintf(s + len, cap - len, " %s", eng_act_name(L->act));
             if (w > 0) len += (size_t)w;
         }
