@@ -122,6 +122,7 @@ fi
 
 # ---- 7: MaxK / CBSR kernels and graph sampling (issue 16) -------------------------------
 [ -x "$bin/sparse_bench" ] && section "$bin/sparse_bench" $quick
+[ -x "$bin/graph_bench" ] && section "$bin/graph_bench" $quick
 
 # ---- 4: store (tests/bench/store_bench.c is the store engineer's). ROW lines of its own
 # join the table as they are; otherwise its three figure lines are read here (the store

@@ -1,0 +1,98 @@
+/* graph.h — graphs for node classification inside the engine (private to engine/ and its
+ * tests/benches): CSR adjacency, node features, labels and a train/val/test split; the
+ * edge-list loader, the SBM and R-MAT generators (graph.c), neighbour sampling into
+ * blocks (sample.c) and partitioning (partition.c).
+ *
+ * Adjacency: row v of the CSR lists the nodes v aggregates from — the sources of the edges
+ * that end at v — ascending, without duplicates and without v itself (self-loops are
+ * dropped: a GraphSAGE layer has its own self weight). An undirected graph stores both
+ * directions. Node ids are 0..n-1 (int32).
+ */
+#ifndef NNBENCH_ENGINE_GRAPH_H
+#define NNBENCH_ENGINE_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+enum { ENG_SPLIT_NONE = 0, ENG_SPLIT_TRAIN = 1, ENG_SPLIT_VAL = 2, ENG_SPLIT_TEST = 3 };
+
+typedef struct {
+    int32_t n;            /* nodes */
+    int64_t m;            /* CSR entries (directed edges after cleaning) */
+    int64_t *rowptr;      /* [n + 1] */
+    int32_t *col;         /* [m] */
+    int f;                /* features per node (0 = none) */
+    float *feat;          /* [n x f] or NULL */
+    int32_t *label;       /* [n] or NULL */
+    int classes;          /* 1 + the largest label (0 without labels) */
+    uint8_t *split;       /* [n] ENG_SPLIT_* or NULL */
+    int64_t self_loops, duplicates; /* dropped while building (for the loader's report) */
+} eng_graph;
+
+void eng_graph_free(eng_graph *g); /* frees the arrays and g itself; NULL is fine */
+
+/* Builds the CSR of g (n set, other arrays untouched) from m edges src[i] -> dst[i];
+ * undirected adds dst -> src too. Self-loops and duplicates are dropped and counted. */
+int eng_graph_build_csr(eng_graph *g, const int32_t *src, const int32_t *dst, int64_t m, int undirected);
+
+/* Loads an edge list: one "src,dst" per line (comma, tab or blanks between), '#' comments
+ * and blank lines skipped, an optional header (a first line that is not two integers).
+ * n = 1 + the largest id unless n_min is larger. Errors name FILE:LINE. *out: free with
+ * eng_graph_free. */
+int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_graph **out);
+/* Node features: one line per node in id order, f numbers each (optional header).
+ * The file must have exactly g->n rows. */
+int eng_graph_load_features(eng_graph *g, const char *path);
+/* Labels: one integer >= 0 per line in node order, or "node,label" pairs (any order,
+ * every node once). */
+int eng_graph_load_labels(eng_graph *g, const char *path);
+/* Split: from a mask file of node ids (one per line) for which (ENG_SPLIT_*), or at random
+ * by fractions train, val (the rest is test), seeded. */
+int eng_graph_load_mask(eng_graph *g, const char *path, int which);
+int eng_graph_random_split(eng_graph *g, double train, double val, uint64_t seed);
+
+/* Stochastic block model: n nodes in c equal communities (label = community), average
+ * degree deg, a fraction homophily of each node's edges inside its community; features
+ * f-dimensional around a unit-norm-scale centroid per community with noise std (the
+ * difficulty knob, with homophily). Undirected. Seeded: same arguments, same graph. */
+int eng_graph_sbm(int32_t n, int c, double deg, double homophily, int f, double noise, uint64_t seed,
+                  eng_graph **out);
+/* R-MAT (Graph500 a, b, c = 0.57, 0.19, 0.19): 2^scale nodes, edge_factor * 2^scale edges
+ * drawn, undirected; no features or labels. Seeded. */
+int eng_graph_rmat(int scale, int edge_factor, uint64_t seed, eng_graph **out);
+
+/* ---- sampling (sample.c) -------------------------------------------------------------- */
+
+/* One block (a bipartite message-flow graph of one layer): n_dst destination nodes, n_src
+ * source nodes whose first n_dst are the destinations themselves (same order); edges as a
+ * CSR over the destinations with LOCAL source ids. src_ids maps local -> global ids. */
+typedef struct {
+    int32_t n_dst, n_src;
+    int64_t n_edges;
+    int32_t *src_ids;     /* [n_src] global ids (a bijection onto the distinct nodes) */
+    int64_t *indptr;      /* [n_dst + 1] */
+    int32_t *indices;     /* [n_edges] local source ids */
+    int64_t cap_src, cap_edges; /* allocated */
+} eng_block;
+
+typedef enum { ENG_SAMPLER_TWOPASS = 0, ENG_SAMPLER_FUSED = 1 } eng_sampler_kind;
+
+typedef struct eng_sampler eng_sampler;
+#define ENG_MAX_FANOUT 1024
+#define ENG_GRAPH_MAX_LAYERS 8
+/* A sampler for g with per-layer fanouts (fanouts[0] for the input layer, the last for the
+ * output layer, as DGL's; each 1..ENG_MAX_FANOUT) and up to max_seeds seeds per batch; it
+ * owns its blocks and workspaces, sized once here (sampling allocates nothing). Each
+ * sample call is one profiler scope "sample.twopass" / "sample.fused" when prof is set. */
+int eng_sampler_create(const eng_graph *g, eng_sampler_kind kind, const int *fanouts, int layers,
+                       int max_seeds, prof_t *prof, eng_sampler **out);
+void eng_sampler_free(eng_sampler *s);
+/* Samples the blocks of one batch: blocks[0] is the input layer's, blocks[layers-1] has
+ * the seeds as destinations. The draws depend on (seed, the seeds) only, in the same order
+ * for both kinds, so both give identical blocks. Returns the blocks (owned by s). */
+int eng_sampler_sample(eng_sampler *s, const int32_t *seeds, int n_seeds, uint64_t seed, eng_block **blocks);
+const char *eng_sampler_name(eng_sampler_kind k); /* "twopass", "fused" */
+
+#endif
