@@ -11,6 +11,7 @@
 #ifndef NNBENCH_ENGINE_GRAPH_H
 #define NNBENCH_ENGINE_GRAPH_H
 
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,12 +64,16 @@ int eng_graph_sbm(int32_t n, int c, double deg, double homophily, int f, double 
  * drawn, undirected; no features or labels. Seeded. */
 int eng_graph_rmat(int scale, int edge_factor, uint64_t seed, eng_graph **out);
 
+/* Parses "10,5" into out (at most max); returns the count, or -1 when malformed or a
+ * fanout is outside 1..ENG_MAX_FANOUT. (sample.c) */
+int eng_graph_parse_fanouts(const char *s, int *out, int max);
+
 /* ---- sampling (sample.c) -------------------------------------------------------------- */
 
 /* One block (a bipartite message-flow graph of one layer): n_dst destination nodes, n_src
  * source nodes whose first n_dst are the destinations themselves (same order); edges as a
  * CSR over the destinations with LOCAL source ids. src_ids maps local -> global ids. */
-typedef struct {
+typedef struct eng_block {
     int32_t n_dst, n_src;
     int64_t n_edges;
     int32_t *src_ids;     /* [n_src] global ids (a bijection onto the distinct nodes) */
@@ -94,5 +99,54 @@ void eng_sampler_free(eng_sampler *s);
  * for both kinds, so both give identical blocks. Returns the blocks (owned by s). */
 int eng_sampler_sample(eng_sampler *s, const int32_t *seeds, int n_seeds, uint64_t seed, eng_block **blocks);
 const char *eng_sampler_name(eng_sampler_kind k); /* "twopass", "fused" */
+
+/* ---- partitioning (partition.c) -------------------------------------------------------- */
+
+typedef struct {
+    int parts;
+    int64_t cut;                  /* undirected edges whose ends are in different parts */
+    double cut_fraction;          /* cut / all undirected edges */
+    double batch_input_nodes;     /* per sampled minibatch: nodes whose features the batch needs */
+    double batch_cross_nodes;     /* ... of which live in another part than the batch's seeds */
+    double batch_cross_bytes;     /* MODELLED: cross nodes x features x 4 bytes a distributed
+                                   * sampler would fetch from other parts */
+} eng_part_stats;
+
+/* Parts 0..parts-1 per node into part[n]: METIS k-way (edge cut minimised; needs an
+ * undirected graph) or uniformly at random; both seeded. */
+int eng_graph_partition(const eng_graph *g, eng_partitioner kind, int parts, uint64_t seed, int32_t *part);
+void eng_part_edge_cut(const eng_graph *g, const int32_t *part, int parts, eng_part_stats *st);
+/* Cross-partition traffic per minibatch as a distributed trainer would see it: for each part,
+ * `batches` batches of `batch` seeds drawn from that part, sampled (fused sampler, fanouts);
+ * the input nodes in other parts are the ones it would fetch. Averages into st. */
+int eng_part_traffic(const eng_graph *g, const int32_t *part, const int *fanouts, int layers, int batch,
+                     int batches, uint64_t seed, eng_part_stats *st);
+
+/* ---- graph runs (gnn.c, gnn_train.c) --------------------------------------------------- */
+
+typedef struct eng_gnn eng_gnn;
+typedef struct {
+    double sample_s;              /* time inside the sampler */
+    int64_t edges;                /* sampled edges over all blocks (full graph: L x m) */
+    int64_t input_nodes;          /* nodes whose features the step read */
+} eng_gnn_step_stats;
+
+/* Loads or generates the graph, builds the sage layers, the sampler (sampled mode), the
+ * optimizer and the partition figures (graph.partition). Free with eng_gnn_free. */
+int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out);
+void eng_gnn_free(eng_gnn *m);
+/* Trains as eng_run_train does (same sink protocol, metrics and result fields). */
+int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const eng_sink *sink,
+                  atomic_int *stop, eng_run_result *res, char *err, size_t errcap);
+/* For tests: loss (and gradients when backward) over sampled seeds or, with seeds NULL,
+ * the full graph's training nodes; no optimizer step. */
+double eng_gnn_loss_grad(eng_gnn *m, const int32_t *seeds, int n_seeds, uint64_t seed, int backward);
+void eng_gnn_evaluate(eng_gnn *m, int which, double *loss, double *acc);
+float *eng_gnn_params(eng_gnn *m);
+float *eng_gnn_grads(eng_gnn *m);
+size_t eng_gnn_n_params(const eng_gnn *m);
+const char *eng_gnn_summary(const eng_gnn *m);
+const eng_graph *eng_gnn_graph(const eng_gnn *m);
+int eng_gnn_split_size(const eng_gnn *m, int which);
 
 #endif

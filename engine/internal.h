@@ -69,6 +69,7 @@ typedef enum {
     ENG_OP_FLATTEN = 10,
     ENG_OP_MAXK = 11,          /* sparse.c: top-k per row, output in CBSR */
     ENG_OP_CBSR_DENSE = 12,    /* sparse.c: CBSR input x dense W */
+    ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -111,6 +112,8 @@ struct eng_node {
      * dx is dL/dvalues [rows x k]. in_size/out_size stay the dense (logical) widths. */
     int k;
     int32_t *idx;
+    /* aggregate: the block whose destinations are the rows (x has its n_src rows) */
+    const struct eng_block *blk;
     /* conv2d workspace for `chunk` rows at a time: col [C*K*K x chunk*P] and dcol (same
      * size). col_kept: col is this node's own and still holds the last forward's im2col
      * (the whole batch fit in one chunk), so backward need not rebuild it; otherwise col
@@ -151,6 +154,17 @@ void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const fl
  * (dw is overwritten; either output may be NULL) */
 void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
                      const float *dy, float *dval, float *dw);
+
+/* gnn.c: the aggregate op. y [n_dst x 2·in] = [x_dst | mean of x over each destination's
+ * sampled neighbours]; x dense [n_src x in] or CBSR (k > 0: values + idx). */
+void eng_aggregate_fwd(eng_node *n, int rows);
+void eng_aggregate_bwd(eng_node *n, int rows);
+uint64_t eng_aggregate_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_aggregate_bytes(const eng_node *n, int rows, eng_dir dir);
+
+/* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
+ * the one call site of every op, also for graph models (gnn.c). */
+void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows);
 
 /* ---- layers and the model ---------------------------------------------------------- */
 

@@ -10,16 +10,18 @@
 
 /* ---- the one place every op runs ----------------------------------------------------- */
 
-static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows)
+void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows)
 {
     const eng_op *op = &eng_ops[n->op];
     void (*fn)(eng_node *, int) = dir == ENG_FWD ? op->forward : op->backward;
-    if (!m->prof) { fn(n, rows); return; }
+    if (!prof) { fn(n, rows); return; }
     int id = dir == ENG_FWD ? n->prof_fwd : n->prof_bwd;
-    PROF_BEGIN(m->prof, id);
+    PROF_BEGIN(prof, id);
     fn(n, rows);
-    PROF_END(m->prof, id, op->flops(n, rows, dir), op->bytes(n, rows, dir));
+    PROF_END(prof, id, op->flops(n, rows, dir), op->bytes(n, rows, dir));
 }
+
+static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows) { eng_node_run(m->prof, n, dir, rows); }
 
 /* ---- building ------------------------------------------------------------------------ */
 
@@ -35,6 +37,7 @@ static const char *kind_name(eng_layer_kind k)
     case ENG_LAYER_CONV: return "conv";
     case ENG_LAYER_POOL: return "pool";
     case ENG_LAYER_FLATTEN: return "flatten";
+    case ENG_LAYER_SAGE: return "sage";
     }
     return "?";
 }
@@ -66,6 +69,8 @@ static int plan(eng_model *m, const eng_model_config *mc)
         memset(L, 0, sizeof *L);
         L->kind = sp->kind;
         L->act = sp->act;
+        if (sp->kind == ENG_LAYER_SAGE)
+            return eng_fail(ENG_EINVAL, "model: layer %d is a sage layer: it needs graph data (data.source = graph)", i + 1);
         if ((unsigned)sp->kind > ENG_LAYER_FLATTEN)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown kind %d", i + 1, (int)sp->kind);
         if ((unsigned)sp->act > ENG_ACT_MAXK)
@@ -123,6 +128,7 @@ static int plan(eng_model *m, const eng_model_config *mc)
             out[0] = 1; out[1] = 1; out[2] = (int)L->in_size;
             add_node(m, ENG_OP_FLATTEN, i, shape, out);
             break;
+        case ENG_LAYER_SAGE: return ENG_EINVAL; /* refused above */
         }
         if (sp->act != ENG_ACT_NONE) {
             if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN)
@@ -324,6 +330,7 @@ static void make_summary(eng_model *m)
             w = snprintf(s + len, cap - len, "%spool(%dx%dx%d->%dx%dx%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2]);
             break;
         case ENG_LAYER_FLATTEN: w = snprintf(s + len, cap - len, "%sflatten(%dx%dx%d->%zu)", sep, a[0], a[1], a[2], L->out_size); break;
+        case ENG_LAYER_SAGE: break; /* never built here (engine/gnn.c) */
         }
         if (w > 0) len += (size_t)w;
         if (L->act == ENG_ACT_MAXK && len < cap) {

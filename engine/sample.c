@@ -21,6 +21,7 @@
 #include "graph.h"
 #include "rng.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define ENG_STREAM_SAMPLE 0x534d504cull /* "SMPL" */
@@ -40,6 +41,23 @@ struct eng_sampler {
     prof_t *prof;
     int scope;
 };
+
+int eng_graph_parse_fanouts(const char *s, int *out, int max)
+{
+    int n = 0;
+    const char *p = s;
+    for (;;) {
+        while (*p == ' ') p++;
+        char *end;
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || v > ENG_MAX_FANOUT || n == max) return -1;
+        out[n++] = (int)v;
+        p = end;
+        while (*p == ' ') p++;
+        if (!*p) return n;
+        if (*p++ != ',') return -1;
+    }
+}
 
 const char *eng_sampler_name(eng_sampler_kind k) { return k == ENG_SAMPLER_FUSED ? "fused" : "twopass"; }
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "data_internal.h"
+#include "graph.h"
 #include "newton.h"
 
 enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
@@ -24,6 +25,7 @@ struct eng_run {
     eng_optim *opt;
     eng_newton *nt;
     eng_batcher *b;
+    eng_gnn *gnn;                 /* data.source = graph: the graph run does the work (gnn.c) */
     prof_t *prof;
     int ph[N_PHASES];             /* profiler scope ids, -1 when off */
     int batch, bpe, threads, n_out;
@@ -45,6 +47,7 @@ void eng_run_destroy(eng_run *r)
 {
     if (!r) return;
     eng_batcher_destroy(r->b);
+    eng_gnn_free(r->gnn);
     if (r->nt) eng_newton_free(r->nt);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
@@ -87,6 +90,12 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
     r->threads = openblas_get_num_threads();
 
+    if (r->cfg.data.source == ENG_DATA_GRAPH) {
+        int grc = eng_gnn_create(&r->cfg, prof, &r->gnn);
+        if (grc) { eng_run_destroy(r); return grc; }
+        *out = r;
+        return ENG_OK;
+    }
     int rc = eng_data_load(&r->cfg.data, r->cfg.seed, &r->ds);
     if (rc) { eng_run_destroy(r); return rc; }
     const eng_dataset *ds = r->ds;
@@ -186,6 +195,9 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 {
     if (r->trained) return eng_fail(ENG_EINVAL, "run: already trained; create a new run");
     r->trained = 1;
+    if (r->gnn) {
+        return eng_gnn_train(r->gnn, r->text, r->threads, sink, &r->stop, &r->res, r->err, sizeof r->err);
+    }
     const eng_config *cfg = &r->cfg;
     const eng_train_config *tc = &cfg->train;
     const eng_dataset *ds = r->ds;
