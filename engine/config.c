@@ -192,17 +192,17 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 #define GRAPH_KEYS(X)                                                                             \
     X("graph", "source", K_ENUM, graph.source, 0, 0, E_GSOURCE, V_GSOURCE, "sbm, rmat, file", "sbm", \
       "stochastic block model, R-MAT (a,b,c = 0.57,0.19,0.19), or edge/feature/label files")      \
-    X("graph", "nodes", K_INT, graph.nodes, 2, 1e8, NULL, NULL, "integer >= 2", "3000", "sbm: nodes") \
+    X("graph", "nodes", K_INT, graph.nodes, 2, 1e8, NULL, NULL, "integer >= 2", "3000", "sbm: number of nodes") \
     X("graph", "classes", K_INT, graph.classes, 2, 1000, NULL, NULL, "integer >= 2", "4",         \
       "sbm: communities (= classes); rmat: random labels in this many classes")                   \
     X("graph", "features", K_INT, graph.features, 1, 100000, NULL, NULL, "integer >= 1", "16",    \
       "sbm/rmat: features per node")                                                              \
-    X("graph", "degree", K_DBL_POS, graph.degree, 0, INF, NULL, NULL, "number > 0", "10", "sbm: mean degree") \
+    X("graph", "degree", K_DBL_POS, graph.degree, 0, INF, NULL, NULL, "number > 0", "10", "sbm: mean degree of a node") \
     X("graph", "homophily", K_DBL, graph.homophily, 0, 1, NULL, NULL, "number in [0, 1]", "0.8",  \
       "sbm: share of each node's edges inside its community")                                     \
     X("graph", "noise", K_DBL, graph.noise, 0, INF, NULL, NULL, "number >= 0", "2",               \
       "sbm: feature noise std around the community centroids (N(0,1) each): the difficulty knob") \
-    X("graph", "scale", K_INT, graph.scale, 1, 30, NULL, NULL, "integer in [1, 30]", "14", "rmat: 2^scale nodes") \
+    X("graph", "scale", K_INT, graph.scale, 1, 30, NULL, NULL, "integer in [1, 30]", "14", "rmat: the graph has 2^scale nodes") \
     X("graph", "edge_factor", K_INT, graph.edge_factor, 1, 1024, NULL, NULL, "integer >= 1", "16", \
       "rmat: edges drawn per node")                                                              \
     X("graph", "edges", K_STR, graph.edges, 0, 0, NULL, NULL, "path", "",                          \
@@ -229,7 +229,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "twopass = sample_neighbors then to_block (DGL-style baseline); fused = one pass (FastSample-style)") \
     X("graph", "partition", K_ENUM, graph.partition, 0, 0, E_PART, V_PART, "none, random, metis", "none", \
       "partition the graph and report edge cut and modelled cross-partition traffic per minibatch") \
-    X("graph", "parts", K_INT, graph.parts, 2, 1024, NULL, NULL, "integer >= 2", "4", "partitions")
+    X("graph", "parts", K_INT, graph.parts, 2, 1024, NULL, NULL, "integer >= 2", "4", "number of partitions (graph.partition)")
 
 typedef struct {
     const char *section, *key;

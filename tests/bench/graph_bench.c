@@ -3,7 +3,10 @@
  * batches of 1024 seeds; contenders interleaved A B A B on the same seed batches.
  * Full: R-MAT scale 20 (2^20 nodes), edge factor 16 — at least 16M undirected edges after
  * duplicates and self-loops are dropped (checked; the row fails otherwise).
- * --quick: scale 16. Output: ENV and ROW lines for tests/bench/run.sh (section 7). */
+ * --quick: scale 16. Then METIS against random partitions: cross-partition input nodes per
+ * sampled minibatch (random / METIS, modelled traffic) for 4 and 8 parts on an SBM (20k
+ * nodes, homophily 0.8) and an R-MAT graph (scale 16; --quick: smaller graphs).
+ * Output: ENV and ROW lines for tests/bench/run.sh (section 7). */
 #include <stdio.h>
 
 #include "../../engine/graph.h"
@@ -11,6 +14,51 @@
 #include "bench.h"
 
 #define BATCH 1024
+
+/* One row per (graph, parts): random's cross-partition nodes per batch over METIS's. */
+static int partition_rows(int quick)
+{
+    eng_graph *gs[2];
+    const char *names[2] = { "SBM", "R-MAT" };
+    if (eng_graph_sbm(quick ? 4000 : 20000, 8, 10, 0.8, 16, 1.0, 1, &gs[0]) || eng_graph_rmat(quick ? 13 : 16, 16, 1, &gs[1])) {
+        fprintf(stderr, "graph_bench: %s\n", eng_error());
+        return 1;
+    }
+    gs[1]->f = 16; /* feature bytes modelled as 16 floats per node, as the SBM's */
+    int fan[2] = { 10, 5 };
+    for (int k = 0; k < 2; k++)
+        for (int parts = 4; parts <= 8; parts += 4) {
+            eng_graph *g = gs[k];
+            int32_t *pm = malloc(sizeof(int32_t) * (size_t)g->n), *pr = malloc(sizeof(int32_t) * (size_t)g->n);
+            eng_part_stats sm = { 0 }, sr = { 0 };
+            double t0 = now_s();
+            if (eng_graph_partition(g, ENG_PART_METIS, parts, 1, pm) || eng_graph_partition(g, ENG_PART_RANDOM, parts, 1, pr)) {
+                fprintf(stderr, "graph_bench: %s\n", eng_error());
+                return 1;
+            }
+            double tm = now_s() - t0;
+            eng_part_edge_cut(g, pm, parts, &sm);
+            eng_part_edge_cut(g, pr, parts, &sr);
+            int batch = g->n / parts / 4 < 256 ? g->n / parts / 4 : 256;
+            if (eng_part_traffic(g, pm, fan, 2, batch, 4, 1, &sm) || eng_part_traffic(g, pr, fan, 2, batch, 4, 1, &sr)) {
+                fprintf(stderr, "graph_bench: %s\n", eng_error());
+                return 1;
+            }
+            double ratio = sm.batch_cross_nodes > 0 ? sr.batch_cross_nodes / sm.batch_cross_nodes : INFINITY;
+            char label[128], abs1[240];
+            snprintf(label, sizeof label, "random / METIS cross-partition nodes per batch, %s %d parts", names[k], parts);
+            snprintf(abs1, sizeof abs1, "%d nodes; per batch of %d: METIS %.0f vs random %.0f of %.0f input nodes (%.0f vs %.0f KB modelled); edge cut %.3f vs %.3f; METIS %.1f s",
+                     g->n, batch, sm.batch_cross_nodes, sr.batch_cross_nodes, sr.batch_input_nodes,
+                     sm.batch_cross_bytes / 1024, sr.batch_cross_bytes / 1024, sm.cut_fraction, sr.cut_fraction, tm);
+            printf("ROW\t7\t%s\t%.3f\t%.3f\t%.3f\t%s\t> 1 (reduced)\t%s\n", label, ratio, ratio, ratio, abs1,
+                   ratio > 1 ? "met" : "MISSED");
+            free(pm);
+            free(pr);
+        }
+    eng_graph_free(gs[0]);
+    eng_graph_free(gs[1]);
+    return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -71,5 +119,5 @@ int main(int argc, char **argv)
     eng_sampler_free(s1);
     eng_sampler_free(s2);
     eng_graph_free(g);
-    return 0;
+    return partition_rows(quick);
 }
