@@ -281,9 +281,10 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
     if (mc->loss != ENG_LOSS_SOFTMAX_XENT) { eng_gnn_free(m); return eng_fail(ENG_EINVAL, "%s: graph runs classify nodes: use model.loss = softmax_xent", cfg->path); }
     if (mc->n_layers > ENG_GRAPH_MAX_LAYERS) { eng_gnn_free(m); return eng_fail(ENG_EINVAL, "%s: at most %d sage layers", cfg->path, ENG_GRAPH_MAX_LAYERS); }
     if (mc->layers[mc->n_layers - 1].units != g->classes) {
-        eng_gnn_free(m);
-        return eng_fail(ENG_EINVAL, "%s: the last sage layer gives %d outputs but the graph has %d classes; end the layers with sage:%d",
-                        cfg->path, mc->layers[mc->n_layers - 1].units, g->classes, g->classes);
+        rc = eng_fail(ENG_EINVAL, "%s: the last sage layer gives %d outputs but the graph has %d classes; end the layers with sage:%d",
+                      cfg->path, mc->layers[mc->n_layers - 1].units, g->classes, g->classes);
+        eng_gnn_free(m); /* frees g: the message is made first */
+        return rc;
     }
     /* splits */
     for (int s = 1; s < 4; s++) {
@@ -347,7 +348,11 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
             if (y->k) { y->idx = prof_malloc(R * (size_t)y->k * sizeof(int32_t)); bad |= !y->idx; }
         }
     }
-    if (bad) { eng_gnn_free(m); return eng_fail(ENG_ENOMEM, "graph run: out of memory for %d nodes", g->n); }
+    if (bad) {
+        rc = eng_fail(ENG_ENOMEM, "graph run: out of memory for %d nodes", g->n);
+        eng_gnn_free(m);
+        return rc;
+    }
 
     /* nodes */
     for (int l = 0; l < m->L; l++) {
@@ -730,20 +735,11 @@ int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const en
     res->peak_bytes = prof_mem_peak();
     res->peak_rss = prof_peak_rss();
     res->error = res->status == ENG_RUN_FINISHED ? NULL : err;
-    if (p && sink && sink->op_stats && rc != ENG_ESINK) {
-        prof_row *rows = NULL;
-        size_t nr = 0;
-        prof_summary sum;
-        if (!prof_rows(p, PROF_BY_SCOPE, &rows, &nr)) {
-            prof_summary_get(p, &sum);
-            if (sink->op_stats(sink->ud, rows, nr, &sum) && rc == ENG_OK) {
-                rc = ENG_ESINK;
-                res->status = ENG_RUN_FAILED;
-                snprintf(err, errcap, "%s", eng_error());
-                res->error = err;
-            }
-        }
-        free(rows);
+    if (rc != ENG_ESINK && eng_sink_op_stats(p, sink) && rc == ENG_OK) {
+        rc = ENG_ESINK;
+        res->status = ENG_RUN_FAILED;
+        snprintf(err, errcap, "%s", eng_error());
+        res->error = err;
     }
     if (sink && sink->run_end) sink->run_end(sink->ud, res);
     if (rc == ENG_OK) return ENG_OK;

@@ -138,6 +138,10 @@ void eng_gnn_free(eng_gnn *m);
 /* Trains as eng_run_train does (same sink protocol, metrics and result fields). */
 int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const eng_sink *sink,
                   atomic_int *stop, eng_run_result *res, char *err, size_t errcap);
+/* (train.c) Hands the profiler's rows to the sink's op_stats, once per run before run_end:
+ * ENG_OK, also when there is no profiler or callback; ENG_ESINK when the sink refused them
+ * (its message in eng_error()). Shared by the MLP and the graph training loops. */
+int eng_sink_op_stats(prof_t *p, const eng_sink *sink);
 /* For tests: loss (and gradients when backward) over sampled seeds or, with seeds NULL,
  * the full graph's training nodes; no optimizer step. */
 double eng_gnn_loss_grad(eng_gnn *m, const int32_t *seeds, int n_seeds, uint64_t seed, int backward);

@@ -134,6 +134,21 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
 
 const eng_run_result *eng_run_result_get(const eng_run *r) { return &r->res; }
 
+int eng_sink_op_stats(prof_t *p, const eng_sink *sink)
+{
+    if (!p || !sink || !sink->op_stats) return ENG_OK;
+    prof_row *rows = NULL;
+    size_t n = 0;
+    prof_summary sum;
+    int rc = ENG_OK;
+    if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
+        prof_summary_get(p, &sum);
+        if (sink->op_stats(sink->ud, rows, n, &sum)) rc = ENG_ESINK;
+    }
+    free(rows);
+    return rc;
+}
+
 void eng_run_request_stop(eng_run *r)
 {
     if (r) atomic_store(&r->stop, 1);
@@ -366,20 +381,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     if (r->nt) eng_newton_counts(r->nt, &res->solves, &res->quantum_solves);
     res->error = res->status == ENG_RUN_FINISHED ? NULL : r->err;
 
-    if (p && sink && sink->op_stats && rc != ENG_ESINK) {
-        prof_row *rows = NULL;
-        size_t n = 0;
-        prof_summary sum;
-        if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
-            prof_summary_get(p, &sum);
-            if (sink->op_stats(sink->ud, rows, n, &sum) && rc == ENG_OK) {
-                rc = ENG_ESINK;
-                res->status = ENG_RUN_FAILED;
-                snprintf(r->err, sizeof r->err, "%s", eng_error());
-                res->error = r->err;
-            }
-        }
-        free(rows);
+    if (rc != ENG_ESINK && eng_sink_op_stats(p, sink) && rc == ENG_OK) {
+        rc = ENG_ESINK;
+        res->status = ENG_RUN_FAILED;
+        snprintf(r->err, sizeof r->err, "%s", eng_error());
+        res->error = r->err;
     }
     if (sink && sink->run_end) sink->run_end(sink->ud, res);
     if (rc == ENG_OK) return ENG_OK;
