@@ -238,6 +238,7 @@ static int layer_fused(eng_sampler *s, eng_block *b, const int32_t *dst, int32_t
     b->indptr[0] = 0;
     for (int32_t i = 0; i < n_dst; i++) {
         int32_t v = dst[i];
+        if (i + 16 < n_dst) __builtin_prefetch(&g->rowptr[dst[i + 16]]); /* rows are random: fetch ahead */
         if (g2l[v] >= 0 && !rc) rc = eng_fail(ENG_EINVAL, "sampler: seed node %d appears twice in the batch", v);
         g2l[v] = n_src;
         b->src_ids[n_src++] = v;
