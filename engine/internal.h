@@ -30,6 +30,9 @@
  *   L->a   [rows x out_size]       post-activation act(z); == L->z when L->act == ENG_ACT_NONE
  *   L->act                         the activation kind (eng_act_derivs gives act', act'')
  *   L->dz, L->da                   dLoss/dz and dLoss/da of the last backward ([rows x out])
+ * A maxk layer (L->act == ENG_ACT_MAXK) is the exception: its L->a / L->da hold the CBSR
+ * values [rows x k] (column indices in its maxk node's idx), and the next dense layer's
+ * weight node is a cbsr_dense op (engine/sparse.c); Newton refuses such models.
  * The last layer's a (m->logits) feeds the loss. After eng_model_backward:
  *   m->dlogits [rows x n_out]      dL/dlogits of the MEAN loss: row i holds
  *                                  (p_i - onehot(y_i)) / rows for softmax_xent and

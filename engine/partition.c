@@ -10,6 +10,23 @@
 
 _Static_assert(sizeof(idx_t) == sizeof(int32_t), "libmetis is built with 32-bit indices (IDXTYPEWIDTH 32)");
 
+/* Every edge v <- u has its reverse u <- v (rows are sorted: binary search). */
+static int symmetric(const eng_graph *g)
+{
+    for (int32_t v = 0; v < g->n; v++)
+        for (int64_t e = g->rowptr[v]; e < g->rowptr[v + 1]; e++) {
+            int32_t u = g->col[e];
+            int64_t lo = g->rowptr[u], hi = g->rowptr[u + 1];
+            while (lo < hi) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (g->col[mid] < v) lo = mid + 1;
+                else hi = mid;
+            }
+            if (lo == g->rowptr[u + 1] || g->col[lo] != v) return 0;
+        }
+    return 1;
+}
+
 int eng_graph_partition(const eng_graph *g, eng_partitioner kind, int parts, uint64_t seed, int32_t *part)
 {
     if (parts < 2 || parts > g->n)
@@ -21,6 +38,9 @@ int eng_graph_partition(const eng_graph *g, eng_partitioner kind, int parts, uin
         return ENG_OK;
     }
     if (g->m >= INT32_MAX) return eng_fail(ENG_EINVAL, "graph: %lld edges is beyond METIS's 32-bit indices", (long long)g->m);
+    if (!symmetric(g))
+        return eng_fail(ENG_EINVAL, "graph.partition = metis needs an undirected graph (every edge in both directions); "
+                        "set graph.undirected = true or use graph.partition = random");
     idx_t *xadj = prof_malloc(((size_t)g->n + 1) * sizeof *xadj);
     if (!xadj) return eng_fail(ENG_ENOMEM, "partition: out of memory");
     for (int32_t v = 0; v <= g->n; v++) xadj[v] = (idx_t)g->rowptr[v];

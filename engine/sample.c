@@ -1,10 +1,10 @@
 /* sample.c — neighbour sampling into per-layer blocks (bipartite, relabelled, CSR), two ways:
  *
  *  twopass  the baseline, as DGL's sample_neighbors + to_block: pass 1 samples every
- *           destination's neighbours into an edge list (COO, global ids); pass 2 relabels —
- *           a hash map from global to local ids filled with the destinations, then with
- *           every edge's source, then each edge mapped through it — and converts the COO
- *           to CSR by a counting sort over destinations.
+ *           destination's neighbours into an edge list (COO, global ids at both ends);
+ *           pass 2 relabels — a hash map from global to local ids filled with the
+ *           destinations, then with every edge's source, then both ends of each edge mapped
+ *           through it — and converts the COO to CSR by a counting sort over destinations.
  *  fused    one pass in the FastSample style: the CSR offsets are known before sampling
  *           (min(degree, fanout) per destination), so each picked neighbour is relabelled
  *           through a dense global-to-local array and written straight into its CSR slot;
@@ -34,7 +34,8 @@ struct eng_sampler {
     int max_seeds;
     eng_block blocks[ENG_GRAPH_MAX_LAYERS];
     int32_t *g2l;                 /* fused: [n] local id or -1 */
-    int32_t *coo_dst, *coo_src;   /* twopass: the edge list of one layer */
+    int32_t *coo_dst, *coo_src;   /* twopass: the edge list of one layer (global ids) */
+    int32_t *coo_ldst;            /* twopass: its destinations mapped to local ids */
     int32_t *hkeys, *hvals;       /* twopass: open-addressing hash, cap entries */
     uint32_t hcap;
     int64_t *cnt;                 /* twopass: per-destination counts */
@@ -72,6 +73,7 @@ void eng_sampler_free(eng_sampler *s)
     prof_free(s->g2l);
     prof_free(s->coo_dst);
     prof_free(s->coo_src);
+    prof_free(s->coo_ldst);
     prof_free(s->hkeys);
     prof_free(s->hvals);
     prof_free(s->cnt);
@@ -121,13 +123,14 @@ int eng_sampler_create(const eng_graph *g, eng_sampler_kind kind, const int *fan
     } else {
         s->coo_dst = prof_malloc((size_t)max_edges * sizeof(int32_t));
         s->coo_src = prof_malloc((size_t)max_edges * sizeof(int32_t));
+        s->coo_ldst = prof_malloc((size_t)max_edges * sizeof(int32_t));
         s->cnt = prof_malloc((size_t)(max_dst + 1) * sizeof(int64_t));
         uint32_t cap = 16;
         while ((int64_t)cap < 2 * (max_dst + max_edges) && cap < (1u << 31)) cap <<= 1;
         s->hcap = cap;
         s->hkeys = prof_malloc((size_t)cap * sizeof(int32_t));
         s->hvals = prof_malloc((size_t)cap * sizeof(int32_t));
-        bad |= !s->coo_dst || !s->coo_src || !s->cnt || !s->hkeys || !s->hvals;
+        bad |= !s->coo_dst || !s->coo_src || !s->coo_ldst || !s->cnt || !s->hkeys || !s->hvals;
     }
     if (bad) {
         eng_sampler_free(s);
@@ -197,7 +200,7 @@ static int layer_twopass(eng_sampler *s, eng_block *b, const int32_t *dst, int32
         int64_t a = g->rowptr[v];
         int k = pick(r, g->rowptr[v + 1] - a, f, picks);
         for (int j = 0; j < k; j++) {
-            s->coo_dst[m] = i;
+            s->coo_dst[m] = v;
             s->coo_src[m] = g->col[a + picks[j]];
             m++;
         }
@@ -218,10 +221,13 @@ static int layer_twopass(eng_sampler *s, eng_block *b, const int32_t *dst, int32
         if (ins) b->src_ids[n_src++] = u;
     }
     memset(s->cnt, 0, (size_t)(n_dst + 1) * sizeof(int64_t));
-    for (int64_t e = 0; e < m; e++) s->cnt[s->coo_dst[e] + 1]++;
+    for (int64_t e = 0; e < m; e++) {
+        int32_t ld = s->coo_ldst[e] = h_find(s, s->coo_dst[e]);
+        s->cnt[ld + 1]++;
+    }
     for (int32_t i = 0; i < n_dst; i++) s->cnt[i + 1] += s->cnt[i];
     memcpy(b->indptr, s->cnt, (size_t)(n_dst + 1) * sizeof(int64_t));
-    for (int64_t e = 0; e < m; e++) b->indices[s->cnt[s->coo_dst[e]]++] = h_find(s, s->coo_src[e]);
+    for (int64_t e = 0; e < m; e++) b->indices[s->cnt[s->coo_ldst[e]]++] = h_find(s, s->coo_src[e]);
     b->n_dst = n_dst;
     b->n_src = n_src;
     b->n_edges = m;

@@ -216,6 +216,15 @@ static void test_partition(void **state)
     assert_int_equal(eng_graph_partition(g, ENG_PART_METIS, 1, 1, pm), ENG_EINVAL);
     free(pm); free(pr);
     eng_graph_free(g);
+    /* a directed graph is refused by METIS with a way out */
+    int32_t src[3] = { 0, 1, 2 }, dst[3] = { 1, 2, 0 };
+    eng_graph *d = prof_calloc(1, sizeof *d); /* eng_graph_free releases it through the profiler's allocator */
+    d->n = 3;
+    assert_int_equal(eng_graph_build_csr(d, src, dst, 3, 0), ENG_OK);
+    int32_t p3[3];
+    assert_int_equal(eng_graph_partition(d, ENG_PART_METIS, 2, 1, p3), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "needs an undirected graph"));
+    eng_graph_free(d);
 }
 
 int test_engine_gnn(void)
