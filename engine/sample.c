@@ -9,10 +9,10 @@
  *           (min(degree, fanout) per destination), so each picked neighbour is relabelled
  *           through a dense global-to-local array and written straight into its CSR slot;
  *           no edge list, no hash, no sort. The array is reset by walking the block's
- *           sources afterwards. The offsets pass also prefetches each destination's
- *           neighbour row, and the sampling pass relabels a few destinations behind the
- *           one it samples, so the array's cache misses overlap (both are part of what a
- *           one-pass kernel allows: the slots exist before the first draw).
+ *           sources afterwards. Because the slots exist before the first draw, the pass
+ *           is pipelined through them (draw positions, read ids, relabel, a few
+ *           destinations apart), so the random reads of neighbour rows and of the array
+ *           overlap instead of stalling one by one.
  *
  * Both draw the same random numbers in the same order (one stream per call; layers from
  * the output down, destinations in order, Floyd's sampling of fanout of degree offsets)
@@ -115,6 +115,11 @@ int eng_sampler_create(const eng_graph *g, eng_sampler_kind kind, const int *fan
         if (e > max_edges) max_edges = e;
         if (dst > max_dst) max_dst = dst;
         dst = src;
+    }
+    if (kind == ENG_SAMPLER_FUSED && g->m >= INT32_MAX) {
+        eng_sampler_free(s);
+        return eng_fail(ENG_EINVAL, "sampler: the fused sampler keeps CSR positions in 32-bit slots; this graph has %lld "
+                        "entries (use graph.sampler = twopass)", (long long)g->m);
     }
     if (kind == ENG_SAMPLER_FUSED) {
         s->g2l = prof_malloc((size_t)g->n * sizeof(int32_t));
@@ -250,27 +255,33 @@ static int layer_fused(eng_sampler *s, eng_block *b, const int32_t *dst, int32_t
         b->src_ids[n_src++] = v;
         int64_t d = g->rowptr[v + 1] - g->rowptr[v];
         b->indptr[i + 1] = b->indptr[i] + (d < f ? d : f);
-        /* the offsets pass already reads each row's start: fetch the row's first line now,
-         * so the sampling pass below finds it in cache instead of missing once per row */
-        __builtin_prefetch(&g->col[g->rowptr[v]]);
     }
-    /* software pipeline: destination i is sampled into its CSR slots as global ids (and
-     * their g2l entries prefetched) while destination i - LAG, whose entries have arrived
-     * by now, is relabelled in place; relabelling stays in destination and slot order */
+    /* a three-stage software pipeline over the destinations, all in the block's own CSR
+     * slots: destination i draws its neighbours' positions in the CSR and prefetches them;
+     * destination i - LAG reads the neighbour ids there (arrived by now) and prefetches
+     * their g2l entries; destination i - 2 LAG relabels. Draws and relabelling stay in
+     * destination and slot order, so the blocks are the two-pass sampler's. */
     enum { LAG = 16 };
-    for (int32_t i = 0; i < n_dst + LAG && !rc; i++) {
+    for (int32_t i = 0; i < n_dst + 2 * LAG && !rc; i++) {
         if (i < n_dst) {
             int32_t v = dst[i];
             int64_t a = g->rowptr[v], pos = b->indptr[i];
             int k = pick(r, g->rowptr[v + 1] - a, f, picks);
             for (int j = 0; j < k; j++) {
-                int32_t u = g->col[a + picks[j]];
-                __builtin_prefetch(&g2l[u], 1);
-                b->indices[pos + j] = u;
+                __builtin_prefetch(&g->col[a + picks[j]]);
+                b->indices[pos + j] = (int32_t)(a + picks[j]); /* fits: m < 2^31 (checked at create) */
             }
         }
-        if (i >= LAG) {
+        if (i >= LAG && i - LAG < n_dst) {
             int32_t q = i - LAG;
+            for (int64_t e = b->indptr[q]; e < b->indptr[q + 1]; e++) {
+                int32_t u = g->col[b->indices[e]];
+                __builtin_prefetch(&g2l[u], 1);
+                b->indices[e] = u;
+            }
+        }
+        if (i >= 2 * LAG) {
+            int32_t q = i - 2 * LAG;
             for (int64_t e = b->indptr[q]; e < b->indptr[q + 1]; e++) {
                 int32_t u = b->indices[e];
                 int32_t l = g2l[u];
