@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define STORE_SCHEMA_VERSION 1   /* PRAGMA user_version written by this build */
+#define STORE_SCHEMA_VERSION 2   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
 

@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <poll.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -101,12 +102,18 @@ static void test_migrate_from_v0(void **st)
     assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=0; VACUUM;", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     store *s;
-    assert_int_equal(store_open(p, 0, &s), STORE_OK);
+    /* A read command does not turn it into an nnbench database (issue 10, case 6). */
+    long sz0, sz1;
+    uint64_t h0 = file_digest(p, &sz0);
+    assert_int_equal(store_open(p, 0, &s), STORE_ENOTFOUND);
+    assert_non_null(strstr(store_error(), "no nnbench runs"));
+    assert_true(file_digest(p, &sz1) == h0 && sz0 == sz1);
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
     long long id = new_run(s, "m", "");
     assert_int_equal(id, 1);
     store_close(s);
     db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs"), 1);
     sqlite3_close(db);
 }
@@ -121,19 +128,20 @@ static void test_migration_chain_keeps_data(void **st)
     long long id = new_run(s, "keep", "me");
     assert_int_equal(store_metric_add(s, id, 1, 0, 0.1, 0.1, "train_loss", 0.5), STORE_OK);
     assert_int_equal(store_flush(s), STORE_OK);
-    /* A hypothetical v2 that adds a column: the framework applies only what is missing. */
-    const char *migs[] = { store_schema_sql, "ALTER TABLE runs ADD COLUMN tags TEXT;" };
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_OK);
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_OK); /* idempotent */
+    /* A hypothetical v3 that adds a column: the framework applies only what is missing. */
+    assert_int_equal(store_n_migrations, 2);
+    const char *migs[] = { store_migrations[0], store_migrations[1], "ALTER TABLE runs ADD COLUMN tags TEXT;" };
+    assert_int_equal(store_migrate_with(s, migs, 3), STORE_OK);
+    assert_int_equal(store_migrate_with(s, migs, 3), STORE_OK); /* idempotent */
     /* Going back is refused. */
-    assert_int_equal(store_migrate_with(s, migs, 1), STORE_EVERSION);
+    assert_int_equal(store_migrate_with(s, migs, 2), STORE_EVERSION);
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE name='keep' AND tags IS NULL"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
     sqlite3_close(db);
-    /* This build (v1) refuses the v2 file with a clear message and does not touch it. */
+    /* This build (v2) refuses the v3 file with a clear message and does not touch it. */
     long sz0, sz1;
     uint64_t h0 = file_digest(p, &sz0);
     assert_int_equal(store_open(p, 0, &s), STORE_EVERSION);
@@ -149,12 +157,13 @@ static void test_failed_migration_rolls_back(void **st)
     db_path(p, sizeof p, "badmig.db");
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    const char *migs[] = { store_schema_sql, "CREATE TABLE t(x); SELECT * FROM no_such_table;" };
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_ESQL);
-    assert_non_null(strstr(store_error(), "migrating schema v1 to v2"));
+    const char *migs[] = { store_migrations[0], store_migrations[1],
+                           "CREATE TABLE t(x); SELECT * FROM no_such_table;" };
+    assert_int_equal(store_migrate_with(s, migs, 3), STORE_ESQL);
+    assert_non_null(strstr(store_error(), "migrating schema v2 to v3"));
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='t'"), 0);
     sqlite3_close(db);
 }
@@ -359,8 +368,12 @@ static void test_crash_marking(void **st)
     sqlite3 *db = raw(p);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE status='running'"), 3);
     sqlite3_close(db);
-    /* The next writable open marks it, keeps its metrics, and leaves the others alone. */
+    /* A read command does not write either (issue 10, case 6). */
     assert_int_equal(store_open(p, 0, &s), STORE_OK);
+    assert_true(store_is_readonly(s));
+    store_close(s);
+    /* The next writer's open marks it, keeps its metrics, and leaves the others alone. */
+    assert_int_equal(store_open(p, STORE_OPEN_WRITE, &s), STORE_OK);
     store_close(s);
     db = raw(p);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE status='crashed' AND error LIKE '%step 5%'"), 1);
@@ -378,6 +391,17 @@ static void test_crash_marking(void **st)
 
 /* ---- batching ---------------------------------------------------------------------- */
 
+/* raw_int until it returns want, for up to ms milliseconds; the last value read. */
+static long long raw_int_wait(sqlite3 *db, const char *sql, long long want, int ms)
+{
+    long long v = raw_int(db, sql);
+    for (int t = 0; v != want && t < ms; t += 10) {
+        usleep(10 * 1000);
+        v = raw_int(db, sql);
+    }
+    return v;
+}
+
 static void test_batching(void **st)
 {
     (void)st;
@@ -386,28 +410,20 @@ static void test_batching(void **st)
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
     long long id = new_run(s, "b", "");
-    assert_int_equal(store_flush(s), STORE_OK);
-    /* The first point after a quiet period goes out at once; the next ones wait for the
-     * batch (count or age). */
-    assert_int_equal(store_metric_add(s, id, 1, 0, 0, 0, "train_loss", 1), STORE_OK);
     sqlite3 *db = raw(p);
-    long long first = raw_int(db, "SELECT count(*) FROM metrics");
-    assert_true(first <= 1);
-    assert_int_equal(store_flush(s), STORE_OK);
-    for (int i = 2; i <= 100; i++) store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
-    assert_int_equal(store_flush_due(s), STORE_OK); /* not due yet */
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
-    usleep((STORE_FLUSH_MS + 50) * 1000);
-    assert_int_equal(store_flush_due(s), STORE_OK); /* due: written */
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 100);
-    /* Count-triggered flush. */
-    for (int i = 101; i <= 100 + STORE_FLUSH_POINTS; i++)
-        store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 100 + STORE_FLUSH_POINTS);
+    /* Points are written by the store's writer thread within STORE_FLUSH_MS of being
+     * added, with no further call from the caller (a training step may take long). */
+    for (int i = 1; i <= 100; i++) assert_int_equal(store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1), STORE_OK);
+    assert_int_equal(raw_int_wait(db, "SELECT count(*) FROM metrics", 100, 5 * STORE_FLUSH_MS), 100);
     /* The progress columns follow the flushes (list shows live runs). */
     char q[128];
     snprintf(q, sizeof q, "SELECT steps FROM runs WHERE id=%lld", id);
+    assert_int_equal(raw_int(db, q), 100);
+    /* store_flush writes everything buffered before it returns. */
+    for (int i = 101; i <= 100 + STORE_FLUSH_POINTS; i++)
+        store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
+    assert_int_equal(store_flush(s), STORE_OK);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 100 + STORE_FLUSH_POINTS);
     assert_int_equal(raw_int(db, q), 100 + STORE_FLUSH_POINTS);
     /* Status changes flush first. */
     store_metric_add(s, id, 100000, 0, 0, 0, "test_acc", 0.9);
@@ -419,6 +435,53 @@ static void test_batching(void **st)
     assert_int_equal(store_solver_event_add(s, id, &ev), STORE_OK);
     store_close(s);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM solver_events WHERE kappa_exact IS NULL AND route=1"), 1);
+    sqlite3_close(db);
+}
+
+/* Another process holding the write lock does not stop the caller: adding points never
+ * waits for the database (store time is not training time, issue 10 case 8); the points
+ * land once the lock is free. The other process holds its lock until told to let go (or
+ * 10 s), so a build that waits in store_metric_add sees the lock gone before it returns. */
+static void test_writer_off_the_caller(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "offthread.db");
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long id = new_run(s, "w", "");
+    int locked[2], release[2];
+    assert_int_equal(pipe(locked), 0);
+    assert_int_equal(pipe(release), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        sqlite3 *db;
+        sqlite3_open(p, &db);
+        sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO params VALUES(1,'lock','1');", NULL, NULL, NULL);
+        if (write(locked[1], "x", 1) != 1) _exit(2);
+        struct pollfd pf = { .fd = release[0], .events = POLLIN };
+        poll(&pf, 1, 10000);
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(db);
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(locked[0], &c, 1), 1);
+    for (int i = 1; i <= 20000; i++) {
+        assert_int_equal(store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1.0 / i), STORE_OK);
+        if (i % 2000 == 0) usleep(50 * 1000); /* a training loop: several flush intervals */
+    }
+    sqlite3 *db = raw(p);
+    /* Still locked by the other process: nothing of it committed, none of ours either. */
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 0);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 0);
+    assert_int_equal(write(release[1], "x", 1), 1);
+    assert_int_equal(store_flush(s), STORE_OK);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 2; i++) { close(locked[i]); close(release[i]); }
+    store_close(s);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 20000);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 1);
     sqlite3_close(db);
 }
 
@@ -766,6 +829,7 @@ int test_store_core(void)
         cmocka_unit_test(test_status_transitions),
         cmocka_unit_test(test_crash_marking),
         cmocka_unit_test(test_batching),
+        cmocka_unit_test(test_writer_off_the_caller),
         cmocka_unit_test(test_locked_writer_waits),
         cmocka_unit_test(test_concurrent_create),
         cmocka_unit_test(test_queries),
