@@ -504,10 +504,19 @@ int store_open(const char *path, int flags, store **out)
      * refused before a read-write connection could change a byte of it (a WAL file is
      * checkpointed into the database when its last writer closes). */
     if (exists) st = open_for_reading(s, &p);
-    if (!st && write) st = open_for_writing(s, (flags & STORE_OPEN_CREATE) != 0, &p);
-    else if (!st && p.version == 0)
+    if (!st && write) {
+        st = open_for_writing(s, (flags & STORE_OPEN_CREATE) != 0, &p);
+    } else if (!st && p.version == 0) {
         st = store_fail(STORE_ENOTFOUND, "no nnbench runs in %s yet (an empty database): store a run "
                         "first, e.g. nnbench run samples/spirals-mlp.ini --db %s", path, path);
+    } else if (!st && !s->immutable && path_writable(path) && dir_writable(path)) {
+        /* Our database, for reading: a read-write connection that only reads (query_only), so
+         * that, when it is the last one, closing it removes the -wal and -shm files as a
+         * writer's would instead of leaving them behind. */
+        st = sqlite_open(s, 0, 0, 0);
+        if (!st) st = exec(s, "PRAGMA query_only=1", "opening the database for reading");
+        s->readonly = 1;
+    }
     if (st) {
         sqlite3_close_v2(s->db);
         s->db = NULL;
@@ -817,37 +826,47 @@ int store_run_set_status(store *s, long long run, store_run_status status, const
     return STORE_OK;
 }
 
-int store_runs_delete(store *s, const long long *ids, size_t n)
+/* Whether the process writing a 'running' run may still be at it: on this host, its pid is
+ * alive; on another host we cannot tell, so it may. */
+static int writer_alive(store *s, const char *host, long pid)
+{
+    if (!host || strcmp(host, s->host)) return 1;
+    return pid > 0 && !pid_gone(host, s->host, pid);
+}
+
+int store_runs_delete(store *s, const long long *ids, size_t n, int flags)
 {
     int st = writable(s, "deleting runs");
     if (st) return st;
     if ((st = store_flush(s))) return st;
-    static const char *const tables[] = { "metrics", "params", "op_stats", "run_profile",
-                                          "solver_events", "system_info" };
     if ((st = store_txn_begin(s))) return st;
-    sqlite3_stmt *chk = NULL, *del[7] = { 0 };
-    int rc = sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE id=?1", -1, &chk, NULL);
-    for (int t = 0; t < 7 && rc == SQLITE_OK; t++) {
-        char sql[96];
-        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s=?1", t < 6 ? tables[t] : "runs",
-                 t < 6 ? "run" : "id");
-        rc = sqlite3_prepare_v2(s->db, sql, -1, &del[t], NULL);
-    }
+    sqlite3_stmt *chk = NULL, *del = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT status, host, pid FROM runs WHERE id=?1", -1, &chk, NULL);
+    /* Foreign keys (ON DELETE CASCADE) take every row of the run with it. */
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs WHERE id=?1", -1, &del, NULL);
     if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "deleting runs"); goto done; }
     for (size_t i = 0; i < n && !st; i++) {
         sqlite3_bind_int64(chk, 1, ids[i]);
         rc = sqlite3_step(chk);
-        sqlite3_reset(chk);
         if (rc == SQLITE_DONE) { st = store_fail(STORE_ENOTFOUND, "no run %lld in %s; nothing was deleted", ids[i], s->path); break; }
         if (rc != SQLITE_ROW) { st = store_sql_fail(s, rc, "deleting runs"); break; }
-        for (int t = 0; t < 7 && !st; t++) {
-            sqlite3_bind_int64(del[t], 1, ids[i]);
-            st = store_step_done(s, s->db, del[t], "deleting runs");
+        const char *status = (const char *)sqlite3_column_text(chk, 0);
+        const char *host = (const char *)sqlite3_column_text(chk, 1);
+        long pid = (long)sqlite3_column_int64(chk, 2);
+        if (!(flags & STORE_DELETE_FORCE) && status && !strcmp(status, "running") && writer_alive(s, host, pid)) {
+            st = store_fail(STORE_ELIVE, "run %lld is still being written by process %ld on %s: stop it first "
+                            "(Ctrl-C, or K in the workbench), or delete it anyway with --force (its writer then "
+                            "stores nothing more of it); nothing was deleted", ids[i], pid, host ? host : "?");
+            sqlite3_reset(chk);
+            break;
         }
+        sqlite3_reset(chk);
+        sqlite3_bind_int64(del, 1, ids[i]);
+        st = store_step_done(s, s->db, del, "deleting runs");
     }
 done:
     sqlite3_finalize(chk);
-    for (int t = 0; t < 7; t++) sqlite3_finalize(del[t]);
+    sqlite3_finalize(del);
     if (st) { store_txn_rollback(s); return st; }
     if ((st = store_txn_commit(s))) return st;
     for (size_t i = 0; i < n; i++) store_progress_drop(s, ids[i]);

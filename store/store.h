@@ -49,6 +49,7 @@ typedef enum {
     STORE_ENOTFOUND = -7, /* no such run / no such file (without STORE_OPEN_CREATE) */
     STORE_ENOMEM = -8,
     STORE_ESQL = -9,      /* any other SQLite error (message has SQLite's text) */
+    STORE_ELIVE = -10,    /* the run is still being written by a live process */
 } store_status;
 
 /* The last error message set on this thread ("" if none). */
@@ -219,8 +220,12 @@ int store_run_end(store *s, long long run, const store_run *r);
 /* Flushes, then changes only status + error (error may be NULL). */
 int store_run_set_status(store *s, long long run, store_run_status st, const char *error);
 /* Deletes runs and all their rows, in one transaction. STORE_ENOTFOUND names the first
- * missing id (nothing deleted then). */
-int store_runs_delete(store *s, const long long *ids, size_t n);
+ * missing id, STORE_ELIVE the first run still being written by a live process (on this
+ * host: its pid exists; on another host: status 'running'); nothing is deleted then.
+ * STORE_DELETE_FORCE deletes live runs too: their writer drops what it still has of them
+ * and store_metric_add answers STORE_ENOTFOUND from then on. Ids are never reused. */
+enum { STORE_DELETE_FORCE = 1 };
+int store_runs_delete(store *s, const long long *ids, size_t n, int flags);
 
 /* ---- reading ----------------------------------------------------------------------- */
 
@@ -279,5 +284,24 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
 int store_report_write(store *s, const long long *ids, size_t n, const char *path);
 /* The CSV of store_report_write, to an open stream. */
 int store_report_csv(store *s, const long long *ids, size_t n, FILE *f);
+/* The same CSV to path, whatever its extension (`nnbench export`), as below. */
+int store_export_csv(store *s, const long long *ids, size_t n, const char *path);
+
+/* ---- output files (output.c) ------------------------------------------------------ */
+
+/* STORE_EINVAL when out is the database at db_path or its -wal/-shm/-journal (same device
+ * and inode: symlinks and hard links are seen through). Every report, export and trace is
+ * checked before anything is written. */
+int store_output_check(const char *db_path, const char *out);
+/* A new temporary file next to path (same directory, the mode path has or would get);
+ * store_output_close(o, st) closes it and, when st is STORE_OK and the write succeeded,
+ * renames it to path, else removes the temporary file (never path). Returns the status. */
+typedef struct {
+    FILE *f;
+    char path[1024];
+    char tmp[1100];
+} store_output;
+int store_output_open(const char *db_path, const char *path, store_output *o);
+int store_output_close(store_output *o, int st);
 
 #endif

@@ -337,8 +337,8 @@ static void *writer_main(void *arg)
             if (!is_gone(s, gone[i]) && s->n_gone < STORE_MAX_GONE) s->gone[s->n_gone++] = gone[i];
         if (st) {
             put_back(s);
+            if (!s->werr) s->werr_new = 1; /* reported once per run of failures */
             s->werr = st;
-            s->werr_new = 1;
             snprintf(s->werr_msg, sizeof s->werr_msg, "%s", msg);
             s->retry_ns = store_now_ns() + RETRY_NS;
         } else {

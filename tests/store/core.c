@@ -168,6 +168,77 @@ static void test_failed_migration_rolls_back(void **st)
     sqlite3_close(db);
 }
 
+/* v1 -> v2: run ids stop being reused, and rows a deleted run left behind (foreign keys
+ * were off in v1, so a writer could add rows after the delete) go, instead of being
+ * inherited by the next run that got the same id (issue 10, case 4). */
+static void test_migrate_v1_to_v2(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "v1.db");
+    sqlite3 *db = raw(p);
+    /* The v1 schema: schema.sql without AUTOINCREMENT. */
+    char *v1 = strdup(store_schema_sql);
+    char *ai = strstr(v1, " AUTOINCREMENT");
+    assert_non_null(ai);
+    memmove(ai, ai + strlen(" AUTOINCREMENT"), strlen(ai + strlen(" AUTOINCREMENT")) + 1);
+    assert_int_equal(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+    free(v1);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=1; PRAGMA journal_mode=WAL;"
+                                  "INSERT INTO runs(id,name,started,status) VALUES(1,'a',1,'finished'),(2,'b',2,'finished');"
+                                  "INSERT INTO metrics(run,key,step,value) VALUES(1,'train_loss',1,0.5),(2,'train_loss',1,0.4),"
+                                  "(3,'train_loss',7,9.9);"
+                                  "INSERT INTO params(run,key,value) VALUES(2,'train.lr','0.1'),(3,'train.lr','9');",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long id = new_run(s, "c", "");
+    assert_int_equal(id, 4); /* not 3: run 3 left rows behind, its id is not given out */
+    store_close(s);
+    db = raw(p);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='runs' AND sql LIKE '%AUTOINCREMENT%'"), 1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM runs"), 3);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics WHERE run IN (1,2)"), 2);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics WHERE run NOT IN (SELECT id FROM runs)"), 0);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE run NOT IN (SELECT id FROM runs)"), 0);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE run=2"), 1);
+    sqlite3_close(db);
+}
+
+/* A negative user_version is refused (it indexed store_migrations out of bounds: issue 10,
+ * case 5), by readers and writers, and the file is not touched. */
+static void test_negative_version(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "neg.db");
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    new_run(s, "n", "");
+    store_close(s);
+    const long long versions[] = { -1, -1000000, -2147483648LL };
+    for (int i = 0; i < 3; i++) {
+        sqlite3 *db = raw(p);
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%lld", versions[i]);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        long sz0, sz1;
+        uint64_t h0 = file_digest(p, &sz0);
+        assert_int_equal(store_open(p, 0, &s), STORE_ENOTDB);
+        assert_non_null(strstr(store_error(), "negative"));
+        assert_int_equal(store_open(p, STORE_OPEN_CREATE | STORE_OPEN_WRITE, &s), STORE_ENOTDB);
+        assert_true(file_digest(p, &sz1) == h0 && sz0 == sz1);
+    }
+    /* store_migrate_with on its own refuses it too. */
+    sqlite3 *db = raw(p);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=0", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(p, STORE_OPEN_WRITE, &s), STORE_ENOTDB); /* v0 with tables: not ours */
+}
+
 /* ---- files that are not (our) databases -------------------------------------------- */
 
 static void expect_untouched_refusal(const char *p, int flags, int code)
@@ -263,6 +334,54 @@ static void test_directory_as_db(void **st)
     store *s;
     assert_int_equal(store_open(dir, STORE_OPEN_CREATE, &s), STORE_EIO);
     assert_non_null(strstr(store_error(), "directory"));
+}
+
+/* Deleting a run whose writer is alive is refused unless forced; forced, the writer stops
+ * storing it cleanly (no orphan rows) and the id is never given out again (case 4). */
+static void test_delete_live_run(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "live.db");
+    store *s, *other;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long done = new_run(s, "done", ""), live = new_run(s, "live", "");
+    store_run end;
+    store_run_init(&end);
+    end.status = STORE_RUN_FINISHED;
+    assert_int_equal(store_run_end(s, done, &end), STORE_OK);
+    for (int i = 1; i <= 50; i++) assert_int_equal(store_metric_add(s, live, i, 0, 0, 0, "train_loss", 1), STORE_OK);
+    assert_int_equal(store_flush(s), STORE_OK);
+    /* `nnbench delete` in another process: refused, nothing deleted. */
+    assert_int_equal(store_open(p, STORE_OPEN_WRITE, &other), STORE_OK);
+    long long both[2] = { done, live };
+    assert_int_equal(store_runs_delete(other, both, 2, 0), STORE_ELIVE);
+    assert_non_null(strstr(store_error(), "--force"));
+    long long cnt;
+    assert_int_equal(store_run_count(other, &cnt), STORE_OK);
+    assert_int_equal(cnt, 2);
+    assert_int_equal(store_runs_delete(other, &done, 1, 0), STORE_OK);
+    assert_int_equal(store_runs_delete(other, &live, 1, STORE_DELETE_FORCE), STORE_OK);
+    /* The writer goes on logging; what it still had of the run is dropped, and then it is told. */
+    for (int i = 51; i <= 100; i++) store_metric_add(s, live, i, 0, 0, 0, "train_loss", 1);
+    assert_int_equal(store_flush(s), STORE_OK);
+    assert_int_equal(store_metric_add(s, live, 101, 0, 0, 0, "train_loss", 1), STORE_ENOTFOUND);
+    assert_non_null(strstr(store_error(), "deleted"));
+    assert_int_equal(store_run_end(s, live, &end), STORE_ENOTFOUND);
+    /* No row names the deleted runs, and a new run gets a new id. */
+    long long next = new_run(s, "next", "");
+    assert_true(next > live && next > done);
+    store_close(s);
+    store_close(other);
+    sqlite3 *db = raw(p);
+    const char *tables[] = { "metrics", "params", "op_stats", "run_profile", "solver_events", "system_info" };
+    for (int t = 0; t < 6; t++) {
+        char q[128];
+        snprintf(q, sizeof q, "SELECT count(*) FROM %s WHERE run NOT IN (SELECT id FROM runs)", tables[t]);
+        assert_int_equal(raw_int(db, q), 0);
+    }
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
+    sqlite3_close(db);
 }
 
 /* ---- statuses ---------------------------------------------------------------------- */
@@ -728,10 +847,10 @@ static void test_queries(void **st)
 
     /* Delete: all rows of the run go; a missing id deletes nothing. */
     long long bad[2] = { ids[0], 4242 };
-    assert_int_equal(store_runs_delete(s, bad, 2), STORE_ENOTFOUND);
+    assert_int_equal(store_runs_delete(s, bad, 2, 0), STORE_ENOTFOUND);
     assert_int_equal(store_run_count(s, &cnt), STORE_OK);
     assert_int_equal(cnt, 3);
-    assert_int_equal(store_runs_delete(s, ids, 1), STORE_OK);
+    assert_int_equal(store_runs_delete(s, ids, 1, 0), STORE_OK);
     assert_int_equal(store_run_count(s, &cnt), STORE_OK);
     assert_int_equal(cnt, 2);
     store_run r;
@@ -779,7 +898,7 @@ static void test_read_only(void **st)
     store_run r;
     store_run_init(&r);
     assert_int_equal(store_run_begin(s, &r, &id), STORE_EREADONLY);
-    assert_int_equal(store_runs_delete(s, ids, 1), STORE_EREADONLY);
+    assert_int_equal(store_runs_delete(s, ids, 1, 0), STORE_EREADONLY);
     store_close(s);
     assert_true(file_digest(p, &sz1) == h0 && sz0 == sz1);
     /* Read-only directory as well (no -shm can be created next to the file). */
@@ -821,10 +940,13 @@ int test_store_core(void)
         cmocka_unit_test(test_migrate_from_v0),
         cmocka_unit_test(test_migration_chain_keeps_data),
         cmocka_unit_test(test_failed_migration_rolls_back),
+        cmocka_unit_test(test_migrate_v1_to_v2),
+        cmocka_unit_test(test_negative_version),
         cmocka_unit_test(test_not_a_database),
         cmocka_unit_test(test_corrupt_database),
         cmocka_unit_test(test_foreign_sqlite_db),
         cmocka_unit_test(test_directory_as_db),
+        cmocka_unit_test(test_delete_live_run),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_status_transitions),
         cmocka_unit_test(test_crash_marking),
