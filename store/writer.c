@@ -357,6 +357,13 @@ static void *writer_main(void *arg)
 
 /* ---- flushing ----------------------------------------------------------------------- */
 
+/* The writer's last error, now reported to the caller (s->mu held). */
+static int writer_error(store *s)
+{
+    s->werr_new = 0;
+    return s->werr ? store_fail(s->werr, "%s", s->werr_msg) : STORE_OK;
+}
+
 int store_flush(store *s)
 {
     if (s->readonly) return STORE_OK;
@@ -366,11 +373,7 @@ int store_flush(store *s)
         uint64_t g = ++s->req_gen;
         pthread_cond_signal(&s->work);
         while (s->done_gen < g) pthread_cond_wait(&s->done, &s->mu);
-        st = s->werr;
-        if (st) {
-            s->werr_new = 0;
-            store_fail(st, "%s", s->werr_msg);
-        }
+        st = writer_error(s);
     }
     pthread_mutex_unlock(&s->mu);
     return st;
@@ -380,11 +383,7 @@ int store_flush_due(store *s)
 {
     if (s->readonly) return STORE_OK;
     pthread_mutex_lock(&s->mu);
-    int st = STORE_OK;
-    if (s->werr && s->werr_new) {
-        s->werr_new = 0;
-        st = store_fail(s->werr, "%s", s->werr_msg);
-    }
+    int st = s->werr_new ? writer_error(s) : STORE_OK;
     pthread_mutex_unlock(&s->mu);
     return st;
 }

@@ -23,24 +23,7 @@ WB_EPOCHS=4000  # the workbench run: long enough (seconds) to overlap the CLI ru
 limit=${TUI_TIMEOUT:-60}
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then EPOCHS=40; WB_EPOCHS=600; limit=180; fi
 
-cap() { $T capture-pane -p -t w 2>/dev/null; }
-fail() {
-    echo "FAIL: $1"
-    echo "---- last screen ----"
-    cap
-    echo "---------------------"
-    exit 1
-}
-wait_for() {
-    n=$(( ${2:-$limit} * 10 ))
-    while [ "$n" -gt 0 ]; do
-        cap | grep -qF -- "$1" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    fail "timed out waiting for '$1'"
-}
-keys() { $T send-keys -t w "$@"; }
+. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
 step() { echo "store_tui_concurrent.sh: $1"; }
 
 # The reference: the same run alone, for the number of points each run must have.
