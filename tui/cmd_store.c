@@ -158,8 +158,8 @@ int cmd_list(int argc, char **argv)
     store *s;
     int rc = store_open(path, 0, &s);
     if (rc == STORE_ENOTFOUND) {
-        printf("No runs yet: %s does not exist.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
-               path, db ? " --db " : "", db ? db : "");
+        printf("No runs yet: %s %s.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
+               path, access(path, F_OK) ? "does not exist" : "holds no nnbench runs", db ? " --db " : "", db ? db : "");
         return 0;
     }
     if (rc) { fprintf(stderr, "nnbench: %s\n", store_error()); return 1; }

@@ -625,11 +625,16 @@ static void test_locked_writer_waits(void **st)
     }
     usleep(200 * 1000);
     for (int i = 0; i < 10; i++) store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
-    assert_int_equal(store_flush(s), STORE_OK);
+    /* The run ends while the lock is held: its points and end record wait and land. */
+    store_run end;
+    store_run_init(&end);
+    end.status = STORE_RUN_FINISHED;
+    assert_int_equal(store_run_end(s, id, &end), STORE_OK);
     waitpid(child, NULL, 0);
     store_close(s);
     sqlite3 *db = raw(p);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 10);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE status='finished'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 1);
     sqlite3_close(db);
 }
