@@ -1,9 +1,10 @@
-/* store.c — opening the database (header check, read-only fallback, version check,
- * migrations, crash marking) and writing runs with batched, retried transactions. */
+/* store.c — opening the database (path and header checks, read-only look first, version
+ * check, migrations, crash marking) and the run records written on the caller's connection
+ * (begin, config, op stats, end, status, delete) in retried transactions; metric points and
+ * solver events go through the writer thread (writer.c). */
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
