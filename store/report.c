@@ -743,18 +743,17 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     if (kind < 0)
         return store_fail(STORE_EINVAL, "report %s: unknown format '%s' (use .md, .html, .json or .csv)",
                           path, ext ? ext : "(no extension)");
-    rep_run *rr = NULL;
-    int st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr);
+    int st = store_output_check(s->path, path);
     if (st) return st;
+    rep_run *rr = NULL;
+    if ((st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr))) return st;
     /* Written next to the target and renamed: a failed report never leaves half a file. */
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
+    store_output out;
+    if ((st = store_output_open(s->path, path, &out))) {
         if (rr) rep_free(rr, n);
         return st;
     }
+    FILE *f = out.f;
     switch (kind) {
     case 0: write_doc(f, 0, s->path, rr, n); break;
     case 1: write_doc(f, 1, s->path, rr, n); break;
@@ -762,9 +761,5 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     default: st = store_report_csv(s, ids, n, f); break;
     }
     if (rr) rep_free(rr, n);
-    int bad = ferror(f);
-    if (fclose(f) || bad) st = st ? st : store_fail(STORE_EIO, "writing report %s failed (disk full?)", path);
-    if (!st && rename(tmp, path)) st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
-    if (st) remove(tmp);
-    return st;
+    return store_output_close(&out, st);
 }

@@ -33,7 +33,8 @@ void cmd_run_help(FILE *f)
         "  --report FILE         after all variants, a comparison report (.md .html .json .csv)\n"
         "  --keys                print every experiment-file key as a Markdown table\n\n"
         "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad usage or\n"
-        "configuration; 130 interrupted (Ctrl-C stops at the next step and keeps the run).\n");
+        "configuration; 128+N stopped by signal N: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the run\n"
+        "stops at the next step, keeps what it logged and is stored as interrupted).\n");
 }
 
 /* ---- live progress on a terminal ------------------------------------------------------ */
@@ -94,15 +95,15 @@ static void pr_end(void *ud, const eng_run_result *res)
     p->drawn = 0;
 }
 
-/* ---- Ctrl-C ----------------------------------------------------------------------------- */
+/* ---- Ctrl-C, SIGTERM, SIGHUP ------------------------------------------------------------- */
 
 static eng_run *volatile current_run;
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the signal that stopped us, 0 if none */
+static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
 static void on_sigint(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
     eng_run *r = current_run;
     if (r) eng_run_request_stop(r);
 }
@@ -396,6 +397,22 @@ int cmd_run(int argc, char **argv)
 
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
+    /* So are the output files: an unwritable --trace or --report is not found out after
+     * training, and neither may be the database. */
+    for (size_t v = 0; v <= ex->n_variants; v++) {
+        char path[600], err[700];
+        const char *what = v < ex->n_variants ? "--trace" : "--report";
+        const eng_config *cfg = v < ex->n_variants ? &ex->variants[v] : NULL;
+        if (cfg && !trace) continue;
+        if (!cfg && !report) continue;
+        if (cfg && ex->n_variants > 1) suffixed(path, sizeof path, trace, cfg->variant[0] ? cfg->variant : cfg->name);
+        else snprintf(path, sizeof path, "%s", cfg ? trace : report);
+        if (cli_output_check(no_db ? NULL : db_path, path, err, sizeof err)) {
+            fprintf(stderr, "nnbench run: %s: %s; nothing was trained\n", what, err);
+            eng_experiment_free(ex);
+            return 2;
+        }
+    }
     cli_store_sink *store = NULL;
     if (!no_db) {
         char err[600];
@@ -415,12 +432,14 @@ int cmd_run(int argc, char **argv)
     size_t n_rows = 0, n_ids = 0;
     int any_failed = 0, any_config = 0;
 
-    struct sigaction sa, old_sa;
+    /* SIGTERM and SIGHUP (kill, a closed terminal) stop the run as Ctrl-C does: the tail
+     * is flushed and the run is stored as interrupted. */
+    struct sigaction sa, old_sa[3];
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old_sa[i]);
     interrupted = 0;
 
     progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
@@ -486,8 +505,15 @@ int cmd_run(int argc, char **argv)
             fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
         }
         if (store) {
-            r->run_id = cli_store_sink_run_id(store);
-            if (r->run_id > 0) {
+            /* "stored" only once the end record is committed; any store error is exit 1. */
+            const char *serr = cli_store_sink_error(store);
+            r->run_id = serr ? 0 : cli_store_sink_run_id(store);
+            if (serr) {
+                if (rc != ENG_ESINK)
+                    fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, db_path, serr);
+                if (!r->error[0]) snprintf(r->error, sizeof r->error, "not stored: %s", serr);
+                any_failed = 1;
+            } else if (r->run_id > 0) {
                 ids[n_ids++] = r->run_id;
                 fprintf(side, "variant %s: stored as run %lld in %s\n", r->variant, r->run_id, db_path);
             }
@@ -508,12 +534,19 @@ int cmd_run(int argc, char **argv)
             }
         }
         eng_run_destroy(run);
-        prof_destroy(prof); /* writes the trace when one was asked for */
-        if (trace && prof) fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
+        if (trace && prof) {
+            if (prof_trace_write(prof, NULL)) {
+                fprintf(stderr, "variant %s: %s\n", r->variant, prof_error());
+                any_failed = 1;
+            } else {
+                fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
+            }
+        }
+        prof_destroy(prof);
     }
-    sigaction(SIGINT, &old_sa, NULL);
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &old_sa[i], NULL);
 
-    int code = interrupted ? 130 : any_config ? 2 : any_failed ? 1 : 0;
+    int code = interrupted ? 128 + interrupted : any_config ? 2 : any_failed ? 1 : 0;
     if (json) print_json(ex, rows, n_rows, code);
     else print_table(rows, n_rows);
     fflush(stdout);
