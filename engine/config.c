@@ -2,6 +2,7 @@
  * error located as FILE:LINE, and the key table that documents every key. */
 #include "engine.h"
 #include "data_internal.h"
+#include "graph.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -25,9 +26,17 @@
  * default" (engine/data_internal.h), resolved once the source is known. */
 typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS } key_kind;
 
-static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", NULL };
+static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", "graph", NULL };
 static const int V_SOURCE[] = { ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG,
-                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV };
+                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV, ENG_DATA_GRAPH };
+static const char *const E_GSOURCE[] = { "sbm", "rmat", "file", NULL };
+static const int V_GSOURCE[] = { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE };
+static const char *const E_GMODE[] = { "sampled", "full", NULL };
+static const int V_GMODE[] = { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL };
+static const char *const E_SAMPLER[] = { "twopass", "fused", NULL };
+static const int V_SAMPLER[] = { 0, 1 };
+static const char *const E_PART[] = { "none", "random", "metis", NULL };
+static const int V_PART[] = { ENG_PART_NONE, ENG_PART_RANDOM, ENG_PART_METIS };
 static const char *const E_HEADER[] = { "auto", "true", "false", NULL };
 static const int V_HEADER[] = { -1, 1, 0 };
 /* "auto" (-1) is resolved after the source is known: scale for idx, none otherwise. */
@@ -61,8 +70,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("experiment", "target_loss", K_DBL, target_loss, 0, INF, NULL, NULL, "number >= 0", "0",    \
       "train loss that counts as reached for steps/time-to-target; 0 = none")                      \
     X("data", "source", K_ENUM, data.source, 0, 0, E_SOURCE, V_SOURCE,                                \
-      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv", "spirals",                           \
-      "synthetic generator, IDX files (MNIST/Fashion-MNIST) or a CSV file")                        \
+      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv, graph", "spirals",                    \
+      "synthetic generator, IDX files (MNIST/Fashion-MNIST), a CSV file, or a graph ([graph] section)") \
     X("data", "n", K_INT, data.n, 0, 1e9, NULL, NULL, "integer >= 0", "0",                         \
       "synthetic: samples generated (0 = " DSTR(ENG_DATA_DEF_N) "); idx/csv: at most this many training samples (0 = all)") \
     X("data", "n_test", K_INT, data.n_test, 0, 1e9, NULL, NULL, "integer >= 0", "0",               \
@@ -108,7 +117,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
       "gather the next batch on a second thread while the current one trains")                     \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none; the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -180,7 +189,51 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \
       "profile every op (as `--profile` does)")                                                     \
     X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
-      "comma-separated PAPI events to count; empty = the default set (where the machine has them)")
+      "comma-separated PAPI events to count; empty = the default set (where the machine has them)") \
+    GRAPH_KEYS(X)
+
+/* [graph] (issue 16, docs/graphs.md): only read when data.source = graph. */
+#define GRAPH_KEYS(X)                                                                             \
+    X("graph", "source", K_ENUM, graph.source, 0, 0, E_GSOURCE, V_GSOURCE, "sbm, rmat, file", "sbm", \
+      "stochastic block model, R-MAT (a,b,c = 0.57,0.19,0.19), or edge/feature/label files")      \
+    X("graph", "nodes", K_INT, graph.nodes, 2, 1e8, NULL, NULL, "integer >= 2", "3000", "sbm: number of nodes") \
+    X("graph", "classes", K_INT, graph.classes, 2, 1000, NULL, NULL, "integer >= 2", "4",         \
+      "sbm: communities (= classes); rmat: random labels in this many classes")                   \
+    X("graph", "features", K_INT, graph.features, 1, 100000, NULL, NULL, "integer >= 1", "16",    \
+      "sbm/rmat: features per node")                                                              \
+    X("graph", "degree", K_DBL_POS, graph.degree, 0, INF, NULL, NULL, "number > 0", "10", "sbm: mean degree of a node") \
+    X("graph", "homophily", K_DBL, graph.homophily, 0, 1, NULL, NULL, "number in [0, 1]", "0.8",  \
+      "sbm: share of each node's edges inside its community")                                     \
+    X("graph", "noise", K_DBL, graph.noise, 0, INF, NULL, NULL, "number >= 0", "2",               \
+      "sbm: feature noise std around the community centroids (N(0,1) each): the difficulty knob") \
+    X("graph", "scale", K_INT, graph.scale, 1, 30, NULL, NULL, "integer in [1, 30]", "14", "rmat: the graph has 2^scale nodes") \
+    X("graph", "edge_factor", K_INT, graph.edge_factor, 1, 1024, NULL, NULL, "integer >= 1", "16", \
+      "rmat: edges drawn per node")                                                              \
+    X("graph", "edges", K_STR, graph.edges, 0, 0, NULL, NULL, "path", "",                          \
+      "file: edge list, one 'src,dst' per line (comma, tab or blanks; optional header)")           \
+    X("graph", "node_features", K_STR, graph.node_features, 0, 0, NULL, NULL, "path", "",          \
+      "file: one row of numbers per node, in id order")                                            \
+    X("graph", "labels", K_STR, graph.labels, 0, 0, NULL, NULL, "path", "",                        \
+      "file: one class per line in node order, or 'node,label' lines")                            \
+    X("graph", "train_mask", K_STR, graph.train_mask, 0, 0, NULL, NULL, "path", "",                \
+      "file: node ids of the training set, one per line (with val_mask/test_mask; else a random split)") \
+    X("graph", "val_mask", K_STR, graph.val_mask, 0, 0, NULL, NULL, "path", "", "file: validation node ids") \
+    X("graph", "test_mask", K_STR, graph.test_mask, 0, 0, NULL, NULL, "path", "", "file: test node ids") \
+    X("graph", "undirected", K_BOOL, graph.undirected, 0, 0, NULL, NULL, "boolean", "true",      \
+      "file: add the reverse of every edge")                                                      \
+    X("graph", "train_fraction", K_DBL, graph.train_fraction, 0, 1, NULL, NULL, "number in (0, 1)", "0.6", \
+      "random split: share of nodes for training (seeded)")                                      \
+    X("graph", "val_fraction", K_DBL, graph.val_fraction, 0, 1, NULL, NULL, "number in [0, 1)", "0.2", \
+      "random split: share for validation; the rest is the test set")                            \
+    X("graph", "mode", K_ENUM, graph.mode, 0, 0, E_GMODE, V_GMODE, "sampled, full", "sampled",     \
+      "sampled = minibatches of train.batch seed nodes over sampled blocks; full = the whole graph each step") \
+    X("graph", "fanouts", K_STR, graph.fanouts, 0, 0, NULL, NULL, "comma-separated integers", "10,5", \
+      "neighbours sampled per node, one per sage layer, input layer first (as DGL)")               \
+    X("graph", "sampler", K_ENUM, graph.sampler, 0, 0, E_SAMPLER, V_SAMPLER, "twopass, fused", "fused", \
+      "twopass = sample_neighbors then to_block (DGL-style baseline); fused = one pass (FastSample-style)") \
+    X("graph", "partition", K_ENUM, graph.partition, 0, 0, E_PART, V_PART, "none, random, metis", "none", \
+      "partition the graph and report edge cut and modelled cross-partition traffic per minibatch") \
+    X("graph", "parts", K_INT, graph.parts, 2, 1024, NULL, NULL, "integer >= 2", "4", "number of partitions (graph.partition)")
 
 typedef struct {
     const char *section, *key;
@@ -205,7 +258,7 @@ _Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int"
 _Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
 
 static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
-                                        "quantum", "profile", NULL };
+                                        "quantum", "profile", "graph", NULL };
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -343,11 +396,16 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         long long a = 0, b = 0;
         const char *expect = NULL;
         if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
-        else if (!strcmp(parts[0], "dense")) {
-            L->kind = ENG_LAYER_DENSE;
+        else if (!strcmp(parts[0], "dense") || !strcmp(parts[0], "sage")) {
+            L->kind = parts[0][0] == 's' ? ENG_LAYER_SAGE : ENG_LAYER_DENSE;
+            /* maxk:K (or maxkK) keeps the K largest of each row: engine/sparse.c */
+            if (np == 4 && !strcmp(parts[2], "maxk") && !parse_long(parts[3], &b)) { parts[2] = "maxk"; np = 3; }
+            else if (np == 3 && !strncmp(parts[2], "maxk", 4) && parts[2][4] && !parse_long(parts[2] + 4, &b)) parts[2] = "maxk";
             if (np < 2 || np > 3 || parse_long(parts[1], &a) || a < 1 || a > 1000000 ||
-                (np == 3 && parse_act(parts[2], &L->act)))
-                expect = "dense:UNITS[:ACT] with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none";
+                (np == 3 && strcmp(parts[2], "maxk") && parse_act(parts[2], &L->act)) ||
+                (np == 3 && !strcmp(parts[2], "maxk") && (b < 1 || b > a)))
+                expect = "dense:UNITS[:ACT] (or sage:UNITS[:ACT]) with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none, maxkK (1 <= K <= UNITS)";
+            if (np == 3 && !strcmp(parts[2], "maxk")) { L->act = ENG_ACT_MAXK; L->k = (int)b; }
             L->units = (int)a;
         } else if (!strcmp(parts[0], "conv")) {
             L->kind = ENG_LAYER_CONV;
@@ -375,7 +433,7 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         n++;
     }
     if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
-    if (mc->layers[n - 1].kind != ENG_LAYER_DENSE) {
+    if (mc->layers[n - 1].kind != ENG_LAYER_DENSE && mc->layers[n - 1].kind != ENG_LAYER_SAGE) {
         snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'",
                  mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten");
         return -1;
@@ -560,7 +618,7 @@ static void on_section_line(parse_state *st, const char *raw)
             if (d < bestd) { bestd = d; best = i; }
         }
         if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
-        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, variant NAME)", name);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, variant NAME)", name);
         return;
     }
     st->cur = -1;
@@ -837,6 +895,25 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         CROSS("train", "min_lr", "must not exceed train.lr (%g), got %g", c->train.lr, c->train.min_lr);
     if (c->train.epochs == 0 && c->train.max_steps == 0)
         CROSS("train", "epochs", "epochs = 0 needs train.max_steps > 0 (nothing would train)");
+    {   /* graphs: sage layers and the [graph] keys go together (engine/gnn.c) */
+        int n_sage = 0, fan[ENG_GRAPH_MAX_LAYERS];
+        for (int i = 0; i < c->model.n_layers; i++) n_sage += c->model.layers[i].kind == ENG_LAYER_SAGE;
+        int graph = c->data.source == ENG_DATA_GRAPH;
+        if (graph && n_sage != c->model.n_layers)
+            CROSS("model", "layers", "data.source = graph needs sage layers only (e.g. sage:64:relu, sage:%d)", c->graph.classes);
+        if (!graph && n_sage)
+            CROSS("model", "layers", "sage layers need data.source = graph (and a [graph] section)");
+        int nf = graph ? eng_graph_parse_fanouts(c->graph.fanouts, fan, ENG_GRAPH_MAX_LAYERS) : 0;
+        if (graph && nf < 0)
+            CROSS("graph", "fanouts", "expected 1 to %d comma-separated integers in 1..%d, got '%s'",
+                  ENG_GRAPH_MAX_LAYERS, ENG_MAX_FANOUT, c->graph.fanouts);
+        if (graph && c->graph.mode == ENG_GRAPH_SAMPLED && nf != n_sage)
+            CROSS("graph", "fanouts", "one fanout per sage layer: %d given for %d layers", nf, n_sage);
+        if (graph && c->graph.source == ENG_GRAPH_FILE && (!c->graph.edges[0] || !c->graph.node_features[0] || !c->graph.labels[0]))
+            CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
+        if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
+            CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
+    }
 #undef CROSS
 
     c->kv = calloc(NKEYS, sizeof *c->kv);

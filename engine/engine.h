@@ -65,6 +65,7 @@ const char *eng_run_status_name(eng_run_status s); /* "running", "finished", ...
 typedef enum {
     ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG, ENG_DATA_POLYREG,
     ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV,
+    ENG_DATA_GRAPH,        /* node classification on a graph: the [graph] section */
 } eng_data_source;
 
 typedef enum { ENG_NORM_NONE, ENG_NORM_SCALE /* x/255 for idx */, ENG_NORM_STANDARD /* z-score per feature, stats from train */, ENG_NORM_MINMAX } eng_norm;
@@ -92,14 +93,18 @@ typedef struct {
     int prefetch;          /* gather the next batch on a second thread */
 } eng_data_config;
 
-typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU } eng_act;
-typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN } eng_layer_kind;
+/* ENG_ACT_MAXK keeps the k largest values of each row (eng_layer_spec.k) and zeroes the rest;
+ * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
+typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
+typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
+               ENG_LAYER_SAGE /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */ } eng_layer_kind;
 
 typedef struct {
     eng_layer_kind kind;
     int units;     /* dense: outputs; conv: filters */
     int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
     eng_act act;
+    int k;         /* maxk: values kept per row (1 <= k <= units) */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
@@ -166,6 +171,26 @@ typedef struct {
     char counters[256];   /* comma-separated PAPI event names; "" = the default set */
 } eng_profile_config;
 
+/* [graph]: node classification (data.source = graph); see engine/gnn.c and docs/graphs.md */
+typedef enum { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE } eng_graph_source;
+typedef enum { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL } eng_graph_mode;
+typedef enum { ENG_PART_NONE, ENG_PART_RANDOM, ENG_PART_METIS } eng_partitioner;
+typedef struct {
+    eng_graph_source source;
+    int nodes, classes, features;   /* sbm */
+    double degree, homophily, noise; /* sbm: mean degree, share of edges inside a community, feature noise */
+    int scale, edge_factor;         /* rmat */
+    char edges[512], node_features[512], labels[512];          /* file */
+    char train_mask[512], val_mask[512], test_mask[512];       /* file: optional */
+    int undirected;                 /* file */
+    double train_fraction, val_fraction; /* random split when there are no mask files */
+    eng_graph_mode mode;            /* minibatches of sampled blocks, or the full graph per step */
+    char fanouts[64];               /* "10,5": per layer, input layer first */
+    int sampler;                    /* 0 = twopass, 1 = fused (engine/sample.c) */
+    eng_partitioner partition;
+    int parts;
+} eng_graph_config;
+
 /* One resolved key of a variant: "train.lr" = "0.1", from FILE:LINE. */
 typedef struct {
     char key[64];
@@ -186,6 +211,7 @@ typedef struct {
     eng_newton_config newton;
     eng_quantum_config quantum;
     eng_profile_config profile;
+    eng_graph_config graph;
     eng_kv *kv;           /* every key, resolved (defaults included), sorted by key */
     size_t n_kv;
 } eng_config;

@@ -30,6 +30,9 @@
  *   L->a   [rows x out_size]       post-activation act(z); == L->z when L->act == ENG_ACT_NONE
  *   L->act                         the activation kind (eng_act_derivs gives act', act'')
  *   L->dz, L->da                   dLoss/dz and dLoss/da of the last backward ([rows x out])
+ * A maxk layer (L->act == ENG_ACT_MAXK) is the exception: its L->a / L->da hold the CBSR
+ * values [rows x k] (column indices in its maxk node's idx), and the next dense layer's
+ * weight node is a cbsr_dense op (engine/sparse.c); Newton refuses such models.
  * The last layer's a (m->logits) feeds the loss. After eng_model_backward:
  *   m->dlogits [rows x n_out]      dL/dlogits of the MEAN loss: row i holds
  *                                  (p_i - onehot(y_i)) / rows for softmax_xent and
@@ -67,6 +70,9 @@ typedef enum {
     ENG_OP_CONV2D = 8,
     ENG_OP_MAXPOOL = 9,
     ENG_OP_FLATTEN = 10,
+    ENG_OP_MAXK = 11,          /* sparse.c: top-k per row, output in CBSR */
+    ENG_OP_CBSR_DENSE = 12,    /* sparse.c: CBSR input x dense W */
+    ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -103,6 +109,14 @@ struct eng_node {
                                  * bias op: b, db only */
     size_t n_w, n_b;
     int32_t *argmax;            /* maxpool: index into the row of x, per output element */
+    /* CBSR (compressed balanced sparse row): every row holds exactly k values and their k
+     * column indices, ascending. maxk writes y = values [rows x k] and idx [rows x k] (its
+     * dy is [rows x k] too); cbsr_dense reads x = values, idx = the maxk node's idx, and its
+     * dx is dL/dvalues [rows x k]. in_size/out_size stay the dense (logical) widths. */
+    int k;
+    int32_t *idx;
+    /* aggregate: the block whose destinations are the rows (x has its n_src rows) */
+    const struct eng_block *blk;
     /* conv2d workspace for `chunk` rows at a time: col [C*K*K x chunk*P] and dcol (same
      * size). col_kept: col is this node's own and still holds the last forward's im2col
      * (the whole batch fit in one chunk), so backward need not rebuild it; otherwise col
@@ -124,6 +138,36 @@ void eng_act_derivs(eng_act act, const float *z, const float *a, size_t n, float
 /* The op that implements an activation (ENG_OP_RELU, ...); -1 for ENG_ACT_NONE. */
 int eng_act_op(eng_act act);
 const char *eng_act_name(eng_act act); /* "relu", "tanh", ... "" for none */
+
+/* sparse.c: the MaxK and CBSR x dense ops (entries of eng_ops) and their plain kernels,
+ * exposed for the tests and benches. Shapes in the comments; B = rows. */
+void eng_maxk_fwd(eng_node *n, int rows);
+void eng_maxk_bwd(eng_node *n, int rows);
+uint64_t eng_maxk_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_maxk_bytes(const eng_node *n, int rows, eng_dir dir);
+void eng_cbsr_dense_fwd(eng_node *n, int rows);
+void eng_cbsr_dense_bwd(eng_node *n, int rows);
+uint64_t eng_cbsr_dense_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_cbsr_dense_bytes(const eng_node *n, int rows, eng_dir dir);
+/* top-k of each row of x [B x d] -> val, idx [B x k] (ties: the lower column wins) */
+void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx);
+/* y [B x out] = CBSR(val, idx; k per row) · W [d x out] */
+void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y);
+/* dval [B x k] = dy [B x out] · W^T at the kept columns; dw [d x out] = CBSR^T · dy
+ * (dw is overwritten; either output may be NULL) */
+void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
+                     const float *dy, float *dval, float *dw);
+
+/* gnn.c: the aggregate op. y [n_dst x 2·in] = [x_dst | mean of x over each destination's
+ * sampled neighbours]; x dense [n_src x in] or CBSR (k > 0: values + idx). */
+void eng_aggregate_fwd(eng_node *n, int rows);
+void eng_aggregate_bwd(eng_node *n, int rows);
+uint64_t eng_aggregate_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_aggregate_bytes(const eng_node *n, int rows, eng_dir dir);
+
+/* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
+ * the one call site of every op, also for graph models (gnn.c). */
+void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows);
 
 /* ---- layers and the model ---------------------------------------------------------- */
 

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "data_internal.h"
+#include "graph.h"
 #include "newton.h"
 
 enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
@@ -24,6 +25,7 @@ struct eng_run {
     eng_optim *opt;
     eng_newton *nt;
     eng_batcher *b;
+    eng_gnn *gnn;                 /* data.source = graph: the graph run does the work (gnn.c) */
     prof_t *prof;
     int ph[N_PHASES];             /* profiler scope ids, -1 when off */
     int batch, bpe, threads, n_out;
@@ -45,6 +47,7 @@ void eng_run_destroy(eng_run *r)
 {
     if (!r) return;
     eng_batcher_destroy(r->b);
+    eng_gnn_free(r->gnn);
     if (r->nt) eng_newton_free(r->nt);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
@@ -87,6 +90,12 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
     r->threads = openblas_get_num_threads();
 
+    if (r->cfg.data.source == ENG_DATA_GRAPH) {
+        int grc = eng_gnn_create(&r->cfg, prof, &r->gnn);
+        if (grc) { eng_run_destroy(r); return grc; }
+        *out = r;
+        return ENG_OK;
+    }
     int rc = eng_data_load(&r->cfg.data, r->cfg.seed, &r->ds);
     if (rc) { eng_run_destroy(r); return rc; }
     const eng_dataset *ds = r->ds;
@@ -124,6 +133,21 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
 }
 
 const eng_run_result *eng_run_result_get(const eng_run *r) { return &r->res; }
+
+int eng_sink_op_stats(prof_t *p, const eng_sink *sink)
+{
+    if (!p || !sink || !sink->op_stats) return ENG_OK;
+    prof_row *rows = NULL;
+    size_t n = 0;
+    prof_summary sum;
+    int rc = ENG_OK;
+    if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
+        prof_summary_get(p, &sum);
+        if (sink->op_stats(sink->ud, rows, n, &sum)) rc = ENG_ESINK;
+    }
+    free(rows);
+    return rc;
+}
 
 void eng_run_request_stop(eng_run *r)
 {
@@ -186,6 +210,9 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 {
     if (r->trained) return eng_fail(ENG_EINVAL, "run: already trained; create a new run");
     r->trained = 1;
+    if (r->gnn) {
+        return eng_gnn_train(r->gnn, r->text, r->threads, sink, &r->stop, &r->res, r->err, sizeof r->err);
+    }
     const eng_config *cfg = &r->cfg;
     const eng_train_config *tc = &cfg->train;
     const eng_dataset *ds = r->ds;
@@ -368,20 +395,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     if (r->nt) eng_newton_counts(r->nt, &res->solves, &res->quantum_solves);
     res->error = res->status == ENG_RUN_FINISHED ? NULL : r->err;
 
-    if (p && sink && sink->op_stats && rc != ENG_ESINK) {
-        prof_row *rows = NULL;
-        size_t n = 0;
-        prof_summary sum;
-        if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
-            prof_summary_get(p, &sum);
-            if (sink->op_stats(sink->ud, rows, n, &sum) && rc == ENG_OK) {
-                rc = ENG_ESINK;
-                res->status = ENG_RUN_FAILED;
-                snprintf(r->err, sizeof r->err, "%s", eng_error());
-                res->error = r->err;
-            }
-        }
-        free(rows);
+    if (rc != ENG_ESINK && eng_sink_op_stats(p, sink) && rc == ENG_OK) {
+        rc = ENG_ESINK;
+        res->status = ENG_RUN_FAILED;
+        snprintf(r->err, sizeof r->err, "%s", eng_error());
+        res->error = r->err;
     }
     if (sink && sink->run_end) sink->run_end(sink->ud, res);
     if (rc == ENG_OK) return ENG_OK;

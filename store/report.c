@@ -742,10 +742,11 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     if (kind < 0)
         return store_fail(STORE_EINVAL, "report %s: unknown format '%s' (use .md, .html, .json or .csv)",
                           path, ext ? ext : "(no extension)");
+    int st = store_output_check(s->path, path);
+    if (st) return st;
     rep_run *rr = NULL;
     store_compare *c = NULL;
-    int st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr);
-    if (st) return st;
+    if ((st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr))) return st;
     if (kind == 0 || kind == 1) {
         store_cmp_opts co = { .target = NAN };
         if ((st = store_compare_load(s, ids, n, &co, &c))) { rep_free(rr, n); return st; }
@@ -756,15 +757,13 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
                      rr[i].r.variant[0] ? "/" : "", rr[i].r.variant);
     }
     /* Written next to the target and renamed: a failed report never leaves half a file. */
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
+    store_output out;
+    if ((st = store_output_open(s->path, path, &out))) {
         if (rr) rep_free(rr, n);
         store_compare_free(c);
         return st;
     }
+    FILE *f = out.f;
     switch (kind) {
     case 0: write_doc(f, 0, s->path, rr, n, c); break;
     case 1: write_doc(f, 1, s->path, rr, n, c); break;
@@ -773,9 +772,5 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     }
     if (rr) rep_free(rr, n);
     store_compare_free(c);
-    int bad = ferror(f);
-    if (fclose(f) || bad) st = st ? st : store_fail(STORE_EIO, "writing report %s failed (disk full?)", path);
-    if (!st && rename(tmp, path)) st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
-    if (st) remove(tmp);
-    return st;
+    return store_output_close(&out, st);
 }

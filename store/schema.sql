@@ -1,12 +1,14 @@
--- schema.sql — nnbench's SQLite schema, version 1 (PRAGMA user_version = 1).
+-- schema.sql — nnbench's SQLite schema, version 2 (PRAGMA user_version = 2).
 -- Embedded in store/schema.c (a test checks they are equal). Times are unix seconds
 -- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
 -- stored as NULL (SQLite has no NaN). Statuses are stored by name:
 -- running | finished | failed | diverged | interrupted | crashed.
+-- nnbench turns foreign keys on in every connection it opens: deleting a run deletes its
+-- rows, and no row can name a run that does not exist.
 
 -- One row per training run (one variant of one experiment file).
 CREATE TABLE IF NOT EXISTS runs (
-    id               INTEGER PRIMARY KEY,       -- the run id users type
+    id               INTEGER PRIMARY KEY AUTOINCREMENT, -- the run id users type; never reused
     name             TEXT NOT NULL,             -- [experiment] name
     variant          TEXT NOT NULL DEFAULT '',  -- [variant NAME], '' if none
     exp_path         TEXT,                      -- experiment file path

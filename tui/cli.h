@@ -75,7 +75,15 @@ cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errle
 eng_sink cli_store_sink_get(cli_store_sink *s);
 /* Id of the run being (or last) written, 0 before the first run_begin. */
 long long cli_store_sink_run_id(const cli_store_sink *s);
+/* NULL when the last run was stored completely (its end record committed after all its
+ * points); else why not, for the caller to report (and exit 1). */
+const char *cli_store_sink_error(const cli_store_sink *s);
 void cli_store_sink_close(cli_store_sink *s);
+
+/* Before any training: 0 if out can be written (an existing writable file, or a new one in
+ * an existing writable directory) and is not the database at db_path (NULL: no database)
+ * or its -wal/-shm; else -1 with the reason in err. (store_sink.c) */
+int cli_output_check(const char *db_path, const char *out, char *err, size_t cap);
 
 /* Writes a report of the given runs to path; format from the extension (.md .html .json
  * .csv). Prints the reason and returns non-zero on error. (cmd_store.c) */

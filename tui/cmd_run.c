@@ -11,6 +11,7 @@
 
 #include "../store/store.h"
 #include "cli.h"
+#include "runner.h"
 #include "text.h"
 
 void cmd_run_help(FILE *f)
@@ -38,8 +39,9 @@ void cmd_run_help(FILE *f)
         "                        (.md .html .json .csv)\n"
         "  --keys                print every experiment-file key as a Markdown table\n\n"
         "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad\n"
-        "usage or configuration; 130 interrupted (Ctrl-C stops at the next step and keeps\n"
-        "the run).\n");
+        "usage or configuration; 128+N stopped by signal N: 130 Ctrl-C, 143 SIGTERM, 129\n"
+        "SIGHUP (the run stops at the next step, keeps what it logged and is stored as\n"
+        "interrupted).\n");
 }
 
 /* ---- live progress on a terminal ------------------------------------------------------ */
@@ -100,15 +102,15 @@ static void pr_end(void *ud, const eng_run_result *res)
     p->drawn = 0;
 }
 
-/* ---- Ctrl-C ----------------------------------------------------------------------------- */
+/* ---- Ctrl-C, SIGTERM, SIGHUP ------------------------------------------------------------- */
 
 static eng_run *volatile current_run;
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the signal that stopped us, 0 if none */
+static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
 static void on_sigint(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    interrupted = sig;
     eng_run *r = current_run;
     if (r) eng_run_request_stop(r);
 }
@@ -279,6 +281,121 @@ static void suffixed(char *out, size_t cap, const char *path, const char *varian
 
 /* ---- the command ------------------------------------------------------------------------ */
 
+/* ---- the runner's hooks (runner.h): rows, messages, profile tables, traces ---------- */
+
+typedef struct {
+    row *rows;
+    size_t n_rows;
+    long long *ids;
+    size_t n_ids;
+    int any_failed, any_config;
+    progress *pr;
+    FILE *side;
+    int profile;
+    const char *trace;
+    long trace_a, trace_b;
+    prof_group pgroup;
+    prof_sort psort;
+    const char *prof_by_s, *prof_sort_s;
+    long prof_rows_n;
+    const char *db_path;
+    size_t n_variants;
+    char trace_path[600];
+} run_ctx;
+
+static int run_begin(void *ud, size_t v, const eng_config *cfg)
+{
+    run_ctx *c = ud;
+    (void)v;
+    if (interrupted) return 1;
+    row *r = &c->rows[c->n_rows++];
+    snprintf(r->variant, sizeof r->variant, "%s", cfg->variant[0] ? cfg->variant : cfg->name);
+    r->optimizer = opt_name(cfg->train.optimizer);
+    r->target = cfg->target_loss;
+    r->status = ENG_RUN_FAILED;
+    c->pr->label = r->variant;
+    return 0;
+}
+
+static int run_profile(void *ud, size_t v, const eng_config *cfg, prof_options *po)
+{
+    run_ctx *c = ud;
+    (void)v;
+    if (!c->profile && !cfg->profile.enabled && !c->trace) return 0;
+    *po = (prof_options){ .counters = cfg->profile.counters, .trace_first = c->trace_a, .trace_last = c->trace_b };
+    if (c->trace) {
+        if (c->n_variants > 1) suffixed(c->trace_path, sizeof c->trace_path, c->trace, c->rows[c->n_rows - 1].variant);
+        else snprintf(c->trace_path, sizeof c->trace_path, "%s", c->trace);
+        po->trace_path = c->trace_path;
+    }
+    return 1;
+}
+
+static void run_running(void *ud, eng_run *run)
+{
+    (void)ud;
+    current_run = run;
+    if (run && interrupted) eng_run_request_stop(run);
+}
+
+static void run_done(void *ud, const runner_variant *o, prof_t *prof)
+{
+    run_ctx *c = ud;
+    row *r = &c->rows[c->n_rows - 1];
+    const eng_config *cfg = o->cfg;
+    snprintf(r->error, sizeof r->error, "%s", o->error);
+    if (!o->created) {
+        fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+        if (o->rc == ENG_EINVAL && !o->profiler_failed) c->any_config = 1;
+        else c->any_failed = 1;
+        return;
+    }
+    r->created = 1;
+    r->res = o->res;
+    r->status = o->res.status;
+    r->threads = c->pr->threads;
+    if (o->rc && o->rc != ENG_ESTOPPED) {
+        fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+        c->any_failed = 1;
+    } else if (o->rc == ENG_ESTOPPED) {
+        fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+    }
+    /* "stored" only once the end record is committed; any store error is exit 1. */
+    if (o->store_error[0]) {
+        if (o->rc != ENG_ESINK)
+            fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, c->db_path, o->store_error);
+        c->any_failed = 1;
+    } else if (o->run_id > 0) {
+        r->run_id = o->run_id;
+        c->ids[c->n_ids++] = o->run_id;
+        fprintf(c->side, "variant %s: stored as run %lld in %s\n", r->variant, o->run_id, c->db_path);
+    }
+    if (prof && (c->profile || cfg->profile.enabled)) { /* --trace alone: no table */
+        prof_row *prow = NULL;
+        size_t pn = 0;
+        if (!prof_rows(prof, c->pgroup, &prow, &pn)) {
+            prof_summary sum;
+            prof_summary_get(prof, &sum);
+            prof_rows_sort(prow, pn, c->psort);
+            fprintf(c->side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, c->prof_by_s, c->prof_sort_s);
+            prof_print_table(c->side, prow, pn, &sum, c->psort, (size_t)c->prof_rows_n);
+            fprintf(c->side, "\n");
+            free(prow);
+        } else {
+            fprintf(stderr, "variant %s: profile: %s\n", r->variant, prof_error());
+        }
+    }
+    if (c->trace && prof) {
+        if (prof_trace_write(prof, NULL)) {
+            fprintf(stderr, "variant %s: %s\n", r->variant, prof_error());
+            c->any_failed = 1;
+        } else {
+            fprintf(c->side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, c->trace_a, c->trace_b,
+                    c->trace_path);
+        }
+    }
+}
+
 int cmd_run(int argc, char **argv)
 {
     const char *file = NULL, *variant = NULL, *db_flag = NULL, *report = NULL, *trace = NULL;
@@ -391,6 +508,22 @@ int cmd_run(int argc, char **argv)
 
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
+    /* So are the output files: an unwritable --trace or --report is not found out after
+     * training, and neither may be the database. */
+    for (size_t v = 0; v <= ex->n_variants; v++) {
+        char path[600], err[700];
+        const char *what = v < ex->n_variants ? "--trace" : "--report";
+        const eng_config *cfg = v < ex->n_variants ? &ex->variants[v] : NULL;
+        if (cfg && !trace) continue;
+        if (!cfg && !report) continue;
+        if (cfg && ex->n_variants > 1) suffixed(path, sizeof path, trace, cfg->variant[0] ? cfg->variant : cfg->name);
+        else snprintf(path, sizeof path, "%s", cfg ? trace : report);
+        if (cli_output_check(no_db ? NULL : db_path, path, err, sizeof err)) {
+            fprintf(stderr, "nnbench run: %s: %s; nothing was trained\n", what, err);
+            eng_experiment_free(ex);
+            return 2;
+        }
+    }
     cli_store_sink *db_sink = NULL;
     if (!no_db) {
         char err[600];
@@ -407,108 +540,33 @@ int cmd_run(int argc, char **argv)
         eng_experiment_free(ex);
         return 1;
     }
-    size_t n_rows = 0, n_ids = 0;
-    int any_failed = 0, any_config = 0;
-
-    struct sigaction sa, old_sa;
+    /* SIGTERM and SIGHUP (kill, a closed terminal) stop the run as Ctrl-C does: the tail
+     * is flushed and the run is stored as interrupted. */
+    struct sigaction sa, old_sa[3];
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old_sa[i]);
     interrupted = 0;
 
     progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
     eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
                          .progress = pr_progress, .run_end = pr_end };
-    eng_sink store_sink;
-    if (db_sink) store_sink = cli_store_sink_get(db_sink);
-    eng_sink_tee tee = { .sinks = { &pr_sink, db_sink ? &store_sink : NULL }, .n = 2 };
-    eng_sink sink = eng_sink_tee_make(&tee);
     FILE *side = json ? stderr : stdout; /* stdout carries only JSON under --json */
+    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = profile, .trace = trace,
+                    .trace_a = trace_a, .trace_b = trace_b, .pgroup = pgroup, .psort = psort,
+                    .prof_by_s = prof_by_s, .prof_sort_s = prof_sort_s, .prof_rows_n = prof_rows_n,
+                    .db_path = db_path, .n_variants = ex->n_variants };
+    runner_hooks hooks = { .ud = &rc_, .begin = run_begin, .profile = run_profile, .running = run_running,
+                           .done = run_done, .sink = &pr_sink };
+    runner_summary rsum;
+    runner_run(ex, db_sink, &hooks, &rsum);
+    size_t n_rows = rc_.n_rows, n_ids = rc_.n_ids;
+    int any_failed = rc_.any_failed, any_config = rc_.any_config;
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &old_sa[i], NULL);
 
-    for (size_t v = 0; v < ex->n_variants && !interrupted; v++) {
-        const eng_config *cfg = &ex->variants[v];
-        row *r = &rows[n_rows++];
-        snprintf(r->variant, sizeof r->variant, "%s", cfg->variant[0] ? cfg->variant : cfg->name);
-        r->optimizer = opt_name(cfg->train.optimizer);
-        r->target = cfg->target_loss;
-        r->status = ENG_RUN_FAILED;
-        pr.label = r->variant;
-
-        prof_t *prof = NULL;
-        char trace_path[600];
-        if (profile || cfg->profile.enabled || trace) {
-            prof_options po = { .counters = cfg->profile.counters, .trace_first = trace_a, .trace_last = trace_b };
-            if (trace) {
-                if (ex->n_variants > 1) suffixed(trace_path, sizeof trace_path, trace, r->variant);
-                else snprintf(trace_path, sizeof trace_path, "%s", trace);
-                po.trace_path = trace_path;
-            }
-            prof = prof_create(&po);
-            if (!prof) {
-                snprintf(r->error, sizeof r->error, "profiler: %s", prof_error());
-                fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
-                any_failed = 1;
-                continue;
-            }
-        }
-
-        eng_run *run = NULL;
-        int rc = eng_run_create(cfg, ex->text, prof, &run);
-        if (rc) {
-            snprintf(r->error, sizeof r->error, "%s", eng_error());
-            fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
-            if (rc == ENG_EINVAL) any_config = 1;
-            else any_failed = 1;
-            prof_destroy(prof);
-            continue;
-        }
-        current_run = run;
-        if (interrupted) eng_run_request_stop(run);
-        rc = eng_run_train(run, &sink);
-        current_run = NULL;
-        r->created = 1;
-        r->res = *eng_run_result_get(run);
-        r->status = r->res.status;
-        r->threads = pr.threads;
-        if (r->res.error) snprintf(r->error, sizeof r->error, "%s", r->res.error);
-        r->res.error = NULL; /* points into the run, about to be freed */
-        if (rc && rc != ENG_ESTOPPED) {
-            fprintf(stderr, "variant %s: %s\n", r->variant, r->error[0] ? r->error : eng_error());
-            any_failed = 1;
-        } else if (rc == ENG_ESTOPPED) {
-            fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
-        }
-        if (db_sink) {
-            r->run_id = cli_store_sink_run_id(db_sink);
-            if (r->run_id > 0) {
-                ids[n_ids++] = r->run_id;
-                fprintf(side, "variant %s: stored as run %lld in %s\n", r->variant, r->run_id, db_path);
-            }
-        }
-        if (prof && (profile || cfg->profile.enabled)) { /* --trace alone: no table */
-            prof_row *prow = NULL;
-            size_t pn = 0;
-            if (!prof_rows(prof, pgroup, &prow, &pn)) {
-                prof_summary sum;
-                prof_summary_get(prof, &sum);
-                prof_rows_sort(prow, pn, psort);
-                fprintf(side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, prof_by_s, prof_sort_s);
-                prof_print_table(side, prow, pn, &sum, psort, (size_t)prof_rows_n);
-                fprintf(side, "\n");
-                free(prow);
-            } else {
-                fprintf(stderr, "variant %s: profile: %s\n", r->variant, prof_error());
-            }
-        }
-        eng_run_destroy(run);
-        prof_destroy(prof); /* writes the trace when one was asked for */
-        if (trace && prof) fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
-    }
-    sigaction(SIGINT, &old_sa, NULL);
-
-    int code = interrupted ? 130 : any_config ? 2 : any_failed ? 1 : 0;
+    int code = interrupted ? 128 + interrupted : any_config ? 2 : any_failed ? 1 : 0;
     if (json) print_json(ex, rows, n_rows, code);
     else print_table(rows, n_rows);
     fflush(stdout);

@@ -22,6 +22,7 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
         int want = h->profile ? h->profile(h->ud, v, cfg, &po) : cfg->profile.enabled;
         if (want && !(prof = prof_create(&po))) {
             out.rc = ENG_EINVAL;
+            out.profiler_failed = 1;
             snprintf(out.error, sizeof out.error, "profiler: %s", prof_error());
             sum->failed++;
             if (h->done) h->done(h->ud, &out, NULL);
@@ -45,8 +46,16 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
         if (out.res.error) snprintf(out.error, sizeof out.error, "%s", out.res.error);
         else if (out.rc && out.rc != ENG_ESTOPPED) snprintf(out.error, sizeof out.error, "%s", eng_error());
         out.res.error = NULL; /* points into the run, freed below */
-        if (store) out.run_id = cli_store_sink_run_id(store);
-        if (out.rc == ENG_OK) sum->finished++;
+        /* Stored only once its end record is committed; a store error fails the variant. */
+        const char *serr = store ? cli_store_sink_error(store) : NULL;
+        if (serr) {
+            snprintf(out.store_error, sizeof out.store_error, "%s", serr);
+            if (!out.error[0]) snprintf(out.error, sizeof out.error, "not stored: %.490s", serr);
+            sum->not_stored++;
+        } else if (store) {
+            out.run_id = cli_store_sink_run_id(store);
+        }
+        if (out.rc == ENG_OK && !serr) sum->finished++;
         else if (out.rc == ENG_ESTOPPED) sum->stopped++;
         else sum->failed++;
         if (h->done) h->done(h->ud, &out, prof);

@@ -17,9 +17,11 @@ typedef struct {
     const eng_config *cfg;
     int rc;                  /* ENG_OK, or why it ended (eng_run_create's or eng_run_train's) */
     int created;             /* the run was created and trained: res holds its result */
+    int profiler_failed;     /* prof_create failed (error says why); nothing ran */
     eng_run_result res;      /* res.error is NULL: the message is in error */
     char error[512];         /* "" when finished */
-    long long run_id;        /* the stored run, 0 without a store */
+    long long run_id;        /* the stored run, 0 without a store or when it was not stored */
+    char store_error[512];   /* why the run was not stored completely ("" when it was) */
 } runner_variant;
 
 typedef struct {
@@ -41,6 +43,7 @@ typedef struct {
 typedef struct {
     size_t ran;              /* variants begun */
     size_t finished, failed, config_errors, stopped;
+    size_t not_stored;       /* trained but not stored completely (counted in failed) */
 } runner_summary;
 
 /* Runs the variants of ex in order, storing each in store (NULL: not stored). */

@@ -1,11 +1,13 @@
 /* store_sink.c — the adapter that writes a run's engine events into the store: it turns
  * eng_run_info / eng_metric / prof_row / qm_solve_event / eng_run_result into store records. */
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -33,6 +35,8 @@ struct cli_store_sink {
     store *db;
     long long run;         /* current (or last) run id */
     int active;            /* run_begin seen, run_end not yet */
+    int stored;            /* the run's end record is committed */
+    char err[700];         /* why the current (or last) run is not (completely) stored */
 };
 
 /* Copies with truncation (the store's fields are smaller than some engine strings). */
@@ -79,8 +83,9 @@ static int put_system(store *db, long long run, int threads)
     return store_sysinfo_put(db, run, kv, n);
 }
 
-static int fail_sink(const char *what)
+static int fail_sink(cli_store_sink *s, const char *what)
 {
+    if (!s->err[0]) snprintf(s->err, sizeof s->err, "%s", store_error());
     eng_fail(ENG_ESINK, "storing the run (%s): %s", what, store_error());
     return -1;
 }
@@ -107,18 +112,21 @@ static int on_begin(void *ud, const eng_run_info *info)
     r.n_train = info->n_train;
     r.n_test = info->n_test;
     r.target_loss = cfg->target_loss > 0 ? cfg->target_loss : NAN;
-    if (store_run_begin(s->db, &r, &s->run)) return fail_sink("run start");
+    s->run = 0;
+    s->stored = 0;
+    s->err[0] = 0;
+    if (store_run_begin(s->db, &r, &s->run)) return fail_sink(s, "run start");
     s->active = 1;
     store_kv *kv = calloc(cfg->n_kv ? cfg->n_kv : 1, sizeof *kv);
-    if (!kv) return fail_sink("out of memory");
+    if (!kv) return fail_sink(s, "out of memory");
     for (size_t i = 0; i < cfg->n_kv; i++) {
         scopy(kv[i].key, sizeof kv[i].key, cfg->kv[i].key);
         scopy(kv[i].value, sizeof kv[i].value, cfg->kv[i].value);
     }
     int rc = store_params_put(s->db, s->run, kv, cfg->n_kv);
     free(kv);
-    if (rc) return fail_sink("config");
-    if (put_system(s->db, s->run, info->threads)) return fail_sink("system info");
+    if (rc) return fail_sink(s, "config");
+    if (put_system(s->db, s->run, info->threads)) return fail_sink(s, "system info");
     return 0;
 }
 
@@ -126,7 +134,7 @@ static int on_metric(void *ud, const eng_metric *m)
 {
     cli_store_sink *s = ud;
     if (store_metric_add(s->db, s->run, m->step, m->epoch, m->wall_s, m->hybrid_s, m->key, m->value))
-        return fail_sink("metric");
+        return fail_sink(s, "metric");
     return 0;
 }
 
@@ -134,7 +142,7 @@ static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *
 {
     cli_store_sink *s = ud;
     store_op_row *o = calloc(n ? n : 1, sizeof *o);
-    if (!o) return fail_sink("out of memory");
+    if (!o) return fail_sink(s, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const prof_row *r = &rows[i];
         scopy(o[i].name, sizeof o[i].name, r->name);
@@ -173,14 +181,14 @@ static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *
     }
     int rc = store_op_stats_put(s->db, s->run, o, n, sum ? &p : NULL);
     free(o);
-    if (rc) return fail_sink("op stats");
+    if (rc) return fail_sink(s, "op stats");
     if (sum) {
         store_kv kv[3];
         size_t k = 0;
         kv_set(kv, &k, "papi_hw_counters", "%d", sum->hw_counters);
         if (sum->counters_note[0]) kv_set(kv, &k, "counters_note", "%s", sum->counters_note);
         if (sum->counters_used[0]) kv_set(kv, &k, "counters_used", "%s", sum->counters_used);
-        if (store_sysinfo_put(s->db, s->run, kv, k)) return fail_sink("counter info");
+        if (store_sysinfo_put(s->db, s->run, kv, k)) return fail_sink(s, "counter info");
     }
     return 0;
 }
@@ -198,7 +206,7 @@ static int on_solver(void *ud, const struct qm_solve_event *ev)
         .simulated_quantum_ns = ev->simulated_quantum_ns, .residual = ev->residual,
         .shift = ev->shift, .shift_raised = ev->shift_raised,
     };
-    if (store_solver_event_add(s->db, s->run, &e)) return fail_sink("solver event");
+    if (store_solver_event_add(s->db, s->run, &e)) return fail_sink(s, "solver event");
     return 0;
 }
 
@@ -239,8 +247,13 @@ static void on_end(void *ud, const eng_run_result *res)
     r.quantum_solves = res->quantum_solves;
     r.kappa_first = res->kappa_first;
     r.kappa_last = res->kappa_last;
-    if (store_run_end(s->db, s->run, &r))
-        fprintf(stderr, "nnbench: could not record the end of run %lld: %s\n", s->run, store_error());
+    /* store_run_end waits for the writer to commit every point, then writes the end record,
+     * both retried while another process holds the lock (busy timeout x retries). */
+    if (store_run_end(s->db, s->run, &r)) {
+        if (!s->err[0]) snprintf(s->err, sizeof s->err, "%s", store_error());
+    } else if (!s->err[0]) {
+        s->stored = 1;
+    }
 }
 
 cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errlen)
@@ -261,7 +274,42 @@ eng_sink cli_store_sink_get(cli_store_sink *s)
                        .solver = on_solver, .progress = on_progress, .run_end = on_end };
 }
 
+int cli_output_check(const char *db_path, const char *out, char *err, size_t cap)
+{
+    if (store_output_check(db_path, out)) {
+        snprintf(err, cap, "%s", store_error());
+        return -1;
+    }
+    struct stat sb;
+    if (!stat(out, &sb)) {
+        if (S_ISDIR(sb.st_mode)) { snprintf(err, cap, "%s is a directory; give a file name", out); return -1; }
+        if (access(out, W_OK)) { snprintf(err, cap, "cannot write %s: %s", out, strerror(errno)); return -1; }
+        return 0;
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+        snprintf(err, cap, "cannot write %s: the directory %s does not exist", out, dir);
+        return -1;
+    }
+    if (access(dir, W_OK)) {
+        snprintf(err, cap, "cannot write %s: the directory %s is not writable (%s)", out, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 long long cli_store_sink_run_id(const cli_store_sink *s) { return s ? s->run : 0; }
+
+const char *cli_store_sink_error(const cli_store_sink *s)
+{
+    if (!s || s->stored) return NULL;
+    return s->err[0] ? s->err : "the run's end was not recorded";
+}
 
 void cli_store_sink_close(cli_store_sink *s)
 {

@@ -168,7 +168,10 @@ static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
         if (l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = o->run_id;
     }
     char d[32];
-    if (o->rc == ENG_OK)
+    if (o->store_error[0] && o->rc != ENG_ESINK)
+        snprintf(n->result, sizeof n->result, "run %.60s %s but was not stored: %.300s", l->label,
+                 o->created ? eng_run_status_name(o->res.status) : "failed", o->store_error);
+    else if (o->rc == ENG_OK)
         snprintf(n->result, sizeof n->result, "run #%lld %s finished: %ld steps in %s, loss %.4g", o->run_id, l->label,
                  o->res.steps, store_fmt_duration(d, sizeof d, o->res.wall_s), o->res.final_train_loss);
     else if (o->created)
@@ -177,7 +180,8 @@ static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
     else
         snprintf(n->result, sizeof n->result, "%.60s: %.400s", o->cfg->variant[0] ? o->cfg->variant : o->cfg->name, o->error);
     pthread_mutex_unlock(&l->mu);
-    if (o->rc != ENG_OK && o->rc != ENG_ESTOPPED) snprintf(n->last_bad, sizeof n->last_bad, "%s", n->result);
+    if ((o->rc != ENG_OK && o->rc != ENG_ESTOPPED) || o->store_error[0])
+        snprintf(n->last_bad, sizeof n->last_bad, "%s", n->result);
 }
 
 static void *worker(void *arg)

@@ -145,6 +145,30 @@ static void run_unload(void)
     rv.have = 0;
 }
 
+/* Graph runs (issue 16): the sampler's and the partition's figures, stored as metrics,
+ * listed with their last value on the System tab. */
+static void run_graph_figures(wb_app *a, long long id)
+{
+    static const char *const prefixes[] = { "graph_", "partition_", "sampler_", "sampled_" };
+    char **keys = NULL;
+    size_t nk = 0, shown = 0;
+    if (store_metric_keys(a->db, id, &keys, &nk)) return;
+    for (size_t i = 0; i < nk; i++) {
+        int match = 0;
+        for (size_t p = 0; p < sizeof prefixes / sizeof prefixes[0]; p++)
+            match |= !strncmp(keys[i], prefixes[p], strlen(prefixes[p]));
+        store_series sr;
+        if (!match || store_metric_get(a->db, id, keys[i], &sr)) continue;
+        if (!shown++) {
+            lines_add(&rv.sys, &rv.n_sys, "%s", "");
+            lines_add(&rv.sys, &rv.n_sys, "Graph (last value; *_modelled = a model of the traffic, not measured):");
+        }
+        if (sr.n) lines_add(&rv.sys, &rv.n_sys, "  %-40s %.6g", keys[i], sr.value[sr.n - 1]);
+        store_series_free(&sr);
+    }
+    store_strings_free(keys, nk);
+}
+
 static void run_load(wb_app *a)
 {
     long long id = rv.id;
@@ -202,6 +226,7 @@ static void run_load(wb_app *a)
         lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
                   rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
     }
+    run_graph_figures(a, id);
 }
 
 void wb_open_run(wb_app *a, long long id)

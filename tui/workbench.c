@@ -589,7 +589,7 @@ static void delete_runs(wb_app *a)
     char keep[96] = "";
     if (hidden) snprintf(keep, sizeof keep, " (%d marked, hidden by the filter, stay)", hidden);
     if (!wb_confirm(a, "Delete run%s %s%s? This cannot be undone.", n > 1 ? "s" : "", list, keep)) return;
-    if (store_runs_delete(a->db, ids, n)) wb_message(a, "delete failed: %s", store_error());
+    if (store_runs_delete(a->db, ids, n, 0)) wb_message(a, "delete failed: %s", store_error());
     else wb_message(a, "deleted %s", list);
     wb_reload_runs(a); /* drops the marks of the deleted runs, keeps the hidden ones */
 }
