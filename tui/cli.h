@@ -78,7 +78,12 @@ long long cli_store_sink_run_id(const cli_store_sink *s);
 /* NULL when the last run was stored completely (its end record committed after all its
  * points); else why not, for the caller to report (and exit 1). */
 const char *cli_store_sink_error(const cli_store_sink *s);
-void cli_store_sink_close(cli_store_sink *s);
+/* NULL, or the first buffered write of the current run that failed and was retried (the
+ * sink never prints: the caller says it). */
+const char *cli_store_sink_warning(const cli_store_sink *s);
+/* Flushes and closes; NULL is fine. 0 ok; -1 when the last flush failed, with the reason
+ * in err (may be NULL). */
+int cli_store_sink_close(cli_store_sink *s, char *err, size_t cap);
 
 /* Before any training: 0 if out can be written (an existing writable file, or a new one in
  * an existing writable directory) and is not the database at db_path (NULL: no database)

@@ -360,6 +360,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     } else if (o->rc == ENG_ESTOPPED) {
         fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
     }
+    if (o->store_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, o->store_warning);
     /* "stored" only once the end record is committed; any store error is exit 1. */
     if (o->store_error[0]) {
         if (o->rc != ENG_ESINK)
@@ -536,7 +537,7 @@ int cmd_run(int argc, char **argv)
     if (!rows || !ids) {
         fprintf(stderr, "nnbench run: out of memory\n");
         free(rows); free(ids);
-        if (db_sink) cli_store_sink_close(db_sink);
+        cli_store_sink_close(db_sink, NULL, 0);
         eng_experiment_free(ex);
         return 1;
     }
@@ -577,13 +578,15 @@ int cmd_run(int argc, char **argv)
             if (!code) code = 1;
         } else {
             /* The report reads the database: the store must have flushed and closed first. */
-            cli_store_sink_close(db_sink);
+            char cerr[700];
+            if (cli_store_sink_close(db_sink, cerr, sizeof cerr)) { fprintf(stderr, "nnbench: %s\n", cerr); if (!code) code = 1; }
             db_sink = NULL;
             if (cli_report_write(db_path, ids, n_ids, report)) { if (!code) code = 1; }
             else fprintf(side, "report of %zu run%s written to %s\n", n_ids, n_ids == 1 ? "" : "s", report);
         }
     }
-    if (db_sink) cli_store_sink_close(db_sink);
+    char cerr[700];
+    if (cli_store_sink_close(db_sink, cerr, sizeof cerr)) { fprintf(stderr, "nnbench: %s\n", cerr); if (!code) code = 1; }
     free(rows);
     free(ids);
     eng_experiment_free(ex);

@@ -48,6 +48,8 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
         out.res.error = NULL; /* points into the run, freed below */
         /* Stored only once its end record is committed; a store error fails the variant. */
         const char *serr = store ? cli_store_sink_error(store) : NULL;
+        const char *swarn = store ? cli_store_sink_warning(store) : NULL;
+        if (swarn) snprintf(out.store_warning, sizeof out.store_warning, "%s", swarn);
         if (serr) {
             snprintf(out.store_error, sizeof out.store_error, "%s", serr);
             if (!out.error[0]) snprintf(out.error, sizeof out.error, "not stored: %.490s", serr);

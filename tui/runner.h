@@ -22,6 +22,7 @@ typedef struct {
     char error[512];         /* "" when finished */
     long long run_id;        /* the stored run, 0 without a store or when it was not stored */
     char store_error[512];   /* why the run was not stored completely ("" when it was) */
+    char store_warning[512]; /* a write that failed and was retried ("" when none) */
 } runner_variant;
 
 typedef struct {

@@ -37,6 +37,7 @@ struct cli_store_sink {
     int active;            /* run_begin seen, run_end not yet */
     int stored;            /* the run's end record is committed */
     char err[700];         /* why the current (or last) run is not (completely) stored */
+    char warning[600];     /* the first flush that failed (and was retried) in this run */
 };
 
 /* Copies with truncation (the store's fields are smaller than some engine strings). */
@@ -94,6 +95,7 @@ static int on_begin(void *ud, const eng_run_info *info)
 {
     cli_store_sink *s = ud;
     const eng_config *cfg = info->cfg;
+    s->warning[0] = 0;
     store_run r;
     store_run_init(&r);
     scopy(r.name, sizeof r.name, cfg->name);
@@ -215,8 +217,10 @@ static int on_solver(void *ud, const struct qm_solve_event *ev)
 static void on_progress(void *ud, long step, long total, int epoch, double loss, double sps)
 {
     cli_store_sink *s = ud;
-    if (s->active && store_flush_due(s->db))
-        fprintf(stderr, "nnbench: warning: %s (will retry)\n", store_error());
+    /* Not printed here (this is the training thread, maybe under the workbench's screen):
+     * kept for the caller, who says it (cli_store_sink_warning). */
+    if (s->active && store_flush_due(s->db) && !s->warning[0])
+        snprintf(s->warning, sizeof s->warning, "%.500s (retried)", store_error());
 }
 
 static void on_end(void *ud, const eng_run_result *res)
@@ -305,20 +309,27 @@ int cli_output_check(const char *db_path, const char *out, char *err, size_t cap
 
 long long cli_store_sink_run_id(const cli_store_sink *s) { return s ? s->run : 0; }
 
+const char *cli_store_sink_warning(const cli_store_sink *s)
+{
+    return s && s->warning[0] ? s->warning : NULL;
+}
+
 const char *cli_store_sink_error(const cli_store_sink *s)
 {
     if (!s || s->stored) return NULL;
     return s->err[0] ? s->err : "the run's end was not recorded";
 }
 
-void cli_store_sink_close(cli_store_sink *s)
+int cli_store_sink_close(cli_store_sink *s, char *err, size_t cap)
 {
-    if (!s) return;
+    if (err && cap) err[0] = 0;
+    if (!s) return 0;
     /* A run that never saw run_end (the caller bailed out) must not stay 'running'. */
     if (s->active)
         store_run_set_status(s->db, s->run, STORE_RUN_FAILED, "the run ended without a result");
-    if (store_flush(s->db))
-        fprintf(stderr, "nnbench: could not write the last metrics: %s\n", store_error());
+    int rc = store_flush(s->db) ? -1 : 0;
+    if (rc && err && cap) snprintf(err, cap, "could not write the last metrics: %s", store_error());
     store_close(s->db);
     free(s);
+    return rc;
 }

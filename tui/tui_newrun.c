@@ -207,7 +207,8 @@ static void *worker(void *arg)
             snprintf(last, sizeof last, "%s", n.result);
             snprintf(n.result, sizeof n.result, "batch: %zu runs finished (c compares them); last: %.400s", sum.finished, last);
         }
-        cli_store_sink_close(st);
+        char cerr[700];
+        if (cli_store_sink_close(st, cerr, sizeof cerr)) snprintf(n.result, sizeof n.result, "%.500s", cerr);
     }
     eng_experiment_free(ex);
     pthread_mutex_lock(&l->mu);

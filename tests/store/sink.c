@@ -92,7 +92,7 @@ static void test_sink_writes_everything(void **st)
     long long b = play(cs, ENG_RUN_DIVERGED, 0);
     assert_int_equal(a, 1);
     assert_int_equal(b, 2);
-    cli_store_sink_close(cs);
+    assert_int_equal(cli_store_sink_close(cs, NULL, 0), 0);
 
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_READONLY, &s), STORE_OK);
@@ -181,7 +181,7 @@ static void test_sink_close_without_end(void **st)
     eng_metric m = { .step = 1, .key = "train_loss", .value = 0.3 };
     assert_int_equal(s.metric(s.ud, &m), 0);
     long long id = cli_store_sink_run_id(cs);
-    cli_store_sink_close(cs);
+    assert_int_equal(cli_store_sink_close(cs, NULL, 0), 0);
     store *db;
     assert_int_equal(store_open(p, 0, &db), STORE_OK);
     store_run r;
@@ -200,7 +200,7 @@ static void test_sink_refuses_read_only(void **st)
     char err[600];
     cli_store_sink *cs = cli_store_sink_open(p, err, sizeof err);
     assert_non_null(cs);
-    cli_store_sink_close(cs);
+    assert_int_equal(cli_store_sink_close(cs, NULL, 0), 0);
     chmod(p, 0444);
     assert_null(cli_store_sink_open(p, err, sizeof err));
     assert_non_null(strstr(err, "read-only"));
