@@ -25,7 +25,7 @@
 
 /* The engine's quantum settings are handed to the scheduler by a cast, and the policy and
  * readout are stored (by name) with every run: the two lists must stay equal, number for
- * number, like the run statuses (tui/store_sink.c). */
+ * number, like the run statuses (tui/runner_store.c). */
 _Static_assert(ENG_QPOLICY_CLASSICAL == (int)QM_POLICY_CLASSICAL && ENG_QPOLICY_QUANTUM == (int)QM_POLICY_QUANTUM &&
                    ENG_QPOLICY_THRESHOLD == (int)QM_POLICY_THRESHOLD && ENG_QPOLICY_HYBRID == (int)QM_POLICY_HYBRID,
                "eng_qpolicy must equal qm_policy number for number");

@@ -2,7 +2,7 @@
  * and the queries that list, show, compare and report them. The one public header of
  * store/; depends on SQLite and libc only (it stores plain records, never engine types).
  *
- * Writing a run (what tui/store_sink.c does):
+ * Writing a run (what tui/runner_store.c does):
  *   store *db;
  *   if (store_open("nnbench.db", STORE_OPEN_CREATE, &db)) { fprintf(stderr, "%s\n", store_error()); ... }
  *   store_run r; store_run_init(&r); strcpy(r.name, "spirals"); ... 

@@ -30,7 +30,7 @@ int cmd_export(int argc, char **argv);
 void cmd_export_help(FILE *f);
 int cmd_solves(int argc, char **argv);    /* cmd_solves.c */
 void cmd_solves_help(FILE *f);
-int cmd_tui(int argc, char **argv);       /* workbench.c */
+int cmd_tui(int argc, char **argv);       /* wb_app.c */
 void cmd_tui_help(FILE *f);
 int cmd_help(int argc, char **argv);      /* cmd_help.c: help [COMMAND | --man | --bash-completion] */
 
@@ -63,11 +63,11 @@ int cli_use_color(void);
 int cli_use_utf8(void);
 int cli_term_width(void);
 
-/* The database path (store_sink.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
+/* The database path (runner_store.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */
 const char *cli_db_path(const char *flag_value);
 
-/* Store sink (store_sink.c): opens/creates the database and returns a sink that writes
+/* Store sink (runner_store.c): opens/creates the database and returns a sink that writes
  * each run and its events. NULL on error, with the reason in err (nothing is printed:
  * the workbench shows it on screen, the CLI on stderr). */
 typedef struct cli_store_sink cli_store_sink;
@@ -87,7 +87,7 @@ int cli_store_sink_close(cli_store_sink *s, char *err, size_t cap);
 
 /* Before any training: 0 if out can be written (an existing writable file, or a new one in
  * an existing writable directory) and is not the database at db_path (NULL: no database)
- * or its -wal/-shm; else -1 with the reason in err. (store_sink.c) */
+ * or its -wal/-shm; else -1 with the reason in err. (runner_store.c) */
 int cli_output_check(const char *db_path, const char *out, char *err, size_t cap);
 
 /* Writes a report of the given runs to path; format from the extension (.md .html .json

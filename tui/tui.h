@@ -1,6 +1,6 @@
 /* tui.h — private header of the workbench: table layout and text fitting, run sorting
  * and filtering, and the one key table behind the help screen, the status bar and the
- * docs/workbench.md's key list. Nothing here draws; workbench.c does (ncurses).
+ * docs/workbench.md's key list. Nothing here draws; wb_app.c does (ncurses).
  */
 #ifndef NNBENCH_TUI_H
 #define NNBENCH_TUI_H

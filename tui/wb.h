@@ -98,7 +98,7 @@ struct wb_app {
 
 extern wb_panel wb_runs_panel, wb_run_panel, wb_compare_panel, wb_new_panel, wb_help_panel;
 
-/* ---- workbench.c ------------------------------------------------------------------- */
+/* ---- wb_app.c ------------------------------------------------------------------- */
 double wb_now(void);                      /* monotonic seconds */
 void wb_push(wb_app *a, wb_panel *p);
 void wb_pop(wb_app *a);
@@ -126,14 +126,14 @@ int wb_scroll_key(tui_action act, int *scroll, int total, int page);
 extern const double wb_smooth_levels[3];
 extern const char *const wb_x_names[3];
 
-/* ---- tui_screens.c ----------------------------------------------------------------- */
+/* ---- wb_screens.c ----------------------------------------------------------------- */
 void wb_open_run(wb_app *a, long long id);
 void wb_open_compare(wb_app *a);           /* the marked runs */
 void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
 /* Picks x values of a stored series for the x-axis toggle (0 step, 1 wall, 2 hybrid). */
 const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid);
 
-/* ---- tui_newrun.c ------------------------------------------------------------------ */
+/* ---- wb_newrun.c ------------------------------------------------------------------ */
 void wb_open_new(wb_app *a);
 int wb_live_running(wb_app *a);
 void wb_live_stop(wb_app *a);             /* asks the worker to stop */

@@ -1,4 +1,4 @@
-/* sink.c — tui/store_sink.c driven with synthetic engine events: every event lands in the
+/* sink.c — tui/runner_store.c driven with synthetic engine events: every event lands in the
  * right table, statuses map, a read-only database is refused before any run. */
 #include "util.h"
 

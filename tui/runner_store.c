@@ -1,4 +1,4 @@
-/* store_sink.c — the adapter that writes a run's engine events into the store: it turns
+/* runner_store.c — the adapter that writes a run's engine events into the store: it turns
  * eng_run_info / eng_metric / prof_row / qm_solve_event / eng_run_result into store records. */
 #include <cblas.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
-/* workbench.c — `nnbench tui`: the ncurses workbench's frame — terminal set-up and
+/* wb_app.c — `nnbench tui`: the ncurses workbench's frame — terminal set-up and
  * restore (exit, Ctrl-C, crash signals), the panel stack, status bar, dialogs, resize,
- * the Runs screen and the help screen. Other screens: tui_screens.c, tui_newrun.c.
+ * the Runs screen and the help screen. Other screens: wb_screens.c, wb_newrun.c.
  */
 #include "cli.h"
 #include "wb.h"

@@ -1,4 +1,4 @@
-/* tui_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System) and the
+/* wb_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System) and the
  * Compare screen of the workbench, both read from the store.
  */
 #include "wb.h"
