@@ -103,6 +103,17 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "reshuffle the training set every epoch")                                                    \
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
       "gather the next batch on a second thread while the current one trains")                     \
+    X("data", "prefetch_depth", K_INT, data.prefetch_depth, 1, ENG_PREFETCH_MAX, NULL, NULL,          \
+      "integer in [1, " DSTR(ENG_PREFETCH_MAX) "]", "1",                                                \
+      "with prefetch: how many batches the prefetch thread may have ready ahead of training")    \
+    X("data", "cache", K_BOOL, data.cache, 0, 0, NULL, NULL, "boolean", "false",                   \
+      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs; rebuilt when a source file's size or mtime or a data key changes") \
+    X("data", "augment", K_STR, data.augment, 0, 0, NULL, NULL, "shift:N, flip, or none", "none", \
+      "image data: on-the-fly transforms of each training row as it is gathered (on the prefetch thread when prefetch is on): random shift by up to N pixels, random horizontal flip; deterministic per seed") \
+    X("data", "read_mbps", K_DBL, data.read_mbps, 0, INF, NULL, NULL, "number >= 0", "0",          \
+      "throttle the batch source to this rate in MB/s (1e6 bytes of gathered rows), to study input-bound training; 0 = unthrottled") \
+    X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
+      "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
       "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none; the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
@@ -824,6 +835,15 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     if (c->model.loss == ENG_LOSS_SOFTMAX_XENT &&
         (is_regression_source(c->data.source) || (c->data.source == ENG_DATA_CSV && c->data.regression)))
         CROSS("model", "loss", "softmax_xent needs a classification dataset, but data.source = %s gives real-valued targets; use loss = mse",
+              E_SOURCE[c->data.source]);
+    {
+        eng_augment aug;
+        char aw[200];
+        if (eng_augment_parse(c->data.augment, &aug, aw, sizeof aw))
+            CROSS("data", "augment", "%s", aw);
+    }
+    if (c->data.cache && c->data.source != ENG_DATA_IDX && c->data.source != ENG_DATA_CSV)
+        CROSS("data", "cache", "caches a file source (idx or csv); data.source = %s is generated in memory, set cache = false",
               E_SOURCE[c->data.source]);
     if (c->train.schedule == ENG_SCHED_STEP && c->train.step_size <= 0)
         CROSS("train", "schedule", "step needs train.step_size > 0 (steps between decays)");

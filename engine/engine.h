@@ -88,6 +88,12 @@ typedef struct {
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
+    /* input pipeline (engine/data_cache.c, engine/pipeline.c) */
+    int cache;             /* idx/csv: keep the decoded, normalised set in a memory-mapped cache file */
+    char augment[64];      /* image data: "shift:N, flip" (random shift by up to N pixels, horizontal flip); "" = none */
+    double read_mbps;      /* throttle the batch source to this many MB/s (1e6 bytes); 0 = unthrottled */
+    double read_latency_ms;/* fixed latency per batch read from the source; 0 = none */
+    int prefetch_depth;    /* batches the prefetch thread may have ready ahead (1..8) */
 } eng_data_config;
 
 typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU } eng_act;
@@ -221,6 +227,8 @@ typedef struct {
     float *x_train, *x_test;         /* n * in_size, row-major */
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
+    void *map;            /* private: the cache file mapping the arrays point into, or NULL */
+    size_t map_len;
 } eng_dataset;
 
 /* Builds or loads the dataset the config names (deterministic for the seed), splits and

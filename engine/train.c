@@ -54,6 +54,27 @@ void eng_run_destroy(eng_run *r)
     prof_free(r);
 }
 
+/* The batcher with the input pipeline's options; its waits (throttled reads, waits for
+ * the prefetch thread) and its own copies are the data phase's data.wait and data.gather. */
+static int create_batcher(eng_run *r)
+{
+    const eng_data_config *dc = &r->cfg.data;
+    eng_batcher_options o = { .shuffle = dc->shuffle, .prefetch = dc->prefetch,
+                              .depth = dc->prefetch_depth > 0 ? dc->prefetch_depth : 1,
+                              .read_mbps = dc->read_mbps, .read_latency_ms = dc->read_latency_ms,
+                              .prof = r->prof, .wait_scope = -1, .gather_scope = -1 };
+    char why[256];
+    if (eng_augment_parse(dc->augment, &o.augment, why, sizeof why))
+        return eng_fail(ENG_EINVAL, "%s: data.augment: %s", r->cfg.path, why);
+    if (r->prof) {
+        o.wait_scope = prof_register(r->prof, "data.wait", NULL, PROF_PHASE);
+        o.gather_scope = prof_register(r->prof, "data.gather", NULL, PROF_PHASE);
+        if (o.wait_scope < 0 || o.gather_scope < 0)
+            return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
+    }
+    return eng_batcher_create_opts(r->ds, r->batch, &o, r->cfg.seed, &r->b);
+}
+
 int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *prof, eng_run **out)
 {
     *out = NULL;
@@ -106,7 +127,7 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
-    rc = eng_batcher_create(ds, r->batch, r->cfg.data.shuffle, r->cfg.data.prefetch, r->cfg.seed, &r->b);
+    rc = create_batcher(r);
     if (rc) { eng_run_destroy(r); return rc; }
     r->bpe = eng_batcher_batches_per_epoch(r->b);
     r->total_steps = tc->max_steps > 0 ? tc->max_steps : (long)tc->epochs * r->bpe;
