@@ -184,7 +184,7 @@ int eng_data_cache_load(const eng_data_config *dc, uint64_t seed, eng_dataset *d
     size_t size = 0;
     if (fstat(fd, &st) == 0 && st.st_size > 0) {
         size = (size_t)st.st_size;
-        map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     }
     close(fd);
     if (map == MAP_FAILED) { free(key); return ENG_OK; }
