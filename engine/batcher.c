@@ -19,6 +19,7 @@ enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 struct eng_batcher {
     const eng_dataset *ds;
     int n, batch, bpe, shuffle, full, chunk, nslots;
+    int shard_rank, shard_size;
     uint64_t seed;
     eng_augment aug;
     eng_throttle *thr;    /* NULL = unthrottled */
@@ -38,7 +39,7 @@ struct eng_batcher {
     float *t[MAX_SLOTS];
     eng_batch meta[MAX_SLOTS];
     int state[MAX_SLOTS];
-    long slot_k[MAX_SLOTS];  /* batch index each slot was set up for */
+    uint64_t slot_pos[MAX_SLOTS]; /* stream position of each slot's first row (augmentation) */
     long consumed;
     int held;             /* slot the caller holds, -1 none */
     /* The batch in flight (prefetch): its rows are copied in chunks claimed from cursor
@@ -73,11 +74,15 @@ static void setup(eng_batcher *b, long k, int s)
             int r = (int)eng_rng_below(&b->rng, (uint64_t)j + 1);
             int32_t tmp = b->perm[j]; b->perm[j] = b->perm[r]; b->perm[r] = tmp;
         }
-    b->fill_start = i * b->batch;
-    b->fill_rows = b->n - b->fill_start < b->batch ? b->n - b->fill_start : b->batch;
-    b->slot_k[s] = k;
+    int start = i * b->batch;
+    int global = b->n - start < b->batch ? b->n - start : b->batch;
+    int lo = (int)((long)global * b->shard_rank / b->shard_size);
+    int hi = (int)((long)global * (b->shard_rank + 1) / b->shard_size);
+    b->fill_start = start + lo;
+    b->fill_rows = hi - lo;
+    b->slot_pos[s] = (uint64_t)k * (uint64_t)b->batch + (uint64_t)lo;
     b->meta[s] = (eng_batch){ .x = b->x[s], .y = b->y[s], .t = b->t[s], .rows = b->fill_rows,
-                              .epoch = epoch, .last_in_epoch = i == b->bpe - 1 };
+                              .epoch = epoch, .last_in_epoch = i == b->bpe - 1, .global_rows = global };
 }
 
 /* Copies rows [r0, r1) of the batch set up at start into slot s. */
@@ -89,7 +94,7 @@ static void copy_rows(eng_batcher *b, int s, int start, int r0, int r1)
     for (int r = r0; r < r1; r++) {
         size_t src = (size_t)b->perm[start + r];
         if (aug)
-            eng_augment_row(&b->aug, ds->in_shape, b->seed, (uint64_t)b->slot_k[s] * (uint64_t)b->batch + (uint64_t)r,
+            eng_augment_row(&b->aug, ds->in_shape, b->seed, b->slot_pos[s] + (uint64_t)r,
                             ds->x_train + src * d, b->x[s] + (size_t)r * d);
         else
             memcpy(b->x[s] + (size_t)r * d, ds->x_train + src * d, d * sizeof(float));
@@ -189,6 +194,13 @@ static void claim_and_fill(eng_batcher *b, atomic_long *count)
     atomic_store(&b->done_rows, 0);
     atomic_store(&b->cursor, (unsigned long long)(uint32_t)k << 32);
     pthread_mutex_lock(&b->mu);
+    if (b->fill_rows == 0) {               /* an empty shard: nothing to copy, complete now */
+        b->state[s] = SLOT_READY;
+        b->gathering = 0;
+        atomic_fetch_add(&b->completed, 1);
+        wake(b);
+        return;
+    }
     b->fill_open = 1;
     wake(b);
     help_fill(b, count);
@@ -251,6 +263,8 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
     b->row_bytes = ds->in_size * sizeof(float) +
                    (ds->y_train ? sizeof(int32_t) : (size_t)ds->n_targets * sizeof(float));
     b->nslots = prefetch ? o->depth + 1 : 1;
+    b->shard_size = o->shard_size > 1 ? o->shard_size : 1;
+    b->shard_rank = b->shard_size > 1 ? o->shard_rank : 0;
     if (o->read_mbps > 0 || b->latency_ns > 0) {
         if (!(b->thr = eng_throttle_new(o->read_mbps))) {
             prof_free(b);
@@ -258,7 +272,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
         }
     }
     /* A full batch is served in place unless every step must read or transform it. */
-    b->full = (batch <= 0 || batch >= b->n) && !b->thr && !eng_augment_on(&b->aug);
+    b->full = (batch <= 0 || batch >= b->n) && !b->thr && !eng_augment_on(&b->aug) && b->shard_size == 1;
     b->batch = b->full ? b->n : batch;
     b->bpe = (b->n + b->batch - 1) / b->batch;
     b->shuffle = shuffle && !b->full;
@@ -277,7 +291,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
         /* The whole set in its stored order, served in place: nothing to gather, and a
          * full-batch gradient does not depend on the order of rows. */
         b->meta[0] = (eng_batch){ .x = ds->x_train, .y = ds->y_train, .t = ds->t_train,
-                                  .rows = b->n, .last_in_epoch = 1 };
+                                  .rows = b->n, .last_in_epoch = 1, .global_rows = b->n };
         *out = b;
         return ENG_OK;
     }

@@ -47,6 +47,8 @@ static const char *const E_BLOCKS[] = { "layer", "full", NULL };
 static const int V_BLOCKS[] = { ENG_BLOCKS_LAYER, ENG_BLOCKS_FULL };
 static const char *const E_POLICY[] = { "classical", "quantum", "threshold", "hybrid", NULL };
 static const int V_POLICY[] = { ENG_QPOLICY_CLASSICAL, ENG_QPOLICY_QUANTUM, ENG_QPOLICY_THRESHOLD, ENG_QPOLICY_HYBRID };
+static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
+static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -184,6 +186,10 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "none = the paper's assumption; tomography adds O(n/eps^2) circuit repetitions")            \
     X("quantum", "exact_kappa_max_n", K_INT, quantum.exact_kappa_max_n, 0, 1e6, NULL, NULL,         \
       "integer >= 0", "256", "compute the exact condition number for blocks up to this size")      \
+    X("dist", "compress", K_ENUM, dist.compress, 0, 0, E_COMPRESS, V_COMPRESS, "none, fp16, int8", "none", \
+      "under mpirun: gradients sent as fp32, fp16, or int8 with error feedback (the rounding error is added to the next step's gradient)") \
+    X("dist", "timeout_s", K_DBL_POS, dist.timeout_s, 0, 86400, NULL, NULL, "number > 0", "30",     \
+      "under mpirun: a collective the other ranks do not join in this many seconds fails the run (a rank died or hangs)") \
     X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \
       "profile every op (as `--profile` does)")                                                     \
     X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
@@ -212,7 +218,7 @@ _Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int"
 _Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
 
 static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
-                                        "quantum", "profile", NULL };
+                                        "quantum", "profile", "dist", NULL };
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -567,7 +573,7 @@ static void on_section_line(parse_state *st, const char *raw)
             if (d < bestd) { bestd = d; best = i; }
         }
         if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
-        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, variant NAME)", name);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, dist, variant NAME)", name);
         return;
     }
     st->cur = -1;

@@ -88,6 +88,9 @@ typedef struct {
      * for the prefetch thread) and its own copying; prof NULL = none. */
     prof_t *prof;
     int wait_scope, gather_scope;
+    /* Data-parallel: this rank serves rows [G*rank/size, G*(rank+1)/size) of every global
+     * batch of G rows (same permutation and augmentation as one process); size 0 or 1 = all. */
+    int shard_rank, shard_size;
 } eng_batcher_options;
 int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_options *o,
                             uint64_t seed, eng_batcher **out);

@@ -31,7 +31,9 @@ static void usage(FILE *f)
         "  --trace FILE.json     write a Chrome trace (Perfetto) of a window of steps\n"
         "  --trace-steps A:B     the trace's steps, inclusive, 1-based (default 1:5)\n"
         "  --report FILE         after all variants, a comparison report (.md .html .json .csv)\n"
-        "  --keys                print every experiment-file key as a Markdown table\n\n"
+        "  --keys                print every experiment-file key as a Markdown table\n"
+        "  --ranks N             data-parallel on N MPI ranks: runs mpirun -np N on this command\n"
+        "                        (also: mpirun -np N nnbench run FILE; rank 0 prints and stores)\n\n"
         "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad usage or\n"
         "configuration; 130 interrupted (Ctrl-C stops at the next step and keeps the run).\n");
 }
@@ -101,11 +103,13 @@ static volatile sig_atomic_t interrupted;
 
 static void on_sigint(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    if (sig == SIGTERM) eng_dist_request_abort(); /* mpirun tears the job down: a rank died */
+    else interrupted = 1;
     eng_run *r = current_run;
     if (r) eng_run_request_stop(r);
 }
+
+static int dist_rank; /* this process's MPI rank; 0 without mpirun */
 
 /* ---- the summary ------------------------------------------------------------------------ */
 
@@ -284,7 +288,64 @@ static void suffixed(char *out, size_t cap, const char *path, const char *varian
 
 /* ---- the command ------------------------------------------------------------------------ */
 
+static int run_main(int argc, char **argv);
+
+/* --ranks N: the same command under mpirun -np N (oversubscribed, so N may exceed the
+ * cores; as root, Open MPI needs --allow-run-as-root). */
+static int run_ranks(int argc, char **argv, int at)
+{
+    char *end;
+    long n = strtol(argv[at + 1], &end, 10);
+    if (*end || n < 1 || n > 1024) {
+        fprintf(stderr, "nnbench run: --ranks: expected a number of ranks from 1 to 1024, got '%s'\n", argv[at + 1]);
+        return 2;
+    }
+    char **av = calloc((size_t)argc + 12, sizeof *av);
+    if (!av) { fprintf(stderr, "nnbench run: out of memory\n"); return 1; }
+    int k = 0;
+    av[k++] = "mpirun";
+    if (geteuid() == 0) av[k++] = "--allow-run-as-root";
+    av[k++] = "--oversubscribe";
+    av[k++] = "-np";
+    av[k++] = argv[at + 1];
+    /* This binary, resolved now: /proc/self/exe in mpirun's hands would name mpirun. */
+    static char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) { fprintf(stderr, "nnbench run: --ranks: cannot find this program: %s\n", strerror(errno)); free(av); return 1; }
+    self[len] = '\0';
+    av[k++] = self;
+    for (int i = 0; i < argc; i++)
+        if (i != at && i != at + 1) av[k++] = argv[i];
+    av[k] = NULL;
+    fflush(NULL);
+    execvp("mpirun", av);
+    fprintf(stderr, "nnbench run: --ranks: cannot start mpirun: %s (install openmpi-bin: make deps)\n", strerror(errno));
+    free(av);
+    return 1;
+}
+
 int cmd_run(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ranks")) {
+            if (i + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
+            return run_ranks(argc, argv, i);
+        }
+        if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db")) i++;
+    }
+    int world = 1;
+    if (eng_dist_init(&dist_rank, &world)) { fprintf(stderr, "nnbench run: %s\n", eng_error()); return 1; }
+    if (dist_rank != 0) {
+        /* Rank 0 alone talks to the console: the others' output would repeat it. */
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
+    }
+    int code = run_main(argc, argv);
+    fflush(NULL);
+    eng_dist_finalize(code);
+    return code;
+}
+
+static int run_main(int argc, char **argv)
 {
     const char *file = NULL, *variant = NULL, *db_flag = NULL, *report = NULL, *trace = NULL;
     const char *prof_sort_s = "self", *prof_by_s = "op";
@@ -395,6 +456,7 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
 
+    if (dist_rank != 0) { no_db = 1; report = NULL; } /* rank 0 stores the runs */
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
     cli_store_sink *store = NULL;
@@ -422,6 +484,8 @@ int cmd_run(int argc, char **argv)
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_sa);
+    struct sigaction old_term;
+    if (eng_dist_world() > 1) sigaction(SIGTERM, &sa, &old_term);
     interrupted = 0;
 
     progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
@@ -430,10 +494,12 @@ int cmd_run(int argc, char **argv)
     eng_sink store_sink;
     if (store) store_sink = cli_store_sink_get(store);
     eng_sink_tee tee = { .sinks = { &pr_sink, store ? &store_sink : NULL }, .n = 2 };
-    eng_sink sink = eng_sink_tee_make(&tee);
+    eng_sink tee_sink = eng_sink_tee_make(&tee);
+    eng_dist_sink_state dist_st;
+    eng_sink sink = eng_dist_sink(&tee_sink, &dist_st); /* tee_sink itself in one process */
     FILE *side = json ? stderr : stdout; /* stdout carries only JSON under --json */
 
-    for (size_t v = 0; v < ex->n_variants && !interrupted; v++) {
+    for (size_t v = 0; v < ex->n_variants && !interrupted && !eng_dist_broken(); v++) {
         const eng_config *cfg = &ex->variants[v];
         row *r = &rows[n_rows++];
         snprintf(r->variant, sizeof r->variant, "%s", cfg->variant[0] ? cfg->variant : cfg->name);
@@ -513,6 +579,7 @@ int cmd_run(int argc, char **argv)
         if (trace && prof) fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
     }
     sigaction(SIGINT, &old_sa, NULL);
+    if (eng_dist_world() > 1) sigaction(SIGTERM, &old_term, NULL);
 
     int code = interrupted ? 130 : any_config ? 2 : any_failed ? 1 : 0;
     if (json) print_json(ex, rows, n_rows, code);
