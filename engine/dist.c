@@ -388,3 +388,48 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st)
                        .op_stats = dist_op_stats, .solver = dist_solver,
                        .progress = dist_progress, .run_end = dist_run_end };
 }
+
+/* ---- measuring the all-reduce ------------------------------------------------------------ */
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s)
+{
+    *median_s = NAN;
+    if (!g_inited || g_world < 2) return eng_fail(ENG_EINVAL, "mpi: measuring an all-reduce needs mpirun -np N with N >= 2");
+    if (reps < 1) reps = 1;
+    if (reps > 256) reps = 256;
+    size_t n = bytes / sizeof(float) ? bytes / sizeof(float) : 1;
+    if (n > (size_t)INT32_MAX) return eng_fail(ENG_EINVAL, "mpi: %zu bytes are too many for one all-reduce", bytes);
+    float *buf = prof_malloc(n * sizeof *buf);
+    if (!buf) return eng_fail(ENG_ENOMEM, "mpi: out of memory for %zu bytes", bytes);
+    for (size_t i = 0; i < n; i++) buf[i] = 1e-3f * (float)(i % 1000);
+    double t[256];
+    int rc = ENG_OK;
+    for (int k = -1; k < reps && !rc; k++) {    /* k = -1: warm-up (connections, buffers) */
+        MPI_Request req;
+        if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS || (rc = wait_req(&req, 30, "a barrier"))) {
+            if (!rc) rc = eng_fail(ENG_EIO, "mpi: barrier failed");
+            break;
+        }
+        double t0 = mono_s();
+        if (MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+            g_broken = 1;
+            rc = eng_fail(ENG_EIO, "mpi: MPI_Allreduce of %zu bytes failed", bytes);
+            break;
+        }
+        /* The slowest rank's time is the collective's. */
+        double dt = mono_s() - t0;
+        MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (k >= 0) t[k] = dt;
+    }
+    prof_free(buf);
+    if (rc) return rc;
+    qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
+    *median_s = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    return ENG_OK;
+}

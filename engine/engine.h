@@ -387,6 +387,9 @@ void eng_dist_finalize(int exit_code);
  * nothing. With one process it is inner itself. st lives as long as the sink. */
 typedef struct { const eng_sink *inner; } eng_dist_sink_state;
 eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
+/* Collective (every rank calls it): the median over reps of the time of an in-place
+ * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
+int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
 
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;

@@ -10,6 +10,11 @@
 #include "../engine/engine.h"
 
 int cmd_run(int argc, char **argv);       /* cmd_run.c */
+int cmd_allreduce(int argc, char **argv); /* cmd_project.c */
+int cmd_project(int argc, char **argv);   /* cmd_project.c */
+/* Replaces this process by mpirun -np argv[at+1] running this program with argv minus the
+ * two arguments at `at` (--ranks N). Returns only on failure (2 bad N, 1 no mpirun). */
+int cli_mpirun_self(int argc, char **argv, int at);
 int cmd_sysinfo(int argc, char **argv);   /* cmd_sysinfo.c */
 int cmd_list(int argc, char **argv);      /* cmd_store.c */
 int cmd_show(int argc, char **argv);

@@ -290,46 +290,12 @@ static void suffixed(char *out, size_t cap, const char *path, const char *varian
 
 static int run_main(int argc, char **argv);
 
-/* --ranks N: the same command under mpirun -np N (oversubscribed, so N may exceed the
- * cores; as root, Open MPI needs --allow-run-as-root). */
-static int run_ranks(int argc, char **argv, int at)
-{
-    char *end;
-    long n = strtol(argv[at + 1], &end, 10);
-    if (*end || n < 1 || n > 1024) {
-        fprintf(stderr, "nnbench run: --ranks: expected a number of ranks from 1 to 1024, got '%s'\n", argv[at + 1]);
-        return 2;
-    }
-    char **av = calloc((size_t)argc + 12, sizeof *av);
-    if (!av) { fprintf(stderr, "nnbench run: out of memory\n"); return 1; }
-    int k = 0;
-    av[k++] = "mpirun";
-    if (geteuid() == 0) av[k++] = "--allow-run-as-root";
-    av[k++] = "--oversubscribe";
-    av[k++] = "-np";
-    av[k++] = argv[at + 1];
-    /* This binary, resolved now: /proc/self/exe in mpirun's hands would name mpirun. */
-    static char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) { fprintf(stderr, "nnbench run: --ranks: cannot find this program: %s\n", strerror(errno)); free(av); return 1; }
-    self[len] = '\0';
-    av[k++] = self;
-    for (int i = 0; i < argc; i++)
-        if (i != at && i != at + 1) av[k++] = argv[i];
-    av[k] = NULL;
-    fflush(NULL);
-    execvp("mpirun", av);
-    fprintf(stderr, "nnbench run: --ranks: cannot start mpirun: %s (install openmpi-bin: make deps)\n", strerror(errno));
-    free(av);
-    return 1;
-}
-
 int cmd_run(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--ranks")) {
             if (i + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
-            return run_ranks(argc, argv, i);
+            return cli_mpirun_self(argc, argv, i);
         }
         if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db")) i++;
     }

@@ -23,6 +23,9 @@ static const command commands[] = {
     { "report", cmd_report, "report RUN... -o FILE.{md,html,json,csv}", "write a report of runs" },
     { "export", cmd_export, "export RUN... -o FILE.csv", "metrics of runs as CSV (long format)" },
     { "delete", cmd_delete, "delete RUN... [--yes]", "delete runs from the database" },
+    { "project", cmd_project, "project RUN --nodes 2,8,64,256 [--link-gbps G --latency-us U] [--db PATH]",
+      "model a run's data-parallel scaling to N nodes (alpha-beta ring all-reduce)" },
+    { "allreduce", cmd_allreduce, "allreduce --ranks N [--reps R]", "measure MPI all-reduces here; fit the alpha-beta model" },
     { "sysinfo", cmd_sysinfo, "sysinfo [--calibrate]", "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s" },
     { "tui", cmd_tui, "tui [--db PATH] [--no-color]", "the ncurses workbench (also: nnbench with no arguments)" },
 };
