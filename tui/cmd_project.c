@@ -102,7 +102,7 @@ static int fit_save(const ab_fit *f, char *path, size_t cap)
 
 /* ---- nnbench allreduce ------------------------------------------------------------------ */
 
-static void allreduce_usage(FILE *f)
+void cmd_allreduce_help(FILE *f)
 {
     fprintf(f, "usage: nnbench allreduce --ranks N [--reps R]   (or: mpirun -np N nnbench allreduce)\n\n"
                "Times in-place MPI_Allreduce (sum of floats) from 1 KB to 4 MB between N ranks on this\n"
@@ -118,10 +118,10 @@ int cmd_allreduce(int argc, char **argv)
 {
     int reps = 20;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { allreduce_usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_allreduce_help(stdout); return 0; }
         if (!strcmp(argv[i], "--ranks") && i + 1 < argc) return cli_mpirun_self(argc, argv, i);
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else { fprintf(stderr, "nnbench allreduce: unknown argument '%s'\n", argv[i]); allreduce_usage(stderr); return 2; }
+        else { fprintf(stderr, "nnbench allreduce: unknown argument '%s'\n", argv[i]); cmd_allreduce_help(stderr); return 2; }
     }
     int rank = 0, world = 1;
     if (eng_dist_init(&rank, &world)) { fprintf(stderr, "nnbench allreduce: %s\n", eng_error()); return 1; }
@@ -173,7 +173,7 @@ int cmd_allreduce(int argc, char **argv)
 
 /* ---- nnbench project ---------------------------------------------------------------------- */
 
-static void project_usage(FILE *f)
+void cmd_project_help(FILE *f)
 {
     fprintf(f, "usage: nnbench project RUN --nodes 2,8,64,256 [--link-gbps G --latency-us U] [--db PATH]\n\n"
                "Projects data-parallel training of a stored run to N nodes, each keeping the run's\n"
@@ -214,16 +214,16 @@ int cmd_project(int argc, char **argv)
     double gbps = NAN, lat_us = NAN;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { project_usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_project_help(stdout); return 0; }
         if (i + 1 < argc && !strcmp(a, "--nodes")) nodes_s = argv[++i];
         else if (i + 1 < argc && !strcmp(a, "--link-gbps")) gbps = strtod(argv[++i], NULL);
         else if (i + 1 < argc && !strcmp(a, "--latency-us")) lat_us = strtod(argv[++i], NULL);
         else if (i + 1 < argc && !strcmp(a, "--db")) db_flag = argv[++i];
-        else if (a[0] == '-') { fprintf(stderr, "nnbench project: unknown option '%s'\n", a); project_usage(stderr); return 2; }
+        else if (a[0] == '-') { fprintf(stderr, "nnbench project: unknown option '%s'\n", a); cmd_project_help(stderr); return 2; }
         else if (!spec) spec = a;
         else { fprintf(stderr, "nnbench project: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
     }
-    if (!spec || !nodes_s) { project_usage(stderr); return 2; }
+    if (!spec || !nodes_s) { cmd_project_help(stderr); return 2; }
     if (isnan(gbps) != isnan(lat_us) || (!isnan(gbps) && !(gbps > 0 && lat_us >= 0))) {
         fprintf(stderr, "nnbench project: --link-gbps G (> 0) and --latency-us U (>= 0) go together\n");
         return 2;
