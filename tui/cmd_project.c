@@ -276,16 +276,34 @@ int cmd_project(int argc, char **argv)
     int world = ws ? atoi(ws) : 1, batch = bs ? atoi(bs) : 0;
     if (batch <= 0) batch = run.n_train;
     double step = op_total(rows, nr, "step") / steps;
-    double ar = (op_total(rows, nr, "allreduce") + op_total(rows, nr, "allreduce.loss")) / steps;
+    /* The transfer (allreduce), and the waits: for the slower rank (allreduce.wait, i.e.
+     * load imbalance) and the per-step loss agreement, which includes such waits too. */
+    double ar = op_total(rows, nr, "allreduce") / steps;
+    double waits = (op_total(rows, nr, "allreduce.wait") + op_total(rows, nr, "allreduce.loss")) / steps;
     double bwd = op_total(rows, nr, "backward") / steps;
-    double compute = step - ar;
+    double compute = step - ar - waits;
+    /* Load imbalance: max / mean over ranks of compute per step (rank k's rows are
+     * stored as "rankK:name"). */
+    double cmax = compute, csum = compute;
+    for (int k = 1; k < world; k++) {
+        char nm[4][48];
+        snprintf(nm[0], sizeof nm[0], "rank%d:step", k);
+        snprintf(nm[1], sizeof nm[1], "rank%d:allreduce", k);
+        snprintf(nm[2], sizeof nm[2], "rank%d:allreduce.wait", k);
+        snprintf(nm[3], sizeof nm[3], "rank%d:allreduce.loss", k);
+        double ck = (op_total(rows, nr, nm[0]) - op_total(rows, nr, nm[1]) - op_total(rows, nr, nm[2]) -
+                     op_total(rows, nr, nm[3])) / steps;
+        if (ck > cmax) cmax = ck;
+        csum += ck;
+    }
     double per_rank = (double)batch / world, bytes = 4.0 * (double)run.n_params;
 
     printf("Projection of run %lld (%s/%s): %d rank%s, batch %d (%.0f rows per rank), %lld parameters = %.0f bytes of gradients\n",
            id, run.name, run.variant[0] ? run.variant : "-", world, world == 1 ? "" : "s", batch, per_rank,
            run.n_params, bytes);
-    printf("measured in the run, per step: compute %.3f ms (of which backward %.3f ms), all-reduce %.3f ms\n",
-           1e3 * compute, 1e3 * bwd, 1e3 * ar);
+    printf("measured in the run, per step (rank 0): compute %.3f ms (of which backward %.3f ms), all-reduce %.3f ms,\n"
+           "waits for other ranks %.3f ms\n", 1e3 * compute, 1e3 * bwd, 1e3 * ar, 1e3 * waits);
+    if (world > 1) printf("load imbalance (max / mean over the %d ranks of compute per step): %.2f\n", world, cmax / (csum / world));
     printf("network: alpha %.2f us, beta %.3f GB/s (%s)\n", 1e6 * net.alpha_s, net.beta_Bps / 1e9,
            isnan(gbps) ? "this machine's fit from nnbench allreduce" : "--link-gbps / --latency-us");
     printf("\nMODELLED (weak scaling: every node keeps %.0f rows per step; nothing below was measured)\n\n", per_rank);
@@ -308,8 +326,8 @@ int cmd_project(int argc, char **argv)
                1e6 * machine.alpha_s, machine.beta_Bps / 1e9, machine.world);
         if (world >= 2) {
             double m = ring_allreduce_s(&machine, bytes, world);
-            printf("  all-reduce per step, %d ranks: modelled %.3f ms, measured %.3f ms (ratio %.2f; the measured one\n"
-                   "  includes waiting for the slower rank)\n", world, 1e3 * m, 1e3 * ar, ar / m);
+            printf("  all-reduce per step, %d ranks: modelled %.3f ms, measured %.3f ms (ratio %.2f)\n",
+                   world, 1e3 * m, 1e3 * ar, ar / m);
             printf("  step: modelled %.3f ms, measured %.3f ms\n", 1e3 * (compute + m), 1e3 * step);
         } else {
             double m = ring_allreduce_s(&machine, bytes, 2);
