@@ -112,14 +112,19 @@ static int make_key(const eng_data_config *dc, uint64_t seed, int stats, char *k
     return key_file(key, len, "stat test_labels", dc->test_labels);
 }
 
+/* $NNBENCH_CACHE_DIR, else the directory of the profiler's calibration file
+ * ($XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench). */
 static int cache_dir(char *buf, size_t cap)
 {
-    const char *d = getenv("NNBENCH_CACHE_DIR"), *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    int n;
+    const char *d = getenv("NNBENCH_CACHE_DIR");
+    int n = 0;
     if (d && d[0]) n = snprintf(buf, cap, "%s", d);
-    else if (x && x[0]) n = snprintf(buf, cap, "%s/nnbench", x);
-    else if (h && h[0]) n = snprintf(buf, cap, "%s/.cache/nnbench", h);
-    else return eng_fail(ENG_EINVAL, "data.cache: no cache directory: set NNBENCH_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    else if (prof_calibration_path(buf, cap))
+        return eng_fail(ENG_EINVAL, "data.cache: no cache directory: set NNBENCH_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    else {
+        char *slash = strrchr(buf, '/');
+        if (slash) *slash = '\0';
+    }
     if (n < 0 || (size_t)n >= cap) return eng_fail(ENG_EINVAL, "data.cache: cache directory path too long");
     return ENG_OK;
 }

@@ -64,12 +64,14 @@ static double ring_allgather_s(const ab_fit *f, double bytes, int n)
     return (n - 1) * f->alpha_s + (n - 1) * bytes / f->beta_Bps;
 }
 
+/* Beside the sgemm calibration: $XDG_CACHE_HOME/nnbench (else ~/.cache/nnbench). */
 static int fit_path(char *buf, size_t cap)
 {
-    const char *x = getenv("XDG_CACHE_HOME"), *h = getenv("HOME");
-    if (x && x[0]) snprintf(buf, cap, "%s/nnbench/allreduce-fit", x);
-    else if (h && h[0]) snprintf(buf, cap, "%s/.cache/nnbench/allreduce-fit", h);
-    else return -1;
+    if (prof_calibration_path(buf, cap)) return -1;
+    char *slash = strrchr(buf, '/');
+    size_t at = slash ? (size_t)(slash + 1 - buf) : 0;
+    if (at + sizeof "allreduce-fit" > cap) return -1;
+    memcpy(buf + at, "allreduce-fit", sizeof "allreduce-fit");
     return 0;
 }
 
