@@ -10,7 +10,6 @@
 
 #include <math.h>
 #include <mpi.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -63,9 +62,9 @@ static double mono_s(void)
 }
 
 /* Waits for req. Open MPI's nonblocking collectives progress only inside MPI_Test, one
- * fragment at a time, so the first 20 ms test back to back (yielding the core between
- * tests to a rank oversubscribed onto it); sleeping between tests from the start made a
- * 0.9 MB all-reduce take ~70x its blocking time. Later tests come every 100 us. Fails on an
+ * fragment at a time, so the first 20 ms test back to back, as a blocking call would;
+ * sleeping (or yielding) between tests made a 0.9 MB all-reduce on a loaded machine take
+ * 70-240x its blocking time. Later tests come every 100 us. Fails on an
  * MPI error, an abort request or after timeout_s; what names the collective. */
 static int wait_req(MPI_Request *req, double timeout_s, const char *what)
 {
@@ -92,7 +91,8 @@ static int wait_req(MPI_Request *req, double timeout_s, const char *what)
             return eng_fail(ENG_EIO, "mpi: %s on rank %d: the other ranks did not answer in %g s (a rank died "
                             "or hangs; raise dist.timeout_s if steps are that slow)", what, g_rank, timeout_s);
         }
-        if (el < 0.02) { sched_yield(); continue; }
+        if (el < 0.02) continue;   /* spin, as a blocking MPI call does: a yield gives the core
+                                    * to any other runnable job for a whole time slice */
         struct timespec ts = { 0, 100000 };
         nanosleep(&ts, NULL);
     }
