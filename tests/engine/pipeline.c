@@ -292,6 +292,50 @@ static void test_augment_errors(void **state)
     assert_non_null(strstr(eng_error(), "data.augment"));
 }
 
+/* Data-parallel shards: rank r of N serves rows [G r/N, G (r+1)/N) of every global batch
+ * of G rows, augmented as one process would (so the ranks together train exactly on the
+ * one-process batches); a shard may be empty; with or without prefetch. */
+static void test_shards(void **state)
+{
+    eng_dataset *ds = image_ds(41);                 /* batch 8: 5 batches of 8, one of 1 */
+    eng_batcher_options o = { .shuffle = 1, .depth = 2, .wait_scope = -1, .gather_scope = -1,
+                              .augment = { .shift = 1, .flip = 1 } };
+    enum { N = 3 };
+    for (int prefetch = 0; prefetch <= 1; prefetch++) {
+        eng_batcher *one_p, *rk[N];
+        o.prefetch = prefetch;
+        o.shard_size = 1;
+        assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &one_p), ENG_OK);
+        for (int r = 0; r < N; r++) {
+            o.shard_rank = r;
+            o.shard_size = N;
+            assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &rk[r]), ENG_OK);
+        }
+        for (int k = 0; k < 2 * 6; k++) {
+            eng_batch whole, part;
+            assert_int_equal(eng_batcher_next(one_p, &whole), ENG_OK);
+            assert_int_equal(whole.global_rows, whole.rows);
+            int at = 0;
+            for (int r = 0; r < N; r++) {
+                assert_int_equal(eng_batcher_next(rk[r], &part), ENG_OK);
+                assert_int_equal(part.global_rows, whole.rows);
+                assert_int_equal(part.rows, whole.rows * (r + 1) / N - whole.rows * r / N);
+                assert_int_equal(part.epoch, whole.epoch);
+                assert_int_equal(part.last_in_epoch, whole.last_in_epoch);
+                if (part.rows) {
+                    assert_memory_equal(part.x, whole.x + (size_t)at * ds->in_size, (size_t)part.rows * ds->in_size * sizeof(float));
+                    assert_memory_equal(part.y, whole.y + at, (size_t)part.rows * sizeof(int32_t));
+                }
+                at += part.rows;
+            }
+            assert_int_equal(at, whole.rows);
+        }
+        for (int r = 0; r < N; r++) eng_batcher_destroy(rk[r]);
+        eng_batcher_destroy(one_p);
+    }
+    free_ds(ds);
+}
+
 /* The source's rate bounds an epoch's time from below, with or without prefetch (readers
  * share one rate), and a per-batch latency adds per batch. Only lower bounds: a loaded
  * machine makes everything slower, never faster. */
@@ -372,6 +416,7 @@ int test_engine_pipeline(void)
         cmocka_unit_test_setup_teardown(test_cache_errors, setup_dir, teardown_dir),
         cmocka_unit_test(test_augment_deterministic),
         cmocka_unit_test(test_augment_errors),
+        cmocka_unit_test(test_shards),
         cmocka_unit_test(test_throttle),
         cmocka_unit_test_setup_teardown(test_data_wait_scope, setup_dir, teardown_dir),
     };
