@@ -1,6 +1,7 @@
 /* pipeline.c — tests of the input pipeline: the dataset cache (hit, invalidation by source
  * and key, rebuild of a damaged file, unwritable directory), augmentation (valid transforms,
- * deterministic per seed whoever gathers), prefetch depth, the throttled source, data.wait. */
+ * deterministic per seed whoever gathers), prefetch depth, data-parallel shards, the
+ * throttled source, data.wait. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
