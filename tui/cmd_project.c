@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -93,9 +94,9 @@ static int fit_save(const ab_fit *f, char *path, size_t cap)
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
     if (slash) *slash = '\0';
-    char cmd[700];
-    snprintf(cmd, sizeof cmd, "mkdir -p '%s'", dir);
-    if (system(cmd) != 0) return -1;
+    for (char *p = dir + 1; *p; p++)       /* mkdir -p of the directory */
+        if (*p == '/') { *p = '\0'; mkdir(dir, 0755); *p = '/'; }
+    mkdir(dir, 0755);
     FILE *fp = fopen(path, "w");
     if (!fp) return -1;
     fprintf(fp, "alpha_s %.9g beta_Bps %.9g world %d\n", f->alpha_s, f->beta_Bps, f->world);
