@@ -456,3 +456,14 @@ int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s)
     *median_s = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
     return ENG_OK;
 }
+
+int eng_dist_barrier(void)
+{
+    if (!g_inited || g_world < 2) return ENG_OK;
+    MPI_Request req;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
+        g_broken = 1;
+        return eng_fail(ENG_EIO, "mpi: the barrier could not start on rank %d", g_rank);
+    }
+    return wait_req(&req, 30, "a barrier");
+}

@@ -392,6 +392,9 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
 /* Collective (every rank calls it): the median over reps of the time of an in-place
  * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
 int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
+/* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
+ * default of 30 s, or when the job is being stopped). No-op in one process. */
+int eng_dist_barrier(void);
 
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;

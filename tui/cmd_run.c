@@ -290,6 +290,33 @@ static void suffixed(char *out, size_t cap, const char *path, const char *varian
 
 static int run_main(int argc, char **argv);
 
+/* Data-parallel --trace: every rank wrote its own file (rank k: PATH.rankk); once all have,
+ * rank 0 joins them into PATH, one process row per rank. */
+static void merge_rank_traces(const char *path)
+{
+    if (eng_dist_barrier()) { fprintf(stderr, "nnbench run: --trace: %s\n", eng_error()); return; }
+    if (dist_rank != 0) return;
+    int n = eng_dist_world();
+    char **srcs = calloc((size_t)n, sizeof *srcs), **labels = calloc((size_t)n, sizeof *labels);
+    int ok = srcs && labels;
+    for (int k = 0; ok && k < n; k++) {
+        size_t len = strlen(path) + 32;
+        ok = (srcs[k] = malloc(len)) && (labels[k] = malloc(32));
+        if (!ok) break;
+        if (k) snprintf(srcs[k], len, "%s.rank%d", path, k);
+        else snprintf(srcs[k], len, "%s", path);
+        snprintf(labels[k], 32, "nnbench rank %d", k);
+    }
+    if (!ok) fprintf(stderr, "nnbench run: --trace: out of memory joining the ranks' traces\n");
+    else if (prof_trace_merge(path, (const char *const *)srcs, (const char *const *)labels, (size_t)n))
+        fprintf(stderr, "nnbench run: --trace: %s (the ranks' own files are kept)\n", prof_error());
+    else
+        for (int k = 1; k < n; k++) remove(srcs[k]);
+    for (int k = 0; k < n; k++) { if (srcs) free(srcs[k]); if (labels) free(labels[k]); }
+    free(srcs);
+    free(labels);
+}
+
 int cmd_run(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -481,6 +508,11 @@ static int run_main(int argc, char **argv)
                 if (ex->n_variants > 1) suffixed(trace_path, sizeof trace_path, trace, r->variant);
                 else snprintf(trace_path, sizeof trace_path, "%s", trace);
                 po.trace_path = trace_path;
+                if (dist_rank != 0) { /* merged into rank 0's file after the variant */
+                    static char rank_path[640];
+                    snprintf(rank_path, sizeof rank_path, "%s.rank%d", trace_path, dist_rank);
+                    po.trace_path = rank_path;
+                }
             }
             prof = prof_create(&po);
             if (!prof) {
@@ -541,6 +573,7 @@ static int run_main(int argc, char **argv)
         }
         eng_run_destroy(run);
         prof_destroy(prof); /* writes the trace when one was asked for */
+        if (trace && prof && eng_dist_world() > 1) merge_rank_traces(trace_path);
         if (trace && prof) fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
     }
     sigaction(SIGINT, &old_sa, NULL);

@@ -95,6 +95,19 @@ ${MPIRUN%%mpirun*} "$NNBENCH" run "$T/e.ini" --ranks 2 --db "$T/ranks.db" >"$T/o
 [ "$(sqlite3 "$T/ranks.db" "SELECT value FROM params WHERE key='dist.world_size'")" = 2 ] || fail "--ranks 2: world size"
 ok "--ranks 2"
 
+# --trace under 2 ranks: one Chrome trace, one process row per rank, no rank files left.
+$MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --no-db --trace "$T/t.json" --trace-steps 2:4 >"$T/out" 2>&1 || fail "--trace under mpirun"
+[ ! -e "$T/t.json.rank1" ] || fail "rank 1's trace file left behind"
+python3 - "$T/t.json" <<'PY' || fail "merged trace"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = sorted(e["args"]["name"] for e in ev if e["name"] == "process_name")
+assert names == ["nnbench rank 0", "nnbench rank 1"], names
+pids = {e["pid"] for e in ev if e["name"] == "allreduce"}
+assert len(pids) == 2 and sum(e["name"] == "allreduce" for e in ev) == 6, pids
+PY
+ok "--trace: one file, a process row per rank"
+
 # The alpha-beta fit and the projection (every figure labelled modelled).
 XDG_CACHE_HOME="$T/xdg" ${MPIRUN%%mpirun*} "$NNBENCH" allreduce --ranks 2 --reps 3 >"$T/out" 2>&1 || fail "allreduce --ranks 2"
 grep -q "^FIT	" "$T/out" && grep -q "^CHECK	940584	" "$T/out" || fail "allreduce: no fit/check lines"
