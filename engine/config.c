@@ -56,6 +56,8 @@ static const char *const E_BLOCKS[] = { "layer", "full", NULL };
 static const int V_BLOCKS[] = { ENG_BLOCKS_LAYER, ENG_BLOCKS_FULL };
 static const char *const E_POLICY[] = { "classical", "quantum", "threshold", "hybrid", NULL };
 static const int V_POLICY[] = { ENG_QPOLICY_CLASSICAL, ENG_QPOLICY_QUANTUM, ENG_QPOLICY_THRESHOLD, ENG_QPOLICY_HYBRID };
+static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
+static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -116,6 +118,17 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "reshuffle the training set every epoch")                                                    \
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
       "gather the next batch on a second thread while the current one trains")                     \
+    X("data", "prefetch_depth", K_INT, data.prefetch_depth, 1, ENG_PREFETCH_MAX, NULL, NULL,          \
+      "integer in [1, " DSTR(ENG_PREFETCH_MAX) "]", "1",                                                \
+      "with prefetch: how many batches the prefetch thread may have ready ahead of training")    \
+    X("data", "cache", K_BOOL, data.cache, 0, 0, NULL, NULL, "boolean", "false",                   \
+      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs; rebuilt when a source file's size or mtime or a data key changes") \
+    X("data", "augment", K_STR, data.augment, 0, 0, NULL, NULL, "shift:N, flip, or none", "none", \
+      "image data: on-the-fly transforms of each training row as it is gathered (on the prefetch thread when prefetch is on): random shift by up to N pixels, random horizontal flip; deterministic per seed") \
+    X("data", "read_mbps", K_DBL, data.read_mbps, 0, INF, NULL, NULL, "number >= 0", "0",          \
+      "throttle the batch source to this rate in MB/s (1e6 bytes of gathered rows), to study input-bound training; 0 = unthrottled") \
+    X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
+      "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
       "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
@@ -186,6 +199,10 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "none = the paper's assumption; tomography adds O(n/eps^2) circuit repetitions")            \
     X("quantum", "exact_kappa_max_n", K_INT, quantum.exact_kappa_max_n, 0, 1e6, NULL, NULL,         \
       "integer >= 0", "256", "compute the exact condition number for blocks up to this size")      \
+    X("dist", "compress", K_ENUM, dist.compress, 0, 0, E_COMPRESS, V_COMPRESS, "none, fp16, int8", "none", \
+      "under mpirun: gradients sent as fp32, fp16, or int8 with error feedback (the rounding error is added to the next step's gradient)") \
+    X("dist", "timeout_s", K_DBL_POS, dist.timeout_s, 0, 86400, NULL, NULL, "number > 0", "30",     \
+      "under mpirun: a collective the other ranks do not join in this many seconds fails the run (a rank died or hangs)") \
     X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \
       "profile every op (as `--profile` does)")                                                     \
     X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
@@ -258,7 +275,7 @@ _Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int"
 _Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
 
 static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
-                                        "quantum", "profile", "graph", NULL };
+                                        "quantum", "profile", "graph", "dist", NULL };
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -618,7 +635,7 @@ static void on_section_line(parse_state *st, const char *raw)
             if (d < bestd) { bestd = d; best = i; }
         }
         if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
-        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, variant NAME)", name);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, variant NAME)", name);
         return;
     }
     st->cur = -1;
@@ -888,6 +905,15 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     if (c->model.loss == ENG_LOSS_SOFTMAX_XENT &&
         (is_regression_source(c->data.source) || (c->data.source == ENG_DATA_CSV && c->data.regression)))
         CROSS("model", "loss", "softmax_xent needs a classification dataset, but data.source = %s gives real-valued targets; use loss = mse",
+              E_SOURCE[c->data.source]);
+    {
+        eng_augment aug;
+        char aw[200];
+        if (eng_augment_parse(c->data.augment, &aug, aw, sizeof aw))
+            CROSS("data", "augment", "%s", aw);
+    }
+    if (c->data.cache && c->data.source != ENG_DATA_IDX && c->data.source != ENG_DATA_CSV)
+        CROSS("data", "cache", "caches a file source (idx or csv); data.source = %s is generated in memory, set cache = false",
               E_SOURCE[c->data.source]);
     if (c->train.schedule == ENG_SCHED_STEP && c->train.step_size <= 0)
         CROSS("train", "schedule", "step needs train.step_size > 0 (steps between decays)");

@@ -91,6 +91,12 @@ typedef struct {
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
+    /* input pipeline (engine/data_cache.c, engine/pipeline.c) */
+    int cache;             /* idx/csv: keep the decoded, normalised set in a memory-mapped cache file */
+    char augment[64];      /* image data: "shift:N, flip" (random shift by up to N pixels, horizontal flip); "" = none */
+    double read_mbps;      /* throttle the batch source to this many MB/s (1e6 bytes); 0 = unthrottled */
+    double read_latency_ms;/* fixed latency per batch read from the source; 0 = none */
+    int prefetch_depth;    /* batches the prefetch thread may have ready ahead (1..8) */
 } eng_data_config;
 
 /* ENG_ACT_MAXK keeps the k largest values of each row (eng_layer_spec.k) and zeroes the rest;
@@ -190,6 +196,12 @@ typedef struct {
     eng_partitioner partition;
     int parts;
 } eng_graph_config;
+/* Data-parallel training ([dist]; used when the run was started by mpirun with N > 1). */
+typedef enum { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 } eng_compress;
+typedef struct {
+    eng_compress compress; /* gradients sent as fp32, fp16, or int8 with error feedback */
+    double timeout_s;      /* a collective not answered in this time fails the run */
+} eng_dist_config;
 
 /* One resolved key of a variant: "train.lr" = "0.1", from FILE:LINE. */
 typedef struct {
@@ -212,6 +224,7 @@ typedef struct {
     eng_quantum_config quantum;
     eng_profile_config profile;
     eng_graph_config graph;
+    eng_dist_config dist;
     eng_kv *kv;           /* every key, resolved (defaults included), sorted by key */
     size_t n_kv;
 } eng_config;
@@ -252,6 +265,8 @@ typedef struct {
     float *x_train, *x_test;         /* n * in_size, row-major */
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
+    void *map;            /* private: the cache file mapping the arrays point into, or NULL */
+    size_t map_len;
 } eng_dataset;
 
 /* Builds or loads the dataset the config names (deterministic for the seed), splits and
@@ -269,6 +284,7 @@ typedef struct {
     int rows;             /* batch size (the last batch of an epoch may be smaller) */
     int epoch;            /* 0-based epoch this batch belongs to */
     int last_in_epoch;    /* 1 for the final batch of its epoch */
+    int global_rows;      /* rows of the whole batch across ranks (== rows in one process) */
 } eng_batch;
 int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
                        uint64_t seed, eng_batcher **out);
@@ -383,6 +399,35 @@ const eng_run_result *eng_run_result_get(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
 void eng_run_destroy(eng_run *r);
+
+/* ---- data-parallel training on MPI (engine/dist.c, the only includer of mpi.h) ------ *
+ * `mpirun -np N nnbench run FILE`: every rank runs the same variants; each takes its share
+ * of every global batch, gradients are averaged with MPI_Allreduce, every rank applies the
+ * same update. Rank 0 alone reports: other ranks get eng_dist_sink, which forwards their
+ * profile rows to rank 0 and reports nothing else. Without mpirun (or with N = 1) MPI is
+ * never initialised and runs are plain single-process runs. */
+/* Initialises MPI when this process was started by mpirun with more than one process;
+ * *rank, *world get 0 and 1 otherwise. ENG_EIO with a message when MPI fails. */
+int eng_dist_init(int *rank, int *world);
+int eng_dist_world(void);   /* 1 unless eng_dist_init found a job of N > 1 */
+int eng_dist_rank(void);
+/* A collective failed or timed out, or the job is being torn down: further variants cannot
+ * run. Then eng_dist_finalize aborts the job instead of waiting for the others. */
+int eng_dist_broken(void);
+/* Async-signal-safe: mpirun is stopping the job (SIGTERM): collectives stop waiting. */
+void eng_dist_request_abort(void);
+void eng_dist_finalize(int exit_code);
+/* The sink of a rank: on rank 0 it wraps inner and adds the other ranks' profile rows (as
+ * "rankK:name") to inner's op_stats; on the others it sends its rows to rank 0 and reports
+ * nothing. With one process it is inner itself. st lives as long as the sink. */
+typedef struct { const eng_sink *inner; } eng_dist_sink_state;
+eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
+/* Collective (every rank calls it): the median over reps of the time of an in-place
+ * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
+int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
+/* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
+ * default of 30 s, or when the job is being stopped). No-op in one process. */
+int eng_dist_barrier(void);
 
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;

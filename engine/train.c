@@ -12,6 +12,7 @@
 
 #include "data_internal.h"
 #include "graph.h"
+#include "dist.h"
 #include "newton.h"
 
 enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
@@ -26,6 +27,7 @@ struct eng_run {
     eng_newton *nt;
     eng_batcher *b;
     eng_gnn *gnn;                 /* data.source = graph: the graph run does the work (gnn.c) */
+    eng_dist *dist;               /* under mpirun with N > 1 ranks, else NULL */
     prof_t *prof;
     int ph[N_PHASES];             /* profiler scope ids, -1 when off */
     int batch, bpe, threads, n_out;
@@ -48,6 +50,7 @@ void eng_run_destroy(eng_run *r)
     if (!r) return;
     eng_batcher_destroy(r->b);
     eng_gnn_free(r->gnn);
+    eng_dist_free(r->dist);
     if (r->nt) eng_newton_free(r->nt);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
@@ -55,6 +58,55 @@ void eng_run_destroy(eng_run *r)
     prof_free(r->cfg.kv);
     prof_free(r->text);
     prof_free(r);
+}
+
+/* The batcher with the input pipeline's options; its waits (throttled reads, waits for
+ * the prefetch thread) and its own copies are the data phase's data.wait and data.gather. */
+static int create_batcher(eng_run *r)
+{
+    const eng_data_config *dc = &r->cfg.data;
+    eng_batcher_options o = { .shuffle = dc->shuffle, .prefetch = dc->prefetch,
+                              .depth = dc->prefetch_depth > 0 ? dc->prefetch_depth : 1,
+                              .read_mbps = dc->read_mbps, .read_latency_ms = dc->read_latency_ms,
+                              .prof = r->prof, .wait_scope = -1, .gather_scope = -1,
+                              .shard_rank = eng_dist_rank(), .shard_size = eng_dist_world() };
+    char why[256];
+    if (eng_augment_parse(dc->augment, &o.augment, why, sizeof why))
+        return eng_fail(ENG_EINVAL, "%s: data.augment: %s", r->cfg.path, why);
+    if (r->prof) {
+        o.wait_scope = prof_register(r->prof, "data.wait", NULL, PROF_PHASE);
+        o.gather_scope = prof_register(r->prof, "data.gather", NULL, PROF_PHASE);
+        if (o.wait_scope < 0 || o.gather_scope < 0)
+            return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
+    }
+    return eng_batcher_create_opts(r->ds, r->batch, &o, r->cfg.seed, &r->b);
+}
+
+/* Data-parallel (mpirun, N > 1): the all-reduce state, and the world size among the run's
+ * resolved keys (dist.world_size, stored with them; absent = 1 process). */
+static int create_dist(eng_run *r)
+{
+    if (r->cfg.train.optimizer == ENG_OPT_NEWTON)
+        return eng_fail(ENG_EINVAL, "%s: train.optimizer = newton does not run data-parallel; run it without mpirun "
+                        "(or with -np 1)", r->cfg.path);
+    int rc = eng_dist_create(&r->cfg.dist, eng_model_n_params(r->m), r->prof, &r->stop, &r->dist);
+    if (rc) return rc;
+    eng_kv *kv = prof_malloc((r->cfg.n_kv + 1) * sizeof *kv);
+    if (!kv) return eng_fail(ENG_ENOMEM, "run: out of memory");
+    if (r->cfg.n_kv) memcpy(kv, r->cfg.kv, r->cfg.n_kv * sizeof *kv);
+    eng_kv *w = &kv[r->cfg.n_kv];
+    memset(w, 0, sizeof *w);
+    snprintf(w->key, sizeof w->key, "dist.world_size");
+    snprintf(w->value, sizeof w->value, "%d", eng_dist_world());
+    size_t at = r->cfg.n_kv;                 /* keep the list sorted by key */
+    while (at > 0 && strcmp(kv[at - 1].key, w->key) > 0) at--;
+    eng_kv tmp = *w;
+    memmove(kv + at + 1, kv + at, (r->cfg.n_kv - at) * sizeof *kv);
+    kv[at] = tmp;
+    prof_free(r->cfg.kv);
+    r->cfg.kv = kv;
+    r->cfg.n_kv++;
+    return ENG_OK;
 }
 
 int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *prof, eng_run **out)
@@ -115,7 +167,8 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
-    rc = eng_batcher_create(ds, r->batch, r->cfg.data.shuffle, r->cfg.data.prefetch, r->cfg.seed, &r->b);
+    rc = create_batcher(r);
+    if (!rc && eng_dist_world() > 1) rc = create_dist(r);
     if (rc) { eng_run_destroy(r); return rc; }
     r->bpe = eng_batcher_batches_per_epoch(r->b);
     r->total_steps = tc->max_steps > 0 ? tc->max_steps : (long)tc->epochs * r->bpe;
@@ -247,7 +300,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     c.t0 = now_s();
 
     for (long s = 0; s < r->total_steps; s++) {
-        if (atomic_load(&r->stop)) {
+        if (!r->dist && atomic_load(&r->stop)) {  /* data-parallel: agreed after forward */
             res->status = ENG_RUN_INTERRUPTED;
             snprintf(r->err, sizeof r->err, "interrupted at step %ld of %ld (stop requested)", s, r->total_steps);
             rc = ENG_ESTOPPED;
@@ -274,8 +327,26 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 
         int correct = 0;
         PROF_BEGIN(p, r->ph[PH_FORWARD]);
-        double loss = eng_model_forward(r->m, b.x, b.rows, b.y, b.t, ds->classification ? &correct : NULL);
+        /* A rank's share of a small last batch may be empty (data-parallel only). */
+        double loss = b.rows ? eng_model_forward(r->m, b.x, b.rows, b.y, b.t, ds->classification ? &correct : NULL) : 0;
         PROF_END(p, r->ph[PH_FORWARD], 0, 0);
+        if (r->dist) {
+            int stop = 0;
+            rc = eng_dist_agree(r->dist, &loss, &correct, b.rows, b.global_rows, &stop);
+            if (!rc && stop) {
+                PROF_END(p, r->ph[PH_STEP], 0, 0);
+                res->status = ENG_RUN_INTERRUPTED;
+                snprintf(r->err, sizeof r->err, "interrupted at step %ld of %ld (stop requested)", s, r->total_steps);
+                rc = ENG_ESTOPPED;
+                break;
+            }
+            if (rc) {
+                PROF_END(p, r->ph[PH_STEP], 0, 0);
+                res->status = ENG_RUN_FAILED;
+                snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
+                break;
+            }
+        }
         if (!isfinite(loss)) {
             PROF_END(p, r->ph[PH_STEP], 0, 0);
             res->status = ENG_RUN_DIVERGED;
@@ -285,8 +356,18 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         }
 
         PROF_BEGIN(p, r->ph[PH_BACKWARD]);
-        eng_model_backward(r->m);
+        if (b.rows) eng_model_backward(r->m);
+        else memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
         PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
+        if (r->dist) {
+            if ((rc = eng_dist_allreduce(r->dist, eng_model_grads(r->m), b.rows, b.global_rows))) {
+                PROF_END(p, r->ph[PH_STEP], 0, 0);
+                res->status = ENG_RUN_FAILED;
+                snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
+                break;
+            }
+            b.rows = b.global_rows;  /* from here on the step counts the whole batch */
+        }
 
         double lr = eng_lr_at(tc, s, r->total_steps);
         last_lr = lr;

@@ -14,6 +14,13 @@
  * command's options for suggestions, the man page and the completion script). */
 int cmd_run(int argc, char **argv);       /* cmd_run.c */
 void cmd_run_help(FILE *f);
+int cmd_allreduce(int argc, char **argv); /* cmd_project.c */
+void cmd_allreduce_help(FILE *f);
+int cmd_project(int argc, char **argv);   /* cmd_project.c */
+void cmd_project_help(FILE *f);
+/* Replaces this process by mpirun -np argv[at+1] running this program with argv minus the
+ * two arguments at `at` (--ranks N). Returns only on failure (2 bad N, 1 no mpirun). */
+int cli_mpirun_self(int argc, char **argv, int at);
 int cmd_sysinfo(int argc, char **argv);   /* cmd_sysinfo.c */
 void cmd_sysinfo_help(FILE *f);
 int cmd_list(int argc, char **argv);      /* cmd_store.c */

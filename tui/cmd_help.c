@@ -17,6 +17,8 @@ static const cli_command commands[] = {
     { "report", cmd_report, cmd_report_help, "write a report of runs" },
     { "export", cmd_export, cmd_export_help, "metrics of runs as CSV (long format)" },
     { "delete", cmd_delete, cmd_delete_help, "delete runs from the database" },
+    { "project", cmd_project, cmd_project_help, "model a run's data-parallel scaling to N nodes (alpha-beta ring all-reduce)" },
+    { "allreduce", cmd_allreduce, cmd_allreduce_help, "measure MPI all-reduces here; fit the alpha-beta model" },
     { "sysinfo", cmd_sysinfo, cmd_sysinfo_help, "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s" },
     { "tui", cmd_tui, cmd_tui_help, "the ncurses workbench (also: nnbench with no arguments)" },
 };

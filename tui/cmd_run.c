@@ -37,7 +37,10 @@ void cmd_run_help(FILE *f)
         "  --trace-steps A:B     the trace's steps, inclusive, 1-based (default 1:5)\n"
         "  --report FILE         after all variants, a comparison report\n"
         "                        (.md .html .json .csv)\n"
-        "  --keys                print every experiment-file key as a Markdown table\n\n"
+        "  --keys                print every experiment-file key as a Markdown table\n"
+        "  --ranks N             data-parallel on N MPI ranks: runs mpirun -np N on this\n"
+        "                        command (also: mpirun -np N nnbench run FILE; rank 0\n"
+        "                        prints and stores)\n\n"
         "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad\n"
         "usage or configuration; 128+N stopped by signal N: 130 Ctrl-C, 143 SIGTERM, 129\n"
         "SIGHUP (the run stops at the next step, keeps what it logged and is stored as\n"
@@ -106,14 +109,18 @@ static void pr_end(void *ud, const eng_run_result *res)
 
 static eng_run *volatile current_run;
 static volatile sig_atomic_t interrupted; /* the signal that stopped us, 0 if none */
+static volatile sig_atomic_t dist_job;    /* under mpirun with more than one rank */
 static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
 static void on_sigint(int sig)
 {
-    interrupted = sig;
+    if (sig == SIGTERM && dist_job) eng_dist_request_abort(); /* mpirun tears the job down: a rank died */
+    else interrupted = sig;
     eng_run *r = current_run;
     if (r) eng_run_request_stop(r);
 }
+
+static int dist_rank; /* this process's MPI rank; 0 without mpirun */
 
 /* ---- the summary ------------------------------------------------------------------------ */
 
@@ -281,6 +288,35 @@ static void suffixed(char *out, size_t cap, const char *path, const char *varian
 
 /* ---- the command ------------------------------------------------------------------------ */
 
+static int run_main(int argc, char **argv);
+
+/* Data-parallel --trace: every rank wrote its own file (rank k: PATH.rankk); once all have,
+ * rank 0 joins them into PATH, one process row per rank. */
+static void merge_rank_traces(const char *path)
+{
+    if (eng_dist_barrier()) { fprintf(stderr, "nnbench run: --trace: %s\n", eng_error()); return; }
+    if (dist_rank != 0) return;
+    int n = eng_dist_world();
+    char **srcs = calloc((size_t)n, sizeof *srcs), **labels = calloc((size_t)n, sizeof *labels);
+    int ok = srcs && labels;
+    for (int k = 0; ok && k < n; k++) {
+        size_t len = strlen(path) + 32;
+        ok = (srcs[k] = malloc(len)) && (labels[k] = malloc(32));
+        if (!ok) break;
+        if (k) snprintf(srcs[k], len, "%s.rank%d", path, k);
+        else snprintf(srcs[k], len, "%s", path);
+        snprintf(labels[k], 32, "nnbench rank %d", k);
+    }
+    if (!ok) fprintf(stderr, "nnbench run: --trace: out of memory joining the ranks' traces\n");
+    else if (prof_trace_merge(path, (const char *const *)srcs, (const char *const *)labels, (size_t)n))
+        fprintf(stderr, "nnbench run: --trace: %s (the ranks' own files are kept)\n", prof_error());
+    else
+        for (int k = 1; k < n; k++) remove(srcs[k]);
+    for (int k = 0; k < n; k++) { if (srcs) free(srcs[k]); if (labels) free(labels[k]); }
+    free(srcs);
+    free(labels);
+}
+
 /* ---- the runner's hooks (runner.h): rows, messages, profile tables, traces ---------- */
 
 typedef struct {
@@ -300,7 +336,7 @@ typedef struct {
     long prof_rows_n;
     const char *db_path;
     size_t n_variants;
-    char trace_path[600];
+    char trace_path[600], rank_path[640];
 } run_ctx;
 
 static int run_begin(void *ud, size_t v, const eng_config *cfg)
@@ -327,6 +363,10 @@ static int run_profile(void *ud, size_t v, const eng_config *cfg, prof_options *
         if (c->n_variants > 1) suffixed(c->trace_path, sizeof c->trace_path, c->trace, c->rows[c->n_rows - 1].variant);
         else snprintf(c->trace_path, sizeof c->trace_path, "%s", c->trace);
         po->trace_path = c->trace_path;
+        if (dist_rank != 0) { /* merged into rank 0's file after the variant */
+            snprintf(c->rank_path, sizeof c->rank_path, "%s.rank%d", c->trace_path, dist_rank);
+            po->trace_path = c->rank_path;
+        }
     }
     return 1;
 }
@@ -387,17 +427,40 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
         }
     }
     if (c->trace && prof) {
-        if (prof_trace_write(prof, NULL)) {
+        int werr = prof_trace_write(prof, NULL);
+        if (werr) {
             fprintf(stderr, "variant %s: %s\n", r->variant, prof_error());
             c->any_failed = 1;
-        } else {
+        }
+        if (eng_dist_world() > 1) merge_rank_traces(c->trace_path); /* every rank joins the barrier */
+        if (!werr)
             fprintf(c->side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, c->trace_a, c->trace_b,
                     c->trace_path);
-        }
     }
 }
 
 int cmd_run(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ranks")) {
+            if (i + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
+            return cli_mpirun_self(argc, argv, i);
+        }
+        if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db")) i++;
+    }
+    int world = 1;
+    if (eng_dist_init(&dist_rank, &world)) { fprintf(stderr, "nnbench run: %s\n", eng_error()); return 1; }
+    if (dist_rank != 0) {
+        /* Rank 0 alone talks to the console: the others' output would repeat it. */
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
+    }
+    int code = run_main(argc, argv);
+    fflush(NULL);
+    eng_dist_finalize(code);
+    return code;
+}
+
+static int run_main(int argc, char **argv)
 {
     const char *file = NULL, *variant = NULL, *db_flag = NULL, *report = NULL, *trace = NULL;
     const char *prof_sort_s = "self", *prof_by_s = "op";
@@ -507,6 +570,7 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
 
+    if (dist_rank != 0) { no_db = 1; report = NULL; } /* rank 0 stores the runs */
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
     /* So are the output files: an unwritable --trace or --report is not found out after
@@ -548,6 +612,7 @@ int cmd_run(int argc, char **argv)
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
+    dist_job = eng_dist_world() > 1;
     for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old_sa[i]);
     interrupted = 0;
 

@@ -11,8 +11,11 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
     eng_sink store_sink = { 0 };
     if (store) store_sink = cli_store_sink_get(store);
     eng_sink_tee tee = { .sinks = { h->sink, store ? &store_sink : NULL }, .n = 2 };
-    eng_sink sink = eng_sink_tee_make(&tee);
-    for (size_t v = 0; v < ex->n_variants; v++) {
+    eng_sink teed = eng_sink_tee_make(&tee);
+    /* Data-parallel ranks (mpirun): the other ranks forward to rank 0; one process: teed. */
+    eng_dist_sink_state dist_st;
+    eng_sink sink = eng_dist_sink(&teed, &dist_st);
+    for (size_t v = 0; v < ex->n_variants && !eng_dist_broken(); v++) {
         const eng_config *cfg = &ex->variants[v];
         if (h->begin && h->begin(h->ud, v, cfg)) break;
         sum->ran++;

@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench_quick.sh — runs `tests/bench/run.sh BUILD --quick` (what `make bench-quick` does) and
 # checks the SHAPE of its table, never its numbers: the header names the date, CPU, OpenBLAS
-# core and the environment as set; the rows of sections 1, 3, 5, 6 (and 4 when store_bench
-# is built) are present; every
+# core and the environment as set; the rows of sections 1, 3, 5, 6 (4 when store_bench is
+# built, 7 the input pipeline, 8 MPI when mpirun is there) are present; every
 # median and min..max is numeric with min <= median <= max; goals carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
@@ -46,11 +46,22 @@ if [ -x "$bindir/bench/store_bench" ]; then
         grep -qF "| $label" "$tmp/rows" || fail "store row '$label' missing (store_bench is built)"
     done
 fi
+if [ -x "$bindir/bench/pipeline_bench" ]; then
+    for label in "data: gz IDX decode / cache load (Fashion-MNIST)" "data.wait / step time, prefetch depth 2, source at ~compute rate"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "pipeline row '$label' missing"
+    done
+fi
+if command -v mpirun >/dev/null; then
+    for label in "all-reduce of 940584 bytes, 2 ranks: measured / alpha-beta model" \
+                 "Fashion MLP samples/s: 2 ranks x 1T / 1 process x 1T" "Fashion MLP samples/s: 2 ranks x 1T / 1 process x 2T"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "MPI row '$label' missing"
+    done
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
       if (!num($3) || !num(mm[1]) || !num(mm[2]) || mm[1] + 0 > $3 + 0 || $3 + 0 > mm[2] + 0) print "numbers: " $0
-      else if (sec !~ /^[1-7]$/) print "section: " $0
+      else if (sec !~ /^[1-9]$/) print "section: " $0
       else if ($6 != "-" && $7 !~ /^(met|MISSED|off|info|peer)/) print "verdict: " $0 }' "$tmp/rows")
 [ -z "$bad" ] || fail "malformed rows:
 $bad"
