@@ -44,11 +44,13 @@ wait_for "No runs in this database yet"
 new_run() {
     keys n
     wait_for "[ Start ]"
-    keys Up Up Up Up Up Enter
+    # Fields: File, Variant, train.epochs, train.max_steps, train.lr, train.batch, data.n,
+    # profile.enabled, Start.
+    keys Up Up Up Up Up Up Enter
     wait_for "train.epochs = "
     keys C-u "$1" Enter
     wait_for "(edited)"
-    keys Down Down Down Down Down Enter
+    keys Down Down Down Down Down Down Enter
 }
 
 step "New run in the workbench (run #1)"
