@@ -191,6 +191,28 @@ static void *prefetch_main(void *arg)
 int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
                        uint64_t seed, eng_batcher **out)
 {
+    return eng_batcher_create_at(ds, batch, shuffle, prefetch, seed, 0, out);
+}
+
+/* The batch order depends only on the seed and the batch index (see struct eng_batcher),
+ * so starting at batch k replays the shuffles of the epochs begun before k, without
+ * gathering, before the prefetch thread exists. */
+static void seek(eng_batcher *b, long k)
+{
+    long epochs_begun = (k + b->bpe - 1) / b->bpe;
+    if (b->shuffle)
+        for (long e = 0; e < epochs_begun; e++)
+            for (int j = b->n - 1; j > 0; j--) {
+                int r = (int)eng_rng_below(&b->rng, (uint64_t)j + 1);
+                int32_t tmp = b->perm[j]; b->perm[j] = b->perm[r]; b->perm[r] = tmp;
+            }
+    b->produced = b->consumed = k;
+    atomic_store(&b->completed, k);
+}
+
+int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                          uint64_t seed, long start, eng_batcher **out)
+{
     *out = NULL;
     if (!ds || ds->n_train < 1)
         return eng_fail(ENG_EINVAL, "batcher: the training set is empty");
@@ -218,6 +240,7 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
          * full-batch gradient does not depend on the order of rows. */
         b->meta[0] = (eng_batch){ .x = ds->x_train, .y = ds->y_train, .t = ds->t_train,
                                   .rows = b->n, .last_in_epoch = 1 };
+        b->consumed = start;
         *out = b;
         return ENG_OK;
     }
@@ -236,6 +259,7 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
         eng_batcher_destroy(b);
         return eng_fail(ENG_ENOMEM, "batcher: out of memory for batches of %d rows", b->batch);
     }
+    if (start > 0) seek(b, start);
     if (prefetch) {
         pthread_mutex_init(&b->mu, NULL);
         pthread_cond_init(&b->cv, NULL);

@@ -53,6 +53,11 @@ int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split);
  * without prefetch. For the profiler's byte counts, tests and measurements. */
 void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller);
 
+/* eng_batcher_create, starting at batch index start (0-based; start = steps already
+ * taken): the batches served are those an uninterrupted batcher serves from there on. */
+int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                          uint64_t seed, long start, eng_batcher **out);
+
 /* Base name of a path without its directory (points into path). */
 const char *eng_data_basename(const char *path);
 

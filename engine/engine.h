@@ -132,6 +132,7 @@ typedef struct {
     int threads;           /* BLAS threads; 0 = leave as the environment sets it */
     int eval_every;        /* steps between test evaluations; 0 = once per epoch */
     int log_every;         /* steps between logged train metrics (default 1) */
+    long checkpoint_every; /* steps between checkpoints; 0 = at the end of each epoch */
 } eng_train_config;
 
 typedef enum { ENG_CURV_HESSIAN, ENG_CURV_FISHER, ENG_CURV_GAUSS_NEWTON } eng_curvature;
@@ -201,6 +202,10 @@ typedef struct {
  * eng_experiment_free. */
 int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
                         eng_experiment **out);
+/* The same from the file's text (as stored with a run); path names it in messages and
+ * anchors relative data paths. */
+int eng_experiment_load_text(const char *path, const char *text, const char *const *overrides,
+                             size_t n_overrides, eng_experiment **out);
 void eng_experiment_free(eng_experiment *ex);
 /* Keeps only the named variant; ENG_EINVAL naming the variants that exist if absent. */
 int eng_experiment_select(eng_experiment *ex, const char *variant);
@@ -298,6 +303,10 @@ typedef struct {
     int threads;                 /* BLAS threads in use */
     long total_steps;
     int n_train, n_test;
+    long resumed_step;           /* 0, or the checkpoint's step when the run was resumed */
+    int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
+                                  * train_loss/train_acc/lr logged at resumed_step were that
+                                  * interval's partial mean and are logged again later */
 } eng_run_info;
 
 typedef struct {
@@ -315,7 +324,20 @@ typedef struct {
     size_t peak_rss;             /* process peak RSS, bytes */
     long solves, quantum_solves; /* Newton only */
     double kappa_first, kappa_last; /* mean routing kappa estimate at first/last Newton step; NAN otherwise */
+    long checkpoints;            /* checkpoints handed to the sink by this process */
+    size_t checkpoint_bytes;     /* bytes of one checkpoint record */
+    double checkpoint_s;         /* time spent serialising and in the sink's checkpoint callback */
 } eng_run_result;
+
+/* A run's state as one opaque byte record (engine/checkpoint.c: magic, version, checksum,
+ * parameters, optimizer state, loop state). A store keeps it as it is; eng_run_resume and
+ * eng_run_load_params read it back. */
+typedef struct {
+    long step;                   /* steps done when it was taken */
+    int epoch;                   /* epochs done */
+    const void *data;            /* valid during the callback only */
+    size_t len;
+} eng_checkpoint;
 
 struct qm_solve_event; /* quantum/quantum.h */
 
@@ -332,6 +354,9 @@ typedef struct eng_sink {
     /* Progress, every step: cheap, for progress lines and live views. */
     void (*progress)(void *ud, long step, long total_steps, int epoch, double loss, double samples_per_s);
     void (*run_end)(void *ud, const eng_run_result *res);
+    /* A checkpoint, every train.checkpoint_every steps (0: each epoch), at the end and when
+     * a stop is honoured; not for newton runs. Non-zero stops the run with ENG_ESINK. */
+    int (*checkpoint)(void *ud, const eng_checkpoint *ck);
 } eng_sink;
 
 typedef struct eng_run eng_run;
@@ -344,6 +369,18 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
  * result (also passed to run_end) stays readable until eng_run_destroy. */
 int eng_run_train(eng_run *r, const eng_sink *sink);
 const eng_run_result *eng_run_result_get(const eng_run *r);
+/* Before eng_run_train: continue from a checkpoint of this run's config (same seed,
+ * model, optimizer, data and batch). The run then trains from the checkpoint's step on and
+ * logs exactly what the uninterrupted run logs from there (bit-identical at 1 thread).
+ * ENG_EFORMAT for a corrupt record, ENG_EINVAL when it belongs to another setup. */
+int eng_run_resume(eng_run *r, const void *data, size_t len);
+/* Loads only the parameters of a checkpoint into the run's model (eval, quantize). */
+int eng_run_load_params(eng_run *r, const void *data, size_t len);
+/* Mean loss and accuracy (NAN for regression) of the current model on the test set. */
+int eng_run_evaluate(eng_run *r, double *loss, double *acc);
+/* The run's model and data (owned by the run), for eval and quantization. */
+eng_model *eng_run_model(eng_run *r);
+const eng_dataset *eng_run_dataset(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
 void eng_run_destroy(eng_run *r);

@@ -168,7 +168,7 @@ static int query_int(store *s, const char *sql, long long *out)
 
 /* v0 -> v1: the first schema (store/schema.sql). Later versions append an ALTER/CREATE
  * script here and bump STORE_SCHEMA_VERSION; schema.sql always shows the latest. */
-const char *const store_migrations[] = { store_schema_sql };
+const char *const store_migrations[] = { store_schema_sql, store_schema_v2_sql };
 const int store_n_migrations = sizeof store_migrations / sizeof store_migrations[0];
 
 int store_migrate_with(store *s, const char *const *migs, int n)
@@ -916,14 +916,17 @@ int store_runs_delete(store *s, const long long *ids, size_t n)
     if (st) return st;
     if ((st = store_flush(s))) return st;
     static const char *const tables[] = { "metrics", "params", "op_stats", "run_profile",
-                                          "solver_events", "system_info" };
+                                          "solver_events", "system_info", "checkpoints" };
+    enum { NT = sizeof tables / sizeof tables[0], ND = NT + 3 };
     if ((st = store_txn_begin(s))) return st;
-    sqlite3_stmt *chk = NULL, *del[7] = { 0 };
+    sqlite3_stmt *chk = NULL, *del[ND] = { 0 };
     int rc = sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE id=?1", -1, &chk, NULL);
-    for (int t = 0; t < 7 && rc == SQLITE_OK; t++) {
-        char sql[96];
-        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s=?1", t < 6 ? tables[t] : "runs",
-                 t < 6 ? "run" : "id");
+    for (int t = 0; t < ND && rc == SQLITE_OK; t++) {
+        char sql[128];
+        if (t < NT) snprintf(sql, sizeof sql, "DELETE FROM %s WHERE run=?1", tables[t]);
+        else if (t == NT) snprintf(sql, sizeof sql, "DELETE FROM quant_ops WHERE quant IN (SELECT id FROM quantizations WHERE run=?1)");
+        else snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s=?1", t == NT + 1 ? "quantizations" : "runs",
+                      t == NT + 1 ? "run" : "id");
         rc = sqlite3_prepare_v2(s->db, sql, -1, &del[t], NULL);
     }
     if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "deleting runs"); goto done; }
@@ -933,14 +936,14 @@ int store_runs_delete(store *s, const long long *ids, size_t n)
         sqlite3_reset(chk);
         if (rc == SQLITE_DONE) { st = store_fail(STORE_ENOTFOUND, "no run %lld in %s; nothing was deleted", ids[i], s->path); break; }
         if (rc != SQLITE_ROW) { st = store_sql_fail(s, rc, "deleting runs"); break; }
-        for (int t = 0; t < 7 && !st; t++) {
+        for (int t = 0; t < ND && !st; t++) {
             sqlite3_bind_int64(del[t], 1, ids[i]);
             st = step_done(s, del[t], "deleting runs");
         }
     }
 done:
     sqlite3_finalize(chk);
-    for (int t = 0; t < 7; t++) sqlite3_finalize(del[t]);
+    for (int t = 0; t < ND; t++) sqlite3_finalize(del[t]);
     if (st) { store_txn_rollback(s); return st; }
     if ((st = store_txn_commit(s))) return st;
     for (size_t i = 0; i < n; i++) progress_drop(s, ids[i]);

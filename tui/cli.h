@@ -18,6 +18,14 @@ int cmd_report(int argc, char **argv);
 int cmd_delete(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_tui(int argc, char **argv);       /* workbench.c */
+int cmd_resume(int argc, char **argv);    /* cmd_model.c */
+int cmd_eval(int argc, char **argv);
+int cmd_quantize(int argc, char **argv);
+int cmd_export_model(int argc, char **argv);
+
+/* `show`'s lines on a run's checkpoints and int8 quantizations (cmd_model.c). */
+struct store;
+void cli_show_model(struct store *s, long long run);
 
 /* The database path (store_sink.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */
@@ -29,6 +37,9 @@ const char *cli_db_path(const char *flag_value);
 typedef struct cli_store_sink cli_store_sink;
 cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errlen);
 eng_sink cli_store_sink_get(cli_store_sink *s);
+/* The next run the sink sees continues stored run `run` (nnbench resume) instead of
+ * adding a new one. */
+void cli_store_sink_resume(cli_store_sink *s, long long run);
 /* Id of the run being (or last) written, 0 before the first run_begin. */
 long long cli_store_sink_run_id(const cli_store_sink *s);
 void cli_store_sink_close(cli_store_sink *s);

@@ -24,6 +24,8 @@ static const command commands[] = {
     { "export", cmd_export, "export RUN... -o FILE.csv", "metrics of runs as CSV (long format)" },
     { "delete", cmd_delete, "delete RUN... [--yes]", "delete runs from the database" },
     { "sysinfo", cmd_sysinfo, "sysinfo [--calibrate]", "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s" },
+    { "resume", cmd_resume, "resume RUN [--db PATH]", "continue a crashed or interrupted run from its last checkpoint" },
+    { "eval", cmd_eval, "eval RUN [--data FILE [--labels FILE]] [--json]", "evaluate a stored model on its test set or a file" },
     { "tui", cmd_tui, "tui [--db PATH] [--no-color]", "the ncurses workbench (also: nnbench with no arguments)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

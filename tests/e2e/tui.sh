@@ -127,7 +127,7 @@ wait_for "Resolved configuration"
 wait_for "data.source                  = spirals"
 keys End
 wait_for "[variant adam]"
-wait_for "101/101"
+wait_for "102/102"
 keys PPage
 wait_for "Experiment file:"
 keys Tab
