@@ -16,7 +16,8 @@ CSTD    := -std=c11 -D_GNU_SOURCE
 OPT     ?= -O2 -g
 SAN     :=
 CFLAGS_ALL  = $(CSTD) $(OPT) $(WARN) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
-LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lsde -lpthread -lm $(LDLIBS)
+# oneDNN (libdnnl-dev, no .pc file) for the int8 matmul path; its OpenMP runtime for threads.
+LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -ldnnl -lgomp -lsde -lpthread -lm $(LDLIBS)
 
 MODULES  := profiler quantum engine store tui
 LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))

@@ -385,6 +385,38 @@ const eng_dataset *eng_run_dataset(const eng_run *r);
 void eng_run_request_stop(eng_run *r);
 void eng_run_destroy(eng_run *r);
 
+/* ---- int8 post-training quantization (quant.c) -------------------------------------- */
+
+typedef enum { ENG_QSCHEME_MINMAX, ENG_QSCHEME_PERCENTILE } eng_qscheme;
+typedef struct eng_qmodel eng_qmodel;
+/* Quantizes a trained model: activation ranges from its forward on the first n_calib
+ * training samples of ds (min-max, or the 0.01/99.99 percentiles), weights per output
+ * channel; buffers for batches of up to max_batch rows; prof (may be NULL) gets the int8
+ * path's scopes (quantize, im2col_u8, gemm_s8, requantize, maxpool_u8, dequantize). The GEMM
+ * is the fastest own kernel of this CPU (eng_qmodel_set_kernel changes it). Free with
+ * eng_qmodel_free. */
+int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme scheme, int max_batch,
+                 prof_t *prof, eng_qmodel **out);
+void eng_qmodel_free(eng_qmodel *q);
+/* Integer inference of rows [1, max_batch] of x (float inputs, as the fp32 model takes them);
+ * logits [rows x n_out] as float (the last accumulators times their scales). */
+int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits);
+/* Mean loss (the model's loss) and accuracy (NAN without labels) over n rows. */
+int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, const float *targets, int n,
+                        double *loss, double *acc);
+/* Bytes a device stores: int8 weights, int32 biases, float scale per channel, scales and
+ * zero points per tensor, activation tables. */
+size_t eng_qmodel_bytes(const eng_qmodel *q);
+/* "auto", "scalar", "avx2", "vnni" or "onednn"; ENG_EINVAL if this machine lacks it. */
+int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
+const char *eng_qmodel_kernel(const eng_qmodel *q);
+/* Threads of the int8 and fp32 inference (OpenBLAS and oneDNN), for measurements. */
+void eng_inference_threads(int n);
+/* Writes a self-contained C file (no includes beyond <stdint.h>, <math.h>): the int8 arrays,
+ * scales and `int PREFIX_predict(const float *x)` / `void PREFIX_logits(const float *x,
+ * float *out)` doing the same integer inference as eng_qmodel_forward, bit for bit. */
+int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *prefix);
+
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;
 eng_sink eng_sink_tee_make(eng_sink_tee *tee);

@@ -26,6 +26,8 @@ static const command commands[] = {
     { "sysinfo", cmd_sysinfo, "sysinfo [--calibrate]", "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s" },
     { "resume", cmd_resume, "resume RUN [--db PATH]", "continue a crashed or interrupted run from its last checkpoint" },
     { "eval", cmd_eval, "eval RUN [--data FILE [--labels FILE]] [--json]", "evaluate a stored model on its test set or a file" },
+    { "quantize", cmd_quantize, "quantize RUN [--calibrate N] [--scheme minmax|percentile] [--kernel K] [--json]", "int8 post-training quantization: fp32 vs int8 bytes, accuracy, speed" },
+    { "export-model", cmd_export_model, "export-model RUN --int8 -o FILE.c [--prefix NAME] [--vectors N FILE]", "the int8 model as a self-contained C file" },
     { "tui", cmd_tui, "tui [--db PATH] [--no-color]", "the ncurses workbench (also: nnbench with no arguments)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
