@@ -410,6 +410,12 @@ size_t eng_qmodel_bytes(const eng_qmodel *q);
 /* "auto", "scalar", "avx2", "vnni" or "onednn"; ENG_EINVAL if this machine lacks it. */
 int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
 const char *eng_qmodel_kernel(const eng_qmodel *q);
+/* The same model (config, parameters) for batches of up to max_batch rows, unprofiled. */
+int eng_model_clone(const eng_model *m, int max_batch, eng_model **out);
+/* Inference samples/s over the test set of ds in batches of `batch` (at most the test set
+ * and the model's max_batch; NAN otherwise), measured for at least secs seconds. */
+double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs);
+double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs);
 /* Threads of the int8 and fp32 inference (OpenBLAS and oneDNN), for measurements. */
 void eng_inference_threads(int n);
 /* Writes a self-contained C file (no includes beyond <stdint.h>, <math.h>): the int8 arrays,

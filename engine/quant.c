@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static size_t pad32(size_t n) { return (n + ENG_QK_ALIGN - 1) / ENG_QK_ALIGN * ENG_QK_ALIGN; }
 
@@ -76,10 +77,23 @@ static void cal_params(cal *c, int percentile, float *scale, int *zp)
 
 /* ---- building --------------------------------------------------------------------------- */
 
-static int quant_code(float x, float scale, int zp)
+/* x -> its uint8 code; the exported model.c has the same expression (q_code). Float all
+ * the way: a huge or NaN x clamps instead of overflowing an integer conversion. */
+static inline int quant_code(float x, float scale, int zp)
 {
-    long v = (long)floorf(x / scale + 0.5f) + zp;
-    return v < 0 ? 0 : v > 255 ? 255 : (int)v;
+    float v = floorf(x / scale + 0.5f) + (float)zp;
+    return v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;
+}
+
+/* The input's codes, a row at a time; cloned for AVX2 (the same IEEE operations, so the
+ * same codes, a vector at a time). */
+__attribute__((target_clones("avx2", "default")))
+static void quantize_row(const float *x, size_t n, float scale, int zp, uint8_t *d)
+{
+    for (size_t i = 0; i < n; i++) {
+        float v = floorf(x[i] / scale + 0.5f) + (float)zp;
+        d[i] = (uint8_t)(v >= 0.0f ? (v > 255.0f ? 255.0f : v) : 0.0f);
+    }
 }
 
 /* mult · 2^-shift = real, mult in [2^30, 2^31). */
@@ -346,24 +360,28 @@ static void gemm(eng_qmodel *q, eng_qlayer *L, int M, const uint8_t *A)
               q->acc, q->a16);
 }
 
-/* acc [rows*P x N] -> y codes [rows x stride] laid out C-major (f*P + p), or float logits. */
+/* acc [rows*P x N] -> y codes [rows x stride] laid out C-major (f*P + p), or float logits;
+ * channel by channel, so each channel's multiplier, shift and table are loaded once. */
 static void requantize(eng_qlayer *L, const int32_t *acc, int rows, float *logits)
 {
     int N = L->N, P = L->P;
-    for (int r = 0; r < rows; r++)
-        for (int p = 0; p < P; p++) {
-            const int32_t *a = acc + ((size_t)r * P + p) * N;
-            uint8_t *y = L->y + (size_t)r * L->y_stride;
-            if (L->last && L->act == ENG_ACT_NONE) {
-                for (int f = 0; f < N; f++) logits[(size_t)r * L->out_size + (size_t)f * P + p] = (float)a[f] * L->deq[f];
-                continue;
-            }
-            int zp = L->has_lut ? L->pre_zp : L->out_zp;
-            for (int f = 0; f < N; f++) {
-                int v = eng_requant(a[f], L->mult[f], L->shift[f], zp, L->lo);
-                y[(size_t)f * P + p] = L->has_lut ? L->lut[v] : (uint8_t)v;
+    int deq = L->last && L->act == ENG_ACT_NONE;
+    int zp = L->has_lut ? L->pre_zp : L->out_zp, lo = L->lo;
+    for (int r = 0; r < rows; r++) {
+        const int32_t *a = acc + (size_t)r * P * N;
+        uint8_t *y = L->y + (size_t)r * L->y_stride;
+        float *lg = deq ? logits + (size_t)r * L->out_size : NULL;
+        for (int f = 0; f < N; f++) {
+            const int32_t m = L->mult[f], sh = L->shift[f];
+            if (deq) {
+                for (int p = 0; p < P; p++) lg[(size_t)f * P + p] = (float)a[(size_t)p * N + f] * L->deq[f];
+            } else if (L->has_lut) {
+                for (int p = 0; p < P; p++) y[(size_t)f * P + p] = L->lut[eng_requant(a[(size_t)p * N + f], m, sh, zp, lo)];
+            } else {
+                for (int p = 0; p < P; p++) y[(size_t)f * P + p] = (uint8_t)eng_requant(a[(size_t)p * N + f], m, sh, zp, lo);
             }
         }
+    }
 }
 
 static void im2col_u8(const eng_qlayer *L, const uint8_t *x, size_t x_stride, int rows, uint8_t *col)
@@ -377,8 +395,8 @@ static void im2col_u8(const eng_qlayer *L, const uint8_t *x, size_t x_stride, in
                 const uint8_t *src = x + (size_t)r * x_stride;
                 for (int c = 0; c < C; c++)
                     for (int ky = 0; ky < K; ky++) {
-                        memcpy(dst, src + (size_t)c * H * W + (size_t)(oy + ky) * W + ox, (size_t)K);
-                        dst += K;
+                        const uint8_t *s = src + (size_t)c * H * W + (size_t)(oy + ky) * W + ox;
+                        for (int kx = 0; kx < K; kx++) *dst++ = s[kx];   /* K is small: no memcpy call */
                     }
             }
 }
@@ -408,11 +426,8 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
         return eng_fail(ENG_EINVAL, "int8 forward of %d rows, but the model was built for 1 to %d", rows, q->max_batch);
     prof_t *p = q->prof;
     PROF_BEGIN(p, q->scope_quantize);
-    for (int r = 0; r < rows; r++) {
-        const float *xr = x + (size_t)r * q->in_size;
-        uint8_t *d = q->xq + (size_t)r * q->in_stride;
-        for (size_t i = 0; i < q->in_size; i++) d[i] = (uint8_t)quant_code(xr[i], q->in_scale, q->in_zp);
-    }
+    for (int r = 0; r < rows; r++)
+        quantize_row(x + (size_t)r * q->in_size, q->in_size, q->in_scale, q->in_zp, q->xq + (size_t)r * q->in_stride);
     PROF_END(p, q->scope_quantize, 0, (uint64_t)rows * q->in_size * 5);
     const uint8_t *cur = q->xq;
     size_t stride = q->in_stride;
@@ -519,4 +534,58 @@ int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, co
     *loss = sum / n;
     *acc = labels ? (double)correct / n : NAN;
     return ENG_OK;
+}
+
+/* ---- throughput ------------------------------------------------------------------------ */
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int eng_model_clone(const eng_model *m, int max_batch, eng_model **out)
+{
+    int rc = eng_model_build(&m->cfg, m->in_shape, m->n_out, max_batch, 1, NULL, out);
+    if (!rc) memcpy((*out)->params, m->params, m->n_params * sizeof(float));
+    return rc;
+}
+
+/* Test rows served round-robin in batches of `batch` (at most the test set) for at least
+ * secs seconds: samples per second. fp32 = the engine's forward (with its loss); int8 =
+ * eng_qmodel_forward. */
+static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int batch, double secs)
+{
+    int n = ds->n_test, nt = ds->n_targets > 0 ? ds->n_targets : 1;
+    if (batch > n) batch = n;
+    if (batch < 1) return NAN;
+    float *lg = q ? malloc((size_t)batch * (size_t)q->n_out * sizeof(float)) : NULL;
+    if (q && !lg) return NAN;
+    long rows = 0;
+    int r0 = 0;
+    double t0 = mono_s(), t;
+    do {
+        for (int k = 0; k < 8; k++) {
+            if (r0 + batch > n) r0 = 0;
+            const float *x = ds->x_test + (size_t)r0 * ds->in_size;
+            if (q) eng_qmodel_forward(q, x, batch, lg);
+            else eng_model_forward(m, x, batch, ds->y_test ? ds->y_test + r0 : NULL,
+                                   ds->t_test ? ds->t_test + (size_t)r0 * nt : NULL, NULL);
+            r0 += batch;
+            rows += batch;
+        }
+    } while ((t = mono_s() - t0) < secs);
+    free(lg);
+    return rows / t;
+}
+
+double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs)
+{
+    return batch <= m->max_batch ? sps_loop(m, NULL, ds, batch, secs) : NAN;
+}
+
+double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs)
+{
+    return batch <= q->max_batch ? sps_loop(NULL, q, ds, batch, secs) : NAN;
 }

@@ -37,8 +37,8 @@ static void arr_f32(FILE *f, const char *name, const float *v, int n)
 static const char helpers[] =
     "static inline int q_code(float x, float scale, int zp)\n"
     "{\n"
-    "    long v = (long)floorf(x / scale + 0.5f) + zp;\n"
-    "    return v < 0 ? 0 : v > 255 ? 255 : (int)v;\n"
+    "    float v = floorf(x / scale + 0.5f) + (float)zp;\n"
+    "    return v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;\n"
     "}\n\n"
     "static inline int q_requant(int32_t acc, int32_t mult, int32_t shift, int zp, int lo)\n"
     "{\n"

@@ -21,13 +21,6 @@ typedef struct {
     const char *kernel;     /* NULL: measure own vs oneDNN, keep the faster */
 } qopts;
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* Parses the options quantize and export-model share; 1 = consumed (i advanced), 0 = not
  * ours, -1 = bad value (message printed). */
 static int qopt_parse(const char *cmd, int argc, char **argv, int *i, qopts *o)
@@ -59,42 +52,6 @@ static int qopt_parse(const char *cmd, int argc, char **argv, int *i, qopts *o)
 static int n_outputs(const eng_dataset *ds) { return ds->classification ? ds->n_classes : ds->n_targets; }
 
 static const char *scheme_name(eng_qscheme s) { return s == ENG_QSCHEME_PERCENTILE ? "percentile" : "minmax"; }
-
-/* Rows of x served round-robin in batches of `batch` for at least `secs`: samples/s. */
-static double sps_fp32(eng_model *m, const eng_dataset *ds, int batch, double secs)
-{
-    int n = ds->n_test, nt = ds->n_targets > 0 ? ds->n_targets : 1;
-    long rows = 0;
-    double t0 = mono_s(), t;
-    int r0 = 0;
-    do {
-        for (int k = 0; k < 8; k++) {
-            if (r0 + batch > n) r0 = 0;
-            eng_model_forward(m, ds->x_test + (size_t)r0 * ds->in_size, batch, ds->y_test ? ds->y_test + r0 : NULL,
-                              ds->t_test ? ds->t_test + (size_t)r0 * nt : NULL, NULL);
-            r0 += batch;
-            rows += batch;
-        }
-    } while ((t = mono_s() - t0) < secs);
-    return rows / t;
-}
-
-static double sps_int8(eng_qmodel *q, const eng_dataset *ds, int batch, double secs, float *logits)
-{
-    int n = ds->n_test;
-    long rows = 0;
-    double t0 = mono_s(), t;
-    int r0 = 0;
-    do {
-        for (int k = 0; k < 8; k++) {
-            if (r0 + batch > n) r0 = 0;
-            eng_qmodel_forward(q, ds->x_test + (size_t)r0 * ds->in_size, batch, logits);
-            r0 += batch;
-            rows += batch;
-        }
-    } while ((t = mono_s() - t0) < secs);
-    return rows / t;
-}
 
 static void quant_usage(FILE *f)
 {
@@ -134,10 +91,10 @@ static void job_free(quant_job *j)
     cli_stored_free(&j->st);
 }
 
-static double batch_ms(eng_qmodel *q, const eng_dataset *ds, float *logits)
+static double batch_ms(eng_qmodel *q, const eng_dataset *ds)
 {
     int b = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-    return 1000.0 * b / sps_int8(q, ds, b, 0.3, logits);
+    return 1000.0 * b / eng_qmodel_inference_sps(q, ds, b, 0.3);
 }
 
 static int job_load(const char *cmd, const char *db_path, const char *spec, const qopts *o, int timing, quant_job *j)
@@ -174,15 +131,12 @@ static int job_load(const char *cmd, const char *db_path, const char *spec, cons
             return 2;
         }
     } else if (timing) {
-        float *lg = malloc((size_t)BIG_BATCH * (size_t)n_outputs(ds) * sizeof(float));
-        if (!lg) { fprintf(stderr, "nnbench %s: out of memory\n", cmd); return 1; }
         snprintf(j->own_name, sizeof j->own_name, "%s", eng_qmodel_kernel(j->qt));
-        j->own_ms = batch_ms(j->qt, ds, lg);
+        j->own_ms = batch_ms(j->qt, ds);
         if (!eng_qmodel_set_kernel(j->qt, "onednn")) {
-            j->dnnl_ms = batch_ms(j->qt, ds, lg);
+            j->dnnl_ms = batch_ms(j->qt, ds);
             if (!(j->dnnl_ms < j->own_ms)) eng_qmodel_set_kernel(j->qt, j->own_name);
         }
-        free(lg);
         eng_qmodel_set_kernel(j->q, eng_qmodel_kernel(j->qt));
     }
     return 0;
@@ -231,21 +185,16 @@ int cmd_quantize(int argc, char **argv)
         return 1;
     }
     /* throughput, one thread: the fp32 engine's forward against the int8 path */
-    const eng_config *cfg = &j.st.ex->variants[0];
-    if (eng_model_build(&cfg->model, ds->in_shape, n_outputs(ds), BIG_BATCH, cfg->seed, NULL, &j.m128)) {
+    if (eng_model_clone(m, BIG_BATCH, &j.m128)) {
         fprintf(stderr, "nnbench quantize: %s\n", eng_error());
         job_free(&j);
         return 1;
     }
-    memcpy(eng_model_params(j.m128), eng_model_params(m), eng_model_n_params(m) * sizeof(float));
     int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-    float *lg = malloc((size_t)BIG_BATCH * (size_t)n_outputs(ds) * sizeof(float));
-    if (!lg) { fprintf(stderr, "nnbench quantize: out of memory\n"); job_free(&j); return 1; }
-    rec.fp32_sps_b1 = sps_fp32(j.m128, ds, 1, 0.4);
-    rec.int8_sps_b1 = sps_int8(j.qt, ds, 1, 0.4, lg);
-    rec.fp32_sps_b128 = sps_fp32(j.m128, ds, big, 0.4);
-    rec.int8_sps_b128 = sps_int8(j.qt, ds, big, 0.4, lg);
-    free(lg);
+    rec.fp32_sps_b1 = eng_model_inference_sps(j.m128, ds, 1, 0.4);
+    rec.int8_sps_b1 = eng_qmodel_inference_sps(j.qt, ds, 1, 0.4);
+    rec.fp32_sps_b128 = eng_model_inference_sps(j.m128, ds, big, 0.4);
+    rec.int8_sps_b128 = eng_qmodel_inference_sps(j.qt, ds, big, 0.4);
 
     prof_row *rows = NULL;
     size_t nr = 0;
