@@ -407,8 +407,12 @@ int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, co
 /* Bytes a device stores: int8 weights, int32 biases, float scale per channel, scales and
  * zero points per tensor, activation tables. */
 size_t eng_qmodel_bytes(const eng_qmodel *q);
-/* "auto", "scalar", "avx2", "vnni" or "onednn"; ENG_EINVAL if this machine lacks it. */
+/* The int8 GEMM: "auto" (the own kernel for this CPU), "scalar", "avx2", "vnni" or
+ * "onednn"; ENG_EINVAL if this machine lacks it. set_kernels: `large` for GEMMs of 16 rows
+ * or more, `small` (NULL = the same) for fewer (batch-1 inference). The name of what is set
+ * ("vnni", or "onednn (batch < 16: vnni)") stays valid until the next call on this thread. */
 int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
+int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small);
 const char *eng_qmodel_kernel(const eng_qmodel *q);
 /* The same model (config, parameters) for batches of up to max_batch rows, unprofiled. */
 int eng_model_clone(const eng_model *m, int max_batch, eng_model **out);

@@ -133,12 +133,59 @@ __attribute__((target("avx2"))) static void gemm_avx2(int M, int N, int Kp, cons
 
 #define VNNI_TARGET __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
 
+/* Columns n0.. of two rows (a0, a0 + Kp) into c and c + N, one column at a time. */
+VNNI_TARGET static void gemm_vnni_tail(int Kp, int N, int n0, const uint8_t *a0, const int8_t *B,
+                                       const int32_t *bias, int32_t *c)
+{
+    const uint8_t *a1 = a0 + Kp;
+    for (int n = n0; n < N; n++) {
+        const int8_t *b0 = B + (size_t)n * Kp;
+        __m256i s0 = _mm256_setzero_si256(), s1 = s0;
+        for (int k = 0; k < Kp; k += 32) {
+            __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));
+            s0 = _mm256_dpbusd_epi32(s0, _mm256_loadu_si256((const __m256i *)(a0 + k)), w0);
+            s1 = _mm256_dpbusd_epi32(s1, _mm256_loadu_si256((const __m256i *)(a1 + k)), w0);
+        }
+        c[n] = hsum1(s0) + (bias ? bias[n] : 0);
+        c[N + n] = hsum1(s1) + (bias ? bias[n] : 0);
+    }
+}
+
 /* u8 x s8 directly: 2 rows x 4 columns per block, 6 loads feed 8 vpdpbusd (256 MACs). */
 VNNI_TARGET static void gemm_vnni(int M, int N, int Kp, const uint8_t *A, const int8_t *B, const int16_t *B16,
                                   const int32_t *bias, int32_t *C, int16_t *A16)
 {
     (void)B16; (void)A16;
     int m = 0;
+    /* 4 rows x 4 columns: 8 loads feed 16 vpdpbusd; 21 of the 32 ymm registers AVX-512VL has */
+    for (; m + 4 <= M; m += 4) {
+        const uint8_t *a0 = A + (size_t)m * Kp, *a1 = a0 + Kp, *a2 = a1 + Kp, *a3 = a2 + Kp;
+        int n = 0;
+        for (; n + 4 <= N; n += 4) {
+            const int8_t *b0 = B + (size_t)n * Kp;
+            __m256i s[4][4];
+            for (int i = 0; i < 4; i++)
+                for (int jj = 0; jj < 4; jj++) s[i][jj] = _mm256_setzero_si256();
+            for (int k = 0; k < Kp; k += 32) {
+                __m256i x0 = _mm256_loadu_si256((const __m256i *)(a0 + k));
+                __m256i x1 = _mm256_loadu_si256((const __m256i *)(a1 + k));
+                __m256i x2 = _mm256_loadu_si256((const __m256i *)(a2 + k));
+                __m256i x3 = _mm256_loadu_si256((const __m256i *)(a3 + k));
+                for (int jj = 0; jj < 4; jj++) {
+                    __m256i w = _mm256_loadu_si256((const __m256i *)(b0 + (size_t)jj * Kp + k));
+                    s[0][jj] = _mm256_dpbusd_epi32(s[0][jj], x0, w);
+                    s[1][jj] = _mm256_dpbusd_epi32(s[1][jj], x1, w);
+                    s[2][jj] = _mm256_dpbusd_epi32(s[2][jj], x2, w);
+                    s[3][jj] = _mm256_dpbusd_epi32(s[3][jj], x3, w);
+                }
+            }
+            for (int i = 0; i < 4; i++)
+                store4(C + (size_t)(m + i) * N + n, hsum4(s[i][0], s[i][1], s[i][2], s[i][3]), bias, n);
+        }
+        if (n < N) /* the last columns, two rows at a time, below */
+            for (int i = 0; i < 4; i += 2)
+                gemm_vnni_tail(Kp, N, n, A + (size_t)(m + i) * Kp, B, bias, C + (size_t)(m + i) * N);
+    }
     for (; m + 2 <= M; m += 2) {
         const uint8_t *a0 = A + (size_t)m * Kp, *a1 = a0 + Kp;
         int n = 0;

@@ -8,6 +8,7 @@
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -263,7 +264,7 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
     q->max_batch = max_batch;
     q->loss = m->cfg.loss;
     q->scheme = scheme;
-    q->path = eng_qgemm_best_own();
+    q->path = q->path_small = eng_qgemm_best_own();
     q->prof = prof;
     cal_params(&cals[T_IN], percentile, &q->in_scale, &q->in_zp);
     float cur_s = q->in_scale;
@@ -352,12 +353,13 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
 
 static void gemm(eng_qmodel *q, eng_qlayer *L, int M, const uint8_t *A)
 {
-    if (q->path == ENG_QGEMM_ONEDNN) {
+    eng_qgemm_path p = M < ENG_QGEMM_SMALL_M ? q->path_small : q->path;
+    if (p == ENG_QGEMM_ONEDNN) {
         if (!eng_dnnl_gemm_run(&L->dnnl, M, L->N, L->Kp, A, L->w, L->bias, q->acc)) return;
         /* oneDNN failed to build a primitive for this shape: the own kernel, same result */
+        p = eng_qgemm_best_own();
     }
-    eng_qgemm(q->path == ENG_QGEMM_ONEDNN ? eng_qgemm_best_own() : q->path, M, L->N, L->Kp, A, L->w, L->w16, L->bias,
-              q->acc, q->a16);
+    eng_qgemm(p, M, L->N, L->Kp, A, L->w, L->w16, L->bias, q->acc, q->a16);
 }
 
 /* acc [rows*P x N] -> y codes [rows x stride] laid out C-major (f*P + p), or float logits;
@@ -483,20 +485,39 @@ void eng_inference_threads(int n)
 }
 
 size_t eng_qmodel_bytes(const eng_qmodel *q) { return q->bytes; }
-const char *eng_qmodel_kernel(const eng_qmodel *q) { return eng_qgemm_path_name(q->path); }
 
-int eng_qmodel_set_kernel(eng_qmodel *q, const char *name)
+const char *eng_qmodel_kernel(const eng_qmodel *q)
 {
-    eng_qgemm_path p;
-    int rc = eng_qgemm_path_parse(name, &p);
+    static _Thread_local char both[48];
+    if (q->path == q->path_small) return eng_qgemm_path_name(q->path);
+    snprintf(both, sizeof both, "%s (batch < %d: %s)", eng_qgemm_path_name(q->path), ENG_QGEMM_SMALL_M,
+             eng_qgemm_path_name(q->path_small));
+    return both;
+}
+
+static int path_of(const char *name, eng_qgemm_path *p)
+{
+    int rc = eng_qgemm_path_parse(name, p);
     if (rc) return rc;
-    if (p == ENG_QGEMM_AUTO) p = eng_qgemm_best_own();
-    if (!eng_qgemm_path_available(p))
+    if (*p == ENG_QGEMM_AUTO) *p = eng_qgemm_best_own();
+    if (!eng_qgemm_path_available(*p))
         return eng_fail(ENG_EINVAL, "int8 kernel '%s' is not available on this machine (%s)", name,
-                        p == ENG_QGEMM_ONEDNN ? "nnbench was built without oneDNN" : "the CPU lacks its instructions");
-    q->path = p;
+                        *p == ENG_QGEMM_ONEDNN ? "oneDNN has no CPU engine here" : "the CPU lacks its instructions");
     return ENG_OK;
 }
+
+int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small)
+{
+    eng_qgemm_path pl, ps;
+    int rc = path_of(large, &pl);
+    if (!rc) rc = path_of(small ? small : large, &ps);
+    if (rc) return rc;
+    q->path = pl;
+    q->path_small = ps;
+    return ENG_OK;
+}
+
+int eng_qmodel_set_kernel(eng_qmodel *q, const char *name) { return eng_qmodel_set_kernels(q, name, NULL); }
 
 /* ---- evaluation -------------------------------------------------------------------------- */
 

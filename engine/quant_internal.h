@@ -22,6 +22,7 @@
 #include "internal.h"
 
 #define ENG_QK_ALIGN 32   /* reduction length padding (a ymm of uint8) */
+#define ENG_QGEMM_SMALL_M 16  /* GEMMs of fewer rows use the model's path_small */
 
 typedef enum { ENG_QGEMM_AUTO, ENG_QGEMM_SCALAR, ENG_QGEMM_AVX2, ENG_QGEMM_VNNI, ENG_QGEMM_ONEDNN } eng_qgemm_path;
 
@@ -80,7 +81,8 @@ struct eng_qmodel {
     int n_out, max_batch;
     eng_loss_kind loss;
     eng_qscheme scheme;
-    eng_qgemm_path path;
+    eng_qgemm_path path;          /* GEMMs of at least ENG_QGEMM_SMALL_M rows */
+    eng_qgemm_path path_small;    /* GEMMs of fewer rows (batch 1: where call overheads rule) */
     uint8_t *xq;                  /* quantized input [max_batch x in_stride] */
     uint8_t *col;                 /* conv im2col [max_batch * P x Kp] (largest conv) */
     int32_t *acc;                 /* accumulators [max_batch * P x N] (largest) */

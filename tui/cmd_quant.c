@@ -78,7 +78,7 @@ typedef struct {
     eng_qmodel *q, *qt;       /* profiled / timing */
     prof_t *prof;
     eng_model *m128;          /* the fp32 model for batches up to BIG_BATCH */
-    double own_ms, dnnl_ms;   /* per batch of BIG_BATCH; NAN if not measured */
+    double own_sps[2], dnnl_sps[2]; /* int8 samples/s at batch BIG_BATCH and 1; NAN if not measured */
     char own_name[16];
 } quant_job;
 
@@ -91,16 +91,12 @@ static void job_free(quant_job *j)
     cli_stored_free(&j->st);
 }
 
-static double batch_ms(eng_qmodel *q, const eng_dataset *ds)
-{
-    int b = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-    return 1000.0 * b / eng_qmodel_inference_sps(q, ds, b, 0.3);
-}
+
 
 static int job_load(const char *cmd, const char *db_path, const char *spec, const qopts *o, int timing, quant_job *j)
 {
     memset(j, 0, sizeof *j);
-    j->own_ms = j->dnnl_ms = NAN;
+    j->own_sps[0] = j->own_sps[1] = j->dnnl_sps[0] = j->dnnl_sps[1] = NAN;
     int code = cli_stored_load(cmd, db_path, spec, NULL, 0, 1, &j->st);
     if (code) return code;
     eng_run *run = j->st.run;
@@ -131,13 +127,17 @@ static int job_load(const char *cmd, const char *db_path, const char *spec, cons
             return 2;
         }
     } else if (timing) {
+        /* the own kernel against oneDNN's matmul, at each batch size: each is used where it
+         * measured faster */
         snprintf(j->own_name, sizeof j->own_name, "%s", eng_qmodel_kernel(j->qt));
-        j->own_ms = batch_ms(j->qt, ds);
-        if (!eng_qmodel_set_kernel(j->qt, "onednn")) {
-            j->dnnl_ms = batch_ms(j->qt, ds);
-            if (!(j->dnnl_ms < j->own_ms)) eng_qmodel_set_kernel(j->qt, j->own_name);
-        }
-        eng_qmodel_set_kernel(j->q, eng_qmodel_kernel(j->qt));
+        int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
+        for (int b = 0; b < 2; b++) j->own_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
+        if (!eng_qmodel_set_kernel(j->qt, "onednn"))
+            for (int b = 0; b < 2; b++) j->dnnl_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
+        const char *pick[2];
+        for (int b = 0; b < 2; b++) pick[b] = j->dnnl_sps[b] > j->own_sps[b] ? "onednn" : j->own_name;
+        eng_qmodel_set_kernels(j->qt, pick[0], pick[1]);
+        eng_qmodel_set_kernels(j->q, pick[0], pick[1]);
     }
     return 0;
 }
@@ -226,10 +226,13 @@ int cmd_quantize(int argc, char **argv)
     if (json) {
         printf("{\n  \"run\": %lld,\n  \"quantization\": %lld,\n  \"step\": %ld,\n  \"scheme\": \"%s\",\n"
                "  \"calibrate\": %ld,\n  \"kernel\": \"%s\",\n", rec.run, rec.id, rec.step, rec.scheme, rec.calibrate, rec.kernel);
-        printf("  \"own_kernel\": \"%s\",\n  \"own_ms_per_batch\": ", j.own_name);
-        if (isfinite(j.own_ms)) printf("%.6g", j.own_ms); else printf("null");
-        printf(",\n  \"onednn_ms_per_batch\": ");
-        if (isfinite(j.dnnl_ms)) printf("%.6g", j.dnnl_ms); else printf("null");
+        printf("  \"own_kernel\": \"%s\",\n", j.own_name);
+        static const char *const keys[4] = { "own_sps_b128", "own_sps_b1", "onednn_sps_b128", "onednn_sps_b1" };
+        const double vals[4] = { j.own_sps[0], j.own_sps[1], j.dnnl_sps[0], j.dnnl_sps[1] };
+        for (int k = 0; k < 4; k++) {
+            printf("%s  \"%s\": ", k ? ",\n" : "", keys[k]);
+            if (isfinite(vals[k])) printf("%.6g", vals[k]); else printf("null");
+        }
         printf(",\n  \"fp32\": {\"bytes\": %lld, \"loss\": %.10g, \"accuracy\": ", rec.fp32_bytes, rec.fp32_loss);
         if (isfinite(rec.fp32_acc)) printf("%.10g", rec.fp32_acc); else printf("null");
         printf(", \"samples_per_s_b1\": %.6g, \"samples_per_s_b%d\": %.6g},\n", rec.fp32_sps_b1, BIG_BATCH, rec.fp32_sps_b128);
@@ -245,9 +248,12 @@ int cmd_quantize(int argc, char **argv)
         char a[32], b[32];
         printf("run %lld, checkpoint at step %ld: int8 (%s, %ld calibration samples, kernel %s)\n", rec.run, rec.step,
                rec.scheme, rec.calibrate, rec.kernel);
-        if (isfinite(j.own_ms))
-            printf("  int8 GEMM, batch %d: own %s %.3f ms, oneDNN %s\n", big, j.own_name, j.own_ms,
-                   isfinite(j.dnnl_ms) ? (snprintf(a, sizeof a, "%.3f ms", j.dnnl_ms), a) : "not available");
+        if (isfinite(j.own_sps[0])) {
+            printf("  int8 kernels, samples/s of the whole int8 forward: own %s %.0f (batch %d), %.0f (batch 1)", j.own_name,
+                   j.own_sps[0], big, j.own_sps[1]);
+            if (isfinite(j.dnnl_sps[0])) printf("; oneDNN %.0f, %.0f\n", j.dnnl_sps[0], j.dnnl_sps[1]);
+            else printf("; oneDNN not available\n");
+        }
         printf("  %-22s %14s %14s %10s\n", "", "fp32", "int8", "int8/fp32");
         printf("  %-22s %14s %14s %10.3f\n", "model bytes", store_fmt_bytes(a, sizeof a, (double)rec.fp32_bytes),
                store_fmt_bytes(b, sizeof b, (double)rec.int8_bytes), ratio);
