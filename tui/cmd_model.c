@@ -130,7 +130,7 @@ static void on_sigint(int sig)
     if (r) eng_run_request_stop(r);
 }
 
-static void resume_usage(FILE *f)
+void cmd_resume_help(FILE *f)
 {
     fprintf(f,
         "usage: nnbench resume RUN [--db PATH]\n\n"
@@ -146,12 +146,10 @@ int cmd_resume(int argc, char **argv)
 {
     const char *db_flag = NULL, *spec = NULL;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { resume_usage(stdout); return 0; }
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_resume_help(stdout); return 0; }
         else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (argv[i][0] == '-') {
-            fprintf(stderr, "nnbench resume: unknown option '%s'; see nnbench resume --help\n", argv[i]);
-            return 2;
-        } else if (!spec) spec = argv[i];
+        else if (argv[i][0] == '-') return cli_unknown_option("resume", argv[i]);
+        else if (!spec) spec = argv[i];
         else { fprintf(stderr, "nnbench resume: one run at a time (got '%s' and '%s')\n", spec, argv[i]); return 2; }
     }
     if (!spec) { fprintf(stderr, "nnbench resume: which run? usage: nnbench resume RUN\n"); return 2; }
@@ -202,7 +200,7 @@ int cmd_resume(int argc, char **argv)
 
 /* ---- eval ------------------------------------------------------------------------------- */
 
-static void eval_usage(FILE *f)
+void cmd_eval_help(FILE *f)
 {
     fprintf(f,
         "usage: nnbench eval RUN [--data FILE [--labels FILE]] [--json] [--db PATH]\n\n"
@@ -217,12 +215,12 @@ int cmd_eval(int argc, char **argv)
     int json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { eval_usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_eval_help(stdout); return 0; }
         else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
         else if (!strcmp(a, "--data") && i + 1 < argc) data = argv[++i];
         else if (!strcmp(a, "--labels") && i + 1 < argc) labels = argv[++i];
         else if (!strcmp(a, "--json")) json = 1;
-        else if (a[0] == '-') { fprintf(stderr, "nnbench eval: unknown option '%s' (or it lacks its value); see nnbench eval --help\n", a); return 2; }
+        else if (a[0] == '-') return cli_unknown_option("eval", a);
         else if (!spec) spec = a;
         else { fprintf(stderr, "nnbench eval: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
     }

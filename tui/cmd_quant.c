@@ -53,7 +53,7 @@ static int n_outputs(const eng_dataset *ds) { return ds->classification ? ds->n_
 
 static const char *scheme_name(eng_qscheme s) { return s == ENG_QSCHEME_PERCENTILE ? "percentile" : "minmax"; }
 
-static void quant_usage(FILE *f)
+void cmd_quantize_help(FILE *f)
 {
     fprintf(f,
         "usage: nnbench quantize RUN [--calibrate N] [--scheme minmax|percentile] [--kernel K]\n"
@@ -152,11 +152,11 @@ int cmd_quantize(int argc, char **argv)
         int r = qopt_parse("quantize", argc, argv, &i, &o);
         if (r < 0) return 2;
         if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { quant_usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_quantize_help(stdout); return 0; }
         else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--no-store")) no_store = 1;
-        else if (a[0] == '-') { fprintf(stderr, "nnbench quantize: unknown option '%s' (or it lacks its value); see nnbench quantize --help\n", a); return 2; }
+        else if (a[0] == '-') return cli_unknown_option("quantize", a);
         else if (!spec) spec = a;
         else { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
     }
@@ -280,7 +280,7 @@ int cmd_quantize(int argc, char **argv)
 
 /* ---- export-model ------------------------------------------------------------------------ */
 
-static void export_usage(FILE *f)
+void cmd_export_model_help(FILE *f)
 {
     fprintf(f,
         "usage: nnbench export-model RUN --int8 -o FILE.c [--prefix NAME] [--calibrate N]\n"
@@ -305,7 +305,7 @@ int cmd_export_model(int argc, char **argv)
         int r = qopt_parse("export-model", argc, argv, &i, &o);
         if (r < 0) return 2;
         if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { export_usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_export_model_help(stdout); return 0; }
         else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
         else if (!strcmp(a, "--int8")) int8 = 1;
         else if (!strcmp(a, "-o") && i + 1 < argc) out = argv[++i];
@@ -316,7 +316,7 @@ int cmd_export_model(int argc, char **argv)
             if (*end || n_vec < 1) { fprintf(stderr, "nnbench export-model: --vectors: expected N >= 1, got '%s'\n", argv[i]); return 2; }
             vec_path = argv[++i];
         }
-        else if (a[0] == '-') { fprintf(stderr, "nnbench export-model: unknown option '%s' (or it lacks its value); see nnbench export-model --help\n", a); return 2; }
+        else if (a[0] == '-') return cli_unknown_option("export-model", a);
         else if (!spec) spec = a;
         else { fprintf(stderr, "nnbench export-model: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
     }
