@@ -56,6 +56,10 @@ grep -q '"name": "maxpool_u8"' "$T/q2.json" || fail "CNN: no maxpool_u8 scope"
 [ "$(sqlite3 "$DB" "SELECT count(*) FROM quant_ops WHERE name='gemm_s8'")" -ge 3 ] || fail "quant_ops not stored"
 "$NNBENCH" show 2 --db "$DB" >"$T/out" 2>&1 || fail "show"
 grep -q "int8 quantizations" "$T/out" || fail "show lists no quantization"
+"$NNBENCH" report 1 2 --db "$DB" -o "$T/r.md" >"$T/out" 2>&1 || fail "report"
+grep -q "^## int8 quantizations" "$T/r.md" || fail "the report has no int8 section"
+"$NNBENCH" report 2 --db "$DB" -o "$T/r.json" >"$T/out" 2>&1 || fail "json report"
+grep -q '"quantizations":\[{"id":2,' "$T/r.json" || fail "the JSON report has no quantization"
 
 # The integer result does not depend on the GEMM path: every path this CPU has, forced.
 il() { sed -n 's/.*"int8": {[^}]*"loss": \([0-9.e+-]*\).*/\1/p' "$1"; }
