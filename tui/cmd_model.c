@@ -97,7 +97,7 @@ void cli_show_model(store *s, long long run)
 {
     store_checkpoint *ck = NULL;
     size_t n = 0;
-    char a[32], b[32], c[32];
+    char a[32];
     if (!store_checkpoints_list(s, run, &ck, &n) && n)
         printf("  checkpoints %zu kept, %s each; last at step %ld (epoch %d)\n", n,
                store_fmt_bytes(a, sizeof a, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
@@ -106,12 +106,13 @@ void cli_show_model(store *s, long long run)
     if (store_quants_list(s, run, &q, &n) || !n) { free(q); return; }
     printf("  int8 quantizations (newest first): fp32 -> int8\n");
     for (size_t i = 0; i < n; i++) {
+        char fb[32], ib[32], fa[32], ia[32], fl[32], il[32];
         printf("    #%lld %s, calibrate %ld, %s: bytes %s -> %s (%.3fx), acc %s -> %s, loss %s -> %s\n",
-               q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel, store_fmt_bytes(a, sizeof a, (double)q[i].fp32_bytes),
-               store_fmt_bytes(b, sizeof b, (double)q[i].int8_bytes),
+               q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel, store_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
+               store_fmt_bytes(ib, sizeof ib, (double)q[i].int8_bytes),
                q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
-               store_fmt_num(c, sizeof c, q[i].fp32_acc), store_fmt_num(a, sizeof a, q[i].int8_acc),
-               store_fmt_num(b, sizeof b, q[i].fp32_loss), store_fmt_num(c, sizeof c, q[i].int8_loss));
+               store_fmt_num(fa, sizeof fa, q[i].fp32_acc), store_fmt_num(ia, sizeof ia, q[i].int8_acc),
+               store_fmt_num(fl, sizeof fl, q[i].fp32_loss), store_fmt_num(il, sizeof il, q[i].int8_loss));
         printf("       samples/s batch 1: %.0f -> %.0f (%.2fx); batch 128: %.0f -> %.0f (%.2fx)\n",
                q[i].fp32_sps_b1, q[i].int8_sps_b1, q[i].int8_sps_b1 / q[i].fp32_sps_b1,
                q[i].fp32_sps_b128, q[i].int8_sps_b128, q[i].int8_sps_b128 / q[i].fp32_sps_b128);
