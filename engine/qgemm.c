@@ -57,8 +57,53 @@ __attribute__((target("avx2"))) static inline void store4(int32_t *c, __m128i s,
     _mm_storeu_si128((__m128i *)c, s);
 }
 
-/* A is widened to int16 once per call (A16: M x Kp), B16 once per model. 2 rows x 4
- * columns per block: 6 loads feed 8 vpmaddwd (128 multiply-adds). */
+/* The blocked loops both SIMD paths share, from row m0 on: 2 rows x 4 columns per block
+ * (6 loads feed 8 multiply-accumulates), then the leftover columns and row. TA/TB: the
+ * operand types as the path reads them, STEP: elements per ymm, MAC(acc, a, b): acc += a·b
+ * by lanes of int32. */
+#define QGEMM_BLOCKS(TA, TB, STEP, MAC, A, B, m0)                                                     \
+    do {                                                                                              \
+        for (int m = (m0); m < M; m += 2) {                                                           \
+            int two = m + 1 < M; /* the last row of an odd count alone (batch 1: no wasted row) */  \
+            const TA *a0 = (A) + (size_t)m * Kp, *a1 = a0 + Kp;                                       \
+            int n = 0;                                                                                \
+            for (; n + 4 <= N; n += 4) {                                                              \
+                const TB *b0 = (B) + (size_t)n * Kp, *b1 = b0 + Kp, *b2 = b1 + Kp, *b3 = b2 + Kp;     \
+                __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;                \
+                __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00;                                   \
+                for (int k = 0; k < Kp; k += (STEP)) {                                                \
+                    __m256i x0 = _mm256_loadu_si256((const __m256i *)(a0 + k));                      \
+                    __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));                      \
+                    __m256i w1 = _mm256_loadu_si256((const __m256i *)(b1 + k));                      \
+                    __m256i w2 = _mm256_loadu_si256((const __m256i *)(b2 + k));                      \
+                    __m256i w3 = _mm256_loadu_si256((const __m256i *)(b3 + k));                      \
+                    s00 = MAC(s00, x0, w0); s01 = MAC(s01, x0, w1); s02 = MAC(s02, x0, w2); s03 = MAC(s03, x0, w3); \
+                    if (two) {                                                                        \
+                        __m256i x1 = _mm256_loadu_si256((const __m256i *)(a1 + k));                  \
+                        s10 = MAC(s10, x1, w0); s11 = MAC(s11, x1, w1); s12 = MAC(s12, x1, w2); s13 = MAC(s13, x1, w3); \
+                    }                                                                                 \
+                }                                                                                     \
+                store4(C + (size_t)m * N + n, hsum4(s00, s01, s02, s03), bias, n);                   \
+                if (two) store4(C + (size_t)(m + 1) * N + n, hsum4(s10, s11, s12, s13), bias, n);    \
+            }                                                                                         \
+            for (; n < N; n++) {                                                                      \
+                const TB *b0 = (B) + (size_t)n * Kp;                                                  \
+                __m256i s0 = _mm256_setzero_si256(), s1 = s0;                                         \
+                for (int k = 0; k < Kp; k += (STEP)) {                                                \
+                    __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));                      \
+                    s0 = MAC(s0, _mm256_loadu_si256((const __m256i *)(a0 + k)), w0);                 \
+                    if (two) s1 = MAC(s1, _mm256_loadu_si256((const __m256i *)(a1 + k)), w0);        \
+                }                                                                                     \
+                C[(size_t)m * N + n] = hsum1(s0) + (bias ? bias[n] : 0);                              \
+                if (two) C[(size_t)(m + 1) * N + n] = hsum1(s1) + (bias ? bias[n] : 0);               \
+            }                                                                                         \
+        }                                                                                             \
+    } while (0)
+
+#define MAC_AVX2(acc, a, b) _mm256_add_epi32((acc), _mm256_madd_epi16((a), (b)))
+#define MAC_VNNI(acc, a, b) _mm256_dpbusd_epi32((acc), (a), (b))
+
+/* A is widened to int16 once per call (A16: M x Kp), B16 once per model. */
 __attribute__((target("avx2"))) static void gemm_avx2(int M, int N, int Kp, const uint8_t *A, const int8_t *B,
                                                       const int16_t *B16, const int32_t *bias, int32_t *C,
                                                       int16_t *A16)
@@ -66,102 +111,21 @@ __attribute__((target("avx2"))) static void gemm_avx2(int M, int N, int Kp, cons
     (void)B;
     for (size_t i = 0; i < (size_t)M * Kp; i += 16)
         _mm256_storeu_si256((__m256i *)(A16 + i), _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(A + i))));
-    int m = 0;
-    for (; m + 2 <= M; m += 2) {
-        const int16_t *a0 = A16 + (size_t)m * Kp, *a1 = a0 + Kp;
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
-            const int16_t *b0 = B16 + (size_t)n * Kp, *b1 = b0 + Kp, *b2 = b1 + Kp, *b3 = b2 + Kp;
-            __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
-            __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-            for (int k = 0; k < Kp; k += 16) {
-                __m256i x0 = _mm256_loadu_si256((const __m256i *)(a0 + k));
-                __m256i x1 = _mm256_loadu_si256((const __m256i *)(a1 + k));
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));
-                __m256i w1 = _mm256_loadu_si256((const __m256i *)(b1 + k));
-                __m256i w2 = _mm256_loadu_si256((const __m256i *)(b2 + k));
-                __m256i w3 = _mm256_loadu_si256((const __m256i *)(b3 + k));
-                s00 = _mm256_add_epi32(s00, _mm256_madd_epi16(x0, w0));
-                s01 = _mm256_add_epi32(s01, _mm256_madd_epi16(x0, w1));
-                s02 = _mm256_add_epi32(s02, _mm256_madd_epi16(x0, w2));
-                s03 = _mm256_add_epi32(s03, _mm256_madd_epi16(x0, w3));
-                s10 = _mm256_add_epi32(s10, _mm256_madd_epi16(x1, w0));
-                s11 = _mm256_add_epi32(s11, _mm256_madd_epi16(x1, w1));
-                s12 = _mm256_add_epi32(s12, _mm256_madd_epi16(x1, w2));
-                s13 = _mm256_add_epi32(s13, _mm256_madd_epi16(x1, w3));
-            }
-            store4(C + (size_t)m * N + n, hsum4(s00, s01, s02, s03), bias, n);
-            store4(C + (size_t)(m + 1) * N + n, hsum4(s10, s11, s12, s13), bias, n);
-        }
-        for (; n < N; n++) {
-            const int16_t *b0 = B16 + (size_t)n * Kp;
-            __m256i s0 = _mm256_setzero_si256(), s1 = s0;
-            for (int k = 0; k < Kp; k += 16) {
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));
-                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a0 + k)), w0));
-                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a1 + k)), w0));
-            }
-            C[(size_t)m * N + n] = hsum1(s0) + (bias ? bias[n] : 0);
-            C[(size_t)(m + 1) * N + n] = hsum1(s1) + (bias ? bias[n] : 0);
-        }
-    }
-    for (; m < M; m++) {
-        const int16_t *a0 = A16 + (size_t)m * Kp;
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
-            const int16_t *b0 = B16 + (size_t)n * Kp, *b1 = b0 + Kp, *b2 = b1 + Kp, *b3 = b2 + Kp;
-            __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-            for (int k = 0; k < Kp; k += 16) {
-                __m256i x0 = _mm256_loadu_si256((const __m256i *)(a0 + k));
-                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)(b0 + k))));
-                s1 = _mm256_add_epi32(s1, _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)(b1 + k))));
-                s2 = _mm256_add_epi32(s2, _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)(b2 + k))));
-                s3 = _mm256_add_epi32(s3, _mm256_madd_epi16(x0, _mm256_loadu_si256((const __m256i *)(b3 + k))));
-            }
-            store4(C + (size_t)m * N + n, hsum4(s0, s1, s2, s3), bias, n);
-        }
-        for (; n < N; n++) {
-            const int16_t *b0 = B16 + (size_t)n * Kp;
-            __m256i s0 = _mm256_setzero_si256();
-            for (int k = 0; k < Kp; k += 16)
-                s0 = _mm256_add_epi32(s0, _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(a0 + k)),
-                                                            _mm256_loadu_si256((const __m256i *)(b0 + k))));
-            C[(size_t)m * N + n] = hsum1(s0) + (bias ? bias[n] : 0);
-        }
-    }
+    QGEMM_BLOCKS(int16_t, int16_t, 16, MAC_AVX2, A16, B16, 0);
 }
 
 #define VNNI_TARGET __attribute__((target("avx2,avx512f,avx512vl,avx512vnni")))
 
-/* Columns n0.. of two rows (a0, a0 + Kp) into c and c + N, one column at a time. */
-VNNI_TARGET static void gemm_vnni_tail(int Kp, int N, int n0, const uint8_t *a0, const int8_t *B,
-                                       const int32_t *bias, int32_t *c)
-{
-    const uint8_t *a1 = a0 + Kp;
-    for (int n = n0; n < N; n++) {
-        const int8_t *b0 = B + (size_t)n * Kp;
-        __m256i s0 = _mm256_setzero_si256(), s1 = s0;
-        for (int k = 0; k < Kp; k += 32) {
-            __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));
-            s0 = _mm256_dpbusd_epi32(s0, _mm256_loadu_si256((const __m256i *)(a0 + k)), w0);
-            s1 = _mm256_dpbusd_epi32(s1, _mm256_loadu_si256((const __m256i *)(a1 + k)), w0);
-        }
-        c[n] = hsum1(s0) + (bias ? bias[n] : 0);
-        c[N + n] = hsum1(s1) + (bias ? bias[n] : 0);
-    }
-}
-
-/* u8 x s8 directly: 2 rows x 4 columns per block, 6 loads feed 8 vpdpbusd (256 MACs). */
+/* u8 x s8 directly: 4 rows x 4 columns per block (8 loads feed 16 vpdpbusd; 21 of the 32
+ * ymm registers AVX-512VL has), the rest by the shared blocks. */
 VNNI_TARGET static void gemm_vnni(int M, int N, int Kp, const uint8_t *A, const int8_t *B, const int16_t *B16,
                                   const int32_t *bias, int32_t *C, int16_t *A16)
 {
     (void)B16; (void)A16;
-    int m = 0;
-    /* 4 rows x 4 columns: 8 loads feed 16 vpdpbusd; 21 of the 32 ymm registers AVX-512VL has */
-    for (; m + 4 <= M; m += 4) {
+    int m4 = N >= 4 ? M / 4 * 4 : 0, n4 = N / 4 * 4;
+    for (int m = 0; m < m4; m += 4) {
         const uint8_t *a0 = A + (size_t)m * Kp, *a1 = a0 + Kp, *a2 = a1 + Kp, *a3 = a2 + Kp;
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
+        for (int n = 0; n < n4; n += 4) {
             const int8_t *b0 = B + (size_t)n * Kp;
             __m256i s[4][4];
             for (int i = 0; i < 4; i++)
@@ -173,81 +137,30 @@ VNNI_TARGET static void gemm_vnni(int M, int N, int Kp, const uint8_t *A, const 
                 __m256i x3 = _mm256_loadu_si256((const __m256i *)(a3 + k));
                 for (int jj = 0; jj < 4; jj++) {
                     __m256i w = _mm256_loadu_si256((const __m256i *)(b0 + (size_t)jj * Kp + k));
-                    s[0][jj] = _mm256_dpbusd_epi32(s[0][jj], x0, w);
-                    s[1][jj] = _mm256_dpbusd_epi32(s[1][jj], x1, w);
-                    s[2][jj] = _mm256_dpbusd_epi32(s[2][jj], x2, w);
-                    s[3][jj] = _mm256_dpbusd_epi32(s[3][jj], x3, w);
+                    s[0][jj] = MAC_VNNI(s[0][jj], x0, w);
+                    s[1][jj] = MAC_VNNI(s[1][jj], x1, w);
+                    s[2][jj] = MAC_VNNI(s[2][jj], x2, w);
+                    s[3][jj] = MAC_VNNI(s[3][jj], x3, w);
                 }
             }
             for (int i = 0; i < 4; i++)
                 store4(C + (size_t)(m + i) * N + n, hsum4(s[i][0], s[i][1], s[i][2], s[i][3]), bias, n);
         }
-        if (n < N) /* the last columns, two rows at a time, below */
-            for (int i = 0; i < 4; i += 2)
-                gemm_vnni_tail(Kp, N, n, A + (size_t)(m + i) * Kp, B, bias, C + (size_t)(m + i) * N);
-    }
-    for (; m + 2 <= M; m += 2) {
-        const uint8_t *a0 = A + (size_t)m * Kp, *a1 = a0 + Kp;
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
-            const int8_t *b0 = B + (size_t)n * Kp, *b1 = b0 + Kp, *b2 = b1 + Kp, *b3 = b2 + Kp;
-            __m256i s00 = _mm256_setzero_si256(), s01 = s00, s02 = s00, s03 = s00;
-            __m256i s10 = s00, s11 = s00, s12 = s00, s13 = s00;
-            for (int k = 0; k < Kp; k += 32) {
-                __m256i x0 = _mm256_loadu_si256((const __m256i *)(a0 + k));
-                __m256i x1 = _mm256_loadu_si256((const __m256i *)(a1 + k));
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));
-                __m256i w1 = _mm256_loadu_si256((const __m256i *)(b1 + k));
-                __m256i w2 = _mm256_loadu_si256((const __m256i *)(b2 + k));
-                __m256i w3 = _mm256_loadu_si256((const __m256i *)(b3 + k));
-                s00 = _mm256_dpbusd_epi32(s00, x0, w0);
-                s01 = _mm256_dpbusd_epi32(s01, x0, w1);
-                s02 = _mm256_dpbusd_epi32(s02, x0, w2);
-                s03 = _mm256_dpbusd_epi32(s03, x0, w3);
-                s10 = _mm256_dpbusd_epi32(s10, x1, w0);
-                s11 = _mm256_dpbusd_epi32(s11, x1, w1);
-                s12 = _mm256_dpbusd_epi32(s12, x1, w2);
-                s13 = _mm256_dpbusd_epi32(s13, x1, w3);
-            }
-            store4(C + (size_t)m * N + n, hsum4(s00, s01, s02, s03), bias, n);
-            store4(C + (size_t)(m + 1) * N + n, hsum4(s10, s11, s12, s13), bias, n);
-        }
-        for (; n < N; n++) {
-            const int8_t *b0 = B + (size_t)n * Kp;
-            __m256i s0 = _mm256_setzero_si256(), s1 = s0;
-            for (int k = 0; k < Kp; k += 32) {
-                __m256i w0 = _mm256_loadu_si256((const __m256i *)(b0 + k));
-                s0 = _mm256_dpbusd_epi32(s0, _mm256_loadu_si256((const __m256i *)(a0 + k)), w0);
-                s1 = _mm256_dpbusd_epi32(s1, _mm256_loadu_si256((const __m256i *)(a1 + k)), w0);
-            }
-            C[(size_t)m * N + n] = hsum1(s0) + (bias ? bias[n] : 0);
-            C[(size_t)(m + 1) * N + n] = hsum1(s1) + (bias ? bias[n] : 0);
+        /* the leftover columns of these rows, one dot product each */
+        if (n4 < N) {
+            for (int i = 0; i < 4; i++)
+                for (int n = n4; n < N; n++) {
+                    const uint8_t *ar = A + (size_t)(m + i) * Kp;
+                    const int8_t *b0 = B + (size_t)n * Kp;
+                    __m256i s0 = _mm256_setzero_si256();
+                    for (int k = 0; k < Kp; k += 32)
+                        s0 = MAC_VNNI(s0, _mm256_loadu_si256((const __m256i *)(ar + k)),
+                                      _mm256_loadu_si256((const __m256i *)(b0 + k)));
+                    C[(size_t)(m + i) * N + n] = hsum1(s0) + (bias ? bias[n] : 0);
+                }
         }
     }
-    for (; m < M; m++) {
-        const uint8_t *a0 = A + (size_t)m * Kp;
-        int n = 0;
-        for (; n + 4 <= N; n += 4) {
-            const int8_t *b0 = B + (size_t)n * Kp, *b1 = b0 + Kp, *b2 = b1 + Kp, *b3 = b2 + Kp;
-            __m256i s0 = _mm256_setzero_si256(), s1 = s0, s2 = s0, s3 = s0;
-            for (int k = 0; k < Kp; k += 32) {
-                __m256i x0 = _mm256_loadu_si256((const __m256i *)(a0 + k));
-                s0 = _mm256_dpbusd_epi32(s0, x0, _mm256_loadu_si256((const __m256i *)(b0 + k)));
-                s1 = _mm256_dpbusd_epi32(s1, x0, _mm256_loadu_si256((const __m256i *)(b1 + k)));
-                s2 = _mm256_dpbusd_epi32(s2, x0, _mm256_loadu_si256((const __m256i *)(b2 + k)));
-                s3 = _mm256_dpbusd_epi32(s3, x0, _mm256_loadu_si256((const __m256i *)(b3 + k)));
-            }
-            store4(C + (size_t)m * N + n, hsum4(s0, s1, s2, s3), bias, n);
-        }
-        for (; n < N; n++) {
-            const int8_t *b0 = B + (size_t)n * Kp;
-            __m256i s0 = _mm256_setzero_si256();
-            for (int k = 0; k < Kp; k += 32)
-                s0 = _mm256_dpbusd_epi32(s0, _mm256_loadu_si256((const __m256i *)(a0 + k)),
-                                         _mm256_loadu_si256((const __m256i *)(b0 + k)));
-            C[(size_t)m * N + n] = hsum1(s0) + (bias ? bias[n] : 0);
-        }
-    }
+    QGEMM_BLOCKS(uint8_t, int8_t, 32, MAC_VNNI, A, B, m4);
 }
 #endif
 

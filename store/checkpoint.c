@@ -20,20 +20,30 @@ static int run_step(store *s, sqlite3_stmt *st, const char *what)
     return rc == SQLITE_DONE ? STORE_OK : store_sql_fail(s, rc, what);
 }
 
-static double col_real(sqlite3_stmt *st, int i)
+/* Steps q to the end, decoding each row into a growing array of elem-byte records
+ * (*out malloc'd, free()); finalizes q. */
+static int collect(store *s, sqlite3_stmt *q, size_t elem, void (*decode)(sqlite3_stmt *, void *), void **out,
+                   size_t *n, const char *what)
 {
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-static long long col_count(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
-}
-
-static void col_text(sqlite3_stmt *st, int i, char *dst, size_t cap)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+    *out = NULL;
+    *n = 0;
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? 2 * cap : 8;
+            void *nb = realloc(*out, cap * elem);
+            if (!nb) { rc = SQLITE_NOMEM; break; }
+            *out = nb;
+        }
+        decode(q, (char *)*out + elem * (*n)++);
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_DONE) return STORE_OK;
+    free(*out);
+    *out = NULL;
+    *n = 0;
+    return rc == SQLITE_NOMEM ? store_fail(STORE_ENOMEM, "%s: out of memory", what) : store_sql_fail(s, rc, what);
 }
 
 static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
@@ -102,34 +112,24 @@ int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void *
     return STORE_OK;
 }
 
+static void decode_checkpoint(sqlite3_stmt *q, void *out)
+{
+    store_checkpoint *c = out;
+    c->run = sqlite3_column_int64(q, 0);
+    c->step = (long)sqlite3_column_int64(q, 1);
+    c->epoch = sqlite3_column_int(q, 2);
+    c->created = col_real(q, 3);
+    c->bytes = col_count(q, 4);
+}
+
 int store_checkpoints_list(store *s, long long run, store_checkpoint **out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
     sqlite3_stmt *q;
-    int st = prep(s, "SELECT step,epoch,created,bytes FROM checkpoints WHERE run=?1 ORDER BY step DESC",
+    int st = prep(s, "SELECT run,step,epoch,created,bytes FROM checkpoints WHERE run=?1 ORDER BY step DESC",
                   &q, "listing checkpoints");
-    if (st) return st;
+    if (st) { *out = NULL; *n = 0; return st; }
     sqlite3_bind_int64(q, 1, run);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 4;
-            store_checkpoint *nb = realloc(*out, cap * sizeof *nb);
-            if (!nb) { sqlite3_finalize(q); free(*out); *out = NULL; *n = 0; return store_fail(STORE_ENOMEM, "out of memory"); }
-            *out = nb;
-        }
-        store_checkpoint *c = &(*out)[(*n)++];
-        c->run = run;
-        c->step = (long)sqlite3_column_int64(q, 0);
-        c->epoch = sqlite3_column_int(q, 1);
-        c->created = col_real(q, 2);
-        c->bytes = col_count(q, 3);
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) { free(*out); *out = NULL; *n = 0; return store_sql_fail(s, rc, "listing checkpoints"); }
-    return STORE_OK;
+    return collect(s, q, sizeof **out, decode_checkpoint, (void **)out, n, "listing checkpoints");
 }
 
 int store_run_reopen(store *s, long long run, long from_step, const char *const *keys)
@@ -212,71 +212,51 @@ fail:
     return st;
 }
 
+static void decode_quant(sqlite3_stmt *q, void *out)
+{
+    store_quant *r = out;
+    memset(r, 0, sizeof *r);
+    r->id = sqlite3_column_int64(q, 0);
+    r->run = sqlite3_column_int64(q, 1);
+    r->created = col_real(q, 2);
+    r->step = (long)col_count(q, 3);
+    col_text(q, 4, r->scheme, sizeof r->scheme);
+    r->calibrate = (long)col_count(q, 5);
+    col_text(q, 6, r->kernel, sizeof r->kernel);
+    r->fp32_bytes = col_count(q, 7);
+    r->int8_bytes = col_count(q, 8);
+    double *reals[] = { &r->fp32_loss, &r->int8_loss, &r->fp32_acc, &r->int8_acc, &r->fp32_sps_b1,
+                        &r->int8_sps_b1, &r->fp32_sps_b128, &r->int8_sps_b128 };
+    for (int i = 0; i < 8; i++) *reals[i] = col_real(q, 9 + i);
+}
+
 int store_quants_list(store *s, long long run, store_quant **out, size_t *n)
 {
-    *out = NULL;
-    *n = 0;
     sqlite3_stmt *q;
     int st = prep(s, "SELECT id,run,created,step,scheme,calibrate,kernel,fp32_bytes,int8_bytes,fp32_loss,int8_loss,"
                      "fp32_acc,int8_acc,fp32_sps_b1,int8_sps_b1,fp32_sps_b128,int8_sps_b128 "
                      "FROM quantizations WHERE run=?1 ORDER BY id DESC", &q, "listing quantizations");
-    if (st) return st;
+    if (st) { *out = NULL; *n = 0; return st; }
     sqlite3_bind_int64(q, 1, run);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 4;
-            store_quant *nb = realloc(*out, cap * sizeof *nb);
-            if (!nb) { sqlite3_finalize(q); free(*out); *out = NULL; *n = 0; return store_fail(STORE_ENOMEM, "out of memory"); }
-            *out = nb;
-        }
-        store_quant *r = &(*out)[(*n)++];
-        memset(r, 0, sizeof *r);
-        r->id = sqlite3_column_int64(q, 0);
-        r->run = sqlite3_column_int64(q, 1);
-        r->created = col_real(q, 2);
-        r->step = (long)col_count(q, 3);
-        col_text(q, 4, r->scheme, sizeof r->scheme);
-        r->calibrate = (long)col_count(q, 5);
-        col_text(q, 6, r->kernel, sizeof r->kernel);
-        r->fp32_bytes = col_count(q, 7);
-        r->int8_bytes = col_count(q, 8);
-        double *reals[] = { &r->fp32_loss, &r->int8_loss, &r->fp32_acc, &r->int8_acc, &r->fp32_sps_b1,
-                            &r->int8_sps_b1, &r->fp32_sps_b128, &r->int8_sps_b128 };
-        for (int i = 0; i < 8; i++) *reals[i] = col_real(q, 9 + i);
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) { free(*out); *out = NULL; *n = 0; return store_sql_fail(s, rc, "listing quantizations"); }
-    return STORE_OK;
+    return collect(s, q, sizeof **out, decode_quant, (void **)out, n, "listing quantizations");
+}
+
+static void decode_quant_op(sqlite3_stmt *q, void *out)
+{
+    store_quant_op *o = out;
+    col_text(q, 0, o->name, sizeof o->name);
+    col_text(q, 1, o->layer, sizeof o->layer);
+    o->calls = sqlite3_column_int64(q, 2);
+    o->total_ns = sqlite3_column_int64(q, 3);
+    o->self_ns = sqlite3_column_int64(q, 4);
 }
 
 int store_quant_ops_get(store *s, long long quant, store_quant_op **ops, size_t *n)
 {
-    *ops = NULL;
-    *n = 0;
     sqlite3_stmt *q;
     int st = prep(s, "SELECT name,layer,calls,total_ns,self_ns FROM quant_ops WHERE quant=?1 ORDER BY self_ns DESC",
                   &q, "reading a quantization's profile");
-    if (st) return st;
+    if (st) { *ops = NULL; *n = 0; return st; }
     sqlite3_bind_int64(q, 1, quant);
-    size_t cap = 0;
-    int rc;
-    while ((rc = sqlite3_step(q)) == SQLITE_ROW) {
-        if (*n == cap) {
-            cap = cap ? 2 * cap : 8;
-            store_quant_op *nb = realloc(*ops, cap * sizeof *nb);
-            if (!nb) { sqlite3_finalize(q); free(*ops); *ops = NULL; *n = 0; return store_fail(STORE_ENOMEM, "out of memory"); }
-            *ops = nb;
-        }
-        store_quant_op *o = &(*ops)[(*n)++];
-        col_text(q, 0, o->name, sizeof o->name);
-        col_text(q, 1, o->layer, sizeof o->layer);
-        o->calls = sqlite3_column_int64(q, 2);
-        o->total_ns = sqlite3_column_int64(q, 3);
-        o->self_ns = sqlite3_column_int64(q, 4);
-    }
-    sqlite3_finalize(q);
-    if (rc != SQLITE_DONE) { free(*ops); *ops = NULL; *n = 0; return store_sql_fail(s, rc, "reading a quantization's profile"); }
-    return STORE_OK;
+    return collect(s, q, sizeof **ops, decode_quant_op, (void **)ops, n, "reading a quantization's profile");
 }
