@@ -61,6 +61,14 @@ grep -q "^## int8 quantizations" "$T/r.md" || fail "the report has no int8 secti
 "$NNBENCH" report 2 --db "$DB" -o "$T/r.json" >"$T/out" 2>&1 || fail "json report"
 grep -q '"quantizations":\[{"id":2,' "$T/r.json" || fail "the JSON report has no quantization"
 
+# eval: the stored test loss again, and another file (the full training images) by --data.
+"$NNBENCH" eval 1 --db "$DB" --json >"$T/out" 2>&1 || fail "eval"
+want=$(sqlite3 "$DB" "SELECT printf('%.6g', final_test_loss) FROM runs WHERE id=1")
+[ "$(printf '%.6g' "$(sed 's/.*"loss": \([^,]*\),.*/\1/' "$T/out")")" = "$want" ] || fail "eval loss differs from the run's ($want)"
+"$NNBENCH" eval 1 --db "$DB" --data "$FM/train-images-idx3-ubyte.gz" --labels "$FM/train-labels-idx1-ubyte.gz" \
+    >"$T/out" 2>&1 || fail "eval --data"
+grep -q "60000 samples, loss [0-9.]*, accuracy 0\.[5-9]" "$T/out" || fail "eval --data: not the 60000 training images"
+
 # The integer result does not depend on the GEMM path: every path this CPU has, forced.
 il() { sed -n 's/.*"int8": {[^}]*"loss": \([0-9.e+-]*\).*/\1/p' "$1"; }
 for run in 1 2; do
