@@ -96,6 +96,16 @@ for run in 1 2; do
     echo "quantize.sh: run $run: $(cat "$T/out")"
 done
 
+# A tanh net (activation tables) exports exactly too.
+"$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant adam --set train.epochs=5 --db "$DB" >"$T/out" 2>&1 ||
+    fail "training the spirals net"
+"$NNBENCH" export-model 3 --int8 -o "$T/model3.c" --vectors 400 "$T/vec3.bin" --db "$DB" >"$T/out" 2>&1 || fail "export-model 3"
+grep -q "_lut\[256\]" "$T/model3.c" || fail "no activation table in the tanh net's C file"
+${CC:-cc} -c -std=c99 -Wall -Wextra -Werror -O2 -o "$T/model3.o" "$T/model3.c" 2>"$T/out" || fail "model3.c does not compile"
+${CC:-cc} -O2 -o "$T/drv3" "$NNBENCH_TOP/tests/e2e/export_driver.c" "$T/model3.o" -lm 2>"$T/out" || fail "driver 3"
+"$T/drv3" "$T/vec3.bin" >"$T/out" 2>&1 || fail "the exported tanh net differs from nnbench's int8 path"
+echo "quantize.sh: run 3 (tanh): $(cat "$T/out")"
+
 # Refusals.
 "$NNBENCH" quantize 1 --db "$DB" --scheme median >"$T/out" 2>&1; [ $? = 2 ] || fail "--scheme median accepted"
 "$NNBENCH" quantize 1 --db "$DB" --kernel turbo >"$T/out" 2>&1; [ $? = 2 ] || fail "--kernel turbo accepted"
