@@ -14,6 +14,10 @@
 
 static size_t pad32(size_t n) { return (n + ENG_QK_ALIGN - 1) / ENG_QK_ALIGN * ENG_QK_ALIGN; }
 
+/* Bytes past the end of every uint8 buffer, so that im2col's 8-byte moves may read and
+ * write a little beyond a row. */
+#define ENG_QSLACK 32
+
 /* ---- calibration ------------------------------------------------------------------------ */
 
 #define CAL_SAMPLES 200000   /* values kept per tensor for the percentile scheme */
@@ -329,7 +333,7 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
             Q->y_stride = cur_stride;               /* a view of its input */
         } else {
             Q->y_stride = pad32(L->out_size);
-            Q->y = prof_calloc((size_t)max_batch * Q->y_stride, 1);
+            Q->y = prof_calloc((size_t)max_batch * Q->y_stride + ENG_QSLACK, 1);
             if (!Q->y) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for activations");
         }
         cur_stride = Q->y_stride;
@@ -337,8 +341,8 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
     free(cals);
     q->bytes = bytes;
     if (!rc) {
-        q->xq = prof_calloc((size_t)max_batch * q->in_stride, 1);
-        q->col = prof_calloc(col_max ? col_max : 1, 1);
+        q->xq = prof_calloc((size_t)max_batch * q->in_stride + ENG_QSLACK, 1);
+        q->col = prof_calloc(col_max + ENG_QSLACK, 1);
         q->acc = prof_calloc(acc_max ? acc_max : 1, sizeof(int32_t));
         q->a16 = prof_calloc(a16_max ? a16_max : 1, sizeof(int16_t));
         if (!q->xq || !q->col || !q->acc || !q->a16) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for workspaces");
@@ -398,7 +402,18 @@ static void im2col_u8(const eng_qlayer *L, const uint8_t *x, size_t x_stride, in
                 for (int c = 0; c < C; c++)
                     for (int ky = 0; ky < K; ky++) {
                         const uint8_t *s = src + (size_t)c * H * W + (size_t)(oy + ky) * W + ox;
-                        for (int kx = 0; kx < K; kx++) *dst++ = s[kx];   /* K is small: no memcpy call */
+                        if (K <= 8) {
+                            /* one 8-byte move: the bytes past K land where the next move (or
+                             * the next position) writes, or in the padding; buffers have
+                             * ENG_QSLACK bytes of slack for the last one */
+                            uint64_t v;
+                            memcpy(&v, s, 8);
+                            memcpy(dst, &v, 8);
+                            dst += K;
+                        } else {
+                            memcpy(dst, s, (size_t)K);
+                            dst += K;
+                        }
                     }
             }
 }
