@@ -563,7 +563,9 @@ static int run_main(int argc, char **argv)
         r->threads = pr.threads;
         if (r->res.error) snprintf(r->error, sizeof r->error, "%s", r->res.error);
         r->res.error = NULL; /* points into the run, about to be freed */
-        if (rc && rc != ENG_ESTOPPED) {
+        if (rc == ENG_ESINK && store) {
+            any_failed = 1;    /* the store's own words follow: "not stored in DB: why" */
+        } else if (rc && rc != ENG_ESTOPPED) {
             fprintf(stderr, "variant %s: %s\n", r->variant, r->error[0] ? r->error : eng_error());
             any_failed = 1;
         } else if (rc == ENG_ESTOPPED) {
@@ -573,9 +575,9 @@ static int run_main(int argc, char **argv)
             /* "stored" only once the end record is committed; any store error is exit 1. */
             const char *serr = cli_store_sink_error(store);
             r->run_id = serr ? 0 : cli_store_sink_run_id(store);
+            if (!serr && rc == ENG_ESINK) serr = eng_error();
             if (serr) {
-                if (rc != ENG_ESINK)
-                    fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, db_path, serr);
+                fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, db_path, serr);
                 if (!r->error[0]) snprintf(r->error, sizeof r->error, "not stored: %s", serr);
                 any_failed = 1;
             } else if (r->run_id > 0) {
