@@ -16,8 +16,9 @@ CSTD    := -std=c11 -D_GNU_SOURCE
 OPT     ?= -O2 -g
 SAN     :=
 CFLAGS_ALL  = $(CSTD) $(OPT) $(WARN) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
-# libmetis (graph partitioning, engine/partition.c) ships no pkg-config file
-LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lmetis -lsde -lpthread -lm $(LDLIBS)
+# libmetis (graph partitioning) and oneDNN (libdnnl-dev, the int8 matmul path; with its
+# OpenMP runtime) ship no pkg-config file.
+LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lmetis -ldnnl -lgomp -lsde -lpthread -lm $(LDLIBS)
 
 MODULES  := profiler quantum engine store tui
 LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))

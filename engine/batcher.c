@@ -238,6 +238,30 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
     return eng_batcher_create_opts(ds, batch, &o, seed, out);
 }
 
+int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                          uint64_t seed, long start, eng_batcher **out)
+{
+    eng_batcher_options o = { .shuffle = shuffle, .prefetch = prefetch, .depth = 1,
+                              .wait_scope = -1, .gather_scope = -1, .start = start };
+    return eng_batcher_create_opts(ds, batch, &o, seed, out);
+}
+
+/* The batch order depends only on the seed and the batch index (see struct eng_batcher),
+ * so starting at batch k replays the shuffles of the epochs begun before k, without
+ * gathering, before the prefetch thread exists. */
+static void seek(eng_batcher *b, long k)
+{
+    long epochs_begun = (k + b->bpe - 1) / b->bpe;
+    if (b->shuffle)
+        for (long e = 0; e < epochs_begun; e++)
+            for (int j = b->n - 1; j > 0; j--) {
+                int r = (int)eng_rng_below(&b->rng, (uint64_t)j + 1);
+                int32_t tmp = b->perm[j]; b->perm[j] = b->perm[r]; b->perm[r] = tmp;
+            }
+    b->produced = b->consumed = k;
+    atomic_store(&b->completed, k);
+}
+
 int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_options *o,
                             uint64_t seed, eng_batcher **out)
 {
@@ -292,6 +316,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
          * full-batch gradient does not depend on the order of rows. */
         b->meta[0] = (eng_batch){ .x = ds->x_train, .y = ds->y_train, .t = ds->t_train,
                                   .rows = b->n, .last_in_epoch = 1, .global_rows = b->n };
+        b->consumed = o->start;
         *out = b;
         return ENG_OK;
     }
@@ -309,6 +334,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
         eng_batcher_destroy(b);
         return eng_fail(ENG_ENOMEM, "batcher: out of memory for batches of %d rows", b->batch);
     }
+    if (o->start > 0) seek(b, o->start);
     if (prefetch) {
         pthread_mutex_init(&b->mu, NULL);
         pthread_cond_init(&b->cv, NULL);

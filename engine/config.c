@@ -173,6 +173,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "steps between test-set evaluations; 0 = at the end of each epoch (always also at the end)") \
     X("train", "log_every", K_INT, train.log_every, 1, 1e9, NULL, NULL, "integer >= 1", "1",      \
       "steps between logged train_loss/train_acc/lr points (each the mean over those steps)")     \
+    X("train", "checkpoint_every", K_LONG, train.checkpoint_every, 0, 1e12, NULL, NULL, "integer >= 0", "0", \
+      "steps between checkpoints stored with the run (for resume, eval, quantize); 0 = at the end of each epoch; always also at the end") \
     X("newton", "curvature", K_ENUM, newton.curvature, 0, 0, E_CURV, V_CURV,                          \
       "hessian, fisher, gauss-newton", "hessian", "curvature matrix of each block")               \
     X("newton", "blocks", K_ENUM, newton.blocks, 0, 0, E_BLOCKS, V_BLOCKS, "layer, full", "layer",   \
@@ -1023,6 +1025,9 @@ static void free_state(parse_state *st)
     free(st->vars);
 }
 
+static int load_text(const char *path, char *text, const char *const *overrides, size_t n_overrides,
+                     eng_experiment **out);
+
 int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
                         eng_experiment **out)
 {
@@ -1030,6 +1035,25 @@ int eng_experiment_load(const char *path, const char *const *overrides, size_t n
     int rc;
     char *text = read_file(path, &rc);
     if (!text) return rc;
+    return load_text(path, text, overrides, n_overrides, out);
+}
+
+int eng_experiment_load_text(const char *path, const char *text, const char *const *overrides,
+                             size_t n_overrides, eng_experiment **out)
+{
+    *out = NULL;
+    size_t n = strlen(text) + 1;
+    char *copy = malloc(n);
+    if (!copy) return eng_fail(ENG_ENOMEM, "out of memory");
+    memcpy(copy, text, n);
+    return load_text(path, copy, overrides, n_overrides, out);
+}
+
+/* Takes ownership of text. */
+static int load_text(const char *path, char *text, const char *const *overrides, size_t n_overrides,
+                     eng_experiment **out)
+{
+    int rc;
 
     cli_set *sets = n_overrides ? calloc(n_overrides, sizeof *sets) : NULL;
     if (n_overrides && !sets) { free(text); return eng_fail(ENG_ENOMEM, "out of memory"); }

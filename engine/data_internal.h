@@ -91,6 +91,9 @@ typedef struct {
     /* Data-parallel: this rank serves rows [G*rank/size, G*(rank+1)/size) of every global
      * batch of G rows (same permutation and augmentation as one process); size 0 or 1 = all. */
     int shard_rank, shard_size;
+    /* Start at this batch index (0-based: steps already taken), serving the batches an
+     * uninterrupted batcher serves from there on (resume from a checkpoint). */
+    long start;
 } eng_batcher_options;
 int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_options *o,
                             uint64_t seed, eng_batcher **out);
@@ -108,6 +111,11 @@ void eng_data_cache_unmap(eng_dataset *ds);
 /* What the last eng_data_load on this thread did with the cache. */
 eng_cache_state eng_data_cache_last(void);
 void eng_data_cache_note(eng_cache_state s);
+
+/* eng_batcher_create, starting at batch index start (0-based; start = steps already
+ * taken): the batches served are those an uninterrupted batcher serves from there on. */
+int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                          uint64_t seed, long start, eng_batcher **out);
 
 /* Base name of a path without its directory (points into path). */
 const char *eng_data_basename(const char *path);

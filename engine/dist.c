@@ -389,6 +389,7 @@ static int dist_op_stats(void *ud, const prof_row *rows, size_t n, const prof_su
 FWD(run_begin, (void *ud, const eng_run_info *i), (st->inner->ud, i))
 FWD(metric, (void *ud, const eng_metric *m), (st->inner->ud, m))
 FWD(solver, (void *ud, const struct qm_solve_event *e), (st->inner->ud, e))
+FWD(checkpoint, (void *ud, const eng_checkpoint *c), (st->inner->ud, c))
 #undef FWD
 
 static void dist_progress(void *ud, long step, long total, int epoch, double loss, double sps)
@@ -409,7 +410,7 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st)
     if (g_world <= 1) return inner ? *inner : (eng_sink){ 0 };
     return (eng_sink){ .ud = st, .run_begin = dist_run_begin, .metric = dist_metric,
                        .op_stats = dist_op_stats, .solver = dist_solver,
-                       .progress = dist_progress, .run_end = dist_run_end };
+                       .progress = dist_progress, .run_end = dist_run_end, .checkpoint = dist_checkpoint };
 }
 
 /* ---- measuring the all-reduce ------------------------------------------------------------ */

@@ -145,6 +145,7 @@ typedef struct {
     int threads;           /* BLAS threads; 0 = leave as the environment sets it */
     int eval_every;        /* steps between test evaluations; 0 = once per epoch */
     int log_every;         /* steps between logged train metrics (default 1) */
+    long checkpoint_every; /* steps between checkpoints; 0 = at the end of each epoch */
 } eng_train_config;
 
 typedef enum { ENG_CURV_HESSIAN, ENG_CURV_FISHER, ENG_CURV_GAUSS_NEWTON } eng_curvature;
@@ -245,6 +246,10 @@ typedef struct {
  * eng_experiment_free. */
 int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
                         eng_experiment **out);
+/* The same from the file's text (as stored with a run); path names it in messages and
+ * anchors relative data paths. */
+int eng_experiment_load_text(const char *path, const char *text, const char *const *overrides,
+                             size_t n_overrides, eng_experiment **out);
 void eng_experiment_free(eng_experiment *ex);
 /* Keeps only the named variant; ENG_EINVAL naming the variants that exist if absent. */
 int eng_experiment_select(eng_experiment *ex, const char *variant);
@@ -345,6 +350,10 @@ typedef struct {
     int threads;                 /* BLAS threads in use */
     long total_steps;
     int n_train, n_test;
+    long resumed_step;           /* 0, or the checkpoint's step when the run was resumed */
+    int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
+                                  * train_loss/train_acc/lr logged at resumed_step were that
+                                  * interval's partial mean and are logged again later */
 } eng_run_info;
 
 typedef struct {
@@ -362,7 +371,20 @@ typedef struct {
     size_t peak_rss;             /* process peak RSS, bytes */
     long solves, quantum_solves; /* Newton only */
     double kappa_first, kappa_last; /* mean routing kappa estimate at first/last Newton step; NAN otherwise */
+    long checkpoints;            /* checkpoints handed to the sink by this process */
+    size_t checkpoint_bytes;     /* bytes of one checkpoint record */
+    double checkpoint_s;         /* time spent serialising and in the sink's checkpoint callback */
 } eng_run_result;
+
+/* A run's state as one opaque byte record (engine/checkpoint.c: magic, version, checksum,
+ * parameters, optimizer state, loop state). A store keeps it as it is; eng_run_resume and
+ * eng_run_load_params read it back. */
+typedef struct {
+    long step;                   /* steps done when it was taken */
+    int epoch;                   /* epochs done */
+    const void *data;            /* valid during the callback only */
+    size_t len;
+} eng_checkpoint;
 
 struct qm_solve_event; /* quantum/quantum.h */
 
@@ -384,6 +406,9 @@ typedef struct eng_sink {
      * copy what you keep. Live views read the profiler this way, never directly. */
     void (*ops_live)(void *ud, const prof_row *rows, size_t n);
     double ops_live_every_s;
+    /* A checkpoint, every train.checkpoint_every steps (0: each epoch), at the end and when
+     * a stop is honoured; not for newton runs. Non-zero stops the run with ENG_ESINK. */
+    int (*checkpoint)(void *ud, const eng_checkpoint *ck);
 } eng_sink;
 
 typedef struct eng_run eng_run;
@@ -396,6 +421,18 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
  * result (also passed to run_end) stays readable until eng_run_destroy. */
 int eng_run_train(eng_run *r, const eng_sink *sink);
 const eng_run_result *eng_run_result_get(const eng_run *r);
+/* Before eng_run_train: continue from a checkpoint of this run's config (same seed,
+ * model, optimizer, data and batch). The run then trains from the checkpoint's step on and
+ * logs exactly what the uninterrupted run logs from there (bit-identical at 1 thread).
+ * ENG_EFORMAT for a corrupt record, ENG_EINVAL when it belongs to another setup. */
+int eng_run_resume(eng_run *r, const void *data, size_t len);
+/* Loads only the parameters of a checkpoint into the run's model (eval, quantize). */
+int eng_run_load_params(eng_run *r, const void *data, size_t len);
+/* Mean loss and accuracy (NAN for regression) of the current model on the test set. */
+int eng_run_evaluate(eng_run *r, double *loss, double *acc);
+/* The run's model and data (owned by the run), for eval and quantization. */
+eng_model *eng_run_model(eng_run *r);
+const eng_dataset *eng_run_dataset(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
 void eng_run_destroy(eng_run *r);
@@ -428,6 +465,48 @@ int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
 /* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
  * default of 30 s, or when the job is being stopped). No-op in one process. */
 int eng_dist_barrier(void);
+
+/* ---- int8 post-training quantization (quant.c) -------------------------------------- */
+
+typedef enum { ENG_QSCHEME_MINMAX, ENG_QSCHEME_PERCENTILE } eng_qscheme;
+typedef struct eng_qmodel eng_qmodel;
+/* Quantizes a trained model: activation ranges from its forward on the first n_calib
+ * training samples of ds (min-max, or the 0.01/99.99 percentiles), weights per output
+ * channel; buffers for batches of up to max_batch rows; prof (may be NULL) gets the int8
+ * path's scopes (quantize, im2col_u8, gemm_s8, requantize, maxpool_u8, dequantize). The GEMM
+ * is the fastest own kernel of this CPU (eng_qmodel_set_kernel changes it). Free with
+ * eng_qmodel_free. */
+int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme scheme, int max_batch,
+                 prof_t *prof, eng_qmodel **out);
+void eng_qmodel_free(eng_qmodel *q);
+/* Integer inference of rows [1, max_batch] of x (float inputs, as the fp32 model takes them);
+ * logits [rows x n_out] as float (the last accumulators times their scales). */
+int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits);
+/* Mean loss (the model's loss) and accuracy (NAN without labels) over n rows. */
+int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, const float *targets, int n,
+                        double *loss, double *acc);
+/* Bytes a device stores: int8 weights, int32 biases, float scale per channel, scales and
+ * zero points per tensor, activation tables. */
+size_t eng_qmodel_bytes(const eng_qmodel *q);
+/* The int8 GEMM: "auto" (the own kernel for this CPU), "scalar", "avx2", "vnni" or
+ * "onednn"; ENG_EINVAL if this machine lacks it. set_kernels: `large` for GEMMs of 16 rows
+ * or more, `small` (NULL = the same) for fewer (batch-1 inference). The name of what is set
+ * ("vnni", or "onednn (batch < 16: vnni)") stays valid until the next call on this thread. */
+int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
+int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small);
+const char *eng_qmodel_kernel(const eng_qmodel *q);
+/* The same model (config, parameters) for batches of up to max_batch rows, unprofiled. */
+int eng_model_clone(const eng_model *m, int max_batch, eng_model **out);
+/* Inference samples/s over the test set of ds in batches of `batch` (at most the test set
+ * and the model's max_batch; NAN otherwise), measured for at least secs seconds. */
+double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs);
+double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs);
+/* Threads of the int8 and fp32 inference (OpenBLAS and oneDNN), for measurements. */
+void eng_inference_threads(int n);
+/* Writes a self-contained C file (no includes beyond <stdint.h>, <math.h>): the int8 arrays,
+ * scales and `int PREFIX_predict(const float *x)` / `void PREFIX_logits(const float *x,
+ * float *out)` doing the same integer inference as eng_qmodel_forward, bit for bit. */
+int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *prefix);
 
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;

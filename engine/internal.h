@@ -219,6 +219,49 @@ int eng_model_enable_input_grad(eng_model *m);
  * layers of the last forward; overwrites m->grads, every layer's dz/da and m->dlogits. */
 void eng_model_backward_from(eng_model *m, const float *dlogits);
 
+/* The optimizer's state, for checkpoints: m and v (NULL when the kind has none, n_params
+ * floats each) and the step count t, all writable. */
+void eng_optim_state(eng_optim *o, float **m, float **v, long **t);
+
+/* ---- checkpoints (checkpoint.c) ---------------------------------------------------- */
+
+/* The training loop's own state between steps: what a resumed run needs, besides the
+ * parameters, optimizer and batch order, to log exactly what an uninterrupted run logs. */
+typedef struct {
+    long step;                  /* steps done */
+    int epoch;                  /* epochs done */
+    double wall, hybrid_extra;  /* wall clock so far; Q-Newton clock excess */
+    double train_time, epoch_train_time;
+    long total_rows, epoch_rows;
+    double int_loss, int_rows, int_correct, last_lr;
+    double final_train_loss, best_train_loss, final_test_loss, final_test_acc, best_test_acc;
+    long steps_to_target;
+    double wall_to_target, hybrid_to_target;
+} eng_loop_state;
+
+/* What a checkpoint holds and where reading puts it. Writing reads every pointer; reading
+ * checks the identity fields against the ones given and fills the arrays and loop. */
+typedef struct {
+    uint64_t seed;
+    long total_steps;
+    uint64_t n_params;
+    int n_train, batch, optimizer;
+    float *params;              /* n_params */
+    float *m, *v;               /* n_params each, or NULL (the optimizer has none) */
+    long *opt_t;                /* optimizer step count, or NULL */
+    eng_loop_state loop;
+} eng_ckpt;
+
+/* Bytes of the record for c's shape. */
+size_t eng_ckpt_size(const eng_ckpt *c);
+/* Writes the record into buf (cap >= eng_ckpt_size); returns the bytes written. */
+size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap);
+/* Checks magic, version, length and checksum, then that the record belongs to a run of
+ * c's shape (seed, parameters, optimizer, training set, batch), and fills c's arrays
+ * and loop. ENG_EFORMAT / ENG_EINVAL with what differs. With params_only, only the
+ * parameters are read (c->m, c->v, c->opt_t are ignored; optimizer and batch unchecked). */
+int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only);
+
 /* Seed stream of the parameter initialisation; layer i uses stream ENG_STREAM_INIT + i, so
  * adding a layer at the end leaves the earlier layers' weights unchanged. */
 #define ENG_STREAM_INIT 0x494e4954ull

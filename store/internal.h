@@ -4,7 +4,9 @@
 #define NNBENCH_STORE_INTERNAL_H
 
 #include <pthread.h>
+#include <math.h>
 #include <sqlite3.h>
+#include <stdio.h>
 
 #include "store.h"
 
@@ -109,6 +111,23 @@ extern const int store_n_migrations;
 /* Applies migs[from..n-1] in one transaction and sets user_version = n (test hook:
  * lets a test chain its own extra migration). */
 int store_migrate_with(store *s, const char *const *migs, int n);
+
+/* Column readers: NULL reads as NAN / -1 / "". */
+static inline double col_real(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static inline long long col_count(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+static inline void col_text(sqlite3_stmt *st, int i, char *dst, size_t cap)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+}
 
 /* The columns of runs read by the queries, and a decoder for one row of them. */
 #define STORE_RUN_COLS                                                                       \

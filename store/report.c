@@ -24,6 +24,8 @@ typedef struct {
     store_solver_event *ev;
     size_t n_ev;
     char label[256];            /* the comparison's label: "#3 name/variant [lr=0.1]" */
+    store_quant *quants;        /* int8 quantizations, newest first */
+    size_t n_quants;
 } rep_run;
 
 static void rep_free(rep_run *rr, size_t n)
@@ -38,6 +40,7 @@ static void rep_free(rep_run *rr, size_t n)
         store_strings_free(x->keys, x->n_keys);
         free(x->ops);
         free(x->ev);
+        free(x->quants);
     }
     free(rr);
 }
@@ -62,7 +65,8 @@ static int rep_load(store *s, const long long *ids, size_t n, rep_run **out)
         x->has_prof = st == STORE_OK;
         if (st == STORE_ENOTFOUND) st = STORE_OK;
         if (st) break;
-        st = store_solver_events_get(s, ids[i], &x->ev, &x->n_ev);
+        if ((st = store_solver_events_get(s, ids[i], &x->ev, &x->n_ev))) break;
+        st = store_quants_list(s, ids[i], &x->quants, &x->n_quants);
     }
     if (st) { rep_free(rr, n); return st; }
     *out = rr;
@@ -325,6 +329,24 @@ static void json_run(FILE *f, const rep_run *x)
             { "measured_classical_ns", e->measured_classical_ns },
             { "simulated_quantum_ns", e->simulated_quantum_ns }, { "residual", e->residual },
             { "shift", e->shift } };
+        for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
+            fprintf(f, ",\"%s\":", d[j].k);
+            put_json_num(f, d[j].v);
+        }
+        fputc('}', f);
+    }
+    fputs("],\n\"quantizations\":[", f);
+    for (size_t i = 0; i < x->n_quants; i++) {
+        const store_quant *q = &x->quants[i];
+        fprintf(f, "%s{\"id\":%lld,\"step\":%ld,\"scheme\":", i ? ",\n" : "", q->id, q->step);
+        put_json_str(f, q->scheme);
+        fprintf(f, ",\"calibrate\":%ld,\"kernel\":", q->calibrate);
+        put_json_str(f, q->kernel);
+        fprintf(f, ",\"fp32_bytes\":%lld,\"int8_bytes\":%lld", q->fp32_bytes, q->int8_bytes);
+        const struct { const char *k; double v; } d[] = {
+            { "fp32_loss", q->fp32_loss }, { "int8_loss", q->int8_loss }, { "fp32_acc", q->fp32_acc },
+            { "int8_acc", q->int8_acc }, { "fp32_sps_b1", q->fp32_sps_b1 }, { "int8_sps_b1", q->int8_sps_b1 },
+            { "fp32_sps_b128", q->fp32_sps_b128 }, { "int8_sps_b128", q->int8_sps_b128 } };
         for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
             fprintf(f, ",\"%s\":", d[j].k);
             put_json_num(f, d[j].v);
@@ -668,6 +690,31 @@ static void svg_chart(FILE *f, const rep_run *rr, size_t n, const char *key, int
     free(lx); free(ly); free(lw);
 }
 
+/* One row per quantization of each run: fp32 -> int8 side by side. */
+static void quant_table(tw *t, const rep_run *rr, size_t n)
+{
+    const char *head[] = { "run", "quantization", "kernel", "bytes fp32 -> int8", "int8/fp32", "test acc fp32 -> int8",
+                           "test loss fp32 -> int8", "samples/s batch 1", "samples/s batch 128" };
+    tw_open(t, head, 9);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_quants; k++) {
+            const store_quant *q = &rr[i].quants[k];
+            char l[256], id[64], by[64], ra[32], acc[64], loss[64], s1[64], s2[64], a[32], b[32];
+            run_label(&rr[i], l, sizeof l);
+            snprintf(id, sizeof id, "#%lld %s, %ld samples", q->id, q->scheme, q->calibrate);
+            snprintf(by, sizeof by, "%s -> %s", store_fmt_bytes(a, sizeof a, (double)q->fp32_bytes),
+                     store_fmt_bytes(b, sizeof b, (double)q->int8_bytes));
+            snprintf(ra, sizeof ra, "%.3f", q->fp32_bytes > 0 ? (double)q->int8_bytes / (double)q->fp32_bytes : NAN);
+            snprintf(acc, sizeof acc, "%s -> %s", store_fmt_num(a, sizeof a, q->fp32_acc), store_fmt_num(b, sizeof b, q->int8_acc));
+            snprintf(loss, sizeof loss, "%s -> %s", store_fmt_num(a, sizeof a, q->fp32_loss), store_fmt_num(b, sizeof b, q->int8_loss));
+            snprintf(s1, sizeof s1, "%.0f -> %.0f", q->fp32_sps_b1, q->int8_sps_b1);
+            snprintf(s2, sizeof s2, "%.0f -> %.0f", q->fp32_sps_b128, q->int8_sps_b128);
+            const char *cells[9] = { l, id, q->kernel, by, ra, acc, loss, s1, s2 };
+            tw_row(t, cells, 9);
+        }
+    tw_close(t);
+}
+
 static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n, const store_compare *c)
 {
     tw t = { f, html };
@@ -706,6 +753,12 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     metrics_table(&t, rr, n);
     heading(&t, 2, "Op profiles");
     for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);
+    int anyq = 0;
+    for (size_t i = 0; i < n; i++) anyq |= rr[i].n_quants > 0;
+    if (anyq) {
+        heading(&t, 2, "int8 quantizations");
+        quant_table(&t, rr, n);
+    }
     int any = 0;
     for (size_t i = 0; i < n; i++) any |= rr[i].n_ev > 0;
     if (any) {

@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define STORE_SCHEMA_VERSION 2   /* PRAGMA user_version written by this build */
+#define STORE_SCHEMA_VERSION 3   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
 
@@ -115,7 +115,8 @@ int store_open(const char *path, int flags, store **out);
 void store_close(store *s);
 int store_is_readonly(const store *s);
 const char *store_path(const store *s);
-/* The schema of this build (store/schema.sql, embedded). */
+/* The schema of this build (store/schema.sql, embedded), and its version-2 part alone
+ * (the v1 -> v2 migration). */
 extern const char store_schema_sql[];
 /* A value that changes whenever the database content changes, by this connection or by
  * another process (PRAGMA data_version + own changes + max run id). Cheap: poll it. */
@@ -366,6 +367,57 @@ typedef struct {
 void store_solver_summarize(const store_solver_event *ev, size_t n, store_solver_summary *out);
 /* The summary as up to 3 lines of text (the same words everywhere); returns the count. */
 int store_solver_summary_lines(const store_solver_summary *s, char lines[3][256]);
+/* ---- checkpoints and quantizations (checkpoint.c) --------------------------------- */
+
+#define STORE_CHECKPOINTS_KEPT 2   /* per run: the newest ones */
+
+typedef struct {
+    long long run;
+    long step;                /* steps done when it was taken */
+    int epoch;
+    double created;           /* unix seconds */
+    long long bytes;
+} store_checkpoint;
+
+/* Flushes buffered points (so every point up to the checkpoint is on disk before it), then
+ * stores the record as a BLOB (bytes opaque to the store) and drops all but the newest
+ * STORE_CHECKPOINTS_KEPT of the run, in one transaction. */
+int store_checkpoint_put(store *s, long long run, long step, int epoch, const void *data, size_t len);
+/* The newest checkpoint of a run: meta and the record (*data malloc'd: free()).
+ * STORE_ENOTFOUND (saying so) when the run has none. */
+int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void **data, size_t *len);
+/* A run's checkpoints without their data, newest first. Free with free(). */
+int store_checkpoints_list(store *s, long long run, store_checkpoint **out, size_t *n);
+/* Resume: makes a run 'running' again for this process (status, error, ended, host, pid)
+ * and drops what it logged after step from_step (metrics, solver events); keys
+ * (NULL-terminated, may be NULL) are also dropped at from_step itself. */
+int store_run_reopen(store *s, long long run, long from_step, const char *const *keys);
+
+/* One quantization of a run (mirrors the quantizations table; NAN/-1 unknown). */
+typedef struct {
+    long long id, run;
+    double created;
+    long step;
+    char scheme[16];
+    long calibrate;
+    char kernel[64];
+    long long fp32_bytes, int8_bytes;
+    double fp32_loss, int8_loss, fp32_acc, int8_acc;
+    double fp32_sps_b1, int8_sps_b1, fp32_sps_b128, int8_sps_b128;
+} store_quant;
+
+typedef struct {
+    char name[48];
+    char layer[32];
+    int64_t calls, total_ns, self_ns;
+} store_quant_op;
+
+/* Stores a quantization and its int8 op profile; *id gets its id. */
+int store_quant_put(store *s, const store_quant *q, const store_quant_op *ops, size_t n, long long *id);
+/* A run's quantizations, newest first. Free with free(). */
+int store_quants_list(store *s, long long run, store_quant **out, size_t *n);
+/* The op profile of one quantization, by self time. Free with free(). */
+int store_quant_ops_get(store *s, long long quant, store_quant_op **ops, size_t *n);
 
 /* ---- reports ---------------------------------------------------------------------- */
 

@@ -39,6 +39,14 @@ int cmd_solves(int argc, char **argv);    /* cmd_solves.c */
 void cmd_solves_help(FILE *f);
 int cmd_tui(int argc, char **argv);       /* wb_app.c */
 void cmd_tui_help(FILE *f);
+int cmd_resume(int argc, char **argv);    /* cmd_model.c */
+void cmd_resume_help(FILE *f);
+int cmd_eval(int argc, char **argv);
+void cmd_eval_help(FILE *f);
+int cmd_quantize(int argc, char **argv);  /* cmd_quant.c */
+void cmd_quantize_help(FILE *f);
+int cmd_export_model(int argc, char **argv);
+void cmd_export_model_help(FILE *f);
 int cmd_help(int argc, char **argv);      /* cmd_help.c: help [COMMAND | --man | --bash-completion] */
 
 /* The command table (cmd_help.c). */
@@ -70,6 +78,9 @@ int cli_use_color(void);
 int cli_use_utf8(void);
 int cli_term_width(void);
 
+/* `show`'s lines on a run's checkpoints and int8 quantizations (cmd_model.c). */
+void cli_show_model(struct store *s, long long run);
+
 /* The database path (runner_store.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */
 const char *cli_db_path(const char *flag_value);
@@ -91,6 +102,9 @@ const char *cli_store_sink_warning(const cli_store_sink *s);
 /* Flushes and closes; NULL is fine. 0 ok; -1 when the last flush failed, with the reason
  * in err (may be NULL). */
 int cli_store_sink_close(cli_store_sink *s, char *err, size_t cap);
+/* The next run the sink sees continues stored run `run` (nnbench resume) instead of adding
+ * a new one. */
+void cli_store_sink_resume(cli_store_sink *s, long long run);
 
 /* Before any training: 0 if out can be written (an existing writable file, or a new one in
  * an existing writable directory) and is not the database at db_path (NULL: no database)

@@ -335,6 +335,7 @@ typedef struct {
     const char *prof_by_s, *prof_sort_s;
     long prof_rows_n;
     const char *db_path;
+    int has_db;              /* the runs are stored */
     size_t n_variants;
     char trace_path[600], rank_path[640];
 } run_ctx;
@@ -394,7 +395,9 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     r->res = o->res;
     r->status = o->res.status;
     r->threads = c->pr->threads;
-    if (o->rc && o->rc != ENG_ESTOPPED) {
+    if (o->rc == ENG_ESINK && c->has_db) {
+        c->any_failed = 1; /* the store's own words follow: "not stored in DB: why" */
+    } else if (o->rc && o->rc != ENG_ESTOPPED) {
         fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
         c->any_failed = 1;
     } else if (o->rc == ENG_ESTOPPED) {
@@ -402,9 +405,10 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     }
     if (o->store_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, o->store_warning);
     /* "stored" only once the end record is committed; any store error is exit 1. */
-    if (o->store_error[0]) {
-        if (o->rc != ENG_ESINK)
-            fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, c->db_path, o->store_error);
+    const char *serr = o->store_error[0] ? o->store_error : o->rc == ENG_ESINK && c->has_db ? o->error : NULL;
+    if (serr) {
+        fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, c->db_path, serr);
+        if (!r->error[0]) snprintf(r->error, sizeof r->error, "not stored: %.490s", serr);
         c->any_failed = 1;
     } else if (o->run_id > 0) {
         r->run_id = o->run_id;
@@ -623,7 +627,7 @@ static int run_main(int argc, char **argv)
     run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = profile, .trace = trace,
                     .trace_a = trace_a, .trace_b = trace_b, .pgroup = pgroup, .psort = psort,
                     .prof_by_s = prof_by_s, .prof_sort_s = prof_sort_s, .prof_rows_n = prof_rows_n,
-                    .db_path = db_path, .n_variants = ex->n_variants };
+                    .db_path = db_path, .has_db = db_sink != NULL, .n_variants = ex->n_variants };
     runner_hooks hooks = { .ud = &rc_, .begin = run_begin, .profile = run_profile, .running = run_running,
                            .done = run_done, .sink = &pr_sink };
     runner_summary rsum;

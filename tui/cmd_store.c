@@ -353,6 +353,7 @@ int cmd_show(int argc, char **argv)
         else
             printf("  target loss %.4g not reached\n", r.target_loss);
     }
+    cli_show_model(s, id);
     printf("  %-16s %8s %12s %12s %12s\n", "metric", "points", "final", "best", "at step");
     for (size_t k = 0; k < nk; k++) {
         store_series sr;

@@ -38,6 +38,7 @@ struct cli_store_sink {
     int stored;            /* the run's end record is committed */
     char err[700];         /* why the current (or last) run is not (completely) stored */
     char warning[600];     /* the first flush that failed (and was retried) in this run */
+    long long resume_run;  /* > 0: the next run_begin continues this run (resume) */
 };
 
 /* Copies with truncation (the store's fields are smaller than some engine strings). */
@@ -91,9 +92,23 @@ static int fail_sink(cli_store_sink *s, const char *what)
     return -1;
 }
 
+/* A resumed run continues its own row: what it logged after the checkpoint is dropped
+ * (it is logged again), and so are the partial-interval points an interruption logged. */
+static int reopen(cli_store_sink *s, const eng_run_info *info)
+{
+    static const char *const partial[] = { "train_loss", "train_acc", "lr", NULL };
+    s->run = s->resume_run;
+    s->resume_run = 0;
+    if (store_run_reopen(s->db, s->run, info->resumed_step, info->resumed_partial ? partial : NULL))
+        return fail_sink(s, "reopening the run");
+    s->active = 1;
+    return 0;
+}
+
 static int on_begin(void *ud, const eng_run_info *info)
 {
     cli_store_sink *s = ud;
+    if (s->resume_run > 0) return reopen(s, info);
     const eng_config *cfg = info->cfg;
     s->warning[0] = 0;
     store_run r;
@@ -223,6 +238,13 @@ static void on_progress(void *ud, long step, long total, int epoch, double loss,
         snprintf(s->warning, sizeof s->warning, "%.500s (retried)", store_error());
 }
 
+static int on_checkpoint(void *ud, const eng_checkpoint *ck)
+{
+    cli_store_sink *s = ud;
+    if (store_checkpoint_put(s->db, s->run, ck->step, ck->epoch, ck->data, ck->len)) return fail_sink(s, "checkpoint");
+    return 0;
+}
+
 static void on_end(void *ud, const eng_run_result *res)
 {
     cli_store_sink *s = ud;
@@ -275,7 +297,8 @@ cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errle
 eng_sink cli_store_sink_get(cli_store_sink *s)
 {
     return (eng_sink){ .ud = s, .run_begin = on_begin, .metric = on_metric, .op_stats = on_ops,
-                       .solver = on_solver, .progress = on_progress, .run_end = on_end };
+                       .solver = on_solver, .progress = on_progress, .run_end = on_end,
+                       .checkpoint = on_checkpoint };
 }
 
 int cli_output_check(const char *db_path, const char *out, char *err, size_t cap)
@@ -306,6 +329,8 @@ int cli_output_check(const char *db_path, const char *out, char *err, size_t cap
     }
     return 0;
 }
+
+void cli_store_sink_resume(cli_store_sink *s, long long run) { s->resume_run = run; }
 
 long long cli_store_sink_run_id(const cli_store_sink *s) { return s ? s->run : 0; }
 

@@ -128,20 +128,23 @@ static void test_migration_chain_keeps_data(void **st)
     long long id = new_run(s, "keep", "me");
     assert_int_equal(store_metric_add(s, id, 1, 0, 0.1, 0.1, "train_loss", 0.5), STORE_OK);
     assert_int_equal(store_flush(s), STORE_OK);
-    /* A hypothetical v3 that adds a column: the framework applies only what is missing. */
-    assert_int_equal(store_n_migrations, 2);
-    const char *migs[] = { store_migrations[0], store_migrations[1], "ALTER TABLE runs ADD COLUMN tags TEXT;" };
-    assert_int_equal(store_migrate_with(s, migs, 3), STORE_OK);
-    assert_int_equal(store_migrate_with(s, migs, 3), STORE_OK); /* idempotent */
+    /* A hypothetical next version that adds a column: the framework applies only what is
+     * missing. */
+    enum { N = STORE_SCHEMA_VERSION + 1 };
+    const char *migs[N];
+    for (int i = 0; i < N - 1; i++) migs[i] = store_migrations[i];
+    migs[N - 1] = "ALTER TABLE runs ADD COLUMN tags TEXT;";
+    assert_int_equal(store_migrate_with(s, migs, N), STORE_OK);
+    assert_int_equal(store_migrate_with(s, migs, N), STORE_OK); /* idempotent */
     /* Going back is refused. */
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_EVERSION);
+    assert_int_equal(store_migrate_with(s, migs, N - 1), STORE_EVERSION);
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 3);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), N);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE name='keep' AND tags IS NULL"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
     sqlite3_close(db);
-    /* This build (v2) refuses the v3 file with a clear message and does not touch it. */
+    /* This build refuses the newer file with a clear message and does not touch it. */
     long sz0, sz1;
     uint64_t h0 = file_digest(p, &sz0);
     assert_int_equal(store_open(p, 0, &s), STORE_EVERSION);
@@ -157,13 +160,17 @@ static void test_failed_migration_rolls_back(void **st)
     db_path(p, sizeof p, "badmig.db");
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    const char *migs[] = { store_migrations[0], store_migrations[1],
-                           "CREATE TABLE t(x); SELECT * FROM no_such_table;" };
-    assert_int_equal(store_migrate_with(s, migs, 3), STORE_ESQL);
-    assert_non_null(strstr(store_error(), "migrating schema v2 to v3"));
+    enum { N = STORE_SCHEMA_VERSION + 1 };
+    const char *migs[N];
+    for (int i = 0; i < N - 1; i++) migs[i] = store_migrations[i];
+    migs[N - 1] = "CREATE TABLE t(x); SELECT * FROM no_such_table;";
+    assert_int_equal(store_migrate_with(s, migs, N), STORE_ESQL);
+    char what[64];
+    snprintf(what, sizeof what, "migrating schema v%d to v%d", N - 1, N);
+    assert_non_null(strstr(store_error(), what));
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='t'"), 0);
     sqlite3_close(db);
 }
@@ -177,8 +184,11 @@ static void test_migrate_v1_to_v2(void **st)
     char p[600];
     db_path(p, sizeof p, "v1.db");
     sqlite3 *db = raw(p);
-    /* The v1 schema: schema.sql without AUTOINCREMENT. */
+    /* The v1 schema: schema.sql without AUTOINCREMENT and without the later versions' parts. */
     char *v1 = strdup(store_schema_sql);
+    char *later = strstr(v1, "-- ---- version 3");
+    assert_non_null(later);
+    *later = 0;
     char *ai = strstr(v1, " AUTOINCREMENT");
     assert_non_null(ai);
     memmove(ai, ai + strlen(" AUTOINCREMENT"), strlen(ai + strlen(" AUTOINCREMENT")) + 1);
@@ -197,8 +207,9 @@ static void test_migrate_v1_to_v2(void **st)
     assert_int_equal(id, 4); /* not 3: run 3 left rows behind, its id is not given out */
     store_close(s);
     db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='runs' AND sql LIKE '%AUTOINCREMENT%'"), 1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='checkpoints'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs"), 3);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics WHERE run IN (1,2)"), 2);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics WHERE run NOT IN (SELECT id FROM runs)"), 0);
