@@ -64,6 +64,8 @@ double store_unix_now(void);     /* wall clock, unix seconds */
 
 /* Forward migrations: store_migrations[v] takes a database from version v to v+1. */
 extern const char *const store_migrations[];
+/* v1 -> v2 (schema.c): op_stats gains cpu_ns, faults, csw. */
+extern const char store_migration_v2_sql[];
 extern const int store_n_migrations;
 /* Applies migs[from..n-1] in one transaction and sets user_version = n (test hook:
  * lets a test chain its own extra migration). */

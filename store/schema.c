@@ -1,6 +1,6 @@
 /* schema.c — store/schema.sql embedded as a string (tests/store checks the two are equal;
  * regenerate this file from schema.sql when the schema changes). */
-#include "store.h"
+#include "internal.h"
 
 /* The schema is one string on purpose (sqlite3_exec runs it whole); C11 only promises
  * 4095-byte literals, which gcc and clang both exceed without trouble. */
@@ -156,3 +156,10 @@ const char store_schema_sql[] =
     "    PRIMARY KEY (run, key)\n"
     ") WITHOUT ROWID;\n"
     ;
+
+/* v1 -> v2: the profiler's software columns (NULL in rows written before, and where the
+ * machine does not count them). */
+const char store_migration_v2_sql[] =
+    "ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads) in self time\n"
+    "ALTER TABLE op_stats ADD COLUMN faults INTEGER; -- page faults, profiling thread\n"
+    "ALTER TABLE op_stats ADD COLUMN csw    INTEGER; -- context switches, profiling thread\n";

@@ -166,9 +166,9 @@ static int query_int(store *s, const char *sql, long long *out)
 
 /* ---- migrations -------------------------------------------------------------------- */
 
-/* v0 -> v1: the first schema (store/schema.sql). Later versions append an ALTER/CREATE
- * script here and bump STORE_SCHEMA_VERSION; schema.sql always shows the latest. */
-const char *const store_migrations[] = { store_schema_sql };
+/* v0 -> v1: the first schema (store/schema.sql); later versions append an ALTER/CREATE
+ * script (store/schema.c) here and bump STORE_SCHEMA_VERSION. */
+const char *const store_migrations[] = { store_schema_sql, store_migration_v2_sql };
 const int store_n_migrations = sizeof store_migrations / sizeof store_migrations[0];
 
 int store_migrate_with(store *s, const char *const *migs, int n)
@@ -798,8 +798,9 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "INSERT INTO op_stats(run,name,layer,kind,calls,total_ns,"
                                 "self_ns,min_ns,max_ns,flops,bytes,cycles,instructions,l1d_miss,"
-                                "l2_miss,l3_miss,fp_ops,self_mem,peak_mem) VALUES(?1,?2,?3,?4,?5,?6,?7,"
-                                "?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)", -1, &ins, NULL);
+                                "l2_miss,l3_miss,fp_ops,self_mem,peak_mem,cpu_ns,faults,csw) VALUES(?1,"
+                                "?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
+                                "?21,?22)", -1, &ins, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO run_profile(run,total_self_ns,"
                                 "overhead_ns,events,hw_counters,counters_note,counters_used,peak_bytes,"
@@ -822,6 +823,9 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
             else sqlite3_bind_int64(ins, 5 + j, v[j]);
         sqlite3_bind_int64(ins, 18, o->self_mem);
         sqlite3_bind_int64(ins, 19, o->peak_mem);
+        bind_count(ins, 20, o->cpu_ns);
+        bind_count(ins, 21, o->faults);
+        bind_count(ins, 22, o->csw);
         st = step_done(s, ins, "storing op stats");
     }
     if (!st && sum) {

@@ -106,7 +106,7 @@ static void test_migrate_from_v0(void **st)
     assert_int_equal(id, 1);
     store_close(s);
     db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs"), 1);
     sqlite3_close(db);
 }
@@ -121,19 +121,24 @@ static void test_migration_chain_keeps_data(void **st)
     long long id = new_run(s, "keep", "me");
     assert_int_equal(store_metric_add(s, id, 1, 0, 0.1, 0.1, "train_loss", 0.5), STORE_OK);
     assert_int_equal(store_flush(s), STORE_OK);
-    /* A hypothetical v2 that adds a column: the framework applies only what is missing. */
-    const char *migs[] = { store_schema_sql, "ALTER TABLE runs ADD COLUMN tags TEXT;" };
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_OK);
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_OK); /* idempotent */
+    /* A hypothetical next version that adds a column: the framework applies only what is
+     * missing. */
+    const int next = store_n_migrations + 1;
+    const char *migs[16];
+    assert_true(next <= 16);
+    for (int i = 0; i < store_n_migrations; i++) migs[i] = store_migrations[i];
+    migs[next - 1] = "ALTER TABLE runs ADD COLUMN tags TEXT;";
+    assert_int_equal(store_migrate_with(s, migs, next), STORE_OK);
+    assert_int_equal(store_migrate_with(s, migs, next), STORE_OK); /* idempotent */
     /* Going back is refused. */
-    assert_int_equal(store_migrate_with(s, migs, 1), STORE_EVERSION);
+    assert_int_equal(store_migrate_with(s, migs, next - 1), STORE_EVERSION);
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), next);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE name='keep' AND tags IS NULL"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
     sqlite3_close(db);
-    /* This build (v1) refuses the v2 file with a clear message and does not touch it. */
+    /* This build refuses the newer file with a clear message and does not touch it. */
     long sz0, sz1;
     uint64_t h0 = file_digest(p, &sz0);
     assert_int_equal(store_open(p, 0, &s), STORE_EVERSION);
@@ -149,12 +154,18 @@ static void test_failed_migration_rolls_back(void **st)
     db_path(p, sizeof p, "badmig.db");
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    const char *migs[] = { store_schema_sql, "CREATE TABLE t(x); SELECT * FROM no_such_table;" };
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_ESQL);
-    assert_non_null(strstr(store_error(), "migrating schema v1 to v2"));
+    const int next = store_n_migrations + 1;
+    const char *migs[16];
+    assert_true(next <= 16);
+    for (int i = 0; i < store_n_migrations; i++) migs[i] = store_migrations[i];
+    migs[next - 1] = "CREATE TABLE t(x); SELECT * FROM no_such_table;";
+    assert_int_equal(store_migrate_with(s, migs, next), STORE_ESQL);
+    char what[64];
+    snprintf(what, sizeof what, "migrating schema v%d to v%d", next - 1, next);
+    assert_non_null(strstr(store_error(), what));
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='t'"), 0);
     sqlite3_close(db);
 }
