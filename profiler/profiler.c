@@ -285,13 +285,15 @@ void prof_internal_explain(const prof_counter_facts *f, char *hw, size_t hn, cha
     }
     if (f->hw_added)
         prof_internal_say(hw, hn, "hardware events: %d counted (%s)", f->hw_added, f->hw_used);
+    else if (!f->hw_tried && f->explicit_list)
+        snprintf(hw, hn, "hardware events: none in the counters list");
     else if (!f->pe_found)
         snprintf(hw, hn, "hardware events: none usable (this PAPI has no perf_event component)");
     else if (f->pe_disabled)
         prof_internal_say(hw, hn, "hardware events: none usable (PAPI's perf_event component is "
                           "disabled%s: %s%s%s)", by, f->pe_reason, sep_h, ph);
     else if (!f->hw_tried)
-        snprintf(hw, hn, "hardware events: none in the counters list");
+        prof_internal_say(hw, hn, "hardware events: none (%s)", f->hw_error);
     else
         prof_internal_say(hw, hn, "hardware events: none usable (PAPI's perf_event component lists %d "
                           "counters, but none of %d events could be added: %s%s%s)", f->pe_listed,
@@ -310,6 +312,8 @@ void prof_internal_explain(const prof_counter_facts *f, char *hw, size_t hn, cha
     else if (f->pe_disabled)
         prof_internal_say(sw, sn, "software events: none (PAPI reads them through its perf_event "
                           "component, which is disabled%s%s%s)", by, sep_s, ps);
+    else if (!f->sw_tried)
+        prof_internal_say(sw, sn, "software events: none (%s)", f->sw_error);
     else
         prof_internal_say(sw, sn, "software events: none (none of %d could be added: %s%s%s)",
                           f->sw_tried, f->sw_error, sep_s, ps);
