@@ -81,8 +81,9 @@ typedef struct {
     int64_t task_clock_ns, faults, csw, migrations;
     int64_t self_mem;         /* bytes allocated inside the scope itself */
     int64_t peak_mem;         /* peak live bytes seen while the scope was open */
-    /* process CPU time (every thread) during the scope's self time; -1 when unknown.
-     * The `cpu` column is cpu_ns / self_ns: 1.00 = one core busy, 2.00 = two. */
+    /* process CPU time (every thread) while the scope was open (nested scopes included),
+     * scaled from the calls that read the clock (short scopes sample every Nth call);
+     * -1 when unknown. The `cpu` column is cpu_ns / total_ns: 1.00 = one core busy. */
     int64_t cpu_ns;
 } prof_row;
 

@@ -162,9 +162,9 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
                 fprintf(f, " %11.2f", (double)r->l1d_miss * 1000.0 / (double)r->flops);
             else fprintf(f, " %11s", "-");
         }
-        /* cpu: CPU time of every thread over the scope's own (self) wall time. */
+        /* cpu: CPU time of every thread over the scope's wall time (Total). */
         if (show_cpu) {
-            if (r->cpu_ns >= 0 && r->self_ns > 0) fprintf(f, " %5.2f", (double)r->cpu_ns / (double)r->self_ns);
+            if (r->cpu_ns >= 0 && r->total_ns > 0) fprintf(f, " %5.2f", (double)r->cpu_ns / (double)r->total_ns);
             else fprintf(f, " %5s", "-");
         }
         if (show_faults) {
@@ -199,7 +199,7 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
         if (sum->hw_note[0]) {
             /* What is counted and why not, one line each; cpu needs no PAPI. */
             fprintf(f, "Counters: %s\n          %s\n", sum->hw_note, sum->sw_note);
-            fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / self wall time; "
+            fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / wall time (Total); "
                        "faults, csw: the profiling thread only (perf events count the thread that "
                        "opened them)\n");
             const char *extra = strstr(sum->counters_note, sum->sw_note);

@@ -554,8 +554,8 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
         if (o->flops > 0 && o->total_ns > 0) snprintf(c[7], sizeof c[7], "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(c[7], sizeof c[7], "-");
         store_fmt_bytes(c[8], sizeof c[8], (double)o->self_mem);
-        /* cpu: every thread's CPU time / self wall time; faults, csw: the profiling thread */
-        if (o->cpu_ns >= 0 && o->self_ns > 0) snprintf(c[9], sizeof c[9], "%.2f", (double)o->cpu_ns / (double)o->self_ns);
+        /* cpu: every thread's CPU time / wall time (total); faults, csw: the profiling thread */
+        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(c[9], sizeof c[9], "%.2f", (double)o->cpu_ns / (double)o->total_ns);
         else snprintf(c[9], sizeof c[9], "-");
         if (o->faults >= 0) snprintf(c[10], sizeof c[10], "%lld", (long long)o->faults);
         else snprintf(c[10], sizeof c[10], "-");

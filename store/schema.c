@@ -160,6 +160,6 @@ const char store_schema_sql[] =
 /* v1 -> v2: the profiler's software columns (NULL in rows written before, and where the
  * machine does not count them). */
 const char store_migration_v2_sql[] =
-    "ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads) in self time\n"
+    "ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads), total time\n"
     "ALTER TABLE op_stats ADD COLUMN faults INTEGER; -- page faults, profiling thread\n"
     "ALTER TABLE op_stats ADD COLUMN csw    INTEGER; -- context switches, profiling thread\n";

@@ -166,7 +166,7 @@ typedef struct {
     int64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
     int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
     int64_t self_mem, peak_mem;
-    /* schema v2: process CPU ns (all threads) in the scope's self time; page faults and
+    /* schema v2: process CPU ns (all threads) over the scope's total time; page faults and
      * context switches of the profiling thread; -1 when not counted (and in v1 rows) */
     int64_t cpu_ns, faults, csw;
 } store_op_row;

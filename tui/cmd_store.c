@@ -264,8 +264,8 @@ static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
         char a[32], b[32], g[32], c[16], f[24], w[24];
         if (o->flops > 0 && o->total_ns > 0) snprintf(g, sizeof g, "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(g, sizeof g, "-");
-        /* cpu: all threads' CPU time over self wall time; "-" where not measured (v1 rows) */
-        if (o->cpu_ns >= 0 && o->self_ns > 0) snprintf(c, sizeof c, "%.2f", (double)o->cpu_ns / (double)o->self_ns);
+        /* cpu: all threads' CPU time over wall time (total); "-" where not measured (v1 rows) */
+        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(c, sizeof c, "%.2f", (double)o->cpu_ns / (double)o->total_ns);
         else snprintf(c, sizeof c, "-");
         if (o->faults >= 0) snprintf(f, sizeof f, "%lld", (long long)o->faults);
         else snprintf(f, sizeof f, "-");

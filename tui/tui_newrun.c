@@ -555,7 +555,7 @@ static void new_draw(wb_app *a)
                 tui_fmt_ns((double)ops[r].self_ns, s1, sizeof s1);
                 tui_fmt_ns((double)ops[r].total_ns, s2, sizeof s2);
                 char c[16] = "-";
-                if (ops[r].cpu_ns >= 0 && ops[r].self_ns > 0) snprintf(c, sizeof c, "%.2f", (double)ops[r].cpu_ns / (double)ops[r].self_ns);
+                if (ops[r].cpu_ns >= 0 && ops[r].total_ns > 0) snprintf(c, sizeof c, "%.2f", (double)ops[r].cpu_ns / (double)ops[r].total_ns);
                 snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8llu %5s", ops[r].name, ops[r].layer, s1, s2,
                          (unsigned long long)ops[r].calls, c);
                 wb_text(a, y++, 1, a->cols - 2, 0, line);

@@ -375,8 +375,8 @@ static void draw_profile(wb_app *a, int y0, int y1)
         else snprintf(cell[8], 48, "-");
         store_fmt_bytes(cell[9], 48, (double)o->self_mem);
         store_fmt_bytes(cell[10], 48, (double)o->peak_mem);
-        /* cpu: every thread's CPU time over the self wall time; faults, csw: profiling thread */
-        if (o->cpu_ns >= 0 && o->self_ns > 0) snprintf(cell[11], 48, "%.2f", (double)o->cpu_ns / (double)o->self_ns);
+        /* cpu: every thread's CPU time over the wall time (total); faults, csw: profiling thread */
+        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(cell[11], 48, "%.2f", (double)o->cpu_ns / (double)o->total_ns);
         else snprintf(cell[11], 48, "-");
         if (o->faults >= 0) snprintf(cell[12], 48, "%lld", (long long)o->faults);
         else snprintf(cell[12], 48, "-");

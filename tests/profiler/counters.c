@@ -352,7 +352,7 @@ static double two_spinners_cpu(prof_t *p, int id)
     assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
     double cpu = 0;
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(rows[i].name, "spinners")) cpu = (double)rows[i].cpu_ns / (double)rows[i].self_ns;
+        if (!strcmp(rows[i].name, "spinners")) cpu = (double)rows[i].cpu_ns / (double)rows[i].total_ns;
     free(rows);
     return cpu;
 }
@@ -396,7 +396,7 @@ static double sgemm_scope_cpu(prof_t *p, int id, double *own)
     double cpu = 0;
     for (size_t i = 0; i < nr; i++)
         if (!strcmp(rows[i].name, "sgemm")) {
-            cpu = (double)rows[i].cpu_ns / (double)rows[i].self_ns;
+            cpu = (double)rows[i].cpu_ns / (double)rows[i].total_ns;
             *own = mine * 1e9 / (double)rows[i].self_ns;
         }
     free(rows);

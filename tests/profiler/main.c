@@ -86,7 +86,9 @@ static void test_nested_self_total(void **state)
     assert_int_equal(s.total_self_ns, o->self_ns + in->self_ns + lf->self_ns);
     assert_int_equal(s.events, 9);
     assert_true(s.ns_per_event > 0 && s.ns_per_event < 100000);
-    assert_int_equal(s.overhead_ns, (uint64_t)(s.ns_per_event * 9));
+    /* the calibrated pair cost per scope, plus the CPU clock reads of these long scopes */
+    assert_true(s.overhead_ns >= (uint64_t)(s.ns_per_event * 9));
+    assert_true(s.overhead_ns <= (uint64_t)(s.ns_per_event * 9) + 9 * 2 * 50000);
     free(rows);
     prof_destroy(p);
 }
