@@ -170,7 +170,7 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
     if (!si->hw_counters) printf(" (%s)", si->no_counters_reason);
     /* What the profiler's default set really counts (listed counters may all be unusable). */
     printf("\nCounted: %s\n         %s\n", si->hw_note, si->sw_note);
-    printf("         cpu: the process CPU clock (every thread), read at each scope\n");
+    printf("         cpu: the process CPU clock (every thread), around each scope (every Nth call of short ones)\n");
     printf("Preset events that work: %s\n", si->n_presets_available ? si->presets_available : "none");
     printf("Clock:       %s\n", si->clock);
     printf("Software counters (PAPI SDE): sde:::nnbench::flops, bytes, live_bytes, peak_bytes, alloc_bytes\n");

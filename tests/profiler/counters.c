@@ -403,18 +403,25 @@ static double sgemm_scope_cpu(prof_t *p, int id, double *own)
     return cpu;
 }
 
-/* The cpu column counts every thread, whatever the load: the OpenBLAS worker does about
- * half of a 2-thread sgemm, so the process's CPU time clearly exceeds this thread's (a
- * per-thread perf count would miss the worker: its inherited count arrives only at exit). */
-static void test_cpu_covers_blas_worker(void **state)
+/* A profiler for the cpu tests, or a skip where a second thread cannot run at all. */
+static prof_t *two_cpu_prof(void)
 {
-    (void)state;
     if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
         printf("skipped: one CPU online, no second thread can run\n");
         skip();
     }
     prof_t *p = prof_create(&(prof_options){ .quiet = 1 });
     assert_non_null(p);
+    return p;
+}
+
+/* The cpu column counts every thread, whatever the load: the OpenBLAS worker does about
+ * half of a 2-thread sgemm, so the process's CPU time clearly exceeds this thread's (a
+ * per-thread perf count would miss the worker: its inherited count arrives only at exit). */
+static void test_cpu_covers_blas_worker(void **state)
+{
+    (void)state;
+    prof_t *p = two_cpu_prof();
     int gemm = prof_register(p, "sgemm", NULL, PROF_OP);
     double own = 0, cpu = sgemm_scope_cpu(p, gemm, &own);
     printf("2-thread sgemm: cpu %.2f, of which this thread %.2f\n", cpu, own);
@@ -426,12 +433,7 @@ static void test_cpu_covers_blas_worker(void **state)
 static void test_cpu_of_two_thread_sgemm(void **state)
 {
     (void)state;
-    if (sysconf(_SC_NPROCESSORS_ONLN) < 2) {
-        printf("skipped: one CPU online, no second thread can run\n");
-        skip();
-    }
-    prof_t *p = prof_create(&(prof_options){ .quiet = 1 });
-    assert_non_null(p);
+    prof_t *p = two_cpu_prof();
     int spin = prof_register(p, "spinners", NULL, PROF_OP), gemm = prof_register(p, "sgemm", NULL, PROF_OP);
     double ref = two_spinners_cpu(p, spin);
     printf("two spinning threads: cpu %.2f\n", ref);

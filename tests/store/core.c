@@ -111,6 +111,17 @@ static void test_migrate_from_v0(void **st)
     sqlite3_close(db);
 }
 
+/* This build's migrations plus one more (a hypothetical next version) in migs[16];
+ * returns that next version. */
+static int migrations_plus(const char **migs, const char *extra)
+{
+    const int next = store_n_migrations + 1;
+    assert_true(next <= 16);
+    for (int i = 0; i < store_n_migrations; i++) migs[i] = store_migrations[i];
+    migs[next - 1] = extra;
+    return next;
+}
+
 static void test_migration_chain_keeps_data(void **st)
 {
     (void)st;
@@ -123,11 +134,8 @@ static void test_migration_chain_keeps_data(void **st)
     assert_int_equal(store_flush(s), STORE_OK);
     /* A hypothetical next version that adds a column: the framework applies only what is
      * missing. */
-    const int next = store_n_migrations + 1;
     const char *migs[16];
-    assert_true(next <= 16);
-    for (int i = 0; i < store_n_migrations; i++) migs[i] = store_migrations[i];
-    migs[next - 1] = "ALTER TABLE runs ADD COLUMN tags TEXT;";
+    const int next = migrations_plus(migs, "ALTER TABLE runs ADD COLUMN tags TEXT;");
     assert_int_equal(store_migrate_with(s, migs, next), STORE_OK);
     assert_int_equal(store_migrate_with(s, migs, next), STORE_OK); /* idempotent */
     /* Going back is refused. */
@@ -154,11 +162,8 @@ static void test_failed_migration_rolls_back(void **st)
     db_path(p, sizeof p, "badmig.db");
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    const int next = store_n_migrations + 1;
     const char *migs[16];
-    assert_true(next <= 16);
-    for (int i = 0; i < store_n_migrations; i++) migs[i] = store_migrations[i];
-    migs[next - 1] = "CREATE TABLE t(x); SELECT * FROM no_such_table;";
+    const int next = migrations_plus(migs, "CREATE TABLE t(x); SELECT * FROM no_such_table;");
     assert_int_equal(store_migrate_with(s, migs, next), STORE_ESQL);
     char what[64];
     snprintf(what, sizeof what, "migrating schema v%d to v%d", next - 1, next);
