@@ -506,6 +506,9 @@ static void setup_counters(prof_t *p, const char *counters)
         char msg[200];
         snprintf(msg, sizeof msg, "PAPI_start: %s; counters off", PAPI_strerror(rc));
         note_append(p, msg);
+        /* The events were added but cannot run together: that is the reason to give. */
+        if (!hw_err[0]) prof_internal_say(hw_err, sizeof hw_err, "PAPI_start: %s", PAPI_strerror(rc));
+        if (!sw_err[0]) prof_internal_say(sw_err, sizeof sw_err, "PAPI_start: %s", PAPI_strerror(rc));
         fprintf(stderr, "profiler: warning: %s\n", msg);
         p->n_ctr = p->n_hw = p->n_sw = 0;
         p->counters_used[0] = 0;
