@@ -37,10 +37,14 @@ static const char *const default_events[NCTR][3] = {
     { "PAPI_L2_DCM", "PAPI_L2_TCM", NULL },
     { "PAPI_L3_TCM", "PAPI_L3_DCM", NULL },
     { "PAPI_SP_OPS", "PAPI_FP_OPS", "PAPI_VEC_SP" },
+    /* PAPI counts the user domain by default, where a context switch or a migration never
+     * happens (the kernel does them: 0 every time) and faults taken inside the kernel are
+     * missed, so these ask for both levels; without the right to count the kernel level
+     * (kernel.perf_event_paranoid), faults fall back to user level and the others go. */
     { "perf::TASK-CLOCK", NULL, NULL },
-    { "perf::PAGE-FAULTS", NULL, NULL },
-    { "perf::CONTEXT-SWITCHES", NULL, NULL },
-    { "perf::CPU-MIGRATIONS", NULL, NULL },
+    { "perf::PAGE-FAULTS:u=1:k=1", "perf::PAGE-FAULTS", NULL },
+    { "perf::CONTEXT-SWITCHES:u=1:k=1", NULL, NULL },
+    { "perf::CPU-MIGRATIONS:u=1:k=1", NULL, NULL },
 };
 
 typedef struct {
@@ -81,7 +85,7 @@ struct prof {
     int eventset, n_ctr;     /* n_ctr 0: none counted, eventset unused */
     int slot_of[NCTR];       /* event-set position -> prof_row column */
     int n_hw, n_sw;          /* how many of n_ctr are hardware / software events */
-    char hw_note[256], sw_note[256], counters_note[512], counters_used[256];
+    char hw_note[384], sw_note[384], counters_note[800], counters_used[256];
     double peak_gflops;
     double cpu_clock_ns;     /* cost of one process CPU clock read, measured at create */
     uint64_t cpu_reads;      /* sampled calls (two reads each), for the overhead figure */
@@ -328,11 +332,20 @@ static void note_append(prof_t *p, const char *msg)
     snprintf(p->counters_note + len, sizeof p->counters_note - len, "%s%s", len ? "; " : "", msg);
 }
 
+/* Length of a perf:: event's name without its qualifiers ("perf::PAGE-FAULTS:k=1" -> 17). */
+static size_t base_len(const char *ev)
+{
+    const char *q = strncmp(ev, "perf::", 6) ? NULL : strchr(ev + 6, ':');
+    return q ? (size_t)(q - ev) : strlen(ev);
+}
+
 static int slot_by_name(const char *ev)
 {
     for (int s = 0; s < NCTR; s++)
-        for (int k = 0; k < 3 && default_events[s][k]; k++)
-            if (!strcmp(ev, default_events[s][k])) return s;
+        for (int k = 0; k < 3 && default_events[s][k]; k++) {
+            const char *d = default_events[s][k];
+            if (base_len(ev) == base_len(d) && !strncmp(ev, d, base_len(d))) return s;
+        }
     if (!strcmp(ev, "PAPI_FP_INS") || !strcmp(ev, "PAPI_FP_OPS") || !strcmp(ev, "PAPI_VEC_SP") ||
         !strcmp(ev, "PAPI_SP_OPS"))
         return C_FP;
@@ -458,10 +471,11 @@ static void setup_counters(prof_t *p, const char *counters)
                 }
         }
         if (!p->n_hw)
-            for (int s = NHW; s < NCTR; s++) {
-                f.sw_tried++;
-                add_counter(p, default_events[s][0], s, 0, sw_err, sizeof sw_err);
-            }
+            for (int s = NHW; s < NCTR; s++)
+                for (int k = 0; k < 3 && default_events[s][k]; k++) {
+                    f.sw_tried++;
+                    if (add_counter(p, default_events[s][k], s, 0, sw_err, sizeof sw_err) == 0) break;
+                }
     } else if (!f.off && explicit_list) {
         char list[256];
         snprintf(list, sizeof list, "%s", counters);
@@ -532,7 +546,7 @@ static void setup_counters(prof_t *p, const char *counters)
             f.probe_sw = probe_perf(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
     }
     prof_internal_explain(&f, p->hw_note, sizeof p->hw_note, p->sw_note, sizeof p->sw_note);
-    char warnings[512];
+    char warnings[800];
     snprintf(warnings, sizeof warnings, "%s", p->counters_note);
     prof_internal_say(p->counters_note, sizeof p->counters_note, "%s; %s%s%s", p->hw_note, p->sw_note,
                       warnings[0] ? "; " : "", warnings);

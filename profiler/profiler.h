@@ -93,9 +93,9 @@ typedef struct {
     uint64_t events;
     int hw_counters;          /* how many hardware events are being counted (usable, not listed) */
     int sw_counters;          /* how many kernel software events (perf::...) are being counted */
-    char hw_note[256];        /* "hardware events: 6 counted (...)" or "... none usable (why)" */
-    char sw_note[256];        /* "software events: ... counted ..." or "... none (why)" */
-    char counters_note[512];  /* hw_note; sw_note (what the store keeps) */
+    char hw_note[384];        /* "hardware events: 6 counted (...)" or "... none usable (why)" */
+    char sw_note[384];        /* "software events: ... counted ..." or "... none (why)" */
+    char counters_note[800];  /* hw_note; sw_note (what the store keeps) */
     char counters_used[256];  /* comma-separated names counted */
     size_t peak_bytes, live_bytes, total_alloc_bytes; /* since prof_create (it resets the peak) */
     size_t peak_rss;          /* process peak RSS, bytes */
@@ -164,7 +164,7 @@ typedef struct {
     int hw_counters;          /* counters PAPI's perf_event component LISTS (not all usable) */
     char no_counters_reason[256]; /* PAPI's reason when hw_counters == 0 */
     int hw_usable, sw_usable; /* events of the profiler's default set that could be added */
-    char hw_note[256], sw_note[256]; /* as prof_summary: what is counted, or why not */
+    char hw_note[384], sw_note[384]; /* as prof_summary: what is counted, or why not */
     int n_components;
     prof_component components[16];
     char presets_available[512]; /* comma-separated preset events that can be added */

@@ -175,7 +175,7 @@ typedef struct {
 typedef struct {
     int64_t total_self_ns, overhead_ns, events;
     int hw_counters;
-    char counters_note[512];
+    char counters_note[800];
     char counters_used[256];
     int64_t peak_bytes, live_bytes, total_alloc_bytes, peak_rss;
     double peak_gflops;

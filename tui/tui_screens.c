@@ -332,7 +332,7 @@ static void draw_profile(wb_app *a, int y0, int y1)
     double total = 0;
     for (size_t i = 0; i < rv.n_ops; i++) total += (double)rv.ops[i].self_ns;
     if (rv.have_prof && rv.prof.total_self_ns > 0) total = (double)rv.prof.total_self_ns;
-    char sum[800], pk[32], ov[32], tt[32];
+    char sum[1100], pk[32], ov[32], tt[32];
     store_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
     tui_fmt_ns(rv.have_prof ? (double)rv.prof.overhead_ns : NAN, ov, sizeof ov);
     tui_fmt_ns(total, tt, sizeof tt);
