@@ -19,6 +19,30 @@ void prof_internal_set_error(const char *msg);
 
 /* Why this machine has no hardware counters, in PAPI's own words (profiler.c). */
 void prof_internal_no_counters_reason(char *buf, size_t n);
+/* What decides which counters a profiler counts, gathered by setup (profiler.c); tests
+ * inject them to check the wording of each machine shape on any machine. */
+typedef struct {
+    int off;                  /* counters = none */
+    int explicit_list;        /* a counters list was given (else the default set) */
+    int papi_ok;
+    const char *papi_error;
+    const char *forced;       /* components NNBENCH_PAPI_DISABLE switched off, or "" */
+    int pe_found, pe_disabled;/* PAPI's perf_event component: compiled in / disabled */
+    const char *pe_reason;    /* PAPI's reason when disabled */
+    int pe_listed;            /* counters the component LISTS (usable or not) */
+    int hw_tried, hw_added, sw_tried, sw_added;
+    const char *hw_used, *sw_used;   /* names added */
+    const char *hw_error, *sw_error; /* first PAPI error of a failed add */
+    int probe_hw, probe_sw;   /* perf_event_open of a hardware / software event: 0 opens,
+                                 else errno; -1 not asked */
+    int in_vm;
+    int paranoid;             /* kernel.perf_event_paranoid, INT_MIN unknown */
+} prof_counter_facts;
+/* The "hardware events: ..." and "software events: ..." notes for these facts. */
+void prof_internal_explain(const prof_counter_facts *f, char *hw, size_t hn, char *sw, size_t sn);
+/* Sets up the default counter set as prof_create would, reports it, and releases it. */
+void prof_internal_counters_probe(int *hw, int *sw, char *hw_note, size_t hn, char *sw_note, size_t sn);
+
 /* snprintf for messages where cutting a long PAPI string or path short is fine. */
 void prof_internal_say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 

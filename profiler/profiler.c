@@ -1,6 +1,8 @@
 /* profiler.c — scopes (registered once; begin/end allocate nothing), nesting into self and
  * total time, PAPI clock and hardware counters, SDE publication, memory per scope, traces. */
 #include <errno.h>
+#include <limits.h>
+#include <linux/perf_event.h>
 #include <papi.h>
 #include <pthread.h>
 #include <sde_lib.h>
@@ -16,14 +18,18 @@
 
 #define MAX_SCOPES 1024
 #define MAX_DEPTH 64
-#define NCTR 6                    /* the hardware-counter columns of prof_row */
+#define NHW 6                     /* the hardware-counter columns of prof_row */
+#define NCTR (NHW + 4)            /* ... then the software-event columns */
 #define TRACE_DEFAULT_CAP 65536
 
 /* The prof_row counter columns, in the order of its int64_t fields from cycles on. */
-enum { C_CYC, C_INS, C_L1D, C_L2, C_L3, C_FP };
-static const char *const slot_names[NCTR] = { "cycles", "instructions", "l1d_miss",
-                                              "l2_miss", "l3_miss", "fp_ops" };
-/* The default set: for each column, PAPI presets to try in order of preference. */
+enum { C_CYC, C_INS, C_L1D, C_L2, C_L3, C_FP, C_TASK, C_FAULTS, C_CSW, C_MIGR };
+static const char *const slot_names[NCTR] = { "cycles", "instructions", "l1d_miss", "l2_miss",
+                                              "l3_miss", "fp_ops", "task_clock", "faults",
+                                              "csw", "migrations" };
+/* The default set: for each column, PAPI events to try in order of preference. The
+ * hardware presets come first; the kernel software events are the fallback, tried only
+ * when no hardware event could be added. */
 static const char *const default_events[NCTR][3] = {
     { "PAPI_TOT_CYC", NULL, NULL },
     { "PAPI_TOT_INS", NULL, NULL },
@@ -31,6 +37,14 @@ static const char *const default_events[NCTR][3] = {
     { "PAPI_L2_DCM", "PAPI_L2_TCM", NULL },
     { "PAPI_L3_TCM", "PAPI_L3_DCM", NULL },
     { "PAPI_SP_OPS", "PAPI_FP_OPS", "PAPI_VEC_SP" },
+    /* PAPI counts the user domain by default, where a context switch or a migration never
+     * happens (the kernel does them: 0 every time) and faults taken inside the kernel are
+     * missed, so these ask for both levels; without the right to count the kernel level
+     * (kernel.perf_event_paranoid), faults fall back to user level and the others go. */
+    { "perf::TASK-CLOCK", NULL, NULL },
+    { "perf::PAGE-FAULTS:u=1:k=1", "perf::PAGE-FAULTS", NULL },
+    { "perf::CONTEXT-SWITCHES:u=1:k=1", NULL, NULL },
+    { "perf::CPU-MIGRATIONS:u=1:k=1", NULL, NULL },
 };
 
 typedef struct {
@@ -39,11 +53,13 @@ typedef struct {
     uint64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
     long long ctr[NCTR];          /* self counts, by event-set position */
     int64_t self_mem, peak_mem;
+    uint64_t cpu_ns, cpu_wall_ns; /* process CPU time and wall time of the sampled calls */
+    uint32_t cpu_every;           /* sample the CPU clock every Nth call (0: not decided) */
 } scope_stat;
 
 typedef struct {
     int id, traced;
-    uint64_t t0, child_ns;
+    uint64_t t0, child_ns, cpu0; /* cpu0 0: this call is not sampled */
     size_t peak_live;
     long long c0[NCTR], child_c[NCTR];
 } frame;
@@ -68,8 +84,11 @@ struct prof {
     /* hardware counters */
     int eventset, n_ctr;     /* n_ctr 0: none counted, eventset unused */
     int slot_of[NCTR];       /* event-set position -> prof_row column */
-    char counters_note[256], counters_used[256];
+    int n_hw, n_sw;          /* how many of n_ctr are hardware / software events */
+    char hw_note[384], sw_note[384], counters_note[800], counters_used[256];
     double peak_gflops;
+    double cpu_clock_ns;     /* cost of one process CPU clock read, measured at create */
+    uint64_t cpu_reads;      /* sampled calls (two reads each), for the overhead figure */
     /* trace */
     char *trace_path;
     long trace_first, trace_last;
@@ -89,6 +108,7 @@ static atomic_llong sde_flops, sde_bytes;
 static pthread_once_t papi_once = PTHREAD_ONCE_INIT;
 static int papi_ok;                 /* PAPI_library_init succeeded */
 static char papi_init_error[160];
+static char papi_disabled_by_env[256]; /* components NNBENCH_PAPI_DISABLE switched off */
 static papi_handle_t sde_handle;
 
 const char *prof_error(void) { return err_buf; }
@@ -159,6 +179,21 @@ static void papi_setup(void)
         /* No papi_sde_describe_counter: libsde 7.0 leaks each description (LeakSanitizer
          * flags every test binary); the meanings are in profiler.h and docs/profiling.md. */
     }
+    /* NNBENCH_PAPI_DISABLE names components PAPI must not start (PAPI only takes this before
+     * PAPI_library_init): with perf_event it forces the "no counters" path on any machine. */
+    const char *off = getenv("NNBENCH_PAPI_DISABLE");
+    if (off && *off && !PAPI_is_initialized()) {
+        char list[256];
+        snprintf(list, sizeof list, "%s", off);
+        for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+            while (*t == ' ') t++;
+            if (*t && PAPI_disable_component_by_name(t) == PAPI_OK) {
+                size_t len = strlen(papi_disabled_by_env);
+                snprintf(papi_disabled_by_env + len, sizeof papi_disabled_by_env - len, "%s%s",
+                         len ? "," : "", t);
+            }
+        }
+    }
     int rc = PAPI_is_initialized() ? (int)PAPI_VER_CURRENT : PAPI_library_init(PAPI_VER_CURRENT);
     if (rc == PAPI_VER_CURRENT) {
         papi_ok = 1;
@@ -186,17 +221,131 @@ void prof_internal_no_counters_reason(char *buf, size_t n)
     else snprintf(buf, n, "PAPI reports %d hardware counters", PAPI_num_cmp_hwctrs(cidx));
 }
 
+/* ---- which events are counted, and why not ---------------------------------------- */
+
+/* perf_event_open of one user-space event of the calling thread: 0 if the kernel opens it,
+ * else errno. Asked only to explain a failure: PAPI's own error ("Event does not exist")
+ * does not say whether the kernel, the VM or PAPI refused. */
+static int probe_perf(uint32_t type, uint64_t config)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = type;
+    a.config = config;
+    a.disabled = 1;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    errno = 0;
+    int fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+    if (fd < 0) return errno ? errno : EINVAL;
+    close(fd);
+    return 0;
+}
+
+static int read_paranoid(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "r");
+    int v = INT_MIN;
+    if (f) {
+        if (fscanf(f, "%d", &v) != 1) v = INT_MIN;
+        fclose(f);
+    }
+    return v;
+}
+
+/* "perf_event_open: No such file or directory — no PMU exposed to this virtual machine" */
+static void say_probe(char *buf, size_t n, const char *what, int err, const prof_counter_facts *f)
+{
+    buf[0] = 0;
+    if (err < 0) return;
+    if (err == 0) { prof_internal_say(buf, n, "perf_event_open of %s works", what); return; }
+    char why[128] = "";
+    if (err == ENOENT)
+        snprintf(why, sizeof why, " — %s", f->in_vm ? "no PMU exposed to this virtual machine"
+                                                   : "the kernel knows no PMU for this CPU");
+    else if ((err == EACCES || err == EPERM) && f->paranoid != INT_MIN)
+        snprintf(why, sizeof why, " — kernel.perf_event_paranoid is %d; counting one's own "
+                 "threads needs 2 or less", f->paranoid);
+    else if (err == ENOSYS)
+        snprintf(why, sizeof why, " — this kernel has no perf_event support");
+    prof_internal_say(buf, n, "perf_event_open%s%s: %s%s", strcmp(what, "a hardware event") ? " of " : "",
+                      strcmp(what, "a hardware event") ? what : "", strerror(err), why);
+}
+
+void prof_internal_explain(const prof_counter_facts *f, char *hw, size_t hn, char *sw, size_t sn)
+{
+    char ph[200], ps[200], by[300] = "";
+    say_probe(ph, sizeof ph, "a hardware event", f->probe_hw, f);
+    say_probe(ps, sizeof ps, "a software event", f->probe_sw, f);
+    const char *sep_h = ph[0] ? "; " : "", *sep_s = ps[0] ? "; " : "";
+    if (f->forced && *f->forced) prof_internal_say(by, sizeof by, " (NNBENCH_PAPI_DISABLE=%s)", f->forced);
+    if (f->off) {
+        snprintf(hw, hn, "hardware events: off (counters = none)");
+        snprintf(sw, sn, "software events: off (counters = none)");
+        return;
+    }
+    if (!f->papi_ok) {
+        prof_internal_say(hw, hn, "hardware events: none (PAPI unavailable: %s)", f->papi_error);
+        snprintf(sw, sn, "software events: none (PAPI unavailable)");
+        return;
+    }
+    if (f->hw_added)
+        prof_internal_say(hw, hn, "hardware events: %d counted (%s)", f->hw_added, f->hw_used);
+    else if (!f->hw_tried && f->explicit_list)
+        snprintf(hw, hn, "hardware events: none in the counters list");
+    else if (!f->pe_found)
+        snprintf(hw, hn, "hardware events: none usable (this PAPI has no perf_event component)");
+    else if (f->pe_disabled)
+        prof_internal_say(hw, hn, "hardware events: none usable (PAPI's perf_event component is "
+                          "disabled%s: %s%s%s)", by, f->pe_reason, sep_h, ph);
+    else if (!f->hw_tried)
+        prof_internal_say(hw, hn, "hardware events: none (%s)", f->hw_error);
+    else
+        prof_internal_say(hw, hn, "hardware events: none usable (PAPI's perf_event component lists %d "
+                          "counters, but none of %d events could be added: %s%s%s)", f->pe_listed,
+                          f->hw_tried, f->hw_error, sep_h, ph);
+
+    if (f->sw_added)
+        prof_internal_say(sw, sn, "software events: %d counted (%s), of the profiling thread only",
+                          f->sw_added, f->sw_used);
+    else if (!f->sw_tried && f->explicit_list)
+        snprintf(sw, sn, "software events: none in the counters list");
+    else if (!f->sw_tried && f->hw_added)
+        snprintf(sw, sn, "software events: not counted (hardware events are; list both in "
+                 "[profile] counters to count them too, e.g. faults=perf::PAGE-FAULTS)");
+    else if (!f->pe_found)
+        snprintf(sw, sn, "software events: none (this PAPI has no perf_event component)");
+    else if (f->pe_disabled)
+        prof_internal_say(sw, sn, "software events: none (PAPI reads them through its perf_event "
+                          "component, which is disabled%s%s%s)", by, sep_s, ps);
+    else if (!f->sw_tried)
+        prof_internal_say(sw, sn, "software events: none (%s)", f->sw_error);
+    else
+        prof_internal_say(sw, sn, "software events: none (none of %d could be added: %s%s%s)",
+                          f->sw_tried, f->sw_error, sep_s, ps);
+}
+
 static void note_append(prof_t *p, const char *msg)
 {
     size_t len = strlen(p->counters_note);
     snprintf(p->counters_note + len, sizeof p->counters_note - len, "%s%s", len ? "; " : "", msg);
 }
 
+/* Length of a perf:: event's name without its qualifiers ("perf::PAGE-FAULTS:k=1" -> 17). */
+static size_t base_len(const char *ev)
+{
+    const char *q = strncmp(ev, "perf::", 6) ? NULL : strchr(ev + 6, ':');
+    return q ? (size_t)(q - ev) : strlen(ev);
+}
+
 static int slot_by_name(const char *ev)
 {
     for (int s = 0; s < NCTR; s++)
-        for (int k = 0; k < 3 && default_events[s][k]; k++)
-            if (!strcmp(ev, default_events[s][k])) return s;
+        for (int k = 0; k < 3 && default_events[s][k]; k++) {
+            const char *d = default_events[s][k];
+            if (base_len(ev) == base_len(d) && !strncmp(ev, d, base_len(d))) return s;
+        }
     if (!strcmp(ev, "PAPI_FP_INS") || !strcmp(ev, "PAPI_FP_OPS") || !strcmp(ev, "PAPI_VEC_SP") ||
         !strcmp(ev, "PAPI_SP_OPS"))
         return C_FP;
@@ -210,8 +359,9 @@ static int slot_taken(const prof_t *p, int s)
     return 0;
 }
 
-/* Adds one event to the set for column slot; warn: say why when it cannot be counted. */
-static int add_counter(prof_t *p, const char *ev, int slot, int warn)
+/* Adds one event to the set for column slot; warn: say why when it cannot be counted.
+ * The first PAPI error goes to err (if err[0] is still empty). */
+static int add_counter(prof_t *p, const char *ev, int slot, int warn, char *err, size_t errn)
 {
     if (slot_taken(p, slot)) {
         if (warn) {
@@ -224,6 +374,7 @@ static int add_counter(prof_t *p, const char *ev, int slot, int warn)
     }
     int rc = PAPI_add_named_event(p->eventset, ev);
     if (rc != PAPI_OK) {
+        if (err && !err[0]) prof_internal_say(err, errn, "PAPI: %s: %s", ev, PAPI_strerror(rc));
         if (warn) {
             char msg[200];
             snprintf(msg, sizeof msg, "counter %s not counted (PAPI: %s)", ev, PAPI_strerror(rc));
@@ -233,78 +384,99 @@ static int add_counter(prof_t *p, const char *ev, int slot, int warn)
         return -1;
     }
     p->slot_of[p->n_ctr++] = slot;
+    if (slot < NHW) p->n_hw++;
+    else p->n_sw++;
     size_t len = strlen(p->counters_used);
     snprintf(p->counters_used + len, sizeof p->counters_used - len, "%s%s", len ? "," : "", ev);
     return 0;
 }
 
-/* counters: "" = default set; "none" = no hardware counters; else a list of PAPI names,
- * each optionally "column=EVENT" to count a native event in a column (e.g.
- * "cycles=perf::CYCLES"). */
+/* The names counted in [from, to) columns, comma-separated. */
+static void used_in(const prof_t *p, int from, int to, char *buf, size_t n)
+{
+    buf[0] = 0;
+    char list[256];
+    snprintf(list, sizeof list, "%s", p->counters_used);
+    int i = 0;
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save), i++) {
+        if (p->slot_of[i] < from || p->slot_of[i] >= to) continue;
+        size_t len = strlen(buf);
+        snprintf(buf + len, n - len, "%s%s", len ? "," : "", t);
+    }
+}
+
+static void component_facts(prof_counter_facts *f)
+{
+    f->papi_ok = papi_ok;
+    f->papi_error = papi_init_error;
+    f->forced = papi_disabled_by_env;
+    f->probe_hw = f->probe_sw = -1;
+    f->paranoid = INT_MIN;
+    f->pe_reason = "";
+    if (!papi_ok) return;
+    int cidx = PAPI_get_component_index("perf_event");
+    const PAPI_component_info_t *ci = cidx >= 0 ? PAPI_get_component_info(cidx) : NULL;
+    f->pe_found = ci != NULL;
+    f->pe_disabled = ci && ci->disabled;
+    if (ci && ci->disabled) f->pe_reason = ci->disabled_reason;
+    f->pe_listed = ci && !ci->disabled ? ci->num_cntrs : 0;
+    const PAPI_hw_info_t *hwi = PAPI_get_hardware_info();
+    f->in_vm = hwi && hwi->virtualized;
+}
+
+/* counters: "" = default set; "none" = no counters; else a list of PAPI names, each
+ * optionally "column=EVENT" to count a native event in a column (e.g.
+ * "cycles=perf::CYCLES"). The default set: the hardware presets (or NNBENCH_PROF_HW_EVENTS),
+ * and, only when none of them can be added, the kernel software events. */
 static void setup_counters(prof_t *p, const char *counters)
 {
     p->eventset = PAPI_NULL;
+    prof_counter_facts f;
+    memset(&f, 0, sizeof f);
+    component_facts(&f);
+    char hw_err[160] = "", sw_err[160] = "";
+    f.hw_error = hw_err;
+    f.sw_error = sw_err;
     int explicit_list = counters && *counters;
-    if (explicit_list && !strcmp(counters, "none")) {
-        snprintf(p->counters_note, sizeof p->counters_note, "hardware counters off (counters = none)");
-        return;
-    }
-    char reason[200] = "";
-    int hw = 0;
-    if (papi_ok) {
-        int cidx = PAPI_get_component_index("perf_event");
-        hw = cidx >= 0 ? PAPI_num_cmp_hwctrs(cidx) : 0;
-        if (hw < 0) hw = 0;
-    }
-    if (hw == 0) {
-        prof_internal_no_counters_reason(reason, sizeof reason);
-        /* The requested names still get their own warning, so the user sees each one. */
-        if (explicit_list) {
-            /* Ask PAPI anyway, so the warning carries its own error for each name. */
-            int es = PAPI_NULL;
-            if (papi_ok && PAPI_create_eventset(&es) != PAPI_OK) es = PAPI_NULL;
-            char list[256];
-            snprintf(list, sizeof list, "%s", counters);
-            for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                while (*t == ' ') t++;
-                char *eq = strchr(t, '=');
-                const char *ev = eq ? eq + 1 : t;
-                int rc = es != PAPI_NULL ? PAPI_add_named_event(es, ev) : PAPI_ENOINIT;
-                fprintf(stderr, "profiler: warning: counter %s not counted (PAPI: %s; %s)\n", ev,
-                        rc == PAPI_OK ? "added, but there are no hardware counters" : PAPI_strerror(rc),
-                        reason);
-            }
-            if (es != PAPI_NULL) {
-                PAPI_cleanup_eventset(es);
-                PAPI_destroy_eventset(&es);
-            }
-        }
-        prof_internal_say(p->counters_note, sizeof p->counters_note,
-            "no hardware counters (PAPI: %s); timing and software counters only", reason);
-        /* Once per process: a run of several variants creates several profilers. */
-        static atomic_flag told = ATOMIC_FLAG_INIT;
-        if (!p->quiet && !atomic_flag_test_and_set(&told)) fprintf(stderr, "profiler: %s\n", p->counters_note);
-        if (explicit_list) {
-            char msg[300];
-            prof_internal_say(msg, sizeof msg, "requested, not counted: %s", counters);
-            note_append(p, msg);
-        }
-        return;
-    }
-    int rc = PAPI_create_eventset(&p->eventset);
-    if (rc != PAPI_OK) {
+    f.explicit_list = explicit_list;
+    if (explicit_list && !strcmp(counters, "none")) f.off = 1;
+    int rc = PAPI_OK;
+    if (!f.off && papi_ok && (rc = PAPI_create_eventset(&p->eventset)) != PAPI_OK) {
         p->eventset = PAPI_NULL;
-        snprintf(p->counters_note, sizeof p->counters_note,
-                 "no hardware counters (PAPI_create_eventset: %s); timing and software counters only",
-                 PAPI_strerror(rc));
-        if (!p->quiet) fprintf(stderr, "profiler: %s\n", p->counters_note);
-        return;
+        prof_internal_say(hw_err, sizeof hw_err, "PAPI_create_eventset: %s", PAPI_strerror(rc));
+        snprintf(sw_err, sizeof sw_err, "%s", hw_err);
     }
-    if (!explicit_list) {
-        for (int s = 0; s < NCTR; s++)
-            for (int k = 0; k < 3 && default_events[s][k]; k++)
-                if (add_counter(p, default_events[s][k], s, 0) == 0) break;
-    } else {
+    if (!f.off && p->eventset != PAPI_NULL && !explicit_list) {
+        const char *hw_list = getenv("NNBENCH_PROF_HW_EVENTS");
+        if (hw_list && *hw_list) {
+            /* Test hook: these names replace the presets, each in its own column or the
+             * first free hardware one (a name that does not exist forces the fallback). */
+            char list[256];
+            snprintf(list, sizeof list, "%s", hw_list);
+            for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                int slot = slot_by_name(t);
+                for (int s = 0; slot < 0 || slot >= NHW; s++) {
+                    if (s == NHW) break;
+                    if (!slot_taken(p, s)) slot = s;
+                }
+                if (slot < 0 || slot >= NHW) break;
+                f.hw_tried++;
+                add_counter(p, t, slot, 0, hw_err, sizeof hw_err);
+            }
+        } else {
+            for (int s = 0; s < NHW; s++)
+                for (int k = 0; k < 3 && default_events[s][k]; k++) {
+                    f.hw_tried++;
+                    if (add_counter(p, default_events[s][k], s, 0, hw_err, sizeof hw_err) == 0) break;
+                }
+        }
+        if (!p->n_hw)
+            for (int s = NHW; s < NCTR; s++)
+                for (int k = 0; k < 3 && default_events[s][k]; k++) {
+                    f.sw_tried++;
+                    if (add_counter(p, default_events[s][k], s, 0, sw_err, sizeof sw_err) == 0) break;
+                }
+    } else if (!f.off && explicit_list) {
         char list[256];
         snprintf(list, sizeof list, "%s", counters);
         for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
@@ -318,7 +490,8 @@ static void setup_counters(prof_t *p, const char *counters)
                 if (slot < 0) {
                     char msg[200];
                     snprintf(msg, sizeof msg, "counter column '%s' unknown (use one of cycles, "
-                             "instructions, l1d_miss, l2_miss, l3_miss, fp_ops)", t);
+                             "instructions, l1d_miss, l2_miss, l3_miss, fp_ops, task_clock, faults, "
+                             "csw, migrations)", t);
                     note_append(p, msg);
                     fprintf(stderr, "profiler: warning: %s\n", msg);
                     continue;
@@ -329,34 +502,95 @@ static void setup_counters(prof_t *p, const char *counters)
             }
             if (slot < 0) {
                 char msg[200];
-                snprintf(msg, sizeof msg, "counter %s has no column; write COLUMN=%s "
-                         "(cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops)", t, t);
+                snprintf(msg, sizeof msg, "counter %s has no column; write COLUMN=%s (cycles, "
+                         "instructions, l1d_miss, l2_miss, l3_miss, fp_ops, task_clock, faults, "
+                         "csw, migrations)", t, t);
                 note_append(p, msg);
                 fprintf(stderr, "profiler: warning: %s\n", msg);
                 continue;
             }
-            add_counter(p, t, slot, 1);
+            if (slot < NHW) f.hw_tried++;
+            else f.sw_tried++;
+            if (p->eventset != PAPI_NULL) add_counter(p, t, slot, 1, slot < NHW ? hw_err : sw_err, sizeof hw_err);
+            else fprintf(stderr, "profiler: warning: counter %s not counted (%s)\n", t,
+                         papi_ok ? hw_err : papi_init_error);
         }
     }
     if (p->n_ctr && (rc = PAPI_start(p->eventset)) != PAPI_OK) {
         char msg[200];
-        snprintf(msg, sizeof msg, "PAPI_start: %s; hardware counters off", PAPI_strerror(rc));
+        snprintf(msg, sizeof msg, "PAPI_start: %s; counters off", PAPI_strerror(rc));
         note_append(p, msg);
+        /* The events were added but cannot run together: that is the reason to give. */
+        if (!hw_err[0]) prof_internal_say(hw_err, sizeof hw_err, "PAPI_start: %s", PAPI_strerror(rc));
+        if (!sw_err[0]) prof_internal_say(sw_err, sizeof sw_err, "PAPI_start: %s", PAPI_strerror(rc));
         fprintf(stderr, "profiler: warning: %s\n", msg);
-        p->n_ctr = 0;
+        p->n_ctr = p->n_hw = p->n_sw = 0;
+        p->counters_used[0] = 0;
     }
-    if (!p->n_ctr) {
+    if (!p->n_ctr && p->eventset != PAPI_NULL) {
         PAPI_cleanup_eventset(p->eventset);
         PAPI_destroy_eventset(&p->eventset);
         p->eventset = PAPI_NULL;
-        p->counters_used[0] = 0;
-        if (!p->counters_note[0])
-            snprintf(p->counters_note, sizeof p->counters_note,
-                     "no hardware counters could be added; timing and software counters only");
-    } else if (!p->counters_note[0]) {
-        prof_internal_say(p->counters_note, sizeof p->counters_note, "%d hardware counters: %s",
-                 p->n_ctr, p->counters_used);
     }
+    char hw_used[256], sw_used[256];
+    used_in(p, 0, NHW, hw_used, sizeof hw_used);
+    used_in(p, NHW, NCTR, sw_used, sizeof sw_used);
+    f.hw_added = p->n_hw;
+    f.sw_added = p->n_sw;
+    f.hw_used = hw_used;
+    f.sw_used = sw_used;
+    if (!f.off && papi_ok) {
+        f.paranoid = read_paranoid();
+        if (!p->n_hw) f.probe_hw = probe_perf(PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES);
+        if (!p->n_sw && (f.sw_tried || f.pe_disabled || !f.pe_found))
+            f.probe_sw = probe_perf(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
+    }
+    prof_internal_explain(&f, p->hw_note, sizeof p->hw_note, p->sw_note, sizeof p->sw_note);
+    char warnings[800];
+    snprintf(warnings, sizeof warnings, "%s", p->counters_note);
+    prof_internal_say(p->counters_note, sizeof p->counters_note, "%s; %s%s%s", p->hw_note, p->sw_note,
+                      warnings[0] ? "; " : "", warnings);
+    /* Once per process: a run of several variants creates several profilers. */
+    static atomic_flag told = ATOMIC_FLAG_INIT;
+    if (!p->n_hw && !f.off && !p->quiet && !atomic_flag_test_and_set(&told))
+        fprintf(stderr, "profiler: %s; %s\n", p->hw_note, p->sw_note);
+}
+
+void prof_internal_counters_probe(int *hw, int *sw, char *hw_note, size_t hn, char *sw_note, size_t sn)
+{
+    *hw = *sw = 0;
+    hw_note[0] = sw_note[0] = 0;
+    prof_t *p = calloc(1, sizeof *p);
+    if (!p) return;
+    prof_internal_papi_ready(NULL);
+    p->quiet = 1;
+    setup_counters(p, "");
+    *hw = p->n_hw;
+    *sw = p->n_sw;
+    snprintf(hw_note, hn, "%s", p->hw_note);
+    snprintf(sw_note, sn, "%s", p->sw_note);
+    if (p->eventset != PAPI_NULL) {
+        long long v[NCTR];
+        PAPI_stop(p->eventset, v);
+        PAPI_cleanup_eventset(p->eventset);
+        PAPI_destroy_eventset(&p->eventset);
+    }
+    free(p);
+}
+
+static uint64_t proc_cpu_ns(void);
+
+/* ns per process CPU clock read, best of a few bursts. */
+static double cpu_clock_cost(void)
+{
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        uint64_t t0 = prof_now_ns();
+        for (int i = 0; i < 50; i++) (void)proc_cpu_ns();
+        double per = (double)(prof_now_ns() - t0) / 50;
+        if (per < best) best = per;
+    }
+    return best;
 }
 
 static void calibrate_overhead(prof_t *p)
@@ -376,6 +610,7 @@ static void calibrate_overhead(prof_t *p)
     p->ns_per_event = best;
     memset(&p->scopes[MAX_SCOPES], 0, sizeof p->scopes[MAX_SCOPES]);
     p->events = 0;
+    p->cpu_reads = 0;
 }
 
 prof_t *prof_create(const prof_options *opt)
@@ -417,6 +652,7 @@ prof_t *prof_create(const prof_options *opt)
     prof_calibration cal;
     if (prof_calibration_load(&cal) == 0) p->peak_gflops = cal.peak_gflops;
     tls_active = p;
+    p->cpu_clock_ns = cpu_clock_cost();
     calibrate_overhead(p);
     /* The summary's memory figures are per profiler (per run), not since process start. */
     prof_mem_reset_peak();
@@ -459,6 +695,27 @@ int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind
     return p->n_scopes++;
 }
 
+/* CPU time of every thread of the process (OpenBLAS workers, the prefetch thread): perf's
+ * per-thread counts would miss the workers, whose inherited counts arrive only at exit. */
+static uint64_t proc_cpu_ns(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)) return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Every how many calls a scope reads the CPU clock: each call while its mean duration is
+ * at least 200 clock reads (two reads per call: under 1% of it), else as rarely as keeps
+ * the reads near 1% of its time. Recomputed as the mean settles; deterministic. */
+static uint32_t cpu_sample_every(const prof_t *p, const scope_stat *s)
+{
+    double mean = s->calls ? (double)s->total_ns / (double)s->calls : 0;
+    double budget = 200.0 * p->cpu_clock_ns;
+    if (mean >= budget || mean <= 0) return 1;
+    double every = budget / mean;
+    return every > 1000 ? 1000 : (uint32_t)every + 1;
+}
+
 void prof_begin(prof_t *p, int id)
 {
     if (p->depth >= MAX_DEPTH || (unsigned)id > MAX_SCOPES) { p->lost_depth++; return; }
@@ -472,6 +729,11 @@ void prof_begin(prof_t *p, int id)
         memset(f->child_c, 0, sizeof f->child_c);
         PAPI_read(p->eventset, f->c0);
     }
+    /* The process CPU clock is a syscall (~0.1-0.3 us): short scopes read it on every Nth
+     * call only, N chosen so that it costs them about 1% (see cpu_sample_every). */
+    scope_stat *s = &p->scopes[id];
+    f->cpu0 = s->cpu_every <= 1 || s->calls % s->cpu_every == 0 ? proc_cpu_ns() : 0;
+    p->cpu_reads += f->cpu0 != 0;
     f->t0 = prof_now_ns(); /* last, so the profiler's own work stays outside the scope */
 }
 
@@ -510,6 +772,11 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
     frame *f = &p->stack[--p->depth];
     frame *parent = p->depth ? &p->stack[p->depth - 1] : NULL;
     scope_stat *s = &p->scopes[id];
+    if (f->cpu0) {
+        uint64_t c1 = proc_cpu_ns();
+        s->cpu_ns += c1 > f->cpu0 ? c1 - f->cpu0 : 0;
+        s->cpu_wall_ns += t1 - f->t0;
+    }
     if (p->n_ctr) {
         long long c1[NCTR];
         PAPI_read(p->eventset, c1);
@@ -526,6 +793,7 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
     s->calls++;
     s->total_ns += dur;
     s->self_ns += self;
+    if (s->calls == 1 || s->calls % 64 == 0) s->cpu_every = cpu_sample_every(p, s);
     if (flops | bytes) {
         s->flops += flops;
         s->bytes += bytes;
@@ -580,6 +848,9 @@ static void row_from(const prof_t *p, prof_row *r, const scope_stat *s)
     for (int i = 0; i < p->n_ctr; i++) cols[p->slot_of[i]] = s->ctr[i];
     r->self_mem = s->self_mem;
     r->peak_mem = s->peak_mem;
+    /* Scaled from the sampled calls to all of them; -1 when none was sampled. */
+    r->cpu_ns = s->cpu_wall_ns ? (int64_t)((double)s->cpu_ns * (double)s->total_ns / (double)s->cpu_wall_ns)
+                               : (s->calls ? -1 : 0);
 }
 
 static void row_merge(prof_row *into, const prof_row *r)
@@ -597,6 +868,7 @@ static void row_merge(prof_row *into, const prof_row *r)
         if (a[i] >= 0 && b[i] >= 0) a[i] += b[i];
     into->self_mem += r->self_mem;
     if (r->peak_mem > into->peak_mem) into->peak_mem = r->peak_mem;
+    if (into->cpu_ns >= 0 && r->cpu_ns >= 0) into->cpu_ns += r->cpu_ns;
 }
 
 int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n)
@@ -658,8 +930,13 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     s->total_alloc_bytes -= p->alloc_base;
     for (int i = 0; i < p->n_scopes; i++) s->total_self_ns += p->scopes[i].self_ns;
     s->events = p->events;
-    s->overhead_ns = (uint64_t)(p->ns_per_event * (double)p->events);
-    s->hw_counters = p->n_ctr;
+    /* The calibrated pair cost has the CPU clock amortised as for the shortest scopes;
+     * longer scopes read it more often (see cpu_sample_every): add those reads. */
+    s->overhead_ns = (uint64_t)(p->ns_per_event * (double)p->events + 2.0 * p->cpu_clock_ns * (double)p->cpu_reads);
+    s->hw_counters = p->n_hw;
+    s->sw_counters = p->n_sw;
+    snprintf(s->hw_note, sizeof s->hw_note, "%s", p->hw_note);
+    snprintf(s->sw_note, sizeof s->sw_note, "%s", p->sw_note);
     snprintf(s->counters_note, sizeof s->counters_note, "%s", p->counters_note);
     snprintf(s->counters_used, sizeof s->counters_used, "%s", p->counters_used);
     s->peak_gflops = p->peak_gflops;

@@ -16,6 +16,17 @@
  * prof_free, which keep process-wide live/peak/total byte counts (atomics) and charge the
  * bytes to the innermost open scope of the calling thread's profiler, if any.
  *
+ * Counters: the default set is PAPI's hardware presets (cycles, instructions, cache misses,
+ * FP ops). Where no hardware event can be added (perf_event disabled, or a VM without a PMU)
+ * it falls back to the kernel's software events through the same PAPI event set
+ * (perf::TASK-CLOCK, PAGE-FAULTS, CONTEXT-SWITCHES, CPU-MIGRATIONS): these count the thread
+ * that created the profiler. Independently of PAPI, every scope also reads the process CPU
+ * clock (all threads: OpenBLAS workers, the prefetch thread) for the `cpu` column.
+ * prof_summary.hw_note / sw_note say what is counted and, if nothing, why not.
+ * Environment: NNBENCH_PAPI_DISABLE=perf_event[,COMPONENT...] disables PAPI components before
+ * PAPI initialises (forces the "no counters" path); NNBENCH_PROF_HW_EVENTS=A,B replaces the
+ * default hardware presets (a name that does not exist forces the software fallback).
+ *
  * PAPI Software Defined Events of this process (readable with PAPI_add_named_event once a
  * profiler was created): sde:::nnbench::flops and ::bytes (sums of prof_end's counts),
  * ::live_bytes, ::peak_bytes (instant), ::alloc_bytes (bytes ever allocated).
@@ -66,16 +77,25 @@ typedef struct {
     uint64_t flops, bytes;
     /* hardware counters: -1 when not counted on this machine */
     int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
+    /* kernel software events through PAPI (the profiler's thread only): -1 when not counted */
+    int64_t task_clock_ns, faults, csw, migrations;
     int64_t self_mem;         /* bytes allocated inside the scope itself */
     int64_t peak_mem;         /* peak live bytes seen while the scope was open */
+    /* process CPU time (every thread) while the scope was open (nested scopes included),
+     * scaled from the calls that read the clock (short scopes sample every Nth call);
+     * -1 when unknown. The `cpu` column is cpu_ns / total_ns: 1.00 = one core busy. */
+    int64_t cpu_ns;
 } prof_row;
 
 typedef struct {
     uint64_t total_self_ns;   /* sum of self time over all rows */
     uint64_t overhead_ns;     /* the profiler's own time (estimated per event) */
     uint64_t events;
-    int hw_counters;          /* how many hardware counters are being counted */
-    char counters_note[256];  /* e.g. "no hardware counters: PAPI reports 0 (VM)" */
+    int hw_counters;          /* how many hardware events are being counted (usable, not listed) */
+    int sw_counters;          /* how many kernel software events (perf::...) are being counted */
+    char hw_note[384];        /* "hardware events: 6 counted (...)" or "... none usable (why)" */
+    char sw_note[384];        /* "software events: ... counted ..." or "... none (why)" */
+    char counters_note[800];  /* hw_note; sw_note (what the store keeps) */
     char counters_used[256];  /* comma-separated names counted */
     size_t peak_bytes, live_bytes, total_alloc_bytes; /* since prof_create (it resets the peak) */
     size_t peak_rss;          /* process peak RSS, bytes */
@@ -99,7 +119,8 @@ int prof_sort_parse(const char *s, prof_sort *out);
 int prof_group_parse(const char *s, prof_group *out);
 void prof_rows_sort(prof_row *rows, size_t n, prof_sort by);
 /* The key_averages-style table: Name, Self %, Self, Total, Avg, Calls, GFLOP/s, IPC (when
- * counted), Bytes, Self Mem, Peak Mem; footer with total self time and overhead.
+ * counted), cpu, faults, csw (when counted), Bytes, Self Mem, Peak Mem; footer with total
+ * self time, overhead, and what is counted.
  * max_rows 0 = all. */
 void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summary *sum,
                       prof_sort sort, size_t max_rows);
@@ -143,8 +164,10 @@ typedef struct {
     char cpu_model[128], vendor[64];
     int cores, threads_per_core, sockets, mhz, in_vm;
     char vm_vendor[64];
-    int hw_counters;          /* across components */
+    int hw_counters;          /* counters PAPI's perf_event component LISTS (not all usable) */
     char no_counters_reason[256]; /* PAPI's reason when hw_counters == 0 */
+    int hw_usable, sw_usable; /* events of the profiler's default set that could be added */
+    char hw_note[384], sw_note[384]; /* as prof_summary: what is counted, or why not */
     int n_components;
     prof_component components[16];
     char presets_available[512]; /* comma-separated preset events that can be added */

@@ -155,6 +155,8 @@ int prof_sysinfo_get(prof_sysinfo *s)
     if (!prof_internal_papi_ready(&why)) {
         copy(s->papi_error, sizeof s->papi_error, why);
         copy(s->no_counters_reason, sizeof s->no_counters_reason, why);
+        prof_internal_counters_probe(&s->hw_usable, &s->sw_usable, s->hw_note, sizeof s->hw_note,
+                                     s->sw_note, sizeof s->sw_note);
         return -1;
     }
     s->papi_ok = 1;
@@ -192,6 +194,10 @@ int prof_sysinfo_get(prof_sysinfo *s)
     if (s->hw_counters == 0) {
         prof_internal_no_counters_reason(s->no_counters_reason, sizeof s->no_counters_reason);
     }
+    /* Listed is not usable (a VM without a PMU lists counters and can add no event): say
+     * what the profiler's default set really gets, by setting it up the same way. */
+    prof_internal_counters_probe(&s->hw_usable, &s->sw_usable, s->hw_note, sizeof s->hw_note,
+                                 s->sw_note, sizeof s->sw_note);
     /* A preset "works" when it can be added to an event set on this machine. */
     int code = PAPI_PRESET_MASK;
     if (PAPI_enum_event(&code, PAPI_ENUM_FIRST) == PAPI_OK) {

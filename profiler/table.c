@@ -92,11 +92,15 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
     size_t shown = max_rows && max_rows < n ? max_rows : n;
 
     int show_ipc = 0, show_miss = 0, show_peak = sum && sum->peak_gflops > 0;
+    int show_cpu = 0, show_faults = 0, show_csw = 0;
     uint64_t self_sum = 0;
     int name_w = 4;
     for (size_t i = 0; i < n; i++) {
         if (sorted[i].cycles > 0 && sorted[i].instructions >= 0) show_ipc = 1;
         if (sorted[i].l1d_miss >= 0) show_miss = 1;
+        if (sorted[i].cpu_ns >= 0) show_cpu = 1;
+        if (sorted[i].faults >= 0) show_faults = 1;
+        if (sorted[i].csw >= 0) show_csw = 1;
         self_sum += sorted[i].self_ns;
     }
     for (size_t i = 0; i < shown; i++) {
@@ -114,9 +118,13 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
     if (show_peak) fprintf(f, " %7s", "% peak");
     if (show_ipc) fprintf(f, " %5s", "IPC");
     if (show_miss) fprintf(f, " %11s", "L1miss/kFL");
+    if (show_cpu) fprintf(f, " %5s", "cpu");
+    if (show_faults) fprintf(f, " %8s", "faults");
+    if (show_csw) fprintf(f, " %7s", "csw");
     fprintf(f, " %10s %10s %10s\n", "Bytes", "Self Mem", "Peak Mem");
     int width = name_w + 8 + 11 * 4 + 9 * 2 + (show_peak ? 8 : 0) + (show_ipc ? 6 : 0) +
-                (show_miss ? 12 : 0) + 11 * 3;
+                (show_miss ? 12 : 0) + (show_cpu ? 6 : 0) + (show_faults ? 9 : 0) +
+                (show_csw ? 8 : 0) + 11 * 3;
     for (int i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);
 
@@ -150,6 +158,19 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
                 fprintf(f, " %11.2f", (double)r->l1d_miss * 1000.0 / (double)r->flops);
             else fprintf(f, " %11s", "-");
         }
+        /* cpu: CPU time of every thread over the scope's wall time (Total). */
+        if (show_cpu) {
+            if (r->cpu_ns >= 0 && r->total_ns > 0) fprintf(f, " %5.2f", (double)r->cpu_ns / (double)r->total_ns);
+            else fprintf(f, " %5s", "-");
+        }
+        if (show_faults) {
+            if (r->faults >= 0) fprintf(f, " %8lld", (long long)r->faults);
+            else fprintf(f, " %8s", "-");
+        }
+        if (show_csw) {
+            if (r->csw >= 0) fprintf(f, " %7lld", (long long)r->csw);
+            else fprintf(f, " %7s", "-");
+        }
         fprintf(f, " %10s %10s %10s\n", r->bytes ? fmt_bytes(b1, sizeof b1, (double)r->bytes) : "-",
                 fmt_bytes(b2, sizeof b2, (double)r->self_mem), fmt_bytes(b3, sizeof b3, (double)r->peak_mem));
     }
@@ -171,7 +192,18 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
             fprintf(f, "%% peak: of the calibrated sgemm peak %.1f GFLOP/s (nnbench sysinfo --calibrate)%s\n",
                     sum->peak_gflops, max_pct > 100.0 ? "; an op ran above it, so the calibration "
                     "was likely taken on a busy machine: rerun it on an idle one" : "");
-        fprintf(f, "Counters: %s\n", sum->counters_note[0] ? sum->counters_note : "-");
+        if (sum->hw_note[0]) {
+            /* What is counted and why not, one line each; cpu needs no PAPI. */
+            fprintf(f, "Counters: %s\n          %s\n", sum->hw_note, sum->sw_note);
+            fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / wall time (Total); "
+                       "faults, csw: the profiling thread only (perf events count the thread that "
+                       "opened them)\n");
+            const char *extra = strstr(sum->counters_note, sum->sw_note);
+            if (extra) extra += strlen(sum->sw_note);
+            if (extra && *extra) fprintf(f, "          warnings%s\n", extra);
+        } else {
+            fprintf(f, "Counters: %s\n", sum->counters_note[0] ? sum->counters_note : "-");
+        }
         if (sum->clock[0]) fprintf(f, "Clock: %s\n", sum->clock);
         if (sum->unbalanced)
             fprintf(f, "Warning: %llu prof_end calls did not match the open scope and were ignored\n",

@@ -96,6 +96,9 @@ int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void *
 {
     *data = NULL;
     *len = 0;
+    if (s->version < 3)   /* checkpoints came with schema v3 */
+        return store_fail(STORE_ENOTFOUND, "run %lld has no checkpoint: %s was written by an nnbench from before "
+                          "checkpoints (schema v%d)", run, s->path, s->version);
     sqlite3_stmt *q;
     int st = prep(s, "SELECT step,epoch,created,bytes,data FROM checkpoints WHERE run=?1 "
                      "ORDER BY step DESC LIMIT 1", &q, "reading a checkpoint");
@@ -136,6 +139,7 @@ static void decode_checkpoint(sqlite3_stmt *q, void *out)
 
 int store_checkpoints_list(store *s, long long run, store_checkpoint **out, size_t *n)
 {
+    if (s->version < 3) { *out = NULL; *n = 0; return STORE_OK; }  /* older file, read as it is */
     sqlite3_stmt *q;
     int st = prep(s, "SELECT run,step,epoch,created,bytes FROM checkpoints WHERE run=?1 ORDER BY step DESC",
                   &q, "listing checkpoints");
@@ -244,6 +248,7 @@ static void decode_quant(sqlite3_stmt *q, void *out)
 
 int store_quants_list(store *s, long long run, store_quant **out, size_t *n)
 {
+    if (s->version < 3) { *out = NULL; *n = 0; return STORE_OK; }
     sqlite3_stmt *q;
     int st = prep(s, "SELECT id,run,created,step,scheme,calibrate,kernel,fp32_bytes,int8_bytes,fp32_loss,int8_loss,"
                      "fp32_acc,int8_acc,fp32_sps_b1,int8_sps_b1,fp32_sps_b128,int8_sps_b128 "
@@ -265,6 +270,7 @@ static void decode_quant_op(sqlite3_stmt *q, void *out)
 
 int store_quant_ops_get(store *s, long long quant, store_quant_op **ops, size_t *n)
 {
+    if (s->version < 3) { *ops = NULL; *n = 0; return STORE_OK; }
     sqlite3_stmt *q;
     int st = prep(s, "SELECT name,layer,calls,total_ns,self_ns FROM quant_ops WHERE quant=?1 ORDER BY self_ns DESC",
                   &q, "reading a quantization's profile");

@@ -55,6 +55,8 @@ struct store {
     char path[1024];
     int readonly;
     int immutable;             /* opened with ?immutable=1 (read-only fallback) */
+    int version;               /* schema version of the file as opened: a reader reads an
+                                * older schema as it is (later tables and columns absent) */
     char host[64];
     /* Buffered points, solver events and run progress: filled by the caller's thread,
      * written by the writer thread on its own connection (wdb). mu guards everything

@@ -319,9 +319,14 @@ int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, s
     *rows = NULL;
     *n = 0;
     sqlite3_stmt *st;
-    int e = prep(s, "SELECT name,layer,kind,calls,total_ns,self_ns,min_ns,max_ns,flops,bytes,cycles,"
-                    "instructions,l1d_miss,l2_miss,l3_miss,fp_ops,self_mem,peak_mem FROM op_stats "
-                    "WHERE run=?1 AND (?2 < 0 OR kind=?2) ORDER BY self_ns DESC, rowid", &st);
+    /* cpu_ns, faults, csw came with schema v4: NULL (unknown) in an older file read as it is */
+    int e = prep(s, s->version >= 4
+                        ? "SELECT name,layer,kind,calls,total_ns,self_ns,min_ns,max_ns,flops,bytes,cycles,"
+                          "instructions,l1d_miss,l2_miss,l3_miss,fp_ops,self_mem,peak_mem,cpu_ns,faults,csw FROM op_stats "
+                          "WHERE run=?1 AND (?2 < 0 OR kind=?2) ORDER BY self_ns DESC, rowid"
+                        : "SELECT name,layer,kind,calls,total_ns,self_ns,min_ns,max_ns,flops,bytes,cycles,"
+                          "instructions,l1d_miss,l2_miss,l3_miss,fp_ops,self_mem,peak_mem,NULL,NULL,NULL FROM op_stats "
+                          "WHERE run=?1 AND (?2 < 0 OR kind=?2) ORDER BY self_ns DESC, rowid", &st);
     if (e) return e;
     sqlite3_bind_int64(st, 1, run);
     sqlite3_bind_int(st, 2, kind);
@@ -335,8 +340,9 @@ int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, s
         o->kind = sqlite3_column_int(st, 2);
         int64_t *v[] = { &o->calls, &o->total_ns, &o->self_ns, &o->min_ns, &o->max_ns, &o->flops,
                          &o->bytes, &o->cycles, &o->instructions, &o->l1d_miss, &o->l2_miss,
-                         &o->l3_miss, &o->fp_ops, &o->self_mem, &o->peak_mem };
-        for (int j = 0; j < 15; j++) *v[j] = col_count(st, 3 + j);
+                         &o->l3_miss, &o->fp_ops, &o->self_mem, &o->peak_mem, &o->cpu_ns,
+                         &o->faults, &o->csw };
+        for (int j = 0; j < 18; j++) *v[j] = col_count(st, 3 + j);
     }
     sqlite3_finalize(st);
     if (!e && rc != SQLITE_DONE) e = store_sql_fail(s, rc, "reading op stats");

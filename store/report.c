@@ -292,7 +292,8 @@ static void json_run(FILE *f, const rep_run *x)
             { "min_ns", o->min_ns }, { "max_ns", o->max_ns }, { "flops", o->flops },
             { "bytes", o->bytes }, { "cycles", o->cycles }, { "instructions", o->instructions },
             { "l1d_miss", o->l1d_miss }, { "l2_miss", o->l2_miss }, { "l3_miss", o->l3_miss },
-            { "fp_ops", o->fp_ops }, { "self_mem", o->self_mem }, { "peak_mem", o->peak_mem } };
+            { "fp_ops", o->fp_ops }, { "self_mem", o->self_mem }, { "peak_mem", o->peak_mem },
+            { "cpu_ns", o->cpu_ns }, { "faults", o->faults }, { "csw", o->csw } };
         for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
             fprintf(f, ",\"%s\":", v[j].k);
             put_json_count(f, v[j].v);
@@ -529,11 +530,12 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
     if (!x->n_ops) { para(t, "Not profiled."); return; }
     int64_t total = 0;
     for (size_t i = 0; i < x->n_ops; i++) total += x->ops[i].self_ns;
-    const char *head[] = { "op", "layer", "calls", "self", "self %", "total", "avg", "GFLOP/s", "self mem" };
-    tw_open(t, head, 9);
+    const char *head[] = { "op", "layer", "calls", "self", "self %", "total", "avg", "GFLOP/s", "self mem",
+                           "cpu", "faults", "csw" };
+    tw_open(t, head, 12);
     for (size_t i = 0; i < x->n_ops && i < max_rows; i++) {
         const store_op_row *o = &x->ops[i];
-        char c[9][64];
+        char c[12][64];
         snprintf(c[0], sizeof c[0], "%s", o->name);
         snprintf(c[1], sizeof c[1], "%s", o->layer);
         snprintf(c[2], sizeof c[2], "%lld", (long long)o->calls);
@@ -544,9 +546,16 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
         if (o->flops > 0 && o->total_ns > 0) snprintf(c[7], sizeof c[7], "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(c[7], sizeof c[7], "-");
         store_fmt_bytes(c[8], sizeof c[8], (double)o->self_mem);
-        const char *cells[9];
-        for (int j = 0; j < 9; j++) cells[j] = c[j];
-        tw_row(t, cells, 9);
+        /* cpu: every thread's CPU time / wall time (total); faults, csw: the profiling thread */
+        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(c[9], sizeof c[9], "%.2f", (double)o->cpu_ns / (double)o->total_ns);
+        else snprintf(c[9], sizeof c[9], "-");
+        if (o->faults >= 0) snprintf(c[10], sizeof c[10], "%lld", (long long)o->faults);
+        else snprintf(c[10], sizeof c[10], "-");
+        if (o->csw >= 0) snprintf(c[11], sizeof c[11], "%lld", (long long)o->csw);
+        else snprintf(c[11], sizeof c[11], "-");
+        const char *cells[12];
+        for (int j = 0; j < 12; j++) cells[j] = c[j];
+        tw_row(t, cells, 12);
     }
     tw_close(t);
     if (x->has_prof && x->prof.counters_note[0]) para(t, x->prof.counters_note);

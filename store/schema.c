@@ -8,7 +8,7 @@
 #pragma GCC diagnostic ignored "-Woverlength-strings"
 
 #define SCHEMA_BASE \
-    "-- schema.sql — nnbench's SQLite schema, version 3 (PRAGMA user_version = 3).\n" \
+    "-- schema.sql — nnbench's SQLite schema, version 4 (PRAGMA user_version = 4).\n" \
     "-- Embedded in store/schema.c (a test checks they are equal). Times are unix seconds\n" \
     "-- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are\n" \
     "-- stored as NULL (SQLite has no NaN). Statuses are stored by name:\n" \
@@ -210,9 +210,20 @@
     "    self_ns  INTEGER\n" \
     ");\n" \
     "CREATE INDEX IF NOT EXISTS quant_ops_quant ON quant_ops(quant);\n" \
+    "\n" \
     ""
 
-const char store_schema_sql[] = SCHEMA_BASE SCHEMA_V3;
+#define SCHEMA_V4 \
+    "-- ---- version 4 (issue 11): the profiler's software columns -------------------------------\n" \
+    "-- (store/schema.c keeps this part as its own string: the v3 -> v4 migration runs it.)\n" \
+    "-- NULL in rows written before, and where the machine does not count them.\n" \
+    "ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads) during the scope's total time\n" \
+    "ALTER TABLE op_stats ADD COLUMN faults INTEGER; -- page faults, profiling thread\n" \
+    "ALTER TABLE op_stats ADD COLUMN csw    INTEGER; -- context switches, profiling thread\n" \
+    ""
+
+/* A new database runs this whole text and is then at the latest version. */
+const char store_schema_sql[] = SCHEMA_BASE SCHEMA_V3 SCHEMA_V4;
 
 /* v1 -> v2 (issue 10): run ids are never reused (AUTOINCREMENT; SQLite cannot add it to a
  * table, so runs is rebuilt the documented way: create, copy, drop, rename), and rows left
@@ -254,7 +265,10 @@ static const char migration_v2[] =
 
 /* v2 -> v3 (issue 14): checkpoints, quantizations, quant_ops. */
 static const char migration_v3[] = SCHEMA_V3;
+/* v3 -> v4 (issue 11): op_stats' cpu_ns, faults, csw. */
+static const char migration_v4[] = SCHEMA_V4;
 
-/* store_migrations[v] takes a database from version v to v+1. Append only. */
-const char *const store_migrations[] = { store_schema_sql, migration_v2, migration_v3 };
+/* store_migrations[v] takes a database from version v to v+1; [0] creates a new database
+ * at the latest version (store_migrate_with then skips the rest). Append only. */
+const char *const store_migrations[] = { store_schema_sql, migration_v2, migration_v3, migration_v4 };
 const int store_n_migrations = sizeof store_migrations / sizeof store_migrations[0];

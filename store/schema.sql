@@ -1,4 +1,4 @@
--- schema.sql — nnbench's SQLite schema, version 3 (PRAGMA user_version = 3).
+-- schema.sql — nnbench's SQLite schema, version 4 (PRAGMA user_version = 4).
 -- Embedded in store/schema.c (a test checks they are equal). Times are unix seconds
 -- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
 -- stored as NULL (SQLite has no NaN). Statuses are stored by name:
@@ -197,3 +197,10 @@ CREATE TABLE IF NOT EXISTS quant_ops (
     self_ns  INTEGER
 );
 CREATE INDEX IF NOT EXISTS quant_ops_quant ON quant_ops(quant);
+
+-- ---- version 4 (issue 11): the profiler's software columns -------------------------------
+-- (store/schema.c keeps this part as its own string: the v3 -> v4 migration runs it.)
+-- NULL in rows written before, and where the machine does not count them.
+ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads) during the scope's total time
+ALTER TABLE op_stats ADD COLUMN faults INTEGER; -- page faults, profiling thread
+ALTER TABLE op_stats ADD COLUMN csw    INTEGER; -- context switches, profiling thread

@@ -194,7 +194,9 @@ int store_migrate_with(store *s, const char *const *migs, int n)
                         "understands (%d): upgrade nnbench or use another --db", s->path, v, n);
         goto fail;
     }
-    for (int i = (int)v; i < n; i++) {
+    /* migs[0] creates a new database whole, at the latest version: the later steps are
+     * for databases written by older builds. */
+    for (int i = (int)v; i < (v == 0 ? 1 : n); i++) {
         char what[64];
         snprintf(what, sizeof what, "migrating schema v%d to v%d", i, i + 1);
         if ((st = exec(s, migs[i], what))) goto fail;
@@ -430,7 +432,9 @@ static int open_for_reading(store *s, probe_result *p)
         st = sqlite_open(s, 1, 1, 0);
         if (!st) st = probe(s, p);
     }
-    return st ? st : judge(s, p);
+    if (!st) st = judge(s, p);
+    if (!st) s->version = (int)p->version;
+    return st;
 }
 
 /* The read-write connection of a writer: WAL, foreign keys, migrations, crash marking. */
@@ -441,13 +445,21 @@ static int open_for_writing(store *s, int create, probe_result *p)
     if (!st) st = judge(s, p);
     if (st) return st;
     char mode[16] = "";
-    sqlite3_stmt *jm;
-    int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
-    if (rc == SQLITE_OK && (rc = sqlite3_step(jm)) == SQLITE_ROW) {
-        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(jm, 0));
-        rc = SQLITE_OK;
+    int rc;
+    /* Switching a new file to WAL needs it to itself: while another process creates the
+     * same file, SQLite may answer BUSY at once (no busy handler where waiting could
+     * deadlock), so the switch is retried for as long as the busy timeout. */
+    for (int waited = 0;; waited += 10) {
+        sqlite3_stmt *jm;
+        rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
+        if (rc == SQLITE_OK && (rc = sqlite3_step(jm)) == SQLITE_ROW) {
+            snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(jm, 0));
+            rc = SQLITE_OK;
+        }
+        sqlite3_finalize(jm);
+        if ((rc & 0xff) != SQLITE_BUSY || waited >= BUSY_TIMEOUT_MS) break;
+        sqlite3_sleep(10);
     }
-    sqlite3_finalize(jm);
     if (rc != SQLITE_OK) return store_sql_fail(s, rc, "switching to WAL mode");
     if (strcmp(mode, "wal"))
         return store_fail(STORE_EIO, "%s: cannot use WAL mode (journal mode stays '%s'); is it "
@@ -461,6 +473,7 @@ static int open_for_writing(store *s, int create, probe_result *p)
         (st = store_migrate_with(s, store_migrations, store_n_migrations)))
         return st;
     if ((st = exec(s, "PRAGMA foreign_keys=ON", "enabling foreign keys"))) return st;
+    s->version = STORE_SCHEMA_VERSION;
     return mark_crashed(s);
 }
 
@@ -713,8 +726,9 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "INSERT INTO op_stats(run,name,layer,kind,calls,total_ns,"
                                 "self_ns,min_ns,max_ns,flops,bytes,cycles,instructions,l1d_miss,"
-                                "l2_miss,l3_miss,fp_ops,self_mem,peak_mem) VALUES(?1,?2,?3,?4,?5,?6,?7,"
-                                "?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)", -1, &ins, NULL);
+                                "l2_miss,l3_miss,fp_ops,self_mem,peak_mem,cpu_ns,faults,csw) VALUES(?1,"
+                                "?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,"
+                                "?21,?22)", -1, &ins, NULL);
     if (rc == SQLITE_OK)
         rc = sqlite3_prepare_v2(s->db, "INSERT OR REPLACE INTO run_profile(run,total_self_ns,"
                                 "overhead_ns,events,hw_counters,counters_note,counters_used,peak_bytes,"
@@ -737,6 +751,9 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
             else sqlite3_bind_int64(ins, 5 + j, v[j]);
         sqlite3_bind_int64(ins, 18, o->self_mem);
         sqlite3_bind_int64(ins, 19, o->peak_mem);
+        store_bind_count(ins, 20, o->cpu_ns);
+        store_bind_count(ins, 21, o->faults);
+        store_bind_count(ins, 22, o->csw);
         st = store_step_done(s, s->db, ins, "storing op stats");
     }
     if (!st && sum) {

@@ -40,7 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define STORE_SCHEMA_VERSION 3   /* PRAGMA user_version written by this build */
+#define STORE_SCHEMA_VERSION 4   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
 
@@ -180,13 +180,16 @@ typedef struct {
     int64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
     int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
     int64_t self_mem, peak_mem;
+    /* schema v2: process CPU ns (all threads) over the scope's total time; page faults and
+     * context switches of the profiling thread; -1 when not counted (and in v1 rows) */
+    int64_t cpu_ns, faults, csw;
 } store_op_row;
 
 /* The profile summary of a run (mirrors prof_summary). */
 typedef struct {
     int64_t total_self_ns, overhead_ns, events;
     int hw_counters;
-    char counters_note[256];
+    char counters_note[800];
     char counters_used[256];
     int64_t peak_bytes, live_bytes, total_alloc_bytes, peak_rss;
     double peak_gflops;

@@ -272,15 +272,24 @@ static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
 {
     int64_t total = 0;
     for (size_t i = 0; i < n; i++) total += ops[i].self_ns;
-    printf("  %-22s %-12s %9s %10s %6s %10s %9s\n", "op", "layer", "calls", "self", "self%", "total", "GFLOP/s");
+    printf("  %-22s %-12s %9s %10s %6s %10s %9s %5s %8s %7s\n", "op", "layer", "calls", "self", "self%",
+           "total", "GFLOP/s", "cpu", "faults", "csw");
     for (size_t i = 0; i < n && i < max_rows; i++) {
         const store_op_row *o = &ops[i];
-        char a[32], b[32], g[32];
+        char a[32], b[32], g[32], c[16], f[24], w[24];
         if (o->flops > 0 && o->total_ns > 0) snprintf(g, sizeof g, "%.2f", (double)o->flops / (double)o->total_ns);
         else snprintf(g, sizeof g, "-");
-        printf("  %-22.22s %-12.12s %9lld %10s %5.1f%% %10s %9s\n", o->name, o->layer[0] ? o->layer : "-",
+        /* cpu: all threads' CPU time over wall time (total); "-" where not measured (v1 rows) */
+        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(c, sizeof c, "%.2f", (double)o->cpu_ns / (double)o->total_ns);
+        else snprintf(c, sizeof c, "-");
+        if (o->faults >= 0) snprintf(f, sizeof f, "%lld", (long long)o->faults);
+        else snprintf(f, sizeof f, "-");
+        if (o->csw >= 0) snprintf(w, sizeof w, "%lld", (long long)o->csw);
+        else snprintf(w, sizeof w, "-");
+        printf("  %-22.22s %-12.12s %9lld %10s %5.1f%% %10s %9s %5s %8s %7s\n", o->name, o->layer[0] ? o->layer : "-",
                (long long)o->calls, store_fmt_duration(a, sizeof a, o->self_ns * 1e-9),
-               total ? 100.0 * (double)o->self_ns / (double)total : 0.0, store_fmt_duration(b, sizeof b, o->total_ns * 1e-9), g);
+               total ? 100.0 * (double)o->self_ns / (double)total : 0.0, store_fmt_duration(b, sizeof b, o->total_ns * 1e-9), g,
+               c, f, w);
     }
 }
 

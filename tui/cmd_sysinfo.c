@@ -12,8 +12,9 @@ void cmd_sysinfo_help(FILE *f)
 {
     fprintf(f, "usage: nnbench sysinfo [--calibrate [--size N] [--reps N]] [--json]\n\n"
                "Shows the CPU, the PAPI version and components, how many hardware counters\n"
-               "work (and, if none, PAPI's reason), the BLAS library, core and threads, and\n"
-               "the stored calibration.\n\n"
+               "PAPI lists, which hardware and software events the profiler can really count\n"
+               "(and, if none, why not), the BLAS library, core and threads, and the stored\n"
+               "calibration.\n\n"
                "  --calibrate  time cblas_sgemm N x N x N (default 1024) REPS times (default 10),\n"
                "               keep the best rate as this machine's peak GFLOP/s, used by the\n"
                "               profile table's \"%% peak\" column; saved in\n"
@@ -95,6 +96,10 @@ static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibrat
     json_str(si->papi_error);
     printf(",\"hw_counters\":%d,\"no_counters_reason\":", si->hw_counters);
     json_str(si->hw_counters ? "" : si->no_counters_reason);
+    printf(",\"hw_events_usable\":%d,\"hw_events\":", si->hw_usable);
+    json_str(si->hw_note);
+    printf(",\"sw_events_usable\":%d,\"sw_events\":", si->sw_usable);
+    json_str(si->sw_note);
     printf(",\"presets_available\":[");
     char presets[512];
     snprintf(presets, sizeof presets, "%s", si->presets_available);
@@ -161,9 +166,12 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
             else printf("enabled, %d counters, %d native events\n", c->counters, c->native_events);
         }
     }
-    printf("Hardware counters: %d", si->hw_counters);
-    if (!si->hw_counters) printf(" (%s): the profiler counts time and software counters only", si->no_counters_reason);
-    printf("\nPreset events that work: %s\n", si->n_presets_available ? si->presets_available : "none");
+    printf("Hardware counters listed by PAPI: %d", si->hw_counters);
+    if (!si->hw_counters) printf(" (%s)", si->no_counters_reason);
+    /* What the profiler's default set really counts (listed counters may all be unusable). */
+    printf("\nCounted: %s\n         %s\n", si->hw_note, si->sw_note);
+    printf("         cpu: the process CPU clock (every thread), around each scope (every Nth call of short ones)\n");
+    printf("Preset events that work: %s\n", si->n_presets_available ? si->presets_available : "none");
     printf("Clock:       %s\n", si->clock);
     printf("Software counters (PAPI SDE): sde:::nnbench::flops, bytes, live_bytes, peak_bytes, alloc_bytes\n");
     printf("BLAS:        OpenBLAS (%s)\n             core %s, %d threads, OPENBLAS_CORETYPE=%s\n",

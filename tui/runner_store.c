@@ -180,6 +180,9 @@ static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *
         o[i].fp_ops = r->fp_ops;
         o[i].self_mem = r->self_mem;
         o[i].peak_mem = r->peak_mem;
+        o[i].cpu_ns = r->cpu_ns;
+        o[i].faults = r->faults;
+        o[i].csw = r->csw;
     }
     store_profile p;
     memset(&p, 0, sizeof p);

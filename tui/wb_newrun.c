@@ -604,15 +604,17 @@ static void new_draw(wb_app *a)
         }
         if (ops_h) {
             attron(A_BOLD | A_UNDERLINE);
-            snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8s", "op (profile so far)", "layer", "self", "total", "calls");
+            snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8s %5s", "op (profile so far)", "layer", "self", "total", "calls", "cpu");
             wb_text(a, y++, 1, a->cols - 2, 0, line);
             attroff(A_BOLD | A_UNDERLINE);
             for (int r = 0; r < ops_h - 1 && (size_t)r < n_ops && y < a->rows - 1; r++) {
                 char s1[32], s2[32];
                 store_fmt_duration(s1, sizeof s1, ((double)ops[r].self_ns) * 1e-9);
                 store_fmt_duration(s2, sizeof s2, ((double)ops[r].total_ns) * 1e-9);
-                snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8llu", ops[r].name, ops[r].layer, s1, s2,
-                         (unsigned long long)ops[r].calls);
+                char c[16] = "-";
+                if (ops[r].cpu_ns >= 0 && ops[r].total_ns > 0) snprintf(c, sizeof c, "%.2f", (double)ops[r].cpu_ns / (double)ops[r].total_ns);
+                snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8llu %5s", ops[r].name, ops[r].layer, s1, s2,
+                         (unsigned long long)ops[r].calls, c);
                 wb_text(a, y++, 1, a->cols - 2, 0, line);
             }
         }

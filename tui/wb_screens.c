@@ -408,23 +408,25 @@ static void draw_profile(wb_app *a, int y0, int y1)
     double total = 0;
     for (size_t i = 0; i < rv.n_ops; i++) total += (double)rv.ops[i].self_ns;
     if (rv.have_prof && rv.prof.total_self_ns > 0) total = (double)rv.prof.total_self_ns;
-    char sum[512], pk[32], ov[32], tt[32];
+    char sum[1100], pk[32], ov[32], tt[32];
     store_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
     store_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);
     store_fmt_duration(tt, sizeof tt, (total) * 1e-9);
     snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
              op_sort_names[rv.op_sort], rv.op_desc ? " (reversed)" : "", tt, ov, pk,
-             hw ? rv.prof.counters_used : (rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "no hardware counters"));
+             /* what is counted and why not (hardware, then software events) */
+             rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "counters: not recorded");
     attron(A_DIM);
     wb_text(a, y0, 1, a->cols - 2, 0, sum);
     attroff(A_DIM);
-    tui_col cols[13] = {
+    tui_col cols[16] = {
         { "op", 14, 8, 0, 1 }, { "layer", 8, 5, 0, 0 }, { "self%", 6, 6, 1, 0 }, { "", 10, 4, 0, 0 },
         { "self", 9, 8, 1, 0 }, { "total", 9, 8, 1, 0 }, { "avg", 9, 8, 1, 0 }, { "calls", 7, 5, 1, 0 },
         { "GFLOP/s", 7, 7, 1, 0 }, { "self mem", 9, 8, 1, 0 }, { "peak mem", 9, 8, 1, 0 },
+        { "cpu", 5, 4, 1, 0 }, { "faults", 8, 6, 1, 0 }, { "csw", 6, 4, 1, 0 },
         { "IPC", 5, 4, 1, 0 }, { "L1 miss", 8, 6, 1, 0 },
     };
-    int ncol = hw ? 13 : 11, w[13];
+    int ncol = hw ? 16 : 14, w[16];
     int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
     int x = 1;
     attron(A_BOLD | A_UNDERLINE);
@@ -437,7 +439,7 @@ static void draw_profile(wb_app *a, int y0, int y1)
     for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ops; r++) {
         const store_op_row *o = &rv.ops[rv.scroll + r];
         double frac = total > 0 ? (double)o->self_ns / total : 0;
-        char cell[13][48];
+        char cell[16][48];
         snprintf(cell[0], 48, "%s", o->name);
         snprintf(cell[1], 48, "%s", o->layer[0] ? o->layer : "-");
         snprintf(cell[2], 48, "%.1f", 100 * frac);
@@ -450,10 +452,17 @@ static void draw_profile(wb_app *a, int y0, int y1)
         else snprintf(cell[8], 48, "-");
         store_fmt_bytes(cell[9], 48, (double)o->self_mem);
         store_fmt_bytes(cell[10], 48, (double)o->peak_mem);
-        if (o->cycles > 0 && o->instructions >= 0) snprintf(cell[11], 48, "%.2f", (double)o->instructions / (double)o->cycles);
+        /* cpu: every thread's CPU time over the wall time (total); faults, csw: profiling thread */
+        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(cell[11], 48, "%.2f", (double)o->cpu_ns / (double)o->total_ns);
         else snprintf(cell[11], 48, "-");
-        if (o->l1d_miss >= 0) snprintf(cell[12], 48, "%lld", (long long)o->l1d_miss);
+        if (o->faults >= 0) snprintf(cell[12], 48, "%lld", (long long)o->faults);
         else snprintf(cell[12], 48, "-");
+        if (o->csw >= 0) snprintf(cell[13], 48, "%lld", (long long)o->csw);
+        else snprintf(cell[13], 48, "-");
+        if (o->cycles > 0 && o->instructions >= 0) snprintf(cell[14], 48, "%.2f", (double)o->instructions / (double)o->cycles);
+        else snprintf(cell[14], 48, "-");
+        if (o->l1d_miss >= 0) snprintf(cell[15], 48, "%lld", (long long)o->l1d_miss);
+        else snprintf(cell[15], 48, "-");
         x = 1;
         for (int c = 0; c < vis; c++) {
             if (c == 3) {

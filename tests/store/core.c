@@ -118,6 +118,17 @@ static void test_migrate_from_v0(void **st)
     sqlite3_close(db);
 }
 
+/* This build's migrations plus one more (a hypothetical next version) in migs[16];
+ * returns that next version. */
+static int migrations_plus(const char **migs, const char *extra)
+{
+    const int next = store_n_migrations + 1;
+    assert_true(next <= 16);
+    for (int i = 0; i < store_n_migrations; i++) migs[i] = store_migrations[i];
+    migs[next - 1] = extra;
+    return next;
+}
+
 static void test_migration_chain_keeps_data(void **st)
 {
     (void)st;
@@ -130,17 +141,15 @@ static void test_migration_chain_keeps_data(void **st)
     assert_int_equal(store_flush(s), STORE_OK);
     /* A hypothetical next version that adds a column: the framework applies only what is
      * missing. */
-    enum { N = STORE_SCHEMA_VERSION + 1 };
-    const char *migs[N];
-    for (int i = 0; i < N - 1; i++) migs[i] = store_migrations[i];
-    migs[N - 1] = "ALTER TABLE runs ADD COLUMN tags TEXT;";
-    assert_int_equal(store_migrate_with(s, migs, N), STORE_OK);
-    assert_int_equal(store_migrate_with(s, migs, N), STORE_OK); /* idempotent */
+    const char *migs[16];
+    const int next = migrations_plus(migs, "ALTER TABLE runs ADD COLUMN tags TEXT;");
+    assert_int_equal(store_migrate_with(s, migs, next), STORE_OK);
+    assert_int_equal(store_migrate_with(s, migs, next), STORE_OK); /* idempotent */
     /* Going back is refused. */
-    assert_int_equal(store_migrate_with(s, migs, N - 1), STORE_EVERSION);
+    assert_int_equal(store_migrate_with(s, migs, next - 1), STORE_EVERSION);
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), N);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), next);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE name='keep' AND tags IS NULL"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
     sqlite3_close(db);
@@ -160,13 +169,11 @@ static void test_failed_migration_rolls_back(void **st)
     db_path(p, sizeof p, "badmig.db");
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    enum { N = STORE_SCHEMA_VERSION + 1 };
-    const char *migs[N];
-    for (int i = 0; i < N - 1; i++) migs[i] = store_migrations[i];
-    migs[N - 1] = "CREATE TABLE t(x); SELECT * FROM no_such_table;";
-    assert_int_equal(store_migrate_with(s, migs, N), STORE_ESQL);
+    const char *migs[16];
+    const int next = migrations_plus(migs, "CREATE TABLE t(x); SELECT * FROM no_such_table;");
+    assert_int_equal(store_migrate_with(s, migs, next), STORE_ESQL);
     char what[64];
-    snprintf(what, sizeof what, "migrating schema v%d to v%d", N - 1, N);
+    snprintf(what, sizeof what, "migrating schema v%d to v%d", next - 1, next);
     assert_non_null(strstr(store_error(), what));
     store_close(s);
     sqlite3 *db = raw(p);

@@ -6,6 +6,7 @@ int test_store_core(void);
 int test_store_sink(void);
 int test_store_cli(void);
 int test_store_checkpoint(void);
+int test_store_ops_v2(void);
 
 int main(void)
 {
@@ -14,5 +15,6 @@ int main(void)
     failed += test_store_sink();
     failed += test_store_cli();
     failed += test_store_checkpoint();
+    failed += test_store_ops_v2();
     return failed ? 1 : 0;
 }
