@@ -86,6 +86,7 @@ struct prof {
     int slot_of[NCTR];       /* event-set position -> prof_row column */
     int n_hw, n_sw;          /* how many of n_ctr are hardware / software events */
     char hw_note[384], sw_note[384], counters_note[800], counters_used[256];
+    char warnings[1200];     /* prof_warnings: lines for the caller to print */
     double peak_gflops;
     double cpu_clock_ns;     /* cost of one process CPU clock read, measured at create */
     uint64_t cpu_reads;      /* sampled calls (two reads each), for the overhead figure */
@@ -326,6 +327,22 @@ void prof_internal_explain(const prof_counter_facts *f, char *hw, size_t hn, cha
                           f->sw_tried, f->sw_error, sep_s, ps);
 }
 
+/* A warning for the caller (prof_warnings): the profiler never prints. */
+static void warn_add(prof_t *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void warn_add(prof_t *p, const char *fmt, ...)
+{
+    size_t len = strlen(p->warnings);
+    if (len + 1 >= sizeof p->warnings) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->warnings + len, sizeof p->warnings - len, fmt, ap);
+    va_end(ap);
+    len = strlen(p->warnings);
+    if (len + 1 < sizeof p->warnings) { p->warnings[len] = '\n'; p->warnings[len + 1] = 0; }
+}
+
+const char *prof_warnings(const prof_t *p) { return p ? p->warnings : ""; }
+
 static void note_append(prof_t *p, const char *msg)
 {
     size_t len = strlen(p->counters_note);
@@ -368,7 +385,7 @@ static int add_counter(prof_t *p, const char *ev, int slot, int warn, char *err,
             char msg[200];
             snprintf(msg, sizeof msg, "counter %s: column %s already counted; skipped", ev, slot_names[slot]);
             note_append(p, msg);
-            if (!p->quiet) fprintf(stderr, "profiler: warning: %s\n", msg);
+            warn_add(p, "profiler: warning: %s", msg);
         }
         return -1;
     }
@@ -379,7 +396,7 @@ static int add_counter(prof_t *p, const char *ev, int slot, int warn, char *err,
             char msg[200];
             snprintf(msg, sizeof msg, "counter %s not counted (PAPI: %s)", ev, PAPI_strerror(rc));
             note_append(p, msg);
-            fprintf(stderr, "profiler: warning: %s\n", msg);
+            warn_add(p, "profiler: warning: %s", msg);
         }
         return -1;
     }
@@ -493,7 +510,7 @@ static void setup_counters(prof_t *p, const char *counters)
                              "instructions, l1d_miss, l2_miss, l3_miss, fp_ops, task_clock, faults, "
                              "csw, migrations)", t);
                     note_append(p, msg);
-                    fprintf(stderr, "profiler: warning: %s\n", msg);
+                    warn_add(p, "profiler: warning: %s", msg);
                     continue;
                 }
                 t = eq + 1;
@@ -506,13 +523,13 @@ static void setup_counters(prof_t *p, const char *counters)
                          "instructions, l1d_miss, l2_miss, l3_miss, fp_ops, task_clock, faults, "
                          "csw, migrations)", t, t);
                 note_append(p, msg);
-                fprintf(stderr, "profiler: warning: %s\n", msg);
+                warn_add(p, "profiler: warning: %s", msg);
                 continue;
             }
             if (slot < NHW) f.hw_tried++;
             else f.sw_tried++;
             if (p->eventset != PAPI_NULL) add_counter(p, t, slot, 1, slot < NHW ? hw_err : sw_err, sizeof hw_err);
-            else fprintf(stderr, "profiler: warning: counter %s not counted (%s)\n", t,
+            else warn_add(p, "profiler: warning: counter %s not counted (%s)", t,
                          papi_ok ? hw_err : papi_init_error);
         }
     }
@@ -523,7 +540,7 @@ static void setup_counters(prof_t *p, const char *counters)
         /* The events were added but cannot run together: that is the reason to give. */
         if (!hw_err[0]) prof_internal_say(hw_err, sizeof hw_err, "PAPI_start: %s", PAPI_strerror(rc));
         if (!sw_err[0]) prof_internal_say(sw_err, sizeof sw_err, "PAPI_start: %s", PAPI_strerror(rc));
-        fprintf(stderr, "profiler: warning: %s\n", msg);
+        warn_add(p, "profiler: warning: %s", msg);
         p->n_ctr = p->n_hw = p->n_sw = 0;
         p->counters_used[0] = 0;
     }
@@ -553,7 +570,7 @@ static void setup_counters(prof_t *p, const char *counters)
     /* Once per process: a run of several variants creates several profilers. */
     static atomic_flag told = ATOMIC_FLAG_INIT;
     if (!p->n_hw && !f.off && !p->quiet && !atomic_flag_test_and_set(&told))
-        fprintf(stderr, "profiler: %s; %s\n", p->hw_note, p->sw_note);
+        warn_add(p, "profiler: %s; %s", p->hw_note, p->sw_note);
 }
 
 void prof_internal_counters_probe(int *hw, int *sw, char *hw_note, size_t hn, char *sw_note, size_t sn)
@@ -662,11 +679,10 @@ prof_t *prof_create(const prof_options *opt)
     return p;
 }
 
-void prof_destroy(prof_t *p)
+int prof_destroy(prof_t *p)
 {
-    if (!p) return;
-    if (p->trace_path && !p->trace_written && prof_trace_write(p, p->trace_path))
-        fprintf(stderr, "%s\n", err_buf);
+    if (!p) return 0;
+    int rc = p->trace_path && !p->trace_written && prof_trace_write(p, p->trace_path) ? -1 : 0;
     if (p->eventset != PAPI_NULL) {
         long long v[NCTR];
         if (p->n_ctr) PAPI_stop(p->eventset, v);
@@ -678,6 +694,7 @@ void prof_destroy(prof_t *p)
     free(p->trace);
     free(p->trace_path);
     free(p);
+    return rc;
 }
 
 int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind)

@@ -46,15 +46,21 @@ typedef struct {
     const char *counters;     /* comma-separated PAPI event names; NULL or "" = default set */
     const char *trace_path;   /* Chrome trace JSON written at prof_destroy/prof_trace_write; NULL = none */
     long trace_first, trace_last; /* step window for the trace (inclusive, 1-based) */
-    int quiet;                /* 1: do not print the "no hardware counters" notice */
+    int quiet;                /* 1: no "no hardware counters" notice in prof_warnings */
     size_t trace_capacity;    /* trace events buffered (preallocated at create); 0 = 65536 */
 } prof_options;
 
 /* NULL on error (message in prof_error()). A machine without hardware counters is not an
  * error: the profiler notes it (prof_summary.counters_note) and counts time + software. */
 prof_t *prof_create(const prof_options *opt);
-void prof_destroy(prof_t *p);
+/* Frees p; writes the trace first when trace_path was set and prof_trace_write has not
+ * run. 0 ok, -1 when that write failed (prof_error() says why). NULL is fine. */
+int prof_destroy(prof_t *p);
 const char *prof_error(void);
+/* What the profiler would have warned about at create (counters that cannot be counted,
+ * unknown columns, and once per process the "no hardware counters" notice unless quiet):
+ * lines starting "profiler: ", "" when none. The profiler never prints; callers say these. */
+const char *prof_warnings(const prof_t *p);
 
 /* Registers a scope; returns its id (>= 0) or -1 if the table is full. name is the op or
  * phase ("dense.fwd", "forward", "step"); layer may be NULL ("dense1"). Strings copied. */

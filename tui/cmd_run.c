@@ -360,6 +360,7 @@ static int run_profile(void *ud, size_t v, const eng_config *cfg, prof_options *
     (void)v;
     if (!c->profile && !cfg->profile.enabled && !c->trace) return 0;
     *po = (prof_options){ .counters = cfg->profile.counters, .trace_first = c->trace_a, .trace_last = c->trace_b };
+    /* not quiet: the once-per-process "no hardware counters" notice is said (run_done) */
     if (c->trace) {
         if (c->n_variants > 1) suffixed(c->trace_path, sizeof c->trace_path, c->trace, c->rows[c->n_rows - 1].variant);
         else snprintf(c->trace_path, sizeof c->trace_path, "%s", c->trace);
@@ -385,6 +386,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     row *r = &c->rows[c->n_rows - 1];
     const eng_config *cfg = o->cfg;
     snprintf(r->error, sizeof r->error, "%s", o->error);
+    fputs(o->prof_warnings, stderr); /* the profiler never prints: we say its warnings */
     if (!o->created) {
         fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
         if (o->rc == ENG_EINVAL && !o->profiler_failed) c->any_config = 1;
@@ -430,10 +432,10 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
             fprintf(stderr, "variant %s: profile: %s\n", r->variant, prof_error());
         }
     }
-    if (c->trace && prof) {
-        int werr = prof_trace_write(prof, NULL);
+    if (o->trace_tried) {
+        int werr = o->trace_error[0] != 0;
         if (werr) {
-            fprintf(stderr, "variant %s: %s\n", r->variant, prof_error());
+            fprintf(stderr, "variant %s: %s\n", r->variant, o->trace_error);
             c->any_failed = 1;
         }
         if (eng_dist_world() > 1) merge_rank_traces(c->trace_path); /* every rank joins the barrier */

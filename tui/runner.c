@@ -31,6 +31,7 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
             if (h->done) h->done(h->ud, &out, NULL);
             continue;
         }
+        if (prof) snprintf(out.prof_warnings, sizeof out.prof_warnings, "%s", prof_warnings(prof));
         eng_run *run = NULL;
         out.rc = eng_run_create(cfg, ex->text, prof, &run);
         if (out.rc) {
@@ -38,7 +39,7 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
             if (out.rc == ENG_EINVAL) sum->config_errors++;
             else sum->failed++;
             if (h->done) h->done(h->ud, &out, prof);
-            prof_destroy(prof);
+            prof_destroy(prof); /* no trace: nothing was run */
             continue;
         }
         if (h->running) h->running(h->ud, run);
@@ -63,9 +64,14 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
         if (out.rc == ENG_OK && !serr) sum->finished++;
         else if (out.rc == ENG_ESTOPPED) sum->stopped++;
         else sum->failed++;
-        if (h->done) h->done(h->ud, &out, prof);
         eng_run_destroy(run);
-        prof_destroy(prof);
+        /* The trace is written here, its status checked; prof_destroy then has none to write. */
+        if (prof && po.trace_path) {
+            out.trace_tried = 1;
+            if (prof_trace_write(prof, NULL)) snprintf(out.trace_error, sizeof out.trace_error, "%s", prof_error());
+        }
+        if (h->done) h->done(h->ud, &out, prof);
+        if (prof_destroy(prof) && !out.trace_error[0]) sum->failed++; /* cannot happen: written above */
         if (out.rc == ENG_ESTOPPED) break;
     }
 }

@@ -23,6 +23,9 @@ typedef struct {
     long long run_id;        /* the stored run, 0 without a store or when it was not stored */
     char store_error[512];   /* why the run was not stored completely ("" when it was) */
     char store_warning[512]; /* a write that failed and was retried ("" when none) */
+    char prof_warnings[1200];/* prof_warnings() of the variant's profiler ("" when none) */
+    int trace_tried;         /* the profiler had a trace path: the runner wrote it */
+    char trace_error[512];   /* why writing it failed ("" when it was written) */
 } runner_variant;
 
 typedef struct {
@@ -35,7 +38,8 @@ typedef struct {
     /* The run is created and about to train (to ask it to stop from elsewhere); ended
      * (run NULL) once it has trained. May be NULL. */
     void (*running)(void *ud, eng_run *run);
-    /* The variant is over; prof (NULL when not profiled) can still be read. May be NULL. */
+    /* The variant is over (its trace, if any, written); prof (NULL when not profiled) can
+     * still be read. May be NULL. */
     void (*done)(void *ud, const runner_variant *out, prof_t *prof);
     const eng_sink *sink;    /* the caller's own sink (progress lines, the screen); may be NULL */
 } runner_hooks;

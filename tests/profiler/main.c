@@ -325,6 +325,20 @@ static void test_sde_through_papi(void **state)
 
 /* ---- hardware counters and their fallback ------------------------------------------ */
 
+/* prof_destroy says whether the trace it had to write was written. */
+static void test_destroy_trace_status(void **state)
+{
+    (void)state;
+    prof_t *p = prof_create(&(prof_options){ .counters = "none", .quiet = 1,
+                                             .trace_path = "/nonexistent-dir-nnbench/t.json", .trace_first = 1,
+                                             .trace_last = 1 });
+    assert_non_null(p);
+    assert_string_equal(prof_warnings(p), "");
+    assert_int_equal(prof_destroy(p), -1);
+    assert_non_null(strstr(prof_error(), "/nonexistent-dir-nnbench/t.json"));
+    assert_int_equal(prof_destroy(NULL), 0);
+}
+
 static void test_unavailable_counter_warns(void **state)
 {
     (void)state;
@@ -335,6 +349,9 @@ static void test_unavailable_counter_warns(void **state)
     printf("note: %s\n", s.counters_note);
     assert_non_null(strstr(s.counters_note, "NNBENCH_NO_SUCH_EVENT"));
     assert_false(strstr(s.counters_used, "NNBENCH_NO_SUCH_EVENT"));
+    /* Never printed: the warning is handed to the caller. */
+    assert_non_null(strstr(prof_warnings(p), "profiler: warning: "));
+    assert_non_null(strstr(prof_warnings(p), "NNBENCH_NO_SUCH_EVENT"));
     int id = prof_register(p, "x", NULL, PROF_OP);
     prof_begin(p, id);
     prof_end(p, id, 5, 6);
@@ -651,6 +668,7 @@ int main(void)
         cmocka_unit_test(test_self_mem_per_scope),
         cmocka_unit_test(test_sde_through_papi),
         cmocka_unit_test(test_unavailable_counter_warns),
+        cmocka_unit_test(test_destroy_trace_status),
         cmocka_unit_test(test_trace_json),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_parse),
