@@ -130,6 +130,8 @@ extern const char *const wb_x_names[3];
 void wb_open_run(wb_app *a, long long id);
 void wb_open_compare(wb_app *a);           /* the marked runs */
 void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
+/* The chart toggles every chart screen shares (L, x, X, m); 1 if act was one. */
+int wb_chart_toggle(wb_app *a, tui_action act);
 /* Picks x values of a stored series for the x-axis toggle (0 step, 1 wall, 2 hybrid). */
 const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid);
 

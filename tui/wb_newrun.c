@@ -712,13 +712,7 @@ static int new_key(wb_app *a, tui_action act, int ch)
         return 1;
     default: break;
     }
-    switch (act) {
-    case TUI_ACT_LOG_Y: a->log_y = !a->log_y; return 1;
-    case TUI_ACT_X_AXIS: a->x_axis = (a->x_axis + 1) % 3; return 1;
-    case TUI_ACT_X_SCALE: a->x_scale = (a->x_scale + 1) % TUI_X_N_SCALES; return 1;
-    case TUI_ACT_SMOOTH: a->smooth_idx = (a->smooth_idx + 1) % 3; return 1;
-    default: return 0;
-    }
+    return wb_chart_toggle(a, act);
 }
 
 wb_panel wb_new_panel = { .title = "New run", .screen = TUI_SCR_NEW, .draw = new_draw, .key = new_key };

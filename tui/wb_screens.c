@@ -65,7 +65,7 @@ static void toggles_text(wb_app *a, char *b, size_t n)
              a->smooth_idx ? (a->smooth_idx == 1 ? "0.6" : "0.9") : "off");
 }
 
-static int chart_toggle(wb_app *a, tui_action act)
+int wb_chart_toggle(wb_app *a, tui_action act)
 {
     switch (act) {
     case TUI_ACT_LOG_Y: a->log_y = !a->log_y; return 1;
@@ -565,7 +565,7 @@ static int run_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
     default: break;
     }
-    if (chart_toggle(a, act)) return 1;
+    if (wb_chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
               : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev : 0;
     return wb_scroll_key(act, &rv.scroll, total, page);
@@ -742,7 +742,7 @@ static int cmp_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_REFRESH: cmp_load(a, cv); return 1;
     default: break;
     }
-    if (chart_toggle(a, act)) return 1;
+    if (wb_chart_toggle(a, act)) return 1;
     return wb_scroll_key(act, &cv->scroll, (int)cv->n_lines - 1, (a->rows - 4) / 2 - 1);
 }
 
