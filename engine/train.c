@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "data_internal.h"
+#include "internal.h"
 #include "newton.h"
 
 enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
@@ -23,6 +24,8 @@ struct eng_run {
     eng_model *m;
     eng_optim *opt;
     eng_newton *nt;
+    eng_grad *grad;               /* NULL when no gradient transform is configured */
+    eng_telem *telem;             /* NULL unless train.telemetry */
     eng_batcher *b;
     prof_t *prof;
     int ph[N_PHASES];             /* profiler scope ids, -1 when off */
@@ -46,6 +49,8 @@ void eng_run_destroy(eng_run *r)
     if (!r) return;
     eng_batcher_destroy(r->b);
     if (r->nt) eng_newton_free(r->nt);
+    eng_grad_free(r->grad);
+    eng_telem_free(r->telem);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
     eng_data_free(r->ds);
@@ -106,6 +111,14 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
+    if (tc->n_gradient > 0 && tc->optimizer == ENG_OPT_NEWTON) {
+        eng_run_destroy(r);
+        return eng_fail(ENG_EINVAL, "%s: train.gradient = %s: gradient transforms apply to first-order optimizers; "
+                        "newton computes its own direction (set gradient = none or another optimizer)",
+                        cfg->path, eng_grad_kind_name(tc->gradient[0]));
+    }
+    if (tc->n_gradient > 0 && (rc = eng_grad_create(tc, r->m, prof, &r->grad))) { eng_run_destroy(r); return rc; }
+    if (tc->telemetry && (rc = eng_telem_create(r->m, prof, &r->telem))) { eng_run_destroy(r); return rc; }
     rc = eng_batcher_create(ds, r->batch, r->cfg.data.shuffle, r->cfg.data.prefetch, r->cfg.seed, &r->b);
     if (rc) { eng_run_destroy(r); return rc; }
     r->bpe = eng_batcher_batches_per_epoch(r->b);
@@ -262,7 +275,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 
         double lr = eng_lr_at(tc, s, r->total_steps);
         last_lr = lr;
+        /* telemetry sees the raw gradient and the update the optimizer made of it */
+        int log_step = (s + 1) % tc->log_every == 0 || s + 1 == r->total_steps;
+        if (r->telem && log_step) eng_telem_before(r->telem);
         PROF_BEGIN(p, r->ph[PH_OPTIMIZER]);
+        if (r->grad) eng_grad_apply(r->grad);
         if (r->nt) {
             double delta = 0, kappa = NAN;
             rc = eng_newton_step(r->nt, &b, lr, s + 1, sink, &delta, &kappa);
@@ -273,6 +290,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             eng_optim_step(r->opt, params, grads, lr);
         }
         PROF_END(p, r->ph[PH_OPTIMIZER], 0, 0);
+        if (r->telem && log_step) eng_telem_after(r->telem);
         PROF_END(p, r->ph[PH_STEP], 0, 0);
         double dt = now_s() - ts;
         if (rc) {
@@ -299,6 +317,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             if ((rc = emit(&c, "train_loss", l, wall))) break;
             if (ds->classification && (rc = emit(&c, "train_acc", int_correct / int_rows, wall))) break;
             if ((rc = emit(&c, "lr", lr, wall))) break;
+            if (r->telem && sink && sink->telemetry) {
+                eng_telemetry rec = { .step = c.step, .epoch = c.epoch, .wall_s = wall, .hybrid_s = wall + c.hybrid_extra };
+                eng_telem_record(r->telem, &rec);
+                if (sink->telemetry(sink->ud, &rec)) { rc = ENG_ESINK; break; }
+            }
             res->final_train_loss = l;
             if (!(l >= res->best_train_loss)) res->best_train_loss = l;
             if (cfg->target_loss > 0 && res->steps_to_target < 0 && l <= cfg->target_loss) {

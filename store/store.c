@@ -637,8 +637,9 @@ int store_flush_due(store *s)
     return STORE_OK;
 }
 
-int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
-                     double hybrid_s, const char *key, double value)
+/* Buffers one point without the flush check. */
+static int buffer_point(store *s, long long run, long step, int epoch, double wall_s,
+                        double hybrid_s, const char *key, double value)
 {
     int st = writable(s, "storing a metric");
     if (st) return st;
@@ -671,6 +672,23 @@ int store_metric_add(store *s, long long run, long step, int epoch, double wall_
         } else if (!strcmp(key, "samples_per_s")) {
             p->sps = value;
         }
+    }
+    return STORE_OK;
+}
+
+int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
+                     double hybrid_s, const char *key, double value)
+{
+    int st = buffer_point(s, run, step, epoch, wall_s, hybrid_s, key, value);
+    return st ? st : maybe_flush(s);
+}
+
+int store_metrics_add(store *s, long long run, long step, int epoch, double wall_s,
+                      double hybrid_s, const char *const *keys, const double *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int st = buffer_point(s, run, step, epoch, wall_s, hybrid_s, keys[i], values[i]);
+        if (st) return st;
     }
     return maybe_flush(s);
 }

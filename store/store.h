@@ -203,6 +203,11 @@ int store_sysinfo_put(store *s, long long run, const store_kv *kv, size_t n);
 /* Buffers one metric point (key copied). May flush (see top). */
 int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
                      double hybrid_s, const char *key, double value);
+/* Buffers n points of one step (keys[i] = values[i]) together: one flush check after the
+ * last, so a record is never split across transactions (unless it alone exceeds
+ * STORE_FLUSH_POINTS). */
+int store_metrics_add(store *s, long long run, long step, int epoch, double wall_s,
+                      double hybrid_s, const char *const *keys, const double *values, size_t n);
 int store_solver_event_add(store *s, long long run, const store_solver_event *ev);
 /* Writes everything buffered in one transaction (retrying while another process holds
  * the write lock). On failure the points stay buffered for the next attempt. */
