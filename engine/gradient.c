@@ -28,8 +28,11 @@ const char *eng_grad_kind_name(eng_grad_kind k)
 
 /* ---- kernels -------------------------------------------------------------------------- */
 
-void eng_grad_stats(const float *restrict g, size_t n, double *sum, double *sumsq, double *maxabs)
+/* Sums are taken about c = g[0], so a tensor whose mean is large next to its spread keeps
+ * its variance (sum x^2 / n - mean^2 would cancel to noise in float). */
+void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var, double *sumsq, double *maxabs)
 {
+    const float c = n ? g[0] : 0.0f;
     double s1 = 0, s2 = 0;
     float mx[LANES] = { 0 };
     size_t i = 0;
@@ -38,9 +41,9 @@ void eng_grad_stats(const float *restrict g, size_t n, double *sum, double *sums
         float a1[LANES] = { 0 }, a2[LANES] = { 0 };
         for (; i < end; i += LANES)
             for (int j = 0; j < LANES; j++) {
-                float x = g[i + j];
-                a1[j] += x;
-                a2[j] += x * x;
+                float x = g[i + j], d = x - c;
+                a1[j] += d;
+                a2[j] += d * d;
                 float ax = fabsf(x);
                 mx[j] = ax > mx[j] ? ax : mx[j];
             }
@@ -49,13 +52,17 @@ void eng_grad_stats(const float *restrict g, size_t n, double *sum, double *sums
     float m = 0;
     for (int j = 0; j < LANES; j++) m = mx[j] > m ? mx[j] : m;
     for (; i < n; i++) {
-        s1 += g[i];
-        s2 += (double)g[i] * g[i];
+        double d = (double)g[i] - c;
+        s1 += d;
+        s2 += d * d;
         float ax = fabsf(g[i]);
         m = ax > m ? ax : m;
     }
-    if (sum) *sum = s1;
-    if (sumsq) *sumsq = s2;
+    double nn = n ? (double)n : 1.0, md = s1 / nn, v = s2 / nn - md * md;
+    if (mean) *mean = c + md;
+    if (var) *var = v > 0 ? v : 0;
+    /* sum x^2 = sum (d + c)^2 */
+    if (sumsq) { double q = s2 + 2.0 * c * s1 + nn * (double)c * c; *sumsq = n && q > 0 ? q : 0; }
     if (maxabs) *maxabs = m;
 }
 
@@ -106,11 +113,8 @@ void eng_grad_clamp(float *restrict g, size_t n, float lim)
 void eng_grad_znorm(float *restrict g, size_t n, float eps)
 {
     if (n < 2) return;
-    double s1, s2;
-    eng_grad_stats(g, n, &s1, &s2, NULL);
-    double mean = s1 / (double)n;
-    double var = s2 / (double)n - mean * mean;
-    if (var < 0) var = 0; /* rounding when all elements are (nearly) equal */
+    double mean, var;
+    eng_grad_stats(g, n, &mean, &var, NULL, NULL);
     const float mu = (float)mean, inv = (float)(1.0 / (sqrt(var) + eps));
     for (size_t i = 0; i < n; i++) g[i] = (g[i] - mu) * inv;
 }
@@ -353,12 +357,11 @@ void eng_telem_before(eng_telem *t)
     size_t nt = (size_t)t->n_tensors;
     for (size_t i = 0; i < nt; i++) {
         const tensor_ref *r = &t->tensors[i];
-        double s1, s2, mx;
-        eng_grad_stats(r->g, r->n, &s1, &s2, &mx);
-        double mean = s1 / (double)r->n, var = s2 / (double)r->n - mean * mean;
+        double mean, var, s2, mx;
+        eng_grad_stats(r->g, r->n, &mean, &var, &s2, &mx);
         t->values[T_NORM * nt + i] = sqrt(s2);
         t->values[T_MEAN * nt + i] = mean;
-        t->values[T_STD * nt + i] = var > 0 ? sqrt(var) : 0;
+        t->values[T_STD * nt + i] = sqrt(var);
         t->values[T_MAX * nt + i] = mx;
         t->values[T_RATIO * nt + i] = NAN;
     }

@@ -189,8 +189,9 @@ void eng_grad_centralize(float *g, size_t rows, size_t cols, int by_col, float *
 double eng_grad_sumsq(const float *g, size_t n);
 void eng_grad_scale(float *g, size_t n, float s);
 void eng_grad_clamp(float *g, size_t n, float lim);
-/* Sum, sum of squares and max |g| of n floats, in one vectorised pass. */
-void eng_grad_stats(const float *g, size_t n, double *sum, double *sumsq, double *maxabs);
+/* Mean, variance (population), sum of squares and max |g| of n floats in one vectorised
+ * pass; any output may be NULL. */
+void eng_grad_stats(const float *g, size_t n, double *mean, double *var, double *sumsq, double *maxabs);
 
 /* Telemetry of a model (keys in engine.h, eng_telemetry). On a log step: eng_telem_before
  * after backward and before any transform (gradient statistics, zero fractions, a copy of
