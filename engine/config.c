@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 
 /* ---- the key table ------------------------------------------------------------------
- * One X-macro list drives the parser and eng_key_docs, so the README's key table cannot
+ * One X-macro list drives the parser and eng_key_docs, so docs/experiments.md's key table cannot
  * drift from what the parser accepts.
  * X(section, key, kind, field, lo, hi, enum-names, enum-values, doc-type, default, help)
  */

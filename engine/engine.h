@@ -213,7 +213,7 @@ int eng_experiment_load(const char *path, const char *const *overrides, size_t n
 void eng_experiment_free(eng_experiment *ex);
 /* Keeps only the named variant; ENG_EINVAL naming the variants that exist if absent. */
 int eng_experiment_select(eng_experiment *ex, const char *variant);
-/* The documented keys: for help text and the README. NULL-terminated. */
+/* The documented keys: for help text and docs/experiments.md. NULL-terminated. */
 typedef struct { const char *key, *type, *def, *help; } eng_key_doc;
 extern const eng_key_doc eng_key_docs[];
 

@@ -719,7 +719,7 @@ static void usage(FILE *f)
     fprintf(f, "usage: nnbench tui [--db PATH] [--no-color]\n\n"
                "The ncurses workbench on the database (default ./nnbench.db, or $NNBENCH_DB).\n"
                "Press ? inside for the keys. NO_COLOR in the environment also gives monochrome.\n"
-               "  --keys-markdown   print the key table as Markdown (for the README) and exit\n");
+               "  --keys-markdown   print the key table as Markdown (for docs/workbench.md) and exit\n");
 }
 
 int cmd_tui(int argc, char **argv)

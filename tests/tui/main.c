@@ -387,7 +387,7 @@ static void test_keys(void **st)
                 for (int b = 0; b < 4 && tui_keys[j].keys[b]; b++)
                     if (tui_keys[i].keys[a] == tui_keys[j].keys[b]) fail_msg("key %d bound twice (%s / %s)", tui_keys[i].keys[a], tui_keys[i].help, tui_keys[j].help);
         }
-    /* Help and README come from the same table: every entry appears in the Markdown. */
+    /* Help and docs/workbench.md come from the same table: every entry appears in the Markdown. */
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
