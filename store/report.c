@@ -680,25 +680,6 @@ static void svg_chart(FILE *f, const rep_run *rr, size_t n, const char *key, int
     fputs("</svg></figure>\n", f);
 }
 
-/* "dense2.W" before "dense10.W": digit runs compare as numbers. */
-static int natural_cmp(const char *a, const char *b)
-{
-    while (*a && *b) {
-        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-            char *ea, *eb;
-            unsigned long x = strtoul(a, &ea, 10), y = strtoul(b, &eb, 10);
-            if (x != y) return x < y ? -1 : 1;
-            a = ea;
-            b = eb;
-            continue;
-        }
-        if (*a != *b) return (unsigned char)*a - (unsigned char)*b;
-        a++;
-        b++;
-    }
-    return (unsigned char)*a - (unsigned char)*b;
-}
-
 /* Five-stop viridis, t in [0, 1]. */
 static void heat_colour(double t, char *out, size_t cap)
 {
@@ -722,7 +703,7 @@ static void layer_chart(tw *t, const rep_run *x)
         if (!strncmp(x->keys[k], "grad_norm/", 10)) rows[nr++] = x->keys[k];
     if (!nr) return;
     for (size_t a = 1; a < nr; a++)
-        for (size_t b = a; b > 0 && natural_cmp(rows[b - 1], rows[b]) > 0; b--) {
+        for (size_t b = a; b > 0 && store_natural_cmp(rows[b - 1], rows[b]) > 0; b--) {
             const char *tmp = rows[b]; rows[b] = rows[b - 1]; rows[b - 1] = tmp;
         }
     char label[256], b[512];

@@ -68,6 +68,8 @@ typedef enum {
  * and returns it; "-" for NaN/inf. "0.1234", "850 ms" / "4.20 s" / "4m05s" / "2h03m",
  * "1.5 KiB", and unix seconds through strftime. */
 const char *store_fmt_num(char *b, size_t cap, double v);
+/* strcmp, except that digit runs compare as numbers: "dense2.W" < "dense10.W". */
+int store_natural_cmp(const char *a, const char *b);
 const char *store_fmt_duration(char *b, size_t cap, double seconds);
 const char *store_fmt_bytes(char *b, size_t cap, double bytes);
 const char *store_fmt_time(char *b, size_t cap, double unix_s, const char *strftime_fmt);

@@ -49,4 +49,45 @@ echo "gradlab.sh: telemetry stored: 6 runs x 16 tensors x 5 statistics + 7 zero_
 grep -q 'Gradient norm per layer' "$tmp/r.html" || fail "report has no per-layer gradient-norm chart"
 grep -q 'dense8.W' "$tmp/r.html" || fail "report's layer chart has no dense8.W row"
 echo "gradlab.sh: report has the per-layer gradient-norm chart"
+
+# ---- the workbench: Layers tab of the newest run, then a telemetry key as Compare's metric
+command -v tmux >/dev/null 2>&1 || fail "tmux is not installed"
+limit=20
+[ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=60
+cap() { $T capture-pane -p -t w 2>/dev/null; }
+wait_for() {
+    n=$((limit * 10))
+    while [ "$n" -gt 0 ]; do
+        cap | grep -qF -- "$1" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    echo "---- last screen ----" >&2; cap >&2
+    fail "workbench: timed out waiting for '$1'"
+}
+keys() { $T send-keys -t w "$@"; }
+$T new-session -d -s t -n w -x 120 -y 45 \
+    "cd '$top' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; sleep 60" || fail "cannot start tmux"
+$T set -g escape-time 0 >/dev/null
+wait_for "sgd-znorm"
+keys Enter
+wait_for "Curves   Profile   Solver   Config   System   Layers"
+keys Tab Tab Tab Tab Tab
+wait_for "Layers: log10 grad_norm per tensor against step"
+wait_for "scale: log10"
+wait_for "dense8.W"
+wait_for "update_ratio"
+keys v
+wait_for "Layers: grad_mean per tensor"
+keys v v v v
+wait_for "Layers: zero_frac per activation layer"
+echo "gradlab.sh: the Layers tab draws the heat map, its legend and the table; v cycles the statistic"
+keys Escape
+wait_for "Enter open"
+keys Space Down Space c
+wait_for "metric: train_loss"
+keys v v v v
+wait_for "metric: grad_max/dense1.W"
+echo "gradlab.sh: Compare charts a layer telemetry key"
+keys q
 echo "gradlab.sh: ok"
