@@ -235,8 +235,9 @@ void eng_grad_apply(eng_grad *g)
             for (int l = 0; l < m->n_layers; l++) {
                 eng_layer *L = &m->layers[l];
                 if (!L->n_w) continue;
-                size_t out = L->kind == ENG_LAYER_DENSE ? L->out_size : L->n_b;
-                eng_grad_centralize(L->dw, L->n_w / out, out, L->kind == ENG_LAYER_DENSE, g->colsum);
+                /* dense W [in x out]: fan-in by column; conv W [F x C*K*K]: by row */
+                if (L->kind == ENG_LAYER_DENSE) eng_grad_centralize(L->dw, L->in_size, L->out_size, 1, g->colsum);
+                else eng_grad_centralize(L->dw, L->n_b, L->n_w / L->n_b, 0, NULL);
                 flops += 2 * (uint64_t)L->n_w;
                 bytes += pass_bytes(L->n_w, 2, 1);
             }

@@ -2,7 +2,7 @@
 # bench_quick.sh — runs `tests/bench/run.sh BUILD --quick` (what `make bench-quick` does) and
 # checks the SHAPE of its table, never its numbers: the header names the date, CPU, OpenBLAS
 # core and the environment as set; the rows of sections 1, 3, 5, 6 (and 4 when store_bench
-# is built) are present; every
+# is built, 7 when grad_bench is) are present; every
 # median and min..max is numeric with min <= median <= max; goals carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
@@ -46,11 +46,16 @@ if [ -x "$bindir/bench/store_bench" ]; then
         grep -qF "| $label" "$tmp/rows" || fail "store row '$label' missing (store_bench is built)"
     done
 fi
+if [ -x "$bindir/bench/grad_bench" ]; then
+    for t in znorm centralize clip_norm clip_value "telemetry (log_every 50)"; do
+        grep -qF "| gradient $t: step on / off" "$tmp/rows" || fail "gradient row '$t' missing (grad_bench is built)"
+    done
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
       if (!num($3) || !num(mm[1]) || !num(mm[2]) || mm[1] + 0 > $3 + 0 || $3 + 0 > mm[2] + 0) print "numbers: " $0
-      else if (sec !~ /^[1-6]$/) print "section: " $0
+      else if (sec !~ /^[1-7]$/) print "section: " $0
       else if ($6 != "-" && $7 !~ /^(met|MISSED|off|info|peer)/) print "verdict: " $0 }' "$tmp/rows")
 [ -z "$bad" ] || fail "malformed rows:
 $bad"

@@ -127,7 +127,11 @@ wait_for "Resolved configuration"
 wait_for "data.source                  = spirals"
 keys End
 wait_for "[variant adam]"
-wait_for "101/101"
+# header + one line per key + blank + "Experiment file:" + the file's lines
+nkeys=$("$NNBENCH" run --keys | grep -c '^| `')
+nlines=$(wc -l <"$NNBENCH_TOP/samples/spirals-mlp.ini")
+ncfg=$((nkeys + nlines + 3))
+wait_for "$ncfg/$ncfg"
 keys PPage
 wait_for "Experiment file:"
 keys Tab

@@ -206,6 +206,44 @@ static void test_pipeline(void **state)
     eng_model_free(m);
 }
 
+/* Centralize on a conv net: each filter's fan-in (a row of W [F x C*K*K]) gets zero mean,
+ * the dense layer's columns too, and the biases are left alone. */
+static void test_centralize_conv(void **state)
+{
+    (void)state;
+    eng_model_config mc = { .n_layers = 3, .loss = ENG_LOSS_SOFTMAX_XENT };
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 4, .kernel = 3, .act = ENG_ACT_RELU };
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN };
+    mc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    int in[3] = { 2, 6, 6 };
+    eng_model *m = NULL;
+    assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_OK);
+    eng_train_config tc = { .n_gradient = 1, .gradient = { ENG_GRAD_CENTRALIZE } };
+    eng_grad *g;
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    fill(m->grads, m->n_params, 13, 0.5f, 1.0f);
+    float bias[4];
+    memcpy(bias, m->layers[0].db, sizeof bias);
+    eng_grad_apply(g);
+    const eng_layer *C = &m->layers[0];
+    size_t fan = C->n_w / 4;
+    assert_int_equal(fan, 2 * 3 * 3);
+    for (size_t f = 0; f < 4; f++) {
+        double s = 0;
+        for (size_t j = 0; j < fan; j++) s += C->dw[f * fan + j];
+        assert_true(fabs(s / (double)fan) < 1e-6);
+    }
+    assert_memory_equal(bias, C->db, sizeof bias);
+    const eng_layer *D = &m->layers[2];
+    for (size_t c = 0; c < D->out_size; c++) {
+        double s = 0;
+        for (size_t r = 0; r < D->in_size; r++) s += D->dw[r * D->out_size + c];
+        assert_true(fabs(s / (double)D->in_size) < 1e-6);
+    }
+    eng_grad_free(g);
+    eng_model_free(m);
+}
+
 static const double *value_of(const eng_telemetry *rec, const char *key)
 {
     for (size_t i = 0; i < rec->n; i++)
@@ -333,6 +371,7 @@ int test_engine_gradient(void)
         cmocka_unit_test(test_centralize),
         cmocka_unit_test(test_clip_kernels),
         cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_centralize_conv),
         cmocka_unit_test(test_telemetry_known),
         cmocka_unit_test(test_run_config),
     };
