@@ -149,6 +149,15 @@ void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col
 
 /* ---- the transform pipeline ----------------------------------------------------------- */
 
+/* One profiler scope per transform (and one for telemetry); -1 when profiling is off. */
+static int register_scope(prof_t *prof, const char *name, int *id)
+{
+    *id = -1;
+    if (prof && (*id = prof_register(prof, name, NULL, PROF_OP)) < 0)
+        return eng_fail(ENG_EINVAL, "gradient: the profiler's scope table is full at %s (%s)", name, prof_error());
+    return ENG_OK;
+}
+
 struct eng_grad {
     eng_model *m;
     prof_t *prof;
@@ -187,19 +196,14 @@ int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_
         if (m->layers[l].kind == ENG_LAYER_DENSE && m->layers[l].out_size > widest) widest = m->layers[l].out_size;
     for (int i = 0; i < g->n; i++) {
         g->kind[i] = tc->gradient[i];
-        g->scope[i] = -1;
         if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->colsum && !(g->colsum = prof_malloc(widest * sizeof(float)))) {
             eng_grad_free(g);
             return eng_fail(ENG_ENOMEM, "gradient: out of memory");
         }
-        if (prof) {
-            char name[48];
-            snprintf(name, sizeof name, "grad.%s", eng_grad_kind_name(g->kind[i]));
-            if ((g->scope[i] = prof_register(prof, name, NULL, PROF_OP)) < 0) {
-                eng_grad_free(g);
-                return eng_fail(ENG_EINVAL, "gradient: the profiler's scope table is full (%s)", prof_error());
-            }
-        }
+        char name[48];
+        snprintf(name, sizeof name, "grad.%s", eng_grad_kind_name(g->kind[i]));
+        int rc = register_scope(prof, name, &g->scope[i]);
+        if (rc) { eng_grad_free(g); return rc; }
     }
     *out = g;
     return ENG_OK;
@@ -326,10 +330,8 @@ int eng_telem_create(eng_model *m, prof_t *prof, eng_telem **out)
         snprintf(t->key_buf[(size_t)t->n_tensors * T_PER_TENSOR + (size_t)a], sizeof t->key_buf[0], "zero_frac/%s",
                  m->layers[t->act_layer[a]].name);
     for (size_t i = 0; i < t->n_values; i++) t->keys[i] = t->key_buf[i];
-    if (prof && (t->scope = prof_register(prof, "grad.telemetry", NULL, PROF_OP)) < 0) {
-        eng_telem_free(t);
-        return eng_fail(ENG_EINVAL, "telemetry: the profiler's scope table is full (%s)", prof_error());
-    }
+    int rc = register_scope(prof, "grad.telemetry", &t->scope);
+    if (rc) { eng_telem_free(t); return rc; }
     *out = t;
     return ENG_OK;
 }

@@ -292,19 +292,19 @@ static void test_telemetry_known(void **state)
 
 /* ---- through a run: config list, one telemetry record per log step ------------------- */
 
-static char path[256];
-
+/* Loads an experiment from text (a file named after this process); expect_ok = 0 wants
+ * ENG_EINVAL and returns NULL. */
 static eng_experiment *load(const char *text, int expect_ok)
 {
-    snprintf(path, sizeof path, "/tmp/nnbench-grad-XXXXXX.ini");
-    int fd = mkstemps(path, 4);
-    assert_true(fd >= 0);
-    FILE *f = fdopen(fd, "w");
+    char p[64];
+    snprintf(p, sizeof p, "/tmp/nnbench-grad-test-%d.ini", (int)getpid());
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
     fputs(text, f);
     fclose(f);
     eng_experiment *ex = NULL;
-    int rc = eng_experiment_load(path, NULL, 0, &ex);
-    unlink(path);
+    int rc = eng_experiment_load(p, NULL, 0, &ex);
+    remove(p);
     if (expect_ok && rc) fail_msg("%s", eng_error());
     if (!expect_ok) assert_int_equal(rc, ENG_EINVAL);
     return ex;
