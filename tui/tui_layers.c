@@ -145,7 +145,7 @@ void wb_layers_draw(wb_app *a, int y0, int y1)
     wb_text(a, y0, 1, a->cols - 2, 0, b);
     attroff(A_BOLD);
     int lw = 12, x0 = 1 + lw + 1, w = a->cols - x0 - 2;
-    if (w < 4) return;
+    if (w < 4 || !cols->n) return;
     /* the heat map takes at most half the height when the table needs room */
     int avail = y1 - y0 - 3, hm = nr < avail / 2 + 1 ? nr : avail / 2 + 1;
     if (hm < 1) hm = 1;
