@@ -112,10 +112,12 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
     if (tc->n_gradient > 0 && tc->optimizer == ENG_OPT_NEWTON) {
+        /* the message first: tc lives in r */
+        rc = eng_fail(ENG_EINVAL, "%s: train.gradient = %s: gradient transforms apply to first-order optimizers; "
+                      "newton computes its own direction (set gradient = none or another optimizer)",
+                      cfg->path, eng_grad_kind_name(tc->gradient[0]));
         eng_run_destroy(r);
-        return eng_fail(ENG_EINVAL, "%s: train.gradient = %s: gradient transforms apply to first-order optimizers; "
-                        "newton computes its own direction (set gradient = none or another optimizer)",
-                        cfg->path, eng_grad_kind_name(tc->gradient[0]));
+        return rc;
     }
     if (tc->n_gradient > 0 && (rc = eng_grad_create(tc, r->m, prof, &r->grad))) { eng_run_destroy(r); return rc; }
     if (tc->telemetry && (rc = eng_telem_create(r->m, prof, &r->telem))) { eng_run_destroy(r); return rc; }
