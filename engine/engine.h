@@ -85,6 +85,8 @@ typedef struct {
     int label_column;      /* csv: column of the target (-1 = last) */
     int header;            /* csv: first row is a header (1) or not (0); -1 = detect */
     int regression;        /* csv: target is a real value (1) or a class index (0) */
+    int skip_rows;         /* csv: lines skipped at the start of each file (before the header) */
+    int stratify;          /* split test_fraction per class (classification) */
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
