@@ -216,7 +216,7 @@ void eng_grad_free(eng_grad *g)
     prof_free(g);
 }
 
-/* Bytes a transform reads and writes over n floats in p passes (for the profiler). */
+/* Bytes a transform moves over n floats in `reads` read passes and `writes` write passes (for the profiler). */
 static uint64_t pass_bytes(size_t n, int reads, int writes) { return (uint64_t)n * sizeof(float) * (uint64_t)(reads + writes); }
 
 void eng_grad_apply(eng_grad *g)
