@@ -29,8 +29,10 @@ const char *eng_grad_kind_name(eng_grad_kind k)
 /* ---- kernels -------------------------------------------------------------------------- */
 
 /* Sums are taken about c = g[0], so a tensor whose mean is large next to its spread keeps
- * its variance (sum x^2 / n - mean^2 would cancel to noise in float). */
-void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var, double *sumsq, double *maxabs)
+ * its variance (sum x^2 / n - mean^2 would cancel to noise in float). Inlined with want_max
+ * a constant, so znorm's first pass (no max) does not pay for the max. */
+static inline __attribute__((always_inline)) void shifted_sums(const float *restrict g, size_t n, int want_max,
+                                                               double *s1_out, double *s2_out, double *max_out)
 {
     const float c = n ? g[0] : 0.0f;
     double s1 = 0, s2 = 0;
@@ -44,8 +46,10 @@ void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var
                 float x = g[i + j], d = x - c;
                 a1[j] += d;
                 a2[j] += d * d;
-                float ax = fabsf(x);
-                mx[j] = ax > mx[j] ? ax : mx[j];
+                if (want_max) {
+                    float ax = fabsf(x);
+                    mx[j] = ax > mx[j] ? ax : mx[j];
+                }
             }
         for (int j = 0; j < LANES; j++) { s1 += a1[j]; s2 += a2[j]; }
     }
@@ -58,11 +62,26 @@ void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var
         float ax = fabsf(g[i]);
         m = ax > m ? ax : m;
     }
+    *s1_out = s1;
+    *s2_out = s2;
+    *max_out = m;
+}
+
+/* mean, variance and sum of squares from the sums about c (see shifted_sums) */
+static void moments(float c, size_t n, double s1, double s2, double *mean, double *var, double *sumsq)
+{
     double nn = n ? (double)n : 1.0, md = s1 / nn, v = s2 / nn - md * md;
     if (mean) *mean = c + md;
     if (var) *var = v > 0 ? v : 0;
     /* sum x^2 = sum (d + c)^2 */
     if (sumsq) { double q = s2 + 2.0 * c * s1 + nn * (double)c * c; *sumsq = n && q > 0 ? q : 0; }
+}
+
+void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var, double *sumsq, double *maxabs)
+{
+    double s1, s2, m;
+    shifted_sums(g, n, 1, &s1, &s2, &m);
+    moments(n ? g[0] : 0.0f, n, s1, s2, mean, var, sumsq);
     if (maxabs) *maxabs = m;
 }
 
@@ -113,8 +132,9 @@ void eng_grad_clamp(float *restrict g, size_t n, float lim)
 void eng_grad_znorm(float *restrict g, size_t n, float eps)
 {
     if (n < 2) return;
-    double mean, var;
-    eng_grad_stats(g, n, &mean, &var, NULL, NULL);
+    double s1, s2, unused, mean, var;
+    shifted_sums(g, n, 0, &s1, &s2, &unused);
+    moments(g[0], n, s1, s2, &mean, &var, NULL);
     const float mu = (float)mean, inv = (float)(1.0 / (sqrt(var) + eps));
     for (size_t i = 0; i < n; i++) g[i] = (g[i] - mu) * inv;
 }
