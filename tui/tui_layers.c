@@ -118,7 +118,9 @@ static void fmt_val(double v, char *b, size_t n)
     else snprintf(b, n, "%.3g", v);
 }
 
-void wb_layers_draw(wb_app *a, int y0, int y1)
+int wb_layers_rows(void) { return lv.n[0]; }
+
+void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll)
 {
     int k = lv.stat;
     if (!lv.n[k])
@@ -192,12 +194,22 @@ void wb_layers_draw(wb_app *a, int y0, int y1)
     y += 2;
     if (y > y1) return;
     /* the latest value of every statistic per tensor (zero_frac under its layer's W) */
+    /* the table scrolls (arrows, PgUp/PgDn) when the screen is short */
+    int page = y1 - y;
+    if (page < 1) page = 1;
+    if (*scroll > lv.n[0] - page) *scroll = lv.n[0] - page;
+    if (*scroll < 0) *scroll = 0;
     attron(A_BOLD);
     snprintf(b, sizeof b, "%-12s %10s %10s %10s %10s %12s %9s", "tensor", "grad_norm", "grad_mean", "grad_std",
              "grad_max", "update_ratio", "zero_frac");
     wb_text(a, y++, 1, a->cols - 2, 0, b);
     attroff(A_BOLD);
-    for (int r = 0; r < lv.n[0] && y <= y1; r++, y++) {
+    if (lv.n[0] > page) {
+        char pos[48];
+        snprintf(pos, sizeof pos, "%d-%d/%d", *scroll + 1, *scroll + page, lv.n[0]);
+        wb_text(a, y - 1, a->cols - 2 - (int)strlen(pos), (int)strlen(pos), 1, pos);
+    }
+    for (int r = *scroll; r < lv.n[0] && y <= y1; r++, y++) {
         const char *t = lv.name[0][r];
         char v[N_STATS][24];
         for (int s = 0; s < N_STATS; s++) {

@@ -459,7 +459,7 @@ static void run_draw(wb_app *a)
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
     case TAB_CONFIG: wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
     case TAB_SYSTEM: wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
-    case TAB_LAYERS: wb_layers_draw(a, y0, y1); break;
+    case TAB_LAYERS: wb_layers_draw(a, y0, y1, &rv.scroll); break;
     }
 }
 
@@ -484,8 +484,10 @@ static int run_key(wb_app *a, tui_action act, int ch)
     }
     if (chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
-              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev : 0;
-    return wb_scroll_key(act, &rv.scroll, total, page);
+              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev
+              : rv.tab == TAB_LAYERS ? wb_layers_rows() : 0;
+    /* the Layers table clamps the scroll to its own height when it draws */
+    return wb_scroll_key(act, &rv.scroll, total, rv.tab == TAB_LAYERS ? 1 : page);
 }
 
 static void run_reload(wb_app *a)

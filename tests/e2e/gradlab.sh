@@ -77,6 +77,8 @@ wait_for "Layers: log10 grad_norm per tensor against step"
 wait_for "scale: log10"
 wait_for "dense8.W"
 wait_for "update_ratio"
+keys End
+wait_for "dense8.b"
 keys v
 wait_for "Layers: grad_mean per tensor"
 keys v v v v
