@@ -27,6 +27,8 @@ struct eng_run {
     eng_model *m;
     eng_optim *opt;
     eng_newton *nt;
+    eng_grad *grad;               /* NULL when no gradient transform is configured */
+    eng_telem *telem;             /* NULL unless train.telemetry */
     eng_batcher *b;
     eng_gnn *gnn;                 /* data.source = graph: the graph run does the work (gnn.c) */
     eng_dist *dist;               /* under mpirun with N > 1 ranks, else NULL */
@@ -60,6 +62,8 @@ void eng_run_destroy(eng_run *r)
     eng_dist_free(r->dist);
     prof_free(r->ckpt_buf);
     if (r->nt) eng_newton_free(r->nt);
+    eng_grad_free(r->grad);
+    eng_telem_free(r->telem);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
     eng_data_free(r->ds);
@@ -193,6 +197,16 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
+    if (tc->n_gradient > 0 && tc->optimizer == ENG_OPT_NEWTON) {
+        /* the message first: tc lives in r */
+        rc = eng_fail(ENG_EINVAL, "%s: train.gradient = %s: gradient transforms apply to first-order optimizers; "
+                      "newton computes its own direction (set gradient = none or another optimizer)",
+                      cfg->path, eng_grad_kind_name(tc->gradient[0]));
+        eng_run_destroy(r);
+        return rc;
+    }
+    if (tc->n_gradient > 0 && (rc = eng_grad_create(tc, r->m, prof, &r->grad))) { eng_run_destroy(r); return rc; }
+    if (tc->telemetry && (rc = eng_telem_create(r->m, prof, &r->telem))) { eng_run_destroy(r); return rc; }
     rc = create_batcher(r, 0);
     if (!rc && eng_dist_world() > 1) rc = create_dist(r);
     if (rc) { eng_run_destroy(r); return rc; }
@@ -501,7 +515,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 
         double lr = eng_lr_at(tc, s, r->total_steps);
         last_lr = lr;
+        /* telemetry sees the raw gradient and the update the optimizer made of it */
+        int log_step = (s + 1) % tc->log_every == 0 || s + 1 == r->total_steps;
+        if (r->telem && log_step) eng_telem_before(r->telem);
         PROF_BEGIN(p, r->ph[PH_OPTIMIZER]);
+        if (r->grad) eng_grad_apply(r->grad);
         if (r->nt) {
             double delta = 0, kappa = NAN;
             rc = eng_newton_step(r->nt, &b, lr, s + 1, sink, &delta, &kappa);
@@ -512,6 +530,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             eng_optim_step(r->opt, params, grads, lr);
         }
         PROF_END(p, r->ph[PH_OPTIMIZER], 0, 0);
+        if (r->telem && log_step) eng_telem_after(r->telem);
         PROF_END(p, r->ph[PH_STEP], 0, 0);
         double dt = now_s() - ts;
         if (rc) {
@@ -538,6 +557,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             if ((rc = emit(&c, "train_loss", l, wall))) break;
             if (ds->classification && (rc = emit(&c, "train_acc", int_correct / int_rows, wall))) break;
             if ((rc = emit(&c, "lr", lr, wall))) break;
+            if (r->telem && sink && sink->telemetry) {
+                eng_telemetry rec = { .step = c.step, .epoch = c.epoch, .wall_s = wall, .hybrid_s = wall + c.hybrid_extra };
+                eng_telem_record(r->telem, &rec);
+                if (sink->telemetry(sink->ud, &rec)) { rc = ENG_ESINK; break; }
+            }
             res->final_train_loss = l;
             if (!(l >= res->best_train_loss)) res->best_train_loss = l;
             if (cfg->target_loss > 0 && res->steps_to_target < 0 && l <= cfg->target_loss) {

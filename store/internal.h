@@ -33,7 +33,7 @@ typedef struct {
     double train_loss, best_train_loss, test_loss, test_acc, best_test_acc, sps;
 } store_progress;
 
-#define STORE_MAX_KEYS 128
+#define STORE_MAX_KEYS 1024 /* layer telemetry: 5 keys per parameter tensor */
 #define STORE_MAX_PROGRESS 8
 #define STORE_MAX_GONE 16
 /* Points that may wait in memory while the database cannot be written (disk full, locked

@@ -79,12 +79,17 @@ static const store_series *series_of(const rep_run *x, const char *key)
     return NULL;
 }
 
-/* Union of metric keys over the runs, sorted, losses first then accuracies. */
+/* Layer telemetry ("grad_norm/dense1.W", "zero_frac/dense1"): one series per tensor, too
+ * many for a chart each; the "Layers" section shows them as one heat map per run. */
+static int is_layer_key(const char *key) { return strchr(key, '/') != NULL; }
+
+/* Union of run-level metric keys over the runs, sorted, losses first then accuracies. */
 static size_t all_keys(const rep_run *rr, size_t n, const char **out, size_t cap)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < rr[i].n_keys; k++) {
+            if (is_layer_key(rr[i].keys[k])) continue;
             size_t j = 0;
             while (j < m && strcmp(out[j], rr[i].keys[k])) j++;
             if (j == m && m < cap) out[m++] = rr[i].keys[k];
@@ -531,6 +536,7 @@ static void metrics_table(tw *t, const rep_run *rr, size_t n)
     tw_open(t, head, 7);
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < rr[i].n_keys; k++) {
+            if (is_layer_key(rr[i].keys[k])) continue; /* summarised under "Layers" */
             const store_series *sr = &rr[i].series[k];
             double fin, best;
             final_best(sr, rr[i].keys[k], &fin, &best);
@@ -730,6 +736,114 @@ static void quant_table(tw *t, const rep_run *rr, size_t n)
     tw_close(t);
 }
 
+/* Five-stop viridis, t in [0, 1]. */
+static void heat_colour(double t, char *out, size_t cap)
+{
+    static const double stops[5][3] = { { 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 }, { 94, 201, 98 }, { 253, 231, 37 } };
+    if (!(t >= 0)) t = 0;
+    if (t > 1) t = 1;
+    double p = t * 4;
+    int i = p >= 4 ? 3 : (int)p;
+    double u = p - i;
+    snprintf(out, cap, "#%02x%02x%02x", (int)(stops[i][0] + u * (stops[i + 1][0] - stops[i][0])),
+             (int)(stops[i][1] + u * (stops[i + 1][1] - stops[i][1])), (int)(stops[i][2] + u * (stops[i + 1][2] - stops[i][2])));
+}
+
+/* The per-layer gradient-norm chart of one run: a layer x step heat map of log10
+ * grad_norm (HTML), or the first, latest and largest norm per tensor (Markdown). */
+static void layer_chart(tw *t, const rep_run *x)
+{
+    const char *rows[256];
+    size_t nr = 0;
+    for (size_t k = 0; k < x->n_keys && nr < 256; k++)
+        if (!strncmp(x->keys[k], "grad_norm/", 10)) rows[nr++] = x->keys[k];
+    if (!nr) return;
+    for (size_t a = 1; a < nr; a++)
+        for (size_t b = a; b > 0 && store_natural_cmp(rows[b - 1], rows[b]) > 0; b--) {
+            const char *tmp = rows[b]; rows[b] = rows[b - 1]; rows[b - 1] = tmp;
+        }
+    char label[256], b[512];
+    run_label(x, label, sizeof label);
+    if (!t->html) {
+        snprintf(b, sizeof b, "%s: L2 norm of each parameter tensor's raw gradient (before any transform).", label);
+        para(t, b);
+        const char *head[] = { "tensor", "points", "first", "latest", "max" };
+        tw_open(t, head, 5);
+        for (size_t r = 0; r < nr; r++) {
+            const store_series *sr = series_of(x, rows[r]);
+            double mx = NAN;
+            for (size_t p = 0; p < sr->n; p++) if (isfinite(sr->value[p]) && !(sr->value[p] <= mx)) mx = sr->value[p];
+            char c[5][64];
+            snprintf(c[0], sizeof c[0], "%s", rows[r] + 10);
+            snprintf(c[1], sizeof c[1], "%zu", sr->n);
+            store_fmt_num(c[2], sizeof c[2], sr->n ? sr->value[0] : NAN);
+            store_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[sr->n - 1] : NAN);
+            store_fmt_num(c[4], sizeof c[4], mx);
+            const char *cells[5] = { c[0], c[1], c[2], c[3], c[4] };
+            tw_row(t, cells, 5);
+        }
+        tw_close(t);
+        return;
+    }
+    /* the log10 range over the run, and the longest series (its steps are the columns) */
+    double lo = INFINITY, hi = -INFINITY;
+    const store_series *cols = NULL;
+    for (size_t r = 0; r < nr; r++) {
+        const store_series *sr = series_of(x, rows[r]);
+        if (!cols || sr->n > cols->n) cols = sr;
+        for (size_t p = 0; p < sr->n; p++)
+            if (sr->value[p] > 0 && isfinite(sr->value[p])) {
+                double v = log10(sr->value[p]);
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+    }
+    if (!isfinite(lo) || !cols->n) return;
+    if (hi - lo < 1e-9) hi = lo + 1;
+    size_t nc = cols->n, stride = nc > 200 ? (nc + 199) / 200 : 1, shown = (nc + stride - 1) / stride;
+    const double L = 110, T = 30, cw = 600.0 / (double)shown, rh = 14;
+    const double W = L + 600 + 90, H = T + rh * (double)nr + 50;
+    FILE *f = t->f;
+    fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+            "data-chart=\"layer-grad-norm\" role=\"img\">\n<title>Gradient norm per layer: ", W, H, W, H);
+    put_html(f, label);
+    fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n"
+            "<text x=\"%.0f\" y=\"18\" font-family=\"sans-serif\" font-size=\"13\" font-weight=\"bold\">"
+            "Gradient norm per layer (log10): ", W, H, L);
+    put_html(f, label);
+    fputs("</text>\n<g font-family=\"sans-serif\" font-size=\"11\">\n", f);
+    for (size_t r = 0; r < nr; r++) {
+        const store_series *sr = series_of(x, rows[r]);
+        double y = T + rh * (double)r;
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", L - 4, y + rh - 3);
+        put_html(f, rows[r] + 10);
+        fputs("</text>\n", f);
+        /* a series with fewer points than the columns is matched on step */
+        size_t p = 0;
+        for (size_t c = 0; c < nc; c += stride) {
+            long step = cols->step[c];
+            while (p < sr->n && sr->step[p] < step) p++;
+            if (p >= sr->n || sr->step[p] != step || !(sr->value[p] > 0) || !isfinite(sr->value[p])) continue;
+            char col[16];
+            heat_colour((log10(sr->value[p]) - lo) / (hi - lo), col, sizeof col);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"/>\n",
+                    L + cw * (double)(c / stride), y, cw + 0.3, rh - 1, col);
+        }
+    }
+    double yb = T + rh * (double)nr;
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">step %ld</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">step %ld</text>\n",
+            L, yb + 14, cols->step[0], L + 600, yb + 14, cols->step[nc - 1]);
+    /* legend: the colour bar and the log10 range it spans */
+    for (int i = 0; i < 20; i++) {
+        char col[16];
+        heat_colour(i / 19.0, col, sizeof col);
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"15\" height=\"8\" fill=\"%s\"/>\n", L + 300 + i * 15.0, yb + 24, col);
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">log10 |g| %.2f</text><text x=\"%.0f\" y=\"%.0f\">%.2f</text>\n",
+            L + 296, yb + 32, lo, L + 604, yb + 32, hi);
+    fputs("</g>\n</svg></figure>\n", f);
+}
+
 static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n)
 {
     tw t = { f, html };
@@ -760,6 +874,16 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
             svg_chart(f, rr, n, keys[k], 0);
             svg_chart(f, rr, n, keys[k], 1);
         }
+    }
+    int layers = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_keys; k++) layers |= !strncmp(rr[i].keys[k], "grad_norm/", 10);
+    if (layers) {
+        heading(&t, 2, "Layers");
+        para(&t, "Gradient norm per layer: the raw gradient of each parameter tensor at every logged step "
+                 "(train.telemetry). Every layer series (grad_norm, grad_mean, grad_std, grad_max, "
+                 "update_ratio, zero_frac) is in the JSON and CSV reports.");
+        for (size_t i = 0; i < n; i++) layer_chart(&t, &rr[i]);
     }
     heading(&t, 2, "Op profiles");
     for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);

@@ -1,4 +1,4 @@
-/* tui_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System) and the
+/* tui_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System, Layers) and the
  * Compare screen of the workbench, both read from the store.
  */
 #include "wb.h"
@@ -75,8 +75,8 @@ static int chart_toggle(wb_app *a, tui_action act)
 
 /* ---- Run screen -------------------------------------------------------------------- */
 
-enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_N };
-static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System" };
+enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_LAYERS, TAB_N };
+static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System", "Layers" };
 
 static struct {
     long long id;
@@ -135,6 +135,7 @@ static void run_unload(void)
     rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
     lines_free(&rv.cfg, &rv.n_cfg);
     lines_free(&rv.sys, &rv.n_sys);
+    wb_layers_free();
     rv.have = 0;
 }
 
@@ -207,6 +208,7 @@ static void run_load(wb_app *a)
     if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
+    wb_layers_load(a, id);
 
     store_kv *kv = NULL;
     size_t n = 0;
@@ -523,6 +525,7 @@ static void run_draw(wb_app *a)
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
     case TAB_CONFIG: wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
     case TAB_SYSTEM: wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
+    case TAB_LAYERS: wb_layers_draw(a, y0, y1, &rv.scroll); break;
     }
 }
 
@@ -540,12 +543,17 @@ static int run_key(wb_app *a, tui_action act, int ch)
         wb_message(a, "ops sorted by %s", op_sort_names[rv.op_sort]);
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    case TUI_ACT_METRIC:
+        if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic"); return 1; }
+        return wb_layers_key(a, act);
     default: break;
     }
     if (chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
-              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev : 0;
-    return wb_scroll_key(act, &rv.scroll, total, page);
+              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev
+              : rv.tab == TAB_LAYERS ? wb_layers_rows() : 0;
+    /* the Layers table clamps the scroll to its own height when it draws */
+    return wb_scroll_key(act, &rv.scroll, total, rv.tab == TAB_LAYERS ? 1 : page);
 }
 
 static void run_reload(wb_app *a)
@@ -581,7 +589,10 @@ static struct {
     size_t n_kv[6];
     store_op_row *ops[6];
     size_t n_ops[6];
-    int metric;              /* index into metric_keys */
+    int metric;              /* < 4: index into metric_keys; else telemetry key metric - 4 */
+    char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
+    size_t n_tkeys;
+    wb_metric extra[6];      /* the selected telemetry key per run */
     int all_keys;
     int scroll;
     char **lines;
@@ -595,7 +606,11 @@ static void cmp_unload(void)
         for (int k = 0; k < 4; k++) metric_free(&cv.m[i][k]);
         free(cv.kv[i]); cv.kv[i] = NULL; cv.n_kv[i] = 0;
         free(cv.ops[i]); cv.ops[i] = NULL; cv.n_ops[i] = 0;
+        metric_free(&cv.extra[i]);
     }
+    store_strings_free(cv.tkeys, cv.n_tkeys);
+    cv.tkeys = NULL;
+    cv.n_tkeys = 0;
     lines_free(&cv.lines, &cv.n_lines);
     cv.n = 0;
 }
@@ -707,8 +722,26 @@ static void cmp_build_lines(wb_app *a)
 #undef ROW_CELL
 }
 
+static const char *cmp_metric_name(void)
+{
+    return cv.metric < 4 ? metric_keys[cv.metric] : cv.tkeys[cv.metric - 4];
+}
+
+static wb_metric *cmp_metric(int run) { return cv.metric < 4 ? &cv.m[run][cv.metric] : &cv.extra[run]; }
+
+/* Loads the selected telemetry key of every run (Compare's metric beyond the four). */
+static void cmp_load_extra(wb_app *a)
+{
+    for (int i = 0; i < cv.n; i++) {
+        metric_free(&cv.extra[i]);
+        if (cv.metric >= 4) metric_load(a->db, cv.run[i].id, cv.tkeys[cv.metric - 4], &cv.extra[i]);
+    }
+}
+
 static void cmp_load(wb_app *a, const long long *ids, int n)
 {
+    char keep[128] = "";
+    if (cv.metric >= 4 && (size_t)(cv.metric - 4) < cv.n_tkeys) snprintf(keep, sizeof keep, "%s", cv.tkeys[cv.metric - 4]);
     cmp_unload();
     for (int i = 0; i < n; i++) {
         store_run_init(&cv.run[cv.n]);
@@ -718,6 +751,15 @@ static void cmp_load(wb_app *a, const long long *ids, int n)
         if (store_op_stats_get(a->db, ids[i], 0, &cv.ops[cv.n], &cv.n_ops[cv.n])) { cv.ops[cv.n] = NULL; cv.n_ops[cv.n] = 0; }
         cv.n++;
     }
+    long long got[6];
+    for (int i = 0; i < cv.n; i++) got[i] = cv.run[i].id;
+    cv.n_tkeys = wb_layers_metric_keys(a->db, got, cv.n, &cv.tkeys);
+    if (cv.metric >= 4) {
+        cv.metric = 0;
+        for (size_t k = 0; k < cv.n_tkeys; k++)
+            if (!strcmp(cv.tkeys[k], keep)) cv.metric = 4 + (int)k;
+    }
+    cmp_load_extra(a);
     cmp_build_lines(a);
 }
 
@@ -733,7 +775,8 @@ static void cmp_draw(wb_app *a)
 {
     char t[256], tg[128];
     toggles_text(a, tg, sizeof tg);
-    snprintf(t, sizeof t, "%d runs   metric: %s (v)   %s", cv.n, metric_keys[cv.metric], tg);
+    snprintf(t, sizeof t, "%d runs   metric: %s (v%s)   %s", cv.n, cmp_metric_name(),
+             cv.n_tkeys ? ", then layer telemetry" : "", tg);
     attron(A_DIM);
     wb_text(a, 1, 1, a->cols - 2, 0, t);
     attroff(A_DIM);
@@ -743,7 +786,7 @@ static void cmp_draw(wb_app *a)
     char labels[6][96];
     size_t ns = 0;
     for (int i = 0; i < cv.n; i++) {
-        wb_metric *m = &cv.m[i][cv.metric];
+        wb_metric *m = cmp_metric(i);
         char nm[80];
         tui_run_cell(&cv.run[i], TUI_RC_NAME, 0, nm, sizeof nm);
         snprintf(labels[i], sizeof labels[i], "#%lld %s", cv.run[i].id, nm);
@@ -754,7 +797,8 @@ static void cmp_draw(wb_app *a)
         s[ns].n = m->s.n;
         ns++;
     }
-    chart_at(a, 2, 1, a->cols - 2, h, s, ns, metric_keys[cv.metric], metric_keys[cv.metric], a->log_y && cv.metric < 2);
+    chart_at(a, 2, 1, a->cols - 2, h, s, ns, cmp_metric_name(), cmp_metric_name(),
+             a->log_y && (cv.metric < 2 || (cv.metric >= 4 && strncmp(cmp_metric_name(), "grad_mean/", 10))));
     int ty = 2 + h;
     /* Table header row in series colours, then the scrolling body. */
     if (cv.n_lines > 0) {
@@ -779,7 +823,10 @@ static int cmp_key(wb_app *a, tui_action act, int ch)
 {
     (void)ch;
     switch (act) {
-    case TUI_ACT_METRIC: cv.metric = (cv.metric + 1) % 4; return 1;
+    case TUI_ACT_METRIC:
+        cv.metric = (cv.metric + 1) % (4 + (int)cv.n_tkeys);
+        cmp_load_extra(a);
+        return 1;
     case TUI_ACT_ALL_KEYS: cv.all_keys = !cv.all_keys; cmp_build_lines(a); return 1;
     case TUI_ACT_REFRESH: {
         long long ids[6];
