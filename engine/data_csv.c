@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* Labels that are non-negative integers below this are used as class indices directly;
  * anything else is remapped (see remap_labels). */
@@ -23,14 +24,23 @@ typedef struct {
 
 static int slurp(const char *path, char **text, size_t *len)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    long long size;
+    int fd = eng_open_input(path, ENG_MAX_CSV_BYTES, "CSV file", &size);
+    if (fd < 0) return ENG_EIO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); return eng_fail(ENG_ENOMEM, "%s: out of memory", path); }
     size_t cap = 1 << 16, n = 0;
     char *buf = prof_malloc(cap + 1);
     while (buf) {
         size_t r = fread(buf + n, 1, cap - n, f);
         n += r;
         if (n < cap) break;
+        if (n > (size_t)ENG_MAX_CSV_BYTES) { /* it grew after the fstat */
+            prof_free(buf);
+            fclose(f);
+            return eng_fail(ENG_EINVAL, "%s: grew past the %lld MiB cap for CSV files while being read", path,
+                            ENG_MAX_CSV_BYTES >> 20);
+        }
         char *nb = prof_malloc(2 * cap + 1);
         if (nb) memcpy(nb, buf, n);
         prof_free(buf);
