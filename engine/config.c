@@ -395,8 +395,10 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
             /* The name is shown in tables, terminals and reports: it stays plain text. */
             const char *bad = prof_text_find_unsafe(value);
             if (bad) {
-                char shown[16];
-                prof_text_fit(shown, sizeof shown, bad, 1, 0);
+                char one[5] = "", shown[16];
+                size_t l = prof_utf8_decode(bad, strlen(bad), NULL);
+                memcpy(one, bad, l ? l : 1);
+                prof_text_visible(shown, sizeof shown, one);
                 snprintf(why, cap, "a name may not hold control, bidirectional or non-UTF-8 characters; "
                          "'%s' at byte %zu", shown, (size_t)(bad - value) + 1);
                 return -1;

@@ -203,7 +203,18 @@ static int remap_labels(const csv_table *tr, const csv_table *te, int lc, eng_da
         }
     }
     *distinct = NULL; *n_distinct = 0;
-    if (direct) { ds->n_classes = (int)maxv + 1; return ENG_OK; }
+    if (direct) {
+        ds->n_classes = (int)maxv + 1;
+        for (int part = 0; part < 2 && !ds->label_max_at[0]; part++) {
+            const csv_table *t = part ? te : tr;
+            for (long i = 0; t && i < t->rows; i++)
+                if (t->v[(size_t)i * t->cols + lc] == maxv) {
+                    snprintf(ds->label_max_at, sizeof ds->label_max_at, "%s: data row %ld", t->path, i + 1);
+                    break;
+                }
+        }
+        return ENG_OK;
+    }
     double *d = prof_malloc((size_t)total * sizeof(double));
     if (!d) return eng_fail(ENG_ENOMEM, "%s: out of memory for labels", tr->path);
     long k = 0;

@@ -349,9 +349,12 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
     if (!rc && have_test) rc = idx_check_end(&te_i, n_te);
     if (!rc && have_test) rc = idx_check_end(&te_l, n_te);
     if (!rc) {
-        int maxlab = 0;
-        for (int i = 0; i < n_tr; i++) if (ds->y_train[i] > maxlab) maxlab = ds->y_train[i];
-        for (int i = 0; i < n_te; i++) if (ds->y_test[i] > maxlab) maxlab = ds->y_test[i];
+        int maxlab = 0, at = -1, at_test = 0;
+        for (int i = 0; i < n_tr; i++) if (ds->y_train[i] > maxlab || at < 0) { maxlab = ds->y_train[i]; at = i; }
+        for (int i = 0; i < n_te; i++) if (ds->y_test[i] > maxlab) { maxlab = ds->y_test[i]; at = i; at_test = 1; }
+        const idx_file *lf = at_test ? &te_l : &tr_l;
+        snprintf(ds->label_max_at, sizeof ds->label_max_at, "%s: label %d (byte %lld)", lf->path, at + 1,
+                 lf->hsize + at);
         ds->n_classes = maxlab + 1;
         const char *nm = contains_ci(dc->path, "fashion") ? "fashion-mnist"
                        : contains_ci(dc->path, "mnist") ? "mnist" : eng_data_basename(dc->path);

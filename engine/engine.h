@@ -221,6 +221,7 @@ typedef struct {
     float *x_train, *x_test;         /* n * in_size, row-major */
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
+    char label_max_at[160];          /* file loaders: where the largest label is ("f.csv: data row 57") */
 } eng_dataset;
 
 /* Builds or loads the dataset the config names (deterministic for the seed), splits and

@@ -640,6 +640,8 @@ static void test_sysinfo(void **state)
     }
 }
 
+int test_profiler_text(void); /* text.c */
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -658,5 +660,6 @@ int main(void)
         cmocka_unit_test(test_calibration_file),
         cmocka_unit_test(test_sysinfo),
     };
-    return cmocka_run_group_tests_name("profiler", tests, NULL, NULL);
+    int failed = cmocka_run_group_tests_name("profiler", tests, NULL, NULL);
+    return failed + test_profiler_text();
 }
