@@ -182,8 +182,9 @@ enum { PROF_TEXT_KEEP_NL = 1,   /* leave '\n' and '\t' as they are (multi-line m
        PROF_TEXT_RIGHT = 2 };   /* prof_text_pad: align right */
 /* Copies src into dst (cap bytes, always NUL-terminated) with each hostile character
  * written as \x1b or \u202e and each invalid byte as \xff, at most max_chars characters
- * (code points; an escape counts its length). Never cuts inside an escape or a UTF-8
- * sequence. Returns the characters written. */
+ * (code points; an escape counts its length). Never cuts inside an escape (also one
+ * already in src, from text made visible before) or a UTF-8 sequence. Returns the
+ * characters written. */
 size_t prof_text_fit(char *dst, size_t cap, const char *src, size_t max_chars, int flags);
 /* prof_text_fit without a length limit; returns dst, for use inside printf arguments. */
 const char *prof_text_visible(char *dst, size_t cap, const char *src);

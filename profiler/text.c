@@ -70,6 +70,17 @@ static int escape_of(uint32_t c, size_t len, int invalid, int flags, char *out)
     return snprintf(out, 8, "\\u%04x", (unsigned)c);
 }
 
+static int hexdig(char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+/* Length of an escape this file writes (\xHH, \uHHHH) at s, else 0. */
+static size_t visible_escape(const char *s, size_t n)
+{
+    if (n < 4 || s[0] != '\\') return 0;
+    if (s[1] == 'x' && hexdig(s[2]) && hexdig(s[3])) return 4;
+    if (n >= 6 && s[1] == 'u' && hexdig(s[2]) && hexdig(s[3]) && hexdig(s[4]) && hexdig(s[5])) return 6;
+    return 0;
+}
+
 size_t prof_text_fit(char *dst, size_t cap, const char *src, size_t max_chars, int flags)
 {
     size_t o = 0, chars = 0, n = src ? strlen(src) : 0, i = 0;
@@ -83,6 +94,8 @@ size_t prof_text_fit(char *dst, size_t cap, const char *src, size_t max_chars, i
         int e = escape_of(c, l, invalid, flags, esc);
         const char *piece = e ? esc : src + i;
         size_t plen = e ? (size_t)e : l, pchars = e ? (size_t)e : 1;
+        size_t vis = e ? 0 : visible_escape(src + i, n - i);
+        if (vis) plen = pchars = l = vis;   /* text made visible before: cut it whole too */
         if (o + plen >= cap || chars + pchars > max_chars) break; /* never half a piece */
         memcpy(dst + o, piece, plen);
         o += plen;

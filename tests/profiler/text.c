@@ -90,6 +90,12 @@ static void test_fit_cuts_whole(void **state)
     assert_int_equal(prof_text_fit(b, sizeof b, "\xc3\xa9\xc3\xa9\xc3\xa9", 2, 0), 2);
     assert_string_equal(b, "\xc3\xa9\xc3\xa9");
     assert_int_equal(prof_text_chars("\xc3\xa9\xe4\xb8\xad" "a\xff"), 4);
+    /* text made visible before is cut whole as well */
+    assert_int_equal(prof_text_fit(b, sizeof b, "ab\\u202ecd", 5, 0), 2);
+    assert_string_equal(b, "ab");
+    assert_int_equal(prof_text_fit(b, sizeof b, "ab\\u202ecd", 9, 0), 9);
+    assert_string_equal(b, "ab\\u202ec");
+    assert_int_equal(prof_text_fit(b, sizeof b, "a\\b\\x1", 9, 0), 6);   /* not escapes: plain text */
     /* every cut of a hostile string is valid UTF-8 with no raw control byte */
     const char *h = "\xe2\x80\xae\x1b[31m\xc3\xa9\xf0\x9f\x98\x80\xff";
     for (size_t cap = 1; cap < 40; cap++) {

@@ -207,6 +207,14 @@ static void test_fit(void **st)
     /* Multi-byte text is cut between code points, never inside one. */
     tui_fit("\xc3\xa9t\xc3\xa9-long", 4, 0, 1, b, sizeof b);
     assert_string_equal(b, "\xc3\xa9t\xc3\xa9\xe2\x80\xa6");
+    /* Control and bidi characters reach the screen visibly, never raw. */
+    tui_fit("a\x1b[2Jb\xe2\x80\xae", 15, 0, 1, b, sizeof b);
+    assert_string_equal(b, "a\\x1b[2Jb\\u202e");
+    tui_fit("a\x1b[2Jb", 4, 0, 1, b, sizeof b);       /* the escape goes whole: padded */
+    assert_string_equal(b, "a\xe2\x80\xa6  ");
+    tui_fit("x\x1b]0;t\x07", 9, 0, 1, b, sizeof b);
+    assert_null(strchr(b, '\x1b'));
+    assert_null(strchr(b, '\x07'));
     /* Non-UTF-8 terminals get '?' for non-ASCII. */
     tui_fit("\xc3\xa9t\xc3\xa9", 4, 0, 0, b, sizeof b);
     assert_string_equal(b, "?t? ");
