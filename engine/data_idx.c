@@ -23,6 +23,7 @@ typedef struct {
     long long count;      /* dims[0] */
     size_t item;          /* bytes per sample: product of dims[1..] */
     long long hsize;      /* header bytes */
+    long long disk_size;  /* bytes of the file on disk */
     uint32_t gz_isize;    /* gzip: the size field of the file's last 4 bytes */
     int gz_tail;          /* gzip: the file was long enough to have one */
 } idx_file;
@@ -147,6 +148,7 @@ static int idx_open(const char *path, int labels, idx_file *out)
     }
     out->gz_isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24;
     out->gz_tail = have_tail;
+    out->disk_size = disk_size;
     out->f = f;
     return ENG_OK;
 fail:
@@ -187,6 +189,23 @@ static int idx_read_rows(idx_file *in, int rows, const float *lut, float *x, int
     }
     prof_free(buf);
     return rc;
+}
+
+/* Before memory is allocated for rows samples: can the file hold them? A header is only
+ * a claim; a 20-byte file saying 2^31 images must not make nnbench allocate for them.
+ * gzip's deflate expands at most 1032-fold. */
+static int idx_check_room(const idx_file *in, long long rows)
+{
+    if (!in->f) return ENG_OK;
+    long long need = in->hsize + rows * (long long)in->item;
+    if (gzdirect(in->f) && need > in->disk_size)
+        return eng_fail(ENG_EFORMAT, "%s: truncated at byte %lld of %lld (%s %lld)", in->path, in->disk_size,
+                        in->hsize + in->count * (long long)in->item, in->labels ? "label" : "image",
+                        (in->disk_size - in->hsize) / (long long)in->item);
+    if (!gzdirect(in->f) && need / 1032 > in->disk_size)
+        return eng_fail(ENG_EFORMAT, "%s: the IDX header says %lld x %zu-byte samples, more than a %lld-byte gzip "
+                        "file can hold: truncated or not an IDX file", in->path, in->count, in->item, in->disk_size);
+    return ENG_OK;
 }
 
 /* After rows samples were read: a gzip file must end where its header says. zlib itself
@@ -326,6 +345,10 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
     /* Without a test set every sample is read: the split picks from all of them. */
     int n_tr = capped(tr_i.count, have_test ? dc->n : 0);
     int n_te = have_test ? capped(te_i.count, dc->n_test) : 0;
+    if (!rc) rc = idx_check_room(&tr_i, n_tr);
+    if (!rc) rc = idx_check_room(&tr_l, n_tr);
+    if (!rc && have_test) rc = idx_check_room(&te_i, n_te);
+    if (!rc && have_test) rc = idx_check_room(&te_l, n_te);
     if (!rc) {
         ds->classification = 1;
         ds->n_targets = 0;
