@@ -112,14 +112,26 @@ bench-peers: deps
 	@$(MAKE) --no-print-directory tests
 	@sh tests/bench/run.sh $(BUILD) --peers
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/nnbench/samples
+# The man page and the bash completion are generated from the command table and each
+# command's --help (tui/cmd_help.c), so they cannot drift from the binary.
+$(BUILD)/nnbench.1: $(BUILD)/nnbench
+	$(BUILD)/nnbench help --man >$@.tmp && mv $@.tmp $@
+
+$(BUILD)/nnbench.bash: $(BUILD)/nnbench
+	$(BUILD)/nnbench help --bash-completion >$@.tmp && mv $@.tmp $@
+
+install: all $(BUILD)/nnbench.1 $(BUILD)/nnbench.bash
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/nnbench/samples \
+	    $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	install -m 755 $(BUILD)/nnbench $(DESTDIR)$(PREFIX)/bin/nnbench
+	install -m 644 $(BUILD)/nnbench.1 $(DESTDIR)$(PREFIX)/share/man/man1/nnbench.1
+	install -m 644 $(BUILD)/nnbench.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/nnbench
 	install -m 644 samples/*.ini $(DESTDIR)$(PREFIX)/share/nnbench/samples/
 	-cp -r samples/data $(DESTDIR)$(PREFIX)/share/nnbench/samples/ 2>/dev/null
 
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/bin/nnbench
+	rm -f $(DESTDIR)$(PREFIX)/bin/nnbench $(DESTDIR)$(PREFIX)/share/man/man1/nnbench.1 \
+	    $(DESTDIR)$(PREFIX)/share/bash-completion/completions/nnbench
 	rm -rf $(DESTDIR)$(PREFIX)/share/nnbench
 
 clean:

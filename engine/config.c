@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 /* ---- the key table ------------------------------------------------------------------
- * One X-macro list drives the parser and eng_key_docs, so the README's key table cannot
+ * One X-macro list drives the parser and eng_key_docs, so docs/experiments.md's key table cannot
  * drift from what the parser accepts.
  * X(section, key, kind, field, lo, hi, enum-names, enum-values, doc-type, default, help)
  */
@@ -97,9 +97,13 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "csv: whether the first row is a header; auto = detect")                                    \
     X("data", "regression", K_BOOL, data.regression, 0, 0, NULL, NULL, "boolean", "false",         \
       "csv: the target is a real value (true) or a class index (false)")                          \
+    X("data", "skip_rows", K_INT, data.skip_rows, 0, 1000000, NULL, NULL, "integer >= 0", "0",      \
+      "csv: lines to skip at the start of the file (and of test_path) before the header or data, e.g. 1 for a leading counts line") \
+    X("data", "stratify", K_BOOL, data.stratify, 0, 0, NULL, NULL, "boolean", "false",             \
+      "classification: split test_fraction per class, so the test set keeps each class's share") \
     X("data", "normalize", K_ENUM, data.normalize, 0, 0, E_NORM, V_NORM,                              \
       "auto, none, scale, standard, minmax", "auto",                                                \
-      "input scaling per feature, statistics from the training set: scale = x / max|x| (idx: x/255); standard = z-score; minmax = to [0, 1]; auto = scale for idx, none otherwise") \
+      "input scaling per feature, statistics from the training set: scale = x / max|x| (idx: x/255); standard = z-score; minmax = to [0, 1]; auto = scale for idx, standard for csv, none for generated data") \
     X("data", "shuffle", K_BOOL, data.shuffle, 0, 0, NULL, NULL, "boolean", "true",                \
       "reshuffle the training set every epoch")                                                    \
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
@@ -817,8 +821,10 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         if (auto_keys[i].dwas != auto_keys[i].dnow) snprintf(v->value, sizeof v->value, "%g", auto_keys[i].dnow);
     }
     if ((int)c->data.normalize == -1) {
-        c->data.normalize = c->data.source == ENG_DATA_IDX ? ENG_NORM_SCALE : ENG_NORM_NONE;
-        copy_str(vals[k_norm].value, sizeof vals[k_norm].value, c->data.source == ENG_DATA_IDX ? "scale" : "none");
+        eng_data_source src = c->data.source;
+        c->data.normalize = src == ENG_DATA_IDX ? ENG_NORM_SCALE : src == ENG_DATA_CSV ? ENG_NORM_STANDARD : ENG_NORM_NONE;
+        copy_str(vals[k_norm].value, sizeof vals[k_norm].value,
+                 src == ENG_DATA_IDX ? "scale" : src == ENG_DATA_CSV ? "standard" : "none");
     }
 
     /* Cross-key checks, each reported at the key that has to change. */

@@ -263,9 +263,43 @@ static void copy_row(const eng_dataset *ds, const float *x, const int32_t *y, co
                   (size_t)ds->n_targets * sizeof(float));
 }
 
+/* Stratified order: the same rows as perm, reordered so that the first n_test of them
+ * hold each class's share of the test set. Class c gets round(f * (n_0 + .. + n_c)) -
+ * round(f * (n_0 + .. + n_c-1)) test rows (so the shares add up to exactly n_test), taken
+ * in perm's (shuffled) order; the training rows keep perm's order too. */
+static int stratify_order(const eng_dataset *ds, int32_t *perm, int n, double fraction)
+{
+    int k = ds->n_classes;
+    int32_t *count = prof_calloc((size_t)k + 1, sizeof(int32_t));
+    int32_t *out = prof_malloc((size_t)n * sizeof(int32_t));
+    if (!count || !out) {
+        prof_free(count); prof_free(out);
+        return eng_fail(ENG_ENOMEM, "data: out of memory for the stratified split");
+    }
+    for (int i = 0; i < n; i++) count[ds->y_train[i]]++;
+    /* count[c] becomes class c's test quota */
+    long cum = 0, before = 0;
+    for (int c = 0; c < k; c++) {
+        cum += count[c];
+        long upto = (long)floor(fraction * (double)cum + 0.5);
+        count[c] = (int32_t)(upto - before);
+        before = upto;
+    }
+    int t = 0, r = (int)before;
+    for (int i = 0; i < n; i++) {
+        int32_t c = ds->y_train[perm[i]];
+        if (count[c] > 0) { count[c]--; out[t++] = perm[i]; }
+        else out[r++] = perm[i];
+    }
+    memcpy(perm, out, (size_t)n * sizeof(int32_t));
+    prof_free(count); prof_free(out);
+    return ENG_OK;
+}
+
 /* Shuffles all training rows with the split stream, puts the first round(n*fraction) into
- * the test set and the rest into the training set, then caps both counts. */
-static int split(eng_dataset *ds, double fraction, int cap_train, int cap_test, uint64_t seed)
+ * the test set (per class when stratify) and the rest into the training set, then caps
+ * both counts. */
+static int split(eng_dataset *ds, double fraction, int stratify, int cap_train, int cap_test, uint64_t seed)
 {
     int n = ds->n_train;
     int n_test = (int)floor(n * fraction + 0.5);
@@ -284,6 +318,10 @@ static int split(eng_dataset *ds, double fraction, int cap_train, int cap_test, 
     for (int i = n - 1; i > 0; i--) {
         int j = (int)eng_rng_below(&r, (uint64_t)i + 1);
         int32_t tmp = perm[i]; perm[i] = perm[j]; perm[j] = tmp;
+    }
+    if (stratify && ds->classification) {
+        int rc = stratify_order(ds, perm, n, fraction);
+        if (rc) { prof_free(perm); return rc; }
     }
 
     /* Take the old arrays out of ds so eng_data_alloc makes new ones. */
@@ -387,7 +425,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
     }
     if (!rc && need_split) {
         int file = dc->source == ENG_DATA_IDX || dc->source == ENG_DATA_CSV;
-        rc = split(ds, dc->test_fraction, file ? dc->n : 0, file ? dc->n_test : 0, seed);
+        rc = split(ds, dc->test_fraction, dc->stratify, file ? dc->n : 0, file ? dc->n_test : 0, seed);
     }
     if (!rc) rc = normalize(ds, dc->normalize, idx);
     if (rc) { eng_data_free(ds); return rc; }

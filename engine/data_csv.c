@@ -1,5 +1,6 @@
-/* data_csv.c — numeric CSV files: comma-separated, optional header, one label/target
- * column; every malformed row is reported as FILE:LINE: column C: ... */
+/* data_csv.c — numeric CSV files, plain or gzipped: comma-separated, optional leading lines
+ * to skip, optional header, one label/target column; every malformed row is reported as
+ * FILE:LINE: column C: ... */
 #include "data_internal.h"
 
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 /* Labels that are non-negative integers below this are used as class indices directly;
  * anything else is remapped (see remap_labels). */
@@ -22,24 +24,32 @@ typedef struct {
     double *v;            /* rows * cols, as parsed */
 } csv_table;
 
+/* The whole file as text; zlib's gzread inflates a gzip file (.csv.gz) and passes any
+ * other file through as it is. */
 static int slurp(const char *path, char **text, size_t *len)
 {
     long long size;
     int fd = eng_open_input(path, ENG_MAX_CSV_BYTES, "CSV file", &size);
     if (fd < 0) return ENG_EIO;
-    FILE *f = fdopen(fd, "rb");
+    gzFile f = gzdopen(fd, "rb");
     if (!f) { close(fd); return eng_fail(ENG_ENOMEM, "%s: out of memory", path); }
+    gzbuffer(f, 1u << 17);
     size_t cap = 1 << 16, n = 0;
     char *buf = prof_malloc(cap + 1);
+    int bad = 0;
     while (buf) {
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (n < cap) break;
-        if (n > (size_t)ENG_MAX_CSV_BYTES) { /* it grew after the fstat */
+        unsigned want = (unsigned)(cap - n > (1u << 30) ? (1u << 30) : cap - n);
+        int r = gzread(f, buf + n, want);
+        if (r < 0) { bad = 1; break; }
+        n += (size_t)r;
+        if ((unsigned)r < want) break;
+        if (n < cap) continue;
+        if (n > (size_t)ENG_MAX_CSV_BYTES) { /* a gzip bomb, or a file that grew after the fstat */
+            int plain = gzdirect(f);
             prof_free(buf);
-            fclose(f);
-            return eng_fail(ENG_EINVAL, "%s: grew past the %lld MiB cap for CSV files while being read", path,
-                            ENG_MAX_CSV_BYTES >> 20);
+            gzclose(f);
+            return eng_fail(ENG_EINVAL, "%s: more than the %lld MiB cap for CSV files%s", path,
+                            ENG_MAX_CSV_BYTES >> 20, plain ? " (it grew while being read)" : " once gunzipped");
         }
         char *nb = prof_malloc(2 * cap + 1);
         if (nb) memcpy(nb, buf, n);
@@ -47,10 +57,17 @@ static int slurp(const char *path, char **text, size_t *len)
         buf = nb;
         cap *= 2;
     }
-    int err = ferror(f);
-    fclose(f);
+    if (bad) {
+        int zerr;
+        char msg[160];
+        const char *m = gzerror(f, &zerr), *sep = m[0] == '<' ? strstr(m, ">: ") : NULL;
+        snprintf(msg, sizeof msg, "%s", sep ? sep + 3 : m);   /* without zlib's "<fd:N>: " */
+        gzclose(f);
+        prof_free(buf);
+        return eng_fail(ENG_EFORMAT, "%s: corrupt gzip data after %zu good bytes: %s", path, n, msg);
+    }
+    gzclose(f);
     if (!buf) return eng_fail(ENG_ENOMEM, "%s: out of memory reading the file", path);
-    if (err) { prof_free(buf); return eng_fail(ENG_EIO, "%s: read error", path); }
     buf[n] = 0;
     *text = buf; *len = n;
     return ENG_OK;
@@ -87,9 +104,10 @@ static int parse_number(const char *s, double *out)
     return 1;
 }
 
-/* header: 1 skip the first row, 0 it is data, -1 it is a header when any field of it is
- * not a number. ref_cols: columns a test file must have (0 = any). */
-static int csv_parse(const char *path, int header, int ref_cols, const char *ref_path,
+/* skip: lines skipped first (counted in line numbers). header: 1 skip the first row, 0 it
+ * is data, -1 it is a header when any field of it is not a number. ref_cols: columns a
+ * test file must have (0 = any). */
+static int csv_parse(const char *path, int skip, int header, int ref_cols, const char *ref_path,
                      csv_table *t)
 {
     memset(t, 0, sizeof *t);
@@ -113,6 +131,7 @@ static int csv_parse(const char *path, int header, int ref_cols, const char *ref
         if (ll && line[ll - 1] == '\r') line[--ll] = 0;
         pos = e + 1;
         lineno++;
+        if (lineno <= skip) continue;
         const char *q = line;
         while (*q == ' ' || *q == '\t') q++;
         if (!*q || *q == '#') continue;                   /* blank lines and comments */
@@ -171,7 +190,8 @@ static int csv_parse(const char *path, int header, int ref_cols, const char *ref
         }
     }
     if (t->rows == 0)
-        rc = eng_fail(ENG_EFORMAT, "%s: no data rows (%d lines read)", path, lineno);
+        rc = eng_fail(ENG_EFORMAT, "%s: no data rows (%d lines read%s)", path, lineno,
+                      skip ? ", data.skip_rows skipped some" : "");
 done:
     prof_free(text); prof_free(fields); prof_free(line);
     if (rc) { prof_free(t->v); t->v = NULL; }
@@ -270,9 +290,9 @@ int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split)
         return eng_fail(ENG_EINVAL, "data.header: expected -1 (detect), 0 or 1, got %d", dc->header);
     csv_table tr, te = {0};
     int have_test = dc->test_path[0] != 0;
-    int rc = csv_parse(dc->path, dc->header, 0, NULL, &tr);
+    int rc = csv_parse(dc->path, dc->skip_rows, dc->header, 0, NULL, &tr);
     if (rc) return rc;
-    if (have_test && (rc = csv_parse(dc->test_path, dc->header, tr.cols, dc->path, &te))) {
+    if (have_test && (rc = csv_parse(dc->test_path, dc->skip_rows, dc->header, tr.cols, dc->path, &te))) {
         prof_free(tr.v);
         return rc;
     }
@@ -299,8 +319,10 @@ int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split)
     if (have_test) fill(&te, nte, lc, distinct, nd, ds, ds->x_test, ds->y_test, ds->t_test);
     {
         const char *base = eng_data_basename(dc->path);
-        const char *dot = strrchr(base, '.');
-        int bl = dot && dot != base ? (int)(dot - base) : (int)strlen(base);
+        size_t blen = strlen(base);
+        if (blen > 3 && !strcmp(base + blen - 3, ".gz")) blen -= 3;   /* "wine.csv.gz" -> "wine" */
+        const char *dot = memrchr(base, '.', blen);
+        int bl = dot && dot != base ? (int)(dot - base) : (int)blen;
         snprintf(ds->name, sizeof ds->name, "%.*s", bl > 63 ? 63 : bl, base);
     }
     *split = !have_test;

@@ -85,6 +85,8 @@ typedef struct {
     int label_column;      /* csv: column of the target (-1 = last) */
     int header;            /* csv: first row is a header (1) or not (0); -1 = detect */
     int regression;        /* csv: target is a real value (1) or a class index (0) */
+    int skip_rows;         /* csv: lines skipped at the start of each file (before the header) */
+    int stratify;          /* split test_fraction per class (classification) */
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
@@ -204,7 +206,7 @@ int eng_experiment_load(const char *path, const char *const *overrides, size_t n
 void eng_experiment_free(eng_experiment *ex);
 /* Keeps only the named variant; ENG_EINVAL naming the variants that exist if absent. */
 int eng_experiment_select(eng_experiment *ex, const char *variant);
-/* The documented keys: for help text and the README. NULL-terminated. */
+/* The documented keys: for help text and docs/experiments.md. NULL-terminated. */
 typedef struct { const char *key, *type, *def, *help; } eng_key_doc;
 extern const eng_key_doc eng_key_docs[];
 

@@ -136,7 +136,7 @@ static uint64_t bias_bytes(const eng_node *n, int rows, eng_dir dir)
  * bit operations, so GCC vectorizes each loop; no FMA is used, so the vector and scalar
  * paths give the same bits and nothing depends on the thread count. Accuracy against
  * double-precision libm is asserted by tests/engine/ops.c (test_act_accuracy) and listed
- * in README.md ("Activation kernels"). NaN in gives NaN out: a NaN fails every compare, so the clamp
+ * in docs/engine.md ("Activation kernels"). NaN in gives NaN out: a NaN fails every compare, so the clamp
  * and the selects pass it on, and each candidate computed from it is NaN. */
 
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */

@@ -157,7 +157,7 @@ static void papi_setup(void)
         papi_sde_register_counter_cb(sde_handle, "alloc_bytes", PAPI_SDE_RO | PAPI_SDE_DELTA,
                                      PAPI_SDE_long_long, sde_read_total, NULL);
         /* No papi_sde_describe_counter: libsde 7.0 leaks each description (LeakSanitizer
-         * flags every test binary); the meanings are in profiler.h and the README. */
+         * flags every test binary); the meanings are in profiler.h and docs/profiling.md. */
     }
     int rc = PAPI_is_initialized() ? (int)PAPI_VER_CURRENT : PAPI_library_init(PAPI_VER_CURRENT);
     if (rc == PAPI_VER_CURRENT) {

@@ -105,7 +105,7 @@ double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns);
 size_t qm_kappa_lapack_chol_work(int n);
 double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns, double *work);
 /* Gershgorin bound for B = A + mu I with A symmetric positive SEMI-definite and mu > 0:
- * kappa_2(B) <= 1 + R/mu, R = max_i sum_j |A_ij| (the proof is in README.md, "Condition-number estimators").
+ * kappa_2(B) <= 1 + R/mu, R = max_i sum_j |A_ij| (the proof is in docs/qnewton.md, "Condition-number estimators").
  * A is the UNSHIFTED matrix. */
 double qm_kappa_gersh_psd(int n, const double *A, double mu, double *ns);
 /* Gershgorin bound for any symmetric B: (max_i B_ii + r_i) / (min_i B_ii - r_i),

@@ -16,6 +16,9 @@ const char *store_fmt_num(char *b, size_t cap, double v)
 const char *store_fmt_duration(char *b, size_t cap, double s)
 {
     if (!isfinite(s) || s < 0) snprintf(b, cap, "-");
+    else if (s == 0) snprintf(b, cap, "0 s");
+    else if (s < 1e-3) snprintf(b, cap, "%.3g us", s * 1e6);
+    else if (s < 1e-2) snprintf(b, cap, "%.2f ms", s * 1e3);
     else if (s < 1) snprintf(b, cap, "%.0f ms", s * 1e3);
     else if (s < 60) snprintf(b, cap, "%.2f s", s);
     else if (s < 3600) snprintf(b, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));

@@ -6,18 +6,56 @@
 #define NNBENCH_CLI_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "../engine/engine.h"
 
+/* Each command and the function that prints its full help (whose `--words` are the
+ * command's options for suggestions, the man page and the completion script). */
 int cmd_run(int argc, char **argv);       /* cmd_run.c */
+void cmd_run_help(FILE *f);
 int cmd_sysinfo(int argc, char **argv);   /* cmd_sysinfo.c */
+void cmd_sysinfo_help(FILE *f);
 int cmd_list(int argc, char **argv);      /* cmd_store.c */
+void cmd_list_help(FILE *f);
 int cmd_show(int argc, char **argv);
+void cmd_show_help(FILE *f);
 int cmd_compare(int argc, char **argv);
+void cmd_compare_help(FILE *f);
 int cmd_report(int argc, char **argv);
+void cmd_report_help(FILE *f);
 int cmd_delete(int argc, char **argv);
+void cmd_delete_help(FILE *f);
 int cmd_export(int argc, char **argv);
+void cmd_export_help(FILE *f);
+int cmd_solves(int argc, char **argv);    /* cmd_solves.c */
+void cmd_solves_help(FILE *f);
 int cmd_tui(int argc, char **argv);       /* workbench.c */
+void cmd_tui_help(FILE *f);
+int cmd_help(int argc, char **argv);      /* cmd_help.c: help [COMMAND | --man | --bash-completion] */
+
+/* The command table (cmd_help.c). */
+typedef struct {
+    const char *name;
+    int (*fn)(int, char **);
+    void (*help)(FILE *);
+    const char *summary;
+} cli_command;
+const cli_command *cli_commands(size_t *n);
+const cli_command *cli_command_find(const char *name);
+void cli_usage(FILE *f);
+/* The candidate closest to word if it is a likely typo (or a unique prefix), else NULL. */
+const char *cli_suggest(const char *word, const char *const *cands, size_t n);
+/* Print "unknown command/option ... did you mean ..." on stderr; return exit status 2. */
+int cli_unknown_command(const char *name);
+int cli_unknown_option(const char *cmd, const char *opt);
+
+/* Store access shared by the read commands (cmd_store.c): open for reading (writable when
+ * allowed so crashed runs get marked), and resolve run specs ("12", "#12", "last"). Both
+ * print the reason and return NULL on failure; the ids are malloc'd. */
+struct store;
+struct store *cli_open_store(const char *db_flag, int flags);
+long long *cli_resolve_runs(struct store *s, char **specs, size_t n);
 
 /* The database path (store_sink.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */

@@ -11,7 +11,7 @@
 
 #include "cli.h"
 
-static void usage(FILE *f)
+void cmd_run_help(FILE *f)
 {
     fprintf(f,
         "usage: nnbench run FILE [options]\n\n"
@@ -291,7 +291,7 @@ int cmd_run(int argc, char **argv)
     } while (0)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); free(sets); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_run_help(stdout); free(sets); return 0; }
         else if (!strcmp(a, "--keys")) { print_keys_markdown(); free(sets); return 0; }
         else if (!strcmp(a, "--variant")) { NEED_ARG(); variant = argv[++i]; }
         else if (!strcmp(a, "--set")) { NEED_ARG(); sets[n_sets++] = argv[++i]; }
@@ -333,9 +333,8 @@ int cmd_run(int argc, char **argv)
         }
         else if (!strcmp(a, "--report")) { NEED_ARG(); report = argv[++i]; }
         else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "nnbench run: unknown option '%s'; see nnbench run --help\n", a);
             free(sets);
-            return 2;
+            return cli_unknown_option("run", a);
         }
         else if (!file) file = a;
         else {

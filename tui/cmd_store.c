@@ -100,7 +100,7 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
 }
 
 /* Opens for reading: writable when allowed (so crashed runs get marked), else read-only. */
-static store *open_db(const char *db_path, int flags)
+store *cli_open_store(const char *db_path, int flags)
 {
     store *s;
     if (store_open(cli_db_path(db_path), flags, &s)) {
@@ -111,7 +111,7 @@ static store *open_db(const char *db_path, int flags)
 }
 
 /* Resolves run specs ("12", "#12", "last"); prints the reason on failure. */
-static long long *resolve_runs(store *s, char **specs, size_t n)
+long long *cli_resolve_runs(store *s, char **specs, size_t n)
 {
     long long *ids = calloc(n ? n : 1, sizeof *ids);
     if (!ids) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
@@ -137,6 +137,8 @@ static const char list_help[] =
     "  --limit N       at most N rows\n"
     "  --db PATH       the database (default $NNBENCH_DB or ./nnbench.db)\n";
 
+void cmd_list_help(FILE *f) { fputs(list_help, f); }
+
 int cmd_list(int argc, char **argv)
 {
     const char *db = NULL, *status = NULL, *grep = NULL, *sort = NULL, *limit = NULL;
@@ -152,6 +154,7 @@ int cmd_list(int argc, char **argv)
             if (m < 0) return 2;
             continue;
         }
+        if (a[0] == '-' && a[1]) return cli_unknown_option("list", a);
         return usage_error("list", "unexpected argument '%s'", a);
     }
     store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
@@ -246,6 +249,8 @@ static const char show_help[] =
     "ops by self time (--ops N rows, default 10) and the Newton solver summary if any.\n"
     "RUN is an id from nnbench list, or 'last'.\n";
 
+void cmd_show_help(FILE *f) { fputs(show_help, f); }
+
 static int lower_better(const char *key) { return strstr(key, "loss") != NULL; }
 
 static void print_solver(const store_solver_event *ev, size_t n, const char *indent)
@@ -299,14 +304,14 @@ int cmd_show(int argc, char **argv)
             if (m < 0) return 2;
             continue;
         }
-        if (a[0] == '-' && a[1]) return usage_error("show", "unknown option '%s'", a);
+        if (a[0] == '-' && a[1]) return cli_unknown_option("show", a);
         if (spec) return usage_error("show", "one run at a time ('%s' is extra); use compare for several", a);
         spec = a;
     }
     if (!spec) return usage_error("show", "which run? give an id from nnbench list%s", "");
     long max_ops = ops_s ? atol(ops_s) : 10;
     if (max_ops <= 0) return usage_error("show", "--ops wants a positive number, got '%s'", ops_s);
-    store *s = open_db(db, 0);
+    store *s = cli_open_store(db, 0);
     if (!s) return 1;
     int code = 1;
     long long id;
@@ -416,6 +421,8 @@ static const char compare_help[] =
     "  --target V    steps/time until the metric first reaches V (<= for losses, >= otherwise);\n"
     "                default: each run's experiment target_loss for train_loss\n";
 
+void cmd_compare_help(FILE *f) { fputs(compare_help, f); }
+
 typedef struct {
     store_run r;
     store_kv *params;
@@ -466,7 +473,7 @@ int cmd_compare(int argc, char **argv)
             if (m < 0) { free(specs); return 2; }
             continue;
         }
-        if (a[0] == '-' && a[1]) { free(specs); return usage_error("compare", "unknown option '%s'", a); }
+        if (a[0] == '-' && a[1]) { free(specs); return cli_unknown_option("compare", a); }
         specs[nspec++] = argv[i];
     }
     int xmode = !strcmp(xaxis, "step") ? 0 : !strcmp(xaxis, "time") || !strcmp(xaxis, "wall") ? 1
@@ -482,10 +489,10 @@ int cmd_compare(int argc, char **argv)
     if (height < 8) { free(specs); return usage_error("compare", "--height wants a number >= 8, got '%s'", height_s); }
     if (nspec < 1) { free(specs); return usage_error("compare", "which runs? give two or more ids from nnbench list%s", ""); }
     metric = metric_alias(metric);
-    store *s = open_db(db, 0);
+    store *s = cli_open_store(db, 0);
     if (!s) { free(specs); return 1; }
     int code = 1;
-    long long *ids = resolve_runs(s, specs, nspec);
+    long long *ids = cli_resolve_runs(s, specs, nspec);
     cmp_run *cr = calloc(nspec, sizeof *cr);
     size_t n = 0;
     if (!ids || !cr) goto out;
@@ -698,7 +705,7 @@ out:
 
 int cli_report_write(const char *db_path, const long long *run_ids, size_t n, const char *path)
 {
-    store *s = open_db(db_path, 0);
+    store *s = cli_open_store(db_path, 0);
     if (!s) return 1;
     int rc = store_report_write(s, run_ids, n, path);
     if (rc) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
@@ -716,11 +723,15 @@ static const char report_help[] =
     "  .json  everything stored about the runs\n"
     "  .csv   the metrics in long format (run,name,variant,key,step,epoch,wall_s,hybrid_s,value)\n";
 
+void cmd_report_help(FILE *f) { fputs(report_help, f); }
+
 static const char export_help[] =
     "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n\n"
     "Writes the metrics of the runs as CSV in long format:\n"
     "  run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n"
     "(-o - writes to standard output).\n";
+
+void cmd_export_help(FILE *f) { fputs(export_help, f); }
 
 static int report_like(int argc, char **argv, int export)
 {
@@ -738,7 +749,7 @@ static int report_like(int argc, char **argv, int export)
             if (m < 0) { free(specs); return 2; }
             continue;
         }
-        if (a[0] == '-' && a[1]) { free(specs); return usage_error(cmd, "unknown option '%s'", a); }
+        if (a[0] == '-' && a[1]) { free(specs); return cli_unknown_option(cmd, a); }
         specs[n++] = argv[i];
     }
     if (!n) { free(specs); return usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
@@ -751,9 +762,9 @@ static int report_like(int argc, char **argv, int export)
             return usage_error(cmd, "cannot tell the format of '%s': use .md, .html, .json or .csv", out);
         }
     }
-    store *s = open_db(db, 0);
+    store *s = cli_open_store(db, 0);
     if (!s) { free(specs); return 1; }
-    long long *ids = resolve_runs(s, specs, n);
+    long long *ids = cli_resolve_runs(s, specs, n);
     int code = 1;
     if (ids) {
         int rc = 0, printed = 0; /* printed: the reason is already on stderr */
@@ -795,6 +806,8 @@ static const char delete_help[] =
     "Deletes runs and everything stored with them. Asks first on a terminal; with standard\n"
     "input not a terminal it refuses unless --yes is given.\n";
 
+void cmd_delete_help(FILE *f) { fputs(delete_help, f); }
+
 int cmd_delete(int argc, char **argv)
 {
     const char *db = NULL;
@@ -811,7 +824,7 @@ int cmd_delete(int argc, char **argv)
             if (m < 0) { free(specs); return 2; }
             continue;
         }
-        if (a[0] == '-' && a[1]) { free(specs); return usage_error("delete", "unknown option '%s'", a); }
+        if (a[0] == '-' && a[1]) { free(specs); return cli_unknown_option("delete", a); }
         specs[n++] = argv[i];
     }
     if (!n) { free(specs); return usage_error("delete", "which runs? give ids from nnbench list%s", ""); }
@@ -821,10 +834,10 @@ int cmd_delete(int argc, char **argv)
                         "add --yes to delete without asking\n");
         return 2;
     }
-    store *s = open_db(db, STORE_OPEN_WRITE);
+    store *s = cli_open_store(db, STORE_OPEN_WRITE);
     if (!s) { free(specs); return 1; }
     int code = 1;
-    long long *ids = resolve_runs(s, specs, n);
+    long long *ids = cli_resolve_runs(s, specs, n);
     if (!ids) goto out;
     if (!yes) {
         printf("Delete %zu run%s:", n, n == 1 ? "" : "s");

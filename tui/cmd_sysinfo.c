@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-static void usage(FILE *f)
+void cmd_sysinfo_help(FILE *f)
 {
     fprintf(f, "usage: nnbench sysinfo [--calibrate [--size N] [--reps N]] [--json]\n\n"
                "Shows the CPU, the PAPI version and components, how many hardware counters\n"
@@ -189,7 +189,7 @@ int cmd_sysinfo(int argc, char **argv)
     int do_cal = 0, json = 0, size = 1024, reps = 10;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 0; }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_sysinfo_help(stdout); return 0; }
         else if (!strcmp(a, "--calibrate")) do_cal = 1;
         else if (!strcmp(a, "--json")) json = 1;
         else if ((!strcmp(a, "--size") || !strcmp(a, "--reps")) && i + 1 < argc) {
@@ -203,8 +203,8 @@ int cmd_sysinfo(int argc, char **argv)
             if (a[2] == 's') size = (int)v;
             else reps = (int)v;
         } else {
-            fprintf(stderr, "nnbench sysinfo: unknown argument '%s'\n", a);
-            usage(stderr);
+            if (a[0] == '-') return cli_unknown_option("sysinfo", a);
+            fprintf(stderr, "nnbench sysinfo: unexpected argument '%s' (see nnbench sysinfo --help)\n", a);
             return 2;
         }
     }

@@ -1,6 +1,6 @@
 /* tui.h — private header of the workbench: table layout and text fitting, run sorting
  * and filtering, and the one key table behind the help screen, the status bar and the
- * README's key list. Nothing here draws; workbench.c does (ncurses).
+ * docs/workbench.md's key list. Nothing here draws; workbench.c does (ncurses).
  */
 #ifndef NNBENCH_TUI_H
 #define NNBENCH_TUI_H
@@ -80,11 +80,11 @@ typedef enum {
 
 typedef struct {
     int keys[4];          /* key codes (curses KEY_* or characters); 0 ends the list */
-    const char *label;    /* how the help and the README spell the keys: "j / ↓" */
+    const char *label;    /* how the help and the docs spell the keys: "j / ↓" */
     const char *label_ascii; /* the same for terminals without UTF-8 (NULL = label) */
     tui_action action;
     unsigned screens;     /* TUI_SCR_* where the key works */
-    const char *help;     /* one line for the help screen and the README */
+    const char *help;     /* one line for the help screen and the docs */
     const char *hint;     /* short word for the status bar, NULL = not shown there */
 } tui_key;
 
@@ -100,7 +100,7 @@ void tui_screens_names(unsigned screens, char *buf, size_t n);
 /* The status bar line of a screen: "Enter open  / filter  ...", cut to width cells.
  * Returns the cells used. */
 int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n);
-/* The key table as a Markdown table (the README's key list). */
+/* The key table as a Markdown table (the docs/workbench.md's key list). */
 void tui_keys_markdown(FILE *f);
 
 #endif

@@ -1,5 +1,5 @@
 /* tui_keys.c — the workbench's one key table: it decides what a key does on each screen and
- * is printed as the help screen, the status bar and the README's key list.
+ * is printed as the help screen, the status bar and the docs/workbench.md's key list.
  */
 #include "tui.h"
 

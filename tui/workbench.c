@@ -714,12 +714,12 @@ static void loop(wb_app *a)
     }
 }
 
-static void usage(FILE *f)
+void cmd_tui_help(FILE *f)
 {
     fprintf(f, "usage: nnbench tui [--db PATH] [--no-color]\n\n"
                "The ncurses workbench on the database (default ./nnbench.db, or $NNBENCH_DB).\n"
                "Press ? inside for the keys. NO_COLOR in the environment also gives monochrome.\n"
-               "  --keys-markdown   print the key table as Markdown (for the README) and exit\n");
+               "  --keys-markdown   print the key table as Markdown (for docs/workbench.md) and exit\n");
 }
 
 int cmd_tui(int argc, char **argv)
@@ -731,11 +731,11 @@ int cmd_tui(int argc, char **argv)
         else if (!strncmp(argv[i], "--db=", 5)) db_flag = argv[i] + 5;
         else if (!strcmp(argv[i], "--no-color")) no_color = 1;
         else if (!strcmp(argv[i], "--keys-markdown")) { tui_keys_markdown(stdout); return 0; }
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { usage(stdout); return 0; }
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_tui_help(stdout); return 0; }
         else if (!strcmp(argv[i], "tui")) continue; /* `nnbench --db X` passes argv from main */
         else {
-            fprintf(stderr, "nnbench tui: unknown argument '%s'\n", argv[i]);
-            usage(stderr);
+            if (argv[i][0] == '-') return cli_unknown_option("tui", argv[i]);
+            fprintf(stderr, "nnbench tui: unexpected argument '%s' (see nnbench tui --help)\n", argv[i]);
             return 2;
         }
     }

@@ -2,7 +2,7 @@
 # run.sh — end-to-end tests of `nnbench run`: help/version, the samples' outcomes (spirals
 # Adam test acc >= 0.95, CSV rings >= 0.95 run from another directory, Fashion-MNIST MLP 2
 # epochs >= 0.84), config errors with their exact messages (exit 2), divergence (exit 1),
-# Ctrl-C (exit 130), storing, --keys (and that README.md holds its table).
+# Ctrl-C (exit 130), storing, --keys (and that docs/experiments.md holds its table).
 # Under NNBENCH_SANITIZED=1 the Fashion-MNIST runs use a subset (ASan is ~10x slower).
 set -u
 NNBENCH=${NNBENCH:?set NNBENCH to the nnbench binary}
@@ -46,12 +46,12 @@ expect 0 "--version" "$NNBENCH" --version
 has "$tmp/out" "nnbench 0." "--version prints the version"
 expect 0 "run --keys" "$NNBENCH" run --keys
 has "$tmp/out" '| `train.lr` | number > 0 | `0.01` |' "--keys prints the Markdown key table"
-# README.md's key table ("Every key") is this output: it must not drift from the parser
+# docs/experiments.md's key table ("Every key") is this output: it must not drift from the parser
 "$NNBENCH" run --keys >"$tmp/keys.md"
-if python3 -c "import sys; d=open(sys.argv[2]).read(); sys.exit(0 if open(sys.argv[1]).read() in d else 1)" "$tmp/keys.md" README.md; then
-    ok "README.md holds the current key table"
+if python3 -c "import sys; d=open(sys.argv[2]).read(); sys.exit(0 if open(sys.argv[1]).read() in d else 1)" "$tmp/keys.md" docs/experiments.md; then
+    ok "docs/experiments.md holds the current key table"
 else
-    bad "README.md: key table differs from nnbench run --keys (paste its output into 'Every key')"
+    bad "docs/experiments.md: key table differs from nnbench run --keys (paste its output into 'Every key')"
 fi
 expect 2 "run without a file" "$NNBENCH" run
 has "$tmp/err" "which experiment file?" "run without a file says what is missing"

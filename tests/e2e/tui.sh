@@ -2,7 +2,7 @@
 # tui.sh — end-to-end test of the ncurses workbench in a private tmux server: empty
 # database hint, a run started from New run, every tab of the Run screen, Compare,
 # filter and sort, help, delete (declined), resizes below and above 80x24, quit; and that
-# README.md holds the key list `nnbench tui --keys-markdown` prints.
+# docs/workbench.md holds the key list `nnbench tui --keys-markdown` prints.
 # Polls the screen text with a timeout instead of sleeping fixed times.
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
@@ -19,15 +19,15 @@ db="$tmp/t.db"
 limit=${TUI_TIMEOUT:-20}
 [ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=60
 
-# README.md's workbench key list is `nnbench tui --keys-markdown`: it must not drift from
+# docs/workbench.md's workbench key list is `nnbench tui --keys-markdown`: it must not drift from
 # the key table that drives the help screen and the status bar.
 "$NNBENCH" tui --keys-markdown >"$tmp/keys.md" || { echo "FAIL: tui --keys-markdown exited $?"; exit 1; }
 grep -qF '| `q` |' "$tmp/keys.md" || { echo "FAIL: tui --keys-markdown printed no key table"; exit 1; }
 if python3 -c "import sys; d=open(sys.argv[2]).read(); sys.exit(0 if open(sys.argv[1]).read() in d else 1)" \
-        "$tmp/keys.md" "$NNBENCH_TOP/README.md"; then
-    echo "tui.sh: README.md holds the current workbench key list"
+        "$tmp/keys.md" "$NNBENCH_TOP/docs/workbench.md"; then
+    echo "tui.sh: docs/workbench.md holds the current workbench key list"
 else
-    echo "FAIL: README.md: the workbench key list ('Keys' under 'Workbench') differs from nnbench tui --keys-markdown (paste its output there)"
+    echo "FAIL: docs/workbench.md: the workbench key list ('Keys' under 'Workbench') differs from nnbench tui --keys-markdown (paste its output there)"
     exit 1
 fi
 

@@ -170,6 +170,14 @@ static void test_good_file(void **state)
     assert_int_equal(kv->line, 0);
     kv = kv_find(c, "data.normalize");
     assert_string_equal(kv->value, "none");
+    {   /* auto is z-score for CSV features (scale for idx, none for generated data) */
+        const char *csv[] = { "data.source=csv", "data.path=x.csv" };
+        eng_experiment *ex2 = NULL;
+        assert_int_equal(eng_experiment_load(p, csv, 2, &ex2), ENG_OK);
+        assert_int_equal(ex2->variants[0].data.normalize, ENG_NORM_STANDARD);
+        assert_string_equal(kv_find(&ex2->variants[0], "data.normalize")->value, "standard");
+        eng_experiment_free(ex2);
+    }
 
     /* variants: base + overrides, in file order */
     const eng_config *f = &ex->variants[1];

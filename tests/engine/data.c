@@ -691,6 +691,71 @@ static void test_csv_errors(void **state)
     assert_string_equal(eng_error(), want);
 }
 
+/* CSV as people have it: gzipped, a leading counts line (sklearn's breast_cancer.csv and
+ * wine_data.csv start with "569,30,malignant,benign"), a stratified split. */
+static void test_csv_as_people_have_it(void **state)
+{
+    (void)state;
+    eng_dataset *a, *b;
+    eng_data_config c = dcfg(ENG_DATA_CSV);
+    c.n = 0; c.test_fraction = 0.3;
+    char text[8192] = "12,2,first,second\n";          /* the counts line: 4 fields, not 3 */
+    /* 90 rows of class 0, 10 of class 1: stratification matters */
+    for (int i = 0; i < 100; i++)
+        snprintf(text + strlen(text), sizeof text - strlen(text), "%d,%d,%d\n", i, 2 * i, i % 10 == 0);
+    snprintf(c.path, sizeof c.path, "%s", write_csv("counts.csv", text));
+    assert_int_equal(eng_data_load(&c, 1, &a), ENG_EFORMAT);     /* without skip_rows: ragged */
+    char want[1200];
+    snprintf(want, sizeof want, "%s:2: expected 4 columns as on line 1, got 3", c.path);
+    assert_string_equal(eng_error(), want);
+    c.skip_rows = 1;
+    assert_int_equal(eng_data_load(&c, 1, &a), ENG_OK);
+    assert_int_equal(a->n_train + a->n_test, 100);
+    assert_int_equal(a->n_test, 30);
+    /* the same file gzipped (name.csv.gz) loads the same rows; the name drops .csv.gz */
+    write_file(tpath("counts.csv.gz"), 1, text, strlen(text));
+    snprintf(c.path, sizeof c.path, "%s", tpath("counts.csv.gz"));
+    assert_int_equal(eng_data_load(&c, 1, &b), ENG_OK);
+    assert_true(ds_equal(a, b));
+    assert_string_equal(b->name, "counts");
+    eng_data_free(b);
+    /* skip_rows counts in line numbers; too many leaves no data */
+    c.skip_rows = 200;
+    assert_int_equal(eng_data_load(&c, 1, &b), ENG_EFORMAT);
+    snprintf(want, sizeof want, "%s: no data rows (101 lines read, data.skip_rows skipped some)", c.path);
+    assert_string_equal(eng_error(), want);
+    c.skip_rows = 1;
+    /* stratified: the test set holds exactly 30% of each class (27 + 3), rows intact */
+    c.stratify = 1;
+    assert_int_equal(eng_data_load(&c, 1, &b), ENG_OK);
+    assert_int_equal(b->n_test, 30);
+    int ones = 0;
+    for (int i = 0; i < b->n_test; i++) {
+        ones += b->y_test[i];
+        assert_int_equal(b->y_test[i], (int)b->x_test[2 * i] % 10 == 0);
+        assert_float_equal(b->x_test[2 * i + 1], 2 * b->x_test[2 * i], 0);
+    }
+    assert_int_equal(ones, 3);
+    float seen = 0;                            /* train + test = every row once */
+    for (int i = 0; i < b->n_train; i++) seen += b->x_train[2 * i];
+    for (int i = 0; i < b->n_test; i++) seen += b->x_test[2 * i];
+    assert_float_equal(seen, 4950, 0);
+    eng_data_free(b);
+    /* the same seed gives the same stratified split; classes' shares add up exactly */
+    assert_int_equal(eng_data_load(&c, 1, &b), ENG_OK);
+    eng_dataset *b2;
+    assert_int_equal(eng_data_load(&c, 1, &b2), ENG_OK);
+    assert_true(ds_equal(b, b2));
+    eng_data_free(b); eng_data_free(b2);
+    eng_data_free(a);
+    /* a corrupt gzip stream is reported, not read as text */
+    unsigned char junk[64] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3, 0xff, 0xff, 0xff, 0xff };
+    snprintf(c.path, sizeof c.path, "%s", tpath("bad.csv.gz"));
+    write_file(c.path, 0, junk, sizeof junk);
+    assert_int_equal(eng_data_load(&c, 1, &b), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "corrupt gzip data"));
+}
+
 /* ---- normalisation ----------------------------------------------------------------- */
 
 static void test_normalize_train_stats(void **state)
@@ -992,6 +1057,7 @@ int test_engine_data(void)
         cmocka_unit_test(test_csv_good),
         cmocka_unit_test(test_csv_labels_remap),
         cmocka_unit_test(test_csv_errors),
+        cmocka_unit_test(test_csv_as_people_have_it),
         cmocka_unit_test(test_normalize_train_stats),
         cmocka_unit_test(test_batcher_epochs),
         cmocka_unit_test(test_batcher_prefetch_same_order),

@@ -253,7 +253,7 @@ static void test_act_values(void **state)
  * subnormals, +-0, +-inf, NaNs; ~1950 per binade) and 1e6 uniform in [-12, 12], where
  * training lives. Error in ulps of the float nearest the exact value (ulp 2^-149 for
  * subnormals); relative error only where |exact| >= FLT_MIN. Bounds measured: see
- * README.md, "Activation kernels"; the asserts leave a little room above what was measured. */
+ * docs/engine.md, "Activation kernels"; the asserts leave a little room above what was measured. */
 
 #include <float.h>
 

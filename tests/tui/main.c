@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "../../tui/chart.h"
+#include "../../tui/cli.h"
 #include "../../tui/tui.h"
 
 /* ---- charts ------------------------------------------------------------------------ */
@@ -395,7 +396,7 @@ static void test_keys(void **st)
                 for (int b = 0; b < 4 && tui_keys[j].keys[b]; b++)
                     if (tui_keys[i].keys[a] == tui_keys[j].keys[b]) fail_msg("key %d bound twice (%s / %s)", tui_keys[i].keys[a], tui_keys[i].help, tui_keys[j].help);
         }
-    /* Help and README come from the same table: every entry appears in the Markdown. */
+    /* Help and docs/workbench.md come from the same table: every entry appears in the Markdown. */
     char *buf = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&buf, &len);
@@ -423,6 +424,36 @@ static void test_keys(void **st)
     assert_string_equal(names, "Runs, Compare");
 }
 
+/* ---- did you mean -------------------------------------------------------------------- */
+
+static void test_suggest(void **st)
+{
+    (void)st;
+    static const char *const c[] = { "--profile", "--profile-rows", "--profile-sort", "--limit", "--db", "--json" };
+    const size_t n = sizeof c / sizeof c[0];
+    assert_string_equal(cli_suggest("--profil", c, n), "--profile");     /* a deletion */
+    assert_string_equal(cli_suggest("--profiel", c, n), "--profile");    /* a transposition */
+    assert_string_equal(cli_suggest("--limt", c, n), "--limit");
+    assert_string_equal(cli_suggest("--jsno", c, n), "--json");
+    assert_string_equal(cli_suggest("--profile-r", c, n), "--profile-rows"); /* unique prefix */
+    assert_string_equal(cli_suggest("--profile-", c, n), "--profile");  /* ambiguous prefix: nearest */
+    assert_null(cli_suggest("--verbose", c, n));
+    assert_null(cli_suggest("--d", c, 0));
+    /* every command of the table is found by name, and a one-letter slip of it suggests it */
+    size_t nc;
+    const cli_command *cmds = cli_commands(&nc);
+    assert_true(nc >= 10);
+    for (size_t i = 0; i < nc; i++) {
+        assert_ptr_equal(cli_command_find(cmds[i].name), &cmds[i]);
+        char typo[32];
+        snprintf(typo, sizeof typo, "%sx", cmds[i].name);
+        const char *names[16];
+        for (size_t j = 0; j < nc && j < 16; j++) names[j] = cmds[j].name;
+        assert_string_equal(cli_suggest(typo, names, nc < 16 ? nc : 16), cmds[i].name);
+    }
+    assert_null(cli_command_find("nope"));
+}
+
 int main(void)
 {
     const struct CMUnitTest chart[] = {
@@ -434,7 +465,7 @@ int main(void)
         cmocka_unit_test(test_fit), cmocka_unit_test(test_layout),
         cmocka_unit_test(test_sort), cmocka_unit_test(test_filter),
     };
-    const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys) };
+    const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys), cmocka_unit_test(test_suggest) };
     int failed = cmocka_run_group_tests_name("tui_chart", chart, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_table", table, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_keys", keys, NULL, NULL);
