@@ -49,6 +49,16 @@ wait_for() {
     done
     fail "timed out waiting for '$1'"
 }
+# wait_re REGEX: as wait_for, for an extended regular expression.
+wait_re() {
+    n=$(( ${2:-$limit} * 10 ))
+    while [ "$n" -gt 0 ]; do
+        cap | grep -qE -- "$1" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    fail "timed out waiting for /$1/"
+}
 # wait_gone TEXT: polls until TEXT has left the screen.
 wait_gone() {
     n=$(( ${2:-$limit} * 10 ))
@@ -127,7 +137,7 @@ wait_for "Resolved configuration"
 wait_for "data.source                  = spirals"
 keys End
 wait_for "[variant adam]"
-wait_for "101/101"
+wait_re "[ -]([0-9]+)/\\1( |$)"   # scrolled to the last line (the count grows with the keys)
 keys PPage
 wait_for "Experiment file:"
 keys Tab
