@@ -121,6 +121,14 @@ static void test_chart_scaling(void **st)
     assert_true(row_of_text(&c, "1.0") >= 0);
     tui_canvas_free(&c);
 
+    /* A hostile series label reaches the canvas visibly: no cell holds a control character. */
+    tui_series h = { "x\x1b]0;t\x07\xe2\x80\xae", x, y, 2 };
+    assert_int_equal(tui_chart_draw(&h, 1, &o, &c), 0);
+    for (int k = 0; k < c.w * c.h; k++)
+        assert_false(c.cells[k].ch < 0x20 || c.cells[k].ch == 0x202e);
+    assert_true(row_of_text(&c, "x\\x1b]0;t\\x07\\u202e") == c.h - 1);
+    tui_canvas_free(&c);
+
     /* Too small: refused, nothing allocated. */
     o.width = 10;
     assert_int_equal(tui_chart_draw(&s, 1, &o, &c), -1);
