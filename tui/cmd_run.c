@@ -82,7 +82,7 @@ static void pr_progress(void *ud, long step, long total, int epoch, double loss,
     char acc[32] = "";
     if (!isnan(p->acc)) snprintf(acc, sizeof acc, "  acc %.3f", p->acc);
     fprintf(stderr, "\r\033[K%s  epoch %d  step %ld/%ld  loss %.4g%s  %.0f samples/s  ETA %d:%02d",
-            p->label, epoch + 1, step, total, loss, acc, sps, (int)(eta / 60), (int)eta % 60);
+            cli_text(p->label), epoch + 1, step, total, loss, acc, sps, (int)(eta / 60), (int)eta % 60);
     fflush(stderr);
     p->drawn = 1;
 }

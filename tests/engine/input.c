@@ -186,6 +186,18 @@ static void test_not_regular_files(void **state)
     snprintf(dc.labels, sizeof dc.labels, "/dev/zero");
     assert_int_equal(eng_data_load(&dc, 1, &ds), ENG_EIO);
     assert_non_null(strstr(eng_error(), "/dev/zero: is a character device, not a regular file: give the IDX file"));
+    /* over the caps (sparse files: nothing is read, fstat says no) */
+    const char *bigidx = put_text("big.idx", "");
+    assert_int_equal(truncate(bigidx, (4LL << 30) + 1), 0);
+    snprintf(dc.path, sizeof dc.path, "%s", bigidx);
+    assert_int_equal(eng_data_load(&dc, 1, &ds), ENG_EIO);
+    assert_non_null(strstr(eng_error(), "big.idx: 4294967297 bytes is over the 4096 MiB cap for IDX files"));
+    dc.source = ENG_DATA_CSV;
+    const char *bigcsv = put_text("big.csv", "");
+    assert_int_equal(truncate(bigcsv, (1LL << 30) + 1), 0);
+    snprintf(dc.path, sizeof dc.path, "%s", bigcsv);
+    assert_int_equal(eng_data_load(&dc, 1, &ds), ENG_EIO);
+    assert_non_null(strstr(eng_error(), "big.csv: 1073741825 bytes is over the 1024 MiB cap for CSV files"));
 }
 
 /* n images of 2x2 (or n labels), plus extra bytes inside the IDX stream; gz: gzipped, with
