@@ -21,8 +21,9 @@ int eng_fail(int code, const char *fmt, ...)
     char raw[sizeof err_msg];
     vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
-    /* Messages quote values from files and the command line: never raw escape sequences. */
-    prof_text_fit(err_msg, sizeof err_msg, raw, (size_t)-1, PROF_TEXT_KEEP_NL);
+    /* Messages quote values from files and the command line: never raw escape sequences,
+     * nor a newline that would break the one line a message is. */
+    prof_text_visible(err_msg, sizeof err_msg, raw);
     return code;
 }
 

@@ -64,7 +64,7 @@ static const char *put_text(const char *name, const char *text) { return put(nam
 static void assert_inert(const char *msg)
 {
     for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
-        if (*p < 0x20 && *p != '\n') fail_msg("raw control byte 0x%02x in: %s", *p, msg);
+        if (*p < 0x20) fail_msg("raw control byte 0x%02x in: %s", *p, msg);
     assert_null(strstr(msg, "\xe2\x80\xae"));
 }
 
@@ -93,7 +93,7 @@ static void test_hostile_names_refused(void **state)
     p = put_text("ok.ini", "[experiment]\nname = fine\n" BODY);
     const char *set[] = { "experiment.name=two\nlines" };
     assert_int_equal(load(p, set, 1, &ex), ENG_EINVAL);
-    assert_string_equal(eng_error(), "--set experiment.name=two\nlines: key 'name': a name may not hold control, "
+    assert_string_equal(eng_error(), "--set experiment.name=two\\x0alines: key 'name': a name may not hold control, "
                                      "bidirectional or non-UTF-8 characters; '\\x0a' at byte 4");
     const char *set2[] = { "experiment.name=r\xe2\x80\xae" "x" };
     assert_int_equal(load(p, set2, 1, &ex), ENG_EINVAL);
