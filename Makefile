@@ -89,6 +89,7 @@ check: deps
 # libFuzzer (clang) with ASan+UBSan, FUZZ_S seconds per target (default 60), starting from
 # tests/fuzz/corpus/; a crash is minimised into the corpus and fails the target.
 fuzz: deps
+	@sh scripts/deps.sh clang libclang-rt-dev
 	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link" fuzz-bins
 	@sh tests/fuzz/run.sh build-fuzz $(FUZZ_S) $(FUZZ_TARGETS)
