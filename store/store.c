@@ -178,7 +178,7 @@ int store_migrate_with(store *s, const char *const *migs, int n)
     long long v;
     /* Re-read inside the write lock: another process may have migrated meanwhile. */
     if ((st = query_int(s, "PRAGMA user_version", &v))) goto fail;
-    if (v > n) {
+    if (v < 0 || v > n) {
         st = store_fail(STORE_EVERSION, "%s has schema version %lld, newer than this nnbench "
                         "understands (%d): upgrade nnbench or use another --db", s->path, v, n);
         goto fail;
@@ -384,6 +384,11 @@ int store_open(const char *path, int flags, store **out)
         st = store_fail(STORE_EVERSION, "%s has schema version %lld, written by a newer nnbench "
                         "(this one understands up to %d): upgrade nnbench or use another --db",
                         path, version, STORE_SCHEMA_VERSION);
+        goto fail;
+    }
+    if (version < 0) {   /* found by fuzzing: migrations were indexed by it */
+        st = store_fail(STORE_ENOTDB, "%s has schema version %lld, which no nnbench writes: not an nnbench "
+                        "database; it was left untouched — give another file with --db", path, version);
         goto fail;
     }
     if (version == 0 && n_tables > n_ours) {

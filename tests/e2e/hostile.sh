@@ -91,6 +91,14 @@ printf '[experiment]\nname = x%s[2J\n[model]\nlayers = dense:2\n' "$ESC" >"$T/es
 no_raw "$T/err" "the config error message"
 grep -q "esc.ini:2: key 'name'.*'\\\\x1b' at byte 2" "$T/err" || { cat "$T/err"; fail "escape name: unclear"; }
 
+# -- a database with a negative schema version (found by fuzzing: it indexed the migrations)
+cp "$NNBENCH_TOP/tests/fuzz/corpus/store/crash-3a408d09bb33" "$T/neg.db"
+sum0=$(sha256sum <"$T/neg.db")
+"$NNBENCH" list --db "$T/neg.db" >"$T/out" 2>"$T/err"; rc=$?
+[ $rc = 1 ] || fail "list of a database with schema version -1 exited $rc"
+grep -q "has schema version -1, which no nnbench writes" "$T/err" || { cat "$T/err"; fail "version -1: unclear"; }
+[ "$(sha256sum <"$T/neg.db")" = "$sum0" ] || fail "the version -1 file was modified"
+
 # -- input files that are not files -----------------------------------------------------
 timeout 20 "$NNBENCH" run /dev/zero --no-db >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 2 ] || fail "run /dev/zero exited $rc"
