@@ -6,7 +6,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 
-PKGS := ncursesw sqlite3 papi openblas lapacke cmocka inih zlib
+PKGS := ncursesw sqlite3 papi openblas lapacke cmocka inih zlib ompi-c
 # Recursive (=) on purpose: pkg-config is only asked once a compile runs, after `make deps`.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS))
@@ -16,7 +16,9 @@ CSTD    := -std=c11 -D_GNU_SOURCE
 OPT     ?= -O2 -g
 SAN     :=
 CFLAGS_ALL  = $(CSTD) $(OPT) $(WARN) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
-LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lsde -lpthread -lm $(LDLIBS)
+# libmetis (graph partitioning) and oneDNN (libdnnl-dev, the int8 matmul path; with its
+# OpenMP runtime) ship no pkg-config file.
+LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lmetis -ldnnl -lgomp -lsde -lpthread -lm $(LDLIBS)
 
 MODULES  := profiler quantum engine store tui
 LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))

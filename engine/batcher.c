@@ -1,5 +1,6 @@
 /* batcher.c — minibatches of the training set: a seeded permutation per epoch, rows
- * gathered into preallocated buffers, optionally one batch ahead on a second thread. */
+ * gathered into preallocated buffers (augmented and read through a throttled source when
+ * asked), optionally up to prefetch_depth batches ahead on a second thread. */
 #include "data_internal.h"
 
 #include <pthread.h>
@@ -13,22 +14,32 @@
 /* A slot is FREE (may be filled), FILLING (its batch is claimed), READY (complete, not
  * yet handed out) or HELD (handed out; freed by the next eng_batcher_next). */
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
+#define MAX_SLOTS (ENG_PREFETCH_MAX + 1)
 
 struct eng_batcher {
     const eng_dataset *ds;
-    int n, batch, bpe, shuffle, full, chunk;
+    int n, batch, bpe, shuffle, full, chunk, nslots;
+    int shard_rank, shard_size;
+    uint64_t seed;
+    eng_augment aug;
+    eng_throttle *thr;    /* NULL = unthrottled */
+    int64_t latency_ns;   /* per batch read */
+    size_t row_bytes;     /* bytes of one gathered row: inputs + label or targets */
+    prof_t *prof;         /* the caller's profiler (its thread only), or NULL */
+    int wait_scope, gather_scope;
     /* The order: rng and perm change only when a batch is set up, and batches are set up
      * and completed strictly one after another in index order (one batch in flight at a
      * time), so the batches and shuffles never depend on which thread gathered or when. */
     eng_rng rng;
     int32_t *perm;
     long produced;        /* index of the next batch to claim */
-    /* Two slots (double buffer): the caller holds one while the other is filled. */
-    float *x[2];
-    int32_t *y[2];
-    float *t[2];
-    eng_batch meta[2];
-    int state[2];
+    /* nslots = depth + 1 slots (ring): the caller holds one while the others are filled. */
+    float *x[MAX_SLOTS];
+    int32_t *y[MAX_SLOTS];
+    float *t[MAX_SLOTS];
+    eng_batch meta[MAX_SLOTS];
+    int state[MAX_SLOTS];
+    uint64_t slot_pos[MAX_SLOTS]; /* stream position of each slot's first row (augmentation) */
     long consumed;
     int held;             /* slot the caller holds, -1 none */
     /* The batch in flight (prefetch): its rows are copied in chunks claimed from cursor
@@ -63,10 +74,15 @@ static void setup(eng_batcher *b, long k, int s)
             int r = (int)eng_rng_below(&b->rng, (uint64_t)j + 1);
             int32_t tmp = b->perm[j]; b->perm[j] = b->perm[r]; b->perm[r] = tmp;
         }
-    b->fill_start = i * b->batch;
-    b->fill_rows = b->n - b->fill_start < b->batch ? b->n - b->fill_start : b->batch;
+    int start = i * b->batch;
+    int global = b->n - start < b->batch ? b->n - start : b->batch;
+    int lo = (int)((long)global * b->shard_rank / b->shard_size);
+    int hi = (int)((long)global * (b->shard_rank + 1) / b->shard_size);
+    b->fill_start = start + lo;
+    b->fill_rows = hi - lo;
+    b->slot_pos[s] = (uint64_t)k * (uint64_t)b->batch + (uint64_t)lo;
     b->meta[s] = (eng_batch){ .x = b->x[s], .y = b->y[s], .t = b->t[s], .rows = b->fill_rows,
-                              .epoch = epoch, .last_in_epoch = i == b->bpe - 1 };
+                              .epoch = epoch, .last_in_epoch = i == b->bpe - 1, .global_rows = global };
 }
 
 /* Copies rows [r0, r1) of the batch set up at start into slot s. */
@@ -74,9 +90,14 @@ static void copy_rows(eng_batcher *b, int s, int start, int r0, int r1)
 {
     const eng_dataset *ds = b->ds;
     size_t d = ds->in_size, nt = (size_t)ds->n_targets;
+    int aug = eng_augment_on(&b->aug);
     for (int r = r0; r < r1; r++) {
         size_t src = (size_t)b->perm[start + r];
-        memcpy(b->x[s] + (size_t)r * d, ds->x_train + src * d, d * sizeof(float));
+        if (aug)
+            eng_augment_row(&b->aug, ds->in_shape, b->seed, b->slot_pos[s] + (uint64_t)r,
+                            ds->x_train + src * d, b->x[s] + (size_t)r * d);
+        else
+            memcpy(b->x[s] + (size_t)r * d, ds->x_train + src * d, d * sizeof(float));
         if (b->y[s]) b->y[s][r] = ds->y_train[src];
         if (b->t[s]) memcpy(b->t[s] + (size_t)r * nt, ds->t_train + src * nt, nt * sizeof(float));
     }
@@ -119,7 +140,12 @@ static int copy_chunks(eng_batcher *b, int s, int start, int rows, uint32_t gen,
         int r1 = r0 + b->chunk < rows ? r0 + b->chunk : rows;
         if (!atomic_compare_exchange_weak(&b->cursor, &cur, ((unsigned long long)gen << 32) | (uint32_t)r1))
             continue;                              /* cur now holds the other side's claim */
+        /* Only the training thread's own copies and reads are profiled (the profiler is
+         * its own); the prefetch thread's are hidden behind training, or show as waits. */
+        prof_t *p = count == &b->rows_by_caller ? b->prof : NULL;
+        PROF_BEGIN(p, b->gather_scope);
         copy_rows(b, s, start, r0, r1);
+        PROF_END(p, b->gather_scope, 0, (uint64_t)(r1 - r0) * b->row_bytes);
         atomic_fetch_add_explicit(count, r1 - r0, memory_order_relaxed);
         /* seq_cst read-modify-write: the last adder sees every other chunk's copies */
         if (atomic_fetch_add(&b->done_rows, r1 - r0) + (r1 - r0) == rows) return 1;
@@ -149,16 +175,32 @@ static void help_fill(eng_batcher *b, atomic_long *count)
 static void claim_and_fill(eng_batcher *b, atomic_long *count)
 {
     long k = b->produced++;
-    int s = (int)(k % 2);
+    int s = (int)(k % b->nslots);
     b->gathering = 1;
     b->fill_slot = s;
     b->fill_gen = (uint32_t)k;
     b->state[s] = SLOT_FILLING;
     unlock(b);
     setup(b, k, s);
+    if (b->thr) {
+        /* The whole batch is read from the throttled source before its rows are copied
+         * (one sleep per batch: per-chunk sleeps would each overshoot by the timer slack).
+         * Helpers meanwhile wait for it, and that wait is data.wait. */
+        prof_t *p = count == &b->rows_by_caller ? b->prof : NULL;
+        PROF_BEGIN(p, b->wait_scope);
+        eng_throttle_read(b->thr, (size_t)b->fill_rows * b->row_bytes, b->latency_ns);
+        PROF_END(p, b->wait_scope, 0, 0);
+    }
     atomic_store(&b->done_rows, 0);
     atomic_store(&b->cursor, (unsigned long long)(uint32_t)k << 32);
     pthread_mutex_lock(&b->mu);
+    if (b->fill_rows == 0) {               /* an empty shard: nothing to copy, complete now */
+        b->state[s] = SLOT_READY;
+        b->gathering = 0;
+        atomic_fetch_add(&b->completed, 1);
+        wake(b);
+        return;
+    }
     b->fill_open = 1;
     wake(b);
     help_fill(b, count);
@@ -179,7 +221,7 @@ static void *prefetch_main(void *arg)
 #endif
     pthread_mutex_lock(&b->mu);
     for (;;) {
-        while (!b->stop && (b->gathering || b->state[b->produced % 2] != SLOT_FREE))
+        while (!b->stop && (b->gathering || b->state[b->produced % b->nslots] != SLOT_FREE))
             wait_cv(b);
         if (b->stop) break;
         claim_and_fill(b, &b->rows_by_thread);
@@ -191,14 +233,70 @@ static void *prefetch_main(void *arg)
 int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
                        uint64_t seed, eng_batcher **out)
 {
+    eng_batcher_options o = { .shuffle = shuffle, .prefetch = prefetch, .depth = 1,
+                              .wait_scope = -1, .gather_scope = -1 };
+    return eng_batcher_create_opts(ds, batch, &o, seed, out);
+}
+
+int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                          uint64_t seed, long start, eng_batcher **out)
+{
+    eng_batcher_options o = { .shuffle = shuffle, .prefetch = prefetch, .depth = 1,
+                              .wait_scope = -1, .gather_scope = -1, .start = start };
+    return eng_batcher_create_opts(ds, batch, &o, seed, out);
+}
+
+/* The batch order depends only on the seed and the batch index (see struct eng_batcher),
+ * so starting at batch k replays the shuffles of the epochs begun before k, without
+ * gathering, before the prefetch thread exists. */
+static void seek(eng_batcher *b, long k)
+{
+    long epochs_begun = (k + b->bpe - 1) / b->bpe;
+    if (b->shuffle)
+        for (long e = 0; e < epochs_begun; e++)
+            for (int j = b->n - 1; j > 0; j--) {
+                int r = (int)eng_rng_below(&b->rng, (uint64_t)j + 1);
+                int32_t tmp = b->perm[j]; b->perm[j] = b->perm[r]; b->perm[r] = tmp;
+            }
+    b->produced = b->consumed = k;
+    atomic_store(&b->completed, k);
+}
+
+int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_options *o,
+                            uint64_t seed, eng_batcher **out)
+{
     *out = NULL;
+    int shuffle = o->shuffle, prefetch = o->prefetch;
     if (!ds || ds->n_train < 1)
         return eng_fail(ENG_EINVAL, "batcher: the training set is empty");
+    if (prefetch && (o->depth < 1 || o->depth > ENG_PREFETCH_MAX))
+        return eng_fail(ENG_EINVAL, "data.prefetch_depth: expected 1 to %d, got %d", ENG_PREFETCH_MAX, o->depth);
+    if (eng_augment_on(&o->augment) && (ds->in_shape[1] < 2 || ds->in_shape[2] < 2))
+        return eng_fail(ENG_EINVAL, "data.augment: shifts and flips need image data (C,H,W with H, W > 1), "
+                        "but %s has flat rows of %zu features; set augment = none", ds->name, ds->in_size);
     eng_batcher *b = prof_calloc(1, sizeof *b);
     if (!b) return eng_fail(ENG_ENOMEM, "batcher: out of memory");
     b->ds = ds;
     b->n = ds->n_train;
-    b->full = batch <= 0 || batch >= b->n;
+    b->seed = seed;
+    b->aug = o->augment;
+    b->prof = o->prof;
+    b->wait_scope = o->wait_scope;
+    b->gather_scope = o->gather_scope;
+    b->latency_ns = (int64_t)(o->read_latency_ms * 1e6);
+    b->row_bytes = ds->in_size * sizeof(float) +
+                   (ds->y_train ? sizeof(int32_t) : (size_t)ds->n_targets * sizeof(float));
+    b->nslots = prefetch ? o->depth + 1 : 1;
+    b->shard_size = o->shard_size > 1 ? o->shard_size : 1;
+    b->shard_rank = b->shard_size > 1 ? o->shard_rank : 0;
+    if (o->read_mbps > 0 || b->latency_ns > 0) {
+        if (!(b->thr = eng_throttle_new(o->read_mbps))) {
+            prof_free(b);
+            return eng_fail(ENG_ENOMEM, "batcher: out of memory");
+        }
+    }
+    /* A full batch is served in place unless every step must read or transform it. */
+    b->full = (batch <= 0 || batch >= b->n) && !b->thr && !eng_augment_on(&b->aug) && b->shard_size == 1;
     b->batch = b->full ? b->n : batch;
     b->bpe = (b->n + b->batch - 1) / b->batch;
     b->shuffle = shuffle && !b->full;
@@ -217,15 +315,15 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
         /* The whole set in its stored order, served in place: nothing to gather, and a
          * full-batch gradient does not depend on the order of rows. */
         b->meta[0] = (eng_batch){ .x = ds->x_train, .y = ds->y_train, .t = ds->t_train,
-                                  .rows = b->n, .last_in_epoch = 1 };
+                                  .rows = b->n, .last_in_epoch = 1, .global_rows = b->n };
+        b->consumed = o->start;
         *out = b;
         return ENG_OK;
     }
     b->perm = prof_malloc((size_t)b->n * sizeof(int32_t));
     int ok = b->perm != NULL;
     for (int i = 0; ok && i < b->n; i++) b->perm[i] = i;
-    int slots = prefetch ? 2 : 1;
-    for (int s = 0; ok && s < slots; s++) {
+    for (int s = 0; ok && s < b->nslots; s++) {
         b->x[s] = prof_malloc((size_t)b->batch * ds->in_size * sizeof(float));
         ok = b->x[s] != NULL;
         if (ok && ds->y_train) ok = (b->y[s] = prof_malloc((size_t)b->batch * sizeof(int32_t))) != NULL;
@@ -236,6 +334,7 @@ int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefet
         eng_batcher_destroy(b);
         return eng_fail(ENG_ENOMEM, "batcher: out of memory for batches of %d rows", b->batch);
     }
+    if (o->start > 0) seek(b, o->start);
     if (prefetch) {
         pthread_mutex_init(&b->mu, NULL);
         pthread_cond_init(&b->cv, NULL);
@@ -283,7 +382,14 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
     }
     if (!b->prefetch) {
         setup(b, b->produced++, 0);
+        if (b->thr) {
+            PROF_BEGIN(b->prof, b->wait_scope);
+            eng_throttle_read(b->thr, (size_t)b->fill_rows * b->row_bytes, b->latency_ns);
+            PROF_END(b->prof, b->wait_scope, 0, 0);
+        }
+        PROF_BEGIN(b->prof, b->gather_scope);
         copy_rows(b, 0, b->fill_start, 0, b->fill_rows);
+        PROF_END(b->prof, b->gather_scope, 0, (uint64_t)b->fill_rows * b->row_bytes);
         *out = b->meta[0];
         return ENG_OK;
     }
@@ -293,7 +399,7 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
         b->held = -1;
         wake(b);
     }
-    int s = (int)(b->consumed % 2);
+    int s = (int)(b->consumed % b->nslots);
     /* Block only while the batch is complete but for chunks already being copied. If the
      * thread has not claimed it (it did not get a core in time, as on a loaded machine),
      * gather it here; if it is half done, copy the remaining chunks alongside. */
@@ -303,8 +409,12 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
         else if (b->gathering && b->fill_open && b->fill_slot == s &&
                  (int)(uint32_t)atomic_load(&b->cursor) < b->fill_rows)
             help_fill(b, &b->rows_by_caller);
-        else if (!spin_until_complete(b, b->consumed))
-            wait_cv(b);
+        else {
+            /* Waiting for the prefetch thread: the stall data.wait measures. */
+            PROF_BEGIN(b->prof, b->wait_scope);
+            if (!spin_until_complete(b, b->consumed)) wait_cv(b);
+            PROF_END(b->prof, b->wait_scope, 0, 0);
+        }
     }
     b->state[s] = SLOT_HELD;
     b->held = s;
@@ -336,7 +446,8 @@ void eng_batcher_destroy(eng_batcher *b)
         pthread_mutex_destroy(&b->mu);
         pthread_cond_destroy(&b->cv);
     }
-    for (int s = 0; s < 2; s++) { prof_free(b->x[s]); prof_free(b->y[s]); prof_free(b->t[s]); }
+    for (int s = 0; s < MAX_SLOTS; s++) { prof_free(b->x[s]); prof_free(b->y[s]); prof_free(b->t[s]); }
     prof_free(b->perm);
+    eng_throttle_free(b->thr);
     prof_free(b);
 }

@@ -81,11 +81,13 @@ static int tee_metric(void *ud, const eng_metric *m) { TEE_EACH((eng_sink_tee *)
 static int tee_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum) { TEE_EACH((eng_sink_tee *)ud, op_stats, rows, n, sum); return 0; }
 static int tee_solver(void *ud, const struct qm_solve_event *ev) { TEE_EACH((eng_sink_tee *)ud, solver, ev); return 0; }
 static void tee_progress(void *ud, long step, long total, int epoch, double loss, double sps) { TEE_EACH_VOID((eng_sink_tee *)ud, progress, step, total, epoch, loss, sps); }
+static int tee_checkpoint(void *ud, const eng_checkpoint *ck) { TEE_EACH((eng_sink_tee *)ud, checkpoint, ck); return 0; }
 static void tee_end(void *ud, const eng_run_result *res) { TEE_EACH_VOID((eng_sink_tee *)ud, run_end, res); }
 
 eng_sink eng_sink_tee_make(eng_sink_tee *tee)
 {
     return (eng_sink){ .ud = tee, .run_begin = tee_begin, .metric = tee_metric,
                        .op_stats = tee_ops, .solver = tee_solver,
-                       .progress = tee_progress, .run_end = tee_end };
+                       .progress = tee_progress, .run_end = tee_end,
+                       .checkpoint = tee_checkpoint };
 }

@@ -2,6 +2,7 @@
  * error located as FILE:LINE, and the key table that documents every key. */
 #include "engine.h"
 #include "data_internal.h"
+#include "graph.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -26,9 +27,17 @@
  * default" (engine/data_internal.h), resolved once the source is known. */
 typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS } key_kind;
 
-static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", NULL };
+static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", "graph", NULL };
 static const int V_SOURCE[] = { ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG,
-                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV };
+                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV, ENG_DATA_GRAPH };
+static const char *const E_GSOURCE[] = { "sbm", "rmat", "file", NULL };
+static const int V_GSOURCE[] = { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE };
+static const char *const E_GMODE[] = { "sampled", "full", NULL };
+static const int V_GMODE[] = { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL };
+static const char *const E_SAMPLER[] = { "twopass", "fused", NULL };
+static const int V_SAMPLER[] = { 0, 1 };
+static const char *const E_PART[] = { "none", "random", "metis", NULL };
+static const int V_PART[] = { ENG_PART_NONE, ENG_PART_RANDOM, ENG_PART_METIS };
 static const char *const E_HEADER[] = { "auto", "true", "false", NULL };
 static const int V_HEADER[] = { -1, 1, 0 };
 /* "auto" (-1) is resolved after the source is known: scale for idx, none otherwise. */
@@ -48,6 +57,8 @@ static const char *const E_BLOCKS[] = { "layer", "full", NULL };
 static const int V_BLOCKS[] = { ENG_BLOCKS_LAYER, ENG_BLOCKS_FULL };
 static const char *const E_POLICY[] = { "classical", "quantum", "threshold", "hybrid", NULL };
 static const int V_POLICY[] = { ENG_QPOLICY_CLASSICAL, ENG_QPOLICY_QUANTUM, ENG_QPOLICY_THRESHOLD, ENG_QPOLICY_HYBRID };
+static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
+static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -62,8 +73,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("experiment", "target_loss", K_DBL, target_loss, 0, INF, NULL, NULL, "number >= 0", "0",    \
       "train loss that counts as reached for steps/time-to-target; 0 = none")                      \
     X("data", "source", K_ENUM, data.source, 0, 0, E_SOURCE, V_SOURCE,                                \
-      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv", "spirals",                           \
-      "synthetic generator, IDX files (MNIST/Fashion-MNIST) or a CSV file")                        \
+      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv, graph", "spirals",                    \
+      "synthetic generator, IDX files (MNIST/Fashion-MNIST), a CSV file, or a graph ([graph] section)") \
     X("data", "n", K_INT, data.n, 0, 1e9, NULL, NULL, "integer >= 0", "0",                         \
       "synthetic: samples generated (0 = " DSTR(ENG_DATA_DEF_N) "); idx/csv: at most this many training samples (0 = all)") \
     X("data", "n_test", K_INT, data.n_test, 0, 1e9, NULL, NULL, "integer >= 0", "0",               \
@@ -108,8 +119,19 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "reshuffle the training set every epoch")                                                    \
     X("data", "prefetch", K_BOOL, data.prefetch, 0, 0, NULL, NULL, "boolean", "false",             \
       "gather the next batch on a second thread while the current one trains")                     \
+    X("data", "prefetch_depth", K_INT, data.prefetch_depth, 1, ENG_PREFETCH_MAX, NULL, NULL,          \
+      "integer in [1, " DSTR(ENG_PREFETCH_MAX) "]", "1",                                                \
+      "with prefetch: how many batches the prefetch thread may have ready ahead of training")    \
+    X("data", "cache", K_BOOL, data.cache, 0, 0, NULL, NULL, "boolean", "false",                   \
+      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs; rebuilt when a source file's size or mtime or a data key changes") \
+    X("data", "augment", K_STR, data.augment, 0, 0, NULL, NULL, "shift:N, flip, or none", "none", \
+      "image data: on-the-fly transforms of each training row as it is gathered (on the prefetch thread when prefetch is on): random shift by up to N pixels, random horizontal flip; deterministic per seed") \
+    X("data", "read_mbps", K_DBL, data.read_mbps, 0, INF, NULL, NULL, "number >= 0", "0",          \
+      "throttle the batch source to this rate in MB/s (1e6 bytes of gathered rows), to study input-bound training; 0 = unthrottled") \
+    X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
+      "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none; the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -152,6 +174,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "steps between test-set evaluations; 0 = at the end of each epoch (always also at the end)") \
     X("train", "log_every", K_INT, train.log_every, 1, 1e9, NULL, NULL, "integer >= 1", "1",      \
       "steps between logged train_loss/train_acc/lr points (each the mean over those steps)")     \
+    X("train", "checkpoint_every", K_LONG, train.checkpoint_every, 0, 1e12, NULL, NULL, "integer >= 0", "0", \
+      "steps between checkpoints stored with the run (for resume, eval, quantize); 0 = at the end of each epoch; always also at the end") \
     X("newton", "curvature", K_ENUM, newton.curvature, 0, 0, E_CURV, V_CURV,                          \
       "hessian, fisher, gauss-newton", "hessian", "curvature matrix of each block")               \
     X("newton", "blocks", K_ENUM, newton.blocks, 0, 0, E_BLOCKS, V_BLOCKS, "layer, full", "layer",   \
@@ -178,10 +202,58 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "none = the paper's assumption; tomography adds O(n/eps^2) circuit repetitions")            \
     X("quantum", "exact_kappa_max_n", K_INT, quantum.exact_kappa_max_n, 0, 1e6, NULL, NULL,         \
       "integer >= 0", "256", "compute the exact condition number for blocks up to this size")      \
+    X("dist", "compress", K_ENUM, dist.compress, 0, 0, E_COMPRESS, V_COMPRESS, "none, fp16, int8", "none", \
+      "under mpirun: gradients sent as fp32, fp16, or int8 with error feedback (the rounding error is added to the next step's gradient)") \
+    X("dist", "timeout_s", K_DBL_POS, dist.timeout_s, 0, 86400, NULL, NULL, "number > 0", "30",     \
+      "under mpirun: a collective the other ranks do not join in this many seconds fails the run (a rank died or hangs)") \
     X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \
       "profile every op (as `--profile` does)")                                                     \
     X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
-      "comma-separated PAPI events to count; empty = the default set (where the machine has them)")
+      "comma-separated PAPI events to count; empty = the default set (where the machine has them)") \
+    GRAPH_KEYS(X)
+
+/* [graph] (issue 16, docs/graphs.md): only read when data.source = graph. */
+#define GRAPH_KEYS(X)                                                                             \
+    X("graph", "source", K_ENUM, graph.source, 0, 0, E_GSOURCE, V_GSOURCE, "sbm, rmat, file", "sbm", \
+      "stochastic block model, R-MAT (a,b,c = 0.57,0.19,0.19), or edge/feature/label files")      \
+    X("graph", "nodes", K_INT, graph.nodes, 2, 1e8, NULL, NULL, "integer >= 2", "3000", "sbm: number of nodes") \
+    X("graph", "classes", K_INT, graph.classes, 2, 1000, NULL, NULL, "integer >= 2", "4",         \
+      "sbm: communities (= classes); rmat: random labels in this many classes")                   \
+    X("graph", "features", K_INT, graph.features, 1, 100000, NULL, NULL, "integer >= 1", "16",    \
+      "sbm/rmat: features per node")                                                              \
+    X("graph", "degree", K_DBL_POS, graph.degree, 0, INF, NULL, NULL, "number > 0", "10", "sbm: mean degree of a node") \
+    X("graph", "homophily", K_DBL, graph.homophily, 0, 1, NULL, NULL, "number in [0, 1]", "0.8",  \
+      "sbm: share of each node's edges inside its community")                                     \
+    X("graph", "noise", K_DBL, graph.noise, 0, INF, NULL, NULL, "number >= 0", "2",               \
+      "sbm: feature noise std around the community centroids (N(0,1) each): the difficulty knob") \
+    X("graph", "scale", K_INT, graph.scale, 1, 30, NULL, NULL, "integer in [1, 30]", "14", "rmat: the graph has 2^scale nodes") \
+    X("graph", "edge_factor", K_INT, graph.edge_factor, 1, 1024, NULL, NULL, "integer >= 1", "16", \
+      "rmat: edges drawn per node")                                                              \
+    X("graph", "edges", K_STR, graph.edges, 0, 0, NULL, NULL, "path", "",                          \
+      "file: edge list, one 'src,dst' per line (comma, tab or blanks; optional header)")           \
+    X("graph", "node_features", K_STR, graph.node_features, 0, 0, NULL, NULL, "path", "",          \
+      "file: one row of numbers per node, in id order")                                            \
+    X("graph", "labels", K_STR, graph.labels, 0, 0, NULL, NULL, "path", "",                        \
+      "file: one class per line in node order, or 'node,label' lines")                            \
+    X("graph", "train_mask", K_STR, graph.train_mask, 0, 0, NULL, NULL, "path", "",                \
+      "file: node ids of the training set, one per line (with val_mask/test_mask; else a random split)") \
+    X("graph", "val_mask", K_STR, graph.val_mask, 0, 0, NULL, NULL, "path", "", "file: validation node ids") \
+    X("graph", "test_mask", K_STR, graph.test_mask, 0, 0, NULL, NULL, "path", "", "file: test node ids") \
+    X("graph", "undirected", K_BOOL, graph.undirected, 0, 0, NULL, NULL, "boolean", "true",      \
+      "file: add the reverse of every edge")                                                      \
+    X("graph", "train_fraction", K_DBL, graph.train_fraction, 0, 1, NULL, NULL, "number in (0, 1)", "0.6", \
+      "random split: share of nodes for training (seeded)")                                      \
+    X("graph", "val_fraction", K_DBL, graph.val_fraction, 0, 1, NULL, NULL, "number in [0, 1)", "0.2", \
+      "random split: share for validation; the rest is the test set")                            \
+    X("graph", "mode", K_ENUM, graph.mode, 0, 0, E_GMODE, V_GMODE, "sampled, full", "sampled",     \
+      "sampled = minibatches of train.batch seed nodes over sampled blocks; full = the whole graph each step") \
+    X("graph", "fanouts", K_STR, graph.fanouts, 0, 0, NULL, NULL, "comma-separated integers", "10,5", \
+      "neighbours sampled per node, one per sage layer, input layer first (as DGL)")               \
+    X("graph", "sampler", K_ENUM, graph.sampler, 0, 0, E_SAMPLER, V_SAMPLER, "twopass, fused", "fused", \
+      "twopass = sample_neighbors then to_block (DGL-style baseline); fused = one pass (FastSample-style)") \
+    X("graph", "partition", K_ENUM, graph.partition, 0, 0, E_PART, V_PART, "none, random, metis", "none", \
+      "partition the graph and report edge cut and modelled cross-partition traffic per minibatch") \
+    X("graph", "parts", K_INT, graph.parts, 2, 1024, NULL, NULL, "integer >= 2", "4", "number of partitions (graph.partition)")
 
 typedef struct {
     const char *section, *key;
@@ -206,7 +278,7 @@ _Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int"
 _Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
 
 static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
-                                        "quantum", "profile", NULL };
+                                        "quantum", "profile", "graph", "dist", NULL };
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -344,11 +416,16 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         long long a = 0, b = 0;
         const char *expect = NULL;
         if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
-        else if (!strcmp(parts[0], "dense")) {
-            L->kind = ENG_LAYER_DENSE;
+        else if (!strcmp(parts[0], "dense") || !strcmp(parts[0], "sage")) {
+            L->kind = parts[0][0] == 's' ? ENG_LAYER_SAGE : ENG_LAYER_DENSE;
+            /* maxk:K (or maxkK) keeps the K largest of each row: engine/sparse.c */
+            if (np == 4 && !strcmp(parts[2], "maxk") && !parse_long(parts[3], &b)) { parts[2] = "maxk"; np = 3; }
+            else if (np == 3 && !strncmp(parts[2], "maxk", 4) && parts[2][4] && !parse_long(parts[2] + 4, &b)) parts[2] = "maxk";
             if (np < 2 || np > 3 || parse_long(parts[1], &a) || a < 1 || a > 1000000 ||
-                (np == 3 && parse_act(parts[2], &L->act)))
-                expect = "dense:UNITS[:ACT] with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none";
+                (np == 3 && strcmp(parts[2], "maxk") && parse_act(parts[2], &L->act)) ||
+                (np == 3 && !strcmp(parts[2], "maxk") && (b < 1 || b > a)))
+                expect = "dense:UNITS[:ACT] (or sage:UNITS[:ACT]) with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none, maxkK (1 <= K <= UNITS)";
+            if (np == 3 && !strcmp(parts[2], "maxk")) { L->act = ENG_ACT_MAXK; L->k = (int)b; }
             L->units = (int)a;
         } else if (!strcmp(parts[0], "conv")) {
             L->kind = ENG_LAYER_CONV;
@@ -376,7 +453,7 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         n++;
     }
     if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
-    if (mc->layers[n - 1].kind != ENG_LAYER_DENSE) {
+    if (mc->layers[n - 1].kind != ENG_LAYER_DENSE && mc->layers[n - 1].kind != ENG_LAYER_SAGE) {
         snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'",
                  mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten");
         return -1;
@@ -574,7 +651,7 @@ static void on_section_line(parse_state *st, const char *raw)
             if (d < bestd) { bestd = d; best = i; }
         }
         if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
-        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, variant NAME)", name);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, variant NAME)", name);
         return;
     }
     st->cur = -1;
@@ -845,12 +922,40 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         (is_regression_source(c->data.source) || (c->data.source == ENG_DATA_CSV && c->data.regression)))
         CROSS("model", "loss", "softmax_xent needs a classification dataset, but data.source = %s gives real-valued targets; use loss = mse",
               E_SOURCE[c->data.source]);
+    {
+        eng_augment aug;
+        char aw[200];
+        if (eng_augment_parse(c->data.augment, &aug, aw, sizeof aw))
+            CROSS("data", "augment", "%s", aw);
+    }
+    if (c->data.cache && c->data.source != ENG_DATA_IDX && c->data.source != ENG_DATA_CSV)
+        CROSS("data", "cache", "caches a file source (idx or csv); data.source = %s is generated in memory, set cache = false",
+              E_SOURCE[c->data.source]);
     if (c->train.schedule == ENG_SCHED_STEP && c->train.step_size <= 0)
         CROSS("train", "schedule", "step needs train.step_size > 0 (steps between decays)");
     if (c->train.min_lr > c->train.lr)
         CROSS("train", "min_lr", "must not exceed train.lr (%g), got %g", c->train.lr, c->train.min_lr);
     if (c->train.epochs == 0 && c->train.max_steps == 0)
         CROSS("train", "epochs", "epochs = 0 needs train.max_steps > 0 (nothing would train)");
+    {   /* graphs: sage layers and the [graph] keys go together (engine/gnn.c) */
+        int n_sage = 0, fan[ENG_GRAPH_MAX_LAYERS];
+        for (int i = 0; i < c->model.n_layers; i++) n_sage += c->model.layers[i].kind == ENG_LAYER_SAGE;
+        int graph = c->data.source == ENG_DATA_GRAPH;
+        if (graph && n_sage != c->model.n_layers)
+            CROSS("model", "layers", "data.source = graph needs sage layers only (e.g. sage:64:relu, sage:%d)", c->graph.classes);
+        if (!graph && n_sage)
+            CROSS("model", "layers", "sage layers need data.source = graph (and a [graph] section)");
+        int nf = graph ? eng_graph_parse_fanouts(c->graph.fanouts, fan, ENG_GRAPH_MAX_LAYERS) : 0;
+        if (graph && nf < 0)
+            CROSS("graph", "fanouts", "expected 1 to %d comma-separated integers in 1..%d, got '%s'",
+                  ENG_GRAPH_MAX_LAYERS, ENG_MAX_FANOUT, c->graph.fanouts);
+        if (graph && c->graph.mode == ENG_GRAPH_SAMPLED && nf != n_sage)
+            CROSS("graph", "fanouts", "one fanout per sage layer: %d given for %d layers", nf, n_sage);
+        if (graph && c->graph.source == ENG_GRAPH_FILE && (!c->graph.edges[0] || !c->graph.node_features[0] || !c->graph.labels[0]))
+            CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
+        if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
+            CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
+    }
 #undef CROSS
 
     c->kv = calloc(NKEYS, sizeof *c->kv);
@@ -950,6 +1055,9 @@ static void free_state(parse_state *st)
     free(st->vars);
 }
 
+static int load_text(const char *path, char *text, const char *const *overrides, size_t n_overrides,
+                     eng_experiment **out);
+
 int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
                         eng_experiment **out)
 {
@@ -957,6 +1065,25 @@ int eng_experiment_load(const char *path, const char *const *overrides, size_t n
     int rc;
     char *text = read_file(path, &rc);
     if (!text) return rc;
+    return load_text(path, text, overrides, n_overrides, out);
+}
+
+int eng_experiment_load_text(const char *path, const char *text, const char *const *overrides,
+                             size_t n_overrides, eng_experiment **out)
+{
+    *out = NULL;
+    size_t n = strlen(text) + 1;
+    char *copy = malloc(n);
+    if (!copy) return eng_fail(ENG_ENOMEM, "out of memory");
+    memcpy(copy, text, n);
+    return load_text(path, copy, overrides, n_overrides, out);
+}
+
+/* Takes ownership of text. */
+static int load_text(const char *path, char *text, const char *const *overrides, size_t n_overrides,
+                     eng_experiment **out)
+{
+    int rc;
 
     cli_set *sets = n_overrides ? calloc(n_overrides, sizeof *sets) : NULL;
     if (n_overrides && !sets) { free(text); return eng_fail(ENG_ENOMEM, "out of memory"); }

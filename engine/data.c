@@ -417,7 +417,20 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
                         dc->n < 0 ? "n" : "n_test", dc->n < 0 ? dc->n : dc->n_test);
     eng_dataset *ds = prof_calloc(1, sizeof *ds);
     if (!ds) return eng_fail(ENG_ENOMEM, "data: out of memory");
-    int rc, need_split = 1, idx = 0;
+    int rc, need_split = 1, idx = 0, hit = 0;
+    eng_data_cache_note(ENG_CACHE_OFF);
+    if (dc->cache) {
+        if (dc->source != ENG_DATA_IDX && dc->source != ENG_DATA_CSV) {
+            prof_free(ds);
+            return eng_fail(ENG_EINVAL, "data.cache: caches a file source (idx or csv), not a generated one; set cache = false");
+        }
+        if ((rc = eng_data_cache_load(dc, seed, ds, &hit))) { prof_free(ds); return rc; }
+        if (hit) {
+            eng_data_cache_note(ENG_CACHE_HIT);
+            *out = ds;
+            return ENG_OK;
+        }
+    }
     switch (dc->source) {
     case ENG_DATA_IDX: idx = 1; rc = eng_data_load_idx(dc, ds, &need_split); break;
     case ENG_DATA_CSV: rc = eng_data_load_csv(dc, ds, &need_split); break;
@@ -428,6 +441,8 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
         rc = split(ds, dc->test_fraction, dc->stratify, file ? dc->n : 0, file ? dc->n_test : 0, seed);
     }
     if (!rc) rc = normalize(ds, dc->normalize, idx);
+    if (!rc && dc->cache && !(rc = eng_data_cache_store(dc, seed, ds)))
+        eng_data_cache_note(ENG_CACHE_WRITTEN);
     if (rc) { eng_data_free(ds); return rc; }
     *out = ds;
     return ENG_OK;
@@ -436,8 +451,12 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
 void eng_data_free(eng_dataset *ds)
 {
     if (!ds) return;
-    prof_free(ds->x_train); prof_free(ds->x_test);
-    prof_free(ds->y_train); prof_free(ds->y_test);
-    prof_free(ds->t_train); prof_free(ds->t_test);
+    if (ds->map) {
+        eng_data_cache_unmap(ds);           /* the arrays live in the mapping */
+    } else {
+        prof_free(ds->x_train); prof_free(ds->x_test);
+        prof_free(ds->y_train); prof_free(ds->y_test);
+        prof_free(ds->t_train); prof_free(ds->t_test);
+    }
     prof_free(ds);
 }

@@ -64,6 +64,70 @@ void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller)
  * size in *size, or -1 with the reason in eng_error(). A FIFO is opened without blocking. */
 int eng_open_input(const char *path, long long max_bytes, const char *what, long long *size);
 
+/* ---- input pipeline (pipeline.c, data_cache.c) ------------------------------------- */
+
+#define ENG_PREFETCH_MAX 8                    /* data.prefetch_depth's upper bound */
+#define ENG_STREAM_DATA_AUGMENT 0x44415531ull /* "DAU1": per-row augmentation draws */
+
+/* data.augment parsed: "shift:N, flip" in any order, "none" or "" for nothing. */
+typedef struct { int shift, flip; } eng_augment;
+/* 0, or -1 with a reason in why ("'rotate' is not a transform; use shift:N or flip"). */
+int eng_augment_parse(const char *s, eng_augment *out, char *why, size_t cap);
+static inline int eng_augment_on(const eng_augment *a) { return a->shift > 0 || a->flip; }
+/* Writes row src (one sample of shape C,H,W) transformed into dst: the transform of the
+ * sample at position pos of the training stream (batch index * batch + row), drawn from
+ * its own seeded generator, so the result never depends on which thread gathers it.
+ * Pixels shifted in take the value of the image's corner pixel (its background). */
+void eng_augment_row(const eng_augment *a, const int shape[3], uint64_t seed, uint64_t pos,
+                     const float *src, float *dst);
+
+/* A throttled source: every read of `bytes` (plus `latency_ns` once per batch) occupies the
+ * one simulated device for bytes / rate; readers queue behind each other, so two threads
+ * reading at once still share one rate. Sleeps until this read's turn is over. */
+typedef struct eng_throttle eng_throttle;
+eng_throttle *eng_throttle_new(double mbps);   /* mbps 0: latency only; NULL = out of memory */
+void eng_throttle_free(eng_throttle *t);
+void eng_throttle_read(eng_throttle *t, size_t bytes, int64_t latency_ns);
+
+/* What the batcher does besides gathering (the public eng_batcher_create: all off). */
+typedef struct {
+    int shuffle, prefetch;
+    int depth;                /* prefetch: batches ready ahead, 1..ENG_PREFETCH_MAX */
+    eng_augment augment;
+    double read_mbps, read_latency_ms;
+    /* The training thread's profiler and scopes for its waiting (throttled reads, waits
+     * for the prefetch thread) and its own copying; prof NULL = none. */
+    prof_t *prof;
+    int wait_scope, gather_scope;
+    /* Data-parallel: this rank serves rows [G*rank/size, G*(rank+1)/size) of every global
+     * batch of G rows (same permutation and augmentation as one process); size 0 or 1 = all. */
+    int shard_rank, shard_size;
+    /* Start at this batch index (0-based: steps already taken), serving the batches an
+     * uninterrupted batcher serves from there on (resume from a checkpoint). */
+    long start;
+} eng_batcher_options;
+int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_options *o,
+                            uint64_t seed, eng_batcher **out);
+
+/* data.cache: the cache file for dc (path into buf), its state after eng_data_load. */
+typedef enum { ENG_CACHE_OFF, ENG_CACHE_HIT, ENG_CACHE_WRITTEN } eng_cache_state;
+/* Loads ds from dc's cache file if its key matches (sources' sizes and mtimes, every data
+ * key that shapes the arrays): *hit = 1 and ds's arrays point into the mapping. */
+int eng_data_cache_load(const eng_data_config *dc, uint64_t seed, eng_dataset *ds, int *hit);
+/* Writes the loaded, normalised ds as dc's cache file (temporary file + rename). */
+int eng_data_cache_store(const eng_data_config *dc, uint64_t seed, const eng_dataset *ds);
+/* The cache file's path for dc into buf. -1 with a message when no directory is known. */
+int eng_data_cache_path(const eng_data_config *dc, uint64_t seed, char *buf, size_t cap);
+void eng_data_cache_unmap(eng_dataset *ds);
+/* What the last eng_data_load on this thread did with the cache. */
+eng_cache_state eng_data_cache_last(void);
+void eng_data_cache_note(eng_cache_state s);
+
+/* eng_batcher_create, starting at batch index start (0-based; start = steps already
+ * taken): the batches served are those an uninterrupted batcher serves from there on. */
+int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                          uint64_t seed, long start, eng_batcher **out);
+
 /* Base name of a path without its directory (points into path). */
 const char *eng_data_basename(const char *path);
 

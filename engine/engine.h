@@ -65,6 +65,7 @@ const char *eng_run_status_name(eng_run_status s); /* "running", "finished", ...
 typedef enum {
     ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG, ENG_DATA_POLYREG,
     ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV,
+    ENG_DATA_GRAPH,        /* node classification on a graph: the [graph] section */
 } eng_data_source;
 
 typedef enum { ENG_NORM_NONE, ENG_NORM_SCALE /* x/255 for idx */, ENG_NORM_STANDARD /* z-score per feature, stats from train */, ENG_NORM_MINMAX } eng_norm;
@@ -90,16 +91,26 @@ typedef struct {
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
+    /* input pipeline (engine/data_cache.c, engine/pipeline.c) */
+    int cache;             /* idx/csv: keep the decoded, normalised set in a memory-mapped cache file */
+    char augment[64];      /* image data: "shift:N, flip" (random shift by up to N pixels, horizontal flip); "" = none */
+    double read_mbps;      /* throttle the batch source to this many MB/s (1e6 bytes); 0 = unthrottled */
+    double read_latency_ms;/* fixed latency per batch read from the source; 0 = none */
+    int prefetch_depth;    /* batches the prefetch thread may have ready ahead (1..8) */
 } eng_data_config;
 
-typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU } eng_act;
-typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN } eng_layer_kind;
+/* ENG_ACT_MAXK keeps the k largest values of each row (eng_layer_spec.k) and zeroes the rest;
+ * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
+typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
+typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
+               ENG_LAYER_SAGE /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */ } eng_layer_kind;
 
 typedef struct {
     eng_layer_kind kind;
     int units;     /* dense: outputs; conv: filters */
     int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
     eng_act act;
+    int k;         /* maxk: values kept per row (1 <= k <= units) */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
@@ -134,6 +145,7 @@ typedef struct {
     int threads;           /* BLAS threads; 0 = leave as the environment sets it */
     int eval_every;        /* steps between test evaluations; 0 = once per epoch */
     int log_every;         /* steps between logged train metrics (default 1) */
+    long checkpoint_every; /* steps between checkpoints; 0 = at the end of each epoch */
 } eng_train_config;
 
 typedef enum { ENG_CURV_HESSIAN, ENG_CURV_FISHER, ENG_CURV_GAUSS_NEWTON } eng_curvature;
@@ -166,6 +178,32 @@ typedef struct {
     char counters[256];   /* comma-separated PAPI event names; "" = the default set */
 } eng_profile_config;
 
+/* [graph]: node classification (data.source = graph); see engine/gnn.c and docs/graphs.md */
+typedef enum { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE } eng_graph_source;
+typedef enum { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL } eng_graph_mode;
+typedef enum { ENG_PART_NONE, ENG_PART_RANDOM, ENG_PART_METIS } eng_partitioner;
+typedef struct {
+    eng_graph_source source;
+    int nodes, classes, features;   /* sbm */
+    double degree, homophily, noise; /* sbm: mean degree, share of edges inside a community, feature noise */
+    int scale, edge_factor;         /* rmat */
+    char edges[512], node_features[512], labels[512];          /* file */
+    char train_mask[512], val_mask[512], test_mask[512];       /* file: optional */
+    int undirected;                 /* file */
+    double train_fraction, val_fraction; /* random split when there are no mask files */
+    eng_graph_mode mode;            /* minibatches of sampled blocks, or the full graph per step */
+    char fanouts[64];               /* "10,5": per layer, input layer first */
+    int sampler;                    /* 0 = twopass, 1 = fused (engine/sample.c) */
+    eng_partitioner partition;
+    int parts;
+} eng_graph_config;
+/* Data-parallel training ([dist]; used when the run was started by mpirun with N > 1). */
+typedef enum { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 } eng_compress;
+typedef struct {
+    eng_compress compress; /* gradients sent as fp32, fp16, or int8 with error feedback */
+    double timeout_s;      /* a collective not answered in this time fails the run */
+} eng_dist_config;
+
 /* One resolved key of a variant: "train.lr" = "0.1", from FILE:LINE. */
 typedef struct {
     char key[64];
@@ -186,6 +224,8 @@ typedef struct {
     eng_newton_config newton;
     eng_quantum_config quantum;
     eng_profile_config profile;
+    eng_graph_config graph;
+    eng_dist_config dist;
     eng_kv *kv;           /* every key, resolved (defaults included), sorted by key */
     size_t n_kv;
 } eng_config;
@@ -203,6 +243,10 @@ typedef struct {
  * eng_experiment_free. */
 int eng_experiment_load(const char *path, const char *const *overrides, size_t n_overrides,
                         eng_experiment **out);
+/* The same from the file's text (as stored with a run); path names it in messages and
+ * anchors relative data paths. */
+int eng_experiment_load_text(const char *path, const char *text, const char *const *overrides,
+                             size_t n_overrides, eng_experiment **out);
 void eng_experiment_free(eng_experiment *ex);
 /* Keeps only the named variant; ENG_EINVAL naming the variants that exist if absent. */
 int eng_experiment_select(eng_experiment *ex, const char *variant);
@@ -224,6 +268,8 @@ typedef struct {
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
     char label_max_at[160];          /* file loaders: where the largest label is ("f.csv: data row 57") */
+    void *map;            /* private: the cache file mapping the arrays point into, or NULL */
+    size_t map_len;
 } eng_dataset;
 
 /* Builds or loads the dataset the config names (deterministic for the seed), splits and
@@ -241,6 +287,7 @@ typedef struct {
     int rows;             /* batch size (the last batch of an epoch may be smaller) */
     int epoch;            /* 0-based epoch this batch belongs to */
     int last_in_epoch;    /* 1 for the final batch of its epoch */
+    int global_rows;      /* rows of the whole batch across ranks (== rows in one process) */
 } eng_batch;
 int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
                        uint64_t seed, eng_batcher **out);
@@ -301,6 +348,10 @@ typedef struct {
     int threads;                 /* BLAS threads in use */
     long total_steps;
     int n_train, n_test;
+    long resumed_step;           /* 0, or the checkpoint's step when the run was resumed */
+    int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
+                                  * train_loss/train_acc/lr logged at resumed_step were that
+                                  * interval's partial mean and are logged again later */
 } eng_run_info;
 
 typedef struct {
@@ -318,7 +369,20 @@ typedef struct {
     size_t peak_rss;             /* process peak RSS, bytes */
     long solves, quantum_solves; /* Newton only */
     double kappa_first, kappa_last; /* mean routing kappa estimate at first/last Newton step; NAN otherwise */
+    long checkpoints;            /* checkpoints handed to the sink by this process */
+    size_t checkpoint_bytes;     /* bytes of one checkpoint record */
+    double checkpoint_s;         /* time spent serialising and in the sink's checkpoint callback */
 } eng_run_result;
+
+/* A run's state as one opaque byte record (engine/checkpoint.c: magic, version, checksum,
+ * parameters, optimizer state, loop state). A store keeps it as it is; eng_run_resume and
+ * eng_run_load_params read it back. */
+typedef struct {
+    long step;                   /* steps done when it was taken */
+    int epoch;                   /* epochs done */
+    const void *data;            /* valid during the callback only */
+    size_t len;
+} eng_checkpoint;
 
 struct qm_solve_event; /* quantum/quantum.h */
 
@@ -335,6 +399,9 @@ typedef struct eng_sink {
     /* Progress, every step: cheap, for progress lines and live views. */
     void (*progress)(void *ud, long step, long total_steps, int epoch, double loss, double samples_per_s);
     void (*run_end)(void *ud, const eng_run_result *res);
+    /* A checkpoint, every train.checkpoint_every steps (0: each epoch), at the end and when
+     * a stop is honoured; not for newton runs. Non-zero stops the run with ENG_ESINK. */
+    int (*checkpoint)(void *ud, const eng_checkpoint *ck);
 } eng_sink;
 
 typedef struct eng_run eng_run;
@@ -347,9 +414,92 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
  * result (also passed to run_end) stays readable until eng_run_destroy. */
 int eng_run_train(eng_run *r, const eng_sink *sink);
 const eng_run_result *eng_run_result_get(const eng_run *r);
+/* Before eng_run_train: continue from a checkpoint of this run's config (same seed,
+ * model, optimizer, data and batch). The run then trains from the checkpoint's step on and
+ * logs exactly what the uninterrupted run logs from there (bit-identical at 1 thread).
+ * ENG_EFORMAT for a corrupt record, ENG_EINVAL when it belongs to another setup. */
+int eng_run_resume(eng_run *r, const void *data, size_t len);
+/* Loads only the parameters of a checkpoint into the run's model (eval, quantize). */
+int eng_run_load_params(eng_run *r, const void *data, size_t len);
+/* Mean loss and accuracy (NAN for regression) of the current model on the test set. */
+int eng_run_evaluate(eng_run *r, double *loss, double *acc);
+/* The run's model and data (owned by the run), for eval and quantization. */
+eng_model *eng_run_model(eng_run *r);
+const eng_dataset *eng_run_dataset(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
 void eng_run_destroy(eng_run *r);
+
+/* ---- data-parallel training on MPI (engine/dist.c, the only includer of mpi.h) ------ *
+ * `mpirun -np N nnbench run FILE`: every rank runs the same variants; each takes its share
+ * of every global batch, gradients are averaged with MPI_Allreduce, every rank applies the
+ * same update. Rank 0 alone reports: other ranks get eng_dist_sink, which forwards their
+ * profile rows to rank 0 and reports nothing else. Without mpirun (or with N = 1) MPI is
+ * never initialised and runs are plain single-process runs. */
+/* Initialises MPI when this process was started by mpirun with more than one process;
+ * *rank, *world get 0 and 1 otherwise. ENG_EIO with a message when MPI fails. */
+int eng_dist_init(int *rank, int *world);
+int eng_dist_world(void);   /* 1 unless eng_dist_init found a job of N > 1 */
+int eng_dist_rank(void);
+/* A collective failed or timed out, or the job is being torn down: further variants cannot
+ * run. Then eng_dist_finalize aborts the job instead of waiting for the others. */
+int eng_dist_broken(void);
+/* Async-signal-safe: mpirun is stopping the job (SIGTERM): collectives stop waiting. */
+void eng_dist_request_abort(void);
+void eng_dist_finalize(int exit_code);
+/* The sink of a rank: on rank 0 it wraps inner and adds the other ranks' profile rows (as
+ * "rankK:name") to inner's op_stats; on the others it sends its rows to rank 0 and reports
+ * nothing. With one process it is inner itself. st lives as long as the sink. */
+typedef struct { const eng_sink *inner; } eng_dist_sink_state;
+eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
+/* Collective (every rank calls it): the median over reps of the time of an in-place
+ * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
+int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
+/* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
+ * default of 30 s, or when the job is being stopped). No-op in one process. */
+int eng_dist_barrier(void);
+
+/* ---- int8 post-training quantization (quant.c) -------------------------------------- */
+
+typedef enum { ENG_QSCHEME_MINMAX, ENG_QSCHEME_PERCENTILE } eng_qscheme;
+typedef struct eng_qmodel eng_qmodel;
+/* Quantizes a trained model: activation ranges from its forward on the first n_calib
+ * training samples of ds (min-max, or the 0.01/99.99 percentiles), weights per output
+ * channel; buffers for batches of up to max_batch rows; prof (may be NULL) gets the int8
+ * path's scopes (quantize, im2col_u8, gemm_s8, requantize, maxpool_u8, dequantize). The GEMM
+ * is the fastest own kernel of this CPU (eng_qmodel_set_kernel changes it). Free with
+ * eng_qmodel_free. */
+int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme scheme, int max_batch,
+                 prof_t *prof, eng_qmodel **out);
+void eng_qmodel_free(eng_qmodel *q);
+/* Integer inference of rows [1, max_batch] of x (float inputs, as the fp32 model takes them);
+ * logits [rows x n_out] as float (the last accumulators times their scales). */
+int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits);
+/* Mean loss (the model's loss) and accuracy (NAN without labels) over n rows. */
+int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, const float *targets, int n,
+                        double *loss, double *acc);
+/* Bytes a device stores: int8 weights, int32 biases, float scale per channel, scales and
+ * zero points per tensor, activation tables. */
+size_t eng_qmodel_bytes(const eng_qmodel *q);
+/* The int8 GEMM: "auto" (the own kernel for this CPU), "scalar", "avx2", "vnni" or
+ * "onednn"; ENG_EINVAL if this machine lacks it. set_kernels: `large` for GEMMs of 16 rows
+ * or more, `small` (NULL = the same) for fewer (batch-1 inference). The name of what is set
+ * ("vnni", or "onednn (batch < 16: vnni)") stays valid until the next call on this thread. */
+int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
+int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small);
+const char *eng_qmodel_kernel(const eng_qmodel *q);
+/* The same model (config, parameters) for batches of up to max_batch rows, unprofiled. */
+int eng_model_clone(const eng_model *m, int max_batch, eng_model **out);
+/* Inference samples/s over the test set of ds in batches of `batch` (at most the test set
+ * and the model's max_batch; NAN otherwise), measured for at least secs seconds. */
+double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs);
+double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs);
+/* Threads of the int8 and fp32 inference (OpenBLAS and oneDNN), for measurements. */
+void eng_inference_threads(int n);
+/* Writes a self-contained C file (no includes beyond <stdint.h>, <math.h>): the int8 arrays,
+ * scales and `int PREFIX_predict(const float *x)` / `void PREFIX_logits(const float *x,
+ * float *out)` doing the same integer inference as eng_qmodel_forward, bit for bit. */
+int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *prefix);
 
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;

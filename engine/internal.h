@@ -30,6 +30,9 @@
  *   L->a   [rows x out_size]       post-activation act(z); == L->z when L->act == ENG_ACT_NONE
  *   L->act                         the activation kind (eng_act_derivs gives act', act'')
  *   L->dz, L->da                   dLoss/dz and dLoss/da of the last backward ([rows x out])
+ * A maxk layer (L->act == ENG_ACT_MAXK) is the exception: its L->a / L->da hold the CBSR
+ * values [rows x k] (column indices in its maxk node's idx), and the next dense layer's
+ * weight node is a cbsr_dense op (engine/sparse.c); Newton refuses such models.
  * The last layer's a (m->logits) feeds the loss. After eng_model_backward:
  *   m->dlogits [rows x n_out]      dL/dlogits of the MEAN loss: row i holds
  *                                  (p_i - onehot(y_i)) / rows for softmax_xent and
@@ -67,6 +70,9 @@ typedef enum {
     ENG_OP_CONV2D = 8,
     ENG_OP_MAXPOOL = 9,
     ENG_OP_FLATTEN = 10,
+    ENG_OP_MAXK = 11,          /* sparse.c: top-k per row, output in CBSR */
+    ENG_OP_CBSR_DENSE = 12,    /* sparse.c: CBSR input x dense W */
+    ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -103,6 +109,14 @@ struct eng_node {
                                  * bias op: b, db only */
     size_t n_w, n_b;
     int32_t *argmax;            /* maxpool: index into the row of x, per output element */
+    /* CBSR (compressed balanced sparse row): every row holds exactly k values and their k
+     * column indices, ascending. maxk writes y = values [rows x k] and idx [rows x k] (its
+     * dy is [rows x k] too); cbsr_dense reads x = values, idx = the maxk node's idx, and its
+     * dx is dL/dvalues [rows x k]. in_size/out_size stay the dense (logical) widths. */
+    int k;
+    int32_t *idx;
+    /* aggregate: the block whose destinations are the rows (x has its n_src rows) */
+    const struct eng_block *blk;
     /* conv2d workspace for `chunk` rows at a time: col [C*K*K x chunk*P] and dcol (same
      * size). col_kept: col is this node's own and still holds the last forward's im2col
      * (the whole batch fit in one chunk), so backward need not rebuild it; otherwise col
@@ -124,6 +138,36 @@ void eng_act_derivs(eng_act act, const float *z, const float *a, size_t n, float
 /* The op that implements an activation (ENG_OP_RELU, ...); -1 for ENG_ACT_NONE. */
 int eng_act_op(eng_act act);
 const char *eng_act_name(eng_act act); /* "relu", "tanh", ... "" for none */
+
+/* sparse.c: the MaxK and CBSR x dense ops (entries of eng_ops) and their plain kernels,
+ * exposed for the tests and benches. Shapes in the comments; B = rows. */
+void eng_maxk_fwd(eng_node *n, int rows);
+void eng_maxk_bwd(eng_node *n, int rows);
+uint64_t eng_maxk_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_maxk_bytes(const eng_node *n, int rows, eng_dir dir);
+void eng_cbsr_dense_fwd(eng_node *n, int rows);
+void eng_cbsr_dense_bwd(eng_node *n, int rows);
+uint64_t eng_cbsr_dense_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_cbsr_dense_bytes(const eng_node *n, int rows, eng_dir dir);
+/* top-k of each row of x [B x d] -> val, idx [B x k] (ties: the lower column wins) */
+void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx);
+/* y [B x out] = CBSR(val, idx; k per row) · W [d x out] */
+void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y);
+/* dval [B x k] = dy [B x out] · W^T at the kept columns; dw [d x out] = CBSR^T · dy
+ * (dw is overwritten; either output may be NULL) */
+void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
+                     const float *dy, float *dval, float *dw);
+
+/* gnn.c: the aggregate op. y [n_dst x 2·in] = [x_dst | mean of x over each destination's
+ * sampled neighbours]; x dense [n_src x in] or CBSR (k > 0: values + idx). */
+void eng_aggregate_fwd(eng_node *n, int rows);
+void eng_aggregate_bwd(eng_node *n, int rows);
+uint64_t eng_aggregate_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_aggregate_bytes(const eng_node *n, int rows, eng_dir dir);
+
+/* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
+ * the one call site of every op, also for graph models (gnn.c). */
+void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows);
 
 /* ---- layers and the model ---------------------------------------------------------- */
 
@@ -174,6 +218,49 @@ int eng_model_enable_input_grad(eng_model *m);
 /* Back-propagates dlogits [m->rows x n_out] (instead of the loss gradient) through the
  * layers of the last forward; overwrites m->grads, every layer's dz/da and m->dlogits. */
 void eng_model_backward_from(eng_model *m, const float *dlogits);
+
+/* The optimizer's state, for checkpoints: m and v (NULL when the kind has none, n_params
+ * floats each) and the step count t, all writable. */
+void eng_optim_state(eng_optim *o, float **m, float **v, long **t);
+
+/* ---- checkpoints (checkpoint.c) ---------------------------------------------------- */
+
+/* The training loop's own state between steps: what a resumed run needs, besides the
+ * parameters, optimizer and batch order, to log exactly what an uninterrupted run logs. */
+typedef struct {
+    long step;                  /* steps done */
+    int epoch;                  /* epochs done */
+    double wall, hybrid_extra;  /* wall clock so far; Q-Newton clock excess */
+    double train_time, epoch_train_time;
+    long total_rows, epoch_rows;
+    double int_loss, int_rows, int_correct, last_lr;
+    double final_train_loss, best_train_loss, final_test_loss, final_test_acc, best_test_acc;
+    long steps_to_target;
+    double wall_to_target, hybrid_to_target;
+} eng_loop_state;
+
+/* What a checkpoint holds and where reading puts it. Writing reads every pointer; reading
+ * checks the identity fields against the ones given and fills the arrays and loop. */
+typedef struct {
+    uint64_t seed;
+    long total_steps;
+    uint64_t n_params;
+    int n_train, batch, optimizer;
+    float *params;              /* n_params */
+    float *m, *v;               /* n_params each, or NULL (the optimizer has none) */
+    long *opt_t;                /* optimizer step count, or NULL */
+    eng_loop_state loop;
+} eng_ckpt;
+
+/* Bytes of the record for c's shape. */
+size_t eng_ckpt_size(const eng_ckpt *c);
+/* Writes the record into buf (cap >= eng_ckpt_size); returns the bytes written. */
+size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap);
+/* Checks magic, version, length and checksum, then that the record belongs to a run of
+ * c's shape (seed, parameters, optimizer, training set, batch), and fills c's arrays
+ * and loop. ENG_EFORMAT / ENG_EINVAL with what differs. With params_only, only the
+ * parameters are read (c->m, c->v, c->opt_t are ignored; optimizer and batch unchecked). */
+int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only);
 
 /* Seed stream of the parameter initialisation; layer i uses stream ENG_STREAM_INIT + i, so
  * adding a layer at the end leaves the earlier layers' weights unchanged. */

@@ -10,16 +10,18 @@
 
 /* ---- the one place every op runs ----------------------------------------------------- */
 
-static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows)
+void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows)
 {
     const eng_op *op = &eng_ops[n->op];
     void (*fn)(eng_node *, int) = dir == ENG_FWD ? op->forward : op->backward;
-    if (!m->prof) { fn(n, rows); return; }
+    if (!prof) { fn(n, rows); return; }
     int id = dir == ENG_FWD ? n->prof_fwd : n->prof_bwd;
-    PROF_BEGIN(m->prof, id);
+    PROF_BEGIN(prof, id);
     fn(n, rows);
-    PROF_END(m->prof, id, op->flops(n, rows, dir), op->bytes(n, rows, dir));
+    PROF_END(prof, id, op->flops(n, rows, dir), op->bytes(n, rows, dir));
 }
+
+static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows) { eng_node_run(m->prof, n, dir, rows); }
 
 /* ---- building ------------------------------------------------------------------------ */
 
@@ -35,6 +37,7 @@ static const char *kind_name(eng_layer_kind k)
     case ENG_LAYER_CONV: return "conv";
     case ENG_LAYER_POOL: return "pool";
     case ENG_LAYER_FLATTEN: return "flatten";
+    case ENG_LAYER_SAGE: return "sage";
     }
     return "?";
 }
@@ -66,9 +69,11 @@ static int plan(eng_model *m, const eng_model_config *mc)
         memset(L, 0, sizeof *L);
         L->kind = sp->kind;
         L->act = sp->act;
+        if (sp->kind == ENG_LAYER_SAGE)
+            return eng_fail(ENG_EINVAL, "model: layer %d is a sage layer: it needs graph data (data.source = graph)", i + 1);
         if ((unsigned)sp->kind > ENG_LAYER_FLATTEN)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown kind %d", i + 1, (int)sp->kind);
-        if ((unsigned)sp->act > ENG_ACT_GELU)
+        if ((unsigned)sp->act > ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown activation %d", i + 1, (int)sp->act);
         snprintf(L->name, sizeof L->name, "%s%d", kind_name(sp->kind), ++counts[sp->kind]);
         memcpy(L->in_shape, shape, sizeof shape);
@@ -84,7 +89,11 @@ static int plan(eng_model *m, const eng_model_config *mc)
             out[0] = 1; out[1] = 1; out[2] = units;
             L->n_w = L->in_size * (size_t)units;
             L->n_b = (size_t)units;
-            add_node(m, ENG_OP_DENSE, i, shape, out);
+            /* after a maxk layer the input is CBSR: the multiply reads k of the in rows of W */
+            if (i > 0 && mc->layers[i - 1].act == ENG_ACT_MAXK)
+                add_node(m, ENG_OP_CBSR_DENSE, i, shape, out)->k = mc->layers[i - 1].k;
+            else
+                add_node(m, ENG_OP_DENSE, i, shape, out);
             add_node(m, ENG_OP_BIAS, i, out, out);
             break;
         }
@@ -119,12 +128,22 @@ static int plan(eng_model *m, const eng_model_config *mc)
             out[0] = 1; out[1] = 1; out[2] = (int)L->in_size;
             add_node(m, ENG_OP_FLATTEN, i, shape, out);
             break;
+        case ENG_LAYER_SAGE: return ENG_EINVAL; /* refused above */
         }
         if (sp->act != ENG_ACT_NONE) {
             if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
                                 i + 1, L->name, eng_act_name(sp->act));
-            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out);
+            if (sp->act == ENG_ACT_MAXK) {
+                int units = out[0] * out[1] * out[2];
+                if (sp->kind != ENG_LAYER_DENSE || sp->k < 1 || sp->k > units)
+                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d needs a dense layer and 1 <= k <= %d units",
+                                    i + 1, L->name, sp->k, units);
+                if (i + 1 >= mc->n_layers || mc->layers[i + 1].kind != ENG_LAYER_DENSE)
+                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
+                                    "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
+            }
+            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
         }
         L->n_nodes = m->n_nodes - L->node_first;
         memcpy(L->out_shape, out, sizeof out);
@@ -177,6 +196,7 @@ static int allocate(eng_model *m)
         }
         if (!node_aliases(n)) floats += 2 * round16(B * n->out_size);
         if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
+        if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
         if (n->op == ENG_OP_CONV2D) {
             n->chunk = conv_chunk(n, m->max_batch);
             size_t P = n->out_size / (size_t)n->out_shape[0], S = (size_t)n->chunk;
@@ -211,6 +231,7 @@ static int allocate(eng_model *m)
     float *ws_dcol = p; p += round16(col);
     const float *x = NULL;   /* the input: wired at each forward */
     float *dx = NULL;        /* no gradient for the input unless enabled */
+    int32_t *xidx = NULL;    /* CBSR column indices of x (after a maxk node) */
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         n->x = x;
@@ -227,6 +248,9 @@ static int allocate(eng_model *m)
             n->dy = p; p += round16(B * n->out_size);
         }
         if (n->op == ENG_OP_MAXPOOL) { n->argmax = ip; ip += B * n->out_size; }
+        if (n->op == ENG_OP_CBSR_DENSE) n->idx = xidx;
+        xidx = NULL;
+        if (n->op == ENG_OP_MAXK) { n->idx = xidx = ip; ip += B * (size_t)n->k; }
         if (n->op == ENG_OP_CONV2D) {
             n->dcol = ws_dcol;
             if (n->col_kept) {
@@ -281,7 +305,8 @@ static void init_params(eng_model *m, uint64_t seed)
             fan_out = (double)L->out_size;
         }
         int he = m->cfg.init == ENG_INIT_HE ||
-                 (m->cfg.init == ENG_INIT_AUTO && (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU));
+                 (m->cfg.init == ENG_INIT_AUTO &&
+                  (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU || L->act == ENG_ACT_MAXK));
         eng_rng r;
         eng_rng_seed(&r, seed, ENG_STREAM_INIT + (uint64_t)i);
         if (he) {
@@ -313,9 +338,14 @@ static void make_summary(eng_model *m)
             w = snprintf(s + len, cap - len, "%spool(%dx%dx%d->%dx%dx%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2]);
             break;
         case ENG_LAYER_FLATTEN: w = snprintf(s + len, cap - len, "%sflatten(%dx%dx%d->%zu)", sep, a[0], a[1], a[2], L->out_size); break;
+        case ENG_LAYER_SAGE: break; /* never built here (engine/gnn.c) */
         }
         if (w > 0) len += (size_t)w;
-        if (L->act != ENG_ACT_NONE && len < cap) {
+        if (L->act == ENG_ACT_MAXK && len < cap) {
+            int k = m->nodes[L->node_first + L->n_nodes - 1].k;
+            w = snprintf(s + len, cap - len, " maxk%d", k);
+            if (w > 0) len += (size_t)w;
+        } else if (L->act != ENG_ACT_NONE && len < cap) {
             w = snprintf(s + len, cap - len, " %s", eng_act_name(L->act));
             if (w > 0) len += (size_t)w;
         }

@@ -399,6 +399,9 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
     int idx[ENG_MAX_LAYERS], nl = 0;
     for (int i = 0; i < m->n_layers; i++) {
         const eng_layer *L = &m->layers[i];
+        if (L->act == ENG_ACT_MAXK)
+            return eng_fail(ENG_EINVAL, "newton: layer %s uses maxk, whose output is sparse (CBSR); Newton curvature "
+                            "is implemented for dense activations only (use relu, or a first-order optimizer)", L->name);
         if (L->kind == ENG_LAYER_DENSE) idx[nl++] = i;
         else if (L->kind == ENG_LAYER_CONV)
             return eng_fail(ENG_EINVAL, "newton: layer %s is a convolution; Newton curvature is implemented for "

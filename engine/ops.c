@@ -33,6 +33,8 @@
  *  maxpool       fwd  3·B·O                              6·B·O
  *                bwd  0                                  B·in + 3·B·O
  *  flatten       both 0                                  0
+ *  maxk, cbsr_dense                                      see sparse.c
+ *  aggregate                                             see gnn.c
  * with n = elements per row, nb = bias length, K = classes, T = targets per row,
  * conv: C,H,W input, F filters, KxK kernel, P = (H-K+1)(W-K+1), CKK = C·K·K, CHW = C·H·W;
  * pool: O = C·(H/2)·(W/2) outputs per row, in = C·H·W.
@@ -356,6 +358,7 @@ int eng_act_op(eng_act act)
     case ENG_ACT_TANH: return ENG_OP_TANH;
     case ENG_ACT_SIGMOID: return ENG_OP_SIGMOID;
     case ENG_ACT_GELU: return ENG_OP_GELU;
+    case ENG_ACT_MAXK: return ENG_OP_MAXK;
     default: return -1;
     }
 }
@@ -679,4 +682,9 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
     [ENG_OP_CONV2D] = { "conv2d", conv_fwd, conv_bwd, conv_flops, conv_bytes },
     [ENG_OP_MAXPOOL] = { "maxpool", pool_fwd, pool_bwd, pool_flops, pool_bytes },
     [ENG_OP_FLATTEN] = { "flatten", flat_run, flat_run, zero_count, zero_count },
+    [ENG_OP_MAXK] = { "maxk", eng_maxk_fwd, eng_maxk_bwd, eng_maxk_flops, eng_maxk_bytes },
+    [ENG_OP_CBSR_DENSE] = { "cbsr_dense", eng_cbsr_dense_fwd, eng_cbsr_dense_bwd, eng_cbsr_dense_flops,
+                            eng_cbsr_dense_bytes },
+    [ENG_OP_AGGREGATE] = { "aggregate", eng_aggregate_fwd, eng_aggregate_bwd, eng_aggregate_flops,
+                           eng_aggregate_bytes },
 };

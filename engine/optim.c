@@ -76,6 +76,13 @@ void eng_optim_free(eng_optim *o)
     prof_free(o);
 }
 
+void eng_optim_state(eng_optim *o, float **m, float **v, long **t)
+{
+    *m = o->m;
+    *v = o->v;
+    *t = &o->t;
+}
+
 /* With g = grad + wd·w (L2; AdamW instead decays w directly):
  *   sgd:       w -= lr g
  *   momentum:  v = mu v + g;  w -= lr v                  (classical)

@@ -11,10 +11,14 @@
 #include <time.h>
 
 #include "data_internal.h"
+#include "graph.h"
+#include "dist.h"
+#include "internal.h"
 #include "newton.h"
 
-enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
-static const char *const phase_names[N_PHASES] = { "data", "forward", "backward", "optimizer", "eval", "step" };
+enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, PH_CHECKPOINT, N_PHASES };
+static const char *const phase_names[N_PHASES] = { "data", "forward", "backward", "optimizer", "eval", "step",
+                                                   "checkpoint" };
 
 struct eng_run {
     eng_config cfg;               /* a copy; kv copied too, so the run owns what it reports */
@@ -24,12 +28,19 @@ struct eng_run {
     eng_optim *opt;
     eng_newton *nt;
     eng_batcher *b;
+    eng_gnn *gnn;                 /* data.source = graph: the graph run does the work (gnn.c) */
+    eng_dist *dist;               /* under mpirun with N > 1 ranks, else NULL */
     prof_t *prof;
     int ph[N_PHASES];             /* profiler scope ids, -1 when off */
+    int wait_scope, gather_scope; /* the batcher's data.wait / data.gather scopes, -1 when off */
     int batch, bpe, threads, n_out;
     long total_steps;
     atomic_int stop;
     int trained;
+    void *ckpt_buf;               /* one checkpoint record, allocated at create (not newton) */
+    size_t ckpt_len;
+    int resumed;                  /* eng_run_resume ran: start from `resume` */
+    eng_loop_state resume;
     eng_run_result res;
     char err[512];
 };
@@ -45,6 +56,9 @@ void eng_run_destroy(eng_run *r)
 {
     if (!r) return;
     eng_batcher_destroy(r->b);
+    eng_gnn_free(r->gnn);
+    eng_dist_free(r->dist);
+    prof_free(r->ckpt_buf);
     if (r->nt) eng_newton_free(r->nt);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
@@ -84,6 +98,72 @@ static int check_labels(const eng_config *cfg, const eng_dataset *ds)
                     k - 1, ds->n_classes - 1, ds->n_classes);
 }
 
+/* The batcher with the input pipeline's options; its waits (throttled reads, waits for
+ * the prefetch thread) and its own copies are the data phase's data.wait and data.gather. */
+static int create_batcher(eng_run *r, long start)
+{
+    const eng_data_config *dc = &r->cfg.data;
+    eng_batcher_options o = { .shuffle = dc->shuffle, .prefetch = dc->prefetch,
+                              .depth = dc->prefetch_depth > 0 ? dc->prefetch_depth : 1,
+                              .read_mbps = dc->read_mbps, .read_latency_ms = dc->read_latency_ms,
+                              .prof = r->prof, .wait_scope = -1, .gather_scope = -1,
+                              .shard_rank = eng_dist_rank(), .shard_size = eng_dist_world(),
+                              .start = start };
+    char why[256];
+    if (eng_augment_parse(dc->augment, &o.augment, why, sizeof why))
+        return eng_fail(ENG_EINVAL, "%s: data.augment: %s", r->cfg.path, why);
+    if (r->prof && r->wait_scope < 0) {  /* once per run: a resume makes a second batcher */
+        r->wait_scope = prof_register(r->prof, "data.wait", NULL, PROF_PHASE);
+        r->gather_scope = prof_register(r->prof, "data.gather", NULL, PROF_PHASE);
+        if (r->wait_scope < 0 || r->gather_scope < 0)
+            return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
+    }
+    o.wait_scope = r->wait_scope;
+    o.gather_scope = r->gather_scope;
+    return eng_batcher_create_opts(r->ds, r->batch, &o, r->cfg.seed, &r->b);
+}
+
+/* Data-parallel (mpirun, N > 1): the all-reduce state, and the world size among the run's
+ * resolved keys (dist.world_size, stored with them; absent = 1 process). */
+static int create_dist(eng_run *r)
+{
+    if (r->cfg.train.optimizer == ENG_OPT_NEWTON)
+        return eng_fail(ENG_EINVAL, "%s: train.optimizer = newton does not run data-parallel; run it without mpirun "
+                        "(or with -np 1)", r->cfg.path);
+    int rc = eng_dist_create(&r->cfg.dist, eng_model_n_params(r->m), r->prof, &r->stop, &r->dist);
+    if (rc) return rc;
+    eng_kv *kv = prof_malloc((r->cfg.n_kv + 1) * sizeof *kv);
+    if (!kv) return eng_fail(ENG_ENOMEM, "run: out of memory");
+    if (r->cfg.n_kv) memcpy(kv, r->cfg.kv, r->cfg.n_kv * sizeof *kv);
+    eng_kv *w = &kv[r->cfg.n_kv];
+    memset(w, 0, sizeof *w);
+    snprintf(w->key, sizeof w->key, "dist.world_size");
+    snprintf(w->value, sizeof w->value, "%d", eng_dist_world());
+    size_t at = r->cfg.n_kv;                 /* keep the list sorted by key */
+    while (at > 0 && strcmp(kv[at - 1].key, w->key) > 0) at--;
+    eng_kv tmp = *w;
+    memmove(kv + at + 1, kv + at, (r->cfg.n_kv - at) * sizeof *kv);
+    kv[at] = tmp;
+    prof_free(r->cfg.kv);
+    r->cfg.kv = kv;
+    r->cfg.n_kv++;
+    return ENG_OK;
+}
+
+/* The checkpoint's view of this run: identity, and where its arrays live. */
+static void ckpt_view(eng_run *r, eng_ckpt *ck)
+{
+    memset(ck, 0, sizeof *ck);
+    ck->seed = r->cfg.seed;
+    ck->total_steps = r->total_steps;
+    ck->n_params = eng_model_n_params(r->m);
+    ck->n_train = r->ds->n_train;
+    ck->batch = r->batch;
+    ck->optimizer = (int)r->cfg.train.optimizer;
+    ck->params = eng_model_params(r->m);
+    if (r->opt) eng_optim_state(r->opt, &ck->m, &ck->v, &ck->opt_t);
+}
+
 int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *prof, eng_run **out)
 {
     *out = NULL;
@@ -107,6 +187,7 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     r->prof = prof;
     atomic_init(&r->stop, 0);
     for (int i = 0; i < N_PHASES; i++) r->ph[i] = -1;
+    r->wait_scope = r->gather_scope = -1;
 
     const eng_train_config *tc = &r->cfg.train;
     /* OpenBLAS's thread count is process-wide: a variant with threads = 0 gets the count the
@@ -117,6 +198,12 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
     r->threads = openblas_get_num_threads();
 
+    if (r->cfg.data.source == ENG_DATA_GRAPH) {
+        int grc = eng_gnn_create(&r->cfg, prof, &r->gnn);
+        if (grc) { eng_run_destroy(r); return grc; }
+        *out = r;
+        return ENG_OK;
+    }
     int rc = eng_data_load(&r->cfg.data, r->cfg.seed, &r->ds);
     if (rc) { eng_run_destroy(r); return rc; }
     const eng_dataset *ds = r->ds;
@@ -137,10 +224,20 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
-    rc = eng_batcher_create(ds, r->batch, r->cfg.data.shuffle, r->cfg.data.prefetch, r->cfg.seed, &r->b);
+    rc = create_batcher(r, 0);
+    if (!rc && eng_dist_world() > 1) rc = create_dist(r);
     if (rc) { eng_run_destroy(r); return rc; }
     r->bpe = eng_batcher_batches_per_epoch(r->b);
     r->total_steps = tc->max_steps > 0 ? tc->max_steps : (long)tc->epochs * r->bpe;
+    if (!r->nt) {
+        eng_ckpt ck;
+        ckpt_view(r, &ck);
+        r->ckpt_len = eng_ckpt_size(&ck);
+        if (!(r->ckpt_buf = prof_malloc(r->ckpt_len))) {
+            eng_run_destroy(r);
+            return eng_fail(ENG_ENOMEM, "run: out of memory for a checkpoint of %zu bytes", r->ckpt_len);
+        }
+    }
 
     if (prof)
         for (int i = 0; i < N_PHASES; i++) {
@@ -155,6 +252,50 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
 }
 
 const eng_run_result *eng_run_result_get(const eng_run *r) { return &r->res; }
+eng_model *eng_run_model(eng_run *r) { return r->m; }
+const eng_dataset *eng_run_dataset(const eng_run *r) { return r->ds; }
+
+int eng_run_resume(eng_run *r, const void *data, size_t len)
+{
+    if (r->trained) return eng_fail(ENG_EINVAL, "resume: the run has already trained");
+    if (r->nt) return eng_fail(ENG_EINVAL, "resume: newton runs write no checkpoints (their solver state is not serialised)");
+    eng_ckpt ck;
+    ckpt_view(r, &ck);
+    int rc = eng_ckpt_read(&ck, data, len, 0);
+    if (rc) return rc;
+    if (ck.loop.step < 0 || ck.loop.step > r->total_steps)
+        return eng_fail(ENG_EFORMAT, "checkpoint: step %ld is outside this run's 0..%ld", ck.loop.step, r->total_steps);
+    /* The batch order of an uninterrupted run from the checkpoint's step on. */
+    eng_batcher_destroy(r->b);
+    r->b = NULL;
+    rc = create_batcher(r, ck.loop.step);
+    if (rc) return rc;
+    r->resume = ck.loop;
+    r->resumed = 1;
+    return ENG_OK;
+}
+
+int eng_run_load_params(eng_run *r, const void *data, size_t len)
+{
+    eng_ckpt ck;
+    ckpt_view(r, &ck);
+    return eng_ckpt_read(&ck, data, len, 1);
+}
+
+int eng_sink_op_stats(prof_t *p, const eng_sink *sink)
+{
+    if (!p || !sink || !sink->op_stats) return ENG_OK;
+    prof_row *rows = NULL;
+    size_t n = 0;
+    prof_summary sum;
+    int rc = ENG_OK;
+    if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
+        prof_summary_get(p, &sum);
+        if (sink->op_stats(sink->ud, rows, n, &sum)) rc = ENG_ESINK;
+    }
+    free(rows);
+    return rc;
+}
 
 void eng_run_request_stop(eng_run *r)
 {
@@ -162,6 +303,14 @@ void eng_run_request_stop(eng_run *r)
 }
 
 /* Mean loss and accuracy over the test set, in chunks of the model's batch size. */
+static void evaluate(eng_run *r, double *loss, double *acc);
+int eng_run_evaluate(eng_run *r, double *loss, double *acc)
+{
+    if (r->ds->n_test < 1) return eng_fail(ENG_EINVAL, "evaluate: the run's data has no test set");
+    evaluate(r, loss, acc);
+    return isfinite(*loss) ? ENG_OK : eng_fail(ENG_EDIVERGED, "evaluate: the test loss is not finite");
+}
+
 static void evaluate(eng_run *r, double *loss, double *acc)
 {
     const eng_dataset *ds = r->ds;
@@ -202,7 +351,30 @@ typedef struct {
     double t0, hybrid_extra;
     long step;
     int epoch;
+    long ckpt_step;       /* step of the last checkpoint taken (-1: none) */
 } loop_ctx;
+
+/* Serialises L (the loop state after step L->step) with the parameters and optimizer state
+ * and hands the record to the sink. */
+static int take_checkpoint(loop_ctx *c, const eng_loop_state *L)
+{
+    eng_run *r = c->r;
+    if (!r->ckpt_buf || !c->sink || !c->sink->checkpoint || c->ckpt_step == L->step) return 0;
+    double t = now_s();
+    PROF_BEGIN(r->prof, r->ph[PH_CHECKPOINT]);
+    eng_ckpt ck;
+    ckpt_view(r, &ck);
+    ck.loop = *L;
+    size_t n = eng_ckpt_write(&ck, r->ckpt_buf, r->ckpt_len);
+    eng_checkpoint e = { .step = L->step, .epoch = L->epoch, .data = r->ckpt_buf, .len = n };
+    int rc = c->sink->checkpoint(c->sink->ud, &e);
+    PROF_END(r->prof, r->ph[PH_CHECKPOINT], 0, n);
+    r->res.checkpoint_s += now_s() - t;
+    r->res.checkpoints++;
+    r->res.checkpoint_bytes = n;
+    c->ckpt_step = L->step;
+    return rc ? ENG_ESINK : 0;
+}
 
 static int emit(loop_ctx *c, const char *key, double value, double wall)
 {
@@ -217,6 +389,9 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 {
     if (r->trained) return eng_fail(ENG_EINVAL, "run: already trained; create a new run");
     r->trained = 1;
+    if (r->gnn) {
+        return eng_gnn_train(r->gnn, r->text, r->threads, sink, &r->stop, &r->res, r->err, sizeof r->err);
+    }
     const eng_config *cfg = &r->cfg;
     const eng_train_config *tc = &cfg->train;
     const eng_dataset *ds = r->ds;
@@ -231,7 +406,12 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                           .threads = r->threads, .total_steps = r->total_steps,
                           .n_train = ds->n_train, .n_test = ds->n_test };
     int rc = ENG_OK;
-    loop_ctx c = { .r = r, .sink = sink };
+    loop_ctx c = { .r = r, .sink = sink, .ckpt_step = -1 };
+    const eng_loop_state *R = r->resumed ? &r->resume : NULL;
+    if (R) {
+        info.resumed_step = R->step;
+        info.resumed_partial = R->int_rows > 0;
+    }
     if (sink && sink->run_begin && sink->run_begin(sink->ud, &info)) {
         rc = ENG_ESINK;
         snprintf(r->err, sizeof r->err, "%s", eng_error());
@@ -248,9 +428,40 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     double int_loss = 0, int_rows = 0, int_correct = 0; /* the current logging interval */
     double last_lr = tc->lr;
     c.t0 = now_s();
+    long s0 = 0;
+    if (R) {
+        s0 = c.step = res->steps = R->step;
+        c.epoch = res->epochs = R->epoch;
+        c.t0 -= R->wall;
+        c.hybrid_extra = R->hybrid_extra;
+        c.ckpt_step = R->step;
+        train_time = R->train_time; epoch_train_time = R->epoch_train_time;
+        total_rows = R->total_rows; epoch_rows = R->epoch_rows;
+        int_loss = R->int_loss; int_rows = R->int_rows; int_correct = R->int_correct;
+        last_lr = R->last_lr;
+        res->final_train_loss = R->final_train_loss; res->best_train_loss = R->best_train_loss;
+        res->final_test_loss = R->final_test_loss; res->final_test_acc = R->final_test_acc;
+        res->best_test_acc = R->best_test_acc; res->steps_to_target = R->steps_to_target;
+        res->wall_to_target = R->wall_to_target; res->hybrid_to_target = R->hybrid_to_target;
+    }
+    /* The loop state after the step just done, as a checkpoint records it. */
+#define LOOP_STATE(L)                                                                                     \
+    eng_loop_state L = { .step = c.step, .epoch = res->epochs, .wall = now_s() - c.t0,                   \
+                         .hybrid_extra = c.hybrid_extra, .train_time = train_time,                        \
+                         .epoch_train_time = epoch_train_time, .total_rows = total_rows,                  \
+                         .epoch_rows = epoch_rows, .int_loss = int_loss, .int_rows = int_rows,            \
+                         .int_correct = int_correct, .last_lr = last_lr,                                  \
+                         .final_train_loss = res->final_train_loss, .best_train_loss = res->best_train_loss, \
+                         .final_test_loss = res->final_test_loss, .final_test_acc = res->final_test_acc,  \
+                         .best_test_acc = res->best_test_acc, .steps_to_target = res->steps_to_target,    \
+                         .wall_to_target = res->wall_to_target, .hybrid_to_target = res->hybrid_to_target }
 
-    for (long s = 0; s < r->total_steps; s++) {
-        if (atomic_load(&r->stop)) {
+    for (long s = s0; s < r->total_steps; s++) {
+        if (!r->dist && atomic_load(&r->stop)) {  /* data-parallel: agreed after forward */
+            if (s > 0) { /* keep what was trained: resume continues from here */
+                LOOP_STATE(L);
+                if (take_checkpoint(&c, &L)) { rc = ENG_ESINK; break; }
+            }
             res->status = ENG_RUN_INTERRUPTED;
             snprintf(r->err, sizeof r->err, "interrupted at step %ld of %ld (stop requested)", s, r->total_steps);
             rc = ENG_ESTOPPED;
@@ -277,8 +488,26 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 
         int correct = 0;
         PROF_BEGIN(p, r->ph[PH_FORWARD]);
-        double loss = eng_model_forward(r->m, b.x, b.rows, b.y, b.t, ds->classification ? &correct : NULL);
+        /* A rank's share of a small last batch may be empty (data-parallel only). */
+        double loss = b.rows ? eng_model_forward(r->m, b.x, b.rows, b.y, b.t, ds->classification ? &correct : NULL) : 0;
         PROF_END(p, r->ph[PH_FORWARD], 0, 0);
+        if (r->dist) {
+            int stop = 0;
+            rc = eng_dist_agree(r->dist, &loss, &correct, b.rows, b.global_rows, &stop);
+            if (!rc && stop) {
+                PROF_END(p, r->ph[PH_STEP], 0, 0);
+                res->status = ENG_RUN_INTERRUPTED;
+                snprintf(r->err, sizeof r->err, "interrupted at step %ld of %ld (stop requested)", s, r->total_steps);
+                rc = ENG_ESTOPPED;
+                break;
+            }
+            if (rc) {
+                PROF_END(p, r->ph[PH_STEP], 0, 0);
+                res->status = ENG_RUN_FAILED;
+                snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
+                break;
+            }
+        }
         if (!isfinite(loss)) {
             PROF_END(p, r->ph[PH_STEP], 0, 0);
             res->status = ENG_RUN_DIVERGED;
@@ -288,8 +517,18 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         }
 
         PROF_BEGIN(p, r->ph[PH_BACKWARD]);
-        eng_model_backward(r->m);
+        if (b.rows) eng_model_backward(r->m);
+        else memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
         PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
+        if (r->dist) {
+            if ((rc = eng_dist_allreduce(r->dist, eng_model_grads(r->m), b.rows, b.global_rows))) {
+                PROF_END(p, r->ph[PH_STEP], 0, 0);
+                res->status = ENG_RUN_FAILED;
+                snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
+                break;
+            }
+            b.rows = b.global_rows;  /* from here on the step counts the whole batch */
+        }
 
         double lr = eng_lr_at(tc, s, r->total_steps);
         last_lr = lr;
@@ -357,10 +596,16 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             epoch_rows = 0;
             epoch_train_time = 0;
         }
+        if ((tc->checkpoint_every > 0 && c.step % tc->checkpoint_every == 0) ||
+            (tc->checkpoint_every == 0 && b.last_in_epoch) || last) {
+            LOOP_STATE(L);
+            if ((rc = take_checkpoint(&c, &L))) break;
+        }
         if (sink && sink->progress)
             sink->progress(sink->ud, c.step, r->total_steps, c.epoch, loss,
                            train_time > 0 ? total_rows / train_time : 0);
     }
+#undef LOOP_STATE
     double wall = now_s() - c.t0;
 
     if (rc == ENG_ESINK || (rc && res->status == ENG_RUN_RUNNING)) {
@@ -385,20 +630,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     if (r->nt) eng_newton_counts(r->nt, &res->solves, &res->quantum_solves);
     res->error = res->status == ENG_RUN_FINISHED ? NULL : r->err;
 
-    if (p && sink && sink->op_stats && rc != ENG_ESINK) {
-        prof_row *rows = NULL;
-        size_t n = 0;
-        prof_summary sum;
-        if (!prof_rows(p, PROF_BY_SCOPE, &rows, &n)) {
-            prof_summary_get(p, &sum);
-            if (sink->op_stats(sink->ud, rows, n, &sum) && rc == ENG_OK) {
-                rc = ENG_ESINK;
-                res->status = ENG_RUN_FAILED;
-                snprintf(r->err, sizeof r->err, "%s", eng_error());
-                res->error = r->err;
-            }
-        }
-        free(rows);
+    if (rc != ENG_ESINK && eng_sink_op_stats(p, sink) && rc == ENG_OK) {
+        rc = ENG_ESINK;
+        res->status = ENG_RUN_FAILED;
+        snprintf(r->err, sizeof r->err, "%s", eng_error());
+        res->error = r->err;
     }
     if (sink && sink->run_end) sink->run_end(sink->ud, res);
     if (rc == ENG_OK) return ENG_OK;

@@ -106,6 +106,9 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
 /* Writes the Chrome trace of the configured step window now (also done by prof_destroy
  * when trace_path was set). 0 ok, -1 with prof_error(). */
 int prof_trace_write(prof_t *p, const char *path);
+/* Joins n traces written by prof_trace_write (e.g. one per MPI rank) into dst, one process
+ * row per source named labels[i] (dst may be one of the sources). 0 ok, -1 prof_error(). */
+int prof_trace_merge(const char *dst, const char *const *srcs, const char *const *labels, size_t n);
 
 /* ---- calibration and system information (sysinfo.c) ------------------------------- */
 /* The machine's measured peak sgemm rate, kept in $XDG_CACHE_HOME/nnbench/calibration

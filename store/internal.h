@@ -3,7 +3,10 @@
 #ifndef NNBENCH_STORE_INTERNAL_H
 #define NNBENCH_STORE_INTERNAL_H
 
+#include <pthread.h>
+#include <math.h>
 #include <sqlite3.h>
+#include <stdio.h>
 
 #include "store.h"
 
@@ -32,23 +35,49 @@ typedef struct {
 
 #define STORE_MAX_KEYS 128
 #define STORE_MAX_PROGRESS 8
+#define STORE_MAX_GONE 16
+/* Points that may wait in memory while the database cannot be written (disk full, locked
+ * for long); beyond it store_metric_add fails with the writer's error (~110 MB). */
+#define STORE_MAX_PENDING (1u << 21)
 
-struct store {
-    sqlite3 *db;
-    char path[1024];
-    int readonly;
-    int immutable;             /* opened with ?immutable=1 (read-only fallback) */
-    char host[64];
-    sqlite3_stmt *ins_metric, *ins_solver, *upd_progress;
+/* What the writer thread (writer.c) takes out of the buffer for one transaction. */
+typedef struct {
     store_point *pts;
     size_t n_pts, cap_pts;
     store_pending_solve *solves;
     size_t n_solves, cap_solves;
+    store_progress prog[STORE_MAX_PROGRESS];
+    int n_prog;
+} store_batch;
+
+struct store {
+    sqlite3 *db;               /* the caller's connection */
+    char path[1024];
+    int readonly;
+    int immutable;             /* opened with ?immutable=1 (read-only fallback) */
+    char host[64];
+    /* Buffered points, solver events and run progress: filled by the caller's thread,
+     * written by the writer thread on its own connection (wdb). mu guards everything
+     * from here down to the end of the struct, except wdb and the statements. */
+    pthread_mutex_t mu;
+    pthread_cond_t work, done;     /* writer wakes on work; flushers wait on done */
+    pthread_t writer;
+    int writer_on, stop;
+    sqlite3 *wdb;
+    sqlite3_stmt *ins_metric, *ins_solver, *upd_progress, *run_exists;
+    store_batch buf, spare;        /* buf: filling; spare: being written */
     char *keys[STORE_MAX_KEYS];
     int n_keys;
     store_progress prog[STORE_MAX_PROGRESS];
     int n_prog;
-    uint64_t last_flush_ns;
+    uint64_t first_ns;             /* when the oldest buffered point was added (0: none) */
+    uint64_t retry_ns;             /* after a failed write: no new attempt before this */
+    uint64_t req_gen, done_gen;    /* flush requests made / answered */
+    int werr;                      /* status of the writer's last transaction */
+    int werr_new;                  /* not yet reported through store_flush_due */
+    char werr_msg[1024];
+    long long gone[STORE_MAX_GONE];/* runs deleted while being written (points dropped) */
+    int n_gone;
 };
 
 /* Sets the thread's message (printf-style) and returns code. */
@@ -62,12 +91,43 @@ void store_txn_rollback(store *s);
 uint64_t store_now_ns(void);     /* monotonic */
 double store_unix_now(void);     /* wall clock, unix seconds */
 
-/* Forward migrations: store_migrations[v] takes a database from version v to v+1. */
+/* Writer thread (writer.c): stops it after a last flush and frees the buffers. */
+void store_writer_close(store *s);
+/* Opens a connection to s->path for writing (busy timeout, foreign keys, WAL settings). */
+int store_connect_rw(store *s, sqlite3 **db);
+void store_bind_text(sqlite3_stmt *st, int i, const char *v);
+void store_bind_real(sqlite3_stmt *st, int i, double v);
+void store_bind_count(sqlite3_stmt *st, int i, long long v);
+int store_step_done(store *s, sqlite3 *db, sqlite3_stmt *st, const char *what);
+int store_txn_begin_on(store *s, sqlite3 *db);
+int store_txn_commit_on(store *s, sqlite3 *db);
+void store_txn_rollback_on(sqlite3 *db);
+int store_sql_fail_on(store *s, sqlite3 *db, int rc, const char *what);
+void store_progress_drop(store *s, long long run);
+
+/* Forward migrations: store_migrations[v] takes a database from version v to v+1 (schema.c). */
 extern const char *const store_migrations[];
 extern const int store_n_migrations;
 /* Applies migs[from..n-1] in one transaction and sets user_version = n (test hook:
  * lets a test chain its own extra migration). */
 int store_migrate_with(store *s, const char *const *migs, int n);
+
+/* Column readers: NULL reads as NAN / -1 / "". */
+static inline double col_real(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
+}
+
+static inline long long col_count(sqlite3_stmt *st, int i)
+{
+    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
+}
+
+static inline void col_text(sqlite3_stmt *st, int i, char *dst, size_t cap)
+{
+    const unsigned char *t = sqlite3_column_text(st, i);
+    snprintf(dst, cap, "%s", t ? (const char *)t : "");
+}
 
 /* The columns of runs read by the queries, and a decoder for one row of them. */
 #define STORE_RUN_COLS                                                                       \

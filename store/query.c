@@ -17,22 +17,6 @@ static const char *const sort_sql[] = { "id", "name", "variant", "status", "opti
                                         "dataset", "final_train_loss", "best_test_acc",
                                         "wall_s", "started", "steps", "samples_per_s" };
 
-static double col_real(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? NAN : sqlite3_column_double(st, i);
-}
-
-static long long col_count(sqlite3_stmt *st, int i)
-{
-    return sqlite3_column_type(st, i) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, i);
-}
-
-static void col_text(sqlite3_stmt *st, int i, char *dst, size_t cap)
-{
-    const unsigned char *t = sqlite3_column_text(st, i);
-    snprintf(dst, cap, "%s", t ? (const char *)t : "");
-}
-
 void store_decode_run(store *s, sqlite3_stmt *st, store_run *r)
 {
     store_run_init(r);

@@ -24,6 +24,8 @@ typedef struct {
     int has_prof;
     store_solver_event *ev;
     size_t n_ev;
+    store_quant *quants;        /* int8 quantizations, newest first */
+    size_t n_quants;
 } rep_run;
 
 static void rep_free(rep_run *rr, size_t n)
@@ -38,6 +40,7 @@ static void rep_free(rep_run *rr, size_t n)
         store_strings_free(x->keys, x->n_keys);
         free(x->ops);
         free(x->ev);
+        free(x->quants);
     }
     free(rr);
 }
@@ -62,7 +65,8 @@ static int rep_load(store *s, const long long *ids, size_t n, rep_run **out)
         x->has_prof = st == STORE_OK;
         if (st == STORE_ENOTFOUND) st = STORE_OK;
         if (st) break;
-        st = store_solver_events_get(s, ids[i], &x->ev, &x->n_ev);
+        if ((st = store_solver_events_get(s, ids[i], &x->ev, &x->n_ev))) break;
+        st = store_quants_list(s, ids[i], &x->quants, &x->n_quants);
     }
     if (st) { rep_free(rr, n); return st; }
     *out = rr;
@@ -383,6 +387,26 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+    prof_json_key(j, "quantizations");
+    prof_json_array(j);
+    for (size_t i = 0; i < x->n_quants; i++) {
+        const store_quant *q = &x->quants[i];
+        prof_json_object(j);
+        prof_json_kint(j, "id", q->id);
+        prof_json_kint(j, "step", q->step);
+        prof_json_kstr(j, "scheme", q->scheme);
+        prof_json_kint(j, "calibrate", q->calibrate);
+        prof_json_kstr(j, "kernel", q->kernel);
+        prof_json_kint(j, "fp32_bytes", q->fp32_bytes);
+        prof_json_kint(j, "int8_bytes", q->int8_bytes);
+        const struct { const char *k; double v; } d[] = {
+            { "fp32_loss", q->fp32_loss }, { "int8_loss", q->int8_loss }, { "fp32_acc", q->fp32_acc },
+            { "int8_acc", q->int8_acc }, { "fp32_sps_b1", q->fp32_sps_b1 }, { "int8_sps_b1", q->int8_sps_b1 },
+            { "fp32_sps_b128", q->fp32_sps_b128 }, { "int8_sps_b128", q->int8_sps_b128 } };
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) prof_json_knum(j, d[k].k, d[k].v);
+        prof_json_close(j);
+    }
+    prof_json_close(j);
     prof_json_close(j);
 }
 
@@ -693,6 +717,31 @@ static void svg_chart(FILE *f, const rep_run *rr, size_t n, const char *key, int
     fputs("</svg></figure>\n", f);
 }
 
+/* One row per quantization of each run: fp32 -> int8 side by side. */
+static void quant_table(tw *t, const rep_run *rr, size_t n)
+{
+    const char *head[] = { "run", "quantization", "kernel", "bytes fp32 -> int8", "int8/fp32", "test acc fp32 -> int8",
+                           "test loss fp32 -> int8", "samples/s batch 1", "samples/s batch 128" };
+    tw_open(t, head, 9);
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_quants; k++) {
+            const store_quant *q = &rr[i].quants[k];
+            char l[256], id[64], by[64], ra[32], acc[64], loss[64], s1[64], s2[64], a[32], b[32];
+            run_label(&rr[i], l, sizeof l);
+            snprintf(id, sizeof id, "#%lld %s, %ld samples", q->id, q->scheme, q->calibrate);
+            snprintf(by, sizeof by, "%s -> %s", store_fmt_bytes(a, sizeof a, (double)q->fp32_bytes),
+                     store_fmt_bytes(b, sizeof b, (double)q->int8_bytes));
+            snprintf(ra, sizeof ra, "%.3f", q->fp32_bytes > 0 ? (double)q->int8_bytes / (double)q->fp32_bytes : NAN);
+            snprintf(acc, sizeof acc, "%s -> %s", store_fmt_num(a, sizeof a, q->fp32_acc), store_fmt_num(b, sizeof b, q->int8_acc));
+            snprintf(loss, sizeof loss, "%s -> %s", store_fmt_num(a, sizeof a, q->fp32_loss), store_fmt_num(b, sizeof b, q->int8_loss));
+            snprintf(s1, sizeof s1, "%.0f -> %.0f", q->fp32_sps_b1, q->int8_sps_b1);
+            snprintf(s2, sizeof s2, "%.0f -> %.0f", q->fp32_sps_b128, q->int8_sps_b128);
+            const char *cells[9] = { l, id, q->kernel, by, ra, acc, loss, s1, s2 };
+            tw_row(t, cells, 9);
+        }
+    tw_close(t);
+}
+
 static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n)
 {
     tw t = { f, html };
@@ -726,6 +775,12 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     }
     heading(&t, 2, "Op profiles");
     for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);
+    int anyq = 0;
+    for (size_t i = 0; i < n; i++) anyq |= rr[i].n_quants > 0;
+    if (anyq) {
+        heading(&t, 2, "int8 quantizations");
+        quant_table(&t, rr, n);
+    }
     int any = 0;
     for (size_t i = 0; i < n; i++) any |= rr[i].n_ev > 0;
     if (any) {
@@ -762,18 +817,17 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     if (kind < 0)
         return store_fail(STORE_EINVAL, "report %s: unknown format '%s' (use .md, .html, .json or .csv)",
                           path, ext ? ext : "(no extension)");
-    rep_run *rr = NULL;
-    int st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr);
+    int st = store_output_check(s->path, path);
     if (st) return st;
+    rep_run *rr = NULL;
+    if ((st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr))) return st;
     /* Written next to the target and renamed: a failed report never leaves half a file. */
-    char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
+    store_output out;
+    if ((st = store_output_open(s->path, path, &out))) {
         if (rr) rep_free(rr, n);
         return st;
     }
+    FILE *f = out.f;
     switch (kind) {
     case 0: write_doc(f, 0, s->path, rr, n); break;
     case 1: write_doc(f, 1, s->path, rr, n); break;
@@ -781,9 +835,5 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     default: st = store_report_csv(s, ids, n, f); break;
     }
     if (rr) rep_free(rr, n);
-    int bad = ferror(f);
-    if (fclose(f) || bad) st = st ? st : store_fail(STORE_EIO, "writing report %s failed (disk full?)", path);
-    if (!st && rename(tmp, path)) st = store_fail(STORE_EIO, "cannot write report %s: %s", path, strerror(errno));
-    if (st) remove(tmp);
-    return st;
+    return store_output_close(&out, st);
 }

@@ -1,12 +1,14 @@
--- schema.sql — nnbench's SQLite schema, version 1 (PRAGMA user_version = 1).
+-- schema.sql — nnbench's SQLite schema, version 3 (PRAGMA user_version = 3).
 -- Embedded in store/schema.c (a test checks they are equal). Times are unix seconds
 -- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
 -- stored as NULL (SQLite has no NaN). Statuses are stored by name:
 -- running | finished | failed | diverged | interrupted | crashed.
+-- nnbench turns foreign keys on in every connection it opens: deleting a run deletes its
+-- rows, and no row can name a run that does not exist.
 
 -- One row per training run (one variant of one experiment file).
 CREATE TABLE IF NOT EXISTS runs (
-    id               INTEGER PRIMARY KEY,       -- the run id users type
+    id               INTEGER PRIMARY KEY AUTOINCREMENT, -- the run id users type; never reused
     name             TEXT NOT NULL,             -- [experiment] name
     variant          TEXT NOT NULL DEFAULT '',  -- [variant NAME], '' if none
     exp_path         TEXT,                      -- experiment file path
@@ -146,3 +148,52 @@ CREATE TABLE IF NOT EXISTS system_info (
     value TEXT,
     PRIMARY KEY (run, key)
 ) WITHOUT ROWID;
+
+-- ---- version 3 (issue 14): checkpoints and int8 quantizations --------------------------
+-- (store/schema.c keeps this part as its own string: the v2 -> v3 migration runs it.)
+
+-- A run's checkpoints: the engine's state as one opaque record (engine/checkpoint.c:
+-- magic, version, checksum, parameters, optimizer and loop state). The store never reads
+-- inside; it keeps the latest two per run (the newer one may be the one being written).
+CREATE TABLE IF NOT EXISTS checkpoints (
+    run     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    step    INTEGER NOT NULL,                    -- steps done when it was taken
+    epoch   INTEGER,                             -- epochs done
+    created REAL,
+    bytes   INTEGER,                             -- length(data)
+    data    BLOB NOT NULL,
+    PRIMARY KEY (run, step)
+);
+
+-- int8 post-training quantizations of a run's last checkpoint: fp32 and int8 side by side.
+CREATE TABLE IF NOT EXISTS quantizations (
+    id            INTEGER PRIMARY KEY,
+    run           INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    created       REAL,
+    step          INTEGER,                       -- the checkpoint quantized
+    scheme        TEXT,                          -- minmax | percentile
+    calibrate     INTEGER,                       -- training samples for activation ranges
+    kernel        TEXT,                          -- int8 GEMM used (and the ISA path)
+    fp32_bytes    INTEGER,                       -- parameters as float32
+    int8_bytes    INTEGER,                       -- int8 weights + int32 biases + scales
+    fp32_loss     REAL,
+    int8_loss     REAL,
+    fp32_acc      REAL,
+    int8_acc      REAL,
+    fp32_sps_b1   REAL,                          -- inference samples/s, batch 1
+    int8_sps_b1   REAL,
+    fp32_sps_b128 REAL,                          -- inference samples/s, batch 128
+    int8_sps_b128 REAL
+);
+CREATE INDEX IF NOT EXISTS quantizations_run ON quantizations(run);
+
+-- The int8 inference path's profile of one quantization (quantize, gemm_s8, requantize...).
+CREATE TABLE IF NOT EXISTS quant_ops (
+    quant    INTEGER NOT NULL REFERENCES quantizations(id) ON DELETE CASCADE,
+    name     TEXT NOT NULL,
+    layer    TEXT NOT NULL DEFAULT '',
+    calls    INTEGER,
+    total_ns INTEGER,
+    self_ns  INTEGER
+);
+CREATE INDEX IF NOT EXISTS quant_ops_quant ON quant_ops(quant);

@@ -1,9 +1,10 @@
-/* store.c — opening the database (header check, read-only fallback, version check,
- * migrations, crash marking) and writing runs with batched, retried transactions. */
+/* store.c — opening the database (path and header checks, read-only look first, version
+ * check, migrations, crash marking) and the run records written on the caller's connection
+ * (begin, config, op stats, end, status, delete) in retried transactions; metric points and
+ * solver events go through the writer thread (writer.c). */
 #include "internal.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -31,7 +32,12 @@ int store_fail(int code, const char *fmt, ...)
 
 int store_sql_fail(store *s, int rc, const char *what)
 {
-    const char *txt = s && s->db ? sqlite3_errmsg(s->db) : sqlite3_errstr(rc);
+    return store_sql_fail_on(s, s ? s->db : NULL, rc, what);
+}
+
+int store_sql_fail_on(store *s, sqlite3 *db, int rc, const char *what)
+{
+    const char *txt = db ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
     const char *path = s ? s->path : "?";
     switch (rc & 0xff) {
     case SQLITE_NOTADB:
@@ -115,36 +121,40 @@ void store_run_clear(store_run *r)
 #define BUSY_TIMEOUT_MS 5000
 #define BUSY_RETRIES 6
 
-int store_txn_begin(store *s)
+int store_txn_begin_on(store *s, sqlite3 *db)
 {
     int rc = SQLITE_OK;
     for (int i = 0; i < BUSY_RETRIES; i++) {
-        rc = sqlite3_exec(s->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        rc = sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
         if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) break;
     }
-    return rc == SQLITE_OK ? STORE_OK : store_sql_fail(s, rc, "starting a write");
+    return rc == SQLITE_OK ? STORE_OK : store_sql_fail_on(s, db, rc, "starting a write");
 }
 
-int store_txn_commit(store *s)
+int store_txn_commit_on(store *s, sqlite3 *db)
 {
     int rc = SQLITE_OK;
     for (int i = 0; i < BUSY_RETRIES; i++) {
-        rc = sqlite3_exec(s->db, "COMMIT", NULL, NULL, NULL);
+        rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
         if (rc != SQLITE_BUSY) break;
     }
     if (rc != SQLITE_OK) {
-        int st = store_sql_fail(s, rc, "committing");
-        store_txn_rollback(s);
+        int st = store_sql_fail_on(s, db, rc, "committing");
+        store_txn_rollback_on(db);
         return st;
     }
     return STORE_OK;
 }
 
-void store_txn_rollback(store *s)
+void store_txn_rollback_on(sqlite3 *db)
 {
-    if (!sqlite3_get_autocommit(s->db))
-        sqlite3_exec(s->db, "ROLLBACK", NULL, NULL, NULL);
+    if (!sqlite3_get_autocommit(db))
+        sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 }
+
+int store_txn_begin(store *s) { return store_txn_begin_on(s, s->db); }
+int store_txn_commit(store *s) { return store_txn_commit_on(s, s->db); }
+void store_txn_rollback(store *s) { store_txn_rollback_on(s->db); }
 
 static int exec(store *s, const char *sql, const char *what)
 {
@@ -166,11 +176,6 @@ static int query_int(store *s, const char *sql, long long *out)
 
 /* ---- migrations -------------------------------------------------------------------- */
 
-/* v0 -> v1: the first schema (store/schema.sql). Later versions append an ALTER/CREATE
- * script here and bump STORE_SCHEMA_VERSION; schema.sql always shows the latest. */
-const char *const store_migrations[] = { store_schema_sql };
-const int store_n_migrations = sizeof store_migrations / sizeof store_migrations[0];
-
 int store_migrate_with(store *s, const char *const *migs, int n)
 {
     int st = store_txn_begin(s);
@@ -178,7 +183,13 @@ int store_migrate_with(store *s, const char *const *migs, int n)
     long long v;
     /* Re-read inside the write lock: another process may have migrated meanwhile. */
     if ((st = query_int(s, "PRAGMA user_version", &v))) goto fail;
-    if (v < 0 || v > n) {
+    if (v < 0) {
+        st = store_fail(STORE_ENOTDB, "%s has schema version %lld; no nnbench writes a negative "
+                        "version, so it is not an nnbench database (or it was damaged): it was left "
+                        "untouched — give another file with --db", s->path, v);
+        goto fail;
+    }
+    if (v > n) {
         st = store_fail(STORE_EVERSION, "%s has schema version %lld, newer than this nnbench "
                         "understands (%d): upgrade nnbench or use another --db", s->path, v, n);
         goto fail;
@@ -201,9 +212,12 @@ fail:
 
 /* ---- opening ----------------------------------------------------------------------- */
 
-/* Looks at the first bytes ourselves so that SQLite never writes to a file that is not
- * a database (SQLite would happily treat some garbage as a journal to roll back). */
-static int check_header(const char *path, int *exists)
+/* What is at path, by stat() alone: nothing outside SQLite may open() the database file
+ * (or its -wal/-shm) in a process that may hold a connection to it, because close() of
+ * any descriptor drops every POSIX lock the process holds on the file (SQLite's "How To
+ * Corrupt An SQLite Database File", 2.2). The header is read through SQLite's own file
+ * handle instead (check_header). */
+static int check_path(const char *path, int *exists)
 {
     struct stat sb;
     *exists = 0;
@@ -215,15 +229,29 @@ static int check_header(const char *path, int *exists)
     if (S_ISDIR(sb.st_mode))
         return store_fail(STORE_EIO, "%s is a directory, not a database file; "
                           "give a file path with --db", path);
-    if (sb.st_size == 0) return STORE_OK;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return store_fail(STORE_EIO, "cannot read database %s: %s", path, strerror(errno));
+    if (!S_ISREG(sb.st_mode))
+        return store_fail(STORE_EIO, "%s is not a regular file (a device, pipe or socket), so it "
+                          "cannot hold a database; give a file path with --db", path);
+    return STORE_OK;
+}
+
+/* The first 100 bytes, read through the connection's own file handle before SQLite reads
+ * anything: a file that is not a database is refused before SQLite could treat a stray
+ * journal next to it as one to roll back into it. */
+static int check_header(store *s)
+{
+    sqlite3_file *f = NULL;
+    if (sqlite3_file_control(s->db, "main", SQLITE_FCNTL_FILE_POINTER, &f) != SQLITE_OK || !f || !f->pMethods)
+        return store_fail(STORE_EIO, "cannot read database %s (no file handle)", s->path);
+    sqlite3_int64 size = 0;
+    if (f->pMethods->xFileSize(f, &size) != SQLITE_OK)
+        return store_fail(STORE_EIO, "cannot read database %s: %s", s->path, strerror(errno));
+    if (size == 0) return STORE_OK;
     unsigned char hdr[100];
-    ssize_t got = read(fd, hdr, sizeof hdr);
-    close(fd);
-    if (got < (ssize_t)sizeof hdr || memcmp(hdr, "SQLite format 3", 16))
+    int rc = f->pMethods->xRead(f, hdr, (int)sizeof hdr, 0);
+    if (rc != SQLITE_OK || memcmp(hdr, "SQLite format 3", 16))
         return store_fail(STORE_ENOTDB, "%s is not an SQLite database (bad header); it was left "
-                          "untouched — give another file with --db", path);
+                          "untouched — give another file with --db", s->path);
     return STORE_OK;
 }
 
@@ -235,14 +263,19 @@ static int path_writable(const char *path)
     return access(path, W_OK) == 0 && stat(path, &sb) == 0 && (sb.st_mode & 0222);
 }
 
+static void dir_of(char *dir, size_t cap, const char *path)
+{
+    snprintf(dir, cap, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, cap, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+}
+
 static int dir_writable(const char *path)
 {
     char dir[1024];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == dir) dir[1] = 0;
-    else *slash = 0;
+    dir_of(dir, sizeof dir, path);
     return path_writable(dir);
 }
 
@@ -272,29 +305,69 @@ static int sqlite_open(store *s, int readonly, int immutable, int create)
     sqlite3_busy_timeout(s->db, BUSY_TIMEOUT_MS);
     s->readonly = readonly;
     s->immutable = immutable;
-    return STORE_OK;
+    return check_header(s);
 }
 
-/* Reads user_version and touches the schema so that a broken file fails here, before
- * anything is written. */
-static int probe(store *s, long long *version, long long *n_tables, long long *n_ours)
+int store_connect_rw(store *s, sqlite3 **db)
 {
-    /* One statement = one read transaction: another process creating the schema at the
-     * same moment is seen either entirely or not at all. */
+    int rc = sqlite3_open_v2(s->path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
+        rc = sqlite3_exec(*db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+    }
+    if (rc == SQLITE_OK) return STORE_OK;
+    int st = store_sql_fail_on(s, *db, rc, "opening the database for writing");
+    sqlite3_close_v2(*db);
+    *db = NULL;
+    return st;
+}
+
+/* What a probe sees; one statement = one read transaction, so another process creating
+ * the schema at the same moment is seen either entirely or not at all. */
+typedef struct {
+    long long version, n_tables, n_ours, runs_cols;
+} probe_result;
+
+#define N_OUR_TABLES 7
+#define N_RUNS_KEY_COLS 8
+
+static int probe(store *s, probe_result *p)
+{
     sqlite3_stmt *st;
     int rc = sqlite3_prepare_v2(s->db, "SELECT (SELECT user_version FROM pragma_user_version), "
-                                "(SELECT count(*) FROM sqlite_master WHERE type='table'), "
+                                "(SELECT count(*) FROM sqlite_master WHERE type='table' AND name NOT LIKE 'sqlite_%'), "
                                 "(SELECT count(*) FROM sqlite_master WHERE type='table' AND name IN "
                                 "('runs','params','metrics','op_stats','run_profile','solver_events',"
-                                "'system_info'))", -1, &st, NULL);
+                                "'system_info')), "
+                                "(SELECT count(*) FROM pragma_table_info('runs') WHERE name IN ('id','name',"
+                                "'variant','status','started','exp_text','host','pid'))", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        *version = sqlite3_column_int64(st, 0);
-        *n_tables = sqlite3_column_int64(st, 1);
-        *n_ours = sqlite3_column_int64(st, 2);
+        p->version = sqlite3_column_int64(st, 0);
+        p->n_tables = sqlite3_column_int64(st, 1);
+        p->n_ours = sqlite3_column_int64(st, 2);
+        p->runs_cols = sqlite3_column_int64(st, 3);
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
     return rc == SQLITE_OK ? STORE_OK : store_sql_fail(s, rc, "reading the database");
+}
+
+/* Ours, empty (version 0, no tables: a new file to create the schema in), or refused. */
+static int judge(const store *s, const probe_result *p)
+{
+    if (p->version < 0)
+        return store_fail(STORE_ENOTDB, "%s has schema version %lld; no nnbench writes a negative "
+                          "version, so it is not an nnbench database (or it was damaged): it was left "
+                          "untouched — give another file with --db", s->path, p->version);
+    if (p->version > STORE_SCHEMA_VERSION)
+        return store_fail(STORE_EVERSION, "%s has schema version %lld, written by a newer nnbench "
+                          "(this one understands up to %d): upgrade nnbench or use another --db",
+                          s->path, p->version, STORE_SCHEMA_VERSION);
+    if ((p->version == 0 && p->n_tables > 0) ||
+        (p->version > 0 && (p->n_ours < N_OUR_TABLES || p->runs_cols < N_RUNS_KEY_COLS)))
+        return store_fail(STORE_ENOTDB, "%s is an SQLite database but not an nnbench one (its tables "
+                          "are not nnbench's); it was left untouched — give another file with --db", s->path);
+    return STORE_OK;
 }
 
 static int pid_gone(const char *host, const char *my_host, long pid)
@@ -345,94 +418,114 @@ static int mark_crashed(store *s)
     return store_txn_commit(s);
 }
 
+/* A read-only connection: the file is only looked at (no migration, no journal mode
+ * change, no crash marking; closing it never checkpoints). */
+static int open_for_reading(store *s, probe_result *p)
+{
+    int st = sqlite_open(s, 1, 0, 0);
+    if (!st) st = probe(s, p);
+    if (st == STORE_EIO) {
+        /* A WAL database whose -shm cannot be created (read-only file or directory):
+         * immutable mode reads the main file without any locking or shared memory. */
+        st = sqlite_open(s, 1, 1, 0);
+        if (!st) st = probe(s, p);
+    }
+    return st ? st : judge(s, p);
+}
+
+/* The read-write connection of a writer: WAL, foreign keys, migrations, crash marking. */
+static int open_for_writing(store *s, int create, probe_result *p)
+{
+    int st = sqlite_open(s, 0, 0, create);
+    if (!st) st = probe(s, p);
+    if (!st) st = judge(s, p);
+    if (st) return st;
+    char mode[16] = "";
+    sqlite3_stmt *jm;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(jm)) == SQLITE_ROW) {
+        snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(jm, 0));
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(jm);
+    if (rc != SQLITE_OK) return store_sql_fail(s, rc, "switching to WAL mode");
+    if (strcmp(mode, "wal"))
+        return store_fail(STORE_EIO, "%s: cannot use WAL mode (journal mode stays '%s'); is it "
+                          "on a network file system?", s->path, mode);
+    /* NORMAL in WAL mode: a commit survives the process being killed (only a power
+     * loss can undo the last commits), at a fraction of FULL's fsyncs. */
+    if ((st = exec(s, "PRAGMA synchronous=NORMAL", "setting synchronous"))) return st;
+    /* Migrations run with foreign keys off (a table rebuild drops the parent table). */
+    if ((st = exec(s, "PRAGMA foreign_keys=OFF", "preparing the schema check"))) return st;
+    if (p->version < STORE_SCHEMA_VERSION &&
+        (st = store_migrate_with(s, store_migrations, store_n_migrations)))
+        return st;
+    if ((st = exec(s, "PRAGMA foreign_keys=ON", "enabling foreign keys"))) return st;
+    return mark_crashed(s);
+}
+
 int store_open(const char *path, int flags, store **out)
 {
     *out = NULL;
     if (!path || !*path) return store_fail(STORE_EINVAL, "no database path given");
     if ((flags & STORE_OPEN_READONLY) && (flags & (STORE_OPEN_CREATE | STORE_OPEN_WRITE)))
         return store_fail(STORE_EINVAL, "a database cannot be opened read-only for writing");
-    int exists, st = check_header(path, &exists);
+    int exists, st = check_path(path, &exists);
     if (st) return st;
+    int write = (flags & (STORE_OPEN_CREATE | STORE_OPEN_WRITE)) != 0;
     if (!exists && !(flags & STORE_OPEN_CREATE))
         return store_fail(STORE_ENOTFOUND, "no database at %s yet: store a run first, e.g. "
                           "nnbench run samples/spirals-mlp.ini --db %s", path, path);
+    if (!exists) {
+        char dir[1024];
+        struct stat sb;
+        dir_of(dir, sizeof dir, path);
+        if (stat(dir, &sb) || !S_ISDIR(sb.st_mode))
+            return store_fail(STORE_EIO, "cannot create database %s: the directory %s does not exist; "
+                              "create it (mkdir -p %s) or give another --db", path, dir, dir);
+    }
+    if (write && !(exists ? path_writable(path) && dir_writable(path) : dir_writable(path)))
+        return store_fail(STORE_EREADONLY, "database %s is read-only (%s not writable): runs cannot be "
+                          "stored there; use --db with a writable path or --no-db", path,
+                          exists && !path_writable(path) ? "the file is" : "its directory is");
     store *s = calloc(1, sizeof *s);
     if (!s) return store_fail(STORE_ENOMEM, "out of memory opening %s", path);
     snprintf(s->path, sizeof s->path, "%s", path);
     if (gethostname(s->host, sizeof s->host - 1)) snprintf(s->host, sizeof s->host, "localhost");
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->work, &ca);
+    pthread_cond_init(&s->done, &ca);
+    pthread_condattr_destroy(&ca);
 
-    int writable = exists ? path_writable(path) && dir_writable(path) : dir_writable(path);
-    int readonly = (flags & STORE_OPEN_READONLY) || !writable;
-    if (readonly && (flags & (STORE_OPEN_WRITE | STORE_OPEN_CREATE))) {
-        store_fail(STORE_EREADONLY, "database %s is read-only (%s not writable): runs cannot be "
-                   "stored there; use --db with a writable path or --no-db", path,
-                   exists && !path_writable(path) ? "the file is" : "its directory is");
-        free(s);
-        return STORE_EREADONLY;
+    probe_result p = { 0 };
+    /* A file that exists is looked at read-only first: a database that is not ours is
+     * refused before a read-write connection could change a byte of it (a WAL file is
+     * checkpointed into the database when its last writer closes). */
+    if (exists) st = open_for_reading(s, &p);
+    if (!st && write) {
+        st = open_for_writing(s, (flags & STORE_OPEN_CREATE) != 0, &p);
+    } else if (!st && p.version == 0) {
+        st = store_fail(STORE_ENOTFOUND, "no nnbench runs in %s yet (an empty database): store a run "
+                        "first, e.g. nnbench run samples/spirals-mlp.ini --db %s", path, path);
+    } else if (!st && !s->immutable && path_writable(path) && dir_writable(path)) {
+        /* Our database, for reading: a read-write connection that only reads (query_only), so
+         * that, when it is the last one, closing it removes the -wal and -shm files as a
+         * writer's would instead of leaving them behind. */
+        st = sqlite_open(s, 0, 0, 0);
+        if (!st) st = exec(s, "PRAGMA query_only=1", "opening the database for reading");
+        s->readonly = 1;
     }
-    long long version = 0, n_tables = 0, n_ours = 0;
-    st = sqlite_open(s, readonly, 0, (flags & STORE_OPEN_CREATE) != 0);
-    if (!st) st = probe(s, &version, &n_tables, &n_ours);
-    if (st == STORE_EIO && readonly) {
-        /* A WAL database whose -shm cannot be created (read-only file or directory):
-         * immutable mode reads the main file without any locking or shared memory. */
-        st = sqlite_open(s, 1, 1, 0);
-        if (!st) st = probe(s, &version, &n_tables, &n_ours);
+    if (st) {
+        sqlite3_close_v2(s->db);
+        s->db = NULL;
+        store_close(s);
+        return st;
     }
-    if (st) goto fail;
-    if (version > STORE_SCHEMA_VERSION) {
-        st = store_fail(STORE_EVERSION, "%s has schema version %lld, written by a newer nnbench "
-                        "(this one understands up to %d): upgrade nnbench or use another --db",
-                        path, version, STORE_SCHEMA_VERSION);
-        goto fail;
-    }
-    if (version < 0) {   /* found by fuzzing: migrations were indexed by it */
-        st = store_fail(STORE_ENOTDB, "%s has schema version %lld, which no nnbench writes: not an nnbench "
-                        "database; it was left untouched — give another file with --db", path, version);
-        goto fail;
-    }
-    if (version == 0 && n_tables > n_ours) {
-        st = store_fail(STORE_ENOTDB, "%s is an SQLite database but not an nnbench one (it has "
-                        "other tables); it was left untouched — give another file with --db", path);
-        goto fail;
-    }
-    if (readonly) {
-        if (version < STORE_SCHEMA_VERSION) {
-            st = store_fail(version == 0 ? STORE_ENOTDB : STORE_EREADONLY,
-                            "%s has schema version %lld and is read-only, so it cannot be migrated to "
-                            "v%d: open it once with write access", path, version, STORE_SCHEMA_VERSION);
-            goto fail;
-        }
-    } else {
-        char mode[16] = "";
-        sqlite3_stmt *jm;
-        int rc = sqlite3_prepare_v2(s->db, "PRAGMA journal_mode=WAL", -1, &jm, NULL);
-        if (rc == SQLITE_OK && (rc = sqlite3_step(jm)) == SQLITE_ROW) {
-            snprintf(mode, sizeof mode, "%s", (const char *)sqlite3_column_text(jm, 0));
-            rc = SQLITE_OK;
-        }
-        sqlite3_finalize(jm);
-        if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "switching to WAL mode"); goto fail; }
-        if (strcmp(mode, "wal")) {
-            st = store_fail(STORE_EIO, "%s: cannot use WAL mode (journal mode stays '%s'); is it "
-                            "on a network file system?", path, mode);
-            goto fail;
-        }
-        /* NORMAL in WAL mode: a commit survives the process being killed (only a power
-         * loss can undo the last commits), at a fraction of FULL's fsyncs. */
-        if ((st = exec(s, "PRAGMA synchronous=NORMAL", "setting synchronous"))) goto fail;
-        if (version < STORE_SCHEMA_VERSION &&
-            (st = store_migrate_with(s, store_migrations, store_n_migrations)))
-            goto fail;
-        if ((st = mark_crashed(s))) goto fail;
-    }
-    s->last_flush_ns = store_now_ns();
     *out = s;
     return STORE_OK;
-fail:
-    sqlite3_close_v2(s->db);
-    free(s);
-    return st;
 }
 
 int store_is_readonly(const store *s) { return s->readonly; }
@@ -441,14 +534,11 @@ const char *store_path(const store *s) { return s->path; }
 void store_close(store *s)
 {
     if (!s) return;
-    if (!s->readonly) store_flush(s);
-    sqlite3_finalize(s->ins_metric);
-    sqlite3_finalize(s->ins_solver);
-    sqlite3_finalize(s->upd_progress);
+    store_writer_close(s);
     sqlite3_close_v2(s->db);
-    for (int i = 0; i < s->n_keys; i++) free(s->keys[i]);
-    free(s->pts);
-    free(s->solves);
+    pthread_cond_destroy(&s->work);
+    pthread_cond_destroy(&s->done);
+    pthread_mutex_destroy(&s->mu);
     free(s);
 }
 
@@ -474,31 +564,31 @@ static int writable(store *s, const char *what)
     return STORE_OK;
 }
 
-static void bind_text(sqlite3_stmt *st, int i, const char *v)
+void store_bind_text(sqlite3_stmt *st, int i, const char *v)
 {
     if (v && *v) sqlite3_bind_text(st, i, v, -1, SQLITE_TRANSIENT);
     else sqlite3_bind_null(st, i);
 }
 
 /* NaN/Inf become NULL: SQLite has no NaN, and NULL reads back as "unknown". */
-static void bind_real(sqlite3_stmt *st, int i, double v)
+void store_bind_real(sqlite3_stmt *st, int i, double v)
 {
     if (isfinite(v)) sqlite3_bind_double(st, i, v);
     else sqlite3_bind_null(st, i);
 }
 
 /* Counts documented as -1 when unknown. */
-static void bind_count(sqlite3_stmt *st, int i, long long v)
+void store_bind_count(sqlite3_stmt *st, int i, long long v)
 {
     if (v >= 0) sqlite3_bind_int64(st, i, v);
     else sqlite3_bind_null(st, i);
 }
 
-static int step_done(store *s, sqlite3_stmt *st, const char *what)
+int store_step_done(store *s, sqlite3 *db, sqlite3_stmt *st, const char *what)
 {
     int rc = sqlite3_step(st);
     sqlite3_reset(st);
-    return rc == SQLITE_DONE ? STORE_OK : store_sql_fail(s, rc, what);
+    return rc == SQLITE_DONE ? STORE_OK : store_sql_fail_on(s, db, rc, what);
 }
 
 /* Binds the summary columns in the order of SUMMARY_SET starting at parameter i. */
@@ -510,25 +600,25 @@ static int step_done(store *s, sqlite3_stmt *st, const char *what)
 
 static int bind_summary(sqlite3_stmt *st, int i, const store_run *r)
 {
-    bind_count(st, i++, r->steps);
-    bind_count(st, i++, r->epochs);
-    bind_real(st, i++, r->wall_s);
-    bind_real(st, i++, r->hybrid_s);
-    bind_real(st, i++, r->final_train_loss);
-    bind_real(st, i++, r->best_train_loss);
-    bind_real(st, i++, r->final_test_loss);
-    bind_real(st, i++, r->final_test_acc);
-    bind_real(st, i++, r->best_test_acc);
-    bind_real(st, i++, r->samples_per_s);
-    bind_count(st, i++, r->steps_to_target);
-    bind_real(st, i++, r->wall_to_target);
-    bind_real(st, i++, r->hybrid_to_target);
-    bind_count(st, i++, r->peak_bytes);
-    bind_count(st, i++, r->peak_rss);
-    bind_count(st, i++, r->solves);
-    bind_count(st, i++, r->quantum_solves);
-    bind_real(st, i++, r->kappa_first);
-    bind_real(st, i++, r->kappa_last);
+    store_bind_count(st, i++, r->steps);
+    store_bind_count(st, i++, r->epochs);
+    store_bind_real(st, i++, r->wall_s);
+    store_bind_real(st, i++, r->hybrid_s);
+    store_bind_real(st, i++, r->final_train_loss);
+    store_bind_real(st, i++, r->best_train_loss);
+    store_bind_real(st, i++, r->final_test_loss);
+    store_bind_real(st, i++, r->final_test_acc);
+    store_bind_real(st, i++, r->best_test_acc);
+    store_bind_real(st, i++, r->samples_per_s);
+    store_bind_count(st, i++, r->steps_to_target);
+    store_bind_real(st, i++, r->wall_to_target);
+    store_bind_real(st, i++, r->hybrid_to_target);
+    store_bind_count(st, i++, r->peak_bytes);
+    store_bind_count(st, i++, r->peak_rss);
+    store_bind_count(st, i++, r->solves);
+    store_bind_count(st, i++, r->quantum_solves);
+    store_bind_real(st, i++, r->kappa_first);
+    store_bind_real(st, i++, r->kappa_last);
     return i;
 }
 
@@ -546,27 +636,28 @@ int store_run_begin(store *s, const store_run *r, long long *id)
     if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "storing a run"); store_txn_rollback(s); return st; }
     sqlite3_bind_text(ins, 1, r->name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_text(ins, 2, r->variant, -1, SQLITE_TRANSIENT);
-    bind_text(ins, 3, r->exp_path);
-    bind_text(ins, 4, r->exp_text);
+    store_bind_text(ins, 3, r->exp_path);
+    store_bind_text(ins, 4, r->exp_text);
     sqlite3_bind_int64(ins, 5, (sqlite3_int64)r->seed);
     sqlite3_bind_double(ins, 6, isfinite(r->started) ? r->started : store_unix_now());
-    bind_text(ins, 7, r->host[0] ? r->host : s->host);
+    store_bind_text(ins, 7, r->host[0] ? r->host : s->host);
     sqlite3_bind_int64(ins, 8, r->pid ? r->pid : (long)getpid());
-    bind_text(ins, 9, r->version);
-    bind_text(ins, 10, r->optimizer);
-    bind_text(ins, 11, r->dataset);
-    bind_text(ins, 12, r->model);
-    bind_count(ins, 13, r->n_params);
-    bind_count(ins, 14, r->threads);
-    bind_count(ins, 15, r->total_steps);
-    bind_count(ins, 16, r->n_train);
-    bind_count(ins, 17, r->n_test);
-    bind_real(ins, 18, r->target_loss);
+    store_bind_text(ins, 9, r->version);
+    store_bind_text(ins, 10, r->optimizer);
+    store_bind_text(ins, 11, r->dataset);
+    store_bind_text(ins, 12, r->model);
+    store_bind_count(ins, 13, r->n_params);
+    store_bind_count(ins, 14, r->threads);
+    store_bind_count(ins, 15, r->total_steps);
+    store_bind_count(ins, 16, r->n_train);
+    store_bind_count(ins, 17, r->n_test);
+    store_bind_real(ins, 18, r->target_loss);
     rc = sqlite3_step(ins);
     sqlite3_finalize(ins);
     if (rc != SQLITE_DONE) { st = store_sql_fail(s, rc, "storing a run"); store_txn_rollback(s); return st; }
     *id = sqlite3_last_insert_rowid(s->db);
     if ((st = store_txn_commit(s))) return st;
+    pthread_mutex_lock(&s->mu);
     if (s->n_prog < STORE_MAX_PROGRESS) {
         store_progress *p = &s->prog[s->n_prog++];
         memset(p, 0, sizeof *p);
@@ -576,6 +667,7 @@ int store_run_begin(store *s, const store_run *r, long long *id)
         p->wall = p->hybrid = p->train_loss = p->best_train_loss = NAN;
         p->test_loss = p->test_acc = p->best_test_acc = p->sps = NAN;
     }
+    pthread_mutex_unlock(&s->mu);
     return STORE_OK;
 }
 
@@ -593,7 +685,7 @@ static int put_kv(store *s, long long run, const store_kv *kv, size_t n, const c
         sqlite3_bind_int64(ins, 1, run);
         sqlite3_bind_text(ins, 2, kv[i].key, -1, SQLITE_TRANSIENT);
         sqlite3_bind_text(ins, 3, kv[i].value, -1, SQLITE_TRANSIENT);
-        st = step_done(s, ins, table);
+        st = store_step_done(s, s->db, ins, table);
     }
     sqlite3_finalize(ins);
     if (st) { store_txn_rollback(s); return st; }
@@ -608,188 +700,6 @@ int store_params_put(store *s, long long run, const store_kv *kv, size_t n)
 int store_sysinfo_put(store *s, long long run, const store_kv *kv, size_t n)
 {
     return put_kv(s, run, kv, n, "system_info");
-}
-
-static store_progress *progress_of(store *s, long long run)
-{
-    for (int i = 0; i < s->n_prog; i++)
-        if (s->prog[i].run == run) return &s->prog[i];
-    return NULL;
-}
-
-static int key_index(store *s, const char *key)
-{
-    for (int i = s->n_keys - 1; i >= 0; i--)
-        if (!strcmp(s->keys[i], key)) return i;
-    if (s->n_keys == STORE_MAX_KEYS)
-        return store_fail(STORE_EINVAL, "too many distinct metric keys (max %d) at '%s'",
-                          STORE_MAX_KEYS, key);
-    if (!(s->keys[s->n_keys] = strdup(key))) return store_fail(STORE_ENOMEM, "out of memory");
-    return s->n_keys++;
-}
-
-static int maybe_flush(store *s)
-{
-    if (s->n_pts + s->n_solves >= STORE_FLUSH_POINTS) return store_flush(s);
-    return store_flush_due(s);
-}
-
-int store_flush_due(store *s)
-{
-    if (s->readonly || (!s->n_pts && !s->n_solves)) return STORE_OK;
-    if (store_now_ns() - s->last_flush_ns >= (uint64_t)STORE_FLUSH_MS * 1000000u)
-        return store_flush(s);
-    return STORE_OK;
-}
-
-int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
-                     double hybrid_s, const char *key, double value)
-{
-    int st = writable(s, "storing a metric");
-    if (st) return st;
-    if (!key || !*key) return store_fail(STORE_EINVAL, "metric without a key at step %ld", step);
-    int k = key_index(s, key);
-    if (k < 0) return k;
-    if (s->n_pts == s->cap_pts) {
-        size_t cap = s->cap_pts ? s->cap_pts * 2 : 1024;
-        store_point *p = realloc(s->pts, cap * sizeof *p);
-        if (!p) return store_fail(STORE_ENOMEM, "out of memory buffering metrics");
-        s->pts = p;
-        s->cap_pts = cap;
-    }
-    s->pts[s->n_pts++] = (store_point){ run, step, epoch, k, wall_s, hybrid_s, value };
-    store_progress *p = progress_of(s, run);
-    if (p) {
-        p->dirty = 1;
-        if (step > p->steps) p->steps = step;
-        if (epoch > p->epoch) p->epoch = epoch;
-        if (isfinite(wall_s)) p->wall = wall_s;
-        if (isfinite(hybrid_s)) p->hybrid = hybrid_s;
-        if (!strcmp(key, "train_loss")) {
-            p->train_loss = value;
-            if (isfinite(value) && !(value >= p->best_train_loss)) p->best_train_loss = value;
-        } else if (!strcmp(key, "test_loss")) {
-            p->test_loss = value;
-        } else if (!strcmp(key, "test_acc")) {
-            p->test_acc = value;
-            if (isfinite(value) && !(value <= p->best_test_acc)) p->best_test_acc = value;
-        } else if (!strcmp(key, "samples_per_s")) {
-            p->sps = value;
-        }
-    }
-    return maybe_flush(s);
-}
-
-int store_solver_event_add(store *s, long long run, const store_solver_event *ev)
-{
-    int st = writable(s, "storing a solver event");
-    if (st) return st;
-    if (s->n_solves == s->cap_solves) {
-        size_t cap = s->cap_solves ? s->cap_solves * 2 : 256;
-        store_pending_solve *p = realloc(s->solves, cap * sizeof *p);
-        if (!p) return store_fail(STORE_ENOMEM, "out of memory buffering solver events");
-        s->solves = p;
-        s->cap_solves = cap;
-    }
-    s->solves[s->n_solves++] = (store_pending_solve){ run, *ev };
-    return maybe_flush(s);
-}
-
-static int prepare_writers(store *s)
-{
-    int rc = SQLITE_OK;
-    if (!s->ins_metric)
-        rc = sqlite3_prepare_v3(s->db, "INSERT OR REPLACE INTO metrics(run,step,epoch,wall,hybrid,key,value) "
-                                "VALUES(?1,?2,?3,?4,?5,?6,?7)", -1, SQLITE_PREPARE_PERSISTENT,
-                                &s->ins_metric, NULL);
-    if (rc == SQLITE_OK && !s->ins_solver)
-        rc = sqlite3_prepare_v3(s->db, "INSERT INTO solver_events(run,step,block,n,nnz_per_row,"
-                                "kappa_fro,kappa_lapack,kappa_gersh,kappa_exact,kappa_used,est_ns,route,"
-                                "pred_classical_ns,pred_quantum_ns,measured_classical_ns,"
-                                "simulated_quantum_ns,residual,shift,shift_raised) VALUES(?1,?2,?3,?4,?5,"
-                                "?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)", -1,
-                                SQLITE_PREPARE_PERSISTENT, &s->ins_solver, NULL);
-    if (rc == SQLITE_OK && !s->upd_progress)
-        rc = sqlite3_prepare_v3(s->db, "UPDATE runs SET steps=?2,epochs=?3,wall_s=?4,hybrid_s=?5,"
-                                "final_train_loss=?6,best_train_loss=?7,final_test_loss=?8,"
-                                "final_test_acc=?9,best_test_acc=?10,samples_per_s=?11 "
-                                "WHERE id=?1 AND status='running'", -1, SQLITE_PREPARE_PERSISTENT,
-                                &s->upd_progress, NULL);
-    return rc == SQLITE_OK ? STORE_OK : store_sql_fail(s, rc, "preparing writes");
-}
-
-static int write_pending(store *s)
-{
-    int st = STORE_OK;
-    sqlite3_stmt *m = s->ins_metric;
-    for (size_t i = 0; i < s->n_pts && !st; i++) {
-        const store_point *p = &s->pts[i];
-        sqlite3_bind_int64(m, 1, p->run);
-        sqlite3_bind_int64(m, 2, p->step);
-        sqlite3_bind_int(m, 3, p->epoch);
-        bind_real(m, 4, p->wall);
-        bind_real(m, 5, p->hybrid);
-        sqlite3_bind_text(m, 6, s->keys[p->key], -1, SQLITE_STATIC);
-        bind_real(m, 7, p->value);
-        st = step_done(s, m, "storing metrics");
-    }
-    sqlite3_stmt *v = s->ins_solver;
-    for (size_t i = 0; i < s->n_solves && !st; i++) {
-        const store_solver_event *e = &s->solves[i].ev;
-        sqlite3_bind_int64(v, 1, s->solves[i].run);
-        sqlite3_bind_int64(v, 2, e->step);
-        sqlite3_bind_int(v, 3, e->block);
-        sqlite3_bind_int(v, 4, e->n);
-        bind_real(v, 5, e->nnz_per_row);
-        bind_real(v, 6, e->kappa_fro);
-        bind_real(v, 7, e->kappa_lapack);
-        bind_real(v, 8, e->kappa_gersh);
-        bind_real(v, 9, e->kappa_exact);
-        bind_real(v, 10, e->kappa_used);
-        bind_real(v, 11, e->est_ns);
-        sqlite3_bind_int(v, 12, e->route);
-        bind_real(v, 13, e->pred_classical_ns);
-        bind_real(v, 14, e->pred_quantum_ns);
-        bind_real(v, 15, e->measured_classical_ns);
-        bind_real(v, 16, e->simulated_quantum_ns);
-        bind_real(v, 17, e->residual);
-        bind_real(v, 18, e->shift);
-        sqlite3_bind_int(v, 19, e->shift_raised);
-        st = step_done(s, v, "storing solver events");
-    }
-    sqlite3_stmt *u = s->upd_progress;
-    for (int i = 0; i < s->n_prog && !st; i++) {
-        store_progress *p = &s->prog[i];
-        if (!p->dirty) continue;
-        sqlite3_bind_int64(u, 1, p->run);
-        bind_count(u, 2, p->steps);
-        bind_count(u, 3, p->epoch < 0 ? -1 : p->epoch + 1);
-        bind_real(u, 4, p->wall);
-        bind_real(u, 5, p->hybrid);
-        bind_real(u, 6, p->train_loss);
-        bind_real(u, 7, p->best_train_loss);
-        bind_real(u, 8, p->test_loss);
-        bind_real(u, 9, p->test_acc);
-        bind_real(u, 10, p->best_test_acc);
-        bind_real(u, 11, p->sps);
-        st = step_done(s, u, "updating run progress");
-    }
-    return st;
-}
-
-int store_flush(store *s)
-{
-    if (s->readonly) return STORE_OK;
-    s->last_flush_ns = store_now_ns();
-    if (!s->n_pts && !s->n_solves) return STORE_OK;
-    int st = prepare_writers(s);
-    if (st) return st;
-    if ((st = store_txn_begin(s))) return st;
-    if ((st = write_pending(s))) { store_txn_rollback(s); return st; }
-    if ((st = store_txn_commit(s))) return st;
-    s->n_pts = s->n_solves = 0;
-    for (int i = 0; i < s->n_prog; i++) s->prog[i].dirty = 0;
-    return STORE_OK;
 }
 
 int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t n,
@@ -812,7 +722,7 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
                                 "?5,?6,?7,?8,?9,?10,?11,?12)", -1, &prof, NULL);
     if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "storing op stats"); goto done; }
     sqlite3_bind_int64(del, 1, run);
-    if ((st = step_done(s, del, "storing op stats"))) goto done;
+    if ((st = store_step_done(s, s->db, del, "storing op stats"))) goto done;
     for (size_t i = 0; i < n && !st; i++) {
         const store_op_row *o = &rows[i];
         sqlite3_bind_int64(ins, 1, run);
@@ -823,11 +733,11 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
                               o->bytes, o->cycles, o->instructions, o->l1d_miss, o->l2_miss,
                               o->l3_miss, o->fp_ops };
         for (int j = 0; j < 13; j++)
-            if (j >= 7) bind_count(ins, 5 + j, v[j]);
+            if (j >= 7) store_bind_count(ins, 5 + j, v[j]);
             else sqlite3_bind_int64(ins, 5 + j, v[j]);
         sqlite3_bind_int64(ins, 18, o->self_mem);
         sqlite3_bind_int64(ins, 19, o->peak_mem);
-        st = step_done(s, ins, "storing op stats");
+        st = store_step_done(s, s->db, ins, "storing op stats");
     }
     if (!st && sum) {
         sqlite3_bind_int64(prof, 1, run);
@@ -835,14 +745,14 @@ int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t
         sqlite3_bind_int64(prof, 3, sum->overhead_ns);
         sqlite3_bind_int64(prof, 4, sum->events);
         sqlite3_bind_int(prof, 5, sum->hw_counters);
-        bind_text(prof, 6, sum->counters_note);
-        bind_text(prof, 7, sum->counters_used);
+        store_bind_text(prof, 6, sum->counters_note);
+        store_bind_text(prof, 7, sum->counters_used);
         sqlite3_bind_int64(prof, 8, sum->peak_bytes);
         sqlite3_bind_int64(prof, 9, sum->live_bytes);
         sqlite3_bind_int64(prof, 10, sum->total_alloc_bytes);
         sqlite3_bind_int64(prof, 11, sum->peak_rss);
-        bind_real(prof, 12, sum->peak_gflops);
-        st = step_done(s, prof, "storing the profile summary");
+        store_bind_real(prof, 12, sum->peak_gflops);
+        st = store_step_done(s, s->db, prof, "storing the profile summary");
     }
 done:
     sqlite3_finalize(del);
@@ -852,13 +762,15 @@ done:
     return store_txn_commit(s);
 }
 
-static void progress_drop(store *s, long long run)
+void store_progress_drop(store *s, long long run)
 {
+    pthread_mutex_lock(&s->mu);
     for (int i = 0; i < s->n_prog; i++)
         if (s->prog[i].run == run) {
             s->prog[i] = s->prog[--s->n_prog];
-            return;
+            break;
         }
+    pthread_mutex_unlock(&s->mu);
 }
 
 int store_run_end(store *s, long long run, const store_run *r)
@@ -874,7 +786,7 @@ int store_run_end(store *s, long long run, const store_run *r)
     int rc = sqlite3_prepare_v2(s->db, sql, -1, &up, NULL);
     if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "finishing a run"); store_txn_rollback(s); return st; }
     sqlite3_bind_text(up, 1, store_status_name(r->status), -1, SQLITE_STATIC);
-    bind_text(up, 2, r->error);
+    store_bind_text(up, 2, r->error);
     sqlite3_bind_double(up, 3, isfinite(r->ended) ? r->ended : store_unix_now());
     bind_summary(up, 4, r);
     sqlite3_bind_int64(up, 23, run);
@@ -886,7 +798,7 @@ int store_run_end(store *s, long long run, const store_run *r)
         return store_fail(STORE_ENOTFOUND, "run %lld is not in %s (deleted meanwhile?)", run, s->path);
     }
     if ((st = store_txn_commit(s))) return st;
-    progress_drop(s, run);
+    store_progress_drop(s, run);
     return STORE_OK;
 }
 
@@ -904,50 +816,60 @@ int store_run_set_status(store *s, long long run, store_run_status status, const
     if (rc != SQLITE_OK) return store_sql_fail(s, rc, "changing a run's status");
     sqlite3_bind_int64(up, 1, run);
     sqlite3_bind_text(up, 2, store_status_name(status), -1, SQLITE_STATIC);
-    bind_text(up, 3, error);
+    store_bind_text(up, 3, error);
     sqlite3_bind_double(up, 4, store_unix_now());
     for (int i = 0; i < BUSY_RETRIES && (rc = sqlite3_step(up)) == SQLITE_BUSY; i++) sqlite3_reset(up);
     sqlite3_finalize(up);
     if (rc != SQLITE_DONE) return store_sql_fail(s, rc, "changing a run's status");
     if (sqlite3_changes(s->db) == 0)
         return store_fail(STORE_ENOTFOUND, "no run %lld in %s", run, s->path);
-    if (status != STORE_RUN_RUNNING) progress_drop(s, run);
+    if (status != STORE_RUN_RUNNING) store_progress_drop(s, run);
     return STORE_OK;
 }
 
-int store_runs_delete(store *s, const long long *ids, size_t n)
+/* Whether the process writing a 'running' run may still be at it: on this host, its pid is
+ * alive; on another host we cannot tell, so it may. */
+static int writer_alive(store *s, const char *host, long pid)
+{
+    if (!host || strcmp(host, s->host)) return 1;
+    return pid > 0 && !pid_gone(host, s->host, pid);
+}
+
+int store_runs_delete(store *s, const long long *ids, size_t n, int flags)
 {
     int st = writable(s, "deleting runs");
     if (st) return st;
     if ((st = store_flush(s))) return st;
-    static const char *const tables[] = { "metrics", "params", "op_stats", "run_profile",
-                                          "solver_events", "system_info" };
     if ((st = store_txn_begin(s))) return st;
-    sqlite3_stmt *chk = NULL, *del[7] = { 0 };
-    int rc = sqlite3_prepare_v2(s->db, "SELECT 1 FROM runs WHERE id=?1", -1, &chk, NULL);
-    for (int t = 0; t < 7 && rc == SQLITE_OK; t++) {
-        char sql[96];
-        snprintf(sql, sizeof sql, "DELETE FROM %s WHERE %s=?1", t < 6 ? tables[t] : "runs",
-                 t < 6 ? "run" : "id");
-        rc = sqlite3_prepare_v2(s->db, sql, -1, &del[t], NULL);
-    }
+    sqlite3_stmt *chk = NULL, *del = NULL;
+    int rc = sqlite3_prepare_v2(s->db, "SELECT status, host, pid FROM runs WHERE id=?1", -1, &chk, NULL);
+    /* Foreign keys (ON DELETE CASCADE) take every row of the run with it. */
+    if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(s->db, "DELETE FROM runs WHERE id=?1", -1, &del, NULL);
     if (rc != SQLITE_OK) { st = store_sql_fail(s, rc, "deleting runs"); goto done; }
     for (size_t i = 0; i < n && !st; i++) {
         sqlite3_bind_int64(chk, 1, ids[i]);
         rc = sqlite3_step(chk);
-        sqlite3_reset(chk);
         if (rc == SQLITE_DONE) { st = store_fail(STORE_ENOTFOUND, "no run %lld in %s; nothing was deleted", ids[i], s->path); break; }
         if (rc != SQLITE_ROW) { st = store_sql_fail(s, rc, "deleting runs"); break; }
-        for (int t = 0; t < 7 && !st; t++) {
-            sqlite3_bind_int64(del[t], 1, ids[i]);
-            st = step_done(s, del[t], "deleting runs");
+        const char *status = (const char *)sqlite3_column_text(chk, 0);
+        const char *host = (const char *)sqlite3_column_text(chk, 1);
+        long pid = (long)sqlite3_column_int64(chk, 2);
+        if (!(flags & STORE_DELETE_FORCE) && status && !strcmp(status, "running") && writer_alive(s, host, pid)) {
+            st = store_fail(STORE_ELIVE, "run %lld is still being written by process %ld on %s: stop it first "
+                            "(Ctrl-C, or K in the workbench), or delete it anyway with --force (its writer then "
+                            "stores nothing more of it); nothing was deleted", ids[i], pid, host ? host : "?");
+            sqlite3_reset(chk);
+            break;
         }
+        sqlite3_reset(chk);
+        sqlite3_bind_int64(del, 1, ids[i]);
+        st = store_step_done(s, s->db, del, "deleting runs");
     }
 done:
     sqlite3_finalize(chk);
-    for (int t = 0; t < 7; t++) sqlite3_finalize(del[t]);
+    sqlite3_finalize(del);
     if (st) { store_txn_rollback(s); return st; }
     if ((st = store_txn_commit(s))) return st;
-    for (size_t i = 0; i < n; i++) progress_drop(s, ids[i]);
+    for (size_t i = 0; i < n; i++) store_progress_drop(s, ids[i]);
     return STORE_OK;
 }

@@ -13,16 +13,22 @@
  *   store_op_stats_put(db, id, rows, n, &profile);
  *   r.status = STORE_RUN_FINISHED; ...summary fields...; store_run_end(db, id, &r);
  *   store_close(db);                                       // flushes
- * Metric points and solver events are buffered and written in one transaction when the
- * buffer holds STORE_FLUSH_POINTS points, when STORE_FLUSH_MS have passed since the last
- * flush (checked on each add), at store_flush, before any status change and at close.
+ * Metric points and solver events are buffered (adding never waits for the database) and
+ * written by the store's own writer thread, on a connection of its own, in one transaction
+ * at most STORE_FLUSH_MS / 2 after the oldest buffered point was added or as soon as the
+ * buffer holds STORE_FLUSH_POINTS; store_flush, every status change and close wait until
+ * everything buffered before them is committed. A kill -9 loses at most the points of the
+ * last STORE_FLUSH_MS (plus a transaction that could not get the lock).
  *
  * Reading (CLI and TUI): store_open(path, 0 or STORE_OPEN_READONLY, &db), then
  * store_runs_list / store_run_get / store_params_get / store_metric_get / ...; poll
  * store_watch_token every ~0.5 s to see writes by other processes.
  *
  * Conventions: functions return a store_status (0 = ok) and leave a message a user can
- * act on in store_error() (thread-local). One store* is used by one thread at a time.
+ * act on in store_error() (thread-local). One store* is used by one thread at a time (the
+ * writer thread is the store's own business). Nothing in nnbench opens the database file
+ * or its -wal/-shm other than through SQLite: a close() of any descriptor of the file
+ * would drop the POSIX locks of every SQLite connection of the process.
  * Arrays a function allocates for the caller are freed with free() unless a *_free is
  * named next to it. Statuses are persisted by name (runs.status TEXT) and their numbers
  * equal eng_run_status; both lists are append-only.
@@ -34,7 +40,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#define STORE_SCHEMA_VERSION 1   /* PRAGMA user_version written by this build */
+#define STORE_SCHEMA_VERSION 3   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
 
@@ -49,6 +55,7 @@ typedef enum {
     STORE_ENOTFOUND = -7, /* no such run / no such file (without STORE_OPEN_CREATE) */
     STORE_ENOMEM = -8,
     STORE_ESQL = -9,      /* any other SQLite error (message has SQLite's text) */
+    STORE_ELIVE = -10,    /* the run is still being written by a live process */
 } store_status;
 
 /* The last error message set on this thread ("" if none). */
@@ -79,30 +86,37 @@ int store_status_parse(const char *name, store_run_status *out); /* 0 ok, STORE_
 typedef struct store store;
 
 enum {
-    /* Create the file (and the schema) if missing. Without it a missing file is
-     * STORE_ENOTFOUND, so read commands never leave an empty database behind. */
+    /* Create the file (and the schema) if missing; implies writing (STORE_OPEN_WRITE).
+     * Without it a missing file is STORE_ENOTFOUND, so read commands never leave an empty
+     * database behind. */
     STORE_OPEN_CREATE = 1,
-    /* Never write: no migration, no crash marking (runs whose process is gone are still
-     * reported as crashed by the queries). Falls back to SQLite's immutable mode when the
-     * file or its directory is not writable and WAL shared memory cannot be created. */
+    /* The same as flags 0 (kept for callers that say so). */
     STORE_OPEN_READONLY = 2,
-    /* Fail with STORE_EREADONLY instead of falling back to read-only when the file or
-     * directory is not writable (for writers: `nnbench run` refuses before training). */
+    /* Open for writing: WAL mode, foreign keys, migrations, crash marking. STORE_EREADONLY
+     * when the file or its directory is not writable (`nnbench run` refuses before training). */
     STORE_OPEN_WRITE = 4,
 };
 
-/* Opens (flags 0: read-write if the file allows, else read-only). Checks the header
- * before SQLite touches the file (a non-SQLite file is STORE_ENOTDB and left untouched),
- * refuses a newer schema (STORE_EVERSION), migrates older ones forward, sets WAL and a
- * 5 s busy timeout, and marks 'running' runs of this host whose pid is gone as crashed.
+/* Opens. flags 0 (read commands): only reads — no migration, no journal mode change, no
+ * crash marking (runs whose process is gone are still reported as crashed by the queries);
+ * an older schema of ours is read as it is; an empty SQLite file is STORE_ENOTFOUND; falls
+ * back to SQLite's immutable mode when the file or its directory is not writable.
+ * With STORE_OPEN_WRITE/CREATE: WAL, foreign keys on, a 5 s busy timeout (x retries),
+ * migrations forward, and 'running' runs of this host whose pid is gone marked crashed.
+ * Always: the path must be a regular file (or missing, in an existing directory); its
+ * header is read through SQLite's own handle before SQLite reads anything; a file that is
+ * not SQLite, an SQLite database that is not nnbench's (tables not ours), a negative
+ * user_version (STORE_ENOTDB) and a newer schema (STORE_EVERSION) are refused with the
+ * file untouched (it is looked at read-only before any read-write connection exists).
  * *out is freed with store_close. */
 int store_open(const char *path, int flags, store **out);
-/* Flushes buffered points and closes; NULL is fine. Errors of the final flush are
- * reported on stderr-free terms: call store_flush first if you need the status. */
+/* Flushes buffered points, stops the writer thread and closes; NULL is fine. The final
+ * flush's status is lost: call store_flush first if you need it. */
 void store_close(store *s);
 int store_is_readonly(const store *s);
 const char *store_path(const store *s);
-/* The schema of this build (store/schema.sql, embedded). */
+/* The schema of this build (store/schema.sql, embedded), and its version-2 part alone
+ * (the v1 -> v2 migration). */
 extern const char store_schema_sql[];
 /* A value that changes whenever the database content changes, by this connection or by
  * another process (PRAGMA data_version + own changes + max run id). Cheap: poll it. */
@@ -204,11 +218,12 @@ int store_sysinfo_put(store *s, long long run, const store_kv *kv, size_t n);
 int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
                      double hybrid_s, const char *key, double value);
 int store_solver_event_add(store *s, long long run, const store_solver_event *ev);
-/* Writes everything buffered in one transaction (retrying while another process holds
- * the write lock). On failure the points stay buffered for the next attempt. */
+/* Waits until everything buffered before the call is committed (the writer retries while
+ * another process holds the write lock, busy timeout x retries). On failure the points
+ * stay buffered for the next attempt and the writer's error is returned. */
 int store_flush(store *s);
-/* store_flush if the oldest buffered point is older than STORE_FLUSH_MS; cheap enough to
- * call every training step (the sink does, so a slow step never holds points back). */
+/* Never waits: returns the writer's error once when its writes started failing (the sink
+ * calls it every step to warn), else STORE_OK. */
 int store_flush_due(store *s);
 /* Profiler rows + summary of a run (replaces earlier ones); sum may be NULL. */
 int store_op_stats_put(store *s, long long run, const store_op_row *rows, size_t n,
@@ -219,8 +234,12 @@ int store_run_end(store *s, long long run, const store_run *r);
 /* Flushes, then changes only status + error (error may be NULL). */
 int store_run_set_status(store *s, long long run, store_run_status st, const char *error);
 /* Deletes runs and all their rows, in one transaction. STORE_ENOTFOUND names the first
- * missing id (nothing deleted then). */
-int store_runs_delete(store *s, const long long *ids, size_t n);
+ * missing id, STORE_ELIVE the first run still being written by a live process (on this
+ * host: its pid exists; on another host: status 'running'); nothing is deleted then.
+ * STORE_DELETE_FORCE deletes live runs too: their writer drops what it still has of them
+ * and store_metric_add answers STORE_ENOTFOUND from then on. Ids are never reused. */
+enum { STORE_DELETE_FORCE = 1 };
+int store_runs_delete(store *s, const long long *ids, size_t n, int flags);
 
 /* ---- reading ----------------------------------------------------------------------- */
 
@@ -269,6 +288,58 @@ int store_profile_get(store *s, long long run, store_profile *out);
 /* Solver events by (step, block). */
 int store_solver_events_get(store *s, long long run, store_solver_event **ev, size_t *n);
 
+/* ---- checkpoints and quantizations (checkpoint.c) --------------------------------- */
+
+#define STORE_CHECKPOINTS_KEPT 2   /* per run: the newest ones */
+
+typedef struct {
+    long long run;
+    long step;                /* steps done when it was taken */
+    int epoch;
+    double created;           /* unix seconds */
+    long long bytes;
+} store_checkpoint;
+
+/* Flushes buffered points (so every point up to the checkpoint is on disk before it), then
+ * stores the record as a BLOB (bytes opaque to the store) and drops all but the newest
+ * STORE_CHECKPOINTS_KEPT of the run, in one transaction. */
+int store_checkpoint_put(store *s, long long run, long step, int epoch, const void *data, size_t len);
+/* The newest checkpoint of a run: meta and the record (*data malloc'd: free()).
+ * STORE_ENOTFOUND (saying so) when the run has none. */
+int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void **data, size_t *len);
+/* A run's checkpoints without their data, newest first. Free with free(). */
+int store_checkpoints_list(store *s, long long run, store_checkpoint **out, size_t *n);
+/* Resume: makes a run 'running' again for this process (status, error, ended, host, pid)
+ * and drops what it logged after step from_step (metrics, solver events); keys
+ * (NULL-terminated, may be NULL) are also dropped at from_step itself. */
+int store_run_reopen(store *s, long long run, long from_step, const char *const *keys);
+
+/* One quantization of a run (mirrors the quantizations table; NAN/-1 unknown). */
+typedef struct {
+    long long id, run;
+    double created;
+    long step;
+    char scheme[16];
+    long calibrate;
+    char kernel[64];
+    long long fp32_bytes, int8_bytes;
+    double fp32_loss, int8_loss, fp32_acc, int8_acc;
+    double fp32_sps_b1, int8_sps_b1, fp32_sps_b128, int8_sps_b128;
+} store_quant;
+
+typedef struct {
+    char name[48];
+    char layer[32];
+    int64_t calls, total_ns, self_ns;
+} store_quant_op;
+
+/* Stores a quantization and its int8 op profile; *id gets its id. */
+int store_quant_put(store *s, const store_quant *q, const store_quant_op *ops, size_t n, long long *id);
+/* A run's quantizations, newest first. Free with free(). */
+int store_quants_list(store *s, long long run, store_quant **out, size_t *n);
+/* The op profile of one quantization, by self time. Free with free(). */
+int store_quant_ops_get(store *s, long long quant, store_quant_op **ops, size_t *n);
+
 /* ---- reports ---------------------------------------------------------------------- */
 
 /* Writes a report of runs to path, the format from its extension: .md (tables), .html
@@ -279,5 +350,24 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
 int store_report_write(store *s, const long long *ids, size_t n, const char *path);
 /* The CSV of store_report_write, to an open stream. */
 int store_report_csv(store *s, const long long *ids, size_t n, FILE *f);
+/* The same CSV to path, whatever its extension (`nnbench export`), as below. */
+int store_export_csv(store *s, const long long *ids, size_t n, const char *path);
+
+/* ---- output files (output.c) ------------------------------------------------------ */
+
+/* STORE_EINVAL when out is the database at db_path or its -wal/-shm/-journal (same device
+ * and inode: symlinks and hard links are seen through). Every report, export and trace is
+ * checked before anything is written. */
+int store_output_check(const char *db_path, const char *out);
+/* A new temporary file next to path (same directory, the mode path has or would get);
+ * store_output_close(o, st) closes it and, when st is STORE_OK and the write succeeded,
+ * renames it to path, else removes the temporary file (never path). Returns the status. */
+typedef struct {
+    FILE *f;
+    char path[1024];
+    char tmp[1100];
+} store_output;
+int store_output_open(const char *db_path, const char *path, store_output *o);
+int store_output_close(store_output *o, int st);
 
 #endif

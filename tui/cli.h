@@ -14,6 +14,13 @@
  * command's options for suggestions, the man page and the completion script). */
 int cmd_run(int argc, char **argv);       /* cmd_run.c */
 void cmd_run_help(FILE *f);
+int cmd_allreduce(int argc, char **argv); /* cmd_project.c */
+void cmd_allreduce_help(FILE *f);
+int cmd_project(int argc, char **argv);   /* cmd_project.c */
+void cmd_project_help(FILE *f);
+/* Replaces this process by mpirun -np argv[at+1] running this program with argv minus the
+ * two arguments at `at` (--ranks N). Returns only on failure (2 bad N, 1 no mpirun). */
+int cli_mpirun_self(int argc, char **argv, int at);
 int cmd_sysinfo(int argc, char **argv);   /* cmd_sysinfo.c */
 void cmd_sysinfo_help(FILE *f);
 int cmd_list(int argc, char **argv);      /* cmd_store.c */
@@ -32,6 +39,14 @@ int cmd_solves(int argc, char **argv);    /* cmd_solves.c */
 void cmd_solves_help(FILE *f);
 int cmd_tui(int argc, char **argv);       /* workbench.c */
 void cmd_tui_help(FILE *f);
+int cmd_resume(int argc, char **argv);    /* cmd_model.c */
+void cmd_resume_help(FILE *f);
+int cmd_eval(int argc, char **argv);
+void cmd_eval_help(FILE *f);
+int cmd_quantize(int argc, char **argv);  /* cmd_quant.c */
+void cmd_quantize_help(FILE *f);
+int cmd_export_model(int argc, char **argv);
+void cmd_export_model_help(FILE *f);
 int cmd_help(int argc, char **argv);      /* cmd_help.c: help [COMMAND | --man | --bash-completion] */
 
 /* The command table (cmd_help.c). */
@@ -57,6 +72,9 @@ struct store;
 struct store *cli_open_store(const char *db_flag, int flags);
 long long *cli_resolve_runs(struct store *s, char **specs, size_t n);
 
+/* `show`'s lines on a run's checkpoints and int8 quantizations (cmd_model.c). */
+void cli_show_model(struct store *s, long long run);
+
 /* The database path (store_sink.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
  * else "./nnbench.db". */
 const char *cli_db_path(const char *flag_value);
@@ -69,7 +87,18 @@ cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errle
 eng_sink cli_store_sink_get(cli_store_sink *s);
 /* Id of the run being (or last) written, 0 before the first run_begin. */
 long long cli_store_sink_run_id(const cli_store_sink *s);
+/* NULL when the last run was stored completely (its end record committed after all its
+ * points); else why not, for the caller to report (and exit 1). */
+const char *cli_store_sink_error(const cli_store_sink *s);
 void cli_store_sink_close(cli_store_sink *s);
+/* The next run the sink sees continues stored run `run` (nnbench resume) instead of adding
+ * a new one. */
+void cli_store_sink_resume(cli_store_sink *s, long long run);
+
+/* Before any training: 0 if out can be written (an existing writable file, or a new one in
+ * an existing writable directory) and is not the database at db_path (NULL: no database)
+ * or its -wal/-shm; else -1 with the reason in err. (store_sink.c) */
+int cli_output_check(const char *db_path, const char *out, char *err, size_t cap);
 
 /* s made safe to print on a terminal: control and bidi characters shown as \x1b, \u202e
  * (prof_text_visible). Returns one of 8 static buffers used in turn, so up to 8 calls may

@@ -17,7 +17,13 @@ static const cli_command commands[] = {
     { "report", cmd_report, cmd_report_help, "write a report of runs" },
     { "export", cmd_export, cmd_export_help, "metrics of runs as CSV (long format)" },
     { "delete", cmd_delete, cmd_delete_help, "delete runs from the database" },
+    { "project", cmd_project, cmd_project_help, "model a run's data-parallel scaling to N nodes (alpha-beta ring all-reduce)" },
+    { "allreduce", cmd_allreduce, cmd_allreduce_help, "measure MPI all-reduces here; fit the alpha-beta model" },
     { "sysinfo", cmd_sysinfo, cmd_sysinfo_help, "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s" },
+    { "resume", cmd_resume, cmd_resume_help, "continue a crashed or interrupted run from its last checkpoint" },
+    { "eval", cmd_eval, cmd_eval_help, "evaluate a stored model on its test set or a file" },
+    { "quantize", cmd_quantize, cmd_quantize_help, "int8 post-training quantization: fp32 vs int8 bytes, accuracy, speed" },
+    { "export-model", cmd_export_model, cmd_export_model_help, "the int8 model as a self-contained C file" },
     { "tui", cmd_tui, cmd_tui_help, "the ncurses workbench (also: nnbench with no arguments)" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
@@ -41,7 +47,7 @@ void cli_usage(FILE *f)
                "usage: nnbench [COMMAND] [ARGS]   (no command: the workbench on ./nnbench.db)\n\n"
                "commands:\n", NNBENCH_VERSION);
     for (size_t i = 0; i < N_COMMANDS; i++)
-        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\n  nnbench help COMMAND   usage of one command\n"
                "  nnbench --version\n\n"
                "The database is ./nnbench.db unless --db PATH or NNBENCH_DB says otherwise.\n");

@@ -31,9 +31,12 @@ void cmd_run_help(FILE *f)
         "  --trace FILE.json     write a Chrome trace (Perfetto) of a window of steps\n"
         "  --trace-steps A:B     the trace's steps, inclusive, 1-based (default 1:5)\n"
         "  --report FILE         after all variants, a comparison report (.md .html .json .csv)\n"
-        "  --keys                print every experiment-file key as a Markdown table\n\n"
+        "  --keys                print every experiment-file key as a Markdown table\n"
+        "  --ranks N             data-parallel on N MPI ranks: runs mpirun -np N on this command\n"
+        "                        (also: mpirun -np N nnbench run FILE; rank 0 prints and stores)\n\n"
         "Exit status: 0 all variants finished; 1 a variant failed or diverged; 2 bad usage or\n"
-        "configuration; 130 interrupted (Ctrl-C stops at the next step and keeps the run).\n");
+        "configuration; 128+N stopped by signal N: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (the run\n"
+        "stops at the next step, keeps what it logged and is stored as interrupted).\n");
 }
 
 /* ---- live progress on a terminal ------------------------------------------------------ */
@@ -94,18 +97,22 @@ static void pr_end(void *ud, const eng_run_result *res)
     p->drawn = 0;
 }
 
-/* ---- Ctrl-C ----------------------------------------------------------------------------- */
+/* ---- Ctrl-C, SIGTERM, SIGHUP ------------------------------------------------------------- */
 
 static eng_run *volatile current_run;
-static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t interrupted; /* the signal that stopped us, 0 if none */
+static volatile sig_atomic_t dist_job;    /* under mpirun with more than one rank */
+static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
 
 static void on_sigint(int sig)
 {
-    (void)sig;
-    interrupted = 1;
+    if (sig == SIGTERM && dist_job) eng_dist_request_abort(); /* mpirun tears the job down: a rank died */
+    else interrupted = sig;
     eng_run *r = current_run;
     if (r) eng_run_request_stop(r);
 }
+
+static int dist_rank; /* this process's MPI rank; 0 without mpirun */
 
 /* ---- the summary ------------------------------------------------------------------------ */
 
@@ -270,7 +277,57 @@ static void suffixed(char *out, size_t cap, const char *path, const char *varian
 
 /* ---- the command ------------------------------------------------------------------------ */
 
+static int run_main(int argc, char **argv);
+
+/* Data-parallel --trace: every rank wrote its own file (rank k: PATH.rankk); once all have,
+ * rank 0 joins them into PATH, one process row per rank. */
+static void merge_rank_traces(const char *path)
+{
+    if (eng_dist_barrier()) { fprintf(stderr, "nnbench run: --trace: %s\n", eng_error()); return; }
+    if (dist_rank != 0) return;
+    int n = eng_dist_world();
+    char **srcs = calloc((size_t)n, sizeof *srcs), **labels = calloc((size_t)n, sizeof *labels);
+    int ok = srcs && labels;
+    for (int k = 0; ok && k < n; k++) {
+        size_t len = strlen(path) + 32;
+        ok = (srcs[k] = malloc(len)) && (labels[k] = malloc(32));
+        if (!ok) break;
+        if (k) snprintf(srcs[k], len, "%s.rank%d", path, k);
+        else snprintf(srcs[k], len, "%s", path);
+        snprintf(labels[k], 32, "nnbench rank %d", k);
+    }
+    if (!ok) fprintf(stderr, "nnbench run: --trace: out of memory joining the ranks' traces\n");
+    else if (prof_trace_merge(path, (const char *const *)srcs, (const char *const *)labels, (size_t)n))
+        fprintf(stderr, "nnbench run: --trace: %s (the ranks' own files are kept)\n", prof_error());
+    else
+        for (int k = 1; k < n; k++) remove(srcs[k]);
+    for (int k = 0; k < n; k++) { if (srcs) free(srcs[k]); if (labels) free(labels[k]); }
+    free(srcs);
+    free(labels);
+}
+
 int cmd_run(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--ranks")) {
+            if (i + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
+            return cli_mpirun_self(argc, argv, i);
+        }
+        if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db")) i++;
+    }
+    int world = 1;
+    if (eng_dist_init(&dist_rank, &world)) { fprintf(stderr, "nnbench run: %s\n", eng_error()); return 1; }
+    if (dist_rank != 0) {
+        /* Rank 0 alone talks to the console: the others' output would repeat it. */
+        if (!freopen("/dev/null", "w", stdout) || !freopen("/dev/null", "w", stderr)) return 1;
+    }
+    int code = run_main(argc, argv);
+    fflush(NULL);
+    eng_dist_finalize(code);
+    return code;
+}
+
+static int run_main(int argc, char **argv)
 {
     const char *file = NULL, *variant = NULL, *db_flag = NULL, *report = NULL, *trace = NULL;
     const char *prof_sort_s = "self", *prof_by_s = "op";
@@ -380,8 +437,25 @@ int cmd_run(int argc, char **argv)
         return 2;
     }
 
+    if (dist_rank != 0) { no_db = 1; report = NULL; } /* rank 0 stores the runs */
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
+    /* So are the output files: an unwritable --trace or --report is not found out after
+     * training, and neither may be the database. */
+    for (size_t v = 0; v <= ex->n_variants; v++) {
+        char path[600], err[700];
+        const char *what = v < ex->n_variants ? "--trace" : "--report";
+        const eng_config *cfg = v < ex->n_variants ? &ex->variants[v] : NULL;
+        if (cfg && !trace) continue;
+        if (!cfg && !report) continue;
+        if (cfg && ex->n_variants > 1) suffixed(path, sizeof path, trace, cfg->variant[0] ? cfg->variant : cfg->name);
+        else snprintf(path, sizeof path, "%s", cfg ? trace : report);
+        if (cli_output_check(no_db ? NULL : db_path, path, err, sizeof err)) {
+            fprintf(stderr, "nnbench run: %s: %s; nothing was trained\n", what, err);
+            eng_experiment_free(ex);
+            return 2;
+        }
+    }
     cli_store_sink *store = NULL;
     if (!no_db) {
         char err[600];
@@ -401,12 +475,15 @@ int cmd_run(int argc, char **argv)
     size_t n_rows = 0, n_ids = 0;
     int any_failed = 0, any_config = 0;
 
-    struct sigaction sa, old_sa;
+    /* SIGTERM and SIGHUP (kill, a closed terminal) stop the run as Ctrl-C does: the tail
+     * is flushed and the run is stored as interrupted. */
+    struct sigaction sa, old_sa[3];
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
     sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_sa);
+    dist_job = eng_dist_world() > 1;
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old_sa[i]);
     interrupted = 0;
 
     progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
@@ -415,10 +492,12 @@ int cmd_run(int argc, char **argv)
     eng_sink store_sink;
     if (store) store_sink = cli_store_sink_get(store);
     eng_sink_tee tee = { .sinks = { &pr_sink, store ? &store_sink : NULL }, .n = 2 };
-    eng_sink sink = eng_sink_tee_make(&tee);
+    eng_sink tee_sink = eng_sink_tee_make(&tee);
+    eng_dist_sink_state dist_st;
+    eng_sink sink = eng_dist_sink(&tee_sink, &dist_st); /* tee_sink itself in one process */
     FILE *side = json ? stderr : stdout; /* stdout carries only JSON under --json */
 
-    for (size_t v = 0; v < ex->n_variants && !interrupted; v++) {
+    for (size_t v = 0; v < ex->n_variants && !interrupted && !eng_dist_broken(); v++) {
         const eng_config *cfg = &ex->variants[v];
         row *r = &rows[n_rows++];
         snprintf(r->variant, sizeof r->variant, "%s", cfg->variant[0] ? cfg->variant : cfg->name);
@@ -435,6 +514,11 @@ int cmd_run(int argc, char **argv)
                 if (ex->n_variants > 1) suffixed(trace_path, sizeof trace_path, trace, r->variant);
                 else snprintf(trace_path, sizeof trace_path, "%s", trace);
                 po.trace_path = trace_path;
+                if (dist_rank != 0) { /* merged into rank 0's file after the variant */
+                    static char rank_path[640];
+                    snprintf(rank_path, sizeof rank_path, "%s.rank%d", trace_path, dist_rank);
+                    po.trace_path = rank_path;
+                }
             }
             prof = prof_create(&po);
             if (!prof) {
@@ -465,15 +549,24 @@ int cmd_run(int argc, char **argv)
         r->threads = pr.threads;
         if (r->res.error) snprintf(r->error, sizeof r->error, "%s", r->res.error);
         r->res.error = NULL; /* points into the run, about to be freed */
-        if (rc && rc != ENG_ESTOPPED) {
+        if (rc == ENG_ESINK && store) {
+            any_failed = 1;    /* the store's own words follow: "not stored in DB: why" */
+        } else if (rc && rc != ENG_ESTOPPED) {
             fprintf(stderr, "variant %s: %s\n", cli_text(r->variant), cli_text(r->error[0] ? r->error : eng_error()));
             any_failed = 1;
         } else if (rc == ENG_ESTOPPED) {
             fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
         }
         if (store) {
-            r->run_id = cli_store_sink_run_id(store);
-            if (r->run_id > 0) {
+            /* "stored" only once the end record is committed; any store error is exit 1. */
+            const char *serr = cli_store_sink_error(store);
+            r->run_id = serr ? 0 : cli_store_sink_run_id(store);
+            if (!serr && rc == ENG_ESINK) serr = eng_error();
+            if (serr) {
+                fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, db_path, serr);
+                if (!r->error[0]) snprintf(r->error, sizeof r->error, "not stored: %s", serr);
+                any_failed = 1;
+            } else if (r->run_id > 0) {
                 ids[n_ids++] = r->run_id;
                 fprintf(side, "variant %s: stored as run %lld in %s\n", r->variant, r->run_id, db_path);
             }
@@ -494,12 +587,21 @@ int cmd_run(int argc, char **argv)
             }
         }
         eng_run_destroy(run);
-        prof_destroy(prof); /* writes the trace when one was asked for */
-        if (trace && prof) fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
+        if (trace && prof) {
+            int werr = prof_trace_write(prof, NULL);
+            if (werr) {
+                fprintf(stderr, "variant %s: %s\n", r->variant, prof_error());
+                any_failed = 1;
+            }
+            if (eng_dist_world() > 1) merge_rank_traces(trace_path); /* every rank joins the barrier */
+            if (!werr)
+                fprintf(side, "variant %s: trace of steps %ld-%ld written to %s\n", r->variant, trace_a, trace_b, trace_path);
+        }
+        prof_destroy(prof);
     }
-    sigaction(SIGINT, &old_sa, NULL);
+    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &old_sa[i], NULL);
 
-    int code = interrupted ? 130 : any_config ? 2 : any_failed ? 1 : 0;
+    int code = interrupted ? 128 + interrupted : any_config ? 2 : any_failed ? 1 : 0;
     if (json) print_json(ex, rows, n_rows, code);
     else print_table(rows, n_rows);
     fflush(stdout);

@@ -178,8 +178,8 @@ int cmd_list(int argc, char **argv)
     store *s;
     int rc = store_open(path, 0, &s);
     if (rc == STORE_ENOTFOUND) {
-        printf("No runs yet: %s does not exist.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
-               path, db ? " --db " : "", db ? db : "");
+        printf("No runs yet: %s %s.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
+               path, access(path, F_OK) ? "does not exist" : "holds no nnbench runs", db ? " --db " : "", db ? db : "");
         return 0;
     }
     if (rc) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); return 1; }
@@ -361,6 +361,7 @@ int cmd_show(int argc, char **argv)
         else
             printf("  target loss %.4g not reached\n", r.target_loss);
     }
+    cli_show_model(s, id);
     printf("  %-16s %8s %12s %12s %12s\n", "metric", "points", "final", "best", "at step");
     for (size_t k = 0; k < nk; k++) {
         store_series sr;
@@ -767,26 +768,18 @@ static int report_like(int argc, char **argv, int export)
     long long *ids = cli_resolve_runs(s, specs, n);
     int code = 1;
     if (ids) {
-        int rc = 0, printed = 0; /* printed: the reason is already on stderr */
+        int rc = 0;
         if (export && !strcmp(out, "-")) {
             rc = store_report_csv(s, ids, n, stdout);
         } else if (export) {
             const char *ext = strrchr(out, '.');
             if (!ext || strcasecmp(ext, ".csv"))
                 fprintf(stderr, "nnbench export: note: writing CSV to '%s'\n", out);
-            FILE *f = fopen(out, "w");
-            if (!f) {
-                fprintf(stderr, "nnbench: cannot write %s: %s\n", out, strerror(errno));
-                rc = printed = 1;
-            } else {
-                rc = store_report_csv(s, ids, n, f);
-                if (fclose(f) && !rc) { fprintf(stderr, "nnbench: writing %s failed\n", out); rc = printed = 1; }
-                if (rc) remove(out);
-            }
+            rc = store_export_csv(s, ids, n, out); /* never the database; temp file + rename */
         } else {
             rc = store_report_write(s, ids, n, out);
         }
-        if (rc && !printed) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        if (rc) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         if (!rc && strcmp(out, "-")) fprintf(stderr, "wrote %s (%zu run%s)\n", out, n, n == 1 ? "" : "s");
         code = rc ? 1 : 0;
     }
@@ -802,16 +795,18 @@ int cmd_export(int argc, char **argv) { return report_like(argc, argv, 1); }
 /* ---- delete ------------------------------------------------------------------------ */
 
 static const char delete_help[] =
-    "usage: nnbench delete RUN... [--yes] [--db PATH]\n\n"
+    "usage: nnbench delete RUN... [--yes] [--force] [--db PATH]\n\n"
     "Deletes runs and everything stored with them. Asks first on a terminal; with standard\n"
-    "input not a terminal it refuses unless --yes is given.\n";
+    "input not a terminal it refuses unless --yes is given. A run still being written by a\n"
+    "live process is refused unless --force (its writer then stores nothing more of it).\n"
+    "Run ids are never reused.\n";
 
 void cmd_delete_help(FILE *f) { fputs(delete_help, f); }
 
 int cmd_delete(int argc, char **argv)
 {
     const char *db = NULL;
-    int yes = 0;
+    int yes = 0, force = 0;
     char **specs = calloc((size_t)argc, sizeof *specs);
     size_t n = 0;
     if (!specs) return 1;
@@ -820,6 +815,7 @@ int cmd_delete(int argc, char **argv)
         int m;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(delete_help, stdout); free(specs); return 0; }
         if (!strcmp(a, "--yes") || !strcmp(a, "-y")) { yes = 1; continue; }
+        if (!strcmp(a, "--force")) { force = 1; continue; }
         if ((m = opt_value(argc, argv, &i, "--db", &db))) {
             if (m < 0) { free(specs); return 2; }
             continue;
@@ -859,7 +855,7 @@ int cmd_delete(int argc, char **argv)
             goto out;
         }
     }
-    if (store_runs_delete(s, ids, n)) {
+    if (store_runs_delete(s, ids, n, force ? STORE_DELETE_FORCE : 0)) {
         fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         goto out;
     }

@@ -1,11 +1,13 @@
 /* store_sink.c — the adapter that writes a run's engine events into the store: it turns
  * eng_run_info / eng_metric / prof_row / qm_solve_event / eng_run_result into store records. */
 #include <cblas.h>
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -31,6 +33,9 @@ struct cli_store_sink {
     store *db;
     long long run;         /* current (or last) run id */
     int active;            /* run_begin seen, run_end not yet */
+    int stored;            /* the run's end record is committed */
+    char err[700];         /* why the current (or last) run is not (completely) stored */
+    long long resume_run;  /* > 0: the next run_begin continues this run (resume) */
 };
 
 /* Copies with truncation (the store's fields are smaller than some engine strings). */
@@ -103,15 +108,30 @@ static int put_system(store *db, long long run, int threads)
     return store_sysinfo_put(db, run, kv, n);
 }
 
-static int fail_sink(const char *what)
+static int fail_sink(cli_store_sink *s, const char *what)
 {
+    if (!s->err[0]) snprintf(s->err, sizeof s->err, "%s", store_error());
     eng_fail(ENG_ESINK, "storing the run (%s): %s", what, store_error());
     return -1;
+}
+
+/* A resumed run continues its own row: what it logged after the checkpoint is dropped
+ * (it is logged again), and so are the partial-interval points an interruption logged. */
+static int reopen(cli_store_sink *s, const eng_run_info *info)
+{
+    static const char *const partial[] = { "train_loss", "train_acc", "lr", NULL };
+    s->run = s->resume_run;
+    s->resume_run = 0;
+    if (store_run_reopen(s->db, s->run, info->resumed_step, info->resumed_partial ? partial : NULL))
+        return fail_sink(s, "reopening the run");
+    s->active = 1;
+    return 0;
 }
 
 static int on_begin(void *ud, const eng_run_info *info)
 {
     cli_store_sink *s = ud;
+    if (s->resume_run > 0) return reopen(s, info);
     const eng_config *cfg = info->cfg;
     store_run r;
     store_run_init(&r);
@@ -131,18 +151,21 @@ static int on_begin(void *ud, const eng_run_info *info)
     r.n_train = info->n_train;
     r.n_test = info->n_test;
     r.target_loss = cfg->target_loss > 0 ? cfg->target_loss : NAN;
-    if (store_run_begin(s->db, &r, &s->run)) return fail_sink("run start");
+    s->run = 0;
+    s->stored = 0;
+    s->err[0] = 0;
+    if (store_run_begin(s->db, &r, &s->run)) return fail_sink(s, "run start");
     s->active = 1;
     store_kv *kv = calloc(cfg->n_kv ? cfg->n_kv : 1, sizeof *kv);
-    if (!kv) return fail_sink("out of memory");
+    if (!kv) return fail_sink(s, "out of memory");
     for (size_t i = 0; i < cfg->n_kv; i++) {
         scopy(kv[i].key, sizeof kv[i].key, cfg->kv[i].key);
         scopy(kv[i].value, sizeof kv[i].value, cfg->kv[i].value);
     }
     int rc = store_params_put(s->db, s->run, kv, cfg->n_kv);
     free(kv);
-    if (rc) return fail_sink("config");
-    if (put_system(s->db, s->run, info->threads)) return fail_sink("system info");
+    if (rc) return fail_sink(s, "config");
+    if (put_system(s->db, s->run, info->threads)) return fail_sink(s, "system info");
     return 0;
 }
 
@@ -150,7 +173,7 @@ static int on_metric(void *ud, const eng_metric *m)
 {
     cli_store_sink *s = ud;
     if (store_metric_add(s->db, s->run, m->step, m->epoch, m->wall_s, m->hybrid_s, m->key, m->value))
-        return fail_sink("metric");
+        return fail_sink(s, "metric");
     return 0;
 }
 
@@ -158,7 +181,7 @@ static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *
 {
     cli_store_sink *s = ud;
     store_op_row *o = calloc(n ? n : 1, sizeof *o);
-    if (!o) return fail_sink("out of memory");
+    if (!o) return fail_sink(s, "out of memory");
     for (size_t i = 0; i < n; i++) {
         const prof_row *r = &rows[i];
         scopy(o[i].name, sizeof o[i].name, r->name);
@@ -197,14 +220,14 @@ static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *
     }
     int rc = store_op_stats_put(s->db, s->run, o, n, sum ? &p : NULL);
     free(o);
-    if (rc) return fail_sink("op stats");
+    if (rc) return fail_sink(s, "op stats");
     if (sum) {
         store_kv kv[3];
         size_t k = 0;
         kv_set(kv, &k, "papi_hw_counters", "%d", sum->hw_counters);
         if (sum->counters_note[0]) kv_set(kv, &k, "counters_note", "%s", sum->counters_note);
         if (sum->counters_used[0]) kv_set(kv, &k, "counters_used", "%s", sum->counters_used);
-        if (store_sysinfo_put(s->db, s->run, kv, k)) return fail_sink("counter info");
+        if (store_sysinfo_put(s->db, s->run, kv, k)) return fail_sink(s, "counter info");
     }
     return 0;
 }
@@ -222,7 +245,7 @@ static int on_solver(void *ud, const struct qm_solve_event *ev)
         .simulated_quantum_ns = ev->simulated_quantum_ns, .residual = ev->residual,
         .shift = ev->shift, .shift_raised = ev->shift_raised,
     };
-    if (store_solver_event_add(s->db, s->run, &e)) return fail_sink("solver event");
+    if (store_solver_event_add(s->db, s->run, &e)) return fail_sink(s, "solver event");
     return 0;
 }
 
@@ -233,6 +256,13 @@ static void on_progress(void *ud, long step, long total, int epoch, double loss,
     cli_store_sink *s = ud;
     if (s->active && store_flush_due(s->db))
         fprintf(stderr, "nnbench: warning: %s (will retry)\n", store_error());
+}
+
+static int on_checkpoint(void *ud, const eng_checkpoint *ck)
+{
+    cli_store_sink *s = ud;
+    if (store_checkpoint_put(s->db, s->run, ck->step, ck->epoch, ck->data, ck->len)) return fail_sink(s, "checkpoint");
+    return 0;
 }
 
 static void on_end(void *ud, const eng_run_result *res)
@@ -263,8 +293,13 @@ static void on_end(void *ud, const eng_run_result *res)
     r.quantum_solves = res->quantum_solves;
     r.kappa_first = res->kappa_first;
     r.kappa_last = res->kappa_last;
-    if (store_run_end(s->db, s->run, &r))
-        fprintf(stderr, "nnbench: could not record the end of run %lld: %s\n", s->run, store_error());
+    /* store_run_end waits for the writer to commit every point, then writes the end record,
+     * both retried while another process holds the lock (busy timeout x retries). */
+    if (store_run_end(s->db, s->run, &r)) {
+        if (!s->err[0]) snprintf(s->err, sizeof s->err, "%s", store_error());
+    } else if (!s->err[0]) {
+        s->stored = 1;
+    }
 }
 
 cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errlen)
@@ -282,10 +317,48 @@ cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errle
 eng_sink cli_store_sink_get(cli_store_sink *s)
 {
     return (eng_sink){ .ud = s, .run_begin = on_begin, .metric = on_metric, .op_stats = on_ops,
-                       .solver = on_solver, .progress = on_progress, .run_end = on_end };
+                       .solver = on_solver, .progress = on_progress, .run_end = on_end,
+                       .checkpoint = on_checkpoint };
 }
 
+int cli_output_check(const char *db_path, const char *out, char *err, size_t cap)
+{
+    if (store_output_check(db_path, out)) {
+        snprintf(err, cap, "%s", store_error());
+        return -1;
+    }
+    struct stat sb;
+    if (!stat(out, &sb)) {
+        if (S_ISDIR(sb.st_mode)) { snprintf(err, cap, "%s is a directory; give a file name", out); return -1; }
+        if (access(out, W_OK)) { snprintf(err, cap, "cannot write %s: %s", out, strerror(errno)); return -1; }
+        return 0;
+    }
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s", out);
+    char *slash = strrchr(dir, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == dir) dir[1] = 0;
+    else *slash = 0;
+    if (stat(dir, &sb) || !S_ISDIR(sb.st_mode)) {
+        snprintf(err, cap, "cannot write %s: the directory %s does not exist", out, dir);
+        return -1;
+    }
+    if (access(dir, W_OK)) {
+        snprintf(err, cap, "cannot write %s: the directory %s is not writable (%s)", out, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void cli_store_sink_resume(cli_store_sink *s, long long run) { s->resume_run = run; }
+
 long long cli_store_sink_run_id(const cli_store_sink *s) { return s ? s->run : 0; }
+
+const char *cli_store_sink_error(const cli_store_sink *s)
+{
+    if (!s || s->stored) return NULL;
+    return s->err[0] ? s->err : "the run's end was not recorded";
+}
 
 void cli_store_sink_close(cli_store_sink *s)
 {

@@ -178,7 +178,11 @@ static void *worker(void *arg)
         l->run = NULL;
         l->run_id = id;
         if (!l->first_id) l->first_id = id;
-        if (rc == ENG_OK)
+        const char *serr = cli_store_sink_error(st);
+        if (serr && rc != ENG_ESINK)
+            snprintf(result, sizeof result, "run %s %s but was not stored: %s", l->label,
+                     eng_run_status_name(res->status), serr);
+        else if (rc == ENG_OK)
             snprintf(result, sizeof result, "run #%lld %s finished: %ld steps in %.1f s, loss %.4g", id, l->label,
                      res->steps, res->wall_s, res->final_train_loss);
         else

@@ -138,6 +138,61 @@ static void run_unload(void)
     rv.have = 0;
 }
 
+/* Graph runs (issue 16): the sampler's and the partition's figures, stored as metrics,
+ * listed with their last value on the System tab. */
+static void run_graph_figures(wb_app *a, long long id)
+{
+    static const char *const prefixes[] = { "graph_", "partition_", "sampler_", "sampled_" };
+    char **keys = NULL;
+    size_t nk = 0, shown = 0;
+    if (store_metric_keys(a->db, id, &keys, &nk)) return;
+    for (size_t i = 0; i < nk; i++) {
+        int match = 0;
+        for (size_t p = 0; p < sizeof prefixes / sizeof prefixes[0]; p++)
+            match |= !strncmp(keys[i], prefixes[p], strlen(prefixes[p]));
+        store_series sr;
+        if (!match || store_metric_get(a->db, id, keys[i], &sr)) continue;
+        if (!shown++) {
+            lines_add(&rv.sys, &rv.n_sys, "%s", "");
+            lines_add(&rv.sys, &rv.n_sys, "Graph (last value; *_modelled = a model of the traffic, not measured):");
+        }
+        if (sr.n) lines_add(&rv.sys, &rv.n_sys, "  %-40s %.6g", keys[i], sr.value[sr.n - 1]);
+        store_series_free(&sr);
+    }
+    store_strings_free(keys, nk);
+}
+
+/* The System tab's lines on the run's checkpoints (with the resume command for a run
+ * that can be resumed) and its int8 quantizations, fp32 -> int8. */
+static void model_lines(wb_app *a, const store_run *r)
+{
+    store_checkpoint *ck = NULL;
+    size_t n = 0;
+    char b1[32], b2[32];
+    if (!store_checkpoints_list(a->db, r->id, &ck, &n) && n) {
+        lines_add(&rv.sys, &rv.n_sys, "%s", "");
+        lines_add(&rv.sys, &rv.n_sys, "Checkpoints: %zu kept, %s each; last at step %ld (epoch %d)", n,
+                  store_fmt_bytes(b1, sizeof b1, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
+        if (r->status == STORE_RUN_CRASHED || r->status == STORE_RUN_INTERRUPTED || r->status == STORE_RUN_FAILED)
+            lines_add(&rv.sys, &rv.n_sys, "  continue it from there: nnbench resume %lld", r->id);
+    }
+    free(ck);
+    store_quant *q = NULL;
+    if (store_quants_list(a->db, r->id, &q, &n) || !n) { free(q); return; }
+    lines_add(&rv.sys, &rv.n_sys, "%s", "");
+    lines_add(&rv.sys, &rv.n_sys, "int8 quantizations (nnbench quantize %lld), fp32 -> int8:", r->id);
+    for (size_t i = 0; i < n; i++) {
+        lines_add(&rv.sys, &rv.n_sys, "  #%lld %s, %ld samples, %s", q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel);
+        lines_add(&rv.sys, &rv.n_sys, "    bytes %s -> %s (%.3f)   test acc %.4f -> %.4f   loss %.4g -> %.4g",
+                  store_fmt_bytes(b1, sizeof b1, (double)q[i].fp32_bytes), store_fmt_bytes(b2, sizeof b2, (double)q[i].int8_bytes),
+                  q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
+                  q[i].fp32_acc, q[i].int8_acc, q[i].fp32_loss, q[i].int8_loss);
+        lines_add(&rv.sys, &rv.n_sys, "    samples/s batch 1 %.0f -> %.0f   batch 128 %.0f -> %.0f", q[i].fp32_sps_b1,
+                  q[i].int8_sps_b1, q[i].fp32_sps_b128, q[i].int8_sps_b128);
+    }
+    free(q);
+}
+
 static void run_load(wb_app *a)
 {
     long long id = rv.id;
@@ -195,6 +250,8 @@ static void run_load(wb_app *a)
         lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
                   rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
     }
+    run_graph_figures(a, id);
+    model_lines(a, r);
 }
 
 void wb_open_run(wb_app *a, long long id)

@@ -534,7 +534,7 @@ static void delete_runs(wb_app *a)
         snprintf(list + l, sizeof list - l, "%s#%lld", i ? ", " : "", ids[i]);
     }
     if (!wb_confirm(a, "Delete run%s %s? This cannot be undone.", n > 1 ? "s" : "", list)) return;
-    if (store_runs_delete(a->db, ids, n)) wb_message(a, "delete failed: %s", store_error());
+    if (store_runs_delete(a->db, ids, n, 0)) wb_message(a, "delete failed: %s", store_error());
     else wb_message(a, "deleted %s", list);
     a->n_marked = 0;
     wb_reload_runs(a);

@@ -120,6 +120,62 @@ fi
 # ---- 6: scaling ------------------------------------------------------------------------
 [ -x "$bin/scaling_bench" ] && section "$bin/scaling_bench" $quick
 
+# ---- 7: MaxK / CBSR kernels and graph sampling (issue 16) -------------------------------
+[ -x "$bin/sparse_bench" ] && section "$bin/sparse_bench" $quick
+[ -x "$bin/graph_bench" ] && section "$bin/graph_bench" $quick
+
+# ---- 8: input pipeline (cache load vs gz decode; data.wait with prefetch) ---------------
+[ -x "$bin/pipeline_bench" ] && section "$bin/pipeline_bench" "$top/samples/input-pipeline.ini" $quick --reps $reps
+
+# ---- 9: data-parallel on MPI (Fashion MLP, 2 ranks x 1T vs 1 process x 1T / 2T) and the
+# all-reduce against the alpha-beta model fitted in the same run --------------------------
+nn="$top/$BUILD/nnbench"
+case "$BUILD" in /*) nn="$BUILD/nnbench" ;; esac
+if [ -x "$nn" ] && command -v mpirun >/dev/null; then
+    echo "bench: running the MPI rows (nnbench allreduce, 1/2-rank Fashion MLP)" >&2
+    export NNBENCH_CACHE_DIR="$tmp/cache"
+    if "$nn" allreduce --ranks 2 --reps 20 >"$tmp/ar" 2>"$tmp/arerr"; then
+        awk -F'\t' '$1 == "CHECK" { r = $3 / $4; printf "9\tall-reduce of %.0f bytes, 2 ranks: measured / alpha-beta model\t%.3f\t%.3f\t%.3f\tmeasured %.0f us, modelled %.0f us (fit in this run: %s)\twithin 1.5x\t%s\n", $2, r, r, r, 1e6 * $3, 1e6 * $4, fit, (r <= 1.5 && r >= 1 / 1.5) ? "met" : "MISSED" }
+                     $1 == "FIT" { fit = sprintf("alpha %.2f us, beta %.2f GB/s", 1e6 * $2, $3 / 1e9) }' "$tmp/ar" >>"$rows"
+    else
+        tail -n 5 "$tmp/arerr" >&2; failed="${failed:-} allreduce"
+    fi
+    steps=400; [ "$mode" = quick ] && steps=200
+    sps() { grep '"samples_per_s"' | head -n 1 | sed 's/.*: *//; s/,//'; }
+    fm="$top/samples/fashion-mnist-mlp.ini"
+    common="--no-db --json --set train.max_steps=$steps --set data.cache=true --set train.eval_every=1000000"
+    # shellcheck disable=SC2086
+    "$nn" run "$fm" $common --set train.max_steps=1 >/dev/null 2>&1   # writes the data cache
+    : >"$tmp/dp"
+    k=1
+    while [ $k -le $reps ]; do
+        echo "bench: MPI rep $k/$reps" >&2
+        # shellcheck disable=SC2086
+        a=$("$nn" run "$fm" $common --set train.threads=1 2>/dev/null | sps)
+        # shellcheck disable=SC2086
+        b=$("$nn" run "$fm" $common --set train.threads=2 2>/dev/null | sps)
+        # shellcheck disable=SC2086
+        c=$("$nn" run "$fm" --ranks 2 $common --set train.threads=1 2>/dev/null | sps)
+        echo "$a	$b	$c" >>"$tmp/dp"
+        k=$((k + 1))
+    done
+    if [ "$(awk -F'\t' '$1 > 0 && $2 > 0 && $3 > 0' "$tmp/dp" | wc -l)" -ne $reps ]; then
+        echo "bench: an MPI scaling run failed:" >&2; cat "$tmp/dp" >&2; failed="${failed:-} mpi-scaling"
+    else
+        s1=$(col 1 <"$tmp/dp" | med | col 1); s2=$(col 2 <"$tmp/dp" | med | col 1); s3=$(col 3 <"$tmp/dp" | med | col 1)
+        r1=$(awk -F'\t' '{ print $3 / $1 }' "$tmp/dp" | med); r2=$(awk -F'\t' '{ print $3 / $2 }' "$tmp/dp" | med)
+        printf '9\tFashion MLP samples/s: 2 ranks x 1T / 1 process x 1T\t%s\t2 ranks %.1fk, 1T %.1fk samples/s\t>= 1.70\t%s\n' "$r1" "$(echo "$s3" | awk '{ print $1 / 1000 }')" \
+            "$(echo "$s1" | awk '{ print $1 / 1000 }')" "$(echo "$r1" | awk '{ print ($1 >= 1.7) ? "met" : "MISSED" }')" >>"$rows"
+        printf '9\tFashion MLP samples/s: 2 ranks x 1T / 1 process x 2T\t%s\t2 ranks %.1fk, 2T %.1fk samples/s\t-\tinfo\n' "$r2" "$(echo "$s3" | awk '{ print $1 / 1000 }')" \
+            "$(echo "$s2" | awk '{ print $1 / 1000 }')" >>"$rows"
+    fi
+else
+    echo "bench: MPI rows skipped (no $nn or no mpirun)" >&2
+fi
+
+# ---- 10: int8 quantization and checkpoints (issue 14) ------------------------------------
+[ -x "$bin/quant_bench" ] && NNBENCH_TOP="$top" section "$bin/quant_bench" $quick --reps $reps
+
 # ---- 4: store (tests/bench/store_bench.c is the store engineer's). ROW lines of its own
 # join the table as they are; otherwise its three figure lines are read here (the store
 # goal is 500k points/s, so that row is the ratio to it; the latencies are in ms).
@@ -130,7 +186,11 @@ if [ -x "$bin/store_bench" ]; then
         /logged [0-9]+ metric points/ {
             for (i = 1; i <= NF; i++) { if ($i == "points/s" && $(i + 1) == "wall,") w = $(i - 1); if ($i == "points/s" && $(i + 1) == "per") c = $(i - 1) }
             r = w / 500000
-            printf "4\tstore: metric points/s (batched) / 500k goal\t%.3f\t%.3f\t%.3f\t%.0fk points/s wall, %.0fk per CPU second\t>= 1.00\t%s\n", r, r, r, w / 1000, c / 1000, (r >= 1 ? "met" : "MISSED"); n++ }
+            printf "4\tstore: metric points/s (batched) / 500k goal\t%.3f\t%.3f\t%.3f\t%.0fk points/s wall, %.0fk per CPU second\t>= 1.00\t%s\n", r, r, r, w / 1000, c / 1000, (r >= 1 ? "met" : "MISSED"); n++
+            a = 0
+            for (i = 1; i <= NF; i++) if ($i == "them:") a = $(i + 1)
+            if (a > 0) { r = a / 500000
+                printf "4\tstore: points/s the training thread pays (writer thread) / 500k goal\t%.3f\t%.3f\t%.3f\t%.0fk points/s added, wall\t>= 1.00\t%s\n", r, r, r, a / 1000, (r >= 1 ? "met" : "MISSED") } }
         /compare.s read of/ {
             for (i = 1; i <= NF; i++) { if ($i == "x") pts = $(i + 1); if ($i == "ms" && $(i + 1) == "wall,") w = $(i - 1); if ($i == "ms" && $(i + 1) == "CPU") c = $(i - 1) }
             sub(/:$/, "", pts)

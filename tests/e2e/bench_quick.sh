@@ -1,8 +1,9 @@
 #!/bin/sh
 # bench_quick.sh — runs `tests/bench/run.sh BUILD --quick` (what `make bench-quick` does) and
 # checks the SHAPE of its table, never its numbers: the header names the date, CPU, OpenBLAS
-# core and the environment as set; the rows of sections 1, 3, 5, 6 (and 4 when store_bench
-# is built) are present; every
+# core and the environment as set; the rows of sections 1, 3, 5, 6 (4 when store_bench is
+# built, 7 graphs and MaxK, 8 the input pipeline, 9 MPI when mpirun is there, 10 int8 when
+# quant_bench is) are present; every
 # median and min..max is numeric with min <= median <= max; goals carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
@@ -34,7 +35,7 @@ done
 grep -q '^| # | row | median | min..max | absolute (medians) | goal | verdict |$' "$tmp/out" || fail "no table header"
 
 # Rows: | sec | label | median | min..max | absolute | goal | verdict |
-grep '^| [0-9] |' "$tmp/out" >"$tmp/rows"
+grep '^| [0-9][0-9]* |' "$tmp/out" >"$tmp/rows"
 for label in "nnbench / bare loop, 1T" "nnbench / GEMM-only bound, 1T" "bare loop / GEMM-only bound, 1T" \
              "nnbench profiler on / off (time), 1T" "Newton step / gradient step, block n=256" \
              "solve time vs n, fitted exponent" "step time vs parameters, fitted exponent" \
@@ -46,11 +47,30 @@ if [ -x "$bindir/bench/store_bench" ]; then
         grep -qF "| $label" "$tmp/rows" || fail "store row '$label' missing (store_bench is built)"
     done
 fi
+if [ -x "$bindir/bench/pipeline_bench" ]; then
+    for label in "data: gz IDX decode / cache load (Fashion-MNIST)" "data.wait / step time, prefetch depth 2, source at ~compute rate"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "pipeline row '$label' missing"
+    done
+fi
+if command -v mpirun >/dev/null; then
+    for label in "all-reduce of 940584 bytes, 2 ranks: measured / alpha-beta model" \
+                 "Fashion MLP samples/s: 2 ranks x 1T / 1 process x 1T" "Fashion MLP samples/s: 2 ranks x 1T / 1 process x 2T"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "MPI row '$label' missing"
+    done
+fi
+if [ -x "$bindir/bench/quant_bench" ]; then
+    for label in "checkpoint write / training time, Fashion MLP" "model bytes int8 / fp32, Fashion MLP" \
+                 "model bytes int8 / fp32, Fashion CNN" "test accuracy drop fp32 - int8, points, spirals-mlp/adam" \
+                 "int8 / fp32 inference samples/s, Fashion MLP, batch 128, 1T" \
+                 "int8 / fp32 inference samples/s, Fashion MLP, batch 1, 1T"; do
+        grep -qF "| $label" "$tmp/rows" || fail "int8 row '$label' missing (quant_bench is built)"
+    done
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
       if (!num($3) || !num(mm[1]) || !num(mm[2]) || mm[1] + 0 > $3 + 0 || $3 + 0 > mm[2] + 0) print "numbers: " $0
-      else if (sec !~ /^[1-6]$/) print "section: " $0
+      else if (sec !~ /^([1-9]|10)$/) print "section: " $0
       else if ($6 != "-" && $7 !~ /^(met|MISSED|off|info|peer)/) print "verdict: " $0 }' "$tmp/rows")
 [ -z "$bad" ] || fail "malformed rows:
 $bad"

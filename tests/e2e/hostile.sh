@@ -96,7 +96,7 @@ cp "$NNBENCH_TOP/tests/fuzz/corpus/store/crash-3a408d09bb33" "$T/neg.db"
 sum0=$(sha256sum <"$T/neg.db")
 "$NNBENCH" list --db "$T/neg.db" >"$T/out" 2>"$T/err"; rc=$?
 [ $rc = 1 ] || fail "list of a database with schema version -1 exited $rc"
-grep -q "has schema version -1, which no nnbench writes" "$T/err" || { cat "$T/err"; fail "version -1: unclear"; }
+grep -q "has schema version -1" "$T/err" || { cat "$T/err"; fail "version -1: unclear"; }
 [ "$(sha256sum <"$T/neg.db")" = "$sum0" ] || fail "the version -1 file was modified"
 
 # -- input files that are not files -----------------------------------------------------

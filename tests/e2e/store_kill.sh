@@ -1,6 +1,7 @@
 #!/bin/sh
 # store_kill.sh — a run killed with SIGKILL: the database passes integrity_check, keeps
-# every metric that was flushed before the kill, and the run shows as crashed next time.
+# every metric that was flushed before the kill, and the run shows as crashed next time
+# (stored so by the next writer).
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 T=$(mktemp -d /tmp/nnbench-e2e-kill.XXXXXX)
@@ -30,6 +31,10 @@ after=$(sqlite3 "$DB" "SELECT count(*) FROM metrics")
 [ "$after" -ge "$before" ] || fail "lost metrics: $before flushed before the kill, $after after"
 "$NNBENCH" list --db "$DB" >"$T/list" || fail "list after kill"
 grep -q "spirals-mlp/sgd *crashed" "$T/list" || { cat "$T/list"; fail "run not shown as crashed"; }
+# list only reads (it never writes a database); the next writer stores the status.
+[ "$(sqlite3 "$DB" "SELECT status FROM runs WHERE id=1")" = running ] || fail "list wrote to the database"
+"$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sgd --set train.epochs=1 --db "$DB" >/dev/null 2>&1 ||
+    fail "a run after the kill"
 [ "$(sqlite3 "$DB" "SELECT status FROM runs WHERE id=1")" = crashed ] || fail "status not stored as crashed"
 sqlite3 "$DB" "SELECT error FROM runs WHERE id=1" | grep -q "ended without finishing" || fail "crash reason"
 [ "$(sqlite3 "$DB" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after marking"

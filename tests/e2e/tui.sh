@@ -31,45 +31,7 @@ else
     exit 1
 fi
 
-cap() { $T capture-pane -p -t w 2>/dev/null; }
-fail() {
-    echo "FAIL: $1"
-    echo "---- last screen ----"
-    cap
-    echo "---------------------"
-    exit 1
-}
-# wait_for TEXT [seconds]: polls every 0.1 s until TEXT is on screen.
-wait_for() {
-    n=$(( ${2:-$limit} * 10 ))
-    while [ "$n" -gt 0 ]; do
-        cap | grep -qF -- "$1" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    fail "timed out waiting for '$1'"
-}
-# wait_re REGEX: as wait_for, for an extended regular expression.
-wait_re() {
-    n=$(( ${2:-$limit} * 10 ))
-    while [ "$n" -gt 0 ]; do
-        cap | grep -qE -- "$1" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    fail "timed out waiting for /$1/"
-}
-# wait_gone TEXT: polls until TEXT has left the screen.
-wait_gone() {
-    n=$(( ${2:-$limit} * 10 ))
-    while [ "$n" -gt 0 ]; do
-        cap | grep -qF -- "$1" || return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    fail "'$1' is still on screen"
-}
-keys() { $T send-keys -t w "$@"; }
+. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
 step() { echo "tui.sh: $1"; }
 
 $T new-session -d -s t -n w -x 120 -y 40 \
@@ -143,6 +105,7 @@ wait_for "Experiment file:"
 keys Tab
 wait_for "System:"
 wait_for "blas"
+wait_for "Checkpoints: 2 kept"   # the run's checkpoints (docs/quantization.md)
 keys BTab
 wait_for "Resolved configuration"
 keys Escape

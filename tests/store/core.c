@@ -3,6 +3,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <poll.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -101,12 +102,18 @@ static void test_migrate_from_v0(void **st)
     assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=0; VACUUM;", NULL, NULL, NULL), SQLITE_OK);
     sqlite3_close(db);
     store *s;
-    assert_int_equal(store_open(p, 0, &s), STORE_OK);
+    /* A read command does not turn it into an nnbench database (issue 10, case 6). */
+    long sz0, sz1;
+    uint64_t h0 = file_digest(p, &sz0);
+    assert_int_equal(store_open(p, 0, &s), STORE_ENOTFOUND);
+    assert_non_null(strstr(store_error(), "no nnbench runs"));
+    assert_true(file_digest(p, &sz1) == h0 && sz0 == sz1);
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
     long long id = new_run(s, "m", "");
     assert_int_equal(id, 1);
     store_close(s);
     db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs"), 1);
     sqlite3_close(db);
 }
@@ -121,19 +128,23 @@ static void test_migration_chain_keeps_data(void **st)
     long long id = new_run(s, "keep", "me");
     assert_int_equal(store_metric_add(s, id, 1, 0, 0.1, 0.1, "train_loss", 0.5), STORE_OK);
     assert_int_equal(store_flush(s), STORE_OK);
-    /* A hypothetical v2 that adds a column: the framework applies only what is missing. */
-    const char *migs[] = { store_schema_sql, "ALTER TABLE runs ADD COLUMN tags TEXT;" };
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_OK);
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_OK); /* idempotent */
+    /* A hypothetical next version that adds a column: the framework applies only what is
+     * missing. */
+    enum { N = STORE_SCHEMA_VERSION + 1 };
+    const char *migs[N];
+    for (int i = 0; i < N - 1; i++) migs[i] = store_migrations[i];
+    migs[N - 1] = "ALTER TABLE runs ADD COLUMN tags TEXT;";
+    assert_int_equal(store_migrate_with(s, migs, N), STORE_OK);
+    assert_int_equal(store_migrate_with(s, migs, N), STORE_OK); /* idempotent */
     /* Going back is refused. */
-    assert_int_equal(store_migrate_with(s, migs, 1), STORE_EVERSION);
+    assert_int_equal(store_migrate_with(s, migs, N - 1), STORE_EVERSION);
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 2);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), N);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE name='keep' AND tags IS NULL"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
     sqlite3_close(db);
-    /* This build (v1) refuses the v2 file with a clear message and does not touch it. */
+    /* This build refuses the newer file with a clear message and does not touch it. */
     long sz0, sz1;
     uint64_t h0 = file_digest(p, &sz0);
     assert_int_equal(store_open(p, 0, &s), STORE_EVERSION);
@@ -149,14 +160,94 @@ static void test_failed_migration_rolls_back(void **st)
     db_path(p, sizeof p, "badmig.db");
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    const char *migs[] = { store_schema_sql, "CREATE TABLE t(x); SELECT * FROM no_such_table;" };
-    assert_int_equal(store_migrate_with(s, migs, 2), STORE_ESQL);
-    assert_non_null(strstr(store_error(), "migrating schema v1 to v2"));
+    enum { N = STORE_SCHEMA_VERSION + 1 };
+    const char *migs[N];
+    for (int i = 0; i < N - 1; i++) migs[i] = store_migrations[i];
+    migs[N - 1] = "CREATE TABLE t(x); SELECT * FROM no_such_table;";
+    assert_int_equal(store_migrate_with(s, migs, N), STORE_ESQL);
+    char what[64];
+    snprintf(what, sizeof what, "migrating schema v%d to v%d", N - 1, N);
+    assert_non_null(strstr(store_error(), what));
     store_close(s);
     sqlite3 *db = raw(p);
-    assert_int_equal(raw_int(db, "PRAGMA user_version"), 1);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='t'"), 0);
     sqlite3_close(db);
+}
+
+/* v1 -> v2: run ids stop being reused, and rows a deleted run left behind (foreign keys
+ * were off in v1, so a writer could add rows after the delete) go, instead of being
+ * inherited by the next run that got the same id (issue 10, case 4). */
+static void test_migrate_v1_to_v2(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "v1.db");
+    sqlite3 *db = raw(p);
+    /* The v1 schema: schema.sql without AUTOINCREMENT and without the later versions' parts. */
+    char *v1 = strdup(store_schema_sql);
+    char *later = strstr(v1, "-- ---- version 3");
+    assert_non_null(later);
+    *later = 0;
+    char *ai = strstr(v1, " AUTOINCREMENT");
+    assert_non_null(ai);
+    memmove(ai, ai + strlen(" AUTOINCREMENT"), strlen(ai + strlen(" AUTOINCREMENT")) + 1);
+    assert_int_equal(sqlite3_exec(db, v1, NULL, NULL, NULL), SQLITE_OK);
+    free(v1);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=1; PRAGMA journal_mode=WAL;"
+                                  "INSERT INTO runs(id,name,started,status) VALUES(1,'a',1,'finished'),(2,'b',2,'finished');"
+                                  "INSERT INTO metrics(run,key,step,value) VALUES(1,'train_loss',1,0.5),(2,'train_loss',1,0.4),"
+                                  "(3,'train_loss',7,9.9);"
+                                  "INSERT INTO params(run,key,value) VALUES(2,'train.lr','0.1'),(3,'train.lr','9');",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long id = new_run(s, "c", "");
+    assert_int_equal(id, 4); /* not 3: run 3 left rows behind, its id is not given out */
+    store_close(s);
+    db = raw(p);
+    assert_int_equal(raw_int(db, "PRAGMA user_version"), STORE_SCHEMA_VERSION);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='runs' AND sql LIKE '%AUTOINCREMENT%'"), 1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM sqlite_master WHERE name='checkpoints'"), 1);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM runs"), 3);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics WHERE run IN (1,2)"), 2);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics WHERE run NOT IN (SELECT id FROM runs)"), 0);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE run NOT IN (SELECT id FROM runs)"), 0);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE run=2"), 1);
+    sqlite3_close(db);
+}
+
+/* A negative user_version is refused (it indexed store_migrations out of bounds: issue 10,
+ * case 5), by readers and writers, and the file is not touched. */
+static void test_negative_version(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "neg.db");
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    new_run(s, "n", "");
+    store_close(s);
+    const long long versions[] = { -1, -1000000, -2147483648LL };
+    for (int i = 0; i < 3; i++) {
+        sqlite3 *db = raw(p);
+        char sql[64];
+        snprintf(sql, sizeof sql, "PRAGMA user_version=%lld", versions[i]);
+        assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(db);
+        long sz0, sz1;
+        uint64_t h0 = file_digest(p, &sz0);
+        assert_int_equal(store_open(p, 0, &s), STORE_ENOTDB);
+        assert_non_null(strstr(store_error(), "negative"));
+        assert_int_equal(store_open(p, STORE_OPEN_CREATE | STORE_OPEN_WRITE, &s), STORE_ENOTDB);
+        assert_true(file_digest(p, &sz1) == h0 && sz0 == sz1);
+    }
+    /* store_migrate_with on its own refuses it too. */
+    sqlite3 *db = raw(p);
+    assert_int_equal(sqlite3_exec(db, "PRAGMA user_version=0", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    assert_int_equal(store_open(p, STORE_OPEN_WRITE, &s), STORE_ENOTDB); /* v0 with tables: not ours */
 }
 
 /* ---- files that are not (our) databases -------------------------------------------- */
@@ -254,6 +345,54 @@ static void test_directory_as_db(void **st)
     store *s;
     assert_int_equal(store_open(dir, STORE_OPEN_CREATE, &s), STORE_EIO);
     assert_non_null(strstr(store_error(), "directory"));
+}
+
+/* Deleting a run whose writer is alive is refused unless forced; forced, the writer stops
+ * storing it cleanly (no orphan rows) and the id is never given out again (case 4). */
+static void test_delete_live_run(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "live.db");
+    store *s, *other;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long done = new_run(s, "done", ""), live = new_run(s, "live", "");
+    store_run end;
+    store_run_init(&end);
+    end.status = STORE_RUN_FINISHED;
+    assert_int_equal(store_run_end(s, done, &end), STORE_OK);
+    for (int i = 1; i <= 50; i++) assert_int_equal(store_metric_add(s, live, i, 0, 0, 0, "train_loss", 1), STORE_OK);
+    assert_int_equal(store_flush(s), STORE_OK);
+    /* `nnbench delete` in another process: refused, nothing deleted. */
+    assert_int_equal(store_open(p, STORE_OPEN_WRITE, &other), STORE_OK);
+    long long both[2] = { done, live };
+    assert_int_equal(store_runs_delete(other, both, 2, 0), STORE_ELIVE);
+    assert_non_null(strstr(store_error(), "--force"));
+    long long cnt;
+    assert_int_equal(store_run_count(other, &cnt), STORE_OK);
+    assert_int_equal(cnt, 2);
+    assert_int_equal(store_runs_delete(other, &done, 1, 0), STORE_OK);
+    assert_int_equal(store_runs_delete(other, &live, 1, STORE_DELETE_FORCE), STORE_OK);
+    /* The writer goes on logging; what it still had of the run is dropped, and then it is told. */
+    for (int i = 51; i <= 100; i++) store_metric_add(s, live, i, 0, 0, 0, "train_loss", 1);
+    assert_int_equal(store_flush(s), STORE_OK);
+    assert_int_equal(store_metric_add(s, live, 101, 0, 0, 0, "train_loss", 1), STORE_ENOTFOUND);
+    assert_non_null(strstr(store_error(), "deleted"));
+    assert_int_equal(store_run_end(s, live, &end), STORE_ENOTFOUND);
+    /* No row names the deleted runs, and a new run gets a new id. */
+    long long next = new_run(s, "next", "");
+    assert_true(next > live && next > done);
+    store_close(s);
+    store_close(other);
+    sqlite3 *db = raw(p);
+    const char *tables[] = { "metrics", "params", "op_stats", "run_profile", "solver_events", "system_info" };
+    for (int t = 0; t < 6; t++) {
+        char q[128];
+        snprintf(q, sizeof q, "SELECT count(*) FROM %s WHERE run NOT IN (SELECT id FROM runs)", tables[t]);
+        assert_int_equal(raw_int(db, q), 0);
+    }
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_integrity_check WHERE integrity_check='ok'"), 1);
+    sqlite3_close(db);
 }
 
 /* ---- statuses ---------------------------------------------------------------------- */
@@ -359,8 +498,12 @@ static void test_crash_marking(void **st)
     sqlite3 *db = raw(p);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE status='running'"), 3);
     sqlite3_close(db);
-    /* The next writable open marks it, keeps its metrics, and leaves the others alone. */
+    /* A read command does not write either (issue 10, case 6). */
     assert_int_equal(store_open(p, 0, &s), STORE_OK);
+    assert_true(store_is_readonly(s));
+    store_close(s);
+    /* The next writer's open marks it, keeps its metrics, and leaves the others alone. */
+    assert_int_equal(store_open(p, STORE_OPEN_WRITE, &s), STORE_OK);
     store_close(s);
     db = raw(p);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE status='crashed' AND error LIKE '%step 5%'"), 1);
@@ -378,6 +521,17 @@ static void test_crash_marking(void **st)
 
 /* ---- batching ---------------------------------------------------------------------- */
 
+/* raw_int until it returns want, for up to ms milliseconds; the last value read. */
+static long long raw_int_wait(sqlite3 *db, const char *sql, long long want, int ms)
+{
+    long long v = raw_int(db, sql);
+    for (int t = 0; v != want && t < ms; t += 10) {
+        usleep(10 * 1000);
+        v = raw_int(db, sql);
+    }
+    return v;
+}
+
 static void test_batching(void **st)
 {
     (void)st;
@@ -386,28 +540,20 @@ static void test_batching(void **st)
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
     long long id = new_run(s, "b", "");
-    assert_int_equal(store_flush(s), STORE_OK);
-    /* The first point after a quiet period goes out at once; the next ones wait for the
-     * batch (count or age). */
-    assert_int_equal(store_metric_add(s, id, 1, 0, 0, 0, "train_loss", 1), STORE_OK);
     sqlite3 *db = raw(p);
-    long long first = raw_int(db, "SELECT count(*) FROM metrics");
-    assert_true(first <= 1);
-    assert_int_equal(store_flush(s), STORE_OK);
-    for (int i = 2; i <= 100; i++) store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
-    assert_int_equal(store_flush_due(s), STORE_OK); /* not due yet */
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 1);
-    usleep((STORE_FLUSH_MS + 50) * 1000);
-    assert_int_equal(store_flush_due(s), STORE_OK); /* due: written */
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 100);
-    /* Count-triggered flush. */
-    for (int i = 101; i <= 100 + STORE_FLUSH_POINTS; i++)
-        store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
-    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 100 + STORE_FLUSH_POINTS);
+    /* Points are written by the store's writer thread within STORE_FLUSH_MS of being
+     * added, with no further call from the caller (a training step may take long). */
+    for (int i = 1; i <= 100; i++) assert_int_equal(store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1), STORE_OK);
+    assert_int_equal(raw_int_wait(db, "SELECT count(*) FROM metrics", 100, 5 * STORE_FLUSH_MS), 100);
     /* The progress columns follow the flushes (list shows live runs). */
     char q[128];
     snprintf(q, sizeof q, "SELECT steps FROM runs WHERE id=%lld", id);
+    assert_int_equal(raw_int(db, q), 100);
+    /* store_flush writes everything buffered before it returns. */
+    for (int i = 101; i <= 100 + STORE_FLUSH_POINTS; i++)
+        store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
+    assert_int_equal(store_flush(s), STORE_OK);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 100 + STORE_FLUSH_POINTS);
     assert_int_equal(raw_int(db, q), 100 + STORE_FLUSH_POINTS);
     /* Status changes flush first. */
     store_metric_add(s, id, 100000, 0, 0, 0, "test_acc", 0.9);
@@ -419,6 +565,53 @@ static void test_batching(void **st)
     assert_int_equal(store_solver_event_add(s, id, &ev), STORE_OK);
     store_close(s);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM solver_events WHERE kappa_exact IS NULL AND route=1"), 1);
+    sqlite3_close(db);
+}
+
+/* Another process holding the write lock does not stop the caller: adding points never
+ * waits for the database (store time is not training time, issue 10 case 8); the points
+ * land once the lock is free. The other process holds its lock until told to let go (or
+ * 10 s), so a build that waits in store_metric_add sees the lock gone before it returns. */
+static void test_writer_off_the_caller(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "offthread.db");
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long id = new_run(s, "w", "");
+    int locked[2], release[2];
+    assert_int_equal(pipe(locked), 0);
+    assert_int_equal(pipe(release), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        sqlite3 *db;
+        sqlite3_open(p, &db);
+        sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO params VALUES(1,'lock','1');", NULL, NULL, NULL);
+        if (write(locked[1], "x", 1) != 1) _exit(2);
+        struct pollfd pf = { .fd = release[0], .events = POLLIN };
+        poll(&pf, 1, 10000);
+        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+        sqlite3_close(db);
+        _exit(0);
+    }
+    char c;
+    assert_int_equal(read(locked[0], &c, 1), 1);
+    for (int i = 1; i <= 20000; i++) {
+        assert_int_equal(store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1.0 / i), STORE_OK);
+        if (i % 2000 == 0) usleep(50 * 1000); /* a training loop: several flush intervals */
+    }
+    sqlite3 *db = raw(p);
+    /* Still locked by the other process: nothing of it committed, none of ours either. */
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 0);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 0);
+    assert_int_equal(write(release[1], "x", 1), 1);
+    assert_int_equal(store_flush(s), STORE_OK);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 2; i++) { close(locked[i]); close(release[i]); }
+    store_close(s);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 20000);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 1);
     sqlite3_close(db);
 }
 
@@ -443,11 +636,16 @@ static void test_locked_writer_waits(void **st)
     }
     usleep(200 * 1000);
     for (int i = 0; i < 10; i++) store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1);
-    assert_int_equal(store_flush(s), STORE_OK);
+    /* The run ends while the lock is held: its points and end record wait and land. */
+    store_run end;
+    store_run_init(&end);
+    end.status = STORE_RUN_FINISHED;
+    assert_int_equal(store_run_end(s, id, &end), STORE_OK);
     waitpid(child, NULL, 0);
     store_close(s);
     sqlite3 *db = raw(p);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 10);
+    assert_int_equal(raw_int(db, "SELECT count(*) FROM runs WHERE status='finished'"), 1);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 1);
     sqlite3_close(db);
 }
@@ -665,10 +863,10 @@ static void test_queries(void **st)
 
     /* Delete: all rows of the run go; a missing id deletes nothing. */
     long long bad[2] = { ids[0], 4242 };
-    assert_int_equal(store_runs_delete(s, bad, 2), STORE_ENOTFOUND);
+    assert_int_equal(store_runs_delete(s, bad, 2, 0), STORE_ENOTFOUND);
     assert_int_equal(store_run_count(s, &cnt), STORE_OK);
     assert_int_equal(cnt, 3);
-    assert_int_equal(store_runs_delete(s, ids, 1), STORE_OK);
+    assert_int_equal(store_runs_delete(s, ids, 1, 0), STORE_OK);
     assert_int_equal(store_run_count(s, &cnt), STORE_OK);
     assert_int_equal(cnt, 2);
     store_run r;
@@ -716,7 +914,7 @@ static void test_read_only(void **st)
     store_run r;
     store_run_init(&r);
     assert_int_equal(store_run_begin(s, &r, &id), STORE_EREADONLY);
-    assert_int_equal(store_runs_delete(s, ids, 1), STORE_EREADONLY);
+    assert_int_equal(store_runs_delete(s, ids, 1, 0), STORE_EREADONLY);
     store_close(s);
     assert_true(file_digest(p, &sz1) == h0 && sz0 == sz1);
     /* Read-only directory as well (no -shm can be created next to the file). */
@@ -758,14 +956,18 @@ int test_store_core(void)
         cmocka_unit_test(test_migrate_from_v0),
         cmocka_unit_test(test_migration_chain_keeps_data),
         cmocka_unit_test(test_failed_migration_rolls_back),
+        cmocka_unit_test(test_migrate_v1_to_v2),
+        cmocka_unit_test(test_negative_version),
         cmocka_unit_test(test_not_a_database),
         cmocka_unit_test(test_corrupt_database),
         cmocka_unit_test(test_foreign_sqlite_db),
         cmocka_unit_test(test_directory_as_db),
+        cmocka_unit_test(test_delete_live_run),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_status_transitions),
         cmocka_unit_test(test_crash_marking),
         cmocka_unit_test(test_batching),
+        cmocka_unit_test(test_writer_off_the_caller),
         cmocka_unit_test(test_locked_writer_waits),
         cmocka_unit_test(test_concurrent_create),
         cmocka_unit_test(test_queries),

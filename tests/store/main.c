@@ -5,6 +5,7 @@
 int test_store_core(void);
 int test_store_sink(void);
 int test_store_cli(void);
+int test_store_checkpoint(void);
 
 int main(void)
 {
@@ -12,5 +13,6 @@ int main(void)
     failed += test_store_core();
     failed += test_store_sink();
     failed += test_store_cli();
+    failed += test_store_checkpoint();
     return failed ? 1 : 0;
 }

@@ -1,0 +1,152 @@
+/* checkpoint.c — a run's state (parameters, optimizer state, training-loop state; the batch
+ * order follows from the seed and the step) as one plain byte record that the sink stores
+ * without knowing what is inside, and reading it back with every check a user needs.
+ *
+ * Record layout (native byte order; the marker refuses a record of the other order):
+ *   0   8  magic "NNBCKPT\0"
+ *   8   4  version (ENG_CKPT_VERSION)
+ *   12  4  byte-order marker 0x01020304
+ *   16  8  total bytes of the record
+ *   24  8  FNV-1a 64 checksum of bytes [32, total)
+ *   32     seed u64, total_steps i64, n_params u64, n_train i32, batch i32, optimizer i32,
+ *          flags i32 (1: m present, 2: v present), opt_t i64,
+ *          the loop state (eng_loop_state, field by field: i64 or f64),
+ *          params f32[n_params], then m f32[n_params] and v f32[n_params] when present.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+#define ENG_CKPT_VERSION 1u
+#define ENG_CKPT_HEADER 32
+static const char magic[8] = "NNBCKPT";
+
+static uint64_t fnv1a(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+/* The loop state's fields in record order: one table drives size, write and read. */
+#define LOOP_FIELDS(L, D)                                                                    \
+    L(step) L(epoch) D(wall) D(hybrid_extra) D(train_time) D(epoch_train_time) L(total_rows) \
+    L(epoch_rows) D(int_loss) D(int_rows) D(int_correct) D(last_lr) D(final_train_loss)       \
+    D(best_train_loss) D(final_test_loss) D(final_test_acc) D(best_test_acc)                  \
+    L(steps_to_target) D(wall_to_target) D(hybrid_to_target)
+#define COUNT_ONE(f) + 8
+#define LOOP_BYTES (0 LOOP_FIELDS(COUNT_ONE, COUNT_ONE))
+#define FIXED_BYTES (ENG_CKPT_HEADER + 8 + 8 + 8 + 4 * 4 + 8 + LOOP_BYTES)
+
+size_t eng_ckpt_size(const eng_ckpt *c)
+{
+    size_t arrays = 1 + (c->m != NULL) + (c->v != NULL);
+    return FIXED_BYTES + arrays * (size_t)c->n_params * sizeof(float);
+}
+
+typedef struct { unsigned char *p; } wr;
+static void put(wr *w, const void *v, size_t n) { memcpy(w->p, v, n); w->p += n; }
+static void put_i64(wr *w, int64_t v) { put(w, &v, 8); }
+static void put_u64(wr *w, uint64_t v) { put(w, &v, 8); }
+static void put_i32(wr *w, int32_t v) { put(w, &v, 4); }
+static void put_f64(wr *w, double v) { put(w, &v, 8); }
+
+size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap)
+{
+    size_t total = eng_ckpt_size(c);
+    if (cap < total) return 0;
+    wr w = { buf };
+    uint32_t version = ENG_CKPT_VERSION, marker = 0x01020304u;
+    put(&w, magic, 8);
+    put(&w, &version, 4);
+    put(&w, &marker, 4);
+    put_u64(&w, total);
+    put_u64(&w, 0);                       /* checksum, filled below */
+    put_u64(&w, c->seed);
+    put_i64(&w, c->total_steps);
+    put_u64(&w, c->n_params);
+    put_i32(&w, c->n_train);
+    put_i32(&w, c->batch);
+    put_i32(&w, c->optimizer);
+    put_i32(&w, (c->m ? 1 : 0) | (c->v ? 2 : 0));
+    put_i64(&w, c->opt_t ? *c->opt_t : 0);
+    const eng_loop_state *L = &c->loop;
+#define W_L(f) put_i64(&w, (int64_t)L->f);
+#define W_D(f) put_f64(&w, L->f);
+    LOOP_FIELDS(W_L, W_D)
+    size_t nb = (size_t)c->n_params * sizeof(float);
+    put(&w, c->params, nb);
+    if (c->m) put(&w, c->m, nb);
+    if (c->v) put(&w, c->v, nb);
+    unsigned char *b = buf;
+    uint64_t sum = fnv1a(b + ENG_CKPT_HEADER, total - ENG_CKPT_HEADER);
+    memcpy(b + 24, &sum, 8);
+    return total;
+}
+
+typedef struct { const unsigned char *p; } rd;
+static void get(rd *r, void *v, size_t n) { memcpy(v, r->p, n); r->p += n; }
+static int64_t get_i64(rd *r) { int64_t v; get(r, &v, 8); return v; }
+static uint64_t get_u64(rd *r) { uint64_t v; get(r, &v, 8); return v; }
+static int32_t get_i32(rd *r) { int32_t v; get(r, &v, 4); return v; }
+static double get_f64(rd *r) { double v; get(r, &v, 8); return v; }
+
+int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only)
+{
+    const unsigned char *b = buf;
+    if (!buf || len < FIXED_BYTES || memcmp(b, magic, 8))
+        return eng_fail(ENG_EFORMAT, "checkpoint: not an nnbench checkpoint (%zu bytes, bad magic)", len);
+    rd r = { b + 8 };
+    uint32_t version, marker;
+    get(&r, &version, 4);
+    get(&r, &marker, 4);
+    if (marker != 0x01020304u)
+        return eng_fail(ENG_EFORMAT, "checkpoint: written on a machine of the other byte order");
+    if (version != ENG_CKPT_VERSION)
+        return eng_fail(ENG_EFORMAT, "checkpoint: format version %u, this nnbench reads version %u",
+                        version, ENG_CKPT_VERSION);
+    uint64_t total = get_u64(&r), sum = get_u64(&r);
+    if (total != len)
+        return eng_fail(ENG_EFORMAT, "checkpoint: truncated or padded: %zu bytes, the record says %llu",
+                        len, (unsigned long long)total);
+    uint64_t got = fnv1a(b + ENG_CKPT_HEADER, len - ENG_CKPT_HEADER);
+    if (got != sum)
+        return eng_fail(ENG_EFORMAT, "checkpoint: checksum mismatch (stored %016llx, computed %016llx): "
+                        "the record is corrupt", (unsigned long long)sum, (unsigned long long)got);
+    uint64_t seed = get_u64(&r);
+    long total_steps = (long)get_i64(&r);
+    uint64_t n_params = get_u64(&r);
+    int n_train = get_i32(&r), batch = get_i32(&r), optimizer = get_i32(&r), flags = get_i32(&r);
+    long opt_t = (long)get_i64(&r);
+    if (n_params != c->n_params)
+        return eng_fail(ENG_EINVAL, "checkpoint: holds %llu parameters, the model has %llu: "
+                        "it belongs to another model", (unsigned long long)n_params,
+                        (unsigned long long)c->n_params);
+    size_t arrays = 1 + ((flags & 1) != 0) + ((flags & 2) != 0);
+    if (len != FIXED_BYTES + arrays * (size_t)n_params * sizeof(float))
+        return eng_fail(ENG_EFORMAT, "checkpoint: %zu bytes do not fit %llu parameters", len,
+                        (unsigned long long)n_params);
+    if (!params_only) {
+        if (seed != c->seed || total_steps != c->total_steps || n_train != c->n_train ||
+            batch != c->batch || optimizer != c->optimizer)
+            return eng_fail(ENG_EINVAL, "checkpoint: written by a different run setup (seed %llu, %ld steps, "
+                            "%d training rows, batch %d, optimizer %d; this run: %llu, %ld, %d, %d, %d)",
+                            (unsigned long long)seed, total_steps, n_train, batch, optimizer,
+                            (unsigned long long)c->seed, c->total_steps, c->n_train, c->batch, c->optimizer);
+        if (((flags & 1) != 0) != (c->m != NULL) || ((flags & 2) != 0) != (c->v != NULL))
+            return eng_fail(ENG_EINVAL, "checkpoint: its optimizer state does not match the optimizer's");
+    }
+    eng_loop_state L;
+    memset(&L, 0, sizeof L);
+#define R_L(f) L.f = get_i64(&r);
+#define R_D(f) L.f = get_f64(&r);
+    LOOP_FIELDS(R_L, R_D)
+    size_t nb = (size_t)n_params * sizeof(float);
+    get(&r, c->params, nb);
+    if (params_only) { c->loop = L; return ENG_OK; }
+    if (flags & 1) get(&r, c->m, nb);
+    if (flags & 2) get(&r, c->v, nb);
+    if (c->opt_t) *c->opt_t = opt_t;
+    c->loop = L;
+    return ENG_OK;
+}

@@ -1,0 +1,470 @@
+/* dist.c — data-parallel training on MPI (Open MPI): job start and end, the per-step
+ * agreement (global loss, stop), the gradient all-reduce (fp32, fp16, int8 with error
+ * feedback), and the sink that brings every rank's profile to rank 0. The only file of
+ * nnbench that includes mpi.h.
+ *
+ * Every wait is a nonblocking collective polled with MPI_Test: so a job whose rank died
+ * ends within dist.timeout_s, or at once when mpirun tears the job down (SIGTERM ->
+ * eng_dist_request_abort), and rank 0 can still record the run as failed. */
+#include "dist.h"
+
+#include <math.h>
+#include <mpi.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int g_rank, g_world = 1, g_inited, g_broken;
+static volatile sig_atomic_t g_abort;
+
+int eng_dist_world(void) { return g_world; }
+int eng_dist_rank(void) { return g_rank; }
+int eng_dist_broken(void) { return g_broken; }
+void eng_dist_request_abort(void) { g_abort = 1; }
+
+int eng_dist_init(int *rank, int *world)
+{
+    *rank = 0;
+    *world = 1;
+    /* Open MPI's launcher sets OMPI_COMM_WORLD_SIZE (PMIx-based launchers PMIX_RANK); a
+     * plain start never touches MPI (no singleton start-up, nothing for tests to link). */
+    const char *ws = getenv("OMPI_COMM_WORLD_SIZE");
+    if (!ws || atoi(ws) <= 1) return ENG_OK;
+    int provided = 0;
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
+        return eng_fail(ENG_EIO, "mpi: MPI_Init_thread failed (started by mpirun with %s processes)", ws);
+    g_inited = 1;
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &g_world);
+    *rank = g_rank;
+    *world = g_world;
+    return ENG_OK;
+}
+
+void eng_dist_finalize(int exit_code)
+{
+    if (!g_inited) return;
+    g_inited = 0;
+    /* Finalize waits for every rank; after a failure some are gone or stuck: abort. */
+    if (g_broken || g_abort) MPI_Abort(MPI_COMM_WORLD, exit_code ? exit_code : 1);
+    else MPI_Finalize();
+}
+
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Waits for req. Open MPI's nonblocking collectives progress only inside MPI_Test, one
+ * fragment at a time, so the first 20 ms test back to back, as a blocking call would;
+ * sleeping (or yielding) between tests made a 0.9 MB all-reduce on a loaded machine take
+ * 70-240x its blocking time. Later tests come every 100 us. Fails on an
+ * MPI error, an abort request or after timeout_s; what names the collective. */
+static int wait_req(MPI_Request *req, double timeout_s, const char *what)
+{
+    double t0 = mono_s(), el = 0;
+    for (long i = 0;; i++) {
+        int done = 0;
+        int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
+        if (rc != MPI_SUCCESS) {
+            char msg[MPI_MAX_ERROR_STRING];
+            int len = 0;
+            MPI_Error_string(rc, msg, &len);
+            g_broken = 1;
+            return eng_fail(ENG_EIO, "mpi: %s failed on rank %d: %s", what, g_rank, msg);
+        }
+        if (done) return ENG_OK;
+        if (g_abort) {
+            g_broken = 1;
+            return eng_fail(ENG_EIO, "mpi: %s on rank %d: the job is being stopped (mpirun: another rank died "
+                            "or was killed)", what, g_rank);
+        }
+        if (i % 64 == 0) el = mono_s() - t0;
+        if (el > timeout_s) {
+            g_broken = 1;
+            return eng_fail(ENG_EIO, "mpi: %s on rank %d: the other ranks did not answer in %g s (a rank died "
+                            "or hangs; raise dist.timeout_s if steps are that slow)", what, g_rank, timeout_s);
+        }
+        if (el < 0.02) continue;   /* spin, as a blocking MPI call does: a yield gives the core
+                                    * to any other runnable job for a whole time slice */
+        struct timespec ts = { 0, 100000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- fp16 ----------------------------------------------------------------------------- */
+
+static uint16_t f2h(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    uint32_t sign = (x >> 16) & 0x8000u, mant = x & 0x7fffffu;
+    int exp = (int)((x >> 23) & 0xff) - 127 + 15;
+    if (((x >> 23) & 0xff) == 0xff) return (uint16_t)(sign | 0x7c00u | (mant ? 0x200u : 0));
+    if (exp >= 31) return (uint16_t)(sign | 0x7c00u);               /* overflow: inf */
+    if (exp <= 0) {                                                  /* subnormal or 0 */
+        if (exp < -10) return (uint16_t)sign;
+        mant |= 0x800000u;
+        int shift = 14 - exp;
+        uint32_t h = mant >> shift, rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (h & 1))) h++;
+        return (uint16_t)(sign | h);
+    }
+    uint32_t h = sign | ((uint32_t)exp << 10) | (mant >> 13), rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1))) h++;          /* may carry into exp: fine */
+    return (uint16_t)h;
+}
+
+static float h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, x;
+    if (exp == 0) {
+        if (!mant) x = sign;
+        else {                                                       /* subnormal */
+            int e = -1;
+            do { mant <<= 1; e++; } while (!(mant & 0x400u));
+            x = sign | ((uint32_t)(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) x = sign | 0x7f800000u | (mant << 13);
+    else x = sign | ((exp - 15 + 127) << 23) | (mant << 13);
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+static void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    const uint16_t *a = in;
+    uint16_t *b = inout;
+    for (int i = 0; i < *len; i++) b[i] = f2h(h2f(a[i]) + h2f(b[i]));
+}
+
+/* ---- the run's state ------------------------------------------------------------------ */
+
+struct eng_dist {
+    eng_dist_config cfg;
+    size_t n;
+    prof_t *prof;
+    int sc_allreduce, sc_agree, sc_compress, sc_wait;
+    atomic_int *stop;
+    uint16_t *half;          /* fp16: the gradients as sent */
+    float *residual;         /* int8: what rounding left out, added to the next step */
+    int8_t *packed;          /* int8: world blocks of [scale (8 bytes), n values] */
+    MPI_Op op_fp16;
+    unsigned long long bytes;
+};
+
+#define INT8_BLOCK(d) (8 + (d)->n)
+
+int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, atomic_int *stop,
+                    eng_dist **out)
+{
+    *out = NULL;
+    if (!g_inited) return eng_fail(ENG_EINVAL, "mpi: not started (eng_dist_init found no mpirun job)");
+    if (n_params > (size_t)INT32_MAX - 8)
+        return eng_fail(ENG_EINVAL, "mpi: %zu parameters are more than one all-reduce can carry", n_params);
+    eng_dist *d = prof_calloc(1, sizeof *d);
+    if (!d) return eng_fail(ENG_ENOMEM, "mpi: out of memory");
+    d->cfg = *dc;
+    if (!(d->cfg.timeout_s > 0)) d->cfg.timeout_s = 30;
+    d->n = n_params;
+    d->stop = stop;
+    d->prof = prof;
+    d->sc_allreduce = d->sc_agree = d->sc_compress = d->sc_wait = -1;
+    d->op_fp16 = MPI_OP_NULL;
+    int ok = 1;
+    if (dc->compress == ENG_COMPRESS_FP16) {
+        ok = (d->half = prof_malloc(n_params * sizeof *d->half)) != NULL &&
+             MPI_Op_create(sum_fp16, 1, &d->op_fp16) == MPI_SUCCESS;
+    } else if (dc->compress == ENG_COMPRESS_INT8) {
+        ok = (d->residual = prof_calloc(n_params, sizeof *d->residual)) != NULL &&
+             (d->packed = prof_malloc((size_t)g_world * INT8_BLOCK(d))) != NULL;
+    }
+    if (!ok) { eng_dist_free(d); return eng_fail(ENG_ENOMEM, "mpi: out of memory for compression buffers"); }
+    if (prof) {
+        d->sc_allreduce = prof_register(prof, "allreduce", NULL, PROF_OP);
+        d->sc_agree = prof_register(prof, "allreduce.loss", NULL, PROF_OP);
+        d->sc_wait = prof_register(prof, "allreduce.wait", NULL, PROF_OP);
+        if (dc->compress != ENG_COMPRESS_NONE) d->sc_compress = prof_register(prof, "compress", NULL, PROF_OP);
+        if (d->sc_allreduce < 0 || d->sc_agree < 0 || d->sc_wait < 0 || (dc->compress != ENG_COMPRESS_NONE && d->sc_compress < 0)) {
+            eng_dist_free(d);
+            return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
+        }
+    }
+    *out = d;
+    return ENG_OK;
+}
+
+void eng_dist_free(eng_dist *d)
+{
+    if (!d) return;
+    if (d->op_fp16 != MPI_OP_NULL) MPI_Op_free(&d->op_fp16);
+    prof_free(d->half);
+    prof_free(d->residual);
+    prof_free(d->packed);
+    prof_free(d);
+}
+
+unsigned long long eng_dist_bytes(const eng_dist *d) { return d ? d->bytes : 0; }
+
+int eng_dist_agree(eng_dist *d, double *loss, int *correct, int rows, int global_rows, int *stop)
+{
+    /* loss is the mean over this rank's rows; a rank with no rows adds nothing. */
+    double v[3] = { rows ? *loss * rows : 0, (double)*correct, atomic_load(d->stop) ? 1.0 : 0.0 };
+    PROF_BEGIN(d->prof, d->sc_agree);
+    MPI_Request req;
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) { g_broken = 1; rc = eng_fail(ENG_EIO, "mpi: the loss all-reduce could not start on rank %d", g_rank); }
+    else rc = wait_req(&req, d->cfg.timeout_s, "the loss all-reduce");
+    PROF_END(d->prof, d->sc_agree, 0, sizeof v);
+    if (rc) return rc;
+    *loss = v[0] / global_rows;
+    *correct = (int)lround(v[1]);
+    *stop = v[2] > 0;
+    return ENG_OK;
+}
+
+/* Waits at a barrier until every rank has its gradients: the time spent here is load
+ * imbalance (allreduce.wait), so that the allreduce scope times the transfer alone. */
+static int wait_for_ranks(eng_dist *d)
+{
+    PROF_BEGIN(d->prof, d->sc_wait);
+    MPI_Request req;
+    int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
+    if (rc != MPI_SUCCESS) { g_broken = 1; rc = eng_fail(ENG_EIO, "mpi: the barrier could not start on rank %d", g_rank); }
+    else rc = wait_req(&req, d->cfg.timeout_s, "waiting for the other ranks' gradients");
+    PROF_END(d->prof, d->sc_wait, 0, 0);
+    return rc;
+}
+
+int eng_dist_allreduce(eng_dist *d, float *g, int rows, int global_rows)
+{
+    size_t n = d->n;
+    /* Profiled runs only: a barrier costs a round of latency per step. */
+    if (d->prof) {
+        int rc = wait_for_ranks(d);
+        if (rc) return rc;
+    }
+    /* Each rank's mean gradient weighted by its share of the batch: the sum over ranks is
+     * the mean over the global batch, as one process computes it. */
+    float w = (float)rows / (float)global_rows;
+    MPI_Request req;
+    int rc = MPI_SUCCESS;
+    if (d->cfg.compress == ENG_COMPRESS_NONE) {
+        for (size_t i = 0; i < n; i++) g[i] *= w;
+        PROF_BEGIN(d->prof, d->sc_allreduce);
+        rc = MPI_Iallreduce(MPI_IN_PLACE, g, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the gradient all-reduce");
+        else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
+        PROF_END(d->prof, d->sc_allreduce, 0, n * sizeof(float));
+        d->bytes += n * sizeof(float);
+        return rc;
+    }
+    if (d->cfg.compress == ENG_COMPRESS_FP16) {
+        PROF_BEGIN(d->prof, d->sc_compress);
+        for (size_t i = 0; i < n; i++) d->half[i] = f2h(g[i] * w);
+        PROF_END(d->prof, d->sc_compress, 0, 0);
+        PROF_BEGIN(d->prof, d->sc_allreduce);
+        rc = MPI_Iallreduce(MPI_IN_PLACE, d->half, (int)n, MPI_UINT16_T, d->op_fp16, MPI_COMM_WORLD, &req);
+        if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the fp16 gradient all-reduce");
+        else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
+        PROF_END(d->prof, d->sc_allreduce, 0, n * sizeof(uint16_t));
+        d->bytes += n * sizeof(uint16_t);
+        if (rc) return rc;
+        PROF_BEGIN(d->prof, d->sc_compress);
+        for (size_t i = 0; i < n; i++) g[i] = h2f(d->half[i]);
+        PROF_END(d->prof, d->sc_compress, 0, 0);
+        return ENG_OK;
+    }
+    /* int8 with error feedback: v = w g + residual is sent as round(v / s) with one scale
+     * s = max|v| / 127; what rounding dropped is kept for the next step. Sums of int8 do
+     * not fit int8, so the ranks all-gather their blocks and each sums them in rank order
+     * (the same result everywhere). */
+    PROF_BEGIN(d->prof, d->sc_compress);
+    float amax = 0;
+    for (size_t i = 0; i < n; i++) {
+        float v = g[i] * w + d->residual[i];
+        d->residual[i] = v;
+        if (fabsf(v) > amax) amax = fabsf(v);
+    }
+    double scale = amax > 0 ? amax / 127.0 : 1.0;
+    int8_t *mine = d->packed + (size_t)g_rank * INT8_BLOCK(d);
+    memcpy(mine, &scale, 8);
+    for (size_t i = 0; i < n; i++) {
+        long q = lround(d->residual[i] / scale);
+        if (q > 127) q = 127;
+        if (q < -127) q = -127;
+        mine[8 + i] = (int8_t)q;
+        d->residual[i] -= (float)(q * scale);
+    }
+    PROF_END(d->prof, d->sc_compress, 0, 0);
+    PROF_BEGIN(d->prof, d->sc_allreduce);
+    rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d->packed, (int)INT8_BLOCK(d), MPI_INT8_T,
+                        MPI_COMM_WORLD, &req);
+    if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the int8 gradient all-gather");
+    else rc = eng_fail(ENG_EIO, "mpi: the gradient all-gather could not start on rank %d", g_rank);
+    PROF_END(d->prof, d->sc_allreduce, 0, INT8_BLOCK(d));
+    d->bytes += INT8_BLOCK(d);
+    if (rc) return rc;
+    PROF_BEGIN(d->prof, d->sc_compress);
+    memset(g, 0, n * sizeof *g);
+    for (int r = 0; r < g_world; r++) {
+        const int8_t *blk = d->packed + (size_t)r * INT8_BLOCK(d);
+        double s;
+        memcpy(&s, blk, 8);
+        float fs = (float)s;
+        for (size_t i = 0; i < n; i++) g[i] += fs * blk[8 + i];
+    }
+    PROF_END(d->prof, d->sc_compress, 0, 0);
+    return ENG_OK;
+}
+
+/* ---- the rank sink -------------------------------------------------------------------- */
+
+enum { TAG_ROWS_N = 101, TAG_ROWS = 102 };
+
+static int dist_op_stats(void *ud, const prof_row *rows, size_t n, const prof_summary *sum)
+{
+    eng_dist_sink_state *st = ud;
+    double timeout = 30;
+    if (g_rank != 0) {
+        if (g_broken) return 0;
+        long long cnt = (long long)n;
+        MPI_Request req;
+        if (MPI_Isend(&cnt, 1, MPI_LONG_LONG, 0, TAG_ROWS_N, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+            wait_req(&req, timeout, "sending the profile to rank 0"))
+            return 0;   /* rank 0 records the run; a lost profile of rank k is not a failure here */
+        if (n && (MPI_Isend(rows, (int)(n * sizeof *rows), MPI_BYTE, 0, TAG_ROWS, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+                  wait_req(&req, timeout, "sending the profile to rank 0")))
+            return 0;
+        return 0;
+    }
+    const eng_sink *in = st->inner;
+    if (!in || !in->op_stats) return 0;
+    if (g_broken) return in->op_stats(in->ud, rows, n, sum);
+    /* Rank 0's rows as they are, then every other rank's as "rankK:name". */
+    prof_row *all = malloc(n * sizeof *all);
+    if (n && !all) return eng_fail(ENG_ESINK, "mpi: out of memory for the profiles");
+    memcpy(all, rows, n * sizeof *rows);
+    size_t total = n;
+    for (int r = 1; r < g_world; r++) {
+        long long cnt = 0;
+        MPI_Request req;
+        if (MPI_Irecv(&cnt, 1, MPI_LONG_LONG, r, TAG_ROWS_N, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+            wait_req(&req, timeout, "receiving a rank's profile"))
+            break;
+        if (cnt <= 0) continue;
+        prof_row *more = realloc(all, (total + (size_t)cnt) * sizeof *all);
+        if (!more) { free(all); return eng_fail(ENG_ESINK, "mpi: out of memory for the profiles"); }
+        all = more;
+        if (MPI_Irecv(all + total, (int)((size_t)cnt * sizeof *all), MPI_BYTE, r, TAG_ROWS, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+            wait_req(&req, timeout, "receiving a rank's profile"))
+            break;
+        for (size_t i = total; i < total + (size_t)cnt; i++) {
+            char nm[sizeof all[i].name];
+            snprintf(nm, sizeof nm, "rank%d:%s", r, all[i].name);
+            memcpy(all[i].name, nm, sizeof nm);
+        }
+        total += (size_t)cnt;
+    }
+    int rc = in->op_stats(in->ud, all, total, sum);
+    free(all);
+    return rc;
+}
+
+#define FWD(name, sig, call)                                                       \
+    static int dist_##name sig                                                     \
+    {                                                                              \
+        eng_dist_sink_state *st = ud;                                              \
+        if (g_rank != 0 || !st->inner || !st->inner->name) return 0;               \
+        return st->inner->name call;                                               \
+    }
+FWD(run_begin, (void *ud, const eng_run_info *i), (st->inner->ud, i))
+FWD(metric, (void *ud, const eng_metric *m), (st->inner->ud, m))
+FWD(solver, (void *ud, const struct qm_solve_event *e), (st->inner->ud, e))
+FWD(checkpoint, (void *ud, const eng_checkpoint *c), (st->inner->ud, c))
+#undef FWD
+
+static void dist_progress(void *ud, long step, long total, int epoch, double loss, double sps)
+{
+    eng_dist_sink_state *st = ud;
+    if (g_rank == 0 && st->inner && st->inner->progress) st->inner->progress(st->inner->ud, step, total, epoch, loss, sps);
+}
+
+static void dist_run_end(void *ud, const eng_run_result *res)
+{
+    eng_dist_sink_state *st = ud;
+    if (g_rank == 0 && st->inner && st->inner->run_end) st->inner->run_end(st->inner->ud, res);
+}
+
+eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st)
+{
+    st->inner = inner;
+    if (g_world <= 1) return inner ? *inner : (eng_sink){ 0 };
+    return (eng_sink){ .ud = st, .run_begin = dist_run_begin, .metric = dist_metric,
+                       .op_stats = dist_op_stats, .solver = dist_solver,
+                       .progress = dist_progress, .run_end = dist_run_end, .checkpoint = dist_checkpoint };
+}
+
+/* ---- measuring the all-reduce ------------------------------------------------------------ */
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s)
+{
+    *median_s = NAN;
+    if (!g_inited || g_world < 2) return eng_fail(ENG_EINVAL, "mpi: measuring an all-reduce needs mpirun -np N with N >= 2");
+    if (reps < 1) reps = 1;
+    if (reps > 256) reps = 256;
+    size_t n = bytes / sizeof(float) ? bytes / sizeof(float) : 1;
+    if (n > (size_t)INT32_MAX) return eng_fail(ENG_EINVAL, "mpi: %zu bytes are too many for one all-reduce", bytes);
+    float *buf = prof_malloc(n * sizeof *buf);
+    if (!buf) return eng_fail(ENG_ENOMEM, "mpi: out of memory for %zu bytes", bytes);
+    for (size_t i = 0; i < n; i++) buf[i] = 1e-3f * (float)(i % 1000);
+    double t[256];
+    int rc = ENG_OK;
+    for (int k = -1; k < reps && !rc; k++) {    /* k = -1: warm-up (connections, buffers) */
+        MPI_Request req;
+        if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS || (rc = wait_req(&req, 30, "a barrier"))) {
+            if (!rc) rc = eng_fail(ENG_EIO, "mpi: barrier failed");
+            break;
+        }
+        double t0 = mono_s();
+        if (MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+            g_broken = 1;
+            rc = eng_fail(ENG_EIO, "mpi: MPI_Allreduce of %zu bytes failed", bytes);
+            break;
+        }
+        /* The slowest rank's time is the collective's. */
+        double dt = mono_s() - t0;
+        MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+        if (k >= 0) t[k] = dt;
+    }
+    prof_free(buf);
+    if (rc) return rc;
+    qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
+    *median_s = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    return ENG_OK;
+}
+
+int eng_dist_barrier(void)
+{
+    if (!g_inited || g_world < 2) return ENG_OK;
+    MPI_Request req;
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
+        g_broken = 1;
+        return eng_fail(ENG_EIO, "mpi: the barrier could not start on rank %d", g_rank);
+    }
+    return wait_req(&req, 30, "a barrier");
+}

@@ -1,0 +1,161 @@
+/* quant_export.c — writes a quantized model as one self-contained C file for small devices:
+ * int8 weights, int32 biases, requantization multipliers, scales as exact hex floats and a
+ * reference integer inference for one sample that computes what eng_qmodel_forward does,
+ * bit for bit (integer sums are exact in any order; the float steps are the same single
+ * operations on the same values). */
+#include "quant_internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Before element i of an initializer list, n to a line. */
+static const char *sep(int i, int n) { return i == 0 ? "\n    " : i % n ? "," : ",\n    "; }
+
+static void arr_i8(FILE *f, const char *name, const int8_t *w, int N, int K, int Kp)
+{
+    fprintf(f, "static const int8_t %s[%d] = {", name, N * K);
+    for (int c = 0, i = 0; c < N; c++)
+        for (int k = 0; k < K; k++, i++) fprintf(f, "%s%d", sep(i, 24), w[(size_t)c * Kp + k]);
+    fprintf(f, "\n};\n");
+}
+
+static void arr_i32(FILE *f, const char *name, const int32_t *v, int n)
+{
+    fprintf(f, "static const int32_t %s[%d] = {", name, n);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%ld", sep(i, 12), (long)v[i]);
+    fprintf(f, "\n};\n");
+}
+
+static void arr_f32(FILE *f, const char *name, const float *v, int n)
+{
+    fprintf(f, "static const float %s[%d] = {", name, n);
+    for (int i = 0; i < n; i++) fprintf(f, "%s%af", sep(i, 6), (double)v[i]);
+    fprintf(f, "\n};\n");
+}
+
+static const char helpers[] =
+    "static inline int q_code(float x, float scale, int zp)\n"
+    "{\n"
+    "    float v = floorf(x / scale + 0.5f) + (float)zp;\n"
+    "    return v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;\n"
+    "}\n\n"
+    "static inline int q_requant(int32_t acc, int32_t mult, int32_t shift, int zp, int lo)\n"
+    "{\n"
+    "    int64_t v = ((int64_t)acc * mult + ((int64_t)1 << (shift - 1))) >> shift;\n"
+    "    v += zp;\n"
+    "    if (v < lo) v = lo;\n"
+    "    if (v > 255) v = 255;\n"
+    "    return (int)v;\n"
+    "}\n\n"
+    "/* acc[n] = bias[n] + sum_k x[k] w[n][k] for P positions of a KxK window (dense: P = 1, K = 1). */\n"
+    "static inline void q_layer(const uint8_t *x, int C, int H, int W, int KK, int OH, int OW, int N, const int8_t *w,\n"
+    "                           const int32_t *bias, int32_t *acc)\n"
+    "{\n"
+    "    for (int oy = 0; oy < OH; oy++)\n"
+    "        for (int ox = 0; ox < OW; ox++)\n"
+    "            for (int n = 0; n < N; n++) {\n"
+    "                const int8_t *wn = w + (long)n * C * KK * KK;\n"
+    "                int32_t s = bias[n];\n"
+    "                for (int c = 0; c < C; c++)\n"
+    "                    for (int ky = 0; ky < KK; ky++)\n"
+    "                        for (int kx = 0; kx < KK; kx++)\n"
+    "                            s += (int32_t)x[((long)c * H + oy + ky) * W + ox + kx] * (int32_t)*wn++;\n"
+    "                acc[(long)n * OH * OW + (long)oy * OW + ox] = s;\n"
+    "            }\n"
+    "}\n\n"
+    "static inline void q_maxpool(const uint8_t *x, int C, int H, int W, uint8_t *y)\n"
+    "{\n"
+    "    int OH = H / 2, OW = W / 2;\n"
+    "    for (int c = 0; c < C; c++)\n"
+    "        for (int oy = 0; oy < OH; oy++)\n"
+    "            for (int ox = 0; ox < OW; ox++) {\n"
+    "                const uint8_t *p = x + ((long)c * H + 2 * oy) * W + 2 * ox;\n"
+    "                uint8_t v = p[0];\n"
+    "                if (p[1] > v) v = p[1];\n"
+    "                if (p[W] > v) v = p[W];\n"
+    "                if (p[W + 1] > v) v = p[W + 1];\n"
+    "                y[((long)c * OH + oy) * OW + ox] = v;\n"
+    "            }\n"
+    "}\n\n";
+
+int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) return eng_fail(ENG_EIO, "%s: cannot write: %s", path, strerror(errno));
+    size_t maxbuf = q->in_size, maxacc = 1;
+    for (int i = 0; i < q->n_layers; i++) {
+        const eng_qlayer *L = &q->layers[i];
+        if (L->out_size > maxbuf) maxbuf = L->out_size;
+        if (L->N && (size_t)L->N * L->P > maxacc) maxacc = (size_t)L->N * L->P;
+    }
+    fprintf(f, "/* %s model.c — an int8 model exported by nnbench %s (nnbench export-model --int8).\n"
+               " * Self-contained: no dependencies beyond <stdint.h> and <math.h> (floorf).\n"
+               " * Activations uint8 per tensor, weights int8 per output channel, biases int32;\n"
+               " * int8 x uint8 -> int32 sums, integer requantization between layers; the logits\n"
+               " * are the last sums times their scales. %s_logits() and %s_predict() give, bit for\n"
+               " * bit, what nnbench's int8 path gives for the same float input. %zu bytes of model. */\n"
+               "#include <math.h>\n#include <stdint.h>\n\n",
+            px, NNBENCH_VERSION, px, px, q->bytes);
+    fprintf(f, "#define %s_IN %zu\n#define %s_OUT %d\n\n", px, q->in_size, px, q->n_out);
+    char nm[96];
+    for (int i = 0; i < q->n_layers; i++) {
+        const eng_qlayer *L = &q->layers[i];
+        if (L->kind != ENG_LAYER_DENSE && L->kind != ENG_LAYER_CONV) continue;
+        fprintf(f, "/* %s: %d outputs x %d inputs */\n", L->name, L->N, L->K);
+        snprintf(nm, sizeof nm, "%s_%s_w", px, L->name); arr_i8(f, nm, L->w, L->N, L->K, L->Kp);
+        snprintf(nm, sizeof nm, "%s_%s_bias", px, L->name); arr_i32(f, nm, L->bias, L->N);
+        if (L->last && L->act == ENG_ACT_NONE) {
+            snprintf(nm, sizeof nm, "%s_%s_deq", px, L->name); arr_f32(f, nm, L->deq, L->N);
+        } else {
+            snprintf(nm, sizeof nm, "%s_%s_mult", px, L->name); arr_i32(f, nm, L->mult, L->N);
+            snprintf(nm, sizeof nm, "%s_%s_shift", px, L->name); arr_i32(f, nm, L->shift, L->N);
+        }
+        if (L->has_lut) {
+            fprintf(f, "static const uint8_t %s_%s_lut[256] = {", px, L->name);
+            for (int c = 0; c < 256; c++) fprintf(f, "%s%d", sep(c, 24), L->lut[c]);
+            fprintf(f, "\n};\n");
+        }
+        fprintf(f, "\n");
+    }
+    fputs(helpers, f);
+    fprintf(f, "void %s_logits(const float *x, float *out)\n{\n"
+               "    static uint8_t a[%zu], b[%zu];\n    static int32_t acc[%zu];\n"
+               "    uint8_t *cur = a, *nxt = b, *t;\n"
+               "    for (int i = 0; i < %zu; i++) cur[i] = (uint8_t)q_code(x[i], %af, %d);\n",
+            px, maxbuf, maxbuf, maxacc, q->in_size, (double)q->in_scale, q->in_zp);
+    for (int i = 0; i < q->n_layers; i++) {
+        const eng_qlayer *L = &q->layers[i];
+        const int *is = L->in_shape, *os = L->out_shape;
+        fprintf(f, "    /* %s */\n", L->name);
+        if (L->kind == ENG_LAYER_POOL) {
+            fprintf(f, "    q_maxpool(cur, %d, %d, %d, nxt);\n    t = cur; cur = nxt; nxt = t;\n", is[0], is[1], is[2]);
+        } else if (L->kind == ENG_LAYER_DENSE || L->kind == ENG_LAYER_CONV) {
+            int conv = L->kind == ENG_LAYER_CONV;
+            fprintf(f, "    q_layer(cur, %d, %d, %d, %d, %d, %d, %d, %s_%s_w, %s_%s_bias, acc);\n",
+                    conv ? is[0] : (int)L->in_size, conv ? is[1] : 1, conv ? is[2] : 1, conv ? L->kernel : 1,
+                    conv ? os[1] : 1, conv ? os[2] : 1, L->N, px, L->name, px, L->name);
+            if (L->last && L->act == ENG_ACT_NONE) {
+                fprintf(f, "    for (int i = 0; i < %zu; i++) out[i] = (float)acc[i] * %s_%s_deq[i / %d];\n    return;\n",
+                        L->out_size, px, L->name, L->P);
+                continue;
+            }
+            char val[96];
+            if (L->has_lut) snprintf(val, sizeof val, "%s_%s_lut[v]", px, L->name);
+            else snprintf(val, sizeof val, "v");
+            fprintf(f, "    for (int i = 0; i < %zu; i++) {\n"
+                       "        int v = q_requant(acc[i], %s_%s_mult[i / %d], %s_%s_shift[i / %d], %d, %d);\n"
+                       "        nxt[i] = (uint8_t)%s;\n    }\n    t = cur; cur = nxt; nxt = t;\n",
+                    L->out_size, px, L->name, L->P, px, L->name, L->P, L->has_lut ? L->pre_zp : L->out_zp, L->lo, val);
+        }
+        if (L->last)
+            fprintf(f, "    for (int i = 0; i < %zu; i++) out[i] = %af * (float)((int)cur[i] - %d);\n",
+                    L->out_size, (double)L->out_scale, L->out_zp);
+    }
+    fprintf(f, "}\n\nint %s_predict(const float *x)\n{\n    float out[%d];\n    %s_logits(x, out);\n"
+               "    int best = 0;\n    for (int i = 1; i < %d; i++)\n        if (out[i] > out[best]) best = i;\n"
+               "    return best;\n}\n", px, q->n_out, px, q->n_out);
+    int bad = ferror(f);
+    if (fclose(f) || bad) return eng_fail(ENG_EIO, "%s: write error (disk full?)", path);
+    return ENG_OK;
+}

@@ -1,0 +1,277 @@
+/* sparse.c — MaxK (keep the k largest values of each row) and the CBSR x dense multiply
+ * that the next layer runs on its output (MaxK-GNN, Peng et al.): both are ops of the one
+ * op table (ops.c), with forward, backward and software counters.
+ *
+ * CBSR holds exactly k values and k column indices per row, the indices ascending, so
+ * the next layer's multiply reads k of the d rows of W per row of the batch.
+ *
+ * Ties: when several values equal the k-th largest, the ones in the lowest columns are
+ * kept. NaN in a row: the row keeps its first k columns as they are (the loss is NaN then
+ * and the run stops as diverged); nothing is read or written out of bounds.
+ *
+ * Counters (4 bytes per float or int32), B rows, d dense width, k kept, o = outputs:
+ *  op          dir  FLOPs              bytes / 4
+ *  maxk        fwd  B·d                B·d + 2·B·k          (one compare per value: the
+ *                                                            selection's bisection passes
+ *                                                            are implementation, not formula)
+ *              bwd  0                  B·d + 2·B·k          (zero dx, scatter dy)
+ *  cbsr_dense  fwd  2·B·k·o            2·B·k + d·o + B·o
+ *              bwd  2·B·k·o (+2·B·k·o  2·B·k + B·o + d·o (+ d·o + B·k for dvalues)
+ *                   for dvalues)
+ */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize")
+#endif
+
+#include "internal.h"
+
+#include <string.h>
+
+#define U64(x) ((uint64_t)(x))
+
+/* The kernels are load-bound loops over rows of W; wider vectors pay. No FMA in any
+ * clone, so every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(NNBENCH_NO_CLONES)
+#define SPARSE_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define SPARSE_KERNEL
+#endif
+
+/* 16 floats: one AVX-512 register, two AVX2 ones, four SSE ones. */
+typedef float v16 __attribute__((vector_size(64)));
+
+/* Unaligned loads and stores (macros: a function passing v16 by value changes the ABI
+ * between clones). */
+#define LD16(v, p) memcpy(&(v), (p), sizeof(v16))
+#define ST16(p, v) memcpy((p), &(v), sizeof(v16))
+
+/* ---- MaxK selection -------------------------------------------------------------------
+ * Floats map to unsigned keys in the same order (sign flipped: negative values reversed),
+ * so the k-th largest value is found by bisection over keys: the largest key t with
+ * count(x >= value(t)) >= k. Each count is a vectorised pass over the row; the search ends
+ * early as soon as a threshold leaves exactly k values (the usual case, ~15 passes for
+ * d = 256), and at most 32 passes when ties make that impossible. */
+
+static inline uint32_t key_of(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+static inline float value_of(uint32_t key)
+{
+    uint32_t u = (key & 0x80000000u) ? (key & 0x7fffffffu) : ~key;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+SPARSE_KERNEL static int count_ge(const float *restrict x, int d, float t)
+{
+    int c = 0;
+    for (int i = 0; i < d; i++) c += x[i] >= t;
+    return c;
+}
+
+/* The smallest and largest key of a row, in integer compares (float min/max loops do not
+ * vectorize without -ffast-math). NaNs have keys beyond those of -inf and +inf. */
+SPARSE_KERNEL static void key_range(const float *restrict x, int d, uint32_t *lo, uint32_t *hi)
+{
+    uint32_t a = 0xffffffffu, b = 0;
+    for (int i = 0; i < d; i++) {
+        uint32_t q = key_of(x[i]);
+        a = q < a ? q : a;
+        b = q > b ? q : b;
+    }
+    *lo = a;
+    *hi = b;
+}
+
+static void select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx)
+{
+    uint32_t lo, hi;
+    key_range(x, d, &lo, &hi);
+    if (lo < key_of(-__builtin_inff()) || hi > key_of(__builtin_inff())) { /* a NaN */
+        for (int j = 0; j < k; j++) { val[j] = x[j]; idx[j] = j; }
+        return;
+    }
+    float t = value_of(lo);
+    int exact = k == d;
+    while (!exact && lo < hi) {
+        uint32_t mid = lo + (hi - lo + 1) / 2;
+        float tm = value_of(mid);
+        int c = count_ge(x, d, tm);
+        if (c == k) { t = tm; exact = 1; }
+        else if (c > k) lo = mid;
+        else hi = mid - 1;
+    }
+    int j = 0;
+    if (exact) {
+        /* branch-free compaction: every value is written at slot j, which only advances
+         * past a kept one; exactly k are kept, so the loop stops on the k-th, in bounds */
+        for (int i = 0; i < d && j < k; i++) {
+            val[j] = x[i];
+            idx[j] = i;
+            j += x[i] >= t;
+        }
+        return;
+    }
+    /* ties at the k-th value: keep everything above it, then the lowest columns equal to it */
+    t = value_of(lo);
+    int above = 0;
+    for (int i = 0; i < d; i++) above += x[i] > t;
+    int ties = k - above;
+    for (int i = 0; i < d && j < k; i++) {
+        int take = x[i] > t || (x[i] == t && ties > 0);
+        if (x[i] == t && take) ties--;
+        if (take) { val[j] = x[i]; idx[j] = i; j++; }
+    }
+}
+
+void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx)
+{
+    for (int r = 0; r < rows; r++)
+        select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k);
+}
+
+void eng_maxk_fwd(eng_node *n, int rows)
+{
+    eng_maxk_select(n->x, rows, (int)n->in_size, n->k, n->y, n->idx);
+}
+
+/* dx [B x d]: dy [B x k] at the kept columns, 0 elsewhere */
+void eng_maxk_bwd(eng_node *n, int rows)
+{
+    if (!n->dx) return;
+    size_t d = n->in_size, k = (size_t)n->k;
+    memset(n->dx, 0, (size_t)rows * d * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        float *dx = n->dx + (size_t)r * d;
+        const float *dy = n->dy + (size_t)r * k;
+        const int32_t *ix = n->idx + (size_t)r * k;
+        for (size_t j = 0; j < k; j++) dx[ix[j]] = dy[j];
+    }
+}
+
+uint64_t eng_maxk_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    return dir == ENG_FWD ? U64(rows) * n->in_size : 0;
+}
+
+uint64_t eng_maxk_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    if (dir == ENG_BWD && !n->dx) return 0;
+    return 4 * (U64(rows) * n->in_size + 2 * U64(rows) * (uint64_t)n->k);
+}
+
+/* ---- CBSR x dense ---------------------------------------------------------------------
+ * y[r, :] = sum_j val[r, j] W[idx[r, j], :]. Columns of y go in tiles of 64 (four v16
+ * accumulators that stay in registers across the k rows of W), then 16, then one by one. */
+
+SPARSE_KERNEL void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w,
+                               int out, float *y)
+{
+    for (int r = 0; r < rows; r++) {
+        const float *v = val + (size_t)r * k;
+        const int32_t *ix = idx + (size_t)r * k;
+        float *yr = y + (size_t)r * out;
+        int c = 0;
+        for (; c + 64 <= out; c += 64) {
+            v16 a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
+            for (int j = 0; j < k; j++) {
+                const float *wr = w + (size_t)ix[j] * out + c;
+                v16 s = { 0 }, w0, w1, w2, w3;
+                s += v[j];
+                LD16(w0, wr); LD16(w1, wr + 16); LD16(w2, wr + 32); LD16(w3, wr + 48);
+                a0 += s * w0;
+                a1 += s * w1;
+                a2 += s * w2;
+                a3 += s * w3;
+            }
+            ST16(yr + c, a0); ST16(yr + c + 16, a1); ST16(yr + c + 32, a2); ST16(yr + c + 48, a3);
+        }
+        for (; c + 16 <= out; c += 16) {
+            v16 a0 = { 0 };
+            for (int j = 0; j < k; j++) {
+                v16 s = { 0 }, w0;
+                s += v[j];
+                LD16(w0, w + (size_t)ix[j] * out + c);
+                a0 += s * w0;
+            }
+            ST16(yr + c, a0);
+        }
+        for (; c < out; c++) {
+            float a = 0.0f;
+            for (int j = 0; j < k; j++) a += v[j] * w[(size_t)ix[j] * out + c];
+            yr[c] = a;
+        }
+    }
+}
+
+/* dval[r, j] = dy[r, :] . W[idx[r, j], :];  dW[idx[r, j], :] += val[r, j] dy[r, :] */
+SPARSE_KERNEL void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w,
+                                   int d, int out, const float *dy, float *dval, float *dw)
+{
+    if (dw) memset(dw, 0, (size_t)d * out * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        const float *v = val + (size_t)r * k;
+        const int32_t *ix = idx + (size_t)r * k;
+        const float *g = dy + (size_t)r * out;
+        for (int j = 0; j < k; j++) {
+            size_t off = (size_t)ix[j] * out;
+            if (dval) {
+                const float *wr = w + off;
+                v16 acc = { 0 };
+                int c = 0;
+                for (; c + 16 <= out; c += 16) {
+                    v16 g0, w0;
+                    LD16(g0, g + c); LD16(w0, wr + c);
+                    acc += g0 * w0;
+                }
+                float s = 0.0f;
+                for (int q = 0; q < 16; q++) s += acc[q];
+                for (; c < out; c++) s += g[c] * wr[c];
+                dval[(size_t)r * k + j] = s;
+            }
+            if (dw) {
+                float *dr = dw + off;
+                v16 s = { 0 };
+                s += v[j];
+                int c = 0;
+                for (; c + 16 <= out; c += 16) {
+                    v16 d0, g0;
+                    LD16(d0, dr + c); LD16(g0, g + c);
+                    d0 += s * g0;
+                    ST16(dr + c, d0);
+                }
+                for (; c < out; c++) dr[c] += v[j] * g[c];
+            }
+        }
+    }
+}
+
+void eng_cbsr_dense_fwd(eng_node *n, int rows)
+{
+    eng_cbsr_mm(n->x, n->idx, rows, n->k, n->w, (int)n->out_size, n->y);
+}
+
+void eng_cbsr_dense_bwd(eng_node *n, int rows)
+{
+    eng_cbsr_mm_bwd(n->x, n->idx, rows, n->k, n->w, (int)n->in_size, (int)n->out_size, n->dy, n->dx, n->dw);
+}
+
+uint64_t eng_cbsr_dense_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t f = 2 * U64(rows) * (uint64_t)n->k * n->out_size;
+    return dir == ENG_FWD ? f : (n->dx ? 2 * f : f);
+}
+
+uint64_t eng_cbsr_dense_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t B = U64(rows), k = (uint64_t)n->k, w = U64(n->in_size) * n->out_size;
+    if (dir == ENG_FWD) return 4 * (2 * B * k + w + B * n->out_size);
+    uint64_t e = 2 * B * k + B * n->out_size + w;
+    if (n->dx) e += w + B * k;
+    return 4 * e;
+}

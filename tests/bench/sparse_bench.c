@@ -1,0 +1,106 @@
+/* sparse_bench.c — MaxK and the CBSR x dense kernel against their dense baselines, one
+ * BLAS thread, contenders interleaved A B A B within each repetition.
+ *   row 7a: CBSR x dense (B x d, k per row) · W [d x o]  vs  cblas_sgemm of the dense shape
+ *   row 7b: the MaxK pair — maxk fwd + CBSR multiply fwd + its bwd (dW, dvalues) + maxk bwd —
+ *           vs relu fwd + sgemm fwd + sgemm bwd (dW, dx) + relu bwd: the activation and the
+ *           next layer's multiply, which is what MaxK changes (the layer's own multiply
+ *           before the activation is the same in both and left out).
+ * Output: "ENV ..." and "ROW<TAB>7<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute<TAB>goal
+ * <TAB>verdict" lines for tests/bench/run.sh. */
+#include <cblas.h>
+#include <stdio.h>
+
+#include "../../engine/internal.h"
+#include "../../engine/rng.h"
+#include "bench.h"
+
+#define B 1024
+#define D 256
+#define O 256
+#define K 32
+
+static void row(const char *label, const double *r, int n, const char *absolute, const char *goal, double need)
+{
+    stats s = stats_of(r, n);
+    printf("ROW\t7\t%s\t%.3f\t%.3f\t%.3f\t%s\t%s\t%s\n", label, s.med, s.min, s.max, absolute, goal,
+           s.med >= need ? "met" : "MISSED");
+}
+
+static eng_node node_of(eng_op_id op, size_t in, size_t out)
+{
+    eng_node n;
+    memset(&n, 0, sizeof n);
+    n.op = op;
+    n.in_size = in;
+    n.out_size = out;
+    n.prof_fwd = n.prof_bwd = -1;
+    return n;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = argc > 1 && !strcmp(argv[1], "--quick");
+    int reps = quick ? 3 : 7, inner = quick ? 5 : 20;
+    openblas_set_num_threads(1);
+    printf("ENV\tsparse_threads\t1\n");
+    float *x = malloc(sizeof(float) * B * D), *w = malloc(sizeof(float) * D * O);
+    float *y = malloc(sizeof(float) * B * O), *dy = malloc(sizeof(float) * B * O);
+    float *dw = malloc(sizeof(float) * D * O), *dx = malloc(sizeof(float) * B * D);
+    float *a = malloc(sizeof(float) * B * D), *val = malloc(sizeof(float) * B * K);
+    float *dval = malloc(sizeof(float) * B * K);
+    int32_t *idx = malloc(sizeof(int32_t) * B * K);
+    eng_rng r;
+    eng_rng_seed(&r, 7, 7);
+    for (size_t i = 0; i < (size_t)B * D; i++) x[i] = (float)eng_rng_normal(&r);
+    for (size_t i = 0; i < (size_t)D * O; i++) w[i] = (float)(0.05 * eng_rng_normal(&r));
+    for (size_t i = 0; i < (size_t)B * O; i++) dy[i] = (float)eng_rng_normal(&r);
+    eng_maxk_select(x, B, D, K, val, idx);
+
+    /* the op-table nodes, wired as model.c wires them */
+    eng_node relu = node_of(ENG_OP_RELU, D, D), dense = node_of(ENG_OP_DENSE, D, O);
+    relu.x = x; relu.y = a; relu.dy = dx; relu.dx = dx;
+    dense.x = a; dense.y = y; dense.w = w; dense.dw = dw; dense.dy = dy; dense.dx = dx;
+    eng_node mk = node_of(ENG_OP_MAXK, D, D), cb = node_of(ENG_OP_CBSR_DENSE, D, O);
+    mk.k = cb.k = K;
+    mk.x = x; mk.y = val; mk.idx = idx; mk.dy = dval; mk.dx = dx;
+    cb.x = val; cb.idx = idx; cb.y = y; cb.w = w; cb.dw = dw; cb.dy = dy; cb.dx = dval;
+
+    double r1[16], r2[16], t_sg = 0, t_cb = 0, t_dn = 0, t_mk = 0;
+    for (int rep = 0; rep < reps; rep++) {
+        double t0 = now_s();
+        for (int i = 0; i < inner; i++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, O, D, 1.0f, a, D, w, O, 0.0f, y, O);
+        double t1 = now_s();
+        for (int i = 0; i < inner; i++) eng_cbsr_mm(val, idx, B, K, w, O, y);
+        double t2 = now_s();
+        for (int i = 0; i < inner; i++) {
+            eng_ops[ENG_OP_RELU].forward(&relu, B);
+            eng_ops[ENG_OP_DENSE].forward(&dense, B);
+            eng_ops[ENG_OP_DENSE].backward(&dense, B);
+            eng_ops[ENG_OP_RELU].backward(&relu, B);
+        }
+        double t3 = now_s();
+        for (int i = 0; i < inner; i++) {
+            eng_ops[ENG_OP_MAXK].forward(&mk, B);
+            eng_ops[ENG_OP_CBSR_DENSE].forward(&cb, B);
+            eng_ops[ENG_OP_CBSR_DENSE].backward(&cb, B);
+            eng_ops[ENG_OP_MAXK].backward(&mk, B);
+        }
+        double t4 = now_s();
+        r1[rep] = (t1 - t0) / (t2 - t1);
+        r2[rep] = (t3 - t2) / (t4 - t3);
+        t_sg += (t1 - t0) / inner; t_cb += (t2 - t1) / inner;
+        t_dn += (t3 - t2) / inner; t_mk += (t4 - t3) / inner;
+        fprintf(stderr, "sparse_bench: rep %d: sgemm %.3f ms, cbsr %.3f ms, relu+dense %.3f ms, maxk+cbsr %.3f ms\n",
+                rep + 1, 1e3 * (t1 - t0) / inner, 1e3 * (t2 - t1) / inner, 1e3 * (t3 - t2) / inner, 1e3 * (t4 - t3) / inner);
+    }
+    char abs1[160], abs2[160];
+    snprintf(abs1, sizeof abs1, "sgemm %.3f ms vs cbsr %.3f ms (mean), B=%d d=%d o=%d k=%d", 1e3 * t_sg / reps,
+             1e3 * t_cb / reps, B, D, O, K);
+    snprintf(abs2, sizeof abs2, "relu+dense %.3f ms vs maxk+cbsr %.3f ms fwd+bwd (mean)", 1e3 * t_dn / reps,
+             1e3 * t_mk / reps);
+    row("CBSR x dense / sgemm speed-up, d=256 k=32, 1T", r1, reps, abs1, ">= 3.00", 3.0);
+    row("maxk+CBSR / relu+dense fwd+bwd speed-up, 1T", r2, reps, abs2, ">= 2.00", 2.0);
+    free(x); free(w); free(y); free(dy); free(dw); free(dx); free(a); free(val); free(dval); free(idx);
+    return 0;
+}

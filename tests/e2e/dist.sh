@@ -1,0 +1,156 @@
+#!/bin/sh
+# dist.sh — data-parallel training under mpirun (oversubscribed, as root too): 2 ranks x a
+# global batch of 128 give the loss curve of one process with batch 128 (max difference
+# < 1e-4 over 40 steps: only the order of float sums differs), 3 ranks (batches that do not
+# divide, a last batch of 1 row) train the same way; rank 0 alone stores, with the world
+# size and every rank's profile; fp16/int8 compression send fewer bytes and still train;
+# a killed rank stops the others within seconds, the run stored as failed, db intact.
+set -u
+: "${NNBENCH:?}" "${NNBENCH_TOP:?}"
+T=$(mktemp -d /tmp/nnbench-e2e-dist.XXXXXX)
+mp=
+trap '[ -n "$mp" ] && kill -9 "$mp" 2>/dev/null; rm -rf "$T"' EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$T/out" ] && tail -n 20 "$T/out" >&2; exit 1; }
+ok() { echo "ok: $*"; }
+command -v mpirun >/dev/null || fail "mpirun not found (make deps installs openmpi-bin)"
+MPIRUN="mpirun --oversubscribe"
+[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
+if [ -n "${NNBENCH_SANITIZED:-}" ]; then
+    # Open MPI never frees its start-up allocations, and MPI_Finalize unloads the plugins
+    # that made them, so LeakSanitizer sees them as "<unknown module>" and no suppression
+    # file can name them. Under mpirun leak checking is off (ASan's memory errors and UBSan
+    # still abort); nnbench's own code is leak-checked by every single-process test.
+    MPIRUN="env ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 $MPIRUN"
+fi
+export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers: no CMA between ranks
+
+cat >"$T/e.ini" <<'EOF'
+[experiment]
+seed = 5
+[data]
+source = blobs
+n = 3000
+classes = 4
+features = 8
+[model]
+layers = dense:32:tanh, dense:4
+[train]
+optimizer = momentum
+lr = 0.05
+batch = 128
+max_steps = 40
+log_every = 1
+threads = 1
+EOF
+losses() { sqlite3 "$1" "SELECT step, printf('%.9f', value) FROM metrics WHERE key='train_loss' ORDER BY step"; }
+
+"$NNBENCH" run "$T/e.ini" --db "$T/one.db" >"$T/out" 2>&1 || fail "one process"
+$MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --db "$T/two.db" >"$T/out" 2>&1 || fail "mpirun -np 2"
+[ "$(sqlite3 "$T/two.db" 'SELECT count(*) FROM runs')" = 1 ] || fail "2 ranks stored more than one run"
+[ "$(sqlite3 "$T/two.db" "SELECT value FROM params WHERE key='dist.world_size'")" = 2 ] || fail "world size not stored"
+[ "$(sqlite3 "$T/two.db" 'SELECT status FROM runs')" = finished ] || fail "2-rank run not finished"
+losses "$T/one.db" >"$T/l1"; losses "$T/two.db" >"$T/l2"
+[ "$(wc -l <"$T/l1")" = 40 ] || fail "one process: $(wc -l <"$T/l1") loss points, want 40"
+d=$(paste -d'|' "$T/l1" "$T/l2" | awk -F'|' '$1 != $3 { print "steps differ"; exit } { x = $2 - $4; if (x < 0) x = -x; if (x > m) m = x } END { printf "%.3g\n", m }')
+awk -v d="$d" 'BEGIN { exit !(d + 0 < 1e-4) }' || fail "2 ranks vs 1 process: max |loss difference| = $d (want < 1e-4)"
+ok "2 ranks x batch 128 = 1 process x 128 (max |loss difference| $d over 40 steps)"
+grep -q "stored as run 1" "$T/out" || fail "rank 0 did not report"
+[ "$(grep -c 'stored as run' "$T/out")" = 1 ] || fail "more than one rank talked to the console"
+
+# 3 ranks: 128 rows split 42/43/43; blobs 321 -> 257 training rows: batches 128, 128, 1
+# (two ranks get no row of the last batch).
+$MPIRUN -np 3 "$NNBENCH" run "$T/e.ini" --db "$T/three.db" --profile >"$T/out" 2>&1 || fail "mpirun -np 3"
+losses "$T/three.db" >"$T/l3"
+d=$(paste -d'|' "$T/l1" "$T/l3" | awk -F'|' '{ x = $2 - $4; if (x < 0) x = -x; if (x > m) m = x } END { printf "%.3g\n", m }')
+awk -v d="$d" 'BEGIN { exit !(d + 0 < 1e-4) }' || fail "3 ranks vs 1 process: max |loss difference| = $d"
+for r in rank1 rank2; do
+    [ "$(sqlite3 "$T/three.db" "SELECT count(*) FROM op_stats WHERE name='$r:allreduce'")" = 1 ] || fail "no $r profile stored"
+done
+[ "$(sqlite3 "$T/three.db" "SELECT calls FROM op_stats WHERE name='allreduce'")" = 40 ] || fail "allreduce not profiled per step"
+ok "3 ranks train the same curve (max |difference| $d); rank1/rank2 profiles stored"
+$MPIRUN -np 3 "$NNBENCH" run "$T/e.ini" --db "$T/tiny.db" --set data.n=321 --set train.max_steps=0 --set train.epochs=3 >"$T/out" 2>&1 ||
+    fail "3 ranks with an empty shard"
+"$NNBENCH" run "$T/e.ini" --db "$T/tiny1.db" --set data.n=321 --set train.max_steps=0 --set train.epochs=3 >"$T/out" 2>&1 || fail "tiny, 1 process"
+[ "$(sqlite3 "$T/tiny.db" 'SELECT steps FROM runs')" = 9 ] || fail "3 epochs of 3 batches"
+a=$(sqlite3 "$T/tiny.db" "SELECT final_train_loss FROM runs"); b=$(sqlite3 "$T/tiny1.db" "SELECT final_train_loss FROM runs")
+awk -v a="$a" -v b="$b" 'BEGIN { x = a - b; if (x < 0) x = -x; exit !(x < 1e-4) }' || fail "empty shard: loss $a vs $b"
+ok "a last batch of 1 row on 3 ranks (two empty shards): same loss as 1 process"
+
+# Compression: fewer bytes per all-reduce, still trains.
+for c in fp16 int8; do
+    $MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --db "$T/$c.db" --profile --set dist.compress=$c --set train.max_steps=120 >"$T/out" 2>&1 ||
+        fail "compress = $c"
+    bytes=$(sqlite3 "$T/$c.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")
+    loss=$(sqlite3 "$T/$c.db" "SELECT final_train_loss FROM runs")
+    echo "$c: $bytes bytes per all-reduce, final loss $loss"
+    awk -v l="$loss" 'BEGIN { exit !(l < 0.5) }' || fail "compress = $c: final loss $loss (does not train)"
+done
+n=$(sqlite3 "$T/three.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")
+[ "$(sqlite3 "$T/fp16.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((n / 2)) ] || fail "fp16 does not halve the bytes ($n fp32)"
+[ "$(sqlite3 "$T/int8.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((n / 4 + 8)) ] || fail "int8 does not send a quarter (+ scale)"
+ok "fp16 sends half, int8 a quarter of the fp32 bytes, both train"
+
+# --ranks N starts mpirun itself.
+${MPIRUN%%mpirun*} "$NNBENCH" run "$T/e.ini" --ranks 2 --db "$T/ranks.db" >"$T/out" 2>&1 || fail "--ranks 2"
+[ "$(sqlite3 "$T/ranks.db" "SELECT value FROM params WHERE key='dist.world_size'")" = 2 ] || fail "--ranks 2: world size"
+ok "--ranks 2"
+
+# --trace under 2 ranks: one Chrome trace, one process row per rank, no rank files left.
+$MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --no-db --trace "$T/t.json" --trace-steps 2:4 >"$T/out" 2>&1 || fail "--trace under mpirun"
+[ ! -e "$T/t.json.rank1" ] || fail "rank 1's trace file left behind"
+python3 - "$T/t.json" <<'PY' || fail "merged trace"
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+names = sorted(e["args"]["name"] for e in ev if e["name"] == "process_name")
+assert names == ["nnbench rank 0", "nnbench rank 1"], names
+pids = {e["pid"] for e in ev if e["name"] == "allreduce"}
+assert len(pids) == 2 and sum(e["name"] == "allreduce" for e in ev) == 6, pids
+PY
+ok "--trace: one file, a process row per rank"
+
+# The alpha-beta fit and the projection (every figure labelled modelled).
+XDG_CACHE_HOME="$T/xdg" ${MPIRUN%%mpirun*} "$NNBENCH" allreduce --ranks 2 --reps 3 >"$T/out" 2>&1 || fail "allreduce --ranks 2"
+grep -q "^FIT	" "$T/out" && grep -q "^CHECK	940584	" "$T/out" || fail "allreduce: no fit/check lines"
+[ -s "$T/xdg/nnbench/allreduce-fit" ] || fail "allreduce: fit not saved"
+XDG_CACHE_HOME="$T/xdg" "$NNBENCH" project 1 --db "$T/three.db" --nodes 2,8,64,256 >"$T/out" 2>&1 || fail "project"
+grep -q "^MODELLED" "$T/out" || fail "project: figures not labelled modelled"
+[ "$(grep -c '^| [0-9]* |' "$T/out")" = 4 ] || fail "project: want 4 node rows"
+grep -q "all-reduce per step, 3 ranks: modelled" "$T/out" || fail "project: no model check against the 3-rank run"
+"$NNBENCH" project 1 --db "$T/three.db" --nodes 2,8 --link-gbps 25 --latency-us 5 >"$T/out" 2>&1 || fail "project --link-gbps"
+grep -q "beta 3.125 GB/s (--link-gbps" "$T/out" || fail "project: 25 Gb/s is 3.125 GB/s"
+"$NNBENCH" project 1 --db "$T/two.db" --nodes 2 --link-gbps 25 --latency-us 5 >"$T/out" 2>&1 && fail "project of an unprofiled run"
+grep -q "has no profile" "$T/out" || fail "project: unprofiled run not explained"
+ok "allreduce fit + project (modelled table, model check)"
+
+# Newton does not run data-parallel: refused with the reason.
+$MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --no-db --set train.optimizer=newton >"$T/out" 2>&1 && fail "newton under mpirun accepted"
+grep -q "does not run data-parallel" "$T/out" || fail "newton refusal not explained"
+ok "newton under mpirun refused"
+
+# A killed rank: the others stop within seconds, the run is failed with the reason.
+$MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --db "$T/kill.db" --set train.max_steps=100000000 --set train.log_every=50 >"$T/out" 2>&1 &
+mp=$!
+i=0
+while :; do
+    n=$(sqlite3 "$T/kill.db" "SELECT count(*) FROM metrics" 2>/dev/null || echo 0)
+    [ "${n:-0}" -ge 20 ] && break
+    i=$((i+1)); [ $i -ge 600 ] && fail "the 2-rank run did not start in 60 s"
+    sleep 0.1
+done
+r0=$(sqlite3 "$T/kill.db" "SELECT pid FROM runs WHERE id=1")
+r1=$(pgrep -f "kill.db" | while read -r p; do
+    [ "$p" != "$r0" ] && tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -q "^$NNBENCH run" && echo "$p"; done | head -n 1)
+[ -n "$r1" ] || fail "rank 1 not found"
+kill -9 "$r1"
+t0=$(date +%s)
+wait "$mp"; code=$?
+mp=
+dt=$(( $(date +%s) - t0 ))
+[ $code -ne 0 ] || fail "mpirun exited 0 after a rank was killed"
+[ $dt -le 15 ] || fail "the job took $dt s to stop after a rank was killed"
+[ "$(sqlite3 "$T/kill.db" 'PRAGMA integrity_check')" = ok ] || fail "integrity_check after a killed rank"
+st=$(sqlite3 "$T/kill.db" "SELECT status FROM runs WHERE id=1")
+[ "$st" = failed ] || fail "run stored as '$st', want failed"
+sqlite3 "$T/kill.db" "SELECT error FROM runs WHERE id=1" | grep -q "mpi:" || fail "no reason stored: $(sqlite3 "$T/kill.db" 'SELECT error FROM runs')"
+ok "killed rank: stopped in $dt s, run failed ($(sqlite3 "$T/kill.db" 'SELECT error FROM runs WHERE id=1'))"
+echo "dist: ok"

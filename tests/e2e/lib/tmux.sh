@@ -1,0 +1,42 @@
+# tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh and
+# store_tui_concurrent.sh): the caller sets T (the tmux command with its -L socket) and
+# limit (seconds a wait_* may take) and names its window w.
+cap() { $T capture-pane -p -t w 2>/dev/null; }
+fail() {
+    echo "FAIL: $1"
+    echo "---- last screen ----"
+    cap
+    echo "---------------------"
+    exit 1
+}
+# wait_for TEXT [seconds]: polls every 0.1 s until TEXT is on screen.
+wait_for() {
+    n=$(( ${2:-$limit} * 10 ))
+    while [ "$n" -gt 0 ]; do
+        cap | grep -qF -- "$1" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    fail "timed out waiting for '$1'"
+}
+# wait_re REGEX: as wait_for, for an extended regular expression.
+wait_re() {
+    n=$(( ${2:-$limit} * 10 ))
+    while [ "$n" -gt 0 ]; do
+        cap | grep -qE -- "$1" && return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    fail "timed out waiting for /$1/"
+}
+# wait_gone TEXT: polls until TEXT has left the screen.
+wait_gone() {
+    n=$(( ${2:-$limit} * 10 ))
+    while [ "$n" -gt 0 ]; do
+        cap | grep -qF -- "$1" || return 0
+        sleep 0.1
+        n=$((n - 1))
+    done
+    fail "'$1' is still on screen"
+}
+keys() { $T send-keys -t w "$@"; }

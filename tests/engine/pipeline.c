@@ -1,0 +1,425 @@
+/* pipeline.c — tests of the input pipeline: the dataset cache (hit, invalidation by source
+ * and key, rebuild of a damaged file, unwritable directory), augmentation (valid transforms,
+ * deterministic per seed whoever gathers), prefetch depth, data-parallel shards, the
+ * throttled source, data.wait. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../engine/data_internal.h"
+
+static char dir[256];
+
+static int setup_dir(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/nnbench-pipe-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    char c[300];
+    snprintf(c, sizeof c, "%s/cache", dir);
+    setenv("NNBENCH_CACHE_DIR", c, 1);
+    return 0;
+}
+
+static int teardown_dir(void **state)
+{
+    (void)state;
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+    unsetenv("NNBENCH_CACHE_DIR");
+    return 0;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A CSV of n rows "a,b,label" whose values depend on k (to tell versions apart). */
+static void write_csv(const char *p, int n, int k)
+{
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fprintf(f, "a,b,label\n");
+    for (int i = 0; i < n; i++) fprintf(f, "%d,%d,%d\n", i * k, i + k, i % 3);
+    assert_int_equal(fclose(f), 0);
+}
+
+static eng_data_config csv_cfg(const char *p)
+{
+    eng_data_config c;
+    memset(&c, 0, sizeof c);
+    c.source = ENG_DATA_CSV;
+    snprintf(c.path, sizeof c.path, "%s", p);
+    c.label_column = -1;
+    c.header = -1;
+    c.test_fraction = 0.25;
+    c.normalize = ENG_NORM_STANDARD;
+    c.cache = 1;
+    return c;
+}
+
+static void assert_same_ds(const eng_dataset *a, const eng_dataset *b)
+{
+    assert_int_equal(a->n_train, b->n_train);
+    assert_int_equal(a->n_test, b->n_test);
+    assert_int_equal(a->in_size, b->in_size);
+    assert_int_equal(a->n_classes, b->n_classes);
+    assert_string_equal(a->name, b->name);
+    assert_memory_equal(a->x_train, b->x_train, (size_t)a->n_train * a->in_size * sizeof(float));
+    assert_memory_equal(a->y_train, b->y_train, (size_t)a->n_train * sizeof(int32_t));
+    assert_memory_equal(a->x_test, b->x_test, (size_t)a->n_test * a->in_size * sizeof(float));
+    assert_memory_equal(a->y_test, b->y_test, (size_t)a->n_test * sizeof(int32_t));
+}
+
+static eng_dataset *load(const eng_data_config *c, uint64_t seed, eng_cache_state want)
+{
+    eng_dataset *ds = NULL;
+    if (eng_data_load(c, seed, &ds)) fail_msg("%s", eng_error());
+    assert_int_equal(eng_data_cache_last(), want);
+    assert_true((ds->map != NULL) == (want == ENG_CACHE_HIT));
+    return ds;
+}
+
+static void test_cache_hit_and_invalidation(void **state)
+{
+    char csv[300], cpath[1100];
+    snprintf(csv, sizeof csv, "%s/d.csv", dir);
+    write_csv(csv, 40, 1);
+    eng_data_config c = csv_cfg(csv);
+    eng_data_config plain = c;
+    plain.cache = 0;
+
+    eng_dataset *ref = load(&plain, 3, ENG_CACHE_OFF);
+    eng_dataset *w = load(&c, 3, ENG_CACHE_WRITTEN);
+    assert_same_ds(ref, w);
+    assert_int_equal(eng_data_cache_path(&c, 3, cpath, sizeof cpath), ENG_OK);
+    assert_non_null(strstr(cpath, dir));
+    assert_int_equal(access(cpath, R_OK), 0);
+    eng_dataset *h = load(&c, 3, ENG_CACHE_HIT);
+    assert_same_ds(ref, h);              /* the mapped set is the decoded, normalised one */
+    eng_data_free(h);
+
+    /* A key that shapes the arrays: another file, rebuilt; then both are hits. */
+    eng_data_config other = c;
+    other.normalize = ENG_NORM_MINMAX;
+    char cpath2[1100];
+    assert_int_equal(eng_data_cache_path(&other, 3, cpath2, sizeof cpath2), ENG_OK);
+    assert_string_not_equal(cpath, cpath2);
+    eng_data_free(load(&other, 3, ENG_CACHE_WRITTEN));
+    eng_data_free(load(&other, 3, ENG_CACHE_HIT));
+    eng_data_free(load(&c, 4, ENG_CACHE_WRITTEN));  /* the seed decides the split */
+    eng_data_free(load(&c, 3, ENG_CACHE_HIT));
+
+    /* The source changes (content, size and mtime): the cache must not serve the old set. */
+    write_csv(csv, 44, 2);
+    struct timespec ts[2] = { { .tv_sec = 1000000000, .tv_nsec = 0 }, { .tv_sec = 1000000000, .tv_nsec = 0 } };
+    assert_int_equal(utimensat(AT_FDCWD, csv, ts, 0), 0);
+    eng_dataset *ref2 = load(&plain, 3, ENG_CACHE_OFF);
+    eng_dataset *w2 = load(&c, 3, ENG_CACHE_WRITTEN);
+    assert_same_ds(ref2, w2);
+    eng_data_free(load(&c, 3, ENG_CACHE_HIT));
+    /* Same size, other mtime only: rebuilt too. */
+    ts[1].tv_sec = 1000000100;
+    assert_int_equal(utimensat(AT_FDCWD, csv, ts, 0), 0);
+    eng_data_free(load(&c, 3, ENG_CACHE_WRITTEN));
+
+    /* A damaged cache file (truncated) is rebuilt, never served. */
+    assert_int_equal(truncate(cpath, 100), 0);
+    eng_dataset *w3 = load(&c, 3, ENG_CACHE_WRITTEN);
+    assert_same_ds(ref2, w3);
+    eng_data_free(load(&c, 3, ENG_CACHE_HIT));
+
+    eng_data_free(ref); eng_data_free(w); eng_data_free(ref2); eng_data_free(w2); eng_data_free(w3);
+}
+
+static void test_cache_errors(void **state)
+{
+    char csv[300], blocker[300], bad[400];
+    snprintf(csv, sizeof csv, "%s/e.csv", dir);
+    write_csv(csv, 20, 1);
+    /* A cache directory under a regular file cannot be made (even as root). */
+    snprintf(blocker, sizeof blocker, "%s/file", dir);
+    write_csv(blocker, 1, 1);
+    snprintf(bad, sizeof bad, "%s/sub", blocker);
+    setenv("NNBENCH_CACHE_DIR", bad, 1);
+    eng_data_config c = csv_cfg(csv);
+    eng_dataset *ds = NULL;
+    assert_int_equal(eng_data_load(&c, 1, &ds), ENG_EIO);
+    assert_null(ds);
+    assert_non_null(strstr(eng_error(), bad));
+    assert_non_null(strstr(eng_error(), "NNBENCH_CACHE_DIR"));
+    /* A generated source has nothing to cache. */
+    eng_data_config g;
+    memset(&g, 0, sizeof g);
+    g.source = ENG_DATA_SPIRALS;
+    g.n = 100;
+    g.noise = -1;
+    g.cache = 1;
+    assert_int_equal(eng_data_load(&g, 1, &ds), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "data.cache"));
+    char c2[300];
+    snprintf(c2, sizeof c2, "%s/cache", dir);
+    setenv("NNBENCH_CACHE_DIR", c2, 1);
+}
+
+/* n images of 1 x H x W whose pixels are all distinct: pixel j of image i = i * 1000 + j;
+ * label i. */
+enum { IH = 5, IW = 6 };
+static eng_dataset *image_ds(int n)
+{
+    eng_dataset *ds = calloc(1, sizeof *ds);
+    ds->n_train = n;
+    ds->in_shape[0] = 1; ds->in_shape[1] = IH; ds->in_shape[2] = IW;
+    ds->in_size = IH * IW;
+    ds->classification = 1;
+    ds->n_classes = n;
+    snprintf(ds->name, sizeof ds->name, "images");
+    ds->x_train = malloc((size_t)n * IH * IW * sizeof(float));
+    ds->y_train = malloc((size_t)n * sizeof(int32_t));
+    for (int i = 0; i < n; i++) {
+        ds->y_train[i] = i;
+        for (int j = 0; j < IH * IW; j++) ds->x_train[(size_t)i * IH * IW + j] = (float)(i * 1000 + j);
+    }
+    return ds;
+}
+
+static void free_ds(eng_dataset *ds) { free(ds->x_train); free(ds->y_train); free(ds); }
+
+/* All rows of `epochs` epochs (rows * in_size floats; caller frees). */
+static float *gather(const eng_dataset *ds, int batch, const eng_batcher_options *o, uint64_t seed, int epochs)
+{
+    eng_batcher *b;
+    if (eng_batcher_create_opts(ds, batch, o, seed, &b)) fail_msg("%s", eng_error());
+    size_t row = ds->in_size, at = 0;
+    float *all = malloc((size_t)epochs * ds->n_train * row * sizeof(float));
+    int32_t *lab = malloc((size_t)epochs * ds->n_train * sizeof(int32_t));
+    for (int k = 0; k < epochs * eng_batcher_batches_per_epoch(b); k++) {
+        eng_batch bt;
+        assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+        memcpy(all + at * row, bt.x, (size_t)bt.rows * row * sizeof(float));
+        memcpy(lab + at, bt.y, (size_t)bt.rows * sizeof(int32_t));
+        at += (size_t)bt.rows;
+    }
+    eng_batcher_destroy(b);
+    assert_int_equal(at, (size_t)epochs * ds->n_train);
+    /* Every row is some shift (within o->augment.shift) and flip of its own image. */
+    int S = o->augment.shift, moved = 0, flipped = 0;
+    for (size_t r = 0; r < at; r++) {
+        const float *src = ds->x_train + (size_t)lab[r] * row, *got = all + r * row;
+        int found = 0;
+        for (int f = 0; f <= (o->augment.flip ? 1 : 0) && !found; f++)
+            for (int dy = -S; dy <= S && !found; dy++)
+                for (int dx = -S; dx <= S && !found; dx++) {
+                    int ok = 1;
+                    for (int y = 0; y < IH && ok; y++)
+                        for (int x = 0; x < IW && ok; x++) {
+                            int sy = y - dy, sx = (f ? IW - 1 - x : x) - dx;
+                            float want = sy >= 0 && sy < IH && sx >= 0 && sx < IW ? src[sy * IW + sx] : src[0];
+                            ok = got[y * IW + x] == want;
+                        }
+                    if (ok) { found = 1; moved += dx || dy; flipped += f; }
+                }
+        if (!found) fail_msg("row %zu (image %d) is not a shift/flip of its image", r, lab[r]);
+    }
+    if (S) assert_true(moved > 0);
+    if (o->augment.flip) assert_true(flipped > 0 && flipped < (int)at);
+    free(lab);
+    return all;
+}
+
+static void test_augment_deterministic(void **state)
+{
+    eng_dataset *ds = image_ds(37);
+    size_t bytes = (size_t)3 * 37 * IH * IW * sizeof(float);
+    eng_batcher_options o = { .shuffle = 1, .depth = 1, .wait_scope = -1, .gather_scope = -1 };
+    float *plain = gather(ds, 8, &o, 7, 3);
+    assert_int_equal(eng_augment_parse("shift:2, flip", &o.augment, (char[64]){0}, 64), 0);
+    float *a = gather(ds, 8, &o, 7, 3);
+    float *b = gather(ds, 8, &o, 7, 3);
+    assert_memory_equal(a, b, bytes);              /* same seed: same transforms */
+    assert_memory_not_equal(a, plain, bytes);
+    for (int depth = 1; depth <= ENG_PREFETCH_MAX; depth += 3) {
+        o.prefetch = 1;                            /* whichever thread gathers a row */
+        o.depth = depth;
+        float *p = gather(ds, 8, &o, 7, 3);
+        assert_memory_equal(a, p, bytes);
+        free(p);
+    }
+    o.prefetch = 0;
+    float *c = gather(ds, 8, &o, 8, 3);            /* another seed: other transforms */
+    assert_memory_not_equal(a, c, bytes);
+    o.augment = (eng_augment){ .shift = 0, .flip = 1 };
+    free(gather(ds, 37, &o, 7, 2));                /* full batch: gathered, not served in place */
+    free(plain); free(a); free(b); free(c);
+    free_ds(ds);
+}
+
+static void test_augment_errors(void **state)
+{
+    eng_augment a;
+    char why[200];
+    assert_int_equal(eng_augment_parse("none", &a, why, sizeof why), 0);
+    assert_false(eng_augment_on(&a));
+    assert_int_equal(eng_augment_parse(" flip ,shift:3", &a, why, sizeof why), 0);
+    assert_int_equal(a.shift, 3);
+    assert_int_equal(a.flip, 1);
+    assert_int_equal(eng_augment_parse("rotate", &a, why, sizeof why), -1);
+    assert_non_null(strstr(why, "'rotate'"));
+    assert_int_equal(eng_augment_parse("shift:0", &a, why, sizeof why), -1);
+    assert_int_equal(eng_augment_parse("shift:two", &a, why, sizeof why), -1);
+    assert_non_null(strstr(why, "shift:two"));
+    /* Flat data cannot be shifted. */
+    eng_dataset flat = { .n_train = 4, .in_shape = { 1, 1, 3 }, .in_size = 3 };
+    float x[12] = { 0 };
+    flat.x_train = x;
+    eng_batcher_options o = { .depth = 1, .augment = { .shift = 1 }, .wait_scope = -1, .gather_scope = -1 };
+    eng_batcher *b = NULL;
+    assert_int_equal(eng_batcher_create_opts(&flat, 2, &o, 1, &b), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "data.augment"));
+}
+
+/* Data-parallel shards: rank r of N serves rows [G r/N, G (r+1)/N) of every global batch
+ * of G rows, augmented as one process would (so the ranks together train exactly on the
+ * one-process batches); a shard may be empty; with or without prefetch. */
+static void test_shards(void **state)
+{
+    eng_dataset *ds = image_ds(41);                 /* batch 8: 5 batches of 8, one of 1 */
+    eng_batcher_options o = { .shuffle = 1, .depth = 2, .wait_scope = -1, .gather_scope = -1,
+                              .augment = { .shift = 1, .flip = 1 } };
+    enum { N = 3 };
+    for (int prefetch = 0; prefetch <= 1; prefetch++) {
+        eng_batcher *one_p, *rk[N];
+        o.prefetch = prefetch;
+        o.shard_size = 1;
+        assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &one_p), ENG_OK);
+        for (int r = 0; r < N; r++) {
+            o.shard_rank = r;
+            o.shard_size = N;
+            assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &rk[r]), ENG_OK);
+        }
+        for (int k = 0; k < 2 * 6; k++) {
+            eng_batch whole, part;
+            assert_int_equal(eng_batcher_next(one_p, &whole), ENG_OK);
+            assert_int_equal(whole.global_rows, whole.rows);
+            int at = 0;
+            for (int r = 0; r < N; r++) {
+                assert_int_equal(eng_batcher_next(rk[r], &part), ENG_OK);
+                assert_int_equal(part.global_rows, whole.rows);
+                assert_int_equal(part.rows, whole.rows * (r + 1) / N - whole.rows * r / N);
+                assert_int_equal(part.epoch, whole.epoch);
+                assert_int_equal(part.last_in_epoch, whole.last_in_epoch);
+                if (part.rows) {
+                    assert_memory_equal(part.x, whole.x + (size_t)at * ds->in_size, (size_t)part.rows * ds->in_size * sizeof(float));
+                    assert_memory_equal(part.y, whole.y + at, (size_t)part.rows * sizeof(int32_t));
+                }
+                at += part.rows;
+            }
+            assert_int_equal(at, whole.rows);
+        }
+        for (int r = 0; r < N; r++) eng_batcher_destroy(rk[r]);
+        eng_batcher_destroy(one_p);
+    }
+    free_ds(ds);
+}
+
+/* The source's rate bounds an epoch's time from below, with or without prefetch (readers
+ * share one rate), and a per-batch latency adds per batch. Only lower bounds: a loaded
+ * machine makes everything slower, never faster. */
+static void test_throttle(void **state)
+{
+    eng_dataset *ds = image_ds(200);           /* rows of 30 floats + a label: 124 bytes */
+    double bytes = 200.0 * (IH * IW * 4 + 4);
+    for (int prefetch = 0; prefetch <= 1; prefetch++) {
+        eng_batcher_options o = { .shuffle = 1, .prefetch = prefetch, .depth = 2,
+                                  .read_mbps = bytes / 0.15 / 1e6,  /* an epoch in 0.15 s */
+                                  .wait_scope = -1, .gather_scope = -1 };
+        double t0 = now();
+        free(gather(ds, 20, &o, 1, 1));
+        double t = now() - t0;
+        assert_true(t >= 0.15 * 0.99);
+        o.read_mbps = 0;
+        o.read_latency_ms = 10;                 /* 10 batches: >= 100 ms */
+        t0 = now();
+        free(gather(ds, 20, &o, 1, 1));
+        t = now() - t0;
+        assert_true(t >= 0.1 * 0.99);
+    }
+    free_ds(ds);
+}
+
+/* A throttled run shows its stall as data.wait, apart from the copying (data.gather). */
+static void test_data_wait_scope(void **state)
+{
+    char ini[300];
+    snprintf(ini, sizeof ini, "%s/t.ini", dir);
+    FILE *f = fopen(ini, "w");
+    assert_non_null(f);
+    fputs("[data]\nsource = blobs\nn = 400\nread_latency_ms = 4\n"
+          "[model]\nlayers = dense:4:tanh, dense:3\n"
+          "[train]\nbatch = 40\nepochs = 1\n", f);
+    fclose(f);
+    eng_experiment *ex = NULL;
+    if (eng_experiment_load(ini, NULL, 0, &ex)) fail_msg("%s", eng_error());
+    prof_t *p = prof_create(&(prof_options){ .quiet = 1 });
+    assert_non_null(p);
+    eng_run *r = NULL;
+    if (eng_run_create(&ex->variants[0], NULL, p, &r)) fail_msg("%s", eng_error());
+    assert_int_equal(eng_run_train(r, NULL), ENG_OK);
+    prof_row *rows = NULL;
+    size_t n = 0;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    int saw_wait = 0, saw_gather = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].name, "data.wait")) {
+            saw_wait = 1;
+            assert_int_equal(rows[i].calls, 8);   /* 320 training rows in batches of 40 */
+            assert_true(rows[i].total_ns >= 8 * 4000000ull * 99 / 100);
+        }
+        if (!strcmp(rows[i].name, "data.gather")) { saw_gather = 1; assert_int_equal(rows[i].calls, 8); }
+    }
+    assert_true(saw_wait && saw_gather);
+    free(rows);
+    eng_run_destroy(r);
+    prof_destroy(p);
+    eng_experiment_free(ex);
+    /* Bad values are refused with the key named. */
+    const char *sets[] = { "data.augment=shift:2, spin" };
+    assert_int_not_equal(eng_experiment_load(ini, sets, 1, &ex), ENG_OK);
+    assert_non_null(strstr(eng_error(), "augment"));
+    assert_non_null(strstr(eng_error(), "'spin'"));
+    const char *sets2[] = { "data.cache=true" };
+    assert_int_not_equal(eng_experiment_load(ini, sets2, 1, &ex), ENG_OK);
+    assert_non_null(strstr(eng_error(), "cache"));
+    const char *sets3[] = { "data.prefetch_depth=9" };
+    assert_int_not_equal(eng_experiment_load(ini, sets3, 1, &ex), ENG_OK);
+    assert_non_null(strstr(eng_error(), "prefetch_depth"));
+}
+
+int test_engine_pipeline(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_cache_hit_and_invalidation, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_errors, setup_dir, teardown_dir),
+        cmocka_unit_test(test_augment_deterministic),
+        cmocka_unit_test(test_augment_errors),
+        cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_throttle),
+        cmocka_unit_test_setup_teardown(test_data_wait_scope, setup_dir, teardown_dir),
+    };
+    return cmocka_run_group_tests_name("engine_pipeline", tests, NULL, NULL);
+}

@@ -1,0 +1,233 @@
+/* quant.c — tests of int8 quantization: every int8 GEMM path equals the scalar reference
+ * exactly (forced one by one, so an AVX2-only machine tests what it has), weight and
+ * activation codes stay within half a step of the float values, integer inference stays
+ * within the quantization error of the float model (dense with tanh/relu, conv + pool), and
+ * the result does not depend on the path. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/quant_internal.h"
+#include "../../engine/rng.h"
+
+static void test_gemm_paths_exact(void **state)
+{
+    (void)state;
+    static const int Ms[] = { 1, 2, 3, 5, 130 }, Ns[] = { 1, 3, 4, 7, 10 }, Ks[] = { 32, 64, 800 };
+    eng_rng r;
+    eng_rng_seed(&r, 1, 2);
+    int vnni = eng_qgemm_path_available(ENG_QGEMM_VNNI);
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 5; b++)
+            for (size_t c = 0; c < 3; c++) {
+                int M = Ms[a], N = Ns[b], Kp = Ks[c];
+                uint8_t *A = malloc((size_t)M * Kp);
+                int8_t *B = malloc((size_t)N * Kp);
+                int16_t *B16 = malloc((size_t)N * Kp * 2), *A16 = malloc((size_t)M * Kp * 2);
+                int32_t *bias = malloc((size_t)N * 4), *want = malloc((size_t)M * N * 4), *got = malloc((size_t)M * N * 4);
+                /* extremes included: 255 x -127 sums that would saturate an int16 pair */
+                for (int i = 0; i < M * Kp; i++) A[i] = (uint8_t)(i % 5 == 0 ? 255 : eng_rng_below(&r, 256));
+                for (int i = 0; i < N * Kp; i++) { B[i] = (int8_t)(i % 3 == 0 ? -127 : (int)eng_rng_below(&r, 255) - 127); B16[i] = B[i]; }
+                for (int i = 0; i < N; i++) bias[i] = (int32_t)eng_rng_below(&r, 100000) - 50000;
+                eng_qgemm(ENG_QGEMM_SCALAR, M, N, Kp, A, B, B16, bias, want, A16);
+                for (eng_qgemm_path p = ENG_QGEMM_AVX2; p <= ENG_QGEMM_ONEDNN; p++) {
+                    if (!eng_qgemm_path_available(p)) continue;
+                    /* oneDNN may saturate pairs at int16 without VNNI: exact only with it */
+                    if (p == ENG_QGEMM_ONEDNN && !vnni) continue;
+                    memset(got, 0xa5, (size_t)M * N * 4);
+                    if (p == ENG_QGEMM_ONEDNN) {
+                        eng_dnnl_gemm *g = NULL;
+                        assert_int_equal(eng_dnnl_gemm_run(&g, M, N, Kp, A, B, bias, got), ENG_OK);
+                        eng_dnnl_gemm_free(g);
+                    } else {
+                        eng_qgemm(p, M, N, Kp, A, B, B16, bias, got, A16);
+                    }
+                    if (memcmp(want, got, (size_t)M * N * 4))
+                        fail_msg("path %s differs from scalar at M=%d N=%d Kp=%d", eng_qgemm_path_name(p), M, N, Kp);
+                }
+                free(A); free(B); free(B16); free(A16); free(bias); free(want); free(got);
+            }
+    assert_int_equal(eng_qgemm_path_available(ENG_QGEMM_SCALAR), 1);
+}
+
+/* A dataset of n rows shaped c x h x w with labels from a fixed rule, for models built by hand. */
+static eng_dataset *make_data(int c, int h, int w, int n, int classes)
+{
+    eng_dataset *ds = calloc(1, sizeof *ds);
+    snprintf(ds->name, sizeof ds->name, "test");
+    ds->classification = 1;
+    ds->n_classes = classes;
+    ds->in_shape[0] = c; ds->in_shape[1] = h; ds->in_shape[2] = w;
+    ds->in_size = (size_t)c * h * w;
+    ds->n_train = ds->n_test = n;
+    ds->x_train = malloc((size_t)n * ds->in_size * sizeof(float));
+    ds->y_train = malloc((size_t)n * sizeof(int32_t));
+    eng_rng r;
+    eng_rng_seed(&r, 7, 3);
+    for (int i = 0; i < n; i++) {
+        double s = 0;
+        for (size_t k = 0; k < ds->in_size; k++) {
+            float v = (float)eng_rng_normal(&r);
+            ds->x_train[(size_t)i * ds->in_size + k] = v;
+            s += v * (double)(k % 3);
+        }
+        ds->y_train[i] = (int32_t)((s > 0 ? 1 : 0) + (classes > 2 ? (i % 2) * 2 : 0)) % classes;
+    }
+    ds->x_test = ds->x_train;
+    ds->y_test = ds->y_train;
+    return ds;
+}
+
+static void free_data(eng_dataset *ds)
+{
+    free(ds->x_train);
+    free(ds->y_train);
+    free(ds);
+}
+
+static eng_model *build(eng_layer_spec *specs, int n, const eng_dataset *ds, int batch)
+{
+    eng_model_config mc;
+    memset(&mc, 0, sizeof mc);
+    mc.n_layers = n;
+    memcpy(mc.layers, specs, (size_t)n * sizeof *specs);
+    mc.loss = ENG_LOSS_SOFTMAX_XENT;
+    eng_model *m = NULL;
+    if (eng_model_build(&mc, ds->in_shape, ds->n_classes, batch, 5, NULL, &m)) fail_msg("%s", eng_error());
+    /* non-zero biases, so that their int32 path is exercised */
+    for (int i = 0; i < m->n_layers; i++)
+        for (size_t k = 0; k < m->layers[i].n_b; k++) m->layers[i].b[k] = 0.05f * (float)((int)(k % 5) - 2);
+    return m;
+}
+
+/* int8 logits against the float model's on the test rows: mean |difference| relative to the
+ * mean |logit|, and the share of rows whose class agrees. */
+static void compare(eng_model *m, eng_qmodel *q, const eng_dataset *ds, double max_rel, double min_agree)
+{
+    int n = ds->n_test, no = ds->n_classes;
+    float *lg = malloc((size_t)q->max_batch * no * sizeof(float));
+    double diff = 0, mag = 0;
+    int agree = 0;
+    for (int r0 = 0; r0 < n; r0 += m->max_batch) {
+        int rows = n - r0 < m->max_batch ? n - r0 : m->max_batch;
+        eng_model_forward(m, ds->x_test + (size_t)r0 * ds->in_size, rows, ds->y_test + r0, NULL, NULL);
+        assert_int_equal(eng_qmodel_forward(q, ds->x_test + (size_t)r0 * ds->in_size, rows, lg), ENG_OK);
+        for (int r = 0; r < rows; r++) {
+            int bf = 0, bq = 0;
+            for (int c = 0; c < no; c++) {
+                float f = m->logits[r * no + c], g = lg[r * no + c];
+                diff += fabs(f - g);
+                mag += fabs(f);
+                if (f > m->logits[r * no + bf]) bf = c;
+                if (g > lg[r * no + bq]) bq = c;
+            }
+            agree += bf == bq;
+        }
+    }
+    double rel = diff / mag, ag = (double)agree / n;
+    printf("  int8 vs fp32 logits: mean |diff| / mean |logit| = %.4f, classes agree on %.1f%%\n", rel, 100 * ag);
+    assert_true(rel <= max_rel);
+    assert_true(ag >= min_agree);
+    free(lg);
+}
+
+/* Logits of every path this machine has are the same bits. */
+static void paths_agree(eng_qmodel *q, const eng_dataset *ds)
+{
+    int rows = ds->n_test < q->max_batch ? ds->n_test : q->max_batch, no = q->n_out;
+    float *a = malloc((size_t)rows * no * sizeof(float)), *b = malloc((size_t)rows * no * sizeof(float));
+    assert_int_equal(eng_qmodel_set_kernel(q, "scalar"), ENG_OK);
+    eng_qmodel_forward(q, ds->x_test, rows, a);
+    static const char *const paths[] = { "avx2", "vnni", "auto" };
+    for (int p = 0; p < 3; p++) {
+        if (eng_qmodel_set_kernel(q, paths[p])) continue;
+        eng_qmodel_forward(q, ds->x_test, rows, b);
+        if (memcmp(a, b, (size_t)rows * no * sizeof(float))) fail_msg("kernel %s gives other logits than scalar", paths[p]);
+    }
+    free(a); free(b);
+}
+
+static void test_dense_error_bounds(void **state)
+{
+    (void)state;
+    eng_dataset *ds = make_data(1, 1, 20, 300, 3);
+    eng_layer_spec sp[] = { { ENG_LAYER_DENSE, 24, 0, ENG_ACT_TANH }, { ENG_LAYER_DENSE, 16, 0, ENG_ACT_RELU },
+                            { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE } };
+    eng_model *m = build(sp, 3, ds, 64);
+    eng_qmodel *q = NULL;
+    assert_int_equal(eng_quantize(m, ds, 300, ENG_QSCHEME_MINMAX, 64, NULL, &q), ENG_OK);
+    /* weights: within half a step of their channel's scale */
+    for (int i = 0; i < 3; i++) {
+        const eng_qlayer *Q = &q->layers[i];
+        const eng_layer *L = &m->layers[i];
+        for (int c = 0; c < Q->N; c++)
+            for (int k = 0; k < Q->K; k++) {
+                float w = L->w[(size_t)k * Q->N + c], back = Q->wscale[c] * Q->w[(size_t)c * Q->Kp + k];
+                assert_true(fabsf(w - back) <= 0.5f * Q->wscale[c] * 1.0001f);
+            }
+        for (int k = Q->K; k < Q->Kp; k++) assert_int_equal(Q->w[k], 0);    /* padding */
+    }
+    /* inputs (min-max: all in range): within half a step */
+    for (size_t k = 0; k < 300 * ds->in_size; k++) {
+        float x = ds->x_train[k];
+        float v = floorf(x / q->in_scale + 0.5f) + (float)q->in_zp;
+        int code = v < 0 ? 0 : v > 255 ? 255 : (int)v;
+        assert_true(fabsf(x - q->in_scale * (float)(code - q->in_zp)) <= 0.5f * q->in_scale * 1.001f);
+    }
+    compare(m, q, ds, 0.05, 0.95);
+    paths_agree(q, ds);
+    /* the percentile scheme clips outliers: a narrower or equal input range */
+    eng_qmodel *qp = NULL;
+    assert_int_equal(eng_quantize(m, ds, 300, ENG_QSCHEME_PERCENTILE, 64, NULL, &qp), ENG_OK);
+    assert_true(qp->in_scale <= q->in_scale);
+    compare(m, qp, ds, 0.05, 0.95);
+    eng_qmodel_free(qp);
+    eng_qmodel_free(q);
+    eng_model_free(m);
+    free_data(ds);
+}
+
+static void test_conv_pool(void **state)
+{
+    (void)state;
+    eng_dataset *ds = make_data(2, 9, 9, 200, 2);
+    eng_layer_spec sp[] = { { ENG_LAYER_CONV, 5, 3, ENG_ACT_RELU }, { ENG_LAYER_POOL, 0, 2, ENG_ACT_NONE },
+                            { ENG_LAYER_CONV, 4, 2, ENG_ACT_SIGMOID }, { ENG_LAYER_FLATTEN, 0, 0, ENG_ACT_NONE },
+                            { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE } };
+    eng_model *m = build(sp, 5, ds, 50);
+    eng_qmodel *q = NULL;
+    assert_int_equal(eng_quantize(m, ds, 200, ENG_QSCHEME_MINMAX, 70, NULL, &q), ENG_OK);
+    assert_int_equal(q->layers[0].P, 49);
+    assert_int_equal(q->layers[0].K, 18);
+    assert_int_equal(q->layers[0].Kp, 32);
+    compare(m, q, ds, 0.06, 0.93);
+    paths_agree(q, ds);
+    /* bytes: int8 weights, 8 bytes per output channel, 5 per tensor, tables */
+    size_t w = 5 * 18 + 4 * 20 + 2 * 36;
+    assert_true(eng_qmodel_bytes(q) >= w + 8 * (5 + 4 + 2));
+    assert_true(eng_qmodel_bytes(q) < w + 8 * 11 + 5 * 8 + 2 * 261);
+    /* refusals */
+    assert_int_equal(eng_qmodel_forward(q, ds->x_test, 71, NULL), ENG_EINVAL);
+    assert_int_equal(eng_qmodel_set_kernel(q, "turbo"), ENG_EINVAL);
+    eng_qmodel_free(q);
+    assert_int_equal(eng_quantize(m, ds, 0, ENG_QSCHEME_MINMAX, 70, NULL, &q), ENG_EINVAL);
+    eng_model_free(m);
+    free_data(ds);
+}
+
+int test_engine_quant(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gemm_paths_exact),
+        cmocka_unit_test(test_dense_error_bounds),
+        cmocka_unit_test(test_conv_pool),
+    };
+    return cmocka_run_group_tests_name("engine_quant", tests, NULL, NULL);
+}

@@ -1,0 +1,131 @@
+/* checkpoint.c — the store's checkpoints and quantizations: a record comes back byte for
+ * byte, only the newest two per run are kept, metrics buffered before a checkpoint are on
+ * disk with it, reopening a run for resume drops what it logged after the checkpoint,
+ * quantization records and their op rows round-trip, and deleting a run deletes them all. */
+#include "util.h"
+
+#include "../../store/store.h"
+
+#include <math.h>
+#include <sqlite3.h>
+
+static long long mk_run(store *s)
+{
+    store_run r;
+    store_run_init(&r);
+    snprintf(r.name, sizeof r.name, "ck");
+    long long id = 0;
+    assert_int_equal(store_run_begin(s, &r, &id), STORE_OK);
+    return id;
+}
+
+static long long count(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    long long v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void test_checkpoints(void **state)
+{
+    (void)state;
+    char dir[600], p[700];
+    tmp_dir(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/ck.db", dir);
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long run = mk_run(s);
+    store_checkpoint meta;
+    void *data;
+    size_t len;
+    assert_int_equal(store_checkpoint_get(s, run, &meta, &data, &len), STORE_ENOTFOUND);
+    assert_non_null(strstr(store_error(), "no checkpoint"));
+    unsigned char rec[3000];
+    for (int k = 1; k <= 4; k++) {
+        for (size_t i = 0; i < sizeof rec; i++) rec[i] = (unsigned char)(i * 7 + k);
+        assert_int_equal(store_metric_add(s, run, 10 * k, k, 0.1 * k, 0.1 * k, "train_loss", 1.0 / k), STORE_OK);
+        assert_int_equal(store_checkpoint_put(s, run, 10 * k, k, rec, sizeof rec - (size_t)k), STORE_OK);
+        /* the point logged before the checkpoint is on disk with it */
+        char q[128];
+        snprintf(q, sizeof q, "SELECT count(*) FROM metrics WHERE step=%d", 10 * k);
+        assert_int_equal(count(p, q), 1);
+    }
+    assert_int_equal(count(p, "SELECT count(*) FROM checkpoints"), STORE_CHECKPOINTS_KEPT);
+    store_checkpoint *list;
+    size_t n;
+    assert_int_equal(store_checkpoints_list(s, run, &list, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(list[0].step, 40);
+    assert_int_equal(list[1].step, 30);
+    assert_int_equal(list[0].bytes, sizeof rec - 4);
+    free(list);
+    assert_int_equal(store_checkpoint_get(s, run, &meta, &data, &len), STORE_OK);
+    assert_int_equal(meta.step, 40);
+    assert_int_equal(meta.epoch, 4);
+    assert_int_equal(len, sizeof rec - 4);
+    assert_memory_equal(data, rec, len);
+    free(data);
+
+    /* reopen at step 20: later points go, keys named are dropped at 20 itself */
+    assert_int_equal(store_metric_add(s, run, 20, 2, 0.2, 0.2, "lr", 0.1), STORE_OK);
+    assert_int_equal(store_run_set_status(s, run, STORE_RUN_CRASHED, "killed"), STORE_OK);
+    const char *keys[] = { "lr", NULL };
+    assert_int_equal(store_run_reopen(s, run, 20, keys), STORE_OK);
+    assert_int_equal(count(p, "SELECT count(*) FROM metrics WHERE step>20"), 0);
+    assert_int_equal(count(p, "SELECT count(*) FROM metrics WHERE step=20 AND key='train_loss'"), 1);
+    assert_int_equal(count(p, "SELECT count(*) FROM metrics WHERE key='lr'"), 0);
+    assert_int_equal(count(p, "SELECT count(*) FROM runs WHERE status='running' AND error IS NULL AND ended IS NULL"), 1);
+    assert_int_equal(store_run_reopen(s, 999, 0, NULL), STORE_ENOTFOUND);
+
+    /* a quantization and its ops */
+    store_quant qr;
+    memset(&qr, 0, sizeof qr);
+    qr.run = run;
+    qr.created = NAN;
+    qr.step = 40;
+    snprintf(qr.scheme, sizeof qr.scheme, "minmax");
+    qr.calibrate = 100;
+    snprintf(qr.kernel, sizeof qr.kernel, "avx2");
+    qr.fp32_bytes = 4000;
+    qr.int8_bytes = 1010;
+    qr.fp32_acc = 0.9; qr.int8_acc = 0.89; qr.fp32_loss = 0.3; qr.int8_loss = NAN;
+    qr.fp32_sps_b1 = 1; qr.int8_sps_b1 = 2; qr.fp32_sps_b128 = 3; qr.int8_sps_b128 = 4;
+    store_quant_op ops[2] = { { "gemm_s8", "dense1", 3, 300, 200 }, { "requantize", "dense1", 3, 90, 90 } };
+    long long qid = 0;
+    assert_int_equal(store_quant_put(s, &qr, ops, 2, &qid), STORE_OK);
+    store_quant *ql;
+    assert_int_equal(store_quants_list(s, run, &ql, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(ql[0].id, qid);
+    assert_string_equal(ql[0].kernel, "avx2");
+    assert_int_equal(ql[0].int8_bytes, 1010);
+    assert_true(ql[0].int8_acc == 0.89 && isnan(ql[0].int8_loss) && ql[0].int8_sps_b128 == 4);
+    free(ql);
+    store_quant_op *ol;
+    assert_int_equal(store_quant_ops_get(s, qid, &ol, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_string_equal(ol[0].name, "gemm_s8");   /* by self time */
+    assert_int_equal(ol[1].self_ns, 90);
+    free(ol);
+
+    /* deleting the run deletes its checkpoints, quantizations and their ops */
+    assert_int_equal(store_runs_delete(s, &run, 1, STORE_DELETE_FORCE), STORE_OK);
+    assert_int_equal(count(p, "SELECT (SELECT count(*) FROM checkpoints) + (SELECT count(*) FROM quantizations) + "
+                              "(SELECT count(*) FROM quant_ops)"), 0);
+    store_close(s);
+    rm_rf(dir);
+}
+
+int test_store_checkpoint(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_checkpoints),
+    };
+    return cmocka_run_group_tests_name("store_checkpoint", tests, NULL, NULL);
+}
