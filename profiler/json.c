@@ -61,6 +61,8 @@ void prof_json_close(prof_json *j)
     if (j->depth == 0 || j->after_key) { j->bad = 1; return; }
     j->depth--;
     if (j->pretty && j->count[j->depth]) indent(j);
+    else if (!j->pretty && !j->is_obj[j->depth] && j->depth <= 1 && j->count[j->depth])
+        fputc('\n', j->f);                                  /* "...}\n]": the last element's line ends */
     fputc(j->is_obj[j->depth] ? '}' : ']', j->f);
     after_value(j);
 }

@@ -191,7 +191,7 @@ static void test_json_values(void **state)
     char *s;
     assert_int_equal(json_out(doc_values, 0, &s), 0);
     assert_string_equal(s, "{\"x\":0.10000000000000001,\"nan\":null,\"inf\":null,\"g\":3.14,\"i\":-42,"
-                           "\"u\":18446744073709551615,\"t\":true,\"z\":null,\"a\":[\n1,\n[],\n{}]}\n");
+                           "\"u\":18446744073709551615,\"t\":true,\"z\":null,\"a\":[\n1,\n[],\n{}\n]}\n");
     free(s);
     assert_int_equal(json_out(doc_values, 1, &s), 0);
     assert_non_null(strstr(s, "{\n  \"x\": 0.10000000000000001,\n  \"nan\": null,"));
