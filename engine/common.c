@@ -1,8 +1,14 @@
 /* common.c — the engine's error message, run-status names and the sink tee. */
 #include "engine.h"
+#include "data_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static _Thread_local char err_msg[1024];
 
@@ -12,9 +18,43 @@ int eng_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    char raw[sizeof err_msg];
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* Messages quote values from files and the command line: never raw escape sequences,
+     * nor a newline that would break the one line a message is. */
+    prof_text_visible(err_msg, sizeof err_msg, raw);
     return code;
+}
+
+int eng_open_input(const char *path, long long max_bytes, const char *what, long long *size)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        eng_fail(ENG_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket" : NULL;
+    if (!S_ISREG(st.st_mode)) {
+        eng_fail(ENG_EINVAL, "%s: is %s, not a regular file: give the %s as a file", path,
+                 kind ? kind : "not a regular file", what);
+        close(fd);
+        return -1;
+    }
+    if ((long long)st.st_size > max_bytes) {
+        eng_fail(ENG_EINVAL, "%s: %lld bytes is over the %lld MiB cap for %ss; is this the right file?",
+                 path, (long long)st.st_size, max_bytes >> 20, what);
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (size) *size = (long long)st.st_size;
+    return fd;
 }
 
 const char *eng_run_status_name(eng_run_status s)

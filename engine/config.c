@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the key table ------------------------------------------------------------------
  * One X-macro list drives the parser and eng_key_docs, so docs/experiments.md's key table cannot
@@ -509,6 +510,19 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
     switch (d->kind) {
     case K_STR:
         if (strlen(value) >= d->size) { snprintf(why, cap, "expected at most %zu characters, got %zu", d->size - 1, strlen(value)); return -1; }
+        if (d->off == offsetof(eng_config, name)) {
+            /* The name is shown in tables, terminals and reports: it stays plain text. */
+            const char *bad = prof_text_find_unsafe(value);
+            if (bad) {
+                char one[5] = "", shown[16];
+                size_t l = prof_utf8_decode(bad, strlen(bad), NULL);
+                memcpy(one, bad, l ? l : 1);
+                prof_text_visible(shown, sizeof shown, one);
+                snprintf(why, cap, "a name may not hold control, bidirectional or non-UTF-8 characters; "
+                         "'%s' at byte %zu", shown, (size_t)(bad - value) + 1);
+                return -1;
+            }
+        }
         memcpy(dst, value, strlen(value) + 1);
         return 0;
     case K_U64: {
@@ -1035,26 +1049,42 @@ static int parse_set(const char *arg, cli_set *out)
 
 static char *read_file(const char *path, int *rc)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) { *rc = eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
-    size_t cap = 4096, n = 0;
+    long long size;
+    int fd = eng_open_input(path, ENG_MAX_CONFIG_BYTES, "experiment file", &size);
+    if (fd < 0) { *rc = ENG_EIO; return NULL; }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
+    /* The cap holds while reading too: the file may grow after the fstat. */
+    size_t cap = (size_t)ENG_MAX_CONFIG_BYTES + 2, n = 0;
     char *buf = malloc(cap);
     if (!buf) { fclose(f); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); fclose(f); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
+    size_t got;
+    while (n < cap - 1 && (got = fread(buf + n, 1, cap - 1 - n, f)) > 0) n += got;
     int bad = ferror(f);
     fclose(f);
     if (bad) { free(buf); *rc = eng_fail(ENG_EIO, "%s: read error", path); return NULL; }
+    if (n > (size_t)ENG_MAX_CONFIG_BYTES) {
+        free(buf);
+        *rc = eng_fail(ENG_EINVAL, "%s: grew past the %lld MiB cap for experiment files while being read", path,
+                       ENG_MAX_CONFIG_BYTES >> 20);
+        return NULL;
+    }
     buf[n] = '\0';
     if (strlen(buf) != n) { free(buf); *rc = eng_fail(ENG_EFORMAT, "%s: contains a NUL byte: not a text file", path); return NULL; }
+    /* A UTF-8 byte order mark (editors on Windows write one) is not part of the text. */
+    if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) memmove(buf, buf + 3, (n -= 3) + 1);
+    size_t badat = prof_utf8_check(buf, n);
+    if (badat < n) {
+        int line = 1, col = 1;
+        for (size_t i = 0; i < badat; i++) {
+            if (buf[i] == '\n') { line++; col = 1; }
+            else if (((unsigned char)buf[i] & 0xc0) != 0x80) col++;
+        }
+        *rc = eng_fail(ENG_EFORMAT, "%s:%d: byte 0x%02x at column %d is not UTF-8 (Latin-1?): save the "
+                       "file as UTF-8, e.g. iconv -f latin1 -t utf-8", path, line, (unsigned char)buf[badat], col);
+        free(buf);
+        return NULL;
+    }
     *rc = 0;
     return buf;
 }

@@ -276,6 +276,7 @@ typedef struct {
     float *x_train, *x_test;         /* n * in_size, row-major */
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
+    char label_max_at[160];          /* file loaders: where the largest label is ("f.csv: data row 57") */
     void *map;            /* private: the cache file mapping the arrays point into, or NULL */
     size_t map_len;
 } eng_dataset;

@@ -72,6 +72,36 @@ void eng_run_destroy(eng_run *r)
     prof_free(r);
 }
 
+/* Labels are class indices, so one bad label (200 among 0..9) makes "201 classes". When
+ * the labels past the model's last layer are a few scattered values, not most of the
+ * classes up to the largest, the largest is a bad label: name it and where it is, rather
+ * than suggest a 201-way output layer. */
+static int check_labels(const eng_config *cfg, const eng_dataset *ds)
+{
+    const eng_model_config *mc = &cfg->model;
+    if (!ds->classification || !mc->n_layers || mc->layers[mc->n_layers - 1].kind != ENG_LAYER_DENSE) return ENG_OK;
+    int k = mc->layers[mc->n_layers - 1].units;
+    if (k < 2 || k >= ds->n_classes) return ENG_OK;
+    unsigned char *seen = calloc((size_t)ds->n_classes, 1);
+    if (!seen) return eng_fail(ENG_ENOMEM, "run: out of memory");
+    int distinct = 0, beyond = 0;
+    for (int part = 0; part < 2; part++) {
+        const int32_t *y = part ? ds->y_test : ds->y_train;
+        int n = part ? ds->n_test : ds->n_train;
+        for (int i = 0; y && i < n; i++)
+            if (y[i] >= 0 && y[i] < ds->n_classes && !seen[y[i]]) { seen[y[i]] = 1; distinct++; beyond += y[i] >= k; }
+    }
+    free(seen);
+    /* Labels past the layer's outputs that fill most of the classes up to the largest:
+     * really more classes than outputs, and the model's own message says so. */
+    if (2 * beyond >= ds->n_classes - k) return ENG_OK;
+    return eng_fail(ENG_EFORMAT, "%s: label %d (at %s) is outside the %d classes the model's last layer "
+                    "(dense:%d) gives; the data uses %d distinct labels: fix that label (class indices are "
+                    "0..%d), or if the classes really go up to %d, end the layers with dense:%d",
+                    ds->name, ds->n_classes - 1, ds->label_max_at[0] ? ds->label_max_at : "?", k, k, distinct,
+                    k - 1, ds->n_classes - 1, ds->n_classes);
+}
+
 /* The batcher with the input pipeline's options; its waits (throttled reads, waits for
  * the prefetch thread) and its own copies are the data phase's data.wait and data.gather. */
 static int create_batcher(eng_run *r, long start)
@@ -192,6 +222,7 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     r->n_out = ds->classification ? ds->n_classes : ds->n_targets;
     r->batch = tc->batch <= 0 || tc->batch > ds->n_train ? ds->n_train : tc->batch;
 
+    if ((rc = check_labels(&r->cfg, ds))) { eng_run_destroy(r); return rc; }
     rc = eng_model_build(&r->cfg.model, ds->in_shape, r->n_out, r->batch, r->cfg.seed, prof, &r->m);
     if (rc) { eng_run_destroy(r); return rc; }
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);

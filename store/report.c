@@ -1,6 +1,7 @@
 /* report.c — reports of stored runs: Markdown tables, one self-contained HTML page with
  * inline SVG charts, JSON with everything stored, CSV of the metrics in long format. */
 #include "internal.h"
+#include "../profiler/profiler.h"
 
 #include <errno.h>
 #include <math.h>
@@ -115,9 +116,13 @@ static void final_best(const store_series *sr, const char *key, double *final, d
     }
 }
 
+/* Made visible and cut between characters here, so a short cell never ends in half a
+ * UTF-8 sequence. */
 static void run_label(const rep_run *x, char *b, size_t cap)
 {
-    snprintf(b, cap, "#%lld %s%s%s", x->r.id, x->r.name, x->r.variant[0] ? "/" : "", x->r.variant);
+    char full[sizeof x->r.name + sizeof x->r.variant + 32];
+    snprintf(full, sizeof full, "#%lld %s%s%s", x->r.id, x->r.name, x->r.variant[0] ? "/" : "", x->r.variant);
+    prof_text_fit(b, cap, full, (size_t)-1, 0);
 }
 
 static const char *param_of(const rep_run *x, const char *key)
@@ -153,62 +158,60 @@ static size_t diff_keys(const rep_run *rr, size_t n, const char **out, size_t ca
 
 /* ---- escaping ---------------------------------------------------------------------- */
 
-static void put_html(FILE *f, const char *s)
+/* Text from the database made inert first (control and bidi characters as \x1b, \u202e;
+ * see prof_text_fit), then escaped for the format: a name or a config value can carry
+ * <script>, <img onerror=...> or a Markdown link, and must stay text. */
+static char *inert(const char *s, char *stack, size_t cap)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
+    size_t need = 4 * strlen(s ? s : "") + 1;   /* an escape is at most 4 times its bytes */
+    char *b = need <= cap ? stack : malloc(need);
+    if (!b) { stack[0] = '\0'; return stack; }
+    prof_text_fit(b, need, s, (size_t)-1, 0);
+    return b;
+}
+
+static void put_escaped(FILE *f, const char *s, int html)
+{
+    char stack[1024];
+    char *v = inert(s, stack, sizeof stack);
+    for (const char *p = v; *p; p++) {
+        switch (*p) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        case '"': fputs(html ? "&quot;" : "\"", f); break;
+        case '\'': fputs(html ? "&#39;" : "'", f); break;
+        case '|': fputs(html ? "|" : "\\|", f); break;     /* Markdown table cell */
+        case '[': case ']': case '`': case '\\':           /* Markdown links and code */
+            if (!html) fputc('\\', f);
+            fputc(*p, f);
+            break;
+        default: fputc(*p, f);
         }
     }
+    if (v != stack) free(v);
 }
 
-static void put_md(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        if (*s == '|') fputs("\\|", f);
-        else if (*s == '\n') fputc(' ', f);
-        else fputc(*s, f);
-    }
-}
-
-static void put_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p == '\r') fputs("\\r", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void put_json_num(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fputs("null", f);
-}
-
-static void put_json_count(FILE *f, long long v)
-{
-    if (v >= 0) fprintf(f, "%lld", v);
-    else fputs("null", f);
-}
+static void put_html(FILE *f, const char *s) { put_escaped(f, s, 1); }
+static void put_md(FILE *f, const char *s) { put_escaped(f, s, 0); }
 
 /* ---- CSV --------------------------------------------------------------------------- */
 
+/* Spreadsheets run a cell that starts with = + - @ (or a tab or CR) as a formula: such a
+ * text cell gets a leading ' (OWASP's advice on CSV injection). */
 static void put_csv_str(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n")) { fputs(s, f); return; }
-    fputc('"', f);
-    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
-    fputc('"', f);
+    char stack[1024];
+    char *v = inert(s, stack, sizeof stack);
+    int guard = v[0] && strchr("=+-@\t\r", v[0]);
+    if (!guard && !strpbrk(v, ",\"\n")) { fputs(v, f); }
+    else {
+        fputc('"', f);
+        if (guard) fputc('\'', f);
+        for (const char *p = v; *p; p++) { if (*p == '"') fputc('"', f); fputc(*p, f); }
+        fputc('"', f);
+    }
+    if (v != stack) free(v);
 }
 
 static void put_csv_num(FILE *f, double v)
@@ -251,48 +254,50 @@ int store_report_csv(store *s, const long long *ids, size_t n, FILE *f)
 
 /* ---- JSON -------------------------------------------------------------------------- */
 
-static void json_kv(FILE *f, const store_kv *kv, size_t n)
+/* Counts stored as -1 mean "not counted": null. */
+static void json_count(prof_json *j, const char *k, long long v)
 {
-    fputc('{', f);
-    for (size_t i = 0; i < n; i++) {
-        if (i) fputc(',', f);
-        put_json_str(f, kv[i].key);
-        fputc(':', f);
-        put_json_str(f, kv[i].value);
-    }
-    fputc('}', f);
+    prof_json_key(j, k);
+    if (v >= 0) prof_json_int(j, v); else prof_json_null(j);
 }
 
-static void json_run(FILE *f, const rep_run *x)
+static void json_kv(prof_json *j, const char *k, const store_kv *kv, size_t n)
+{
+    prof_json_key(j, k);
+    prof_json_object(j);
+    for (size_t i = 0; i < n; i++) prof_json_kstr(j, kv[i].key, kv[i].value);
+    prof_json_close(j);
+}
+
+static void json_run(prof_json *j, const rep_run *x)
 {
     const store_run *r = &x->r;
-    fprintf(f, "{\"id\":%lld,\"name\":", r->id);
-    put_json_str(f, r->name);
-    fputs(",\"variant\":", f); put_json_str(f, r->variant);
-    fputs(",\"experiment_path\":", f); put_json_str(f, r->exp_path);
-    fputs(",\"experiment_text\":", f); put_json_str(f, r->exp_text);
-    fprintf(f, ",\"seed\":%llu,\"status\":", (unsigned long long)r->seed);
-    put_json_str(f, store_status_name(r->status));
-    fputs(",\"error\":", f);
-    if (r->error[0]) put_json_str(f, r->error); else fputs("null", f);
-    fputs(",\"started\":", f); put_json_num(f, r->started);
-    fputs(",\"ended\":", f); put_json_num(f, r->ended);
-    fputs(",\"host\":", f); put_json_str(f, r->host);
-    fprintf(f, ",\"pid\":%ld,\"version\":", r->pid);
-    put_json_str(f, r->version);
-    fputs(",\"optimizer\":", f); put_json_str(f, r->optimizer);
-    fputs(",\"dataset\":", f); put_json_str(f, r->dataset);
-    fputs(",\"model\":", f); put_json_str(f, r->model);
+    prof_json_object(j);
+    prof_json_kint(j, "id", r->id);
+    prof_json_kstr(j, "name", r->name);
+    prof_json_kstr(j, "variant", r->variant);
+    prof_json_kstr(j, "experiment_path", r->exp_path);
+    prof_json_kstr(j, "experiment_text", r->exp_text);
+    prof_json_key(j, "seed");
+    prof_json_uint(j, (unsigned long long)r->seed);
+    prof_json_kstr(j, "status", store_status_name(r->status));
+    prof_json_key(j, "error");
+    if (r->error[0]) prof_json_str(j, r->error); else prof_json_null(j);
+    prof_json_knum(j, "started", r->started);
+    prof_json_knum(j, "ended", r->ended);
+    prof_json_kstr(j, "host", r->host);
+    prof_json_kint(j, "pid", r->pid);
+    prof_json_kstr(j, "version", r->version);
+    prof_json_kstr(j, "optimizer", r->optimizer);
+    prof_json_kstr(j, "dataset", r->dataset);
+    prof_json_kstr(j, "model", r->model);
     const struct { const char *k; long long v; } counts[] = {
         { "n_params", r->n_params }, { "threads", r->threads }, { "total_steps", r->total_steps },
         { "n_train", r->n_train }, { "n_test", r->n_test }, { "steps", r->steps },
         { "epochs", r->epochs }, { "steps_to_target", r->steps_to_target },
         { "peak_bytes", r->peak_bytes }, { "peak_rss", r->peak_rss }, { "solves", r->solves },
         { "quantum_solves", r->quantum_solves } };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        fprintf(f, ",\"%s\":", counts[i].k);
-        put_json_count(f, counts[i].v);
-    }
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) json_count(j, counts[i].k, counts[i].v);
     const struct { const char *k; double v; } reals[] = {
         { "target_loss", r->target_loss }, { "wall_s", r->wall_s }, { "hybrid_s", r->hybrid_s },
         { "final_train_loss", r->final_train_loss }, { "best_train_loss", r->best_train_loss },
@@ -300,36 +305,42 @@ static void json_run(FILE *f, const rep_run *x)
         { "best_test_acc", r->best_test_acc }, { "samples_per_s", r->samples_per_s },
         { "wall_to_target", r->wall_to_target }, { "hybrid_to_target", r->hybrid_to_target },
         { "kappa_first", r->kappa_first }, { "kappa_last", r->kappa_last } };
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
-        fprintf(f, ",\"%s\":", reals[i].k);
-        put_json_num(f, reals[i].v);
-    }
-    fputs(",\n\"params\":", f); json_kv(f, x->params, x->n_params);
-    fputs(",\n\"system\":", f); json_kv(f, x->sys, x->n_sys);
-    fputs(",\n\"metrics\":{", f);
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) prof_json_knum(j, reals[i].k, reals[i].v);
+    json_kv(j, "params", x->params, x->n_params);
+    json_kv(j, "system", x->sys, x->n_sys);
+    prof_json_key(j, "metrics");
+    prof_json_object(j);
     for (size_t k = 0; k < x->n_keys; k++) {
         const store_series *sr = &x->series[k];
-        if (k) fputs(",\n", f);
-        put_json_str(f, x->keys[k]);
-        fputs(":{\"step\":[", f);
-        for (size_t i = 0; i < sr->n; i++) fprintf(f, "%s%ld", i ? "," : "", sr->step[i]);
-        fputs("],\"epoch\":[", f);
-        for (size_t i = 0; i < sr->n; i++) fprintf(f, "%s%d", i ? "," : "", sr->epoch[i]);
+        prof_json_key(j, x->keys[k]);
+        prof_json_object(j);
+        prof_json_key(j, "step");
+        prof_json_array(j);
+        for (size_t i = 0; i < sr->n; i++) prof_json_int(j, sr->step[i]);
+        prof_json_close(j);
+        prof_json_key(j, "epoch");
+        prof_json_array(j);
+        for (size_t i = 0; i < sr->n; i++) prof_json_int(j, sr->epoch[i]);
+        prof_json_close(j);
         const struct { const char *k; const double *v; } cols[] = {
             { "wall_s", sr->wall }, { "hybrid_s", sr->hybrid }, { "value", sr->value } };
         for (int c = 0; c < 3; c++) {
-            fprintf(f, "],\"%s\":[", cols[c].k);
-            for (size_t i = 0; i < sr->n; i++) { if (i) fputc(',', f); put_json_num(f, cols[c].v[i]); }
+            prof_json_key(j, cols[c].k);
+            prof_json_array(j);
+            for (size_t i = 0; i < sr->n; i++) prof_json_num(j, cols[c].v[i]);
+            prof_json_close(j);
         }
-        fputs("]}", f);
+        prof_json_close(j);
     }
-    fputs("},\n\"ops\":[", f);
+    prof_json_close(j);
+    prof_json_key(j, "ops");
+    prof_json_array(j);
     for (size_t i = 0; i < x->n_ops; i++) {
         const store_op_row *o = &x->ops[i];
-        fputs(i ? ",\n{" : "{", f);
-        fputs("\"name\":", f); put_json_str(f, o->name);
-        fputs(",\"layer\":", f); put_json_str(f, o->layer);
-        fprintf(f, ",\"kind\":%d", o->kind);
+        prof_json_object(j);
+        prof_json_kstr(j, "name", o->name);
+        prof_json_kstr(j, "layer", o->layer);
+        prof_json_kint(j, "kind", o->kind);
         const struct { const char *k; int64_t v; } v[] = {
             { "calls", o->calls }, { "total_ns", o->total_ns }, { "self_ns", o->self_ns },
             { "min_ns", o->min_ns }, { "max_ns", o->max_ns }, { "flops", o->flops },
@@ -337,34 +348,39 @@ static void json_run(FILE *f, const rep_run *x)
             { "l1d_miss", o->l1d_miss }, { "l2_miss", o->l2_miss }, { "l3_miss", o->l3_miss },
             { "fp_ops", o->fp_ops }, { "self_mem", o->self_mem }, { "peak_mem", o->peak_mem },
             { "cpu_ns", o->cpu_ns }, { "faults", o->faults }, { "csw", o->csw } };
-        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
-            fprintf(f, ",\"%s\":", v[j].k);
-            put_json_count(f, v[j].v);
-        }
-        fputc('}', f);
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) json_count(j, v[k].k, v[k].v);
+        prof_json_close(j);
     }
-    fputs("],\n\"profile\":", f);
+    prof_json_close(j);
+    prof_json_key(j, "profile");
     if (x->has_prof) {
         const store_profile *p = &x->prof;
-        fprintf(f, "{\"total_self_ns\":%lld,\"overhead_ns\":%lld,\"events\":%lld,\"hw_counters\":%d,"
-                "\"counters_note\":", (long long)p->total_self_ns, (long long)p->overhead_ns,
-                (long long)p->events, p->hw_counters);
-        put_json_str(f, p->counters_note);
-        fputs(",\"counters_used\":", f);
-        put_json_str(f, p->counters_used);
-        fprintf(f, ",\"peak_bytes\":%lld,\"live_bytes\":%lld,\"total_alloc_bytes\":%lld,\"peak_rss\":%lld,"
-                "\"peak_gflops\":", (long long)p->peak_bytes, (long long)p->live_bytes,
-                (long long)p->total_alloc_bytes, (long long)p->peak_rss);
-        put_json_num(f, p->peak_gflops);
-        fputc('}', f);
+        prof_json_object(j);
+        prof_json_kint(j, "total_self_ns", (long long)p->total_self_ns);
+        prof_json_kint(j, "overhead_ns", (long long)p->overhead_ns);
+        prof_json_kint(j, "events", (long long)p->events);
+        prof_json_kint(j, "hw_counters", p->hw_counters);
+        prof_json_kstr(j, "counters_note", p->counters_note);
+        prof_json_kstr(j, "counters_used", p->counters_used);
+        prof_json_kint(j, "peak_bytes", (long long)p->peak_bytes);
+        prof_json_kint(j, "live_bytes", (long long)p->live_bytes);
+        prof_json_kint(j, "total_alloc_bytes", (long long)p->total_alloc_bytes);
+        prof_json_kint(j, "peak_rss", (long long)p->peak_rss);
+        prof_json_knum(j, "peak_gflops", p->peak_gflops);
+        prof_json_close(j);
     } else {
-        fputs("null", f);
+        prof_json_null(j);
     }
-    fputs(",\n\"solver_events\":[", f);
+    prof_json_key(j, "solver_events");
+    prof_json_array(j);
     for (size_t i = 0; i < x->n_ev; i++) {
         const store_solver_event *e = &x->ev[i];
-        fprintf(f, "%s{\"step\":%ld,\"block\":%d,\"n\":%d,\"route\":\"%s\",\"shift_raised\":%d", i ? ",\n" : "",
-                e->step, e->block, e->n, e->route ? "quantum" : "classical", e->shift_raised);
+        prof_json_object(j);
+        prof_json_kint(j, "step", e->step);
+        prof_json_kint(j, "block", e->block);
+        prof_json_kint(j, "n", e->n);
+        prof_json_kstr(j, "route", e->route ? "quantum" : "classical");
+        prof_json_kint(j, "shift_raised", e->shift_raised);
         const struct { const char *k; double v; } d[] = {
             { "nnz_per_row", e->nnz_per_row }, { "kappa_fro", e->kappa_fro },
             { "kappa_lapack", e->kappa_lapack }, { "kappa_gersh", e->kappa_gersh },
@@ -373,45 +389,48 @@ static void json_run(FILE *f, const rep_run *x)
             { "measured_classical_ns", e->measured_classical_ns },
             { "simulated_quantum_ns", e->simulated_quantum_ns }, { "residual", e->residual },
             { "shift", e->shift } };
-        for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
-            fprintf(f, ",\"%s\":", d[j].k);
-            put_json_num(f, d[j].v);
-        }
-        fputc('}', f);
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) prof_json_knum(j, d[k].k, d[k].v);
+        prof_json_close(j);
     }
-    fputs("],\n\"quantizations\":[", f);
+    prof_json_close(j);
+    prof_json_key(j, "quantizations");
+    prof_json_array(j);
     for (size_t i = 0; i < x->n_quants; i++) {
         const store_quant *q = &x->quants[i];
-        fprintf(f, "%s{\"id\":%lld,\"step\":%ld,\"scheme\":", i ? ",\n" : "", q->id, q->step);
-        put_json_str(f, q->scheme);
-        fprintf(f, ",\"calibrate\":%ld,\"kernel\":", q->calibrate);
-        put_json_str(f, q->kernel);
-        fprintf(f, ",\"fp32_bytes\":%lld,\"int8_bytes\":%lld", q->fp32_bytes, q->int8_bytes);
+        prof_json_object(j);
+        prof_json_kint(j, "id", q->id);
+        prof_json_kint(j, "step", q->step);
+        prof_json_kstr(j, "scheme", q->scheme);
+        prof_json_kint(j, "calibrate", q->calibrate);
+        prof_json_kstr(j, "kernel", q->kernel);
+        prof_json_kint(j, "fp32_bytes", q->fp32_bytes);
+        prof_json_kint(j, "int8_bytes", q->int8_bytes);
         const struct { const char *k; double v; } d[] = {
             { "fp32_loss", q->fp32_loss }, { "int8_loss", q->int8_loss }, { "fp32_acc", q->fp32_acc },
             { "int8_acc", q->int8_acc }, { "fp32_sps_b1", q->fp32_sps_b1 }, { "int8_sps_b1", q->int8_sps_b1 },
             { "fp32_sps_b128", q->fp32_sps_b128 }, { "int8_sps_b128", q->int8_sps_b128 } };
-        for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
-            fprintf(f, ",\"%s\":", d[j].k);
-            put_json_num(f, d[j].v);
-        }
-        fputc('}', f);
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) prof_json_knum(j, d[k].k, d[k].v);
+        prof_json_close(j);
     }
-    fputs("]}", f);
+    prof_json_close(j);
+    prof_json_close(j);
 }
 
 static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n)
 {
-    fputs("{\"nnbench_report\":1,\"database\":", f);
-    put_json_str(f, db);
-    fputs(",\"generated\":", f);
-    put_json_num(f, (double)time(NULL));
-    fprintf(f, ",\"schema_version\":%d,\n\"runs\":[\n", STORE_SCHEMA_VERSION);
-    for (size_t i = 0; i < n; i++) {
-        if (i) fputs(",\n", f);
-        json_run(f, &rr[i]);
-    }
-    fputs("\n]}\n", f);
+    prof_json j;
+    prof_json_begin(&j, f, 0);
+    prof_json_object(&j);
+    prof_json_kint(&j, "nnbench_report", 1);
+    prof_json_kstr(&j, "database", db);
+    prof_json_knum(&j, "generated", (double)time(NULL));
+    prof_json_kint(&j, "schema_version", STORE_SCHEMA_VERSION);
+    prof_json_key(&j, "runs");
+    prof_json_array(&j);
+    for (size_t i = 0; i < n; i++) json_run(&j, &rr[i]);
+    prof_json_close(&j);
+    prof_json_close(&j);
+    prof_json_end(&j);
 }
 
 /* ---- Markdown and HTML share their tables through a tiny table writer -------------- */
@@ -459,14 +478,16 @@ static void heading(tw *t, int level, const char *text)
         fprintf(t->f, "</h%d>\n", level);
     } else {
         for (int i = 0; i < level; i++) fputc('#', t->f);
-        fprintf(t->f, " %s\n\n", text);
+        fputc(' ', t->f);
+        put_md(t->f, text);
+        fputs("\n\n", t->f);
     }
 }
 
 static void para(tw *t, const char *text)
 {
     if (t->html) { fputs("<p>", t->f); put_html(t->f, text); fputs("</p>\n", t->f); }
-    else fprintf(t->f, "%s\n\n", text);
+    else { put_md(t->f, text); fputs("\n\n", t->f); }
 }
 
 #define MAXC 16

@@ -163,7 +163,7 @@ int cmd_solves(int argc, char **argv)
     store_solver_event *ev = NULL;
     size_t n = 0;
     if (store_solver_events_get(s, *id, &ev, &n)) {
-        fprintf(stderr, "nnbench solves: %s\n", store_error());
+        fprintf(stderr, "nnbench solves: %s\n", cli_text(store_error()));
         free(id);
         store_close(s);
         return 1;
