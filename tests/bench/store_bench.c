@@ -1,7 +1,8 @@
 /* store_bench.c — what storing costs: metric points logged per second through the store's
  * batched writer, the list query on a database of 10k runs, and reading two 100k-point
  * curves for compare. Prints figures; asserts nothing about time.
- * usage: store_bench [--quick] [DIR]   (DIR for the temporary databases, default /tmp) */
+ * usage: store_bench [--quick] [--points] [DIR]   (DIR for the temporary databases, default /tmp;
+ * --points: the logging phase only, e.g. for valgrind --tool=callgrind) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,10 +80,11 @@ static int log_points(store *s, long long id, long points)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, points_only = 0;
     const char *dir = "/tmp";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--points")) points_only = 1;
         else dir = argv[i];
     }
     long n_points = quick ? 200000 : 1000000, n_runs = quick ? 2000 : 10000, n_curve = quick ? 20000 : 100000;
@@ -102,6 +104,13 @@ int main(int argc, char **argv)
            "(batched, WAL, synchronous=NORMAL; writer thread); the caller spent %.3f s adding them: %.0f points/s\n",
            n_points, t1 - t0, n_points / (t1 - t0), n_points / (c1 - c0), added_s, n_points / added_s);
     end_run(s, id, n_points / 4, 0.1);
+    if (points_only) {
+        store_close(s);
+        unlink(path);
+        snprintf(aux, sizeof aux, "%s-wal", path); unlink(aux);
+        snprintf(aux, sizeof aux, "%s-shm", path); unlink(aux);
+        return 0;
+    }
 
     /* 2. compare's read: two runs x n_curve points of one metric */
     long long a = begin_run(s, 1, "sgd"), b = begin_run(s, 2, "adam");
