@@ -28,6 +28,16 @@ static double cpu(void)
     return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
+static void remove_db(const char *path)
+{
+    char aux[1100];
+    unlink(path);
+    snprintf(aux, sizeof aux, "%s-wal", path);
+    unlink(aux);
+    snprintf(aux, sizeof aux, "%s-shm", path);
+    unlink(aux);
+}
+
 static int die(const char *what)
 {
     fprintf(stderr, "store_bench: %s: %s\n", what, store_error());
@@ -90,7 +100,6 @@ int main(int argc, char **argv)
     long n_points = quick ? 200000 : 1000000, n_runs = quick ? 2000 : 10000, n_curve = quick ? 20000 : 100000;
     char path[1024];
     snprintf(path, sizeof path, "%s/nnbench-store-bench-%d.db", dir, (int)getpid());
-    char aux[1100];
 
     /* 1. logging throughput */
     store *s;
@@ -106,9 +115,7 @@ int main(int argc, char **argv)
     end_run(s, id, n_points / 4, 0.1);
     if (points_only) {
         store_close(s);
-        unlink(path);
-        snprintf(aux, sizeof aux, "%s-wal", path); unlink(aux);
-        snprintf(aux, sizeof aux, "%s-shm", path); unlink(aux);
+        remove_db(path);
         return 0;
     }
 
@@ -139,9 +146,7 @@ int main(int argc, char **argv)
     store_run_clear(&ra);
     store_run_clear(&rb);
     store_close(s);
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path); unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path); unlink(aux);
+    remove_db(path);
 
     /* 3. list on a database of n_runs runs (each with 40 metric points) */
     if (store_open(path, STORE_OPEN_CREATE, &s)) return die("open list db");
@@ -172,8 +177,6 @@ int main(int argc, char **argv)
     }
     printf("store_bench: list of %zu runs (open + query sorted by loss + close): best %.1f ms wall (%.1f ms CPU), "
            "mean %.1f ms (filled in %.1f s)\n", n, best * 1e3, cbest * 1e3, sum / reps * 1e3, fill);
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path); unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path); unlink(aux);
+    remove_db(path);
     return 0;
 }
