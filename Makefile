@@ -25,10 +25,16 @@ LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/$(m)/*.c),$(m)))
 TEST_BINS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
+# Fuzz targets (tests/fuzz/NAME.c): linked with replay.c into BUILD/fuzz/NAME for the corpus
+# replay of `make test`/`make check`, with libFuzzer into build-fuzz/fuzzer/NAME by `make fuzz`.
+FUZZ_TARGETS := config idx csv store
+FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
+FUZZ_S ?= 60
+.SECONDARY: $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/%.o) $(BUILD)/tests/fuzz/replay.o
 BENCH_SRC := $(wildcard tests/bench/*.c)
 BENCH_BINS := $(BENCH_SRC:tests/bench/%.c=$(BUILD)/bench/%)
 
-.PHONY: all nnbench tests test check deps run install uninstall clean bench bench-quick bench-peers demo
+.PHONY: all nnbench tests test check deps run install uninstall clean bench bench-quick bench-peers demo fuzz fuzz-bins
 .DEFAULT_GOAL := all
 
 all: nnbench
@@ -57,7 +63,15 @@ $(BUILD)/bench/%: $(BUILD)/tests/bench/%.o $(BUILD)/libnnbench.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 
-tests: all $(TEST_BINS) $(BENCH_BINS)
+$(BUILD)/fuzz/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/tests/fuzz/replay.o $(BUILD)/libnnbench.a
+	@mkdir -p $(dir $@)
+	$(CC) -o $@ $^ $(LDLIBS_ALL)
+
+$(BUILD)/fuzzer/%: $(BUILD)/tests/fuzz/%.o $(BUILD)/libnnbench.a
+	@mkdir -p $(dir $@)
+	$(CC) -fsanitize=fuzzer -o $@ $^ $(LDLIBS_ALL)
+
+tests: all $(TEST_BINS) $(BENCH_BINS) $(FUZZ_BINS)
 
 deps:
 	@sh scripts/deps.sh
@@ -73,6 +87,16 @@ check: deps
 	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all" tests
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    NNBENCH_SANITIZED=1 sh tests/run.sh build-san
+
+# libFuzzer (clang) with ASan+UBSan, FUZZ_S seconds per target (default 60), starting from
+# tests/fuzz/corpus/; a crash is minimised into the corpus and fails the target.
+fuzz: deps
+	@sh scripts/deps.sh clang libclang-rt-dev
+	@$(MAKE) --no-print-directory BUILD=build-fuzz CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	    SAN="-fsanitize=address,undefined -fno-sanitize-recover=all -fsanitize=fuzzer-no-link" fuzz-bins
+	@sh tests/fuzz/run.sh build-fuzz $(FUZZ_S) $(FUZZ_TARGETS)
+
+fuzz-bins: $(FUZZ_TARGETS:%=$(BUILD)/fuzzer/%)
 
 run: deps
 	@$(MAKE) --no-print-directory all
@@ -114,6 +138,6 @@ uninstall:
 	rm -rf $(DESTDIR)$(PREFIX)/share/nnbench
 
 clean:
-	rm -rf build build-san nnbench
+	rm -rf build build-san build-fuzz nnbench
 
--include $(shell find $(BUILD) build-san -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) build-san build-fuzz -name '*.d' 2>/dev/null)

@@ -1,8 +1,14 @@
 /* common.c — the engine's error message, run-status names and the sink tee. */
 #include "engine.h"
+#include "data_internal.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static _Thread_local char err_msg[1024];
 
@@ -12,9 +18,43 @@ int eng_fail(int code, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(err_msg, sizeof err_msg, fmt, ap);
+    char raw[sizeof err_msg];
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* Messages quote values from files and the command line: never raw escape sequences,
+     * nor a newline that would break the one line a message is. */
+    prof_text_visible(err_msg, sizeof err_msg, raw);
     return code;
+}
+
+int eng_open_input(const char *path, long long max_bytes, const char *what, long long *size)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fd, &st)) {
+        eng_fail(ENG_EIO, "%s: cannot stat: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    const char *kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)"
+                     : S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device"
+                     : S_ISSOCK(st.st_mode) ? "a socket" : NULL;
+    if (!S_ISREG(st.st_mode)) {
+        eng_fail(ENG_EINVAL, "%s: is %s, not a regular file: give the %s as a file", path,
+                 kind ? kind : "not a regular file", what);
+        close(fd);
+        return -1;
+    }
+    if ((long long)st.st_size > max_bytes) {
+        eng_fail(ENG_EINVAL, "%s: %lld bytes is over the %lld MiB cap for %ss; is this the right file?",
+                 path, (long long)st.st_size, max_bytes >> 20, what);
+        close(fd);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (size) *size = (long long)st.st_size;
+    return fd;
 }
 
 const char *eng_run_status_name(eng_run_status s)
@@ -40,6 +80,7 @@ static int tee_begin(void *ud, const eng_run_info *info) { TEE_EACH((eng_sink_te
 static int tee_metric(void *ud, const eng_metric *m) { TEE_EACH((eng_sink_tee *)ud, metric, m); return 0; }
 static int tee_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum) { TEE_EACH((eng_sink_tee *)ud, op_stats, rows, n, sum); return 0; }
 static int tee_solver(void *ud, const struct qm_solve_event *ev) { TEE_EACH((eng_sink_tee *)ud, solver, ev); return 0; }
+static int tee_telemetry(void *ud, const eng_telemetry *t) { TEE_EACH((eng_sink_tee *)ud, telemetry, t); return 0; }
 static void tee_progress(void *ud, long step, long total, int epoch, double loss, double sps) { TEE_EACH_VOID((eng_sink_tee *)ud, progress, step, total, epoch, loss, sps); }
 static int tee_checkpoint(void *ud, const eng_checkpoint *ck) { TEE_EACH((eng_sink_tee *)ud, checkpoint, ck); return 0; }
 static void tee_end(void *ud, const eng_run_result *res) { TEE_EACH_VOID((eng_sink_tee *)ud, run_end, res); }
@@ -55,7 +96,7 @@ eng_sink eng_sink_tee_make(eng_sink_tee *tee)
             every = s->ops_live_every_s;
     }
     return (eng_sink){ .ud = tee, .run_begin = tee_begin, .metric = tee_metric,
-                       .op_stats = tee_ops, .solver = tee_solver,
+                       .op_stats = tee_ops, .solver = tee_solver, .telemetry = tee_telemetry,
                        .progress = tee_progress, .run_end = tee_end,
                        .ops_live = every > 0 ? tee_ops_live : NULL, .ops_live_every_s = every,
                        .checkpoint = tee_checkpoint };

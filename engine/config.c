@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 /* ---- the key table ------------------------------------------------------------------
  * One X-macro list drives the parser and eng_key_docs, so docs/experiments.md's key table cannot
@@ -24,7 +25,7 @@
  */
 /* K_INT_AUTO / K_DBL_AUTO also take "auto", stored as 0 / -1: "the data generator's own
  * default" (engine/data_internal.h), resolved once the source is known. */
-typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS } key_kind;
+typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS, K_GRADIENT } key_kind;
 
 static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", "graph", NULL };
 static const int V_SOURCE[] = { ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG,
@@ -175,6 +176,17 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "steps between logged train_loss/train_acc/lr points (each the mean over those steps)")     \
     X("train", "checkpoint_every", K_LONG, train.checkpoint_every, 0, 1e12, NULL, NULL, "integer >= 0", "0", \
       "steps between checkpoints stored with the run (for resume, eval, quantize); 0 = at the end of each epoch; always also at the end") \
+    X("train", "gradient", K_GRADIENT, train.n_gradient, 0, 0, NULL, NULL,                          \
+      "none, or a list of znorm, centralize, clip_norm, clip_value", "none",                        \
+      "gradient transforms between backward and the optimizer step, applied in the order given (e.g. centralize, clip_norm)") \
+    X("train", "znorm_eps", K_DBL_POS, train.znorm_eps, 0, INF, NULL, NULL, "number > 0", "1e-08", \
+      "znorm: g = (g - mean) / (std + eps) per parameter tensor (tensors of one element are left alone)") \
+    X("train", "clip_norm", K_DBL_POS, train.clip_norm, 0, INF, NULL, NULL, "number > 0", "1",     \
+      "clip_norm: scale all gradients so their global L2 norm is at most this")                   \
+    X("train", "clip_value", K_DBL_POS, train.clip_value, 0, INF, NULL, NULL, "number > 0", "1",   \
+      "clip_value: clamp each gradient element to [-clip_value, clip_value]")                     \
+    X("train", "telemetry", K_BOOL, train.telemetry, 0, 0, NULL, NULL, "boolean", "false",         \
+      "every log_every steps store per-tensor grad_norm, grad_mean, grad_std, grad_max, update_ratio and per-activation zero_frac") \
     X("newton", "curvature", K_ENUM, newton.curvature, 0, 0, E_CURV, V_CURV,                          \
       "hessian, fisher, gauss-newton", "hessian", "curvature matrix of each block")               \
     X("newton", "blocks", K_ENUM, newton.blocks, 0, 0, E_BLOCKS, V_BLOCKS, "layer, full", "layer",   \
@@ -461,6 +473,33 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
     return 0;
 }
 
+/* Parses "none" or "centralize, clip_norm" into tc->gradient. */
+static int parse_gradient(const char *value, eng_train_config *tc, char *why, size_t cap)
+{
+    static const char *const names[] = { "znorm", "centralize", "clip_norm", "clip_value" };
+    char buf[256];
+    copy_str(buf, sizeof buf, value);
+    tc->n_gradient = 0;
+    if (!strcmp(trim(buf), "none")) return 0;
+    char *save = NULL;
+    int n = 0;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *t = trim(tok);
+        int k = -1;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(t, names[i])) k = i;
+        if (k < 0) {
+            snprintf(why, cap, "transform %d: expected one of znorm, centralize, clip_norm, clip_value (or none alone), got '%s'", n + 1, t);
+            return -1;
+        }
+        if (n == ENG_MAX_GRAD_TRANSFORMS) { snprintf(why, cap, "at most %d transforms, got more", ENG_MAX_GRAD_TRANSFORMS); return -1; }
+        tc->gradient[n++] = (eng_grad_kind)k;
+    }
+    if (n == 0) { snprintf(why, cap, "expected none or a comma-separated list such as 'centralize, clip_norm', got '%s'", value); return -1; }
+    tc->n_gradient = n;
+    return 0;
+}
+
 /* Applies one key's value to c. On error writes the "expected ..., got '...'" part to why. */
 static int apply_key(eng_config *c, const keydef *d, const char *value, char *why, size_t cap)
 {
@@ -471,6 +510,19 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
     switch (d->kind) {
     case K_STR:
         if (strlen(value) >= d->size) { snprintf(why, cap, "expected at most %zu characters, got %zu", d->size - 1, strlen(value)); return -1; }
+        if (d->off == offsetof(eng_config, name)) {
+            /* The name is shown in tables, terminals and reports: it stays plain text. */
+            const char *bad = prof_text_find_unsafe(value);
+            if (bad) {
+                char one[5] = "", shown[16];
+                size_t l = prof_utf8_decode(bad, strlen(bad), NULL);
+                memcpy(one, bad, l ? l : 1);
+                prof_text_visible(shown, sizeof shown, one);
+                snprintf(why, cap, "a name may not hold control, bidirectional or non-UTF-8 characters; "
+                         "'%s' at byte %zu", shown, (size_t)(bad - value) + 1);
+                return -1;
+            }
+        }
         memcpy(dst, value, strlen(value) + 1);
         return 0;
     case K_U64: {
@@ -512,6 +564,8 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
         break;
     case K_LAYERS:
         return parse_layers(value, &c->model, why, cap);
+    case K_GRADIENT:
+        return parse_gradient(value, &c->train, why, cap);
     }
     /* The message names what was expected in words. */
     const char *what;
@@ -995,26 +1049,42 @@ static int parse_set(const char *arg, cli_set *out)
 
 static char *read_file(const char *path, int *rc)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) { *rc = eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno)); return NULL; }
-    size_t cap = 4096, n = 0;
+    long long size;
+    int fd = eng_open_input(path, ENG_MAX_CONFIG_BYTES, "experiment file", &size);
+    if (fd < 0) { *rc = ENG_EIO; return NULL; }
+    FILE *f = fdopen(fd, "rb");
+    if (!f) { close(fd); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
+    /* The cap holds while reading too: the file may grow after the fstat. */
+    size_t cap = (size_t)ENG_MAX_CONFIG_BYTES + 2, n = 0;
     char *buf = malloc(cap);
     if (!buf) { fclose(f); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
-    for (;;) {
-        if (n + 1 >= cap) {
-            char *nb = realloc(buf, cap *= 2);
-            if (!nb) { free(buf); fclose(f); *rc = eng_fail(ENG_ENOMEM, "out of memory"); return NULL; }
-            buf = nb;
-        }
-        size_t got = fread(buf + n, 1, cap - n - 1, f);
-        n += got;
-        if (got == 0) break;
-    }
+    size_t got;
+    while (n < cap - 1 && (got = fread(buf + n, 1, cap - 1 - n, f)) > 0) n += got;
     int bad = ferror(f);
     fclose(f);
     if (bad) { free(buf); *rc = eng_fail(ENG_EIO, "%s: read error", path); return NULL; }
+    if (n > (size_t)ENG_MAX_CONFIG_BYTES) {
+        free(buf);
+        *rc = eng_fail(ENG_EINVAL, "%s: grew past the %lld MiB cap for experiment files while being read", path,
+                       ENG_MAX_CONFIG_BYTES >> 20);
+        return NULL;
+    }
     buf[n] = '\0';
     if (strlen(buf) != n) { free(buf); *rc = eng_fail(ENG_EFORMAT, "%s: contains a NUL byte: not a text file", path); return NULL; }
+    /* A UTF-8 byte order mark (editors on Windows write one) is not part of the text. */
+    if (n >= 3 && !memcmp(buf, "\xef\xbb\xbf", 3)) memmove(buf, buf + 3, (n -= 3) + 1);
+    size_t badat = prof_utf8_check(buf, n);
+    if (badat < n) {
+        int line = 1, col = 1;
+        for (size_t i = 0; i < badat; i++) {
+            if (buf[i] == '\n') { line++; col = 1; }
+            else if (((unsigned char)buf[i] & 0xc0) != 0x80) col++;
+        }
+        *rc = eng_fail(ENG_EFORMAT, "%s:%d: byte 0x%02x at column %d is not UTF-8 (Latin-1?): save the "
+                       "file as UTF-8, e.g. iconv -f latin1 -t utf-8", path, line, (unsigned char)buf[badat], col);
+        free(buf);
+        return NULL;
+    }
     *rc = 0;
     return buf;
 }

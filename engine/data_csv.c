@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <zlib.h>
 
 /* Labels that are non-negative integers below this are used as class indices directly;
@@ -27,8 +28,11 @@ typedef struct {
  * other file through as it is. */
 static int slurp(const char *path, char **text, size_t *len)
 {
-    gzFile f = gzopen(path, "rb");
-    if (!f) return eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno ? errno : ENOMEM));
+    long long size;
+    int fd = eng_open_input(path, ENG_MAX_CSV_BYTES, "CSV file", &size);
+    if (fd < 0) return ENG_EIO;
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) { close(fd); return eng_fail(ENG_ENOMEM, "%s: out of memory", path); }
     gzbuffer(f, 1u << 17);
     size_t cap = 1 << 16, n = 0;
     char *buf = prof_malloc(cap + 1);
@@ -40,6 +44,13 @@ static int slurp(const char *path, char **text, size_t *len)
         n += (size_t)r;
         if ((unsigned)r < want) break;
         if (n < cap) continue;
+        if (n > (size_t)ENG_MAX_CSV_BYTES) { /* a gzip bomb, or a file that grew after the fstat */
+            int plain = gzdirect(f);
+            prof_free(buf);
+            gzclose(f);
+            return eng_fail(ENG_EINVAL, "%s: more than the %lld MiB cap for CSV files%s", path,
+                            ENG_MAX_CSV_BYTES >> 20, plain ? " (it grew while being read)" : " once gunzipped");
+        }
         char *nb = prof_malloc(2 * cap + 1);
         if (nb) memcpy(nb, buf, n);
         prof_free(buf);
@@ -49,7 +60,8 @@ static int slurp(const char *path, char **text, size_t *len)
     if (bad) {
         int zerr;
         char msg[160];
-        snprintf(msg, sizeof msg, "%s", gzerror(f, &zerr));
+        const char *m = gzerror(f, &zerr), *sep = m[0] == '<' ? strstr(m, ">: ") : NULL;
+        snprintf(msg, sizeof msg, "%s", sep ? sep + 3 : m);   /* without zlib's "<fd:N>: " */
         gzclose(f);
         prof_free(buf);
         return eng_fail(ENG_EFORMAT, "%s: corrupt gzip data after %zu good bytes: %s", path, n, msg);
@@ -211,7 +223,18 @@ static int remap_labels(const csv_table *tr, const csv_table *te, int lc, eng_da
         }
     }
     *distinct = NULL; *n_distinct = 0;
-    if (direct) { ds->n_classes = (int)maxv + 1; return ENG_OK; }
+    if (direct) {
+        ds->n_classes = (int)maxv + 1;
+        for (int part = 0; part < 2 && !ds->label_max_at[0]; part++) {
+            const csv_table *t = part ? te : tr;
+            for (long i = 0; t && i < t->rows; i++)
+                if (t->v[(size_t)i * t->cols + lc] == maxv) {
+                    snprintf(ds->label_max_at, sizeof ds->label_max_at, "%s: data row %ld", t->path, i + 1);
+                    break;
+                }
+        }
+        return ENG_OK;
+    }
     double *d = prof_malloc((size_t)total * sizeof(double));
     if (!d) return eng_fail(ENG_ENOMEM, "%s: out of memory for labels", tr->path);
     long k = 0;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #define PATH_MAX_LEN 512
@@ -22,6 +23,9 @@ typedef struct {
     long long count;      /* dims[0] */
     size_t item;          /* bytes per sample: product of dims[1..] */
     long long hsize;      /* header bytes */
+    long long disk_size;  /* bytes of the file on disk */
+    uint32_t gz_isize;    /* gzip: the size field of the file's last 4 bytes */
+    int gz_tail;          /* gzip: the file was long enough to have one */
 } idx_file;
 
 static int is_file(const char *p)
@@ -48,9 +52,9 @@ static long long read_full(gzFile f, const char *path, long long offset, void *b
             int zerr;
             const char *msg = gzerror(f, &zerr);
             if (zerr != Z_OK && zerr != Z_BUF_ERROR) {
-                /* zlib prefixes its message with the path: drop it. */
-                size_t pl = strlen(path);
-                if (!strncmp(msg, path, pl) && !strncmp(msg + pl, ": ", 2)) msg += pl + 2;
+                /* zlib prefixes its message with "<fd:N>" (the file came from gzdopen): drop it. */
+                const char *sep = msg[0] == '<' ? strstr(msg, ">: ") : NULL;
+                if (sep) msg = sep + 3;
                 eng_fail(ENG_EFORMAT, "%s: corrupt gzip data after %lld good bytes: %s", path,
                          offset + (long long)got, zerr == Z_ERRNO ? strerror(errno) : msg);
                 return -1;
@@ -70,11 +74,17 @@ static int idx_open(const char *path, int labels, idx_file *out)
     memset(out, 0, sizeof *out);
     out->path = path;
     out->labels = labels;
-    errno = 0;
-    gzFile f = gzopen(path, "rb");
-    if (!f)
-        return eng_fail(ENG_EIO, "%s: cannot open: %s", path,
-                        errno ? strerror(errno) : "out of memory");
+    long long disk_size;
+    int fd = eng_open_input(path, ENG_MAX_IDX_BYTES, "IDX file", &disk_size);
+    if (fd < 0) return ENG_EIO;
+    /* The last 4 bytes of a gzip file give the uncompressed size (mod 2^32). */
+    uint8_t tail[4] = {0};
+    int have_tail = disk_size >= 18 && pread(fd, tail, 4, disk_size - 4) == 4;
+    gzFile f = gzdopen(fd, "rb");
+    if (!f) {
+        close(fd);
+        return eng_fail(ENG_ENOMEM, "%s: cannot open: out of memory", path);
+    }
     gzbuffer(f, 1u << 17);
     uint8_t hdr[4 + 4 * 4];
     int rc = ENG_OK;
@@ -128,6 +138,17 @@ static int idx_open(const char *path, int labels, idx_file *out)
     }
     out->count = out->dims[0];
     out->hsize = 4 + 4LL * ndim;
+    /* Trailing bytes, inside the IDX stream or after the gzip stream, mean the file is
+     * not what its header says: an error, not silently ignored. */
+    long long want = out->hsize + out->count * (long long)out->item;
+    if (gzdirect(f) && disk_size > want) {   /* shorter: reading reports where it ends */
+        rc = eng_fail(ENG_EFORMAT, "%s: %lld bytes, but the IDX header (%lld x %zu-byte samples) needs %lld: "
+                      "trailing garbage after the last sample", path, disk_size, out->count, out->item, want);
+        goto fail;
+    }
+    out->gz_isize = (uint32_t)tail[0] | (uint32_t)tail[1] << 8 | (uint32_t)tail[2] << 16 | (uint32_t)tail[3] << 24;
+    out->gz_tail = have_tail;
+    out->disk_size = disk_size;
     out->f = f;
     return ENG_OK;
 fail:
@@ -168,6 +189,47 @@ static int idx_read_rows(idx_file *in, int rows, const float *lut, float *x, int
     }
     prof_free(buf);
     return rc;
+}
+
+/* Before memory is allocated for rows samples: can the file hold them? A header is only
+ * a claim; a 20-byte file saying 2^31 images must not make nnbench allocate for them.
+ * gzip's deflate expands at most 1032-fold. */
+static int idx_check_room(const idx_file *in, long long rows)
+{
+    if (!in->f) return ENG_OK;
+    long long need = in->hsize + rows * (long long)in->item;
+    if (gzdirect(in->f) && need > in->disk_size)
+        return eng_fail(ENG_EFORMAT, "%s: truncated at byte %lld of %lld (%s %lld)", in->path, in->disk_size,
+                        in->hsize + in->count * (long long)in->item, in->labels ? "label" : "image",
+                        (in->disk_size - in->hsize) / (long long)in->item);
+    if (!gzdirect(in->f) && need / 1032 > in->disk_size)
+        return eng_fail(ENG_EFORMAT, "%s: the IDX header says %lld x %zu-byte samples, more than a %lld-byte gzip "
+                        "file can hold: truncated or not an IDX file", in->path, in->count, in->item, in->disk_size);
+    return ENG_OK;
+}
+
+/* After rows samples were read: a gzip file read to the end must end where its header
+ * says: the IDX stream holds nothing more, and since zlib itself ignores bytes after the
+ * gzip stream, its size field (the last 4 bytes, the uncompressed size mod 2^32) matches. */
+static int idx_check_end(idx_file *in, long long rows)
+{
+    /* Plain files were checked at open. With a cap (data.n) the samples past it are never
+     * read, and a file cut short after them is fine (docs/data.md): its last 4 bytes are
+     * then deflate data, not a size, and say nothing. */
+    if (!in->f || gzdirect(in->f) || rows < in->count) return ENG_OK;
+    long long want = in->hsize + in->count * (long long)in->item;
+    uint8_t extra;
+    long long got = read_full(in->f, in->path, want, &extra, 1);
+    if (got < 0) return ENG_EFORMAT;
+    if (got > 0)
+        return eng_fail(ENG_EFORMAT, "%s: trailing garbage after the last sample (byte %lld of the IDX stream; "
+                        "the header says %lld x %zu-byte samples)", in->path, want, in->count, in->item);
+    if (!in->gz_tail || in->gz_isize != (uint32_t)want)
+        return eng_fail(ENG_EFORMAT, "%s: the gzip stream's size field says %u bytes, but the IDX header (%lld x "
+                        "%zu-byte samples) needs %lld (mod 2^32): trailing garbage after the gzip stream, or "
+                        "several gzip members (recompress it with gzip)", in->path, in->gz_isize, in->count,
+                        in->item, want);
+    return ENG_OK;
 }
 
 /* Finds dir/name or dir/name.gz. */
@@ -279,6 +341,10 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
     /* Without a test set every sample is read: the split picks from all of them. */
     int n_tr = capped(tr_i.count, have_test ? dc->n : 0);
     int n_te = have_test ? capped(te_i.count, dc->n_test) : 0;
+    if (!rc) rc = idx_check_room(&tr_i, n_tr);
+    if (!rc) rc = idx_check_room(&tr_l, n_tr);
+    if (!rc && have_test) rc = idx_check_room(&te_i, n_te);
+    if (!rc && have_test) rc = idx_check_room(&te_l, n_te);
     if (!rc) {
         ds->classification = 1;
         ds->n_targets = 0;
@@ -297,10 +363,17 @@ int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split)
     if (!rc) rc = idx_read_rows(&tr_l, n_tr, NULL, NULL, ds->y_train);
     if (!rc && have_test) rc = idx_read_rows(&te_i, n_te, lut, ds->x_test, NULL);
     if (!rc && have_test) rc = idx_read_rows(&te_l, n_te, NULL, NULL, ds->y_test);
+    if (!rc) rc = idx_check_end(&tr_i, n_tr);
+    if (!rc) rc = idx_check_end(&tr_l, n_tr);
+    if (!rc && have_test) rc = idx_check_end(&te_i, n_te);
+    if (!rc && have_test) rc = idx_check_end(&te_l, n_te);
     if (!rc) {
-        int maxlab = 0;
-        for (int i = 0; i < n_tr; i++) if (ds->y_train[i] > maxlab) maxlab = ds->y_train[i];
-        for (int i = 0; i < n_te; i++) if (ds->y_test[i] > maxlab) maxlab = ds->y_test[i];
+        int maxlab = 0, at = -1, at_test = 0;
+        for (int i = 0; i < n_tr; i++) if (ds->y_train[i] > maxlab || at < 0) { maxlab = ds->y_train[i]; at = i; }
+        for (int i = 0; i < n_te; i++) if (ds->y_test[i] > maxlab) { maxlab = ds->y_test[i]; at = i; at_test = 1; }
+        const idx_file *lf = at_test ? &te_l : &tr_l;
+        snprintf(ds->label_max_at, sizeof ds->label_max_at, "%s: label %d (byte %lld)", lf->path, at + 1,
+                 lf->hsize + at);
         ds->n_classes = maxlab + 1;
         const char *nm = contains_ci(dc->path, "fashion") ? "fashion-mnist"
                        : contains_ci(dc->path, "mnist") ? "mnist" : eng_data_basename(dc->path);

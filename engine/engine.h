@@ -126,6 +126,9 @@ typedef struct {
 
 typedef enum { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON } eng_optimizer;
 typedef enum { ENG_SCHED_CONSTANT, ENG_SCHED_STEP, ENG_SCHED_COSINE, ENG_SCHED_LINEAR } eng_schedule;
+/* Gradient transforms applied between backward and the optimizer step (engine/gradient.c). */
+typedef enum { ENG_GRAD_ZNORM, ENG_GRAD_CENTRALIZE, ENG_GRAD_CLIP_NORM, ENG_GRAD_CLIP_VALUE } eng_grad_kind;
+#define ENG_MAX_GRAD_TRANSFORMS 8
 
 typedef struct {
     eng_optimizer optimizer;
@@ -146,6 +149,12 @@ typedef struct {
     int eval_every;        /* steps between test evaluations; 0 = once per epoch */
     int log_every;         /* steps between logged train metrics (default 1) */
     long checkpoint_every; /* steps between checkpoints; 0 = at the end of each epoch */
+    int n_gradient;        /* gradient transforms, applied in order (0 = none) */
+    eng_grad_kind gradient[ENG_MAX_GRAD_TRANSFORMS];
+    double znorm_eps;      /* znorm: g' = (g - mean) / (std + eps) */
+    double clip_norm;      /* clip_norm: max global L2 norm of the gradient */
+    double clip_value;     /* clip_value: max |g_i| */
+    int telemetry;         /* per-tensor gradient telemetry every log_every steps */
 } eng_train_config;
 
 typedef enum { ENG_CURV_HESSIAN, ENG_CURV_FISHER, ENG_CURV_GAUSS_NEWTON } eng_curvature;
@@ -270,6 +279,7 @@ typedef struct {
     float *x_train, *x_test;         /* n * in_size, row-major */
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
+    char label_max_at[160];          /* file loaders: where the largest label is ("f.csv: data row 57") */
     void *map;            /* private: the cache file mapping the arrays point into, or NULL */
     size_t map_len;
 } eng_dataset;
@@ -330,6 +340,18 @@ void eng_optim_free(eng_optim *o);
 /* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
 double eng_lr_at(const eng_train_config *tc, long step, long total_steps);
 
+/* ---- gradient transforms (engine/gradient.c) --------------------------------------- */
+
+typedef struct eng_grad eng_grad;
+/* The transforms tc names (tc->gradient[0..n_gradient)) over m's parameter tensors, each a
+ * profiled scope "grad.NAME" per layer when prof is non-NULL. Scratch is allocated here;
+ * eng_grad_apply allocates nothing. Free with eng_grad_free. */
+int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out);
+/* Transforms the model's gradient buffer in place (after backward, before the step). */
+void eng_grad_apply(eng_grad *g);
+void eng_grad_free(eng_grad *g);
+const char *eng_grad_kind_name(eng_grad_kind k); /* "znorm", "centralize", ... */
+
 /* ---- runs and sinks ---------------------------------------------------------------- */
 
 typedef struct {
@@ -386,6 +408,20 @@ typedef struct {
     size_t len;
 } eng_checkpoint;
 
+/* Per-layer telemetry of one log step, sent as ONE record: values[i] is the point for
+ * keys[i]. Keys: grad_norm/T, grad_mean/T, grad_std/T, grad_max/T (the raw gradient of
+ * tensor T, before any transform; grad_max = max |g|), update_ratio/T (||dw|| / ||w||
+ * of the step's update, w before it) with T = "dense1.W", "dense1.b", "conv1.W", ...; and
+ * zero_frac/L, the share of exactly-zero outputs of activation layer L in the step's batch. */
+typedef struct {
+    long step;
+    int epoch;
+    double wall_s, hybrid_s;
+    size_t n;
+    const char *const *keys;
+    const double *values;
+} eng_telemetry;
+
 struct qm_solve_event; /* quantum/quantum.h */
 
 /* A run reports through a sink; each callback may be NULL. A non-zero return from
@@ -398,6 +434,8 @@ typedef struct eng_sink {
     /* Profiler rows once per run, at the end, before run_end (only when profiling). */
     int (*op_stats)(void *ud, const prof_row *rows, size_t n, const prof_summary *sum);
     int (*solver)(void *ud, const struct qm_solve_event *ev);
+    /* Layer telemetry every log_every steps when train.telemetry is on (one call per step). */
+    int (*telemetry)(void *ud, const eng_telemetry *t);
     /* Progress, every step: cheap, for progress lines and live views. */
     void (*progress)(void *ud, long step, long total_steps, int epoch, double loss, double samples_per_s);
     void (*run_end)(void *ud, const eng_run_result *res);

@@ -262,6 +262,36 @@ size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap);
  * parameters are read (c->m, c->v, c->opt_t are ignored; optimizer and batch unchecked). */
 int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only);
 
+/* ---- gradient transforms and telemetry (gradient.c) -------------------------------- */
+
+/* The kernels, on one tensor each (exposed for the tests and the bench):
+ *   znorm:       g = (g - mean(g)) / (std(g) + eps), std over the n elements (population);
+ *                two passes; n < 2 leaves g unchanged (a z-score of one number is undefined)
+ *   centralize:  g[r,c] -= mean over the fan-in. by_col = 1 for a dense W [in x out] (the fan-in
+ *                of output c is column c), 0 for a conv W [F x C*K*K] (row r); colsum holds
+ *                cols floats of scratch (by_col only)
+ *   sumsq:       sum of g_i^2 (double), scale: g *= s, clamp: g = min(max(g, -lim), lim) */
+void eng_grad_znorm(float *g, size_t n, float eps);
+void eng_grad_centralize(float *g, size_t rows, size_t cols, int by_col, float *colsum);
+double eng_grad_sumsq(const float *g, size_t n);
+void eng_grad_scale(float *g, size_t n, float s);
+void eng_grad_clamp(float *g, size_t n, float lim);
+/* Mean, variance (population), sum of squares and max |g| of n floats in one vectorised
+ * pass; any output may be NULL. */
+void eng_grad_stats(const float *g, size_t n, double *mean, double *var, double *sumsq, double *maxabs);
+
+/* Telemetry of a model (keys in engine.h, eng_telemetry). On a log step: eng_telem_before
+ * after backward and before any transform (gradient statistics, zero fractions, a copy of
+ * the parameters), eng_telem_after after the optimizer step (update ratios). Buffers are
+ * allocated at create; the two calls allocate nothing. Free with eng_telem_free. */
+typedef struct eng_telem eng_telem;
+int eng_telem_create(eng_model *m, prof_t *prof, eng_telem **out);
+void eng_telem_before(eng_telem *t);
+void eng_telem_after(eng_telem *t);
+/* Fills the record's n, keys and values (valid until the next eng_telem_before). */
+void eng_telem_record(const eng_telem *t, eng_telemetry *rec);
+void eng_telem_free(eng_telem *t);
+
 /* Seed stream of the parameter initialisation; layer i uses stream ENG_STREAM_INIT + i, so
  * adding a layer at the end leaves the earlier layers' weights unchanged. */
 #define ENG_STREAM_INIT 0x494e4954ull

@@ -212,10 +212,18 @@ static int allocate(eng_model *m)
     m->grads = prof_calloc(m->n_params, sizeof(float));
     m->arena = prof_calloc(floats ? floats : 1, sizeof(float));
     m->iarena = ints ? prof_calloc(ints, sizeof(int32_t)) : NULL;
-    if (!m->params || !m->grads || !m->arena || (ints && !m->iarena))
-        return eng_fail(ENG_ENOMEM, "model: out of memory allocating %zu parameters and %zu MB of activations "
-                        "for batches of %d rows (try a smaller batch)",
-                        m->n_params, floats * 4 >> 20, m->max_batch);
+    if (!m->params || !m->grads || !m->arena || (ints && !m->iarena)) {
+        /* Say which part is too big: the fix differs (smaller layers vs a smaller batch). */
+        double pmb = 2.0 * (double)m->n_params * sizeof(float) / 1048576.0;   /* + gradients */
+        double amb = ((double)floats * sizeof(float) + (double)ints * sizeof(int32_t)) / 1048576.0;
+        if (pmb >= amb)
+            return eng_fail(ENG_ENOMEM, "model: out of memory: the parameters are too big: %zu parameters take "
+                            "%.0f MB with their gradients (activations for batches of %d rows: %.0f MB); use "
+                            "fewer or smaller layers (model.layers)", m->n_params, pmb, m->max_batch, amb);
+        return eng_fail(ENG_ENOMEM, "model: out of memory: the batch is too big: activations for batches of %d "
+                        "rows take %.0f MB (%zu parameters: %.0f MB with gradients); use a smaller train.batch",
+                        m->max_batch, amb, m->n_params, pmb);
+    }
 
     float *p = m->arena;
     int32_t *ip = m->iarena;

@@ -27,6 +27,8 @@ struct eng_run {
     eng_model *m;
     eng_optim *opt;
     eng_newton *nt;
+    eng_grad *grad;               /* NULL when no gradient transform is configured */
+    eng_telem *telem;             /* NULL unless train.telemetry */
     eng_batcher *b;
     eng_gnn *gnn;                 /* data.source = graph: the graph run does the work (gnn.c) */
     eng_dist *dist;               /* under mpirun with N > 1 ranks, else NULL */
@@ -60,12 +62,44 @@ void eng_run_destroy(eng_run *r)
     eng_dist_free(r->dist);
     prof_free(r->ckpt_buf);
     if (r->nt) eng_newton_free(r->nt);
+    eng_grad_free(r->grad);
+    eng_telem_free(r->telem);
     eng_optim_free(r->opt);
     eng_model_free(r->m);
     eng_data_free(r->ds);
     prof_free(r->cfg.kv);
     prof_free(r->text);
     prof_free(r);
+}
+
+/* Labels are class indices, so one bad label (200 among 0..9) makes "201 classes". When
+ * the labels past the model's last layer are a few scattered values, not most of the
+ * classes up to the largest, the largest is a bad label: name it and where it is, rather
+ * than suggest a 201-way output layer. */
+static int check_labels(const eng_config *cfg, const eng_dataset *ds)
+{
+    const eng_model_config *mc = &cfg->model;
+    if (!ds->classification || !mc->n_layers || mc->layers[mc->n_layers - 1].kind != ENG_LAYER_DENSE) return ENG_OK;
+    int k = mc->layers[mc->n_layers - 1].units;
+    if (k < 2 || k >= ds->n_classes) return ENG_OK;
+    unsigned char *seen = calloc((size_t)ds->n_classes, 1);
+    if (!seen) return eng_fail(ENG_ENOMEM, "run: out of memory");
+    int distinct = 0, beyond = 0;
+    for (int part = 0; part < 2; part++) {
+        const int32_t *y = part ? ds->y_test : ds->y_train;
+        int n = part ? ds->n_test : ds->n_train;
+        for (int i = 0; y && i < n; i++)
+            if (y[i] >= 0 && y[i] < ds->n_classes && !seen[y[i]]) { seen[y[i]] = 1; distinct++; beyond += y[i] >= k; }
+    }
+    free(seen);
+    /* Labels past the layer's outputs that fill most of the classes up to the largest:
+     * really more classes than outputs, and the model's own message says so. */
+    if (2 * beyond >= ds->n_classes - k) return ENG_OK;
+    return eng_fail(ENG_EFORMAT, "%s: label %d (at %s) is outside the %d classes the model's last layer "
+                    "(dense:%d) gives; the data uses %d distinct labels: fix that label (class indices are "
+                    "0..%d), or if the classes really go up to %d, end the layers with dense:%d",
+                    ds->name, ds->n_classes - 1, ds->label_max_at[0] ? ds->label_max_at : "?", k, k, distinct,
+                    k - 1, ds->n_classes - 1, ds->n_classes);
 }
 
 /* The batcher with the input pipeline's options; its waits (throttled reads, waits for
@@ -188,11 +222,22 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     r->n_out = ds->classification ? ds->n_classes : ds->n_targets;
     r->batch = tc->batch <= 0 || tc->batch > ds->n_train ? ds->n_train : tc->batch;
 
+    if ((rc = check_labels(&r->cfg, ds))) { eng_run_destroy(r); return rc; }
     rc = eng_model_build(&r->cfg.model, ds->in_shape, r->n_out, r->batch, r->cfg.seed, prof, &r->m);
     if (rc) { eng_run_destroy(r); return rc; }
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
     if (rc) { eng_run_destroy(r); return rc; }
+    if (tc->n_gradient > 0 && tc->optimizer == ENG_OPT_NEWTON) {
+        /* the message first: tc lives in r */
+        rc = eng_fail(ENG_EINVAL, "%s: train.gradient = %s: gradient transforms apply to first-order optimizers; "
+                      "newton computes its own direction (set gradient = none or another optimizer)",
+                      cfg->path, eng_grad_kind_name(tc->gradient[0]));
+        eng_run_destroy(r);
+        return rc;
+    }
+    if (tc->n_gradient > 0 && (rc = eng_grad_create(tc, r->m, prof, &r->grad))) { eng_run_destroy(r); return rc; }
+    if (tc->telemetry && (rc = eng_telem_create(r->m, prof, &r->telem))) { eng_run_destroy(r); return rc; }
     rc = create_batcher(r, 0);
     if (!rc && eng_dist_world() > 1) rc = create_dist(r);
     if (rc) { eng_run_destroy(r); return rc; }
@@ -502,7 +547,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
 
         double lr = eng_lr_at(tc, s, r->total_steps);
         last_lr = lr;
+        /* telemetry sees the raw gradient and the update the optimizer made of it */
+        int log_step = (s + 1) % tc->log_every == 0 || s + 1 == r->total_steps;
+        if (r->telem && log_step) eng_telem_before(r->telem);
         PROF_BEGIN(p, r->ph[PH_OPTIMIZER]);
+        if (r->grad) eng_grad_apply(r->grad);
         if (r->nt) {
             double delta = 0, kappa = NAN;
             rc = eng_newton_step(r->nt, &b, lr, s + 1, sink, &delta, &kappa);
@@ -513,6 +562,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             eng_optim_step(r->opt, params, grads, lr);
         }
         PROF_END(p, r->ph[PH_OPTIMIZER], 0, 0);
+        if (r->telem && log_step) eng_telem_after(r->telem);
         PROF_END(p, r->ph[PH_STEP], 0, 0);
         double dt = now_s() - ts;
         if (rc) {
@@ -539,6 +589,11 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             if ((rc = emit(&c, "train_loss", l, wall))) break;
             if (ds->classification && (rc = emit(&c, "train_acc", int_correct / int_rows, wall))) break;
             if ((rc = emit(&c, "lr", lr, wall))) break;
+            if (r->telem && sink && sink->telemetry) {
+                eng_telemetry rec = { .step = c.step, .epoch = c.epoch, .wall_s = wall, .hybrid_s = wall + c.hybrid_extra };
+                eng_telem_record(r->telem, &rec);
+                if (sink->telemetry(sink->ud, &rec)) { rc = ENG_ESINK; break; }
+            }
             res->final_train_loss = l;
             if (!(l >= res->best_train_loss)) res->best_train_loss = l;
             if (cfg->target_loss > 0 && res->steps_to_target < 0 && l <= cfg->target_loss) {

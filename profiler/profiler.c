@@ -965,18 +965,6 @@ void prof_summary_get(prof_t *p, prof_summary *s)
 
 /* ---- Chrome trace ----------------------------------------------------------------- */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
 int prof_trace_write(prof_t *p, const char *path)
 {
     if (!p || !p->trace) {
@@ -990,43 +978,89 @@ int prof_trace_write(prof_t *p, const char *path)
         snprintf(err_buf, sizeof err_buf, "profiler: cannot write trace '%s': %s", path, strerror(errno));
         return -1;
     }
-    fprintf(f, "{\"displayTimeUnit\":\"ms\",\n\"otherData\":{\"generator\":\"nnbench profiler\","
-               "\"steps\":\"%ld:%ld\",\"events\":%zu,\"capacity\":%zu,\"dropped_events\":%zu,"
-               "\"counters\":", p->trace_first, p->trace_last, p->trace_n, p->trace_cap,
-            p->trace_dropped);
-    json_str(f, p->counters_note);
-    if (p->trace_dropped)
-        fprintf(f, ",\"note\":\"trace buffer full: %zu events after the first %zu were dropped\"",
-                p->trace_dropped, p->trace_n);
-    fprintf(f, "},\n\"traceEvents\":[\n");
-    fprintf(f, "{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"nnbench\"}},\n"
-               "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"training\"}}",
-            p->pid, p->tid, p->pid, p->tid);
+    prof_json j;
+    prof_json_begin(&j, f, 0);
+    prof_json_object(&j);
+    prof_json_kstr(&j, "displayTimeUnit", "ms");
+    prof_json_key(&j, "otherData");
+    prof_json_object(&j);
+    char steps[48];
+    snprintf(steps, sizeof steps, "%ld:%ld", p->trace_first, p->trace_last);
+    prof_json_kstr(&j, "generator", "nnbench profiler");
+    prof_json_kstr(&j, "steps", steps);
+    prof_json_kint(&j, "events", (long long)p->trace_n);
+    prof_json_kint(&j, "capacity", (long long)p->trace_cap);
+    prof_json_kint(&j, "dropped_events", (long long)p->trace_dropped);
+    prof_json_kstr(&j, "counters", p->counters_note);
+    if (p->trace_dropped) {
+        char note[160];
+        snprintf(note, sizeof note, "trace buffer full: %zu events after the first %zu were dropped",
+                 p->trace_dropped, p->trace_n);
+        prof_json_kstr(&j, "note", note);
+    }
+    prof_json_close(&j);
+    prof_json_key(&j, "traceEvents");
+    prof_json_array(&j);
+    static const char *meta[][2] = { { "process_name", "nnbench" }, { "thread_name", "training" } };
+    for (int m = 0; m < 2; m++) {
+        prof_json_object(&j);
+        prof_json_kstr(&j, "name", meta[m][0]);
+        prof_json_kstr(&j, "ph", "M");
+        prof_json_kint(&j, "pid", p->pid);
+        prof_json_kint(&j, "tid", p->tid);
+        prof_json_key(&j, "args");
+        prof_json_object(&j);
+        prof_json_kstr(&j, "name", meta[m][1]);
+        prof_json_close(&j);
+        prof_json_close(&j);
+    }
     static const char *cat[] = { "op", "phase", "step" };
     for (size_t i = 0; i < p->trace_n; i++) {
         const trace_ev *e = &p->trace[i];
         double ts = (double)(e->ts - p->t_origin) / 1e3;
         if (e->ts < p->t_origin) ts = 0;
+        prof_json_object(&j);
         if (e->id < 0) {
-            fprintf(f, ",\n{\"name\":\"memory\",\"ph\":\"C\",\"ts\":%.3f,\"pid\":%d,\"tid\":%d,"
-                       "\"args\":{\"live_bytes\":%llu}}", ts, p->pid, p->tid,
-                    (unsigned long long)e->flops);
-            continue;
+            prof_json_kstr(&j, "name", "memory");
+            prof_json_kstr(&j, "ph", "C");
+        } else {
+            const scope_stat *s = &p->scopes[e->id];
+            prof_json_kstr(&j, "name", s->name);
+            prof_json_kstr(&j, "cat", cat[s->kind <= PROF_STEP ? s->kind : 0]);
+            prof_json_kstr(&j, "ph", "X");
         }
-        const scope_stat *s = &p->scopes[e->id];
-        fprintf(f, ",\n{\"name\":");
-        json_str(f, s->name);
-        fprintf(f, ",\"cat\":\"%s\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d,"
-                   "\"args\":{\"step\":%ld,\"flops\":%llu,\"bytes\":%llu",
-                cat[s->kind <= PROF_STEP ? s->kind : 0], ts, (double)e->dur / 1e3, p->pid, p->tid,
-                e->step, (unsigned long long)e->flops, (unsigned long long)e->bytes);
-        if (s->layer[0]) {
-            fprintf(f, ",\"layer\":");
-            json_str(f, s->layer);
+        prof_json_key(&j, "ts");
+        prof_json_numg(&j, ts, 15);
+        if (e->id >= 0) {
+            prof_json_key(&j, "dur");
+            prof_json_numg(&j, (double)e->dur / 1e3, 15);
         }
-        fprintf(f, "}}");
+        prof_json_kint(&j, "pid", p->pid);
+        prof_json_kint(&j, "tid", p->tid);
+        prof_json_key(&j, "args");
+        prof_json_object(&j);
+        if (e->id < 0) {
+            prof_json_key(&j, "live_bytes");
+            prof_json_uint(&j, (unsigned long long)e->flops);
+        } else {
+            const scope_stat *s = &p->scopes[e->id];
+            prof_json_kint(&j, "step", e->step);
+            prof_json_key(&j, "flops");
+            prof_json_uint(&j, (unsigned long long)e->flops);
+            prof_json_key(&j, "bytes");
+            prof_json_uint(&j, (unsigned long long)e->bytes);
+            if (s->layer[0]) prof_json_kstr(&j, "layer", s->layer);
+        }
+        prof_json_close(&j);
+        prof_json_close(&j);
     }
-    fprintf(f, "\n]}\n");
+    prof_json_close(&j);
+    prof_json_close(&j);
+    if (prof_json_end(&j) && !ferror(f)) {
+        fclose(f);
+        snprintf(err_buf, sizeof err_buf, "profiler: trace '%s': the JSON writer was misused (a bug)", path);
+        return -1;
+    }
     if (ferror(f) | fclose(f)) {
         snprintf(err_buf, sizeof err_buf, "profiler: writing trace '%s' failed: %s", path, strerror(errno));
         return -1;

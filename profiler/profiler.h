@@ -200,4 +200,70 @@ size_t prof_mem_total(void);
 /* Wall clock in ns (PAPI_get_real_nsec once PAPI is initialised, else CLOCK_MONOTONIC). */
 uint64_t prof_now_ns(void);
 
+/* ---- text from outside, made inert (text.c) ---------------------------------------- */
+/* Here at the bottom layer because every module shows or stores text it did not write.
+ * "Hostile" characters are C0/C1 controls and DEL, the bidirectional controls (U+061C,
+ * U+200E/F, U+202A-E, U+2066-9) and U+2028/9: a terminal or a page would act on them. */
+/* Length (1-4) of the valid, shortest-form UTF-8 sequence at s (n bytes available), its
+ * code point in *cp (may be NULL); 0 if s does not start one. */
+size_t prof_utf8_decode(const char *s, size_t n, uint32_t *cp);
+/* Offset of the first byte of s[0..n) that is not valid UTF-8; n when all of it is. */
+size_t prof_utf8_check(const char *s, size_t n);
+int prof_text_is_hostile(uint32_t cp);
+/* The first hostile character or invalid UTF-8 byte of s; NULL when s is clean. */
+const char *prof_text_find_unsafe(const char *s);
+enum { PROF_TEXT_KEEP_NL = 1,   /* leave '\n' and '\t' as they are (multi-line messages) */
+       PROF_TEXT_RIGHT = 2 };   /* prof_text_pad: align right */
+/* Copies src into dst (cap bytes, always NUL-terminated) with each hostile character
+ * written as \x1b or \u202e and each invalid byte as \xff, at most max_chars characters
+ * (code points; an escape counts its length). Never cuts inside an escape (also one
+ * already in src, from text made visible before) or a UTF-8 sequence. Returns the
+ * characters written. */
+size_t prof_text_fit(char *dst, size_t cap, const char *src, size_t max_chars, int flags);
+/* prof_text_fit without a length limit; returns dst, for use inside printf arguments. */
+const char *prof_text_visible(char *dst, size_t cap, const char *src);
+/* Characters (code points; an invalid byte counts one) in s. */
+size_t prof_text_chars(const char *s);
+/* A table cell: src made visible, cut to width characters and padded with spaces to
+ * width (left-aligned, or right with PROF_TEXT_RIGHT) — printf's %-*.*s counts bytes and
+ * would cut UTF-8 characters and escapes in half. Returns the bytes written. */
+int prof_text_pad(char *dst, size_t cap, const char *src, size_t width, int flags);
+
+/* ---- the one JSON writer (json.c) --------------------------------------------------- */
+/* Streaming: values go straight to f; the writer places commas, escapes strings (hostile
+ * characters as \uXXXX) and replaces invalid UTF-8 by U+FFFD, so output is always valid
+ * JSON. Non-finite numbers are written as null. Misuse (a value without a key inside an
+ * object, unbalanced closes, nesting deeper than PROF_JSON_MAX_DEPTH) is reported by
+ * prof_json_end, as are write errors.
+ *   prof_json j; prof_json_begin(&j, f, 0);
+ *   prof_json_object(&j); prof_json_kstr(&j, "name", s); prof_json_key(&j, "xs");
+ *   prof_json_array(&j); prof_json_num(&j, 1.5); prof_json_close(&j); prof_json_close(&j);
+ *   if (prof_json_end(&j)) ...                                                           */
+#define PROF_JSON_MAX_DEPTH 32
+typedef struct {
+    FILE *f;
+    int pretty;               /* 1: two-space indentation, one member per line */
+    int depth, after_key, done, bad;
+    unsigned char is_obj[PROF_JSON_MAX_DEPTH];
+    size_t count[PROF_JSON_MAX_DEPTH];
+} prof_json;
+void prof_json_begin(prof_json *j, FILE *f, int pretty);
+void prof_json_object(prof_json *j);
+void prof_json_array(prof_json *j);
+void prof_json_close(prof_json *j);   /* closes the innermost object or array */
+void prof_json_key(prof_json *j, const char *key);
+void prof_json_str(prof_json *j, const char *s);          /* NULL writes "" */
+void prof_json_strn(prof_json *j, const char *s, size_t n);
+void prof_json_num(prof_json *j, double v);               /* %.17g: round-trips */
+void prof_json_numg(prof_json *j, double v, int digits);  /* %.*g */
+void prof_json_int(prof_json *j, long long v);
+void prof_json_uint(prof_json *j, unsigned long long v);
+void prof_json_bool(prof_json *j, int v);
+void prof_json_null(prof_json *j);
+void prof_json_kstr(prof_json *j, const char *key, const char *s);
+void prof_json_knum(prof_json *j, const char *key, double v);
+void prof_json_kint(prof_json *j, const char *key, long long v);
+/* 0 when exactly one complete value was written and f had no error; else -1. */
+int prof_json_end(prof_json *j);
+
 #endif

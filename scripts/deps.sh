@@ -1,6 +1,7 @@
 #!/bin/sh
 # Installs the Debian packages nnbench needs (when root), or prints the one command that
-# would. Extra package names may be given as arguments (make bench-peers uses this).
+# would. Extra package names may be given as arguments (make bench-peers and make fuzz
+# use this: clang and libclang-rt-dev, libFuzzer's runtime, only for fuzzing).
 set -eu
 pkgs="build-essential pkg-config libncurses-dev libsqlite3-dev libpapi-dev papi-tools
 libopenblas-dev liblapacke-dev libcmocka-dev libinih-dev zlib1g-dev tmux sqlite3 python3

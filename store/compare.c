@@ -2,6 +2,7 @@
  * words; `nnbench compare`, the workbench's Compare screen and the reports render it.
  * Also the batch of the newest run, the metric order of charts and the solver summary. */
 #include "internal.h"
+#include "../profiler/profiler.h"
 
 #include <math.h>
 #include <stddef.h>
@@ -211,6 +212,18 @@ static void make_labels(store_compare *c)
             snprintf(c->short_label[i], sizeof c->short_label[i], "%.60s%s%.40s%.50s", r->name, r->variant[0] ? "/" : "",
                      r->variant, suf);
     }
+    /* Names are shown as they are stored: control and bidi characters made visible (a
+     * database may hold what an older nnbench let through), cut between characters. */
+    char tmp[sizeof c->common_name];
+    snprintf(tmp, sizeof tmp, "%s", c->common_name);
+    prof_text_fit(c->common_name, sizeof c->common_name, tmp, (size_t)-1, 0);
+    for (size_t i = 0; i < c->n; i++) {
+        char t[sizeof c->label[i]];
+        snprintf(t, sizeof t, "%s", c->label[i]);
+        prof_text_fit(c->label[i], sizeof c->label[i], t, (size_t)-1, 0);
+        snprintf(t, sizeof t, "%s", c->short_label[i]);
+        prof_text_fit(c->short_label[i], sizeof c->short_label[i], t, (size_t)-1, 0);
+    }
 }
 
 static store_cmp_row *row_add(store_compare *c, size_t *cap, store_cmp_section sec, const char *label)
@@ -257,13 +270,13 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     ROW(STORE_CMP_RUN, "run");
     EACH snprintf(w->cells[i], 64, "#%lld", c->runs[i].id);
     ROW(STORE_CMP_RUN, "name");
-    EACH snprintf(w->cells[i], 64, "%.63s", c->short_label[i]);
+    EACH prof_text_fit(w->cells[i], 64, c->short_label[i], 63, 0);
     ROW(STORE_CMP_RUN, "status");
     EACH snprintf(w->cells[i], 64, "%s", store_status_name(c->runs[i].status));
     ROW(STORE_CMP_RUN, "optimizer");
-    EACH snprintf(w->cells[i], 64, "%.63s", c->runs[i].optimizer[0] ? c->runs[i].optimizer : "-");
+    EACH prof_text_fit(w->cells[i], 64, c->runs[i].optimizer[0] ? c->runs[i].optimizer : "-", 63, 0);
     ROW(STORE_CMP_RUN, "dataset");
-    EACH snprintf(w->cells[i], 64, "%.63s", c->runs[i].dataset[0] ? c->runs[i].dataset : "-");
+    EACH prof_text_fit(w->cells[i], 64, c->runs[i].dataset[0] ? c->runs[i].dataset : "-", 63, 0);
 
     static const struct { const char *label; size_t off; } reals[] = {
         { "final train loss", offsetof(store_run, final_train_loss) },
@@ -374,7 +387,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         w->differs = differs;
         EACH {
             const char *v = store_kv_find(c->params[i], c->n_params[i], keys[k]);
-            snprintf(w->cells[i], 64, "%.63s", v ? v : "-");
+            prof_text_fit(w->cells[i], 64, v ? v : "-", 63, 0);
         }
     }
     free(keys);

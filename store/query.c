@@ -254,7 +254,9 @@ int store_metric_keys(store *s, long long run, char ***keys, size_t *n)
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         if ((e = grow((void **)keys, &cap, *n, sizeof **keys))) break;
-        char *k = strdup((const char *)sqlite3_column_text(st, 0));
+        /* NULL in a damaged file (or one another client wrote) despite NOT NULL: "" */
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        char *k = strdup(t ? (const char *)t : "");
         if (!k) { e = store_fail(STORE_ENOMEM, "out of memory"); break; }
         (*keys)[(*n)++] = k;
     }

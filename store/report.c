@@ -1,6 +1,7 @@
 /* report.c — reports of stored runs: Markdown tables, one self-contained HTML page with
  * inline SVG charts, JSON with everything stored, CSV of the metrics in long format. */
 #include "internal.h"
+#include "../profiler/profiler.h"
 
 #include <errno.h>
 #include <math.h>
@@ -80,12 +81,17 @@ static const store_series *series_of(const rep_run *x, const char *key)
     return NULL;
 }
 
-/* Union of metric keys over the runs, in the one chart order (losses first). */
+/* Layer telemetry ("grad_norm/dense1.W", "zero_frac/dense1"): one series per tensor, too
+ * many for a chart each; the "Layers" section shows them as one heat map per run. */
+static int is_layer_key(const char *key) { return strchr(key, '/') != NULL; }
+
+/* Union of run-level metric keys over the runs, in the one chart order (losses first). */
 static size_t all_keys(const rep_run *rr, size_t n, const char **out, size_t cap)
 {
     size_t m = 0;
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < rr[i].n_keys; k++) {
+            if (is_layer_key(rr[i].keys[k])) continue;
             size_t j = 0;
             while (j < m && strcmp(out[j], rr[i].keys[k])) j++;
             if (j == m && m < cap) out[m++] = rr[i].keys[k];
@@ -110,62 +116,60 @@ static void run_label(const rep_run *x, char *b, size_t cap) { snprintf(b, cap, 
 
 /* ---- escaping ---------------------------------------------------------------------- */
 
-static void put_html(FILE *f, const char *s)
+/* Text from the database made inert first (control and bidi characters as \x1b, \u202e;
+ * see prof_text_fit), then escaped for the format: a name or a config value can carry
+ * <script>, <img onerror=...> or a Markdown link, and must stay text. */
+static char *inert(const char *s, char *stack, size_t cap)
 {
-    for (; s && *s; s++) {
-        switch (*s) {
+    size_t need = 4 * strlen(s ? s : "") + 1;   /* an escape is at most 4 times its bytes */
+    char *b = need <= cap ? stack : malloc(need);
+    if (!b) { stack[0] = '\0'; return stack; }
+    prof_text_fit(b, need, s, (size_t)-1, 0);
+    return b;
+}
+
+static void put_escaped(FILE *f, const char *s, int html)
+{
+    char stack[1024];
+    char *v = inert(s, stack, sizeof stack);
+    for (const char *p = v; *p; p++) {
+        switch (*p) {
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '&': fputs("&amp;", f); break;
-        case '"': fputs("&quot;", f); break;
-        default: fputc(*s, f);
+        case '"': fputs(html ? "&quot;" : "\"", f); break;
+        case '\'': fputs(html ? "&#39;" : "'", f); break;
+        case '|': fputs(html ? "|" : "\\|", f); break;     /* Markdown table cell */
+        case '[': case ']': case '`': case '\\':           /* Markdown links and code */
+            if (!html) fputc('\\', f);
+            fputc(*p, f);
+            break;
+        default: fputc(*p, f);
         }
     }
+    if (v != stack) free(v);
 }
 
-static void put_md(FILE *f, const char *s)
-{
-    for (; s && *s; s++) {
-        if (*s == '|') fputs("\\|", f);
-        else if (*s == '\n') fputc(' ', f);
-        else fputc(*s, f);
-    }
-}
-
-static void put_json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\') fprintf(f, "\\%c", *p);
-        else if (*p == '\n') fputs("\\n", f);
-        else if (*p == '\t') fputs("\\t", f);
-        else if (*p == '\r') fputs("\\r", f);
-        else if (*p < 0x20) fprintf(f, "\\u%04x", *p);
-        else fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
-static void put_json_num(FILE *f, double v)
-{
-    if (isfinite(v)) fprintf(f, "%.17g", v);
-    else fputs("null", f);
-}
-
-static void put_json_count(FILE *f, long long v)
-{
-    if (v >= 0) fprintf(f, "%lld", v);
-    else fputs("null", f);
-}
+static void put_html(FILE *f, const char *s) { put_escaped(f, s, 1); }
+static void put_md(FILE *f, const char *s) { put_escaped(f, s, 0); }
 
 /* ---- CSV --------------------------------------------------------------------------- */
 
+/* Spreadsheets run a cell that starts with = + - @ (or a tab or CR) as a formula: such a
+ * text cell gets a leading ' (OWASP's advice on CSV injection). */
 static void put_csv_str(FILE *f, const char *s)
 {
-    if (!strpbrk(s, ",\"\n")) { fputs(s, f); return; }
-    fputc('"', f);
-    for (; *s; s++) { if (*s == '"') fputc('"', f); fputc(*s, f); }
-    fputc('"', f);
+    char stack[1024];
+    char *v = inert(s, stack, sizeof stack);
+    int guard = v[0] && strchr("=+-@\t\r", v[0]);
+    if (!guard && !strpbrk(v, ",\"\n")) { fputs(v, f); }
+    else {
+        fputc('"', f);
+        if (guard) fputc('\'', f);
+        for (const char *p = v; *p; p++) { if (*p == '"') fputc('"', f); fputc(*p, f); }
+        fputc('"', f);
+    }
+    if (v != stack) free(v);
 }
 
 static void put_csv_num(FILE *f, double v)
@@ -208,48 +212,50 @@ int store_report_csv(store *s, const long long *ids, size_t n, FILE *f)
 
 /* ---- JSON -------------------------------------------------------------------------- */
 
-static void json_kv(FILE *f, const store_kv *kv, size_t n)
+/* Counts stored as -1 mean "not counted": null. */
+static void json_count(prof_json *j, const char *k, long long v)
 {
-    fputc('{', f);
-    for (size_t i = 0; i < n; i++) {
-        if (i) fputc(',', f);
-        put_json_str(f, kv[i].key);
-        fputc(':', f);
-        put_json_str(f, kv[i].value);
-    }
-    fputc('}', f);
+    prof_json_key(j, k);
+    if (v >= 0) prof_json_int(j, v); else prof_json_null(j);
 }
 
-static void json_run(FILE *f, const rep_run *x)
+static void json_kv(prof_json *j, const char *k, const store_kv *kv, size_t n)
+{
+    prof_json_key(j, k);
+    prof_json_object(j);
+    for (size_t i = 0; i < n; i++) prof_json_kstr(j, kv[i].key, kv[i].value);
+    prof_json_close(j);
+}
+
+static void json_run(prof_json *j, const rep_run *x)
 {
     const store_run *r = &x->r;
-    fprintf(f, "{\"id\":%lld,\"name\":", r->id);
-    put_json_str(f, r->name);
-    fputs(",\"variant\":", f); put_json_str(f, r->variant);
-    fputs(",\"experiment_path\":", f); put_json_str(f, r->exp_path);
-    fputs(",\"experiment_text\":", f); put_json_str(f, r->exp_text);
-    fprintf(f, ",\"seed\":%llu,\"status\":", (unsigned long long)r->seed);
-    put_json_str(f, store_status_name(r->status));
-    fputs(",\"error\":", f);
-    if (r->error[0]) put_json_str(f, r->error); else fputs("null", f);
-    fputs(",\"started\":", f); put_json_num(f, r->started);
-    fputs(",\"ended\":", f); put_json_num(f, r->ended);
-    fputs(",\"host\":", f); put_json_str(f, r->host);
-    fprintf(f, ",\"pid\":%ld,\"version\":", r->pid);
-    put_json_str(f, r->version);
-    fputs(",\"optimizer\":", f); put_json_str(f, r->optimizer);
-    fputs(",\"dataset\":", f); put_json_str(f, r->dataset);
-    fputs(",\"model\":", f); put_json_str(f, r->model);
+    prof_json_object(j);
+    prof_json_kint(j, "id", r->id);
+    prof_json_kstr(j, "name", r->name);
+    prof_json_kstr(j, "variant", r->variant);
+    prof_json_kstr(j, "experiment_path", r->exp_path);
+    prof_json_kstr(j, "experiment_text", r->exp_text);
+    prof_json_key(j, "seed");
+    prof_json_uint(j, (unsigned long long)r->seed);
+    prof_json_kstr(j, "status", store_status_name(r->status));
+    prof_json_key(j, "error");
+    if (r->error[0]) prof_json_str(j, r->error); else prof_json_null(j);
+    prof_json_knum(j, "started", r->started);
+    prof_json_knum(j, "ended", r->ended);
+    prof_json_kstr(j, "host", r->host);
+    prof_json_kint(j, "pid", r->pid);
+    prof_json_kstr(j, "version", r->version);
+    prof_json_kstr(j, "optimizer", r->optimizer);
+    prof_json_kstr(j, "dataset", r->dataset);
+    prof_json_kstr(j, "model", r->model);
     const struct { const char *k; long long v; } counts[] = {
         { "n_params", r->n_params }, { "threads", r->threads }, { "total_steps", r->total_steps },
         { "n_train", r->n_train }, { "n_test", r->n_test }, { "steps", r->steps },
         { "epochs", r->epochs }, { "steps_to_target", r->steps_to_target },
         { "peak_bytes", r->peak_bytes }, { "peak_rss", r->peak_rss }, { "solves", r->solves },
         { "quantum_solves", r->quantum_solves } };
-    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
-        fprintf(f, ",\"%s\":", counts[i].k);
-        put_json_count(f, counts[i].v);
-    }
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) json_count(j, counts[i].k, counts[i].v);
     const struct { const char *k; double v; } reals[] = {
         { "target_loss", r->target_loss }, { "wall_s", r->wall_s }, { "hybrid_s", r->hybrid_s },
         { "final_train_loss", r->final_train_loss }, { "best_train_loss", r->best_train_loss },
@@ -257,36 +263,42 @@ static void json_run(FILE *f, const rep_run *x)
         { "best_test_acc", r->best_test_acc }, { "samples_per_s", r->samples_per_s },
         { "wall_to_target", r->wall_to_target }, { "hybrid_to_target", r->hybrid_to_target },
         { "kappa_first", r->kappa_first }, { "kappa_last", r->kappa_last } };
-    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) {
-        fprintf(f, ",\"%s\":", reals[i].k);
-        put_json_num(f, reals[i].v);
-    }
-    fputs(",\n\"params\":", f); json_kv(f, x->params, x->n_params);
-    fputs(",\n\"system\":", f); json_kv(f, x->sys, x->n_sys);
-    fputs(",\n\"metrics\":{", f);
+    for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) prof_json_knum(j, reals[i].k, reals[i].v);
+    json_kv(j, "params", x->params, x->n_params);
+    json_kv(j, "system", x->sys, x->n_sys);
+    prof_json_key(j, "metrics");
+    prof_json_object(j);
     for (size_t k = 0; k < x->n_keys; k++) {
         const store_series *sr = &x->series[k];
-        if (k) fputs(",\n", f);
-        put_json_str(f, x->keys[k]);
-        fputs(":{\"step\":[", f);
-        for (size_t i = 0; i < sr->n; i++) fprintf(f, "%s%ld", i ? "," : "", sr->step[i]);
-        fputs("],\"epoch\":[", f);
-        for (size_t i = 0; i < sr->n; i++) fprintf(f, "%s%d", i ? "," : "", sr->epoch[i]);
+        prof_json_key(j, x->keys[k]);
+        prof_json_object(j);
+        prof_json_key(j, "step");
+        prof_json_array(j);
+        for (size_t i = 0; i < sr->n; i++) prof_json_int(j, sr->step[i]);
+        prof_json_close(j);
+        prof_json_key(j, "epoch");
+        prof_json_array(j);
+        for (size_t i = 0; i < sr->n; i++) prof_json_int(j, sr->epoch[i]);
+        prof_json_close(j);
         const struct { const char *k; const double *v; } cols[] = {
             { "wall_s", sr->wall }, { "hybrid_s", sr->hybrid }, { "value", sr->value } };
         for (int c = 0; c < 3; c++) {
-            fprintf(f, "],\"%s\":[", cols[c].k);
-            for (size_t i = 0; i < sr->n; i++) { if (i) fputc(',', f); put_json_num(f, cols[c].v[i]); }
+            prof_json_key(j, cols[c].k);
+            prof_json_array(j);
+            for (size_t i = 0; i < sr->n; i++) prof_json_num(j, cols[c].v[i]);
+            prof_json_close(j);
         }
-        fputs("]}", f);
+        prof_json_close(j);
     }
-    fputs("},\n\"ops\":[", f);
+    prof_json_close(j);
+    prof_json_key(j, "ops");
+    prof_json_array(j);
     for (size_t i = 0; i < x->n_ops; i++) {
         const store_op_row *o = &x->ops[i];
-        fputs(i ? ",\n{" : "{", f);
-        fputs("\"name\":", f); put_json_str(f, o->name);
-        fputs(",\"layer\":", f); put_json_str(f, o->layer);
-        fprintf(f, ",\"kind\":%d", o->kind);
+        prof_json_object(j);
+        prof_json_kstr(j, "name", o->name);
+        prof_json_kstr(j, "layer", o->layer);
+        prof_json_kint(j, "kind", o->kind);
         const struct { const char *k; int64_t v; } v[] = {
             { "calls", o->calls }, { "total_ns", o->total_ns }, { "self_ns", o->self_ns },
             { "min_ns", o->min_ns }, { "max_ns", o->max_ns }, { "flops", o->flops },
@@ -294,34 +306,39 @@ static void json_run(FILE *f, const rep_run *x)
             { "l1d_miss", o->l1d_miss }, { "l2_miss", o->l2_miss }, { "l3_miss", o->l3_miss },
             { "fp_ops", o->fp_ops }, { "self_mem", o->self_mem }, { "peak_mem", o->peak_mem },
             { "cpu_ns", o->cpu_ns }, { "faults", o->faults }, { "csw", o->csw } };
-        for (size_t j = 0; j < sizeof v / sizeof v[0]; j++) {
-            fprintf(f, ",\"%s\":", v[j].k);
-            put_json_count(f, v[j].v);
-        }
-        fputc('}', f);
+        for (size_t k = 0; k < sizeof v / sizeof v[0]; k++) json_count(j, v[k].k, v[k].v);
+        prof_json_close(j);
     }
-    fputs("],\n\"profile\":", f);
+    prof_json_close(j);
+    prof_json_key(j, "profile");
     if (x->has_prof) {
         const store_profile *p = &x->prof;
-        fprintf(f, "{\"total_self_ns\":%lld,\"overhead_ns\":%lld,\"events\":%lld,\"hw_counters\":%d,"
-                "\"counters_note\":", (long long)p->total_self_ns, (long long)p->overhead_ns,
-                (long long)p->events, p->hw_counters);
-        put_json_str(f, p->counters_note);
-        fputs(",\"counters_used\":", f);
-        put_json_str(f, p->counters_used);
-        fprintf(f, ",\"peak_bytes\":%lld,\"live_bytes\":%lld,\"total_alloc_bytes\":%lld,\"peak_rss\":%lld,"
-                "\"peak_gflops\":", (long long)p->peak_bytes, (long long)p->live_bytes,
-                (long long)p->total_alloc_bytes, (long long)p->peak_rss);
-        put_json_num(f, p->peak_gflops);
-        fputc('}', f);
+        prof_json_object(j);
+        prof_json_kint(j, "total_self_ns", (long long)p->total_self_ns);
+        prof_json_kint(j, "overhead_ns", (long long)p->overhead_ns);
+        prof_json_kint(j, "events", (long long)p->events);
+        prof_json_kint(j, "hw_counters", p->hw_counters);
+        prof_json_kstr(j, "counters_note", p->counters_note);
+        prof_json_kstr(j, "counters_used", p->counters_used);
+        prof_json_kint(j, "peak_bytes", (long long)p->peak_bytes);
+        prof_json_kint(j, "live_bytes", (long long)p->live_bytes);
+        prof_json_kint(j, "total_alloc_bytes", (long long)p->total_alloc_bytes);
+        prof_json_kint(j, "peak_rss", (long long)p->peak_rss);
+        prof_json_knum(j, "peak_gflops", p->peak_gflops);
+        prof_json_close(j);
     } else {
-        fputs("null", f);
+        prof_json_null(j);
     }
-    fputs(",\n\"solver_events\":[", f);
+    prof_json_key(j, "solver_events");
+    prof_json_array(j);
     for (size_t i = 0; i < x->n_ev; i++) {
         const store_solver_event *e = &x->ev[i];
-        fprintf(f, "%s{\"step\":%ld,\"block\":%d,\"n\":%d,\"route\":\"%s\",\"shift_raised\":%d", i ? ",\n" : "",
-                e->step, e->block, e->n, e->route ? "quantum" : "classical", e->shift_raised);
+        prof_json_object(j);
+        prof_json_kint(j, "step", e->step);
+        prof_json_kint(j, "block", e->block);
+        prof_json_kint(j, "n", e->n);
+        prof_json_kstr(j, "route", e->route ? "quantum" : "classical");
+        prof_json_kint(j, "shift_raised", e->shift_raised);
         const struct { const char *k; double v; } d[] = {
             { "nnz_per_row", e->nnz_per_row }, { "kappa_fro", e->kappa_fro },
             { "kappa_lapack", e->kappa_lapack }, { "kappa_gersh", e->kappa_gersh },
@@ -330,45 +347,48 @@ static void json_run(FILE *f, const rep_run *x)
             { "measured_classical_ns", e->measured_classical_ns },
             { "simulated_quantum_ns", e->simulated_quantum_ns }, { "residual", e->residual },
             { "shift", e->shift } };
-        for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
-            fprintf(f, ",\"%s\":", d[j].k);
-            put_json_num(f, d[j].v);
-        }
-        fputc('}', f);
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) prof_json_knum(j, d[k].k, d[k].v);
+        prof_json_close(j);
     }
-    fputs("],\n\"quantizations\":[", f);
+    prof_json_close(j);
+    prof_json_key(j, "quantizations");
+    prof_json_array(j);
     for (size_t i = 0; i < x->n_quants; i++) {
         const store_quant *q = &x->quants[i];
-        fprintf(f, "%s{\"id\":%lld,\"step\":%ld,\"scheme\":", i ? ",\n" : "", q->id, q->step);
-        put_json_str(f, q->scheme);
-        fprintf(f, ",\"calibrate\":%ld,\"kernel\":", q->calibrate);
-        put_json_str(f, q->kernel);
-        fprintf(f, ",\"fp32_bytes\":%lld,\"int8_bytes\":%lld", q->fp32_bytes, q->int8_bytes);
+        prof_json_object(j);
+        prof_json_kint(j, "id", q->id);
+        prof_json_kint(j, "step", q->step);
+        prof_json_kstr(j, "scheme", q->scheme);
+        prof_json_kint(j, "calibrate", q->calibrate);
+        prof_json_kstr(j, "kernel", q->kernel);
+        prof_json_kint(j, "fp32_bytes", q->fp32_bytes);
+        prof_json_kint(j, "int8_bytes", q->int8_bytes);
         const struct { const char *k; double v; } d[] = {
             { "fp32_loss", q->fp32_loss }, { "int8_loss", q->int8_loss }, { "fp32_acc", q->fp32_acc },
             { "int8_acc", q->int8_acc }, { "fp32_sps_b1", q->fp32_sps_b1 }, { "int8_sps_b1", q->int8_sps_b1 },
             { "fp32_sps_b128", q->fp32_sps_b128 }, { "int8_sps_b128", q->int8_sps_b128 } };
-        for (size_t j = 0; j < sizeof d / sizeof d[0]; j++) {
-            fprintf(f, ",\"%s\":", d[j].k);
-            put_json_num(f, d[j].v);
-        }
-        fputc('}', f);
+        for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) prof_json_knum(j, d[k].k, d[k].v);
+        prof_json_close(j);
     }
-    fputs("]}", f);
+    prof_json_close(j);
+    prof_json_close(j);
 }
 
 static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n)
 {
-    fputs("{\"nnbench_report\":1,\"database\":", f);
-    put_json_str(f, db);
-    fputs(",\"generated\":", f);
-    put_json_num(f, (double)time(NULL));
-    fprintf(f, ",\"schema_version\":%d,\n\"runs\":[\n", STORE_SCHEMA_VERSION);
-    for (size_t i = 0; i < n; i++) {
-        if (i) fputs(",\n", f);
-        json_run(f, &rr[i]);
-    }
-    fputs("\n]}\n", f);
+    prof_json j;
+    prof_json_begin(&j, f, 0);
+    prof_json_object(&j);
+    prof_json_kint(&j, "nnbench_report", 1);
+    prof_json_kstr(&j, "database", db);
+    prof_json_knum(&j, "generated", (double)time(NULL));
+    prof_json_kint(&j, "schema_version", STORE_SCHEMA_VERSION);
+    prof_json_key(&j, "runs");
+    prof_json_array(&j);
+    for (size_t i = 0; i < n; i++) json_run(&j, &rr[i]);
+    prof_json_close(&j);
+    prof_json_close(&j);
+    prof_json_end(&j);
 }
 
 /* ---- Markdown and HTML share their tables through a tiny table writer -------------- */
@@ -434,14 +454,16 @@ static void heading(tw *t, int level, const char *text)
         fprintf(t->f, "</h%d>\n", level);
     } else {
         for (int i = 0; i < level; i++) fputc('#', t->f);
-        fprintf(t->f, " %s\n\n", text);
+        fputc(' ', t->f);
+        put_md(t->f, text);
+        fputs("\n\n", t->f);
     }
 }
 
 static void para(tw *t, const char *text)
 {
     if (t->html) { fputs("<p>", t->f); put_html(t->f, text); fputs("</p>\n", t->f); }
-    else fprintf(t->f, "%s\n\n", text);
+    else { put_md(t->f, text); fputs("\n\n", t->f); }
 }
 
 #define MAXC 16
@@ -724,6 +746,114 @@ static void quant_table(tw *t, const rep_run *rr, size_t n)
     tw_close(t);
 }
 
+/* Five-stop viridis, t in [0, 1]. */
+static void heat_colour(double t, char *out, size_t cap)
+{
+    static const double stops[5][3] = { { 68, 1, 84 }, { 59, 82, 139 }, { 33, 145, 140 }, { 94, 201, 98 }, { 253, 231, 37 } };
+    if (!(t >= 0)) t = 0;
+    if (t > 1) t = 1;
+    double p = t * 4;
+    int i = p >= 4 ? 3 : (int)p;
+    double u = p - i;
+    snprintf(out, cap, "#%02x%02x%02x", (int)(stops[i][0] + u * (stops[i + 1][0] - stops[i][0])),
+             (int)(stops[i][1] + u * (stops[i + 1][1] - stops[i][1])), (int)(stops[i][2] + u * (stops[i + 1][2] - stops[i][2])));
+}
+
+/* The per-layer gradient-norm chart of one run: a layer x step heat map of log10
+ * grad_norm (HTML), or the first, latest and largest norm per tensor (Markdown). */
+static void layer_chart(tw *t, const rep_run *x)
+{
+    const char *rows[256];
+    size_t nr = 0;
+    for (size_t k = 0; k < x->n_keys && nr < 256; k++)
+        if (!strncmp(x->keys[k], "grad_norm/", 10)) rows[nr++] = x->keys[k];
+    if (!nr) return;
+    for (size_t a = 1; a < nr; a++)
+        for (size_t b = a; b > 0 && store_natural_cmp(rows[b - 1], rows[b]) > 0; b--) {
+            const char *tmp = rows[b]; rows[b] = rows[b - 1]; rows[b - 1] = tmp;
+        }
+    char label[256], b[512];
+    run_label(x, label, sizeof label);
+    if (!t->html) {
+        snprintf(b, sizeof b, "%s: L2 norm of each parameter tensor's raw gradient (before any transform).", label);
+        para(t, b);
+        const char *head[] = { "tensor", "points", "first", "latest", "max" };
+        tw_open(t, head, 5);
+        for (size_t r = 0; r < nr; r++) {
+            const store_series *sr = series_of(x, rows[r]);
+            double mx = NAN;
+            for (size_t p = 0; p < sr->n; p++) if (isfinite(sr->value[p]) && !(sr->value[p] <= mx)) mx = sr->value[p];
+            char c[5][64];
+            snprintf(c[0], sizeof c[0], "%s", rows[r] + 10);
+            snprintf(c[1], sizeof c[1], "%zu", sr->n);
+            store_fmt_num(c[2], sizeof c[2], sr->n ? sr->value[0] : NAN);
+            store_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[sr->n - 1] : NAN);
+            store_fmt_num(c[4], sizeof c[4], mx);
+            const char *cells[5] = { c[0], c[1], c[2], c[3], c[4] };
+            tw_row(t, cells, 5);
+        }
+        tw_close(t);
+        return;
+    }
+    /* the log10 range over the run, and the longest series (its steps are the columns) */
+    double lo = INFINITY, hi = -INFINITY;
+    const store_series *cols = NULL;
+    for (size_t r = 0; r < nr; r++) {
+        const store_series *sr = series_of(x, rows[r]);
+        if (!cols || sr->n > cols->n) cols = sr;
+        for (size_t p = 0; p < sr->n; p++)
+            if (sr->value[p] > 0 && isfinite(sr->value[p])) {
+                double v = log10(sr->value[p]);
+                if (v < lo) lo = v;
+                if (v > hi) hi = v;
+            }
+    }
+    if (!isfinite(lo) || !cols->n) return;
+    if (hi - lo < 1e-9) hi = lo + 1;
+    size_t nc = cols->n, stride = nc > 200 ? (nc + 199) / 200 : 1, shown = (nc + stride - 1) / stride;
+    const double L = 110, T = 30, cw = 600.0 / (double)shown, rh = 14;
+    const double W = L + 600 + 90, H = T + rh * (double)nr + 50;
+    FILE *f = t->f;
+    fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" viewBox=\"0 0 %.0f %.0f\" "
+            "data-chart=\"layer-grad-norm\" role=\"img\">\n<title>Gradient norm per layer: ", W, H, W, H);
+    put_html(f, label);
+    fprintf(f, "</title>\n<rect x=\"0\" y=\"0\" width=\"%.0f\" height=\"%.0f\" fill=\"#fff\"/>\n"
+            "<text x=\"%.0f\" y=\"18\" font-family=\"sans-serif\" font-size=\"13\" font-weight=\"bold\">"
+            "Gradient norm per layer (log10): ", W, H, L);
+    put_html(f, label);
+    fputs("</text>\n<g font-family=\"sans-serif\" font-size=\"11\">\n", f);
+    for (size_t r = 0; r < nr; r++) {
+        const store_series *sr = series_of(x, rows[r]);
+        double y = T + rh * (double)r;
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">", L - 4, y + rh - 3);
+        put_html(f, rows[r] + 10);
+        fputs("</text>\n", f);
+        /* a series with fewer points than the columns is matched on step */
+        size_t p = 0;
+        for (size_t c = 0; c < nc; c += stride) {
+            long step = cols->step[c];
+            while (p < sr->n && sr->step[p] < step) p++;
+            if (p >= sr->n || sr->step[p] != step || !(sr->value[p] > 0) || !isfinite(sr->value[p])) continue;
+            char col[16];
+            heat_colour((log10(sr->value[p]) - lo) / (hi - lo), col, sizeof col);
+            fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.2f\" height=\"%.0f\" fill=\"%s\"/>\n",
+                    L + cw * (double)(c / stride), y, cw + 0.3, rh - 1, col);
+        }
+    }
+    double yb = T + rh * (double)nr;
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\">step %ld</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">step %ld</text>\n",
+            L, yb + 14, cols->step[0], L + 600, yb + 14, cols->step[nc - 1]);
+    /* legend: the colour bar and the log10 range it spans */
+    for (int i = 0; i < 20; i++) {
+        char col[16];
+        heat_colour(i / 19.0, col, sizeof col);
+        fprintf(f, "<rect x=\"%.0f\" y=\"%.0f\" width=\"15\" height=\"8\" fill=\"%s\"/>\n", L + 300 + i * 15.0, yb + 24, col);
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">log10 |g| %.2f</text><text x=\"%.0f\" y=\"%.0f\">%.2f</text>\n",
+            L + 296, yb + 32, lo, L + 604, yb + 32, hi);
+    fputs("</g>\n</svg></figure>\n", f);
+}
+
 static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n, const store_compare *c)
 {
     tw t = { f, html };
@@ -760,6 +890,16 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
         }
     }
     metrics_table(&t, rr, n);
+    int layers = 0;
+    for (size_t i = 0; i < n; i++)
+        for (size_t k = 0; k < rr[i].n_keys; k++) layers |= !strncmp(rr[i].keys[k], "grad_norm/", 10);
+    if (layers) {
+        heading(&t, 2, "Layers");
+        para(&t, "Gradient norm per layer: the raw gradient of each parameter tensor at every logged step "
+                 "(train.telemetry). Every layer series (grad_norm, grad_mean, grad_std, grad_max, "
+                 "update_ratio, zero_frac) is in the JSON and CSV reports.");
+        for (size_t i = 0; i < n; i++) layer_chart(&t, &rr[i]);
+    }
     heading(&t, 2, "Op profiles");
     for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);
     int anyq = 0;
@@ -812,11 +952,14 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     if (kind == 0 || kind == 1) {
         store_cmp_opts co = { .target = NAN };
         if ((st = store_compare_load(s, ids, n, &co, &c))) { rep_free(rr, n); return st; }
-        for (size_t i = 0; i < n; i++) snprintf(rr[i].label, sizeof rr[i].label, "%s", c->label[i]);
+        for (size_t i = 0; i < n; i++) snprintf(rr[i].label, sizeof rr[i].label, "%s", c->label[i]); /* visible already */
     } else if (rr) {
-        for (size_t i = 0; i < n; i++)
-            snprintf(rr[i].label, sizeof rr[i].label, "#%lld %s%s%s", rr[i].r.id, rr[i].r.name,
-                     rr[i].r.variant[0] ? "/" : "", rr[i].r.variant);
+        for (size_t i = 0; i < n; i++) {
+            char full[sizeof rr[i].r.name + sizeof rr[i].r.variant + 32];
+            snprintf(full, sizeof full, "#%lld %s%s%s", rr[i].r.id, rr[i].r.name, rr[i].r.variant[0] ? "/" : "",
+                     rr[i].r.variant);
+            prof_text_fit(rr[i].label, sizeof rr[i].label, full, (size_t)-1, 0);
+        }
     }
     /* Written next to the target and renamed: a failed report never leaves half a file. */
     store_output out;

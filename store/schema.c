@@ -13,8 +13,9 @@
     "-- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are\n" \
     "-- stored as NULL (SQLite has no NaN). Statuses are stored by name:\n" \
     "-- running | finished | failed | diverged | interrupted | crashed.\n" \
-    "-- nnbench turns foreign keys on in every connection it opens: deleting a run deletes its\n" \
-    "-- rows, and no row can name a run that does not exist.\n" \
+    "-- nnbench turns foreign keys on in the connections it opens (its writer thread checks once\n" \
+    "-- per batch instead, in the same transaction): deleting a run deletes its rows, and no row\n" \
+    "-- can name a run that does not exist.\n" \
     "\n" \
     "-- One row per training run (one variant of one experiment file).\n" \
     "CREATE TABLE IF NOT EXISTS runs (\n" \

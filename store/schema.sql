@@ -3,8 +3,9 @@
 -- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
 -- stored as NULL (SQLite has no NaN). Statuses are stored by name:
 -- running | finished | failed | diverged | interrupted | crashed.
--- nnbench turns foreign keys on in every connection it opens: deleting a run deletes its
--- rows, and no row can name a run that does not exist.
+-- nnbench turns foreign keys on in the connections it opens (its writer thread checks once
+-- per batch instead, in the same transaction): deleting a run deletes its rows, and no row
+-- can name a run that does not exist.
 
 -- One row per training run (one variant of one experiment file).
 CREATE TABLE IF NOT EXISTS runs (

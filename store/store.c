@@ -315,7 +315,8 @@ int store_connect_rw(store *s, sqlite3 **db)
     int rc = sqlite3_open_v2(s->path, db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_busy_timeout(*db, BUSY_TIMEOUT_MS);
-        rc = sqlite3_exec(*db, "PRAGMA foreign_keys=ON; PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
+        /* Foreign keys off: this is the writer thread's connection, see internal.h. */
+        rc = sqlite3_exec(*db, "PRAGMA foreign_keys=OFF; PRAGMA synchronous=NORMAL", NULL, NULL, NULL);
     }
     if (rc == SQLITE_OK) return STORE_OK;
     int st = store_sql_fail_on(s, *db, rc, "opening the database for writing");

@@ -75,6 +75,8 @@ typedef enum {
  * and returns it; "-" for NaN/inf. "0.1234", "850 ms" / "4.20 s" / "4m05s" / "2h03m",
  * "1.5 KiB", and unix seconds through strftime. */
 const char *store_fmt_num(char *b, size_t cap, double v);
+/* strcmp, except that digit runs compare as numbers: "dense2.W" < "dense10.W". */
+int store_natural_cmp(const char *a, const char *b);
 const char *store_fmt_duration(char *b, size_t cap, double seconds);
 const char *store_fmt_bytes(char *b, size_t cap, double bytes);
 const char *store_fmt_time(char *b, size_t cap, double unix_s, const char *strftime_fmt);
@@ -220,6 +222,11 @@ int store_sysinfo_put(store *s, long long run, const store_kv *kv, size_t n);
 /* Buffers one metric point (key copied). May flush (see top). */
 int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
                      double hybrid_s, const char *key, double value);
+/* Buffers n points of one step (keys[i] = values[i]) together: one flush check after the
+ * last, so a record is never split across transactions (unless it alone exceeds
+ * STORE_FLUSH_POINTS). */
+int store_metrics_add(store *s, long long run, long step, int epoch, double wall_s,
+                      double hybrid_s, const char *const *keys, const double *values, size_t n);
 int store_solver_event_add(store *s, long long run, const store_solver_event *ev);
 /* Waits until everything buffered before the call is committed (the writer retries while
  * another process holds the write lock, busy timeout x retries). On failure the points

@@ -88,18 +88,15 @@ static void after_add(store *s)
     }
 }
 
-int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
-                     double hybrid_s, const char *key, double value)
+/* Buffers one point (s->mu held, before_add passed). */
+static int add_point(store *s, long long run, long step, int epoch, double wall_s, double hybrid_s,
+                     const char *key, double value)
 {
-    if (s->readonly)
-        return store_fail(STORE_EREADONLY, "storing a metric: database %s was opened read-only", s->path);
     if (!key || !*key) return store_fail(STORE_EINVAL, "metric without a key at step %ld", step);
-    pthread_mutex_lock(&s->mu);
-    int st = before_add(s, run, "storing a metric");
-    int k = st ? st : key_index(s, key);
+    int k = key_index(s, key);
     if (k >= 0 && grow((void **)&s->buf.pts, &s->buf.cap_pts, s->buf.n_pts + 1, sizeof *s->buf.pts))
         k = store_fail(STORE_ENOMEM, "out of memory buffering metrics");
-    if (k < 0) { pthread_mutex_unlock(&s->mu); return k; }
+    if (k < 0) return k;
     s->buf.pts[s->buf.n_pts++] = (store_point){ run, step, epoch, k, wall_s, hybrid_s, value };
     store_progress *p = progress_of(s, run);
     if (p) {
@@ -120,9 +117,26 @@ int store_metric_add(store *s, long long run, long step, int epoch, double wall_
             p->sps = value;
         }
     }
-    after_add(s);
-    pthread_mutex_unlock(&s->mu);
     return STORE_OK;
+}
+
+int store_metric_add(store *s, long long run, long step, int epoch, double wall_s,
+                     double hybrid_s, const char *key, double value)
+{
+    return store_metrics_add(s, run, step, epoch, wall_s, hybrid_s, &key, &value, 1);
+}
+
+int store_metrics_add(store *s, long long run, long step, int epoch, double wall_s,
+                      double hybrid_s, const char *const *keys, const double *values, size_t n)
+{
+    if (s->readonly)
+        return store_fail(STORE_EREADONLY, "storing a metric: database %s was opened read-only", s->path);
+    pthread_mutex_lock(&s->mu);
+    int st = before_add(s, run, "storing a metric");
+    for (size_t i = 0; i < n && !st; i++) st = add_point(s, run, step, epoch, wall_s, hybrid_s, keys[i], values[i]);
+    if (!st) after_add(s);   /* one record: the writer sees it whole */
+    pthread_mutex_unlock(&s->mu);
+    return st;
 }
 
 int store_solver_event_add(store *s, long long run, const store_solver_event *ev)

@@ -2,6 +2,7 @@
  * nice-number axes, legend, log-y and TensorBoard-style smoothing. No curses here.
  */
 #include "chart.h"
+#include "../profiler/profiler.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -149,8 +150,12 @@ static uint32_t utf8_next(const char **ps)
 }
 
 /* Writes text from column x, clipped at column xmax (exclusive); returns the end column. */
+/* Labels are run names and metric keys from the database: control and bidi characters
+ * go on the canvas as \x1b, \u202e (prof_text_visible), never raw. */
 static int put_text(tui_canvas *c, int x, int y, const char *s, int series, int xmax, int utf8)
 {
+    char vis[512];
+    s = prof_text_visible(vis, sizeof vis, s);
     while (*s && x < xmax) {
         uint32_t cp = utf8_next(&s);
         if (!utf8 && cp >= 0x80) cp = '?';
@@ -161,6 +166,8 @@ static int put_text(tui_canvas *c, int x, int y, const char *s, int series, int 
 
 static int text_len(const char *s)
 {
+    char vis[512];
+    s = prof_text_visible(vis, sizeof vis, s);
     int n = 0;
     while (*s) { utf8_next(&s); n++; }
     return n;

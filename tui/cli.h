@@ -111,6 +111,11 @@ void cli_store_sink_resume(cli_store_sink *s, long long run);
  * or its -wal/-shm; else -1 with the reason in err. (runner_store.c) */
 int cli_output_check(const char *db_path, const char *out, char *err, size_t cap);
 
+/* s made safe to print on a terminal: control and bidi characters shown as \x1b, \u202e
+ * (prof_text_visible). Returns one of 8 static buffers used in turn, so up to 8 calls may
+ * appear in one printf; at most 2047 bytes. (cmd_store.c) */
+const char *cli_text(const char *s);
+
 /* Writes a report of the given runs to path; format from the extension (.md .html .json
  * .csv). Prints the reason and returns non-zero on error. (cmd_store.c) */
 int cli_report_write(const char *db_path, const long long *run_ids, size_t n, const char *path);

@@ -256,16 +256,26 @@ int cmd_eval(int argc, char **argv)
     }
     double loss, acc;
     if (eng_run_load_params(st.run, st.ckpt, st.ckpt_len) || eng_run_evaluate(st.run, &loss, &acc)) {
-        fprintf(stderr, "nnbench eval: run %lld: %s\n", st.id, eng_error());
+        fprintf(stderr, "nnbench eval: run %lld: %s\n", st.id, cli_text(eng_error()));
         cli_stored_free(&st);
         return 1;
     }
     const eng_dataset *ds = eng_run_dataset(st.run);
     const char *on = data ? data : "its test set";
     if (json) {
-        printf("{\"run\": %lld, \"step\": %ld, \"data\": \"%s\", \"samples\": %d, \"loss\": %.10g, \"accuracy\": ",
-               st.id, st.meta.step, data ? "file" : "test", ds->n_test, loss);
-        if (isnan(acc)) printf("null}\n"); else printf("%.10g}\n", acc);
+        prof_json w;   /* the one JSON writer (profiler/json.c); NaN is null */
+        prof_json_begin(&w, stdout, 0);
+        prof_json_object(&w);
+        prof_json_kint(&w, "run", st.id);
+        prof_json_kint(&w, "step", st.meta.step);
+        prof_json_kstr(&w, "data", data ? "file" : "test");
+        prof_json_kint(&w, "samples", ds->n_test);
+        prof_json_key(&w, "loss");
+        prof_json_numg(&w, loss, 10);
+        prof_json_key(&w, "accuracy");
+        prof_json_numg(&w, acc, 10);
+        prof_json_close(&w);
+        prof_json_end(&w);
     } else {
         printf("run %lld (checkpoint at step %ld) on %s: %d samples, loss %.6g", st.id, st.meta.step, on, ds->n_test, loss);
         if (!isnan(acc)) printf(", accuracy %.4f", acc);

@@ -224,26 +224,53 @@ int cmd_quantize(int argc, char **argv)
     }
     double ratio = (double)rec.int8_bytes / (double)rec.fp32_bytes;
     if (json) {
-        printf("{\n  \"run\": %lld,\n  \"quantization\": %lld,\n  \"step\": %ld,\n  \"scheme\": \"%s\",\n"
-               "  \"calibrate\": %ld,\n  \"kernel\": \"%s\",\n", rec.run, rec.id, rec.step, rec.scheme, rec.calibrate, rec.kernel);
-        printf("  \"own_kernel\": \"%s\",\n", j.own_name);
+        prof_json w;   /* the one JSON writer (profiler/json.c) */
+        prof_json_begin(&w, stdout, 1);
+        prof_json_object(&w);
+        prof_json_kint(&w, "run", rec.run);
+        prof_json_kint(&w, "quantization", rec.id);
+        prof_json_kint(&w, "step", rec.step);
+        prof_json_kstr(&w, "scheme", rec.scheme);
+        prof_json_kint(&w, "calibrate", rec.calibrate);
+        prof_json_kstr(&w, "kernel", rec.kernel);
+        prof_json_kstr(&w, "own_kernel", j.own_name);
         static const char *const keys[4] = { "own_sps_b128", "own_sps_b1", "onednn_sps_b128", "onednn_sps_b1" };
         const double vals[4] = { j.own_sps[0], j.own_sps[1], j.dnnl_sps[0], j.dnnl_sps[1] };
-        for (int k = 0; k < 4; k++) {
-            printf("%s  \"%s\": ", k ? ",\n" : "", keys[k]);
-            if (isfinite(vals[k])) printf("%.6g", vals[k]); else printf("null");
+        for (int k = 0; k < 4; k++) { prof_json_key(&w, keys[k]); prof_json_numg(&w, vals[k], 6); }
+        char bigk[32];
+        snprintf(bigk, sizeof bigk, "samples_per_s_b%d", BIG_BATCH);
+        const struct { const char *k; long long bytes; double loss, acc, b1, bb; } part[2] = {
+            { "fp32", rec.fp32_bytes, rec.fp32_loss, rec.fp32_acc, rec.fp32_sps_b1, rec.fp32_sps_b128 },
+            { "int8", rec.int8_bytes, rec.int8_loss, rec.int8_acc, rec.int8_sps_b1, rec.int8_sps_b128 } };
+        for (int k = 0; k < 2; k++) {
+            prof_json_key(&w, part[k].k);
+            prof_json_object(&w);
+            prof_json_kint(&w, "bytes", part[k].bytes);
+            prof_json_key(&w, "loss");
+            prof_json_numg(&w, part[k].loss, 10);
+            prof_json_key(&w, "accuracy");
+            prof_json_numg(&w, part[k].acc, 10);
+            prof_json_key(&w, "samples_per_s_b1");
+            prof_json_numg(&w, part[k].b1, 6);
+            prof_json_key(&w, bigk);
+            prof_json_numg(&w, part[k].bb, 6);
+            prof_json_close(&w);
         }
-        printf(",\n  \"fp32\": {\"bytes\": %lld, \"loss\": %.10g, \"accuracy\": ", rec.fp32_bytes, rec.fp32_loss);
-        if (isfinite(rec.fp32_acc)) printf("%.10g", rec.fp32_acc); else printf("null");
-        printf(", \"samples_per_s_b1\": %.6g, \"samples_per_s_b%d\": %.6g},\n", rec.fp32_sps_b1, BIG_BATCH, rec.fp32_sps_b128);
-        printf("  \"int8\": {\"bytes\": %lld, \"loss\": %.10g, \"accuracy\": ", rec.int8_bytes, rec.int8_loss);
-        if (isfinite(rec.int8_acc)) printf("%.10g", rec.int8_acc); else printf("null");
-        printf(", \"samples_per_s_b1\": %.6g, \"samples_per_s_b%d\": %.6g},\n", rec.int8_sps_b1, BIG_BATCH, rec.int8_sps_b128);
-        printf("  \"bytes_ratio\": %.6g,\n  \"ops\": [", ratio);
-        for (size_t i = 0; i < nops; i++)
-            printf("%s\n    {\"name\": \"%s\", \"layer\": \"%s\", \"calls\": %lld, \"self_ns\": %lld}", i ? "," : "",
-                   ops[i].name, ops[i].layer, (long long)ops[i].calls, (long long)ops[i].self_ns);
-        printf("\n  ]\n}\n");
+        prof_json_key(&w, "bytes_ratio");
+        prof_json_numg(&w, ratio, 6);
+        prof_json_key(&w, "ops");
+        prof_json_array(&w);
+        for (size_t i = 0; i < nops; i++) {
+            prof_json_object(&w);
+            prof_json_kstr(&w, "name", ops[i].name);
+            prof_json_kstr(&w, "layer", ops[i].layer);
+            prof_json_kint(&w, "calls", (long long)ops[i].calls);
+            prof_json_kint(&w, "self_ns", (long long)ops[i].self_ns);
+            prof_json_close(&w);
+        }
+        prof_json_close(&w);
+        prof_json_close(&w);
+        prof_json_end(&w);
     } else {
         char a[32], b[32];
         printf("run %lld, checkpoint at step %ld: int8 (%s, %ld calibration samples, kernel %s)\n", rec.run, rec.step,

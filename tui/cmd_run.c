@@ -93,7 +93,7 @@ static void pr_progress(void *ud, long step, long total, int epoch, double loss,
     char acc[32] = "";
     if (!isnan(p->acc)) snprintf(acc, sizeof acc, "  acc %.3f", p->acc);
     fprintf(stderr, "\r\033[K%s  epoch %d  step %ld/%ld  loss %.4g%s  %.0f samples/s  ETA %d:%02d",
-            p->label, epoch + 1, step, total, loss, acc, sps, (int)(eta / 60), (int)eta % 60);
+            cli_text(p->label), epoch + 1, step, total, loss, acc, sps, (int)(eta / 60), (int)eta % 60);
     fflush(stderr);
     p->drawn = 1;
 }
@@ -193,74 +193,60 @@ static void print_table(const row *rows, size_t n)
     }
 }
 
-static void json_str(FILE *f, const char *s)
+static void json_num(prof_json *j, const char *key, double v)
 {
-    fputc('"', f);
-    for (; s && *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
-        else if (c == '\n') fputs("\\n", f);
-        else if (c == '\t') fputs("\\t", f);
-        else if (c < 0x20) fprintf(f, "\\u%04x", c);
-        else fputc(c, f);
-    }
-    fputc('"', f);
-}
-
-static void json_num(FILE *f, const char *key, double v, int last)
-{
-    fprintf(f, "      \"%s\": ", key);
-    if (isfinite(v)) fprintf(f, "%.10g", v);
-    else fputs("null", f);
-    fputs(last ? "\n" : ",\n", f);
+    prof_json_key(j, key);
+    prof_json_numg(j, v, 10);
 }
 
 static void print_json(const eng_experiment *ex, const row *rows, size_t n, int exit_code)
 {
-    printf("{\n  \"file\": ");
-    json_str(stdout, ex->path);
-    printf(",\n  \"experiment\": ");
-    json_str(stdout, ex->n_variants ? ex->variants[0].name : "");
-    printf(",\n  \"exit_status\": %d,\n  \"variants\": [\n", exit_code);
+    prof_json j;
+    prof_json_begin(&j, stdout, 1);
+    prof_json_object(&j);
+    prof_json_kstr(&j, "file", ex->path);
+    prof_json_kstr(&j, "experiment", ex->n_variants ? ex->variants[0].name : "");
+    prof_json_kint(&j, "exit_status", exit_code);
+    prof_json_key(&j, "variants");
+    prof_json_array(&j);
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
         const eng_run_result *s = &r->res;
         double na = NAN;
-        printf("    {\n      \"variant\": ");
-        json_str(stdout, r->variant);
-        printf(",\n      \"optimizer\": ");
-        json_str(stdout, r->optimizer);
-        printf(",\n      \"status\": ");
-        json_str(stdout, eng_run_status_name(r->status));
-        printf(",\n      \"error\": ");
-        if (r->error[0]) json_str(stdout, r->error); else printf("null");
-        printf(",\n");
-        if (r->run_id > 0) printf("      \"run_id\": %lld,\n", r->run_id);
-        else printf("      \"run_id\": null,\n");
-        printf("      \"threads\": %d,\n", r->threads);
-        json_num(stdout, "steps", r->created ? (double)s->steps : 0, 0);
-        json_num(stdout, "epochs", r->created ? (double)s->epochs : 0, 0);
-        json_num(stdout, "final_train_loss", r->created ? s->final_train_loss : na, 0);
-        json_num(stdout, "best_train_loss", r->created ? s->best_train_loss : na, 0);
-        json_num(stdout, "final_test_loss", r->created ? s->final_test_loss : na, 0);
-        json_num(stdout, "final_test_acc", r->created ? s->final_test_acc : na, 0);
-        json_num(stdout, "best_test_acc", r->created ? s->best_test_acc : na, 0);
-        json_num(stdout, "wall_s", r->created ? s->wall_s : na, 0);
-        json_num(stdout, "hybrid_s", r->created ? s->hybrid_s : na, 0);
-        json_num(stdout, "samples_per_s", r->created ? s->samples_per_s : na, 0);
-        json_num(stdout, "target_loss", r->target > 0 ? r->target : na, 0);
-        json_num(stdout, "steps_to_target", r->created && s->steps_to_target >= 0 ? (double)s->steps_to_target : na, 0);
-        json_num(stdout, "wall_to_target", r->created ? s->wall_to_target : na, 0);
-        json_num(stdout, "hybrid_to_target", r->created ? s->hybrid_to_target : na, 0);
-        json_num(stdout, "peak_bytes", r->created ? (double)s->peak_bytes : na, 0);
-        json_num(stdout, "peak_rss", r->created ? (double)s->peak_rss : na, 0);
-        json_num(stdout, "solves", r->created ? (double)s->solves : na, 0);
-        json_num(stdout, "quantum_solves", r->created ? (double)s->quantum_solves : na, 0);
-        json_num(stdout, "kappa_first", r->created ? s->kappa_first : na, 0);
-        json_num(stdout, "kappa_last", r->created ? s->kappa_last : na, 1);
-        printf("    }%s\n", i + 1 < n ? "," : "");
+        prof_json_object(&j);
+        prof_json_kstr(&j, "variant", r->variant);
+        prof_json_kstr(&j, "optimizer", r->optimizer);
+        prof_json_kstr(&j, "status", eng_run_status_name(r->status));
+        prof_json_key(&j, "error");
+        if (r->error[0]) prof_json_str(&j, r->error); else prof_json_null(&j);
+        prof_json_key(&j, "run_id");
+        if (r->run_id > 0) prof_json_int(&j, r->run_id); else prof_json_null(&j);
+        prof_json_kint(&j, "threads", r->threads);
+        json_num(&j, "steps", r->created ? (double)s->steps : 0);
+        json_num(&j, "epochs", r->created ? (double)s->epochs : 0);
+        json_num(&j, "final_train_loss", r->created ? s->final_train_loss : na);
+        json_num(&j, "best_train_loss", r->created ? s->best_train_loss : na);
+        json_num(&j, "final_test_loss", r->created ? s->final_test_loss : na);
+        json_num(&j, "final_test_acc", r->created ? s->final_test_acc : na);
+        json_num(&j, "best_test_acc", r->created ? s->best_test_acc : na);
+        json_num(&j, "wall_s", r->created ? s->wall_s : na);
+        json_num(&j, "hybrid_s", r->created ? s->hybrid_s : na);
+        json_num(&j, "samples_per_s", r->created ? s->samples_per_s : na);
+        json_num(&j, "target_loss", r->target > 0 ? r->target : na);
+        json_num(&j, "steps_to_target", r->created && s->steps_to_target >= 0 ? (double)s->steps_to_target : na);
+        json_num(&j, "wall_to_target", r->created ? s->wall_to_target : na);
+        json_num(&j, "hybrid_to_target", r->created ? s->hybrid_to_target : na);
+        json_num(&j, "peak_bytes", r->created ? (double)s->peak_bytes : na);
+        json_num(&j, "peak_rss", r->created ? (double)s->peak_rss : na);
+        json_num(&j, "solves", r->created ? (double)s->solves : na);
+        json_num(&j, "quantum_solves", r->created ? (double)s->quantum_solves : na);
+        json_num(&j, "kappa_first", r->created ? s->kappa_first : na);
+        json_num(&j, "kappa_last", r->created ? s->kappa_last : na);
+        prof_json_close(&j);
     }
-    printf("  ]\n}\n");
+    prof_json_close(&j);
+    prof_json_close(&j);
+    prof_json_end(&j);
 }
 
 static void print_keys_markdown(void)
@@ -388,7 +374,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     snprintf(r->error, sizeof r->error, "%s", o->error);
     fputs(o->prof_warnings, stderr); /* the profiler never prints: we say its warnings */
     if (!o->created) {
-        fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+        fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
         if (o->rc == ENG_EINVAL && !o->profiler_failed) c->any_config = 1;
         else c->any_failed = 1;
         return;
@@ -400,16 +386,16 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     if (o->rc == ENG_ESINK && c->has_db) {
         c->any_failed = 1; /* the store's own words follow: "not stored in DB: why" */
     } else if (o->rc && o->rc != ENG_ESTOPPED) {
-        fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+        fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
         c->any_failed = 1;
     } else if (o->rc == ENG_ESTOPPED) {
-        fprintf(stderr, "variant %s: %s\n", r->variant, r->error);
+        fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
     }
-    if (o->store_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, o->store_warning);
+    if (o->store_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, cli_text(o->store_warning));
     /* "stored" only once the end record is committed; any store error is exit 1. */
     const char *serr = o->store_error[0] ? o->store_error : o->rc == ENG_ESINK && c->has_db ? o->error : NULL;
     if (serr) {
-        fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, c->db_path, serr);
+        fprintf(stderr, "variant %s: not stored in %s: %s\n", r->variant, c->db_path, cli_text(serr));
         if (!r->error[0]) snprintf(r->error, sizeof r->error, "not stored: %.490s", serr);
         c->any_failed = 1;
     } else if (o->run_id > 0) {
@@ -429,13 +415,13 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
             fprintf(c->side, "\n");
             free(prow);
         } else {
-            fprintf(stderr, "variant %s: profile: %s\n", r->variant, prof_error());
+            fprintf(stderr, "variant %s: profile: %s\n", r->variant, cli_text(prof_error()));
         }
     }
     if (o->trace_tried) {
         int werr = o->trace_error[0] != 0;
         if (werr) {
-            fprintf(stderr, "variant %s: %s\n", r->variant, o->trace_error);
+            fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(o->trace_error));
             c->any_failed = 1;
         }
         if (eng_dist_world() > 1) merge_rank_traces(c->trace_path); /* every rank joins the barrier */
@@ -565,13 +551,13 @@ static int run_main(int argc, char **argv)
 
     eng_experiment *ex = NULL;
     if (eng_experiment_load(file, sets, n_sets, &ex)) {
-        fprintf(stderr, "%s\n", eng_error());
+        fprintf(stderr, "%s\n", cli_text(eng_error()));
         free(sets);
         return 2;
     }
     free(sets);
     if (variant && eng_experiment_select(ex, variant)) {
-        fprintf(stderr, "%s\n", eng_error());
+        fprintf(stderr, "%s\n", cli_text(eng_error()));
         eng_experiment_free(ex);
         return 2;
     }
@@ -599,7 +585,7 @@ static int run_main(int argc, char **argv)
     if (!no_db) {
         char err[600];
         db_sink = cli_store_sink_open(db_path, err, sizeof err);
-        if (!db_sink) { fprintf(stderr, "nnbench: %s\n", err); eng_experiment_free(ex); return 1; }
+        if (!db_sink) { fprintf(stderr, "nnbench: %s\n", cli_text(err)); eng_experiment_free(ex); return 1; }
     }
 
     row *rows = calloc(ex->n_variants, sizeof *rows);

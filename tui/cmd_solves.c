@@ -2,15 +2,18 @@
  * condition-number estimate of each estimator, the route the scheduler chose, and the
  * predicted, measured (classical) and simulated (quantum) times, as a table or CSV. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../profiler/profiler.h"
 #include "../store/store.h"
 #include "cli.h"
 
 static const char solves_help[] =
-    "usage: nnbench solves RUN [--route classical|quantum] [--step A:B] [--limit N] [--csv] [--db PATH]\n\n"
+    "usage: nnbench solves RUN [--route classical|quantum] [--step A:B] [--limit N] [--csv | --json]\n"
+    "                      [--db PATH]\n\n"
     "The Newton linear solves of one run, one row per solve, in step and block order:\n"
     "  step, block, n                  the curvature block and its size\n"
     "  k_det k_lapack k_gersh k_exact  kappa by each estimator ('-' = not computed):\n"
@@ -25,6 +28,7 @@ static const char solves_help[] =
     "  --step A:B   only steps A..B (inclusive)\n"
     "  --limit N    at most N rows (after the filters)\n"
     "  --csv        every stored field as CSV with a header line\n"
+    "  --json       every stored field as JSON ({\"run\": N, \"solves\": [...]}; null = not computed)\n"
     "  --db PATH    the database (default $NNBENCH_DB or ./nnbench.db)\n"
     "RUN is an id from nnbench list, or 'last'.\n";
 
@@ -64,46 +68,79 @@ static void print_table(const store_solver_event *ev, size_t n)
     }
 }
 
-/* CSV of every stored field; non-finite values are written as the empty cell. */
-static void csv_num(double v, const char *sep)
+/* Every stored field of a solve, in one order for CSV and JSON. */
+typedef enum { F_LONG, F_INT, F_REAL, F_ROUTE } field_kind;
+static const struct { const char *name; field_kind kind; size_t off; } fields[] = {
+#define FLD(name, kind, member) { name, kind, offsetof(store_solver_event, member) }
+    FLD("step", F_LONG, step), FLD("block", F_INT, block), FLD("n", F_INT, n),
+    FLD("nnz_per_row", F_REAL, nnz_per_row), FLD("kappa_det", F_REAL, kappa_fro),
+    FLD("kappa_lapack", F_REAL, kappa_lapack), FLD("kappa_gersh", F_REAL, kappa_gersh),
+    FLD("kappa_exact", F_REAL, kappa_exact), FLD("kappa_used", F_REAL, kappa_used), FLD("est_ns", F_REAL, est_ns),
+    FLD("route", F_ROUTE, route), FLD("pred_classical_ns", F_REAL, pred_classical_ns),
+    FLD("pred_quantum_ns", F_REAL, pred_quantum_ns), FLD("measured_classical_ns", F_REAL, measured_classical_ns),
+    FLD("simulated_quantum_ns", F_REAL, simulated_quantum_ns), FLD("residual", F_REAL, residual),
+    FLD("shift", F_REAL, shift), FLD("shift_raised", F_INT, shift_raised),
+#undef FLD
+};
+#define N_FIELDS (sizeof fields / sizeof fields[0])
+
+static double real_at(const store_solver_event *e, size_t f) { return *(const double *)((const char *)e + fields[f].off); }
+static long long int_at(const store_solver_event *e, size_t f)
 {
-    if (isfinite(v)) printf("%.17g%s", v, sep);
-    else printf("%s", sep);
+    const char *p = (const char *)e + fields[f].off;
+    return fields[f].kind == F_LONG ? *(const long *)p : *(const int *)p;
 }
 
+/* CSV: a header line, then one line per solve; a value not computed (NaN) is the empty cell. */
 static void print_csv(const store_solver_event *ev, size_t n)
 {
-    printf("step,block,n,nnz_per_row,kappa_det,kappa_lapack,kappa_gersh,kappa_exact,kappa_used,est_ns,route,"
-           "pred_classical_ns,pred_quantum_ns,measured_classical_ns,simulated_quantum_ns,residual,shift,shift_raised\n");
+    for (size_t f = 0; f < N_FIELDS; f++) printf("%s%s", fields[f].name, f + 1 < N_FIELDS ? "," : "\n");
+    for (size_t i = 0; i < n; i++)
+        for (size_t f = 0; f < N_FIELDS; f++) {
+            const char *sep = f + 1 < N_FIELDS ? "," : "\n";
+            if (fields[f].kind == F_ROUTE) printf("%s%s", ev[i].route ? "quantum" : "classical", sep);
+            else if (fields[f].kind != F_REAL) printf("%lld%s", int_at(&ev[i], f), sep);
+            else if (isfinite(real_at(&ev[i], f))) printf("%.17g%s", real_at(&ev[i], f), sep);
+            else printf("%s", sep);
+        }
+}
+
+/* JSON: {"run": N, "solves": [{field: value, ...}, ...]}; a value not computed is null. */
+static int print_json(long long run, const store_solver_event *ev, size_t n)
+{
+    prof_json j;
+    prof_json_begin(&j, stdout, 1);
+    prof_json_object(&j);
+    prof_json_kint(&j, "run", run);
+    prof_json_key(&j, "solves");
+    prof_json_array(&j);
     for (size_t i = 0; i < n; i++) {
-        const store_solver_event *e = &ev[i];
-        printf("%ld,%d,%d,", e->step, e->block, e->n);
-        csv_num(e->nnz_per_row, ",");
-        csv_num(e->kappa_fro, ",");
-        csv_num(e->kappa_lapack, ",");
-        csv_num(e->kappa_gersh, ",");
-        csv_num(e->kappa_exact, ",");
-        csv_num(e->kappa_used, ",");
-        csv_num(e->est_ns, ",");
-        printf("%s,", e->route ? "quantum" : "classical");
-        csv_num(e->pred_classical_ns, ",");
-        csv_num(e->pred_quantum_ns, ",");
-        csv_num(e->measured_classical_ns, ",");
-        csv_num(e->simulated_quantum_ns, ",");
-        csv_num(e->residual, ",");
-        csv_num(e->shift, ",");
-        printf("%d\n", e->shift_raised);
+        prof_json_object(&j);
+        for (size_t f = 0; f < N_FIELDS; f++) {
+            if (fields[f].kind == F_ROUTE) prof_json_kstr(&j, fields[f].name, ev[i].route ? "quantum" : "classical");
+            else if (fields[f].kind != F_REAL) prof_json_kint(&j, fields[f].name, int_at(&ev[i], f));
+            else prof_json_knum(&j, fields[f].name, real_at(&ev[i], f));
+        }
+        prof_json_close(&j);
     }
+    prof_json_close(&j);
+    prof_json_close(&j);
+    if (prof_json_end(&j)) {
+        fprintf(stderr, "nnbench solves: writing JSON: %s\n", prof_error());
+        return 1;
+    }
+    return 0;
 }
 
 int cmd_solves(int argc, char **argv)
 {
     const char *db = NULL, *spec = NULL, *route_s = NULL, *step_s = NULL, *limit_s = NULL;
-    int csv = 0;
+    int csv = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], **val = NULL;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_solves_help(stdout); return 0; }
         if (!strcmp(a, "--csv")) { csv = 1; continue; }
+        if (!strcmp(a, "--json")) { json = 1; continue; }
         if (!strcmp(a, "--db")) val = &db;
         else if (!strcmp(a, "--route")) val = &route_s;
         else if (!strcmp(a, "--step")) val = &step_s;
@@ -125,6 +162,10 @@ int cmd_solves(int argc, char **argv)
     }
     if (!spec) {
         fprintf(stderr, "nnbench solves: which run? give an id from nnbench list (see nnbench solves --help)\n");
+        return 2;
+    }
+    if (csv && json) {
+        fprintf(stderr, "nnbench solves: --csv or --json, not both\n");
         return 2;
     }
     int route = -1;
@@ -163,7 +204,7 @@ int cmd_solves(int argc, char **argv)
     store_solver_event *ev = NULL;
     size_t n = 0;
     if (store_solver_events_get(s, *id, &ev, &n)) {
-        fprintf(stderr, "nnbench solves: %s\n", store_error());
+        fprintf(stderr, "nnbench solves: %s\n", cli_text(store_error()));
         free(id);
         store_close(s);
         return 1;
@@ -177,12 +218,12 @@ int cmd_solves(int argc, char **argv)
     }
     if (!n) fprintf(stderr, "nnbench solves: run %lld has no linear solves (not a Newton run)\n", *id);
     else if (!k) fprintf(stderr, "nnbench solves: no solve of run %lld matches the filters\n", *id);
-    if (k) {
-        if (csv) print_csv(ev, k);
-        else print_table(ev, k);
-    }
+    int rc = 0;
+    if (json) rc = print_json(*id, ev, k);       /* an empty list too: a script reads it */
+    else if (k && csv) print_csv(ev, k);
+    else if (k) print_table(ev, k);
     free(ev);
     free(id);
     store_close(s);
-    return 0;
+    return rc;
 }

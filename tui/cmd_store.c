@@ -53,9 +53,29 @@ static const char *status_color(store_run_status s)
     }
 }
 
+/* "name/variant", made visible and cut between characters (names come from the database,
+ * which any SQLite client can write: they may hold escape sequences). */
 static void run_name(const store_run *r, char *b, size_t cap)
 {
-    snprintf(b, cap, "%s%s%s", r->name, r->variant[0] ? "/" : "", r->variant);
+    char full[sizeof r->name + sizeof r->variant + 2];
+    snprintf(full, sizeof full, "%s%s%s", r->name, r->variant[0] ? "/" : "", r->variant);
+    prof_text_fit(b, cap, full, (size_t)-1, 0);
+}
+
+const char *cli_text(const char *s)
+{
+    static char ring[8][2048];
+    static int k;
+    k = (k + 1) % 8;
+    return prof_text_visible(ring[k], sizeof ring[k], s ? s : "");
+}
+
+/* printf("%-*s") for text that may hold UTF-8: pads and cuts by characters, not bytes. */
+static void put_cell(const char *s, int width, int right)
+{
+    char b[1024];
+    prof_text_pad(b, sizeof b, s, width > 0 ? (size_t)width : 0, right ? PROF_TEXT_RIGHT : 0);
+    fputs(b, stdout);
 }
 
 /* "--opt VALUE" or "--opt=VALUE" at argv[*i]; 1 if matched (value in *out), -1 if the
@@ -85,7 +105,7 @@ store *cli_open_store(const char *db_path, int flags)
 {
     store *s;
     if (store_open(cli_db_path(db_path), flags, &s)) {
-        fprintf(stderr, "nnbench: %s\n", store_error());
+        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         return NULL;
     }
     return s;
@@ -98,7 +118,7 @@ long long *cli_resolve_runs(store *s, char **specs, size_t n)
     if (!ids) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
     for (size_t i = 0; i < n; i++)
         if (store_run_resolve(s, specs[i], &ids[i])) {
-            fprintf(stderr, "nnbench: %s\n", store_error());
+            fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
             free(ids);
             return NULL;
         }
@@ -142,7 +162,7 @@ int cmd_list(int argc, char **argv)
     store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
     if (status) {
         store_run_status st;
-        if (store_status_parse(status, &st)) { fprintf(stderr, "nnbench list: %s\n", store_error()); return 2; }
+        if (store_status_parse(status, &st)) { fprintf(stderr, "nnbench list: %s\n", cli_text(store_error())); return 2; }
         f.status = (int)st;
     }
     if (limit) {
@@ -164,14 +184,14 @@ int cmd_list(int argc, char **argv)
                path, access(path, F_OK) ? "does not exist" : "holds no nnbench runs", db ? " --db " : "", db ? db : "");
         return 0;
     }
-    if (rc) { fprintf(stderr, "nnbench: %s\n", store_error()); return 1; }
+    if (rc) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); return 1; }
     /* --limit N without --sort: the newest N, shown oldest first like the rest of the list. */
     int newest = f.limit && !sort;
     if (newest) { f.sort = "id"; f.desc = !desc; }
     store_run *runs;
     size_t n;
     if (store_runs_list(s, &f, &runs, &n)) {
-        fprintf(stderr, "nnbench: %s\n", store_error());
+        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         store_close(s);
         return 1;
     }
@@ -286,7 +306,11 @@ static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
         else snprintf(f, sizeof f, "-");
         if (o->csw >= 0) snprintf(w, sizeof w, "%lld", (long long)o->csw);
         else snprintf(w, sizeof w, "-");
-        printf("  %-22.22s %-12.12s %9lld %10s %5.1f%% %10s %9s %5s %8s %7s\n", o->name, o->layer[0] ? o->layer : "-",
+        fputs("  ", stdout);
+        put_cell(o->name, 22, 0);
+        fputs(" ", stdout);
+        put_cell(o->layer[0] ? o->layer : "-", 12, 0);
+        printf(" %9lld %10s %5.1f%% %10s %9s %5s %8s %7s\n",
                (long long)o->calls, store_fmt_duration(a, sizeof a, o->self_ns * 1e-9),
                total ? 100.0 * (double)o->self_ns / (double)total : 0.0, store_fmt_duration(b, sizeof b, o->total_ns * 1e-9), g,
                c, f, w);
@@ -325,7 +349,7 @@ int cmd_show(int argc, char **argv)
     if (store_run_resolve(s, spec, &id) || store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
         store_sysinfo_get(s, id, &sys, &ns) || store_metric_keys(s, id, &keys, &nk) ||
         store_op_stats_get(s, id, 0, &ops, &nops) || store_solver_events_get(s, id, &ev, &nev)) {
-        fprintf(stderr, "nnbench: %s\n", store_error());
+        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         goto out;
     }
     store_metric_keys_sort((const char **)keys, nk); /* losses first, as in compare and reports */
@@ -334,20 +358,20 @@ int cmd_show(int argc, char **argv)
     int color = cli_use_color();
     printf("run %lld  %s  %s%s%s\n", r.id, nm, color ? status_color(r.status) : "", store_status_name(r.status),
            color ? "\033[0m" : "");
-    if (r.error[0]) printf("  error     %s\n", r.error);
-    printf("  file      %s (seed %llu)\n", r.exp_path[0] ? r.exp_path : "-", (unsigned long long)r.seed);
+    if (r.error[0]) printf("  error     %s\n", cli_text(r.error));
+    printf("  file      %s (seed %llu)\n", r.exp_path[0] ? cli_text(r.exp_path) : "-", (unsigned long long)r.seed);
     printf("  started   %s   ended %s   duration %s\n", store_fmt_time(a, sizeof a, r.started, "%Y-%m-%d %H:%M"), store_fmt_time(b, sizeof b, r.ended, "%Y-%m-%d %H:%M"),
            store_fmt_duration(c, sizeof c, r.wall_s));
-    printf("  host      %s  pid %ld  nnbench %s\n", r.host, r.pid, r.version[0] ? r.version : "?");
-    if (strstr(r.model, "params]")) printf("  model     %s\n", r.model);
-    else printf("  model     %s  [%lld params]\n", r.model[0] ? r.model : "-", r.n_params);
-    printf("  data      %s  (%d train / %d test)\n", r.dataset[0] ? r.dataset : "-", r.n_train, r.n_test);
+    printf("  host      %s  pid %ld  nnbench %s\n", cli_text(r.host), r.pid, r.version[0] ? cli_text(r.version) : "?");
+    if (strstr(r.model, "params]")) printf("  model     %s\n", cli_text(r.model));
+    else printf("  model     %s  [%lld params]\n", r.model[0] ? cli_text(r.model) : "-", r.n_params);
+    printf("  data      %s  (%d train / %d test)\n", r.dataset[0] ? cli_text(r.dataset) : "-", r.n_train, r.n_test);
 
     printf("\nconfig\n");
-    for (size_t i = 0; i < np; i++) printf("  %-32s %s\n", params[i].key, params[i].value);
+    for (size_t i = 0; i < np; i++) printf("  %-32s %s\n", cli_text(params[i].key), cli_text(params[i].value));
     if (!np) printf("  (no keys stored)\n");
     printf("\nsystem\n");
-    for (size_t i = 0; i < ns; i++) printf("  %-32s %s\n", sys[i].key, sys[i].value);
+    for (size_t i = 0; i < ns; i++) printf("  %-32s %s\n", cli_text(sys[i].key), cli_text(sys[i].value));
     if (!ns) printf("  (nothing stored)\n");
 
     printf("\nresults\n");
@@ -366,7 +390,7 @@ int cmd_show(int argc, char **argv)
     printf("  %-16s %8s %12s %12s %12s\n", "metric", "points", "final", "best", "at step");
     for (size_t k = 0; k < nk; k++) {
         store_series sr;
-        if (store_metric_get(s, id, keys[k], &sr)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
+        if (store_metric_get(s, id, keys[k], &sr)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
         double fin = NAN, best = NAN;
         long at = -1;
         int low = store_metric_lower_is_better(keys[k]);
@@ -377,7 +401,7 @@ int cmd_show(int argc, char **argv)
         }
         char d[32];
         snprintf(d, sizeof d, at >= 0 ? "%ld" : "-", at);
-        printf("  %-16s %8zu %12s %12s %12s\n", keys[k], sr.n, store_fmt_num(a, sizeof a, fin), store_fmt_num(b, sizeof b, best), d);
+        printf("  %-16s %8zu %12s %12s %12s\n", cli_text(keys[k]), sr.n, store_fmt_num(a, sizeof a, fin), store_fmt_num(b, sizeof b, best), d);
         store_series_free(&sr);
     }
     if (!nk) printf("  (no metrics stored)\n");
@@ -388,7 +412,7 @@ int cmd_show(int argc, char **argv)
         store_profile prof;
         if (!store_profile_get(s, id, &prof)) {
             printf("  profiler: %lld events, overhead %s", (long long)prof.events, store_fmt_duration(a, sizeof a, prof.overhead_ns * 1e-9));
-            if (prof.counters_note[0]) printf("; %s", prof.counters_note);
+            if (prof.counters_note[0]) printf("; %s", cli_text(prof.counters_note));
             printf("\n");
         }
     } else {
@@ -491,12 +515,12 @@ int cmd_compare(int argc, char **argv)
     size_t n = nspec;
     store_compare *c = NULL;
     if (last_batch) {
-        if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
+        if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     } else if (!(ids = cli_resolve_runs(s, specs, nspec))) {
         goto out;
     }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
-    if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", store_error()); goto out; }
+    if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     if (!c->have_metric) {
         char **keys;
         size_t nk;
@@ -566,7 +590,7 @@ int cli_report_write(const char *db_path, const long long *run_ids, size_t n, co
     store *s = cli_open_store(db_path, 0);
     if (!s) return 1;
     int rc = store_report_write(s, run_ids, n, path);
-    if (rc) fprintf(stderr, "nnbench: %s\n", store_error());
+    if (rc) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
     else fprintf(stderr, "wrote %s (%zu run%s)\n", path, n, n == 1 ? "" : "s");
     store_close(s);
     return rc ? 1 : 0;
@@ -636,7 +660,7 @@ static int report_like(int argc, char **argv, int export)
         } else {
             rc = store_report_write(s, ids, n, out);
         }
-        if (rc) fprintf(stderr, "nnbench: %s\n", store_error());
+        if (rc) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         if (!rc && strcmp(out, "-")) fprintf(stderr, "wrote %s (%zu run%s)\n", out, n, n == 1 ? "" : "s");
         code = rc ? 1 : 0;
     }
@@ -713,7 +737,7 @@ int cmd_delete(int argc, char **argv)
         }
     }
     if (store_runs_delete(s, ids, n, force ? STORE_DELETE_FORCE : 0)) {
-        fprintf(stderr, "nnbench: %s\n", store_error());
+        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
         goto out;
     }
     printf("Deleted %zu run%s.\n", n, n == 1 ? "" : "s");

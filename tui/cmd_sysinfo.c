@@ -68,81 +68,88 @@ static int calibrate(int n, int reps, prof_calibration *c)
     return 0;
 }
 
-static void json_str(const char *s)
-{
-    putchar('"');
-    for (; s && *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') printf("\\%c", ch);
-        else if (ch < 0x20) printf("\\u%04x", ch);
-        else putchar(ch);
-    }
-    putchar('"');
-}
-
 static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibration *cal,
                        const char *cal_path, const char *coretype)
 {
-    printf("{\"cpu\":{\"model\":");
-    json_str(si->cpu_model);
-    printf(",\"vendor\":");
-    json_str(si->vendor);
-    printf(",\"cores\":%d,\"sockets\":%d,\"mhz\":%d,\"vm\":%s,\"vm_vendor\":", si->cores,
-           si->sockets, si->mhz, si->in_vm ? "true" : "false");
-    json_str(si->vm_vendor);
-    printf("},\n\"papi\":{\"ok\":%s,\"version\":", si->papi_ok ? "true" : "false");
-    json_str(si->papi_version);
-    printf(",\"error\":");
-    json_str(si->papi_error);
-    printf(",\"hw_counters\":%d,\"no_counters_reason\":", si->hw_counters);
-    json_str(si->hw_counters ? "" : si->no_counters_reason);
-    printf(",\"hw_events_usable\":%d,\"hw_events\":", si->hw_usable);
-    json_str(si->hw_note);
-    printf(",\"sw_events_usable\":%d,\"sw_events\":", si->sw_usable);
-    json_str(si->sw_note);
-    printf(",\"presets_available\":[");
+    prof_json j;
+    prof_json_begin(&j, stdout, 0);
+    prof_json_object(&j);
+    prof_json_key(&j, "cpu");
+    prof_json_object(&j);
+    prof_json_kstr(&j, "model", si->cpu_model);
+    prof_json_kstr(&j, "vendor", si->vendor);
+    prof_json_kint(&j, "cores", si->cores);
+    prof_json_kint(&j, "sockets", si->sockets);
+    prof_json_kint(&j, "mhz", si->mhz);
+    prof_json_key(&j, "vm");
+    prof_json_bool(&j, si->in_vm);
+    prof_json_kstr(&j, "vm_vendor", si->vm_vendor);
+    prof_json_close(&j);
+    prof_json_key(&j, "papi");
+    prof_json_object(&j);
+    prof_json_key(&j, "ok");
+    prof_json_bool(&j, si->papi_ok);
+    prof_json_kstr(&j, "version", si->papi_version);
+    prof_json_kstr(&j, "error", si->papi_error);
+    prof_json_kint(&j, "hw_counters", si->hw_counters);
+    prof_json_kstr(&j, "no_counters_reason", si->hw_counters ? "" : si->no_counters_reason);
+    prof_json_kint(&j, "hw_events_usable", si->hw_usable);
+    prof_json_kstr(&j, "hw_events", si->hw_note);
+    prof_json_kint(&j, "sw_events_usable", si->sw_usable);
+    prof_json_kstr(&j, "sw_events", si->sw_note);
+    prof_json_key(&j, "presets_available");
+    prof_json_array(&j);
     char presets[512];
     snprintf(presets, sizeof presets, "%s", si->presets_available);
-    int first = 1;
-    for (char *save = NULL, *t = strtok_r(presets, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        printf("%s", first ? "" : ",");
-        json_str(t);
-        first = 0;
-    }
-    printf("],\"clock\":");
-    json_str(si->clock);
-    printf(",\"components\":[");
+    for (char *save = NULL, *t = strtok_r(presets, ",", &save); t; t = strtok_r(NULL, ",", &save))
+        prof_json_str(&j, t);
+    prof_json_close(&j);
+    prof_json_kstr(&j, "clock", si->clock);
+    prof_json_key(&j, "components");
+    prof_json_array(&j);
     for (int i = 0; i < si->n_components; i++) {
         const prof_component *c = &si->components[i];
-        printf("%s\n  {\"name\":", i ? "," : "");
-        json_str(c->name);
-        printf(",\"description\":");
-        json_str(c->description);
-        printf(",\"enabled\":%s,\"disabled_reason\":", c->disabled ? "false" : "true");
-        json_str(c->disabled_reason);
-        printf(",\"counters\":%d,\"native_events\":%d}", c->counters, c->native_events);
+        prof_json_object(&j);
+        prof_json_kstr(&j, "name", c->name);
+        prof_json_kstr(&j, "description", c->description);
+        prof_json_key(&j, "enabled");
+        prof_json_bool(&j, !c->disabled);
+        prof_json_kstr(&j, "disabled_reason", c->disabled_reason);
+        prof_json_kint(&j, "counters", c->counters);
+        prof_json_kint(&j, "native_events", c->native_events);
+        prof_json_close(&j);
     }
-    printf("]},\n\"blas\":{\"library\":\"OpenBLAS\",\"config\":");
-    json_str(openblas_get_config());
-    printf(",\"core\":");
-    json_str(openblas_get_corename());
-    printf(",\"threads\":%d,\"OPENBLAS_CORETYPE\":", openblas_get_num_threads());
-    json_str(coretype);
-    printf("},\n\"calibration\":");
+    prof_json_close(&j);
+    prof_json_close(&j);
+    prof_json_key(&j, "blas");
+    prof_json_object(&j);
+    prof_json_kstr(&j, "library", "OpenBLAS");
+    prof_json_kstr(&j, "config", openblas_get_config());
+    prof_json_kstr(&j, "core", openblas_get_corename());
+    prof_json_kint(&j, "threads", openblas_get_num_threads());
+    prof_json_kstr(&j, "OPENBLAS_CORETYPE", coretype);
+    prof_json_close(&j);
+    prof_json_key(&j, "calibration");
     if (!have_cal) {
-        printf("null");
+        prof_json_null(&j);
     } else {
-        printf("{\"path\":");
-        json_str(cal_path);
-        printf(",\"peak_gflops\":%.3f,\"mean_gflops\":%.3f,\"m\":%d,\"n\":%d,\"k\":%d,\"reps\":%d,"
-               "\"threads\":%d,\"core\":", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,
-               cal->k, cal->reps, cal->threads);
-        json_str(cal->core);
-        printf(",\"when\":");
-        json_str(cal->when);
-        printf("}");
+        prof_json_object(&j);
+        prof_json_kstr(&j, "path", cal_path);
+        prof_json_key(&j, "peak_gflops");
+        prof_json_numg(&j, cal->peak_gflops, 6);
+        prof_json_key(&j, "mean_gflops");
+        prof_json_numg(&j, cal->mean_gflops, 6);
+        prof_json_kint(&j, "m", cal->m);
+        prof_json_kint(&j, "n", cal->n);
+        prof_json_kint(&j, "k", cal->k);
+        prof_json_kint(&j, "reps", cal->reps);
+        prof_json_kint(&j, "threads", cal->threads);
+        prof_json_kstr(&j, "core", cal->core);
+        prof_json_kstr(&j, "when", cal->when);
+        prof_json_close(&j);
     }
-    printf("}\n");
+    prof_json_close(&j);
+    prof_json_end(&j);
 }
 
 static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibration *cal,
@@ -220,12 +227,12 @@ int cmd_sysinfo(int argc, char **argv)
                     size, size, size, reps, openblas_get_num_threads(), openblas_get_corename());
         if (calibrate(size, reps, &cal)) return 1;
         if (prof_calibration_save(&cal)) {
-            fprintf(stderr, "nnbench sysinfo: %s\n", prof_error());
+            fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(prof_error()));
             return 1;
         }
     }
     int rc = prof_calibration_load(&cal);
-    if (rc < 0) fprintf(stderr, "nnbench sysinfo: %s\n", prof_error());
+    if (rc < 0) fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(prof_error()));
     prof_sysinfo si;
     prof_sysinfo_get(&si);
     if (json) print_json(&si, rc == 0, &cal, cal_path, coretype);

@@ -155,6 +155,15 @@ static int on_metric(void *ud, const eng_metric *m)
     return 0;
 }
 
+/* A telemetry record is one step's points: buffered together, written in one transaction. */
+static int on_telemetry(void *ud, const eng_telemetry *t)
+{
+    cli_store_sink *s = ud;
+    if (store_metrics_add(s->db, s->run, t->step, t->epoch, t->wall_s, t->hybrid_s, t->keys, t->values, t->n))
+        return fail_sink(s, "telemetry");
+    return 0;
+}
+
 static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum)
 {
     cli_store_sink *s = ud;
@@ -300,7 +309,7 @@ cli_store_sink *cli_store_sink_open(const char *db_path, char *err, size_t errle
 eng_sink cli_store_sink_get(cli_store_sink *s)
 {
     return (eng_sink){ .ud = s, .run_begin = on_begin, .metric = on_metric, .op_stats = on_ops,
-                       .solver = on_solver, .progress = on_progress, .run_end = on_end,
+                       .solver = on_solver, .telemetry = on_telemetry, .progress = on_progress, .run_end = on_end,
                        .checkpoint = on_checkpoint };
 }
 

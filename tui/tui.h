@@ -13,6 +13,15 @@
 
 /* ---- text and tables --------------------------------------------------------------- */
 
+/* Display width of UTF-8 text, one cell per code point (the workbench shows names,
+ * numbers and box drawing; no double-width scripts are expected). */
+int tui_text_width(const char *s);
+/* Fits s into exactly width cells: padded with spaces (right-aligned if right), or cut
+ * with an ellipsis ("…" with utf8, "~" without) when too long. Control and bidi
+ * characters are shown as \x1b, \u202e (prof_text_visible), never sent to the terminal. Writes at most outsz bytes
+ * (always NUL-terminated); returns the number of cells written. */
+int tui_fit(const char *s, int width, int right, int utf8, char *out, size_t outsz);
+
 typedef struct {
     const char *title;
     int want;     /* natural width: widest cell or title */

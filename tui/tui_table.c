@@ -2,6 +2,7 @@
  * table's cells, sorting and filtering (pure functions, tested off-screen).
  */
 #include "tui.h"
+#include "../profiler/profiler.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -33,20 +34,25 @@ int tui_fit(const char *s, int width, int right, int utf8, char *out, size_t out
     if (!outsz) return 0;
     out[0] = 0;
     if (width <= 0) return 0;
-    int tw = tui_text_width(s), keep = tw <= width ? tw : width - 1, pad = width - (tw <= width ? tw : width);
+    /* Names, config values and messages come from files and the database: whatever they
+     * hold, the screen shows control and bidi characters as \x1b, \u202e, and a cut never
+     * splits such an escape or a UTF-8 character. */
+    char vis[2048];
+    int tw = (int)prof_text_fit(vis, sizeof vis, s, (size_t)-1, 0), cut = tw > width;
+    int kept = cut ? (int)prof_text_fit(vis, sizeof vis, s, (size_t)(width - 1), 0) : tw;
+    int pad = width - kept - cut;
     size_t o = 0;
 #define ROOM(k) (o + (k) < outsz)
     if (right)
         for (int i = 0; i < pad && ROOM(1); i++) out[o++] = ' ';
-    const char *p = s;
-    for (int i = 0; i < keep; i++) {
+    for (const char *p = vis; *p;) {
         size_t l = utf8_len((const unsigned char *)p);
         if (!utf8 && (unsigned char)*p >= 0x80) { if (ROOM(1)) out[o++] = '?'; p += l; continue; }
         if (!ROOM(l)) break;
         memcpy(out + o, p, l);
         o += l; p += l;
     }
-    if (tw > width) {
+    if (cut) {
         if (utf8 && ROOM(3)) { memcpy(out + o, "\xe2\x80\xa6", 3); o += 3; }
         else if (!utf8 && ROOM(1)) out[o++] = '~';
     }

@@ -135,6 +135,16 @@ int wb_chart_toggle(wb_app *a, tui_action act);
 /* Picks x values of a stored series for the x-axis toggle (0 step, 1 wall, 2 hybrid). */
 const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid);
 
+/* ---- wb_layers.c (the Run screen's Layers tab) ----------------------------------- */
+void wb_layers_load(wb_app *a, long long run); /* the run's layer telemetry series */
+void wb_layers_free(void);
+/* Draws the tab in rows y0..y1; *scroll is the first row of its table (clamped). */
+void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll);
+int wb_layers_rows(void);                      /* rows of its table, for scrolling */
+int wb_layers_key(wb_app *a, tui_action act);  /* v: the next statistic */
+/* Layer telemetry keys of the runs, union, sorted; free with store_strings_free. */
+size_t wb_layers_metric_keys(store *db, const long long *runs, int n, char ***out);
+
 /* ---- wb_newrun.c ------------------------------------------------------------------ */
 void wb_open_new(wb_app *a);
 int wb_live_running(wb_app *a);

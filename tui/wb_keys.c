@@ -43,7 +43,7 @@ const tui_key tui_keys[] = {
     { { 'x' }, "x", NULL, TUI_ACT_X_AXIS, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: x axis step / wall time / hybrid time", "x-axis" },
     { { 'X' }, "X", NULL, TUI_ACT_X_SCALE, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: x scale linear / log / normalised per run (each run's x divided by its own last x)", "x-scale" },
     { { 'm' }, "m", NULL, TUI_ACT_SMOOTH, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: smoothing off / 0.6 / 0.9 (EMA, debiased)", "smooth" },
-    { { 'v' }, "v", NULL, TUI_ACT_METRIC, TUI_SCR_COMPARE, "Compare: chart the next metric (loss, accuracy, test loss)", "metric" },
+    { { 'v' }, "v", NULL, TUI_ACT_METRIC, TUI_SCR_COMPARE | TUI_SCR_RUN, "Compare: chart the next metric (losses, accuracies, then layer telemetry keys); Layers tab: the next statistic", "metric" },
     { { 'a' }, "a", NULL, TUI_ACT_ALL_KEYS, TUI_SCR_COMPARE, "Compare: all config keys / only differing ones", "all-keys" },
     { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS, "stop the run in progress (asks first)", "stop" },
     { { '?', KEY_F(1) }, "? / F1", NULL, TUI_ACT_HELP, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "this help", "help" },

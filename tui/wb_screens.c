@@ -1,4 +1,4 @@
-/* wb_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System) and the
+/* wb_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System, Layers) and the
  * Compare screen of the workbench, both read from the store.
  */
 #include "wb.h"
@@ -78,8 +78,8 @@ int wb_chart_toggle(wb_app *a, tui_action act)
 
 /* ---- Run screen -------------------------------------------------------------------- */
 
-enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_N };
-static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System" };
+enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_LAYERS, TAB_N };
+static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System", "Layers" };
 
 /* The Run screen's state lives in its panel (wb_run_panel.st), made when the screen opens
  * and freed when it is left; rv names it. */
@@ -142,6 +142,7 @@ static void run_unload(void)
     rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
     lines_free(&rv.cfg, &rv.n_cfg);
     lines_free(&rv.sys, &rv.n_sys);
+    wb_layers_free();
     rv.have = 0;
 }
 
@@ -214,6 +215,7 @@ static void run_load(wb_app *a)
     if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
+    wb_layers_load(a, id);
 
     store_kv *kv = NULL;
     size_t n = 0;
@@ -542,6 +544,7 @@ static void run_draw(wb_app *a)
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
     case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
     case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
+    case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, y0, y1, &rv.scroll); break;
     }
 }
 
@@ -563,12 +566,17 @@ static int run_key(wb_app *a, tui_action act, int ch)
         wb_message(a, "ops sorted by %s", op_sort_names[rv.op_sort]);
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    case TUI_ACT_METRIC:
+        if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic"); return 1; }
+        return wb_layers_key(a, act);
     default: break;
     }
     if (wb_chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
-              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev : 0;
-    return wb_scroll_key(act, &rv.scroll, total, page);
+              : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev
+              : rv.tab == TAB_LAYERS ? wb_layers_rows() : 0;
+    /* the Layers table clamps the scroll to its own height when it draws */
+    return wb_scroll_key(act, &rv.scroll, total, rv.tab == TAB_LAYERS ? 1 : page);
 }
 
 static void run_reload(wb_app *a)
@@ -603,7 +611,9 @@ typedef struct {
     int n;
     store_compare *c;
     double *xstep[WB_MAX_COMPARE];  /* step as double, per run, for the chart */
-    int metric;              /* index into metric_keys */
+    int metric;              /* < 4: index into metric_keys; else tkeys[metric - 4] */
+    char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
+    size_t n_tkeys;
     int all_keys;
     int scroll;
     char **lines;
@@ -615,6 +625,9 @@ typedef struct {
 static void cmp_unload(cmp_state *cv)
 {
     for (int i = 0; i < WB_MAX_COMPARE; i++) { free(cv->xstep[i]); cv->xstep[i] = NULL; }
+    store_strings_free(cv->tkeys, cv->n_tkeys);
+    cv->tkeys = NULL;
+    cv->n_tkeys = 0;
     store_compare_free(cv->c);
     cv->c = NULL;
     tui_lines_free(cv->lines, cv->n_lines);
@@ -632,8 +645,15 @@ static void cmp_build_lines(wb_app *a, cmp_state *cv)
         wb_message(a, "out of memory");
 }
 
+static const char *cmp_metric_name(const cmp_state *cv)
+{
+    return cv->metric < 4 ? metric_keys[cv->metric] : cv->tkeys[cv->metric - 4];
+}
+
 static int cmp_load(wb_app *a, cmp_state *cv)
 {
+    char keep[128] = "";     /* the telemetry key shown, kept across the reload */
+    if (cv->metric >= 4 && (size_t)(cv->metric - 4) < cv->n_tkeys) snprintf(keep, sizeof keep, "%s", cmp_metric_name(cv));
     cmp_unload(cv);
     /* Runs deleted meanwhile drop out. */
     int m = 0;
@@ -645,7 +665,14 @@ static int cmp_load(wb_app *a, cmp_state *cv)
     }
     cv->n = m;
     if (!m) return -1;
-    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = metric_keys[cv->metric], .target = NAN };
+    /* the layer telemetry keys of these runs follow the four metrics in the v cycle */
+    cv->n_tkeys = wb_layers_metric_keys(a->db, cv->ids, m, &cv->tkeys);
+    if (cv->metric >= 4) {
+        cv->metric = 0;
+        for (size_t k = 0; k < cv->n_tkeys; k++)
+            if (!strcmp(cv->tkeys[k], keep)) cv->metric = 4 + (int)k;
+    }
+    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
     if (store_compare_load(a->db, cv->ids, (size_t)m, &o, &cv->c)) {
         wb_message(a, "compare: %s", store_error());
         return -1;
@@ -686,8 +713,8 @@ static void cmp_draw(wb_app *a)
     store_compare *c = cv->c;
     char t[512], tg[160];
     toggles_text(a, tg, sizeof tg);
-    snprintf(t, sizeof t, "%s%s%d runs   metric: %s (v)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
-             metric_keys[cv->metric], tg);
+    snprintf(t, sizeof t, "%s%s%d runs   metric: %s (v%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
+             cmp_metric_name(cv), cv->n_tkeys ? ", then layer telemetry" : "", tg);
     attron(A_DIM);
     wb_text(a, 1, 1, a->cols - 2, 0, t);
     attroff(A_DIM);
@@ -704,8 +731,8 @@ static void cmp_draw(wb_app *a)
         s[i].y = sr->value;
         s[i].n = s[i].x ? sr->n : 0;
     }
-    chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, metric_keys[cv->metric], metric_keys[cv->metric],
-             a->log_y && cv->metric < 2);
+    chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, cmp_metric_name(cv), cmp_metric_name(cv),
+             a->log_y && (cv->metric < 2 || (cv->metric >= 4 && strncmp(cmp_metric_name(cv), "grad_mean/", 10))));
     int ty = 2 + h;
     /* Table header row in series colours, then the scrolling body. */
     if (cv->n_lines > 0) {
@@ -730,11 +757,11 @@ static int cmp_key(wb_app *a, tui_action act, int ch)
     (void)ch;
     cmp_state *cv = CV;
     switch (act) {
-    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % 4; cmp_load(a, cv); return 1;
+    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % (4 + (int)cv->n_tkeys); cmp_load(a, cv); return 1;
     case TUI_ACT_ALL_KEYS:
         cv->all_keys = !cv->all_keys;
         if (cv->c) {
-            store_cmp_opts o = { .all_keys = cv->all_keys, .metric = metric_keys[cv->metric], .target = NAN };
+            store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
             store_compare_rows(cv->c, &o);
         }
         cmp_build_lines(a, cv);

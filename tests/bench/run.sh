@@ -176,6 +176,9 @@ fi
 # ---- 10: int8 quantization and checkpoints (issue 14) ------------------------------------
 [ -x "$bin/quant_bench" ] && NNBENCH_TOP="$top" section "$bin/quant_bench" $quick --reps $reps
 
+# ---- 11: gradient lab: each transform and layer telemetry against the Fashion MLP step --
+[ -x "$bin/grad_bench" ] && section "$bin/grad_bench" $quick --reps $reps
+
 # ---- 4: store (tests/bench/store_bench.c is the store engineer's). ROW lines of its own
 # join the table as they are; otherwise its three figure lines are read here (the store
 # goal is 500k points/s, so that row is the ratio to it; the latencies are in ms).

@@ -1,7 +1,8 @@
 /* store_bench.c — what storing costs: metric points logged per second through the store's
  * batched writer, the list query on a database of 10k runs, and reading two 100k-point
  * curves for compare. Prints figures; asserts nothing about time.
- * usage: store_bench [--quick] [DIR]   (DIR for the temporary databases, default /tmp) */
+ * usage: store_bench [--quick] [--points] [DIR]   (DIR for the temporary databases, default /tmp;
+ * --points: the logging phase only, e.g. for valgrind --tool=callgrind) */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,16 @@ static double cpu(void)
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
+}
+
+static void remove_db(const char *path)
+{
+    char aux[1100];
+    unlink(path);
+    snprintf(aux, sizeof aux, "%s-wal", path);
+    unlink(aux);
+    snprintf(aux, sizeof aux, "%s-shm", path);
+    unlink(aux);
 }
 
 static int die(const char *what)
@@ -79,16 +90,16 @@ static int log_points(store *s, long long id, long points)
 
 int main(int argc, char **argv)
 {
-    int quick = 0;
+    int quick = 0, points_only = 0;
     const char *dir = "/tmp";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--points")) points_only = 1;
         else dir = argv[i];
     }
     long n_points = quick ? 200000 : 1000000, n_runs = quick ? 2000 : 10000, n_curve = quick ? 20000 : 100000;
     char path[1024];
     snprintf(path, sizeof path, "%s/nnbench-store-bench-%d.db", dir, (int)getpid());
-    char aux[1100];
 
     /* 1. logging throughput */
     store *s;
@@ -102,6 +113,11 @@ int main(int argc, char **argv)
            "(batched, WAL, synchronous=NORMAL; writer thread); the caller spent %.3f s adding them: %.0f points/s\n",
            n_points, t1 - t0, n_points / (t1 - t0), n_points / (c1 - c0), added_s, n_points / added_s);
     end_run(s, id, n_points / 4, 0.1);
+    if (points_only) {
+        store_close(s);
+        remove_db(path);
+        return 0;
+    }
 
     /* 2. compare's read: two runs x n_curve points of one metric */
     long long a = begin_run(s, 1, "sgd"), b = begin_run(s, 2, "adam");
@@ -130,9 +146,7 @@ int main(int argc, char **argv)
     store_run_clear(&ra);
     store_run_clear(&rb);
     store_close(s);
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path); unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path); unlink(aux);
+    remove_db(path);
 
     /* 3. list on a database of n_runs runs (each with 40 metric points) */
     if (store_open(path, STORE_OPEN_CREATE, &s)) return die("open list db");
@@ -163,8 +177,6 @@ int main(int argc, char **argv)
     }
     printf("store_bench: list of %zu runs (open + query sorted by loss + close): best %.1f ms wall (%.1f ms CPU), "
            "mean %.1f ms (filled in %.1f s)\n", n, best * 1e3, cbest * 1e3, sum / reps * 1e3, fill);
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path); unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path); unlink(aux);
+    remove_db(path);
     return 0;
 }

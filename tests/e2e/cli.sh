@@ -53,6 +53,20 @@ for r in rows:
     # a quantum-routed solve has a simulated time; a classical one a measured time
     assert r["simulated_quantum_ns" if r["route"] == "quantum" else "measured_classical_ns"] != "", r
 PY
+"$NNBENCH" solves 1 --db "$DB" --json >"$T/json" || fail "solves --json exited $?"
+python3 - "$T/json" "$T/csv" <<'PY' || fail "solves --json does not match --csv"
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert j["run"] == 1 and len(j["solves"]) == len(rows), (j.get("run"), len(j["solves"]), len(rows))
+for a, b in zip(j["solves"], rows):
+    assert set(a) == set(b), set(a) ^ set(b)
+    for k, v in a.items():
+        if v is None: assert b[k] == "", (k, b[k])
+        elif isinstance(v, str): assert v == b[k], (k, v, b[k])
+        else: assert float(v) == float(b[k]), (k, v, b[k])
+PY
+expect 2 "--csv or --json, not both" "$NNBENCH" solves 1 --db "$DB" --csv --json
 "$NNBENCH" solves 1 --db "$DB" --step 2:3 --csv >"$T/csv2" || fail "solves --step"
 [ "$(tail -n +2 "$T/csv2" | cut -d, -f1 | sort -u | tr '\n' ' ')" = "2 3 " ] || fail "--step 2:3 rows"
 "$NNBENCH" solves 1 --db "$DB" --limit 4 >"$T/tab2" || fail "solves --limit"

@@ -37,14 +37,16 @@ sed -e 's/name = qmlp/name = qcnn/' -e 's/dense:64:relu, dense:10/conv:4:5:relu,
 "$NNBENCH" run "$T/mlp.ini" --db "$DB" >"$T/out" 2>&1 || fail "training the MLP"
 "$NNBENCH" run "$T/cnn.ini" --db "$DB" >"$T/out" 2>&1 || fail "training the CNN"
 
-jnum() { sed -n "s/.*\"$1\": \([-0-9.e+]*\).*/\1/p" "$2" | head -1; }
+# jget FILE EXPR: EXPR (python, over the parsed JSON as j) printed; JSON parsed, not grepped
+jget() { python3 -c "import json,sys; j=json.load(open(sys.argv[1])); print($2)" "$1"; }
+jnum() { jget "$2" "j['$1']"; }
 for run in 1 2; do
     "$NNBENCH" quantize $run --db "$DB" --json >"$T/q$run.json" 2>"$T/out" || fail "quantize $run"
     cp "$T/q$run.json" "$T/out"
     ratio=$(jnum bytes_ratio "$T/q$run.json")
     awk -v r="$ratio" 'BEGIN { exit !(r > 0.2 && r <= 0.27) }' || fail "run $run: int8/fp32 bytes $ratio"
-    f=$(sed -n 's/.*"fp32": {[^}]*"accuracy": \([0-9.e-]*\).*/\1/p' "$T/q$run.json")
-    i=$(sed -n 's/.*"int8": {[^}]*"accuracy": \([0-9.e-]*\).*/\1/p' "$T/q$run.json")
+    f=$(jget "$T/q$run.json" "j['fp32']['accuracy']")
+    i=$(jget "$T/q$run.json" "j['int8']['accuracy']")
     awk -v f="$f" -v i="$i" 'BEGIN { exit !(f > 0.6 && i > f - 0.02) }' || fail "run $run: accuracy fp32 $f, int8 $i"
     for op in quantize gemm_s8 requantize dequantize; do
         grep -q "\"name\": \"$op\"" "$T/q$run.json" || fail "run $run: no $op scope in the int8 profile"
@@ -64,13 +66,13 @@ grep -q '"quantizations":\[{"id":2,' "$T/r.json" || fail "the JSON report has no
 # eval: the stored test loss again, and another file (the full training images) by --data.
 "$NNBENCH" eval 1 --db "$DB" --json >"$T/out" 2>&1 || fail "eval"
 want=$(sqlite3 "$DB" "SELECT printf('%.6g', final_test_loss) FROM runs WHERE id=1")
-[ "$(printf '%.6g' "$(sed 's/.*"loss": \([^,]*\),.*/\1/' "$T/out")")" = "$want" ] || fail "eval loss differs from the run's ($want)"
+[ "$(printf '%.6g' "$(jget "$T/out" "repr(j['loss'])")")" = "$want" ] || fail "eval loss differs from the run's ($want)"
 "$NNBENCH" eval 1 --db "$DB" --data "$FM/train-images-idx3-ubyte.gz" --labels "$FM/train-labels-idx1-ubyte.gz" \
     >"$T/out" 2>&1 || fail "eval --data"
 grep -q "60000 samples, loss [0-9.]*, accuracy 0\.[5-9]" "$T/out" || fail "eval --data: not the 60000 training images"
 
 # The integer result does not depend on the GEMM path: every path this CPU has, forced.
-il() { sed -n 's/.*"int8": {[^}]*"loss": \([0-9.e+-]*\).*/\1/p' "$1"; }
+il() { jget "$1" "repr(j['int8']['loss'])"; }
 for run in 1 2; do
     "$NNBENCH" quantize $run --db "$DB" --json --no-store --kernel scalar >"$T/s.json" 2>"$T/out" || fail "--kernel scalar"
     want=$(il "$T/s.json")

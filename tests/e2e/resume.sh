@@ -67,7 +67,7 @@ s="SELECT printf('%.17g|%.17g|%.17g|%d|%d', final_train_loss, final_test_loss, f
 grep -q "checkpoints" "$T/out" || fail "show has no checkpoints line"
 "$NNBENCH" eval 1 --db "$T/clean.db" --json >"$T/out" 2>&1 || fail "eval"
 want=$(sqlite3 "$T/clean.db" "SELECT printf('%.6g', final_test_loss) FROM runs WHERE id=1")
-got=$(sed 's/.*"loss": \([^,]*\),.*/\1/' "$T/out")
+got=$(python3 -c "import json,sys; print(repr(json.load(open(sys.argv[1]))['loss']))" "$T/out")
 [ "$(printf '%.6g' "$got")" = "$want" ] || fail "eval loss $got, stored test loss $want"
 
 # Refusals: a finished run, a run without checkpoints, an unknown run.

@@ -656,6 +656,7 @@ static void test_sysinfo(void **state)
 }
 
 int test_profiler_counters(void);
+int test_profiler_text(void); /* text.c */
 
 int main(void)
 {
@@ -677,5 +678,6 @@ int main(void)
     };
     int failed = cmocka_run_group_tests_name("profiler", tests, NULL, NULL);
     failed += test_profiler_counters(); /* counters.c */
+    failed += test_profiler_text();
     return failed ? 1 : 0;
 }

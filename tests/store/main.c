@@ -7,6 +7,7 @@ int test_store_sink(void);
 int test_store_cli(void);
 int test_store_checkpoint(void);
 int test_store_ops_v2(void);
+int test_store_telemetry(void);
 
 int main(void)
 {
@@ -16,5 +17,6 @@ int main(void)
     failed += test_store_cli();
     failed += test_store_checkpoint();
     failed += test_store_ops_v2();
+    failed += test_store_telemetry();
     return failed ? 1 : 0;
 }

@@ -123,6 +123,14 @@ static void test_chart_scaling(void **st)
     assert_true(row_of_text(&c, "1.0") >= 0);
     tui_canvas_free(&c);
 
+    /* A hostile series label reaches the canvas visibly: no cell holds a control character. */
+    tui_series h = { "x\x1b]0;t\x07\xe2\x80\xae", x, y, 2 };
+    assert_int_equal(tui_chart_draw(&h, 1, &o, &c), 0);
+    for (int k = 0; k < c.w * c.h; k++)
+        assert_false(c.cells[k].ch < 0x20 || c.cells[k].ch == 0x202e);
+    assert_true(row_of_text(&c, "x\\x1b]0;t\\x07\\u202e") == c.h - 1);
+    tui_canvas_free(&c);
+
     /* Too small: refused, nothing allocated. */
     o.width = 10;
     assert_int_equal(tui_chart_draw(&s, 1, &o, &c), -1);
@@ -255,6 +263,14 @@ static void test_fit(void **st)
     /* Multi-byte text is cut between code points, never inside one. */
     tui_fit("\xc3\xa9t\xc3\xa9-long", 4, 0, 1, b, sizeof b);
     assert_string_equal(b, "\xc3\xa9t\xc3\xa9\xe2\x80\xa6");
+    /* Control and bidi characters reach the screen visibly, never raw. */
+    tui_fit("a\x1b[2Jb\xe2\x80\xae", 15, 0, 1, b, sizeof b);
+    assert_string_equal(b, "a\\x1b[2Jb\\u202e");
+    tui_fit("a\x1b[2Jb", 4, 0, 1, b, sizeof b);       /* the escape goes whole: padded */
+    assert_string_equal(b, "a\xe2\x80\xa6  ");
+    tui_fit("x\x1b]0;t\x07", 9, 0, 1, b, sizeof b);
+    assert_null(strchr(b, '\x1b'));
+    assert_null(strchr(b, '\x07'));
     /* Non-UTF-8 terminals get '?' for non-ASCII. */
     tui_fit("\xc3\xa9t\xc3\xa9", 4, 0, 0, b, sizeof b);
     assert_string_equal(b, "?t? ");

@@ -1,0 +1,463 @@
+/* gradient.c — the gradient lab: transforms applied per parameter tensor between backward
+ * and the optimizer step (znorm, centralize, clip_norm, clip_value), and the per-layer
+ * telemetry (gradient norm/mean/std/max, update-to-weight ratio, zero fraction of
+ * activations) taken every log_every steps. Everything is allocated at create; a step
+ * allocates nothing. */
+#include "internal.h"
+
+/* The reductions below keep LANES partial sums so that GCC vectorises them without
+ * -ffast-math (a single float accumulator is a serial dependency it must not reorder). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize")
+#endif
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LANES 16
+/* Float partial sums are folded into doubles every BLOCK elements: with 64 terms per lane
+ * the float rounding stays near 1e-6 relative however long the tensor is. */
+#define BLOCK 1024
+
+const char *eng_grad_kind_name(eng_grad_kind k)
+{
+    static const char *const names[] = { "znorm", "centralize", "clip_norm", "clip_value" };
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
+/* ---- kernels -------------------------------------------------------------------------- */
+
+/* Sums are taken about c = g[0], so a tensor whose mean is large next to its spread keeps
+ * its variance (sum x^2 / n - mean^2 would cancel to noise in float). Inlined with want_max
+ * a constant, so znorm's first pass (no max) does not pay for the max. */
+typedef float v4f __attribute__((vector_size(16)));
+typedef int v4i __attribute__((vector_size(16)));
+
+static inline v4f load4(const float *p)
+{
+    v4f v;
+    memcpy(&v, p, sizeof v); /* an unaligned load */
+    return v;
+}
+
+/* Four 4-float accumulators per sum, written with GCC/Clang vector types: the
+ * auto-vectoriser kept the 16 partial sums of the plain loop in memory (a store and a load
+ * per 16 elements), which made znorm's first pass three times slower than a sum of squares. */
+static inline __attribute__((always_inline)) void shifted_sums(const float *restrict g, size_t n, int want_max,
+                                                               double *s1_out, double *s2_out, double *max_out)
+{
+    const float c = n ? g[0] : 0.0f;
+    const v4f cv = { c, c, c, c };
+    const v4i absmask = { 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff };
+    double s1 = 0, s2 = 0;
+    v4f m0 = { 0 }, m1 = { 0 };
+    size_t i = 0;
+    while (i + LANES <= n) {
+        size_t end = i + BLOCK <= n ? i + BLOCK : n - (n - i) % LANES;
+        v4f a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 }, q0 = { 0 }, q1 = { 0 }, q2 = { 0 }, q3 = { 0 };
+        for (; i < end; i += LANES) {
+            v4f x0 = load4(g + i), x1 = load4(g + i + 4), x2 = load4(g + i + 8), x3 = load4(g + i + 12);
+            v4f d0 = x0 - cv, d1 = x1 - cv, d2 = x2 - cv, d3 = x3 - cv;
+            a0 += d0; a1 += d1; a2 += d2; a3 += d3;
+            q0 += d0 * d0; q1 += d1 * d1; q2 += d2 * d2; q3 += d3 * d3;
+            if (want_max) {
+                v4f b0 = (v4f)((v4i)x0 & absmask), b1 = (v4f)((v4i)x1 & absmask);
+                v4f b2 = (v4f)((v4i)x2 & absmask), b3 = (v4f)((v4i)x3 & absmask);
+                v4i k0 = b0 > m0, k1 = b1 > m1;
+                m0 = (v4f)(((v4i)b0 & k0) | ((v4i)m0 & ~k0));
+                m1 = (v4f)(((v4i)b1 & k1) | ((v4i)m1 & ~k1));
+                k0 = b2 > m0;
+                k1 = b3 > m1;
+                m0 = (v4f)(((v4i)b2 & k0) | ((v4i)m0 & ~k0));
+                m1 = (v4f)(((v4i)b3 & k1) | ((v4i)m1 & ~k1));
+            }
+        }
+        v4f a = (a0 + a1) + (a2 + a3), q = (q0 + q1) + (q2 + q3);
+        for (int j = 0; j < 4; j++) { s1 += a[j]; s2 += q[j]; }
+    }
+    float m = 0;
+    for (int j = 0; j < 4; j++) {
+        m = m0[j] > m ? m0[j] : m;
+        m = m1[j] > m ? m1[j] : m;
+    }
+    for (; i < n; i++) {
+        double d = (double)g[i] - c;
+        s1 += d;
+        s2 += d * d;
+        float ax = fabsf(g[i]);
+        m = ax > m ? ax : m;
+    }
+    *s1_out = s1;
+    *s2_out = s2;
+    *max_out = m;
+}
+
+/* mean, variance and sum of squares from the sums about c (see shifted_sums) */
+static void moments(float c, size_t n, double s1, double s2, double *mean, double *var, double *sumsq)
+{
+    double nn = n ? (double)n : 1.0, md = s1 / nn, v = s2 / nn - md * md;
+    if (mean) *mean = c + md;
+    if (var) *var = v > 0 ? v : 0;
+    /* sum x^2 = sum (d + c)^2 */
+    if (sumsq) { double q = s2 + 2.0 * c * s1 + nn * (double)c * c; *sumsq = n && q > 0 ? q : 0; }
+}
+
+void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var, double *sumsq, double *maxabs)
+{
+    double s1, s2, m;
+    shifted_sums(g, n, 1, &s1, &s2, &m);
+    moments(n ? g[0] : 0.0f, n, s1, s2, mean, var, sumsq);
+    if (maxabs) *maxabs = m;
+}
+
+double eng_grad_sumsq(const float *restrict g, size_t n)
+{
+    double s2 = 0;
+    size_t i = 0;
+    while (i + LANES <= n) {
+        size_t end = i + BLOCK <= n ? i + BLOCK : n - (n - i) % LANES;
+        float a2[LANES] = { 0 };
+        for (; i < end; i += LANES)
+            for (int j = 0; j < LANES; j++) a2[j] += g[i + j] * g[i + j];
+        for (int j = 0; j < LANES; j++) s2 += a2[j];
+    }
+    for (; i < n; i++) s2 += (double)g[i] * g[i];
+    return s2;
+}
+
+static double sum_of(const float *restrict g, size_t n)
+{
+    double s1 = 0;
+    size_t i = 0;
+    while (i + LANES <= n) {
+        size_t end = i + BLOCK <= n ? i + BLOCK : n - (n - i) % LANES;
+        float a1[LANES] = { 0 };
+        for (; i < end; i += LANES)
+            for (int j = 0; j < LANES; j++) a1[j] += g[i + j];
+        for (int j = 0; j < LANES; j++) s1 += a1[j];
+    }
+    for (; i < n; i++) s1 += g[i];
+    return s1;
+}
+
+void eng_grad_scale(float *restrict g, size_t n, float s)
+{
+    for (size_t i = 0; i < n; i++) g[i] *= s;
+}
+
+void eng_grad_clamp(float *restrict g, size_t n, float lim)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x = g[i] > lim ? lim : g[i];
+        g[i] = x < -lim ? -lim : x;
+    }
+}
+
+/* Pass 1: sum and sum of squares (one read); pass 2: (g - mean) * 1/(std + eps). */
+void eng_grad_znorm(float *restrict g, size_t n, float eps)
+{
+    if (n < 2) return;
+    double s1, s2, unused, mean, var;
+    shifted_sums(g, n, 0, &s1, &s2, &unused);
+    moments(g[0], n, s1, s2, &mean, &var, NULL);
+    const float mu = (float)mean, inv = (float)(1.0 / (sqrt(var) + eps));
+    for (size_t i = 0; i < n; i++) g[i] = (g[i] - mu) * inv;
+}
+
+void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col, float *restrict colsum)
+{
+    if (by_col) {
+        /* dense W [in x out]: output c's fan-in is column c. Sum row by row (contiguous,
+         * vectorised across columns), then subtract the column means. */
+        if (rows < 2) return;
+        memset(colsum, 0, cols * sizeof *colsum);
+        for (size_t r = 0; r < rows; r++) {
+            const float *restrict row = g + r * cols;
+            for (size_t c = 0; c < cols; c++) colsum[c] += row[c];
+        }
+        const float inv = 1.0f / (float)rows;
+        for (size_t c = 0; c < cols; c++) colsum[c] *= inv;
+        for (size_t r = 0; r < rows; r++) {
+            float *restrict row = g + r * cols;
+            for (size_t c = 0; c < cols; c++) row[c] -= colsum[c];
+        }
+    } else {
+        /* conv W [F x C*K*K]: filter r's fan-in is row r, still in cache for the subtract. */
+        if (cols < 2) return;
+        for (size_t r = 0; r < rows; r++) {
+            float *restrict row = g + r * cols;
+            const float mu = (float)(sum_of(row, cols) / (double)cols);
+            for (size_t c = 0; c < cols; c++) row[c] -= mu;
+        }
+    }
+}
+
+/* ---- the transform pipeline ----------------------------------------------------------- */
+
+/* One profiler scope per transform (and one for telemetry); -1 when profiling is off. */
+static int register_scope(prof_t *prof, const char *name, int *id)
+{
+    *id = -1;
+    if (prof && (*id = prof_register(prof, name, NULL, PROF_OP)) < 0)
+        return eng_fail(ENG_EINVAL, "gradient: the profiler's scope table is full at %s (%s)", name, prof_error());
+    return ENG_OK;
+}
+
+struct eng_grad {
+    eng_model *m;
+    prof_t *prof;
+    int n;
+    eng_grad_kind kind[ENG_MAX_GRAD_TRANSFORMS];
+    int scope[ENG_MAX_GRAD_TRANSFORMS];
+    float eps, clip_norm, clip_value;
+    float *colsum;          /* centralize scratch: the widest dense layer's outputs */
+};
+
+int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out)
+{
+    *out = NULL;
+    if (tc->n_gradient < 0 || tc->n_gradient > ENG_MAX_GRAD_TRANSFORMS)
+        return eng_fail(ENG_EINVAL, "gradient: at most %d transforms, got %d", ENG_MAX_GRAD_TRANSFORMS, tc->n_gradient);
+    for (int i = 0; i < tc->n_gradient; i++) {
+        if ((unsigned)tc->gradient[i] > ENG_GRAD_CLIP_VALUE)
+            return eng_fail(ENG_EINVAL, "gradient: unknown transform %d", (int)tc->gradient[i]);
+        if (tc->gradient[i] == ENG_GRAD_ZNORM && !(tc->znorm_eps > 0))
+            return eng_fail(ENG_EINVAL, "gradient znorm: znorm_eps must be > 0, got %g", tc->znorm_eps);
+        if (tc->gradient[i] == ENG_GRAD_CLIP_NORM && !(tc->clip_norm > 0))
+            return eng_fail(ENG_EINVAL, "gradient clip_norm: clip_norm must be > 0, got %g", tc->clip_norm);
+        if (tc->gradient[i] == ENG_GRAD_CLIP_VALUE && !(tc->clip_value > 0))
+            return eng_fail(ENG_EINVAL, "gradient clip_value: clip_value must be > 0, got %g", tc->clip_value);
+    }
+    eng_grad *g = prof_calloc(1, sizeof *g);
+    if (!g) return eng_fail(ENG_ENOMEM, "gradient: out of memory");
+    g->m = m;
+    g->prof = prof;
+    g->n = tc->n_gradient;
+    g->eps = (float)tc->znorm_eps;
+    g->clip_norm = (float)tc->clip_norm;
+    g->clip_value = (float)tc->clip_value;
+    size_t widest = 1;
+    for (int l = 0; l < m->n_layers; l++)
+        if (m->layers[l].kind == ENG_LAYER_DENSE && m->layers[l].out_size > widest) widest = m->layers[l].out_size;
+    for (int i = 0; i < g->n; i++) {
+        g->kind[i] = tc->gradient[i];
+        if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->colsum && !(g->colsum = prof_malloc(widest * sizeof(float)))) {
+            eng_grad_free(g);
+            return eng_fail(ENG_ENOMEM, "gradient: out of memory");
+        }
+        char name[48];
+        snprintf(name, sizeof name, "grad.%s", eng_grad_kind_name(g->kind[i]));
+        int rc = register_scope(prof, name, &g->scope[i]);
+        if (rc) { eng_grad_free(g); return rc; }
+    }
+    *out = g;
+    return ENG_OK;
+}
+
+void eng_grad_free(eng_grad *g)
+{
+    if (!g) return;
+    prof_free(g->colsum);
+    prof_free(g);
+}
+
+/* Bytes a transform moves over n floats in `reads` read passes and `writes` write passes (for the profiler). */
+static uint64_t pass_bytes(size_t n, int reads, int writes) { return (uint64_t)n * sizeof(float) * (uint64_t)(reads + writes); }
+
+void eng_grad_apply(eng_grad *g)
+{
+    eng_model *m = g->m;
+    for (int t = 0; t < g->n; t++) {
+        uint64_t flops = 0, bytes = 0;
+        PROF_BEGIN(g->prof, g->scope[t]);
+        switch (g->kind[t]) {
+        case ENG_GRAD_ZNORM:
+            for (int l = 0; l < m->n_layers; l++) {
+                eng_layer *L = &m->layers[l];
+                if (L->n_w) eng_grad_znorm(L->dw, L->n_w, g->eps);
+                if (L->n_b) eng_grad_znorm(L->db, L->n_b, g->eps);
+                flops += 5 * (uint64_t)(L->n_w + L->n_b);
+                bytes += pass_bytes(L->n_w + L->n_b, 2, 1);
+            }
+            break;
+        case ENG_GRAD_CENTRALIZE:
+            for (int l = 0; l < m->n_layers; l++) {
+                eng_layer *L = &m->layers[l];
+                if (!L->n_w) continue;
+                /* dense W [in x out]: fan-in by column; conv W [F x C*K*K]: by row */
+                if (L->kind == ENG_LAYER_DENSE) eng_grad_centralize(L->dw, L->in_size, L->out_size, 1, g->colsum);
+                else eng_grad_centralize(L->dw, L->n_b, L->n_w / L->n_b, 0, NULL);
+                flops += 2 * (uint64_t)L->n_w;
+                bytes += pass_bytes(L->n_w, 2, 1);
+            }
+            break;
+        case ENG_GRAD_CLIP_NORM: {
+            double norm = sqrt(eng_grad_sumsq(m->grads, m->n_params));
+            flops += 2 * (uint64_t)m->n_params;
+            bytes += pass_bytes(m->n_params, 1, 0);
+            if (norm > g->clip_norm) {
+                eng_grad_scale(m->grads, m->n_params, (float)(g->clip_norm / norm));
+                flops += m->n_params;
+                bytes += pass_bytes(m->n_params, 1, 1);
+            }
+            break;
+        }
+        case ENG_GRAD_CLIP_VALUE:
+            eng_grad_clamp(m->grads, m->n_params, g->clip_value);
+            flops += 2 * (uint64_t)m->n_params;
+            bytes += pass_bytes(m->n_params, 1, 1);
+            break;
+        }
+        PROF_END(g->prof, g->scope[t], flops, bytes);
+    }
+}
+
+/* ---- telemetry ------------------------------------------------------------------------ */
+
+enum { T_NORM, T_MEAN, T_STD, T_MAX, T_RATIO, T_PER_TENSOR };
+static const char *const tkey[T_PER_TENSOR] = { "grad_norm", "grad_mean", "grad_std", "grad_max", "update_ratio" };
+
+typedef struct {
+    float *w, *g;           /* the tensor in params and in grads */
+    size_t n, off;
+} tensor_ref;
+
+struct eng_telem {
+    eng_model *m;
+    prof_t *prof;
+    int scope;
+    int n_tensors, n_act;
+    tensor_ref tensors[2 * ENG_MAX_LAYERS];
+    int act_layer[ENG_MAX_LAYERS];
+    size_t n_values;
+    char (*key_buf)[48];
+    const char **keys;
+    double *values;
+    float *before;          /* the parameters before the step */
+};
+
+int eng_telem_create(eng_model *m, prof_t *prof, eng_telem **out)
+{
+    *out = NULL;
+    eng_telem *t = prof_calloc(1, sizeof *t);
+    if (!t) return eng_fail(ENG_ENOMEM, "telemetry: out of memory");
+    t->m = m;
+    t->prof = prof;
+    t->scope = -1;
+    for (int l = 0; l < m->n_layers; l++) {
+        eng_layer *L = &m->layers[l];
+        if (L->n_w) t->tensors[t->n_tensors++] = (tensor_ref){ L->w, L->dw, L->n_w, L->w_off };
+        if (L->n_b) t->tensors[t->n_tensors++] = (tensor_ref){ L->b, L->db, L->n_b, L->b_off };
+        if (L->act != ENG_ACT_NONE) t->act_layer[t->n_act++] = l;
+    }
+    t->n_values = (size_t)t->n_tensors * T_PER_TENSOR + (size_t)t->n_act;
+    size_t nv = t->n_values ? t->n_values : 1;
+    t->key_buf = prof_calloc(nv, sizeof *t->key_buf);
+    t->keys = prof_calloc(nv, sizeof *t->keys);
+    t->values = prof_calloc(nv, sizeof *t->values);
+    t->before = prof_malloc((m->n_params ? m->n_params : 1) * sizeof(float));
+    if (!t->key_buf || !t->keys || !t->values || !t->before) {
+        eng_telem_free(t);
+        return eng_fail(ENG_ENOMEM, "telemetry: out of memory for %zu parameters", m->n_params);
+    }
+    size_t k = 0;
+    for (int l = 0; l < m->n_layers; l++) {
+        eng_layer *L = &m->layers[l];
+        for (int wb = 0; wb < 2; wb++) {
+            if (!(wb ? L->n_b : L->n_w)) continue;
+            for (int q = 0; q < T_PER_TENSOR; q++)
+                snprintf(t->key_buf[k + (size_t)q * (size_t)t->n_tensors], sizeof t->key_buf[0], "%s/%s.%s",
+                         tkey[q], L->name, wb ? "b" : "W");
+            k++;
+        }
+    }
+    for (int a = 0; a < t->n_act; a++)
+        snprintf(t->key_buf[(size_t)t->n_tensors * T_PER_TENSOR + (size_t)a], sizeof t->key_buf[0], "zero_frac/%s",
+                 m->layers[t->act_layer[a]].name);
+    for (size_t i = 0; i < t->n_values; i++) t->keys[i] = t->key_buf[i];
+    int rc = register_scope(prof, "grad.telemetry", &t->scope);
+    if (rc) { eng_telem_free(t); return rc; }
+    *out = t;
+    return ENG_OK;
+}
+
+void eng_telem_free(eng_telem *t)
+{
+    if (!t) return;
+    prof_free(t->key_buf);
+    prof_free(t->keys);
+    prof_free(t->values);
+    prof_free(t->before);
+    prof_free(t);
+}
+
+static size_t count_zeros(const float *restrict a, size_t n)
+{
+    size_t z = 0;
+    for (size_t i = 0; i < n; i++) z += a[i] == 0.0f;
+    return z;
+}
+
+void eng_telem_before(eng_telem *t)
+{
+    eng_model *m = t->m;
+    PROF_BEGIN(t->prof, t->scope);
+    size_t nt = (size_t)t->n_tensors;
+    for (size_t i = 0; i < nt; i++) {
+        const tensor_ref *r = &t->tensors[i];
+        double mean, var, s2, mx;
+        eng_grad_stats(r->g, r->n, &mean, &var, &s2, &mx);
+        t->values[T_NORM * nt + i] = sqrt(s2);
+        t->values[T_MEAN * nt + i] = mean;
+        t->values[T_STD * nt + i] = sqrt(var);
+        t->values[T_MAX * nt + i] = mx;
+        t->values[T_RATIO * nt + i] = NAN;
+    }
+    for (int a = 0; a < t->n_act; a++) {
+        const eng_layer *L = &m->layers[t->act_layer[a]];
+        size_t n = (size_t)m->rows * L->out_size;
+        t->values[T_PER_TENSOR * nt + (size_t)a] = n ? (double)count_zeros(L->a, n) / (double)n : NAN;
+    }
+    memcpy(t->before, m->params, m->n_params * sizeof(float));
+    PROF_END(t->prof, t->scope, 3 * (uint64_t)m->n_params, 2 * (uint64_t)m->n_params * sizeof(float));
+}
+
+void eng_telem_after(eng_telem *t)
+{
+    PROF_BEGIN(t->prof, t->scope);
+    size_t nt = (size_t)t->n_tensors;
+    for (size_t i = 0; i < nt; i++) {
+        const tensor_ref *r = &t->tensors[i];
+        const float *restrict w = r->w, *restrict b = t->before + r->off;
+        /* ||w_after - w_before|| and ||w_before|| in one pass, LANES partial sums */
+        double d2 = 0, w2 = 0;
+        size_t j = 0;
+        while (j + LANES <= r->n) {
+            size_t end = j + BLOCK <= r->n ? j + BLOCK : r->n - (r->n - j) % LANES;
+            float ad[LANES] = { 0 }, aw[LANES] = { 0 };
+            for (; j < end; j += LANES)
+                for (int k = 0; k < LANES; k++) {
+                    float d = w[j + k] - b[j + k];
+                    ad[k] += d * d;
+                    aw[k] += b[j + k] * b[j + k];
+                }
+            for (int k = 0; k < LANES; k++) { d2 += ad[k]; w2 += aw[k]; }
+        }
+        for (; j < r->n; j++) {
+            double d = (double)w[j] - b[j];
+            d2 += d * d;
+            w2 += (double)b[j] * b[j];
+        }
+        /* weights that were all zero (biases at step 1) have no relative update */
+        t->values[T_RATIO * nt + i] = w2 > 0 ? sqrt(d2 / w2) : NAN;
+    }
+    PROF_END(t->prof, t->scope, 4 * (uint64_t)t->m->n_params, 2 * (uint64_t)t->m->n_params * sizeof(float));
+}
+
+void eng_telem_record(const eng_telem *t, eng_telemetry *rec)
+{
+    rec->n = t->n_values;
+    rec->keys = t->keys;
+    rec->values = t->values;
+}

@@ -1,0 +1,379 @@
+/* gradient.c (tests) — the gradient lab: each transform against its closed form (znorm:
+ * mean 0 / std 1; centralize: zero mean per output's fan-in; clip_norm: global norm equals
+ * the threshold when above it; clip_value: a clamp), their order in a list, the config
+ * list, and the telemetry values on a known gradient, through a run and its sink. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../engine/internal.h"
+
+/* Deterministic values with a non-zero mean and uneven scale. */
+static void fill(float *g, size_t n, unsigned seed, float offset, float scale)
+{
+    unsigned s = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        s = s * 1664525u + 1013904223u;
+        g[i] = offset + scale * ((float)(s >> 8) / 16777216.0f - 0.5f);
+    }
+}
+
+static void mean_std(const float *g, size_t n, double *mean, double *std)
+{
+    double s = 0, q = 0;
+    for (size_t i = 0; i < n; i++) s += g[i];
+    double m = s / (double)n;
+    for (size_t i = 0; i < n; i++) q += (g[i] - m) * (g[i] - m);
+    *mean = m;
+    *std = sqrt(q / (double)n);
+}
+
+static void test_znorm(void **state)
+{
+    (void)state;
+    /* sizes around the vector lanes and the fold block: tails must be handled */
+    const size_t sizes[] = { 2, 15, 16, 17, 1000, 1024, 1025, 100003 };
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        float *g = malloc(n * sizeof *g);
+        fill(g, n, (unsigned)k, 0.3f, 0.1f);
+        eng_grad_znorm(g, n, 1e-8f);
+        double m, s;
+        mean_std(g, n, &m, &s);
+        printf("  znorm n=%-6zu mean %+.2e std %.6f\n", n, m, s);
+        assert_true(fabs(m) < 1e-4);
+        assert_true(fabs(s - 1.0) < 1e-3);
+        free(g);
+    }
+    /* a mean 300x the spread: the variance must not cancel away */
+    size_t n = 100003;
+    float *g = malloc(n * sizeof *g);
+    fill(g, n, 9, 3.0f, 0.01f);
+    eng_grad_znorm(g, n, 1e-8f);
+    double m, s;
+    mean_std(g, n, &m, &s);
+    printf("  znorm offset 3, spread 0.01: mean %+.2e std %.6f\n", m, s);
+    assert_true(fabs(m) < 1e-3 && fabs(s - 1.0) < 1e-3);
+    free(g);
+    /* one element: left alone; a constant tensor: all zero (no division by zero) */
+    float one = 5.0f;
+    eng_grad_znorm(&one, 1, 1e-8f);
+    assert_true(one == 5.0f);
+    float c[40];
+    for (int i = 0; i < 40; i++) c[i] = 0.25f;
+    eng_grad_znorm(c, 40, 1e-8f);
+    for (int i = 0; i < 40; i++) assert_true(c[i] == 0.0f);
+}
+
+static void test_centralize(void **state)
+{
+    (void)state;
+    enum { R = 37, C = 23 };
+    float g[R * C], orig[R * C], colsum[C];
+    fill(g, R * C, 7, 1.5f, 2.0f);
+    memcpy(orig, g, sizeof g);
+    /* dense W [in x out]: each column (an output's fan-in) gets zero mean */
+    eng_grad_centralize(g, R, C, 1, colsum);
+    for (int c = 0; c < C; c++) {
+        double s = 0, so = 0;
+        for (int r = 0; r < R; r++) { s += g[r * C + c]; so += orig[r * C + c]; }
+        assert_true(fabs(s / R) < 1e-5);
+        /* and differs from the input by exactly that column's mean */
+        for (int r = 0; r < R; r++) assert_true(fabs(g[r * C + c] - (orig[r * C + c] - so / R)) < 1e-5);
+    }
+    /* conv W [F x C*K*K]: each row (a filter's fan-in) gets zero mean */
+    memcpy(g, orig, sizeof g);
+    eng_grad_centralize(g, R, C, 0, NULL);
+    for (int r = 0; r < R; r++) {
+        double s = 0;
+        for (int c = 0; c < C; c++) s += g[r * C + c];
+        assert_true(fabs(s / C) < 1e-5);
+    }
+    /* a fan-in of one would be zeroed: left alone */
+    float row[5] = { 1, 2, 3, 4, 5 };
+    eng_grad_centralize(row, 1, 5, 1, colsum);
+    eng_grad_centralize(row, 5, 1, 0, NULL);
+    assert_true(row[0] == 1 && row[4] == 5);
+}
+
+static void test_clip_kernels(void **state)
+{
+    (void)state;
+    enum { N = 1001 };
+    float g[N];
+    fill(g, N, 3, -0.2f, 4.0f);
+    double ref = 0;
+    for (int i = 0; i < N; i++) ref += (double)g[i] * g[i];
+    assert_true(fabs(eng_grad_sumsq(g, N) - ref) < 1e-6 * ref);
+    float o[N];
+    memcpy(o, g, sizeof g);
+    eng_grad_clamp(g, N, 0.5f);
+    for (int i = 0; i < N; i++)
+        assert_true(g[i] == (o[i] > 0.5f ? 0.5f : o[i] < -0.5f ? -0.5f : o[i]));
+    double mu, var, s2, mx, rmu, rsd;
+    eng_grad_stats(o, N, &mu, &var, &s2, &mx);
+    mean_std(o, N, &rmu, &rsd);
+    double rm = 0;
+    for (int i = 0; i < N; i++) if (fabs(o[i]) > rm) rm = fabs(o[i]);
+    assert_true(fabs(mu - rmu) < 1e-6);
+    assert_true(fabs(sqrt(var) - rsd) < 1e-6 * rsd);
+    assert_true(fabs(s2 - ref) < 1e-6 * ref);
+    assert_true(mx == rm);
+}
+
+/* A two-layer dense model (6 -> 5 -> 3), gradients filled by hand. */
+static eng_model *small_model(void)
+{
+    eng_model_config mc = { .n_layers = 2, .loss = ENG_LOSS_SOFTMAX_XENT };
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 5, .act = ENG_ACT_RELU };
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    int in[3] = { 1, 1, 6 };
+    eng_model *m = NULL;
+    assert_int_equal(eng_model_build(&mc, in, 3, 4, 1, NULL, &m), ENG_OK);
+    return m;
+}
+
+static double global_norm(const eng_model *m)
+{
+    double s = 0;
+    for (size_t i = 0; i < m->n_params; i++) s += (double)m->grads[i] * m->grads[i];
+    return sqrt(s);
+}
+
+static void test_pipeline(void **state)
+{
+    (void)state;
+    eng_model *m = small_model();
+    eng_train_config tc = { .n_gradient = 2, .gradient = { ENG_GRAD_CENTRALIZE, ENG_GRAD_CLIP_NORM },
+                            .znorm_eps = 1e-8, .clip_norm = 0.5, .clip_value = 1 };
+    eng_grad *g;
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    fill(m->grads, m->n_params, 11, 0.7f, 3.0f);
+    eng_grad_apply(g);
+    /* centralize, then clip: the columns of each W have zero mean AND the norm is 0.5 */
+    printf("  centralize, clip_norm 0.5: global norm %.6f\n", global_norm(m));
+    assert_true(fabs(global_norm(m) - 0.5) < 1e-5);
+    for (int l = 0; l < 2; l++) {
+        eng_layer *L = &m->layers[l];
+        for (size_t c = 0; c < L->out_size; c++) {
+            double s = 0;
+            for (size_t r = 0; r < L->in_size; r++) s += L->dw[r * L->out_size + c];
+            assert_true(fabs(s) < 1e-5);
+        }
+    }
+    /* below the threshold clip_norm changes nothing */
+    float keep[64];
+    assert_true(m->n_params <= 64);
+    for (size_t i = 0; i < m->n_params; i++) m->grads[i] *= 0.5f;
+    memcpy(keep, m->grads, m->n_params * sizeof(float));
+    eng_grad_free(g);
+    tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_CLIP_NORM }, .clip_norm = 0.5 };
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    eng_grad_apply(g);
+    assert_memory_equal(keep, m->grads, m->n_params * sizeof(float));
+    eng_grad_free(g);
+    /* znorm per tensor: W and b each standardised */
+    tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_ZNORM }, .znorm_eps = 1e-8 };
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    fill(m->grads, m->n_params, 5, -2.0f, 0.3f);
+    eng_grad_apply(g);
+    for (int l = 0; l < 2; l++) {
+        double mu, sd;
+        mean_std(m->layers[l].dw, m->layers[l].n_w, &mu, &sd);
+        assert_true(fabs(mu) < 1e-5 && fabs(sd - 1) < 1e-4);
+        mean_std(m->layers[l].db, m->layers[l].n_b, &mu, &sd);
+        assert_true(fabs(mu) < 1e-5 && fabs(sd - 1) < 1e-4);
+    }
+    eng_grad_free(g);
+    /* clip_value through the pipeline */
+    tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_CLIP_VALUE }, .clip_value = 0.1 };
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    eng_grad_apply(g);
+    for (size_t i = 0; i < m->n_params; i++) assert_true(fabsf(m->grads[i]) <= 0.1f);
+    eng_grad_free(g);
+    /* bad thresholds are refused with the key's name */
+    tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_CLIP_NORM }, .clip_norm = 0 };
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "clip_norm must be > 0"));
+    eng_model_free(m);
+}
+
+/* Centralize on a conv net: each filter's fan-in (a row of W [F x C*K*K]) gets zero mean,
+ * the dense layer's columns too, and the biases are left alone. */
+static void test_centralize_conv(void **state)
+{
+    (void)state;
+    eng_model_config mc = { .n_layers = 3, .loss = ENG_LOSS_SOFTMAX_XENT };
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 4, .kernel = 3, .act = ENG_ACT_RELU };
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN };
+    mc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    int in[3] = { 2, 6, 6 };
+    eng_model *m = NULL;
+    assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_OK);
+    eng_train_config tc = { .n_gradient = 1, .gradient = { ENG_GRAD_CENTRALIZE } };
+    eng_grad *g;
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    fill(m->grads, m->n_params, 13, 0.5f, 1.0f);
+    float bias[4];
+    memcpy(bias, m->layers[0].db, sizeof bias);
+    eng_grad_apply(g);
+    const eng_layer *C = &m->layers[0];
+    size_t fan = C->n_w / 4;
+    assert_int_equal(fan, 2 * 3 * 3);
+    for (size_t f = 0; f < 4; f++) {
+        double s = 0;
+        for (size_t j = 0; j < fan; j++) s += C->dw[f * fan + j];
+        assert_true(fabs(s / (double)fan) < 1e-6);
+    }
+    assert_memory_equal(bias, C->db, sizeof bias);
+    const eng_layer *D = &m->layers[2];
+    for (size_t c = 0; c < D->out_size; c++) {
+        double s = 0;
+        for (size_t r = 0; r < D->in_size; r++) s += D->dw[r * D->out_size + c];
+        assert_true(fabs(s / (double)D->in_size) < 1e-6);
+    }
+    eng_grad_free(g);
+    eng_model_free(m);
+}
+
+static const double *value_of(const eng_telemetry *rec, const char *key)
+{
+    for (size_t i = 0; i < rec->n; i++)
+        if (!strcmp(rec->keys[i], key)) return &rec->values[i];
+    return NULL;
+}
+
+static void test_telemetry_known(void **state)
+{
+    (void)state;
+    eng_model *m = small_model();
+    eng_telem *t;
+    assert_int_equal(eng_telem_create(m, NULL, &t), ENG_OK);
+    /* dense1.W: 30 values, half +2 and half -1 => mean 0.5, std 1.5, max 2, norm sqrt(75) */
+    eng_layer *L = &m->layers[0];
+    for (size_t i = 0; i < L->n_w; i++) L->dw[i] = i % 2 ? -1.0f : 2.0f;
+    for (size_t i = 0; i < L->n_b; i++) L->db[i] = 0.0f;
+    m->layers[1].dw[0] = -3.0f;
+    /* dense1's relu output: 4 rows x 5 units, 7 exact zeros */
+    m->rows = 4;
+    for (int i = 0; i < 20; i++) L->a[i] = i < 7 ? 0.0f : 0.5f;
+    for (size_t i = 0; i < m->n_params; i++) m->params[i] = 1.0f;
+    eng_telem_before(t);
+    /* a step of +0.1 on dense1.W only: ||dw|| / ||w|| = 0.1 */
+    for (size_t i = 0; i < L->n_w; i++) L->w[i] += 0.1f;
+    eng_telem_after(t);
+    eng_telemetry rec = { 0 };
+    eng_telem_record(t, &rec);
+    /* 2 layers x (W, b) x 5 keys + one activation layer (dense2 has none) */
+    assert_int_equal(rec.n, 4 * 5 + 1);
+    const double *v;
+    assert_non_null(v = value_of(&rec, "grad_norm/dense1.W"));
+    assert_true(fabs(*v - sqrt(75.0)) < 1e-6);
+    assert_true(fabs(*value_of(&rec, "grad_mean/dense1.W") - 0.5) < 1e-6);
+    assert_true(fabs(*value_of(&rec, "grad_std/dense1.W") - 1.5) < 1e-6);
+    assert_true(*value_of(&rec, "grad_max/dense1.W") == 2.0);
+    assert_true(*value_of(&rec, "grad_norm/dense1.b") == 0.0);
+    assert_true(fabs(*value_of(&rec, "update_ratio/dense1.W") - 0.1) < 1e-6);
+    assert_true(*value_of(&rec, "update_ratio/dense2.W") == 0.0);
+    assert_true(fabs(*value_of(&rec, "zero_frac/dense1") - 7.0 / 20.0) < 1e-12);
+    assert_null(value_of(&rec, "zero_frac/dense2"));
+    assert_true(*value_of(&rec, "grad_max/dense2.W") >= 3.0);
+    eng_telem_free(t);
+    eng_model_free(m);
+}
+
+/* ---- through a run: config list, one telemetry record per log step ------------------- */
+
+/* Loads an experiment from text (a file named after this process); expect_ok = 0 wants
+ * ENG_EINVAL and returns NULL. */
+static eng_experiment *load(const char *text, int expect_ok)
+{
+    char p[64];
+    snprintf(p, sizeof p, "/tmp/nnbench-grad-test-%d.ini", (int)getpid());
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    eng_experiment *ex = NULL;
+    int rc = eng_experiment_load(p, NULL, 0, &ex);
+    remove(p);
+    if (expect_ok && rc) fail_msg("%s", eng_error());
+    if (!expect_ok) assert_int_equal(rc, ENG_EINVAL);
+    return ex;
+}
+
+typedef struct { int n_rec; long last_step; size_t n; int bad; } tel_rec;
+
+static int on_tel(void *ud, const eng_telemetry *t)
+{
+    tel_rec *r = ud;
+    r->n_rec++;
+    r->last_step = t->step;
+    r->n = t->n;
+    for (size_t i = 0; i < t->n; i++)
+        if (!strncmp(t->keys[i], "grad_norm/", 10) && !(t->values[i] >= 0)) r->bad++;
+    return 0;
+}
+
+static void test_run_config(void **state)
+{
+    (void)state;
+    const char *base =
+        "[data]\nsource = spirals\nn = 200\n[model]\nlayers = dense:8:relu, dense:8:tanh, dense:2\n"
+        "[train]\noptimizer = adam\nlr = 0.01\nbatch = 20\nmax_steps = 45\nlog_every = 10\n"
+        "telemetry = true\ngradient = centralize, clip_norm\nclip_norm = 2\n";
+    eng_experiment *ex = load(base, 1);
+    const eng_train_config *tc = &ex->variants[0].train;
+    assert_int_equal(tc->n_gradient, 2);
+    assert_int_equal(tc->gradient[0], ENG_GRAD_CENTRALIZE);
+    assert_int_equal(tc->gradient[1], ENG_GRAD_CLIP_NORM);
+    assert_true(tc->clip_norm == 2.0);
+    eng_run *run;
+    if (eng_run_create(&ex->variants[0], NULL, NULL, &run)) fail_msg("%s", eng_error());
+    tel_rec tr = { 0 };
+    eng_sink sink = { .ud = &tr, .telemetry = on_tel };
+    assert_int_equal(eng_run_train(run, &sink), ENG_OK);
+    /* steps 10, 20, 30, 40 and the last (45): one record each, 3 layers x 2 x 5 + 2 acts */
+    assert_int_equal(tr.n_rec, 5);
+    assert_int_equal(tr.last_step, 45);
+    assert_int_equal(tr.n, 32);
+    assert_int_equal(tr.bad, 0);
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+
+    /* an unknown transform names itself and the line */
+    load("[model]\nlayers = dense:2\n[train]\ngradient = znorm, zscore\n", 0);
+    assert_non_null(strstr(eng_error(), ":4: key 'gradient'"));
+    assert_non_null(strstr(eng_error(), "got 'zscore'"));
+    load("[model]\nlayers = dense:2\n[train]\ngradient = ,\n", 0);
+    ex = load("[model]\nlayers = dense:2\n[train]\ngradient = none\n", 1);
+    assert_int_equal(ex->variants[0].train.n_gradient, 0);
+    eng_experiment_free(ex);
+    /* newton computes its own direction: transforms are refused at run creation */
+    ex = load("[data]\nn = 50\n[model]\nlayers = dense:2\n[train]\noptimizer = newton\ngradient = znorm\n", 1);
+    assert_int_equal(eng_run_create(&ex->variants[0], NULL, NULL, &run), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "first-order"));
+    eng_experiment_free(ex);
+}
+
+int test_engine_gradient(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_znorm),
+        cmocka_unit_test(test_centralize),
+        cmocka_unit_test(test_clip_kernels),
+        cmocka_unit_test(test_pipeline),
+        cmocka_unit_test(test_centralize_conv),
+        cmocka_unit_test(test_telemetry_known),
+        cmocka_unit_test(test_run_config),
+    };
+    return cmocka_run_group_tests_name("engine_gradient", tests, NULL, NULL);
+}
