@@ -51,7 +51,7 @@ int eng_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)
 /* ---- instruction-set paths of the vectorised kernels (isa.c) ------------------------
  * The activation kernels (ops.c) and the MaxK / CBSR kernels (sparse.c) are compiled once
  * per path; one path serves them all, chosen on first use: NNBENCH_ISA if set, else the
- * widest this CPU has. Every path gives the same bits (no FMA anywhere), so the choice
+ * widest this CPU has. Every path gives the same bits (nothing fused into FMA), so the choice
  * changes speed only. Tests and benchmarks force each path with eng_isa_set. */
 
 typedef enum { ENG_ISA_GENERIC = 0, ENG_ISA_AVX2 = 1, ENG_ISA_AVX512 = 2 } eng_isa;

@@ -60,8 +60,11 @@
  * (args)) compiles it once per path (no target attribute: the build's baseline, SSE2 on
  * x86-64; target("avx2"); target("avx512f")) and makes the table NAME_isa[ENG_ISA_N] that
  * callers index with eng_isa_current(). ENG_ISA_KERNEL_AVX2 stops at AVX2 (its avx512 entry
- * is the avx2 function). None of the targets brings FMA, and -std=c11 contracts nothing,
- * so every path gives the same bits. -DNNBENCH_NO_CLONES builds the baseline only. */
+ * is the avx2 function). Every path gives the same bits because nothing is fused: the
+ * bodies write no fma(), and -std=c11 means -ffp-contract=off, so GCC never contracts a*b+c
+ * into an FMA even where the target has one (AVX-512F does; built with -ffp-contract=fast
+ * and target("avx2,fma"), test_act_path_bits and test_cbsr_kernel fail). -DNNBENCH_NO_CLONES
+ * builds the baseline only. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(NNBENCH_NO_CLONES)
 #define ENG_ISA_X86 1
 #define ENG_ISA_STAMP(name, params, args, attr, sfx) attr static void name##_##sfx params { name##_body args; }

@@ -31,8 +31,8 @@
 
 /* The kernels are load-bound loops over rows of W; wider vectors pay. Each is compiled
  * for the baseline, AVX2 and AVX-512 (ENG_ISA_KERNEL, internal.h) and the path isa.c chose
- * runs (NNBENCH_ISA, or the CPU's widest). No FMA in any path, so every path gives the
- * same bits. */
+ * runs (NNBENCH_ISA, or the CPU's widest). Nothing is fused into an FMA on any path
+ * (internal.h), so every path gives the same bits. */
 
 /* 16 floats: one AVX-512 register, two AVX2 ones, four SSE ones. */
 typedef float v16 __attribute__((vector_size(64)));
