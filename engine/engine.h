@@ -48,6 +48,28 @@ const char *eng_error(void);
  * for sinks that want their message to surface through eng_error(). */
 int eng_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- instruction-set paths of the vectorised kernels (isa.c) ------------------------
+ * The activation kernels (ops.c) and the MaxK / CBSR kernels (sparse.c) are compiled once
+ * per path; one path serves them all, chosen on first use: NNBENCH_ISA if set, else the
+ * widest this CPU has. Every path gives the same bits (nothing fused into FMA), so the choice
+ * changes speed only. Tests and benchmarks force each path with eng_isa_set. */
+
+typedef enum { ENG_ISA_GENERIC = 0, ENG_ISA_AVX2 = 1, ENG_ISA_AVX512 = 2 } eng_isa;
+#define ENG_ISA_N 3
+
+const char *eng_isa_name(eng_isa isa);             /* "generic", "avx2", "avx512" */
+int eng_isa_parse(const char *s, eng_isa *out);     /* ENG_EINVAL naming the three */
+int eng_isa_available(eng_isa isa);                 /* 1 if this CPU (and build) runs it */
+eng_isa eng_isa_best(void);                         /* the widest available */
+/* The path in use (resolved from NNBENCH_ISA / the CPU on the first call). */
+eng_isa eng_isa_current(void);
+/* Resolves the path now; ENG_EINVAL with a message if NNBENCH_ISA names an unknown path or
+ * one this CPU lacks (the kernels then run the widest available). eng_model_build calls it. */
+int eng_isa_init(void);
+/* Forces a path for every later kernel call; ENG_EINVAL if this CPU lacks it. Not for use
+ * while kernels run on other threads. */
+int eng_isa_set(eng_isa isa);
+
 /* ---- run statuses (persisted by number and by name: append-only) ------------------- */
 
 typedef enum {

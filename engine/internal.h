@@ -55,6 +55,40 @@
 
 #include "engine.h"
 
+/* ---- one function per instruction-set path (isa.c) -----------------------------------
+ * A kernel is written once as an always-inline NAME_body; ENG_ISA_KERNEL(NAME, (params),
+ * (args)) compiles it once per path (no target attribute: the build's baseline, SSE2 on
+ * x86-64; target("avx2"); target("avx512f")) and makes the table NAME_isa[ENG_ISA_N] that
+ * callers index with eng_isa_current(). ENG_ISA_KERNEL_AVX2 stops at AVX2 (its avx512 entry
+ * is the avx2 function). Every path gives the same bits because nothing is fused: the
+ * bodies write no fma(), and -std=c11 means -ffp-contract=off, so GCC never contracts a*b+c
+ * into an FMA even where the target has one (AVX-512F does; built with -ffp-contract=fast
+ * and target("avx2,fma"), test_act_path_bits and test_cbsr_kernel fail). -DNNBENCH_NO_CLONES
+ * builds the baseline only. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(NNBENCH_NO_CLONES)
+#define ENG_ISA_X86 1
+#define ENG_ISA_STAMP(name, params, args, attr, sfx) attr static void name##_##sfx params { name##_body args; }
+#define ENG_ISA_KERNEL(name, params, args)                                                  \
+    ENG_ISA_STAMP(name, params, args, , generic)                                            \
+    ENG_ISA_STAMP(name, params, args, __attribute__((target("avx2"))), avx2)                \
+    ENG_ISA_STAMP(name, params, args, __attribute__((target("avx512f"))), avx512)           \
+    static void (*const name##_isa[ENG_ISA_N]) params = { name##_generic, name##_avx2, name##_avx512 };
+#define ENG_ISA_KERNEL_AVX2(name, params, args)                                             \
+    ENG_ISA_STAMP(name, params, args, , generic)                                            \
+    ENG_ISA_STAMP(name, params, args, __attribute__((target("avx2"))), avx2)                \
+    static void (*const name##_isa[ENG_ISA_N]) params = { name##_generic, name##_avx2, name##_avx2 };
+#else
+#define ENG_ISA_X86 0
+#define ENG_ISA_KERNEL(name, params, args)                                                  \
+    static void name##_generic params { name##_body args; }                                 \
+    static void (*const name##_isa[ENG_ISA_N]) params = { name##_generic, name##_generic, name##_generic };
+#define ENG_ISA_KERNEL_AVX2 ENG_ISA_KERNEL
+#endif
+#define ENG_ISA_BODY static inline __attribute__((always_inline)) void
+/* Forgets the chosen path: the next kernel call or eng_isa_init reads NNBENCH_ISA again
+ * (tests of the variable). */
+void eng_isa_reset(void);
+
 /* ---- ops --------------------------------------------------------------------------- */
 
 /* Op ids are persisted by number (profiles in SQLite): append only, never renumber. */

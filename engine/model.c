@@ -374,6 +374,7 @@ int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out
                     int max_batch, uint64_t seed, prof_t *prof, eng_model **out)
 {
     *out = NULL;
+    if (eng_isa_init()) return ENG_EINVAL; /* NNBENCH_ISA names a path this CPU cannot run */
     if (!mc || mc->n_layers < 1 || mc->n_layers > ENG_MAX_LAYERS)
         return eng_fail(ENG_EINVAL, "model: needs 1 to %d layers, got %d", ENG_MAX_LAYERS, mc ? mc->n_layers : 0);
     if (in_shape[0] < 1 || in_shape[1] < 1 || in_shape[2] < 1)

@@ -226,13 +226,9 @@ static inline float tanh_fast(float x)
 static inline float gelu_2u(float x) { return (2.0f * GELU_C) * x * (1.0f + GELU_K * x * x); }
 
 /* The kernels are ~30 float ops per element, so unlike the memory-bound loops they gain
- * from wider vectors: an AVX2 clone is chosen at load time where the CPU has it. AVX2 alone
- * brings no FMA, so both clones give the same bits (-DNNBENCH_NO_CLONES builds without). */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(NNBENCH_NO_CLONES)
-#define ACT_KERNEL __attribute__((target_clones("avx2", "default")))
-#else
-#define ACT_KERNEL
-#endif
+ * from wider vectors: they are compiled for the baseline and for AVX2 (ENG_ISA_KERNEL_AVX2,
+ * internal.h), and the path isa.c chose (NNBENCH_ISA, or the CPU's widest) runs. AVX2
+ * alone brings no FMA, so both give the same bits; AVX-512 machines run the AVX2 code. */
 
 /* v where x > 0, else +0, without a branch: relu's sign pattern is random, and a
  * mispredicted branch per element made relu ~20x slower than memory allows. */
@@ -260,12 +256,14 @@ static void relu_bwd(eng_node *n, int rows)
     for (size_t i = 0; i < e; i++) dx[i] = pass_if_positive(dy[i], x[i]);
 }
 
-ACT_KERNEL static void tanh_fwd(eng_node *n, int rows)
+ENG_ISA_BODY tanh_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x;
-    float *restrict y = n->y;
     for (size_t i = 0; i < e; i++) y[i] = tanh_fast(x[i]);
+}
+ENG_ISA_KERNEL_AVX2(tanh_fwd, (size_t e, const float *restrict x, float *restrict y), (e, x, y))
+static void tanh_fwd(eng_node *n, int rows)
+{
+    tanh_fwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->y);
 }
 static void tanh_bwd(eng_node *n, int rows)
 {
@@ -275,12 +273,14 @@ static void tanh_bwd(eng_node *n, int rows)
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
 
-ACT_KERNEL static void sigmoid_fwd(eng_node *n, int rows)
+ENG_ISA_BODY sigmoid_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x;
-    float *restrict y = n->y;
     for (size_t i = 0; i < e; i++) y[i] = sigmoid_fast(x[i]);
+}
+ENG_ISA_KERNEL_AVX2(sigmoid_fwd, (size_t e, const float *restrict x, float *restrict y), (e, x, y))
+static void sigmoid_fwd(eng_node *n, int rows)
+{
+    sigmoid_fwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->y);
 }
 static void sigmoid_bwd(eng_node *n, int rows)
 {
@@ -290,12 +290,14 @@ static void sigmoid_bwd(eng_node *n, int rows)
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
 
-ACT_KERNEL static void gelu_fwd(eng_node *n, int rows)
+ENG_ISA_BODY gelu_fwd_body(size_t e, const float *restrict xs, float *restrict y)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict xs = n->x;
-    float *restrict y = n->y;
     for (size_t i = 0; i < e; i++) y[i] = xs[i] * sigmoid_fast(gelu_2u(xs[i]));
+}
+ENG_ISA_KERNEL_AVX2(gelu_fwd, (size_t e, const float *restrict xs, float *restrict y), (e, xs, y))
+static void gelu_fwd(eng_node *n, int rows)
+{
+    gelu_fwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->y);
 }
 /* d/dx x s(2u) = s + 2 x s (1 - s) du/dx; with t = tanh(u) this is the textbook
  * 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx, since 1 + t = 2s and 1 - t^2 = 4 s (1 - s). */
@@ -306,12 +308,15 @@ static inline float gelu_d1(float x)
     float du = GELU_C * (1.0f + 3.0f * GELU_K * x * x);
     return s + 2.0f * x * (s * c) * du;
 }
-ACT_KERNEL static void gelu_bwd(eng_node *n, int rows)
+ENG_ISA_BODY gelu_bwd_body(size_t e, const float *restrict x, const float *restrict dy, float *restrict dx)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x, *restrict dy = n->dy;
-    float *restrict dx = n->dx;
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * gelu_d1(x[i]);
+}
+ENG_ISA_KERNEL_AVX2(gelu_bwd, (size_t e, const float *restrict x, const float *restrict dy, float *restrict dx),
+                    (e, x, dy, dx))
+static void gelu_bwd(eng_node *n, int rows)
+{
+    gelu_bwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->dy, n->dx);
 }
 
 static uint64_t act_bytes(const eng_node *n, int rows, eng_dir dir)

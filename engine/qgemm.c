@@ -4,8 +4,9 @@
  *   avx2    operands widened to int16 and multiplied with vpmaddwd (int16 x int16 -> int32
  *           pairs, exact; vpmaddubsw would saturate u8*s8 pairs at int16)
  *   vnni    vpdpbusd on ymm (AVX512-VNNI + VL): u8 x s8 quads accumulated into int32, exact
- * Paths are compiled with target attributes and chosen at run time from the CPU, or forced
- * (eng_qgemm_set_path, NNBENCH_QGEMM) so every machine can test the ones it has. Kp is a
+ * Paths are compiled with target attributes and chosen at run time from the CPU (no wider
+ * than NNBENCH_ISA, isa.c), or forced (eng_qmodel_set_kernel, --kernel) so every machine
+ * can test the ones it has. Kp is a
  * multiple of ENG_QK_ALIGN and B's padding is zero, so A's padding never counts. */
 #include "quant_internal.h"
 
@@ -195,11 +196,14 @@ int eng_qgemm_path_parse(const char *s, eng_qgemm_path *out)
     return eng_fail(ENG_EINVAL, "int8 kernel '%s': expected auto, scalar, avx2, vnni or onednn", s);
 }
 
-/* The fastest own path this CPU has (oneDNN is chosen by measurement, not here). */
+/* The fastest own path this CPU has, up to the path of the other kernels (isa.c: so
+ * NNBENCH_ISA=avx2 or generic also holds the int8 GEMM to AVX2 or scalar). oneDNN is
+ * chosen by measurement, not here. */
 eng_qgemm_path eng_qgemm_best_own(void)
 {
-    if (eng_qgemm_path_available(ENG_QGEMM_VNNI)) return ENG_QGEMM_VNNI;
-    if (eng_qgemm_path_available(ENG_QGEMM_AVX2)) return ENG_QGEMM_AVX2;
+    eng_isa isa = eng_isa_current();
+    if (isa >= ENG_ISA_AVX512 && eng_qgemm_path_available(ENG_QGEMM_VNNI)) return ENG_QGEMM_VNNI;
+    if (isa >= ENG_ISA_AVX2 && eng_qgemm_path_available(ENG_QGEMM_AVX2)) return ENG_QGEMM_AVX2;
     return ENG_QGEMM_SCALAR;
 }
 

@@ -90,16 +90,16 @@ static inline int quant_code(float x, float scale, int zp)
     return v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;
 }
 
-/* The input's codes, a row at a time; cloned for AVX2 (the same IEEE operations, so the
- * same codes, a vector at a time). */
-__attribute__((target_clones("avx2", "default")))
-static void quantize_row(const float *x, size_t n, float scale, int zp, uint8_t *d)
+/* The input's codes, a row at a time; compiled for the baseline and AVX2 (isa.c chooses;
+ * the same IEEE operations, so the same codes, a vector at a time). */
+ENG_ISA_BODY quantize_row_body(const float *x, size_t n, float scale, int zp, uint8_t *d)
 {
     for (size_t i = 0; i < n; i++) {
         float v = floorf(x[i] / scale + 0.5f) + (float)zp;
         d[i] = (uint8_t)(v >= 0.0f ? (v > 255.0f ? 255.0f : v) : 0.0f);
     }
 }
+ENG_ISA_KERNEL_AVX2(quantize_row, (const float *x, size_t n, float scale, int zp, uint8_t *d), (x, n, scale, zp, d))
 
 /* mult · 2^-shift = real, mult in [2^30, 2^31). */
 static void fixed_point(double real, int32_t *mult, int32_t *shift)
@@ -449,6 +449,7 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
         return eng_fail(ENG_EINVAL, "int8 forward of %d rows, but the model was built for 1 to %d", rows, q->max_batch);
     prof_t *p = q->prof;
     PROF_BEGIN(p, q->scope_quantize);
+    void (*quantize_row)(const float *, size_t, float, int, uint8_t *) = quantize_row_isa[eng_isa_current()];
     for (int r = 0; r < rows; r++)
         quantize_row(x + (size_t)r * q->in_size, q->in_size, q->in_scale, q->in_zp, q->xq + (size_t)r * q->in_stride);
     PROF_END(p, q->scope_quantize, 0, (uint64_t)rows * q->in_size * 5);

@@ -29,19 +29,16 @@
 
 #define U64(x) ((uint64_t)(x))
 
-/* The kernels are load-bound loops over rows of W; wider vectors pay. No FMA in any
- * clone, so every clone gives the same bits. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(NNBENCH_NO_CLONES)
-#define SPARSE_KERNEL __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define SPARSE_KERNEL
-#endif
+/* The kernels are load-bound loops over rows of W; wider vectors pay. Each is compiled
+ * for the baseline, AVX2 and AVX-512 (ENG_ISA_KERNEL, internal.h) and the path isa.c chose
+ * runs (NNBENCH_ISA, or the CPU's widest). Nothing is fused into an FMA on any path
+ * (internal.h), so every path gives the same bits. */
 
 /* 16 floats: one AVX-512 register, two AVX2 ones, four SSE ones. */
 typedef float v16 __attribute__((vector_size(64)));
 
 /* Unaligned loads and stores (macros: a function passing v16 by value changes the ABI
- * between clones). */
+ * between paths). */
 #define LD16(v, p) memcpy(&(v), (p), sizeof(v16))
 #define ST16(p, v) memcpy((p), &(v), sizeof(v16))
 
@@ -67,7 +64,7 @@ static inline float value_of(uint32_t key)
     return f;
 }
 
-SPARSE_KERNEL static int count_ge(const float *restrict x, int d, float t)
+static inline __attribute__((always_inline)) int count_ge(const float *restrict x, int d, float t)
 {
     int c = 0;
     for (int i = 0; i < d; i++) c += x[i] >= t;
@@ -76,7 +73,7 @@ SPARSE_KERNEL static int count_ge(const float *restrict x, int d, float t)
 
 /* The smallest and largest key of a row, in integer compares (float min/max loops do not
  * vectorize without -ffast-math). NaNs have keys beyond those of -inf and +inf. */
-SPARSE_KERNEL static void key_range(const float *restrict x, int d, uint32_t *lo, uint32_t *hi)
+ENG_ISA_BODY key_range(const float *restrict x, int d, uint32_t *lo, uint32_t *hi)
 {
     uint32_t a = 0xffffffffu, b = 0;
     for (int i = 0; i < d; i++) {
@@ -88,7 +85,7 @@ SPARSE_KERNEL static void key_range(const float *restrict x, int d, uint32_t *lo
     *hi = b;
 }
 
-static void select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx)
+ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx)
 {
     uint32_t lo, hi;
     key_range(x, d, &lo, &hi);
@@ -129,10 +126,17 @@ static void select_row(const float *restrict x, int d, int k, float *restrict va
     }
 }
 
-void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx)
+ENG_ISA_BODY maxk_select_body(const float *x, int rows, int d, int k, float *val, int32_t *idx)
 {
     for (int r = 0; r < rows; r++)
         select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k);
+}
+ENG_ISA_KERNEL(maxk_select, (const float *x, int rows, int d, int k, float *val, int32_t *idx),
+               (x, rows, d, k, val, idx))
+
+void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx)
+{
+    maxk_select_isa[eng_isa_current()](x, rows, d, k, val, idx);
 }
 
 void eng_maxk_fwd(eng_node *n, int rows)
@@ -169,8 +173,8 @@ uint64_t eng_maxk_bytes(const eng_node *n, int rows, eng_dir dir)
  * y[r, :] = sum_j val[r, j] W[idx[r, j], :]. Columns of y go in tiles of 64 (four v16
  * accumulators that stay in registers across the k rows of W), then 16, then one by one. */
 
-SPARSE_KERNEL void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w,
-                               int out, float *y)
+ENG_ISA_BODY cbsr_mm_body(const float *val, const int32_t *idx, int rows, int k, const float *w, int out,
+                          float *y)
 {
     for (int r = 0; r < rows; r++) {
         const float *v = val + (size_t)r * k;
@@ -209,9 +213,17 @@ SPARSE_KERNEL void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, i
     }
 }
 
+ENG_ISA_KERNEL(cbsr_mm, (const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y),
+               (val, idx, rows, k, w, out, y))
+
+void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y)
+{
+    cbsr_mm_isa[eng_isa_current()](val, idx, rows, k, w, out, y);
+}
+
 /* dval[r, j] = dy[r, :] . W[idx[r, j], :];  dW[idx[r, j], :] += val[r, j] dy[r, :] */
-SPARSE_KERNEL void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w,
-                                   int d, int out, const float *dy, float *dval, float *dw)
+ENG_ISA_BODY cbsr_mm_bwd_body(const float *val, const int32_t *idx, int rows, int k, const float *w, int d,
+                              int out, const float *dy, float *dval, float *dw)
 {
     if (dw) memset(dw, 0, (size_t)d * out * sizeof(float));
     for (int r = 0; r < rows; r++) {
@@ -249,6 +261,17 @@ SPARSE_KERNEL void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int row
             }
         }
     }
+}
+
+ENG_ISA_KERNEL(cbsr_mm_bwd,
+               (const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
+                const float *dy, float *dval, float *dw),
+               (val, idx, rows, k, w, d, out, dy, dval, dw))
+
+void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
+                     const float *dy, float *dval, float *dw)
+{
+    cbsr_mm_bwd_isa[eng_isa_current()](val, idx, rows, k, w, d, out, dy, dval, dw);
 }
 
 void eng_cbsr_dense_fwd(eng_node *n, int rows)

@@ -184,6 +184,11 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
     printf("BLAS:        OpenBLAS (%s)\n             core %s, %d threads, OPENBLAS_CORETYPE=%s\n",
            openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(),
            coretype[0] ? coretype : "(unset)");
+    /* the engine's vectorised kernels (engine/isa.c): the path in use, and why */
+    const char *forced = getenv("NNBENCH_ISA");
+    int isa_bad = eng_isa_init();
+    printf("Kernels:     %s (widest here: %s; %s)\n", eng_isa_name(eng_isa_current()), eng_isa_name(eng_isa_best()),
+           isa_bad ? eng_error() : forced && *forced ? "forced by NNBENCH_ISA" : "NNBENCH_ISA unset");
     if (have_cal)
         printf("Calibration: peak sgemm %.1f GFLOP/s (mean %.1f), %dx%dx%d, best of %d, %d threads, "
                "core %s, %s\n             %s\n", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,

@@ -43,6 +43,8 @@ int main(int argc, char **argv)
     int reps = quick ? 3 : 7, inner = quick ? 5 : 20;
     openblas_set_num_threads(1);
     printf("ENV\tsparse_threads\t1\n");
+    if (eng_isa_init()) { fprintf(stderr, "sparse_bench: %s\n", eng_error()); return 1; }
+    printf("ENV\tsparse_isa\t%s\n", eng_isa_name(eng_isa_current())); /* the MaxK / CBSR kernels' path */
     float *x = malloc(sizeof(float) * B * D), *w = malloc(sizeof(float) * D * O);
     float *y = malloc(sizeof(float) * B * O), *dy = malloc(sizeof(float) * B * O);
     float *dw = malloc(sizeof(float) * D * O), *dx = malloc(sizeof(float) * B * D);

@@ -13,6 +13,7 @@
 
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
+#include "isa_paths.h"
 
 /* Central differences in float32 with step EPS on inputs of order 1; the reported figure
  * is max |analytic - numeric| / max(|analytic| + |numeric|, FLOOR). */
@@ -376,10 +377,11 @@ static void test_act_accuracy(void **state)
 }
 
 /* The vector loop and the scalar tail give the same bits (no FMA, no reassociation), so a
- * value's activation does not depend on where it sits in a batch or how rows are split. */
+ * value's activation does not depend on where it sits in a batch or how rows are split;
+ * under every instruction-set path. */
 static void test_act_position_independent(void **state)
 {
-    (void)state;
+    eng_isa before = isa_force_or_skip(state);
     enum { N = 1003 };
     float x[N], y[N], one;
     eng_rng r;
@@ -396,6 +398,51 @@ static void test_act_position_independent(void **state)
             assert_memory_equal(&one, &y[i], sizeof one);
         }
     }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
+/* Runs an activation kernel over n values at once: the forward (x -> y), or the backward
+ * (x, dy -> dx) for gelu, the one backward with its own per-path kernel. */
+static void act_run(eng_op_id op, int bwd, const float *x, const float *dy, float *out, size_t n)
+{
+    eng_node nd;
+    memset(&nd, 0, sizeof nd);
+    nd.op = op;
+    nd.x = (float *)x;
+    nd.in_size = nd.out_size = n;
+    if (bwd) { nd.dy = (float *)dy; nd.dx = out; eng_ops[op].backward(&nd, 1); }
+    else { nd.y = out; eng_ops[op].forward(&nd, 1); }
+}
+
+/* Every path gives exactly the bits of the generic path (docs/engine.md promises it: no FMA,
+ * no reassociation), over the accuracy test's 2e6 inputs (every binade of both signs,
+ * subnormals, +-0, +-inf, NaNs, and [-12, 12]): tanh, sigmoid and gelu forward, gelu
+ * backward. test_act_accuracy's ulp bounds therefore hold on every path. */
+static void test_act_path_bits(void **state)
+{
+    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
+    size_t n;
+    float *xs = acc_inputs(&n);
+    float *dy = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+    eng_rng r;
+    eng_rng_seed(&r, 8, 1);
+    fill_normal(dy, n, &r, 1.0);
+    static const struct { eng_op_id op; int bwd; const char *name; } k[] = {
+        { ENG_OP_TANH, 0, "tanh" }, { ENG_OP_SIGMOID, 0, "sigmoid" }, { ENG_OP_GELU, 0, "gelu" },
+        { ENG_OP_GELU, 1, "gelu backward" },
+    };
+    for (size_t j = 0; j < sizeof k / sizeof k[0]; j++) {
+        ISA_UNDER(ENG_ISA_GENERIC, act_run(k[j].op, k[j].bwd, xs, dy, want, n));
+        memset(got, 0xa5, n * sizeof(float));
+        act_run(k[j].op, k[j].bwd, xs, dy, got, n);
+        for (size_t i = 0; i < n; i++)
+            if (memcmp(&want[i], &got[i], sizeof(float)))
+                fail_msg("%s on path %s: x=%.9g gives %a, the generic path %a", k[j].name, eng_isa_name(p),
+                         (double)xs[i], (double)got[i], (double)want[i]);
+        printf("  %-14s %s: %zu values, the same bits as generic\n", k[j].name, eng_isa_name(p), n);
+    }
+    free(xs); free(dy); free(want); free(got);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
 /* eng_act_derivs (for Newton): act' and act'' against differences of the ops' forward. */
@@ -1010,7 +1057,8 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_gelu),
         cmocka_unit_test(test_act_values),
         cmocka_unit_test(test_act_accuracy),
-        cmocka_unit_test(test_act_position_independent),
+        ISA_PATH_TESTS(test_act_position_independent),
+        ISA_PATH_TESTS(test_act_path_bits),
         cmocka_unit_test(test_act_derivs),
         cmocka_unit_test(test_grad_softmax_xent),
         cmocka_unit_test(test_softmax_values),

@@ -16,6 +16,7 @@
 
 #include "../../engine/quant_internal.h"
 #include "../../engine/rng.h"
+#include "isa_paths.h"
 
 static void test_gemm_paths_exact(void **state)
 {
@@ -222,12 +223,49 @@ static void test_conv_pool(void **state)
     free_data(ds);
 }
 
+/* The input codes (quant.c's quantize_row, compiled once per instruction-set path) equal
+ * the scalar formula exactly on every path: inputs in range, far out of it, +-inf, -0, NaN
+ * (which clamps to 0); and the own int8 GEMM chosen without --kernel is no wider than the
+ * forced path. */
+static void test_input_codes_path(void **state)
+{
+    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
+    eng_dataset *ds = make_data(1, 1, 37, 64, 3);
+    eng_layer_spec sp[] = { { ENG_LAYER_DENSE, 8, 0, ENG_ACT_TANH }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE } };
+    eng_model *m = build(sp, 2, ds, 64);
+    eng_qmodel *q = NULL;
+    assert_int_equal(eng_quantize(m, ds, 64, ENG_QSCHEME_MINMAX, 64, NULL, &q), ENG_OK);
+    eng_qgemm_path own = eng_qgemm_best_own();
+    assert_true(p == ENG_ISA_AVX512 || own != ENG_QGEMM_VNNI);
+    assert_true(p != ENG_ISA_GENERIC || own == ENG_QGEMM_SCALAR);
+    size_t n = 64 * ds->in_size;
+    float *x = malloc(n * sizeof(float)), *lg = malloc(64 * (size_t)q->n_out * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = ds->x_train[i] * (i % 3 ? 1.0f : 4.0f);
+    static const float sp_vals[] = { INFINITY, -INFINITY, NAN, -0.0f, 1e30f, -1e30f, 1e-40f };
+    for (size_t k = 0; k < sizeof sp_vals / sizeof sp_vals[0]; k++) x[k * 101 % n] = sp_vals[k];
+    assert_int_equal(eng_qmodel_forward(q, x, 64, lg), ENG_OK);
+    for (size_t r = 0; r < 64; r++)
+        for (size_t k = 0; k < ds->in_size; k++) {
+            float v = floorf(x[r * ds->in_size + k] / q->in_scale + 0.5f) + (float)q->in_zp;
+            int want = v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;
+            if (q->xq[r * q->in_stride + k] != want)
+                fail_msg("path %s: x=%.9g gives code %d, the formula %d", eng_isa_name(p),
+                         (double)x[r * ds->in_size + k], q->xq[r * q->in_stride + k], want);
+        }
+    free(x); free(lg);
+    eng_qmodel_free(q);
+    eng_model_free(m);
+    free_data(ds);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
 int test_engine_quant(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_paths_exact),
         cmocka_unit_test(test_dense_error_bounds),
         cmocka_unit_test(test_conv_pool),
+        ISA_PATH_TESTS(test_input_codes_path),
     };
     return cmocka_run_group_tests_name("engine_quant", tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* sparse.c (tests) — MaxK and the CBSR x dense op: selection against a sort-based
- * reference (ties, k = d, NaN rows), the vectorised kernels against scalar references,
+ * reference (ties, k = d, NaN rows) and the vectorised kernels against scalar references,
+ * each under every instruction-set path this CPU has (and the same bits on each),
  * finite-difference gradients of both ops and of a whole maxk model, layer parsing. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +15,7 @@
 
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
+#include "isa_paths.h"
 
 static void fill(float *v, size_t n, eng_rng *r, double scale)
 {
@@ -54,7 +56,7 @@ static void check_select(const float *x, int rows, int d, int k)
 
 static void test_maxk_select(void **state)
 {
-    (void)state;
+    eng_isa before = isa_force_or_skip(state);
     eng_rng r;
     eng_rng_seed(&r, 3, 3);
     int shapes[][3] = { { 16, 256, 32 }, { 5, 7, 1 }, { 5, 7, 7 }, { 9, 100, 50 }, { 3, 1, 1 } };
@@ -77,6 +79,7 @@ static void test_maxk_select(void **state)
     int32_t idx[3];
     eng_maxk_select(x, 1, 8, 3, val, idx);
     for (int j = 0; j < 3; j++) assert_int_equal(idx[j], j);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
 /* Scalar references of the CBSR kernels. */
@@ -105,7 +108,7 @@ static double max_rel(const float *a, const float *b, size_t n)
 
 static void test_cbsr_kernel(void **state)
 {
-    (void)state;
+    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
     eng_rng r;
     eng_rng_seed(&r, 4, 4);
     /* out: tiles of 64, of 16 and the scalar tail */
@@ -136,12 +139,20 @@ static void test_cbsr_kernel(void **state)
                     rdw[(size_t)idx[q * k + j] * out + c] += val[q * k + j] * dy[(size_t)q * out + c];
             }
         double e2 = max_rel(dval, rdval, (size_t)rows * k), e3 = max_rel(dw, rdw, (size_t)d * out);
-        printf("  cbsr %dx%d k=%d out=%d: fwd %.2e, dvalues %.2e, dW %.2e (max rel vs scalar)\n",
-               rows, d, k, out, e1, e2, e3);
+        printf("  cbsr %s %dx%d k=%d out=%d: fwd %.2e, dvalues %.2e, dW %.2e (max rel vs scalar)\n",
+               eng_isa_name(p), rows, d, k, out, e1, e2, e3);
         assert_true(e1 < 1e-5 && e2 < 1e-5 && e3 < 1e-5);
+        /* no FMA on any path: the generic path's bits exactly (y, dvalues and dW reuse yr,
+         * rdval and rdw) */
+        ISA_UNDER(ENG_ISA_GENERIC, eng_cbsr_mm(val, idx, rows, k, w, out, yr));
+        ISA_UNDER(ENG_ISA_GENERIC, eng_cbsr_mm_bwd(val, idx, rows, k, w, d, out, dy, rdval, rdw));
+        assert_memory_equal(y, yr, sizeof(float) * rows * out);
+        assert_memory_equal(dval, rdval, sizeof(float) * rows * k);
+        assert_memory_equal(dw, rdw, sizeof(float) * d * out);
         free(x); free(w); free(val); free(y); free(yr); free(dy); free(dval); free(rdval);
         free(dw); free(rdw); free(idx);
     }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
 /* ---- finite differences of the two ops through the op table ---------------------------- */
@@ -337,8 +348,8 @@ static void test_maxk_layer_parsing(void **state)
 int test_engine_sparse(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_maxk_select),
-        cmocka_unit_test(test_cbsr_kernel),
+        ISA_PATH_TESTS(test_maxk_select),
+        ISA_PATH_TESTS(test_cbsr_kernel),
         cmocka_unit_test(test_grad_maxk),
         cmocka_unit_test(test_grad_cbsr_dense),
         cmocka_unit_test(test_grad_model_maxk),
