@@ -9,6 +9,7 @@
 #include <langinfo.h>
 #include <locale.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -289,11 +290,23 @@ static void on_resize(wb_app *a)
     clearok(curscr, TRUE);
 }
 
-/* Keys for modal loops: handles resize and Ctrl-C itself; returns ERR on timeout. */
+/* The terminal is gone (its window closed, tmux killed): getch then returns ERR at once,
+ * forever, and a loop that waits for a key would spin. SIGHUP is not always delivered
+ * (only the foreground process group of the session gets it). */
+static int term_gone(void)
+{
+    struct pollfd pf = { .fd = STDIN_FILENO, .events = POLLIN };
+    return poll(&pf, 1, 0) > 0 && (pf.revents & (POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Keys for modal loops: handles resize itself; returns ERR on timeout, and Esc (cancel)
+ * when a stop signal came or the terminal is gone, so no modal outlives its terminal. */
 static int modal_getch(wb_app *a)
 {
     int ch = getch();
     if (ch == KEY_RESIZE) on_resize(a);
+    if (ch == ERR && term_gone()) got_sigterm = 1;
+    if (got_sigterm) return 27;
     return ch;
 }
 
@@ -741,6 +754,7 @@ static void loop(wb_app *a)
         }
         draw_all(a);
         int ch = getch();
+        if (ch == ERR && term_gone()) got_sigterm = 1;
         if (got_sigterm) { wb_live_stop(a); a->quit = 1; break; }
         if (got_sigint) {
             got_sigint = 0;
