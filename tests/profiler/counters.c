@@ -448,24 +448,33 @@ static void test_cpu_covers_blas_worker(void **state)
     prof_destroy(p);
 }
 
-/* ... and, on a machine not saturated by other jobs, a 2-thread sgemm keeps 2 cores busy. */
+/* ... and, on a machine not saturated by other jobs, a 2-thread sgemm keeps 2 cores busy.
+ * Other jobs come and go: an attempt counts only when two spinning threads got 1.5 cores
+ * both just before and just after the sgemm; three attempts, skipped if none was quiet. */
 static void test_cpu_of_two_thread_sgemm(void **state)
 {
     (void)state;
     prof_t *p = two_cpu_prof();
     int spin = prof_register(p, "spinners", NULL, PROF_OP), gemm = prof_register(p, "sgemm", NULL, PROF_OP);
-    double ref = two_spinners_cpu(p, spin);
-    printf("two spinning threads: cpu %.2f\n", ref);
-    if (ref < 1.5) {
-        printf("skipped: the machine is too busy to test it: two spinning threads got only %.2f "
-               "cores (other jobs)\n", ref);
-        prof_destroy(p);
+    int quiet = 0;
+    double best = 0;
+    for (int attempt = 0; attempt < 3 && best <= 1.2; attempt++) {
+        double before = two_spinners_cpu(p, spin), own = 0;
+        double cpu = sgemm_scope_cpu(p, gemm, &own);
+        double after = two_spinners_cpu(p, spin);
+        printf("attempt %d: two spinners %.2f, 2-thread sgemm cpu %.2f, spinners after %.2f\n", attempt + 1,
+               before, cpu, after);
+        if (before < 1.5 || after < 1.5) continue;   /* other jobs took a core meanwhile */
+        quiet = 1;
+        if (cpu > best) best = cpu;
+    }
+    prof_destroy(p);
+    if (!quiet) {
+        printf("skipped: the machine is too busy to test it: two spinning threads never got 1.5 cores "
+               "around an sgemm (other jobs)\n");
         skip();
     }
-    double own = 0, cpu = sgemm_scope_cpu(p, gemm, &own);
-    printf("2-thread sgemm: cpu %.2f (two spinners: %.2f)\n", cpu, ref);
-    assert_true(cpu > 1.2);
-    prof_destroy(p);
+    assert_true(best > 1.2);
 }
 
 int test_profiler_counters(void)
