@@ -214,7 +214,7 @@ fail:
 
 /* ---- opening ----------------------------------------------------------------------- */
 
-/* What is at path, by stat() alone: nothing outside SQLite may open() the database file
+/* What is at path, by stat() alone: nothing outside SQLite may open the database file
  * (or its -wal/-shm) in a process that may hold a connection to it, because close() of
  * any descriptor drops every POSIX lock the process holds on the file (SQLite's "How To
  * Corrupt An SQLite Database File", 2.2). The header is read through SQLite's own file

@@ -4,14 +4,7 @@
 # same run (same blocks); the profile has rows for sample, gather, aggregate and maxk; the
 # partition figures are stored as metrics and METIS cuts fewer edges than random; a MaxK
 # MLP stores maxk and cbsr_dense rows; a malformed edge file fails naming FILE:LINE.
-set -u
-NNBENCH=${NNBENCH:?set NNBENCH to the nnbench binary}
-TOP=${NNBENCH_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/check.sh"
 # sql_is QUERY EXPECTED DESCRIPTION
 sql_is() {
     c=$(sqlite3 "$db" "$1" 2>&1)

@@ -8,14 +8,7 @@
 # function of the weights), and for hybrid only checks the rule against the recorded
 # predictions plus the training outcome (which must hold for any routing).
 # Under NNBENCH_SANITIZED=1 the runs are cut to 100 steps (Newton needs ~60 here).
-set -u
-NNBENCH=${NNBENCH:?set NNBENCH to the nnbench binary}
-TOP=${NNBENCH_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/check.sh"
 # json_check PYTHON-EXPR DESCRIPTION: the expression over v (label -> summary) holds
 json_check() {
     if python3 -c "import json,sys; v=json.load(open(sys.argv[1])); sys.exit(0 if ($1) else 1)" "$tmp/all.json"; then

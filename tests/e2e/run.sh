@@ -4,14 +4,7 @@
 # epochs >= 0.84), config errors with their exact messages (exit 2), divergence (exit 1),
 # Ctrl-C (exit 130), storing, --keys (and that docs/experiments.md holds its table).
 # Under NNBENCH_SANITIZED=1 the Fashion-MNIST runs use a subset (ASan is ~10x slower).
-set -u
-NNBENCH=${NNBENCH:?set NNBENCH to the nnbench binary}
-TOP=${NNBENCH_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT INT TERM
-fails=0
-ok() { echo "ok: $1"; }
-bad() { echo "FAIL: $1"; fails=$((fails + 1)); }
+. "$(dirname "$0")/lib/check.sh"
 
 # expect CODE DESCRIPTION CMD... : runs CMD, stdout/stderr in $tmp/out, $tmp/err
 expect() {
