@@ -33,6 +33,11 @@ int eng_dist_init(int *rank, int *world)
      * plain start never touches MPI (no singleton start-up, nothing for tests to link). */
     const char *ws = getenv("OMPI_COMM_WORLD_SIZE");
     if (!ws || atoi(ws) <= 1) return ENG_OK;
+    /* Open MPI's nonblocking all-reduce (coll/libnbc) picks its algorithm by message size
+     * and chose one that took 2.3x the blocking MPI_Allreduce for the MLP's 0.94 MB
+     * (429 vs 181 us with 2 ranks here); its ring algorithm matches the blocking call.
+     * Set before MPI_Init_thread, unless the user set it. docs/scale.md has the figures. */
+    setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
         return eng_fail(ENG_EIO, "mpi: MPI_Init_thread failed (started by mpirun with %s processes)", ws);
@@ -152,7 +157,7 @@ struct eng_dist {
     eng_dist_config cfg;
     size_t n;
     prof_t *prof;
-    int sc_allreduce, sc_agree, sc_compress, sc_wait;
+    int sc_allreduce, sc_compress, sc_wait;
     atomic_int *stop;
     uint16_t *half;          /* fp16: the gradients as sent */
     float *residual;         /* int8: what rounding left out, added to the next step */
@@ -177,7 +182,7 @@ int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, at
     d->n = n_params;
     d->stop = stop;
     d->prof = prof;
-    d->sc_allreduce = d->sc_agree = d->sc_compress = d->sc_wait = -1;
+    d->sc_allreduce = d->sc_compress = d->sc_wait = -1;
     d->op_fp16 = MPI_OP_NULL;
     int ok = 1;
     if (dc->compress == ENG_COMPRESS_FP16) {
@@ -190,10 +195,9 @@ int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, at
     if (!ok) { eng_dist_free(d); return eng_fail(ENG_ENOMEM, "mpi: out of memory for compression buffers"); }
     if (prof) {
         d->sc_allreduce = prof_register(prof, "allreduce", NULL, PROF_OP);
-        d->sc_agree = prof_register(prof, "allreduce.loss", NULL, PROF_OP);
         d->sc_wait = prof_register(prof, "allreduce.wait", NULL, PROF_OP);
         if (dc->compress != ENG_COMPRESS_NONE) d->sc_compress = prof_register(prof, "compress", NULL, PROF_OP);
-        if (d->sc_allreduce < 0 || d->sc_agree < 0 || d->sc_wait < 0 || (dc->compress != ENG_COMPRESS_NONE && d->sc_compress < 0)) {
+        if (d->sc_allreduce < 0 || d->sc_wait < 0 || (dc->compress != ENG_COMPRESS_NONE && d->sc_compress < 0)) {
             eng_dist_free(d);
             return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
         }
@@ -214,23 +218,6 @@ void eng_dist_free(eng_dist *d)
 
 unsigned long long eng_dist_bytes(const eng_dist *d) { return d ? d->bytes : 0; }
 
-int eng_dist_agree(eng_dist *d, double *loss, int *correct, int rows, int global_rows, int *stop)
-{
-    /* loss is the mean over this rank's rows; a rank with no rows adds nothing. */
-    double v[3] = { rows ? *loss * rows : 0, (double)*correct, atomic_load(d->stop) ? 1.0 : 0.0 };
-    PROF_BEGIN(d->prof, d->sc_agree);
-    MPI_Request req;
-    int rc = MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS) { g_broken = 1; rc = eng_fail(ENG_EIO, "mpi: the loss all-reduce could not start on rank %d", g_rank); }
-    else rc = wait_req(&req, d->cfg.timeout_s, "the loss all-reduce");
-    PROF_END(d->prof, d->sc_agree, 0, sizeof v);
-    if (rc) return rc;
-    *loss = v[0] / global_rows;
-    *correct = (int)lround(v[1]);
-    *stop = v[2] > 0;
-    return ENG_OK;
-}
-
 /* Waits at a barrier until every rank has its gradients: the time spent here is load
  * imbalance (allreduce.wait), so that the allreduce scope times the transfer alone. */
 static int wait_for_ranks(eng_dist *d)
@@ -244,49 +231,51 @@ static int wait_for_ranks(eng_dist *d)
     return rc;
 }
 
-int eng_dist_allreduce(eng_dist *d, float *g, int rows, int global_rows)
+/* The step's scalars as floats summed with the gradients: the loss sum split into a float
+ * and what the float left out (so the global sum keeps ~48 bits, not 24), the correct
+ * count (exact in a float up to 2^24) and the stop vote. */
+static void pack_scalars(float *t, double loss_sum, int correct, int stop)
+{
+    t[0] = (float)loss_sum;
+    t[1] = (float)(loss_sum - (double)t[0]);
+    t[2] = (float)correct;
+    t[3] = stop ? 1.0f : 0.0f;
+}
+
+static void unpack_scalars(const float *t, double *loss_sum, int *correct, int *stop)
+{
+    *loss_sum = (double)t[0] + (double)t[1];
+    *correct = (int)lroundf(t[2]);
+    *stop = t[3] > 0;
+}
+
+/* The compressed gradient collectives; the fp32 one is inline in eng_dist_step. */
+static int allreduce_fp16(eng_dist *d, float *g, float w, MPI_Request *req)
 {
     size_t n = d->n;
-    /* Profiled runs only: a barrier costs a round of latency per step. */
-    if (d->prof) {
-        int rc = wait_for_ranks(d);
-        if (rc) return rc;
-    }
-    /* Each rank's mean gradient weighted by its share of the batch: the sum over ranks is
-     * the mean over the global batch, as one process computes it. */
-    float w = (float)rows / (float)global_rows;
-    MPI_Request req;
-    int rc = MPI_SUCCESS;
-    if (d->cfg.compress == ENG_COMPRESS_NONE) {
-        for (size_t i = 0; i < n; i++) g[i] *= w;
-        PROF_BEGIN(d->prof, d->sc_allreduce);
-        rc = MPI_Iallreduce(MPI_IN_PLACE, g, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
-        if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the gradient all-reduce");
-        else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
-        PROF_END(d->prof, d->sc_allreduce, 0, n * sizeof(float));
-        d->bytes += n * sizeof(float);
-        return rc;
-    }
-    if (d->cfg.compress == ENG_COMPRESS_FP16) {
-        PROF_BEGIN(d->prof, d->sc_compress);
-        for (size_t i = 0; i < n; i++) d->half[i] = f2h(g[i] * w);
-        PROF_END(d->prof, d->sc_compress, 0, 0);
-        PROF_BEGIN(d->prof, d->sc_allreduce);
-        rc = MPI_Iallreduce(MPI_IN_PLACE, d->half, (int)n, MPI_UINT16_T, d->op_fp16, MPI_COMM_WORLD, &req);
-        if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the fp16 gradient all-reduce");
-        else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
-        PROF_END(d->prof, d->sc_allreduce, 0, n * sizeof(uint16_t));
-        d->bytes += n * sizeof(uint16_t);
-        if (rc) return rc;
-        PROF_BEGIN(d->prof, d->sc_compress);
-        for (size_t i = 0; i < n; i++) g[i] = h2f(d->half[i]);
-        PROF_END(d->prof, d->sc_compress, 0, 0);
-        return ENG_OK;
-    }
-    /* int8 with error feedback: v = w g + residual is sent as round(v / s) with one scale
-     * s = max|v| / 127; what rounding dropped is kept for the next step. Sums of int8 do
-     * not fit int8, so the ranks all-gather their blocks and each sums them in rank order
-     * (the same result everywhere). */
+    PROF_BEGIN(d->prof, d->sc_compress);
+    for (size_t i = 0; i < n; i++) d->half[i] = f2h(g[i] * w);
+    PROF_END(d->prof, d->sc_compress, 0, 0);
+    PROF_BEGIN(d->prof, d->sc_allreduce);
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, d->half, (int)n, MPI_UINT16_T, d->op_fp16, MPI_COMM_WORLD, req);
+    if (rc == MPI_SUCCESS) rc = wait_req(req, d->cfg.timeout_s, "the fp16 gradient all-reduce");
+    else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
+    PROF_END(d->prof, d->sc_allreduce, 0, n * sizeof(uint16_t));
+    d->bytes += n * sizeof(uint16_t);
+    if (rc) return rc;
+    PROF_BEGIN(d->prof, d->sc_compress);
+    for (size_t i = 0; i < n; i++) g[i] = h2f(d->half[i]);
+    PROF_END(d->prof, d->sc_compress, 0, 0);
+    return ENG_OK;
+}
+
+/* int8 with error feedback: v = w g + residual is sent as round(v / s) with one scale
+ * s = max|v| / 127; what rounding dropped is kept for the next step. Sums of int8 do
+ * not fit int8, so the ranks all-gather their blocks and each sums them in rank order
+ * (the same result everywhere). */
+static int allgather_int8(eng_dist *d, float *g, float w, MPI_Request *req)
+{
+    size_t n = d->n;
     PROF_BEGIN(d->prof, d->sc_compress);
     float amax = 0;
     for (size_t i = 0; i < n; i++) {
@@ -306,9 +295,9 @@ int eng_dist_allreduce(eng_dist *d, float *g, int rows, int global_rows)
     }
     PROF_END(d->prof, d->sc_compress, 0, 0);
     PROF_BEGIN(d->prof, d->sc_allreduce);
-    rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d->packed, (int)INT8_BLOCK(d), MPI_INT8_T,
-                        MPI_COMM_WORLD, &req);
-    if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the int8 gradient all-gather");
+    int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d->packed, (int)INT8_BLOCK(d), MPI_INT8_T,
+                            MPI_COMM_WORLD, req);
+    if (rc == MPI_SUCCESS) rc = wait_req(req, d->cfg.timeout_s, "the int8 gradient all-gather");
     else rc = eng_fail(ENG_EIO, "mpi: the gradient all-gather could not start on rank %d", g_rank);
     PROF_END(d->prof, d->sc_allreduce, 0, INT8_BLOCK(d));
     d->bytes += INT8_BLOCK(d);
@@ -323,6 +312,55 @@ int eng_dist_allreduce(eng_dist *d, float *g, int rows, int global_rows)
         for (size_t i = 0; i < n; i++) g[i] += fs * blk[8 + i];
     }
     PROF_END(d->prof, d->sc_compress, 0, 0);
+    return ENG_OK;
+}
+
+int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, int global_rows, int *stop)
+{
+    size_t n = d->n;
+    /* Profiled runs only: a barrier costs a round of latency per step. */
+    if (d->prof) {
+        int rc = wait_for_ranks(d);
+        if (rc) return rc;
+    }
+    /* loss is the mean over this rank's rows; a rank with no rows adds nothing. */
+    double loss_sum = rows ? *loss * rows : 0;
+    int want_stop = atomic_load(d->stop) != 0;
+    /* Each rank's mean gradient weighted by its share of the batch: the sum over ranks is
+     * the mean over the global batch, as one process computes it. */
+    float w = (float)rows / (float)global_rows;
+    MPI_Request req;
+    int rc;
+    if (d->cfg.compress == ENG_COMPRESS_NONE) {
+        /* One collective per step: the scalars ride in the gradient buffer's spare tail. */
+        for (size_t i = 0; i < n; i++) g[i] *= w;
+        pack_scalars(g + n, loss_sum, *correct, want_stop);
+        size_t len = n + ENG_DIST_SPARE;
+        PROF_BEGIN(d->prof, d->sc_allreduce);
+        rc = MPI_Iallreduce(MPI_IN_PLACE, g, (int)len, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
+        if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the gradient all-reduce");
+        else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
+        PROF_END(d->prof, d->sc_allreduce, 0, len * sizeof(float));
+        d->bytes += n * sizeof(float);
+        if (rc) return rc;
+        unpack_scalars(g + n, &loss_sum, correct, stop);
+    } else {
+        /* Compressed gradients cannot carry exact scalars: those go in a small all-reduce
+         * started first, so its latency overlaps the gradients' collective. */
+        double v[3] = { loss_sum, (double)*correct, want_stop ? 1.0 : 0.0 };
+        MPI_Request sreq;
+        if (MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &sreq) != MPI_SUCCESS) {
+            g_broken = 1;
+            return eng_fail(ENG_EIO, "mpi: the loss all-reduce could not start on rank %d", g_rank);
+        }
+        rc = d->cfg.compress == ENG_COMPRESS_FP16 ? allreduce_fp16(d, g, w, &req) : allgather_int8(d, g, w, &req);
+        if (!rc) rc = wait_req(&sreq, d->cfg.timeout_s, "the loss all-reduce");
+        if (rc) return rc;
+        loss_sum = v[0];
+        *correct = (int)lround(v[1]);
+        *stop = v[2] > 0;
+    }
+    *loss = loss_sum / global_rows;
     return ENG_OK;
 }
 

@@ -10,18 +10,20 @@
 
 typedef struct eng_dist eng_dist;
 
-/* For a run of n_params gradients; registers its profiler scopes (allreduce, agree) when
+/* For a run of n_params gradients; registers its profiler scopes (allreduce, allreduce.wait, compress) when
  * prof is given. stop: the run's stop flag (a stop requested on any rank stops all of them
  * at the same step). Free with eng_dist_free. */
 int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, atomic_int *stop,
                     eng_dist **out);
 void eng_dist_free(eng_dist *d);
-/* After forward: makes *loss and *correct the global batch's (from this rank's rows of
- * global_rows) and *stop 1 when any rank asked to stop. ENG_EIO when a rank is gone. */
-int eng_dist_agree(eng_dist *d, double *loss, int *correct, int rows, int global_rows, int *stop);
-/* After backward: grads (the mean over this rank's rows) become the mean over the global
- * batch, identical on every rank; compressed as configured. ENG_EIO when a rank is gone. */
-int eng_dist_allreduce(eng_dist *d, float *grads, int rows, int global_rows);
+/* The gradient buffer handed to eng_dist_step has this many floats past n_params: the
+ * step's scalars travel in the same all-reduce as the gradients. */
+#define ENG_DIST_SPARE 4
+/* After backward, the step's one synchronisation: grads (the mean over this rank's rows)
+ * become the mean over the global batch, identical on every rank, compressed as
+ * configured; *loss and *correct (this rank's) become the global batch's; *stop is 1 when
+ * any rank asked to stop. ENG_EIO when a rank is gone. */
+int eng_dist_step(eng_dist *d, float *grads, double *loss, int *correct, int rows, int global_rows, int *stop);
 /* Payload bytes this rank handed to MPI for gradients so far. */
 unsigned long long eng_dist_bytes(const eng_dist *d);
 

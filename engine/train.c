@@ -359,6 +359,14 @@ static uint64_t gather_bytes(const eng_run *r, const eng_batch *b, long caller_r
     return (uint64_t)(r->cfg.data.prefetch ? caller_rows : b->rows) * per_row;
 }
 
+/* Marks the run diverged at step index s (0-based) with a non-finite loss. */
+static int diverged(eng_run *r, eng_run_result *res, long s, double loss)
+{
+    res->status = ENG_RUN_DIVERGED;
+    snprintf(r->err, sizeof r->err, "diverged at step %ld: loss is %s", s + 1, isnan(loss) ? "nan" : "inf");
+    return ENG_EDIVERGED;
+}
+
 typedef struct {
     eng_run *r;
     const eng_sink *sink;
@@ -471,7 +479,16 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                          .best_test_acc = res->best_test_acc, .steps_to_target = res->steps_to_target,    \
                          .wall_to_target = res->wall_to_target, .hybrid_to_target = res->hybrid_to_target }
 
-    for (long s = s0; s < r->total_steps; s++) {
+    /* Data-parallel: every rank starts its first step together, and the profiler marks
+     * that instant so that the ranks' traces line up when joined. */
+    if (r->dist) {
+        if ((rc = eng_dist_barrier())) {
+            res->status = ENG_RUN_FAILED;
+            snprintf(r->err, sizeof r->err, "before the first step: %s", eng_error());
+        }
+        if (p) prof_clock_sync(p);
+    }
+    for (long s = s0; s < r->total_steps && !rc; s++) {
         if (!r->dist && atomic_load(&r->stop)) {  /* data-parallel: agreed after forward */
             if (s > 0) { /* keep what was trained: resume continues from here */
                 LOOP_STATE(L);
@@ -506,9 +523,20 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         /* A rank's share of a small last batch may be empty (data-parallel only). */
         double loss = b.rows ? eng_model_forward(r->m, b.x, b.rows, b.y, b.t, ds->classification ? &correct : NULL) : 0;
         PROF_END(p, r->ph[PH_FORWARD], 0, 0);
+        /* Data-parallel: the global loss, and so divergence, is known after backward. */
+        if (!r->dist && !isfinite(loss)) {
+            PROF_END(p, r->ph[PH_STEP], 0, 0);
+            rc = diverged(r, res, s, loss);
+            break;
+        }
+
+        PROF_BEGIN(p, r->ph[PH_BACKWARD]);
+        if (b.rows) eng_model_backward(r->m);
+        else memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
+        PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
         if (r->dist) {
             int stop = 0;
-            rc = eng_dist_agree(r->dist, &loss, &correct, b.rows, b.global_rows, &stop);
+            rc = eng_dist_step(r->dist, eng_model_grads(r->m), &loss, &correct, b.rows, b.global_rows, &stop);
             if (!rc && stop) {
                 PROF_END(p, r->ph[PH_STEP], 0, 0);
                 res->status = ENG_RUN_INTERRUPTED;
@@ -522,24 +550,9 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                 snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
                 break;
             }
-        }
-        if (!isfinite(loss)) {
-            PROF_END(p, r->ph[PH_STEP], 0, 0);
-            res->status = ENG_RUN_DIVERGED;
-            snprintf(r->err, sizeof r->err, "diverged at step %ld: loss is %s", s + 1, isnan(loss) ? "nan" : "inf");
-            rc = ENG_EDIVERGED;
-            break;
-        }
-
-        PROF_BEGIN(p, r->ph[PH_BACKWARD]);
-        if (b.rows) eng_model_backward(r->m);
-        else memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
-        PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
-        if (r->dist) {
-            if ((rc = eng_dist_allreduce(r->dist, eng_model_grads(r->m), b.rows, b.global_rows))) {
+            if (!isfinite(loss)) {
                 PROF_END(p, r->ph[PH_STEP], 0, 0);
-                res->status = ENG_RUN_FAILED;
-                snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());
+                rc = diverged(r, res, s, loss);
                 break;
             }
             b.rows = b.global_rows;  /* from here on the step counts the whole batch */

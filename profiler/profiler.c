@@ -79,6 +79,7 @@ struct prof {
     double ns_per_event;
     long step;
     uint64_t t_origin;
+    uint64_t t_sync;         /* prof_clock_sync's mark (0: none) */
     size_t alloc_base;       /* prof_mem_total() at create */
     int quiet;
     /* hardware counters */
@@ -965,6 +966,11 @@ void prof_summary_get(prof_t *p, prof_summary *s)
 
 /* ---- Chrome trace ----------------------------------------------------------------- */
 
+void prof_clock_sync(prof_t *p)
+{
+    if (p) p->t_sync = prof_now_ns();
+}
+
 int prof_trace_write(prof_t *p, const char *path)
 {
     if (!p || !p->trace) {
@@ -992,6 +998,10 @@ int prof_trace_write(prof_t *p, const char *path)
     prof_json_kint(&j, "capacity", (long long)p->trace_cap);
     prof_json_kint(&j, "dropped_events", (long long)p->trace_dropped);
     prof_json_kstr(&j, "counters", p->counters_note);
+    if (p->t_sync >= p->t_origin) {   /* prof_trace_merge aligns processes on it */
+        prof_json_key(&j, "sync_us");
+        prof_json_numg(&j, (double)(p->t_sync - p->t_origin) / 1e3, 15);
+    }
     if (p->trace_dropped) {
         char note[160];
         snprintf(note, sizeof note, "trace buffer full: %zu events after the first %zu were dropped",

@@ -133,8 +133,15 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
 /* Writes the Chrome trace of the configured step window now (also done by prof_destroy
  * when trace_path was set). 0 ok, -1 with prof_error(). */
 int prof_trace_write(prof_t *p, const char *path);
+/* Marks now as an instant every process of a job shares (call it right after a barrier
+ * all of them pass); the trace records it, and prof_trace_merge aligns the processes'
+ * rows on it. */
+void prof_clock_sync(prof_t *p);
 /* Joins n traces written by prof_trace_write (e.g. one per MPI rank) into dst, one process
- * row per source named labels[i] (dst may be one of the sources). 0 ok, -1 prof_error(). */
+ * row per source named labels[i] (dst may be one of the sources). When every source has a
+ * prof_clock_sync mark, the rows are shifted so that the marks coincide; else each row's
+ * time 0 is its own profiler's start (the file's otherData says which). 0 ok, -1
+ * prof_error(). */
 int prof_trace_merge(const char *dst, const char *const *srcs, const char *const *labels, size_t n);
 
 /* ---- calibration and system information (sysinfo.c) ------------------------------- */

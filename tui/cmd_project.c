@@ -280,7 +280,8 @@ int cmd_project(int argc, char **argv)
     if (batch <= 0) batch = run.n_train;
     double step = op_total(rows, nr, "step") / steps;
     /* The transfer (allreduce), and the waits: for the slower rank (allreduce.wait, i.e.
-     * load imbalance) and the per-step loss agreement, which includes such waits too. */
+     * load imbalance) and, in runs stored before the loss rode with the gradients, the
+     * separate per-step loss agreement (allreduce.loss), which includes such waits too. */
     double ar = op_total(rows, nr, "allreduce") / steps;
     double waits = (op_total(rows, nr, "allreduce.wait") + op_total(rows, nr, "allreduce.loss")) / steps;
     double bwd = op_total(rows, nr, "backward") / steps;

@@ -85,9 +85,12 @@ for c in fp16 int8; do
     echo "$c: $bytes bytes per all-reduce, final loss $loss"
     awk -v l="$loss" 'BEGIN { exit !(l < 0.5) }' || fail "compress = $c: final loss $loss (does not train)"
 done
+# fp32: the P gradients and the step's 4 scalars (loss hi/lo, correct, stop) in one buffer
 n=$(sqlite3 "$T/three.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")
-[ "$(sqlite3 "$T/fp16.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((n / 2)) ] || fail "fp16 does not halve the bytes ($n fp32)"
-[ "$(sqlite3 "$T/int8.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((n / 4 + 8)) ] || fail "int8 does not send a quarter (+ scale)"
+P=$((n / 4 - 4))
+[ "$P" = "$(sqlite3 "$T/three.db" 'SELECT n_params FROM runs')" ] || fail "fp32 all-reduce carries $n bytes, not 4 x (parameters + 4 scalars)"
+[ "$(sqlite3 "$T/fp16.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((P * 2)) ] || fail "fp16 does not halve the bytes ($n fp32)"
+[ "$(sqlite3 "$T/int8.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((P + 8)) ] || fail "int8 does not send a quarter (+ scale)"
 ok "fp16 sends half, int8 a quarter of the fp32 bytes, both train"
 
 # --ranks N starts mpirun itself.
@@ -105,8 +108,15 @@ names = sorted(e["args"]["name"] for e in ev if e["name"] == "process_name")
 assert names == ["nnbench rank 0", "nnbench rank 1"], names
 pids = {e["pid"] for e in ev if e["name"] == "allreduce"}
 assert len(pids) == 2 and sum(e["name"] == "allreduce" for e in ev) == 6, pids
+d = json.load(open(sys.argv[1]))
+assert "aligned" in d["otherData"]["note"], d["otherData"]
+# a collective ends on every rank at about the same instant: aligned rows show it
+ends = {}
+for e in ev:
+    if e["name"] == "allreduce": ends.setdefault(e["args"]["step"], []).append(e["ts"] + e["dur"])
+assert all(len(v) == 2 and abs(v[0] - v[1]) < 50000 for v in ends.values()), ends
 PY
-ok "--trace: one file, a process row per rank"
+ok "--trace: one file, a process row per rank, aligned on a common barrier"
 
 # The alpha-beta fit and the projection (every figure labelled modelled).
 XDG_CACHE_HOME="$T/xdg" ${MPIRUN%%mpirun*} "$NNBENCH" allreduce --ranks 2 --reps 3 >"$T/out" 2>&1 || fail "allreduce --ranks 2"

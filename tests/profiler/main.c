@@ -455,6 +455,75 @@ static void test_trace_json(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A trace of steps 1-3 whose clock-sync mark (when sync) comes delay_ns after create. */
+static void sync_trace(const char *path, int sync, long delay_ns)
+{
+    prof_t *p = prof_create(&(prof_options){ .trace_path = path, .trace_first = 1, .trace_last = 3, .quiet = 1 });
+    assert_non_null(p);
+    int op = prof_register(p, "allreduce", NULL, PROF_OP);
+    busy_ns(delay_ns);
+    if (sync) prof_clock_sync(p);
+    for (long s = 1; s <= 3; s++) {
+        prof_step(p, s);
+        prof_begin(p, op);
+        busy_ns(10000);
+        prof_end(p, op, 0, 8);
+    }
+    assert_int_equal(prof_destroy(p), 0);
+}
+
+/* Joined traces: every event moved so that the sources' sync marks coincide (none
+ * before 0), labels escaped, valid JSON; without a mark in every source, nothing moves. */
+static void test_trace_merge(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-merge-XXXXXX", a[300], b[300], m[300], cmd[2048];
+    assert_non_null(mkdtemp(dir));
+    snprintf(a, sizeof a, "%s/a.json", dir);
+    snprintf(b, sizeof b, "%s/b.json", dir);
+    snprintf(m, sizeof m, "%s/m.json", dir);
+    sync_trace(a, 1, 3000000);   /* its mark 3 ms after its start */
+    sync_trace(b, 1, 0);
+    const char *srcs[] = { a, b }, *labels[] = { "rank \"0\"\n", "rank 1" };
+    assert_int_equal(prof_trace_merge(m, srcs, labels, 2), 0);
+    static const char check[] =
+        "import json,sys\n"
+        "src=[json.load(open(p)) for p in sys.argv[1:3]]; out=json.load(open(sys.argv[3])); al=int(sys.argv[4])\n"
+        "sync=[d['otherData'].get('sync_us') for d in src]\n"
+        "latest=max(sync) if al else 0\n"
+        "want=[]\n"
+        "for d,s in zip(src,sync): want+=[e['ts']+((latest-s) if al else 0) for e in d['traceEvents'] if 'ts' in e]\n"
+        "got=[e['ts'] for e in out['traceEvents'] if 'ts' in e]\n"
+        "assert len(got)==len(want) and all(abs(x-y)<1e-3 for x,y in zip(got,want)), (got,want)\n"
+        "assert min(got)>=0\n"
+        "names=[e['args']['name'] for e in out['traceEvents'] if e['name']=='process_name']\n"
+        "assert names==['rank \"0\"\\n','rank 1'], names\n"
+        "assert ('aligned' in out['otherData']['note'])==bool(al), out['otherData']\n"
+        "if al: assert abs(sync[0]-sync[1])>=2500, sync\n";
+    char script[320];
+    snprintf(script, sizeof script, "%s/check.py", dir);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(check, f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 %s %s %s %s 1", script, a, b, m);
+    assert_int_equal(system(cmd), 0);
+    /* one source without a mark: rows keep their own time 0, and the note says so */
+    sync_trace(b, 0, 0);
+    assert_int_equal(prof_trace_merge(m, srcs, labels, 2), 0);
+    snprintf(cmd, sizeof cmd, "python3 %s %s %s %s 0", script, a, b, m);
+    assert_int_equal(system(cmd), 0);
+    /* not a trace of ours: refused, dst untouched */
+    f = fopen(b, "w");
+    assert_non_null(f);
+    fputs("{\"traceEvents\":[]}\n", f);
+    fclose(f);
+    assert_int_equal(prof_trace_merge(m, srcs, labels, 2), -1);
+    assert_non_null(strstr(prof_error(), "not a trace written by nnbench"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* ---- table ------------------------------------------------------------------------- */
 
 static char *table_text(const prof_row *rows, size_t n, const prof_summary *s, prof_sort sort, size_t max)
@@ -671,6 +740,7 @@ int main(void)
         cmocka_unit_test(test_unavailable_counter_warns),
         cmocka_unit_test(test_destroy_trace_status),
         cmocka_unit_test(test_trace_json),
+        cmocka_unit_test(test_trace_merge),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_calibration_file),
