@@ -34,14 +34,6 @@
  * runs (NNBENCH_ISA, or the CPU's widest). Nothing is fused into an FMA on any path
  * (internal.h), so every path gives the same bits. */
 
-/* 16 floats: one AVX-512 register, two AVX2 ones, four SSE ones. */
-typedef float v16 __attribute__((vector_size(64)));
-
-/* Unaligned loads and stores (macros: a function passing v16 by value changes the ABI
- * between paths). */
-#define LD16(v, p) memcpy(&(v), (p), sizeof(v16))
-#define ST16(p, v) memcpy((p), &(v), sizeof(v16))
-
 /* ---- MaxK selection -------------------------------------------------------------------
  * Floats map to unsigned keys in the same order (sign flipped: negative values reversed),
  * so the k-th largest value is found by bisection over keys: the largest key t with
@@ -170,108 +162,57 @@ uint64_t eng_maxk_bytes(const eng_node *n, int rows, eng_dir dir)
 }
 
 /* ---- CBSR x dense ---------------------------------------------------------------------
- * y[r, :] = sum_j val[r, j] W[idx[r, j], :]. Columns of y go in tiles of 64 (four v16
- * accumulators that stay in registers across the k rows of W), then 16, then one by one. */
+ * One template (sparse_cbsr.inc) stamped per path with the path's native vector width. */
 
-ENG_ISA_BODY cbsr_mm_body(const float *val, const int32_t *idx, int rows, int k, const float *w, int out,
-                          float *y)
-{
-    for (int r = 0; r < rows; r++) {
-        const float *v = val + (size_t)r * k;
-        const int32_t *ix = idx + (size_t)r * k;
-        float *yr = y + (size_t)r * out;
-        int c = 0;
-        for (; c + 64 <= out; c += 64) {
-            v16 a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
-            for (int j = 0; j < k; j++) {
-                const float *wr = w + (size_t)ix[j] * out + c;
-                v16 s = { 0 }, w0, w1, w2, w3;
-                s += v[j];
-                LD16(w0, wr); LD16(w1, wr + 16); LD16(w2, wr + 32); LD16(w3, wr + 48);
-                a0 += s * w0;
-                a1 += s * w1;
-                a2 += s * w2;
-                a3 += s * w3;
-            }
-            ST16(yr + c, a0); ST16(yr + c + 16, a1); ST16(yr + c + 32, a2); ST16(yr + c + 48, a3);
-        }
-        for (; c + 16 <= out; c += 16) {
-            v16 a0 = { 0 };
-            for (int j = 0; j < k; j++) {
-                v16 s = { 0 }, w0;
-                s += v[j];
-                LD16(w0, w + (size_t)ix[j] * out + c);
-                a0 += s * w0;
-            }
-            ST16(yr + c, a0);
-        }
-        for (; c < out; c++) {
-            float a = 0.0f;
-            for (int j = 0; j < k; j++) a += v[j] * w[(size_t)ix[j] * out + c];
-            yr[c] = a;
-        }
-    }
-}
-
-ENG_ISA_KERNEL(cbsr_mm, (const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y),
-               (val, idx, rows, k, w, out, y))
+typedef float v4 __attribute__((vector_size(16)));   /* SSE2 (the x86-64 baseline), NEON */
+#define VT v4
+#define W 4
+#define SFX generic
+#define ATTR
+#include "sparse_cbsr.inc"
+#undef VT
+#undef W
+#undef SFX
+#undef ATTR
+#if ENG_ISA_X86
+typedef float v8 __attribute__((vector_size(32)));   /* AVX2 */
+typedef float v16 __attribute__((vector_size(64)));  /* AVX-512 */
+#define VT v8
+#define W 8
+#define SFX avx2
+#define ATTR __attribute__((target("avx2")))
+#include "sparse_cbsr.inc"
+#undef VT
+#undef W
+#undef SFX
+#undef ATTR
+#define VT v16
+#define W 16
+#define SFX avx512
+#define ATTR __attribute__((target("avx512f")))
+#include "sparse_cbsr.inc"
+#undef VT
+#undef W
+#undef SFX
+#undef ATTR
+#define CBSR_TABLE(name) { name##_generic, name##_avx2, name##_avx512 }
+#else
+#define CBSR_TABLE(name) { name##_generic, name##_generic, name##_generic }
+#endif
 
 void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y)
 {
-    cbsr_mm_isa[eng_isa_current()](val, idx, rows, k, w, out, y);
+    static void (*const path[ENG_ISA_N])(const float *, const int32_t *, int, int, const float *, int, float *) =
+        CBSR_TABLE(cbsr_mm);
+    path[eng_isa_current()](val, idx, rows, k, w, out, y);
 }
-
-/* dval[r, j] = dy[r, :] . W[idx[r, j], :];  dW[idx[r, j], :] += val[r, j] dy[r, :] */
-ENG_ISA_BODY cbsr_mm_bwd_body(const float *val, const int32_t *idx, int rows, int k, const float *w, int d,
-                              int out, const float *dy, float *dval, float *dw)
-{
-    if (dw) memset(dw, 0, (size_t)d * out * sizeof(float));
-    for (int r = 0; r < rows; r++) {
-        const float *v = val + (size_t)r * k;
-        const int32_t *ix = idx + (size_t)r * k;
-        const float *g = dy + (size_t)r * out;
-        for (int j = 0; j < k; j++) {
-            size_t off = (size_t)ix[j] * out;
-            if (dval) {
-                const float *wr = w + off;
-                v16 acc = { 0 };
-                int c = 0;
-                for (; c + 16 <= out; c += 16) {
-                    v16 g0, w0;
-                    LD16(g0, g + c); LD16(w0, wr + c);
-                    acc += g0 * w0;
-                }
-                float s = 0.0f;
-                for (int q = 0; q < 16; q++) s += acc[q];
-                for (; c < out; c++) s += g[c] * wr[c];
-                dval[(size_t)r * k + j] = s;
-            }
-            if (dw) {
-                float *dr = dw + off;
-                v16 s = { 0 };
-                s += v[j];
-                int c = 0;
-                for (; c + 16 <= out; c += 16) {
-                    v16 d0, g0;
-                    LD16(d0, dr + c); LD16(g0, g + c);
-                    d0 += s * g0;
-                    ST16(dr + c, d0);
-                }
-                for (; c < out; c++) dr[c] += v[j] * g[c];
-            }
-        }
-    }
-}
-
-ENG_ISA_KERNEL(cbsr_mm_bwd,
-               (const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
-                const float *dy, float *dval, float *dw),
-               (val, idx, rows, k, w, d, out, dy, dval, dw))
 
 void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
                      const float *dy, float *dval, float *dw)
 {
-    cbsr_mm_bwd_isa[eng_isa_current()](val, idx, rows, k, w, d, out, dy, dval, dw);
+    static void (*const path[ENG_ISA_N])(const float *, const int32_t *, int, int, const float *, int, int,
+                                         const float *, float *, float *) = CBSR_TABLE(cbsr_mm_bwd);
+    path[eng_isa_current()](val, idx, rows, k, w, d, out, dy, dval, dw);
 }
 
 void eng_cbsr_dense_fwd(eng_node *n, int rows)
