@@ -204,13 +204,6 @@ static long long op_calls(const store_op_row *rows, size_t n, const char *name)
     return 0;
 }
 
-static const char *kv_find(const store_kv *kv, size_t n, const char *key)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!strcmp(kv[i].key, key)) return kv[i].value;
-    return NULL;
-}
-
 int cmd_project(int argc, char **argv)
 {
     const char *spec = NULL, *nodes_s = NULL, *db_flag = NULL;
@@ -275,7 +268,7 @@ int cmd_project(int argc, char **argv)
         code = 2;
         goto out;
     }
-    const char *ws = kv_find(kv, nkv, "dist.world_size"), *bs = kv_find(kv, nkv, "train.batch");
+    const char *ws = store_kv_find(kv, nkv, "dist.world_size"), *bs = store_kv_find(kv, nkv, "train.batch");
     int world = ws ? atoi(ws) : 1, batch = bs ? atoi(bs) : 0;
     if (batch <= 0) batch = run.n_train;
     double step = op_total(rows, nr, "step") / steps;
