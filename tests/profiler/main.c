@@ -423,6 +423,16 @@ static void run_trace(const char *dir, size_t cap, const char *name, char *path,
     prof_destroy(p); /* writes the trace */
 }
 
+/* Writes text to DIR/check.py; its path in script. */
+static void write_script(char *script, size_t cap, const char *dir, const char *text)
+{
+    snprintf(script, cap, "%s/check.py", dir);
+    FILE *f = fopen(script, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 static void test_trace_json(void **state)
 {
     (void)state;
@@ -430,11 +440,7 @@ static void test_trace_json(void **state)
     assert_non_null(mkdtemp(dir));
     run_trace(dir, 0, "t.json", path, sizeof path);
     char script[300];
-    snprintf(script, sizeof script, "%s/check.py", dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fputs(trace_checker, f);
-    fclose(f);
+    write_script(script, sizeof script, dir, trace_checker);
     snprintf(cmd, sizeof cmd, "python3 %s %s 2 3", script, path);
     assert_int_equal(system(cmd), 0);
     /* a bad window is refused at create with a message */
@@ -501,11 +507,8 @@ static void test_trace_merge(void **state)
         "assert ('aligned' in out['otherData']['note'])==bool(al), out['otherData']\n"
         "if al: assert abs(sync[0]-sync[1])>=2500, sync\n";
     char script[320];
-    snprintf(script, sizeof script, "%s/check.py", dir);
-    FILE *f = fopen(script, "w");
-    assert_non_null(f);
-    fputs(check, f);
-    fclose(f);
+    write_script(script, sizeof script, dir, check);
+    FILE *f;
     snprintf(cmd, sizeof cmd, "python3 %s %s %s %s 1", script, a, b, m);
     assert_int_equal(system(cmd), 0);
     /* one source without a mark: rows keep their own time 0, and the note says so */
