@@ -121,7 +121,7 @@ static void announce(wb_app *a)
 {
     if (job.kind == JOB_NONE || job.announced || wb_live_running(a)) return;
     pthread_mutex_lock(&a->live.mu);
-    int done = a->live.finished;
+    int done = a->live.finished && a->live.run_id == job.run; /* not a later New run's */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", a->live.result);
     pthread_mutex_unlock(&a->live.mu);

@@ -7,10 +7,7 @@
 #include "../../store/store.h"
 
 #include <math.h>
-#include <poll.h>
 #include <sqlite3.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 static long long mk_run(store *s)
 {
@@ -142,23 +139,7 @@ static void test_checkpoint_off_the_caller(void **state)
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
     long long run = mk_run(s);
-    int locked[2], release[2];
-    assert_int_equal(pipe(locked), 0);
-    assert_int_equal(pipe(release), 0);
-    pid_t child = fork();
-    if (child == 0) {
-        sqlite3 *db;
-        sqlite3_open(p, &db);
-        sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO params VALUES(1,'lock','1');", NULL, NULL, NULL);
-        if (write(locked[1], "x", 1) != 1) _exit(2);
-        struct pollfd pf = { .fd = release[0], .events = POLLIN };
-        poll(&pf, 1, 10000);
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-        sqlite3_close(db);
-        _exit(0);
-    }
-    char c;
-    assert_int_equal(read(locked[0], &c, 1), 1);
+    lock_holder h = lock_holder_start(p);
     enum { N = 200000 };
     unsigned char *rec = malloc(N);
     assert_non_null(rec);
@@ -173,10 +154,8 @@ static void test_checkpoint_off_the_caller(void **state)
     /* still locked: neither the other process's row nor any of ours is committed */
     assert_int_equal(count(p, "SELECT count(*) FROM params WHERE key='lock'"), 0);
     assert_int_equal(count(p, "SELECT count(*) FROM checkpoints"), 0);
-    assert_int_equal(write(release[1], "x", 1), 1);
+    lock_holder_release(&h);
     assert_int_equal(store_flush(s), STORE_OK);
-    waitpid(child, NULL, 0);
-    for (int i = 0; i < 2; i++) { close(locked[i]); close(release[i]); }
     assert_int_equal(count(p, "SELECT count(*) FROM params WHERE key='lock'"), 1);
     assert_int_equal(count(p, "SELECT count(*) FROM metrics"), 500);
     /* the newest is there whole; an older one the writer had not reached was replaced */
