@@ -52,45 +52,7 @@ static void bind_real_or_null(sqlite3_stmt *st, int i, double v)
     else sqlite3_bind_null(st, i);
 }
 
-int store_checkpoint_put(store *s, long long run, long step, int epoch, const void *data, size_t len)
-{
-    if (s->readonly) return store_fail(STORE_EREADONLY, "storing a checkpoint: %s was opened read-only", s->path);
-    int st = store_flush(s);
-    if (st) return st;
-    if ((st = store_txn_begin(s))) return st;
-    sqlite3_stmt *q;
-    /* A run deleted while it trains (delete --force) is told so, not by a foreign key. */
-    if ((st = prep(s, "SELECT 1 FROM runs WHERE id=?1", &q, "storing a checkpoint"))) goto fail;
-    sqlite3_bind_int64(q, 1, run);
-    int rc = sqlite3_step(q);
-    sqlite3_finalize(q);
-    if (rc != SQLITE_ROW) {
-        st = rc == SQLITE_DONE
-                 ? store_fail(STORE_ENOTFOUND, "storing a checkpoint: run %lld was deleted from %s while it was "
-                              "being written (nnbench delete --force); nothing more of it is stored", run, s->path)
-                 : store_fail(STORE_ESQL, "storing a checkpoint: %s: %s", s->path, sqlite3_errmsg(s->db));
-        goto fail;
-    }
-    if ((st = prep(s, "INSERT OR REPLACE INTO checkpoints(run,step,epoch,created,bytes,data) "
-                      "VALUES(?1,?2,?3,?4,?5,?6)", &q, "storing a checkpoint"))) goto fail;
-    sqlite3_bind_int64(q, 1, run);
-    sqlite3_bind_int64(q, 2, step);
-    sqlite3_bind_int(q, 3, epoch);
-    sqlite3_bind_double(q, 4, store_unix_now());
-    sqlite3_bind_int64(q, 5, (sqlite3_int64)len);
-    sqlite3_bind_blob64(q, 6, data, (sqlite3_uint64)len, SQLITE_STATIC);
-    if ((st = run_step(s, q, "storing a checkpoint"))) goto fail;
-    if ((st = prep(s, "DELETE FROM checkpoints WHERE run=?1 AND step NOT IN "
-                      "(SELECT step FROM checkpoints WHERE run=?1 ORDER BY step DESC LIMIT ?2)",
-                   &q, "dropping old checkpoints"))) goto fail;
-    sqlite3_bind_int64(q, 1, run);
-    sqlite3_bind_int(q, 2, STORE_CHECKPOINTS_KEPT);
-    if ((st = run_step(s, q, "dropping old checkpoints"))) goto fail;
-    return store_txn_commit(s);
-fail:
-    store_txn_rollback(s);
-    return st;
-}
+/* store_checkpoint_put is the writer's (writer.c). */
 
 int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void **data, size_t *len)
 {

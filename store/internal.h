@@ -40,8 +40,20 @@ typedef struct {
  * for long); beyond it store_metric_add fails with the writer's error (~110 MB). */
 #define STORE_MAX_PENDING (1u << 21)
 
+/* A checkpoint record handed to the writer (a copy: the caller's buffer is free at once). */
+typedef struct {
+    int full;                  /* holds a record not yet written */
+    long long run;
+    long step;
+    int epoch;
+    double created;            /* unix seconds, when it was handed over */
+    unsigned char *data;       /* cap bytes, reused from one checkpoint to the next */
+    size_t len, cap;
+} store_pending_ckpt;
+
 /* What the writer thread (writer.c) takes out of the buffer for one transaction. */
 typedef struct {
+    store_pending_ckpt ck;     /* at most one checkpoint, written after the points */
     store_point *pts;
     size_t n_pts, cap_pts;
     store_pending_solve *solves;
@@ -66,8 +78,10 @@ struct store {
     pthread_t writer;
     int writer_on, stop;
     sqlite3 *wdb;
-    sqlite3_stmt *ins_metric, *ins_solver, *upd_progress, *run_exists;
+    sqlite3_stmt *ins_metric, *ins_solver, *upd_progress, *run_exists, *ins_ckpt, *del_ckpt;
     store_batch buf, spare;        /* buf: filling; spare: being written */
+    unsigned char *ck_stage;       /* the third checkpoint buffer: the caller copies into it */
+    size_t ck_stage_cap;
     char *keys[STORE_MAX_KEYS];
     int n_keys;
     store_progress prog[STORE_MAX_PROGRESS];

@@ -389,9 +389,13 @@ typedef struct {
     long long bytes;
 } store_checkpoint;
 
-/* Flushes buffered points (so every point up to the checkpoint is on disk before it), then
- * stores the record as a BLOB (bytes opaque to the store) and drops all but the newest
- * STORE_CHECKPOINTS_KEPT of the run, in one transaction. */
+/* Hands a copy of the record (bytes opaque to the store) to the writer thread and returns
+ * without waiting for the database: the writer stores it as a BLOB and drops all but the
+ * newest STORE_CHECKPOINTS_KEPT of the run, in the same transaction as every point buffered
+ * before it (a checkpoint is never on disk without the metrics up to its step). One record
+ * waits at most: a newer one of the same run replaces one not yet written. A failed write
+ * is reported like a metric's (store_flush_due, store_flush, store_run_end), which also
+ * wait for it: after store_flush the checkpoint is committed. */
 int store_checkpoint_put(store *s, long long run, long step, int epoch, const void *data, size_t len);
 /* The newest checkpoint of a run: meta and the record (*data malloc'd: free()).
  * STORE_ENOTFOUND (saying so) when the run has none. */

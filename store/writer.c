@@ -1,7 +1,8 @@
-/* writer.c — metric points and solver events: buffered by the caller (the training thread)
- * and written by a thread of the store's own on a connection of its own, so that waiting
- * for the disk or for another process's write lock is never training time. A point waits
- * at most STORE_FLUSH_MS / 2 before its transaction starts. */
+/* writer.c — metric points, solver events and checkpoints: buffered by the caller (the
+ * training thread) and written by a thread of the store's own on a connection of its own, so
+ * that waiting for the disk or for another process's write lock is never training time. A
+ * point waits at most STORE_FLUSH_MS / 2 before its transaction starts; a checkpoint starts
+ * one at once, and is committed in the same transaction as every point buffered before it. */
 #include "internal.h"
 
 #include <errno.h>
@@ -154,6 +155,50 @@ int store_solver_event_add(store *s, long long run, const store_solver_event *ev
     return STORE_OK;
 }
 
+/* A checkpoint is copied into a buffer of the store's (three at most, each reused: the one
+ * the caller copies into, the one waiting, the one being written), then waits in buf.ck for
+ * the writer. One waiting record per store: a newer checkpoint of the same run replaces one
+ * that was not written yet (the writer was behind, e.g. another process held the write
+ * lock), so memory stays bounded and the training thread never waits for the database. */
+int store_checkpoint_put(store *s, long long run, long step, int epoch, const void *data, size_t len)
+{
+    if (s->readonly) return store_fail(STORE_EREADONLY, "storing a checkpoint: %s was opened read-only", s->path);
+    pthread_mutex_lock(&s->mu);
+    int other = s->buf.ck.full && s->buf.ck.run != run;
+    pthread_mutex_unlock(&s->mu);
+    /* Only a record of the same run may be replaced: another run's is written first. */
+    int st = other ? store_flush(s) : STORE_OK;
+    if (st) return st;
+    pthread_mutex_lock(&s->mu);
+    st = before_add(s, run, "storing a checkpoint");
+    unsigned char *stage = s->ck_stage;
+    size_t cap = s->ck_stage_cap;
+    s->ck_stage = NULL;
+    s->ck_stage_cap = 0;
+    pthread_mutex_unlock(&s->mu);
+    if (!st && cap < len) {
+        unsigned char *nb = realloc(stage, len);
+        if (nb) { stage = nb; cap = len; }
+        else st = store_fail(STORE_ENOMEM, "storing a checkpoint: out of memory for a copy of %zu bytes", len);
+    }
+    if (!st && len) memcpy(stage, data, len);
+    pthread_mutex_lock(&s->mu);
+    if (!st) {
+        store_pending_ckpt *c = &s->buf.ck;
+        unsigned char *old = c->data;
+        size_t old_cap = c->cap;
+        *c = (store_pending_ckpt){ .full = 1, .run = run, .step = step, .epoch = epoch,
+                                   .created = store_unix_now(), .data = stage, .len = len, .cap = cap };
+        stage = old;
+        cap = old_cap;
+        pthread_cond_signal(&s->work);
+    }
+    if (s->ck_stage) free(stage); /* another thread staged one meanwhile */
+    else { s->ck_stage = stage; s->ck_stage_cap = cap; }
+    pthread_mutex_unlock(&s->mu);
+    return st;
+}
+
 /* ---- the writer's transaction (no lock held: the batch is the writer's alone) ------- */
 
 static int prepare_writers(store *s)
@@ -177,6 +222,13 @@ static int prepare_writers(store *s)
                                 "final_test_acc=?9,best_test_acc=?10,samples_per_s=?11 "
                                 "WHERE id=?1 AND status='running'", -1, SQLITE_PREPARE_PERSISTENT,
                                 &s->upd_progress, NULL);
+    if (rc == SQLITE_OK && !s->ins_ckpt)
+        rc = sqlite3_prepare_v3(db, "INSERT OR REPLACE INTO checkpoints(run,step,epoch,created,bytes,data) "
+                                "VALUES(?1,?2,?3,?4,?5,?6)", -1, SQLITE_PREPARE_PERSISTENT, &s->ins_ckpt, NULL);
+    if (rc == SQLITE_OK && !s->del_ckpt)
+        rc = sqlite3_prepare_v3(db, "DELETE FROM checkpoints WHERE run=?1 AND step NOT IN "
+                                "(SELECT step FROM checkpoints WHERE run=?1 ORDER BY step DESC LIMIT ?2)", -1,
+                                SQLITE_PREPARE_PERSISTENT, &s->del_ckpt, NULL);
     if (rc == SQLITE_OK && !s->run_exists)
         rc = sqlite3_prepare_v3(db, "SELECT 1 FROM runs WHERE id=?1", -1, SQLITE_PREPARE_PERSISTENT,
                                 &s->run_exists, NULL);
@@ -249,6 +301,24 @@ static int write_batch(store *s, const store_batch *b, long long *gone, int *n_g
         sqlite3_bind_int(v, 19, e->shift_raised);
         st = store_step_done(s, s->wdb, v, "storing solver events");
     }
+    const store_pending_ckpt *c = &b->ck;
+    if (c->full && !st && run_alive(s, &cache, c->run, gone, n_gone, &st)) {
+        sqlite3_stmt *q = s->ins_ckpt;
+        sqlite3_bind_int64(q, 1, c->run);
+        sqlite3_bind_int64(q, 2, c->step);
+        sqlite3_bind_int(q, 3, c->epoch);
+        sqlite3_bind_double(q, 4, c->created);
+        sqlite3_bind_int64(q, 5, (sqlite3_int64)c->len);
+        sqlite3_bind_blob64(q, 6, c->data ? (const void *)c->data : "", (sqlite3_uint64)c->len, SQLITE_STATIC);
+        st = store_step_done(s, s->wdb, q, "storing a checkpoint");
+        sqlite3_clear_bindings(q);
+        if (!st) {
+            q = s->del_ckpt;
+            sqlite3_bind_int64(q, 1, c->run);
+            sqlite3_bind_int(q, 2, STORE_CHECKPOINTS_KEPT);
+            st = store_step_done(s, s->wdb, q, "dropping old checkpoints");
+        }
+    }
     sqlite3_stmt *u = s->upd_progress;
     for (int i = 0; i < b->n_prog && !st; i++) {
         const store_progress *p = &b->prog[i];
@@ -278,6 +348,7 @@ static void take_batch(store *s)
     s->spare = s->buf;
     s->buf = t;
     s->buf.n_pts = s->buf.n_solves = 0;
+    s->buf.ck.full = 0;
     s->spare.n_prog = 0;
     for (int i = 0; i < s->n_prog; i++)
         if (s->prog[i].dirty) {
@@ -298,6 +369,12 @@ static void put_back(store *s)
     if (grow((void **)&b->pts, &b->cap_pts, b->n_pts + f->n_pts, sizeof *b->pts) ||
         grow((void **)&b->solves, &b->cap_solves, b->n_solves + f->n_solves, sizeof *b->solves))
         return; /* out of memory: the failed batch is lost, the newer points are kept */
+    /* Its checkpoint waits again unless a newer one came meanwhile (then it is dropped). */
+    if (f->ck.full) {
+        store_pending_ckpt t = b->ck;
+        b->ck = f->ck;
+        f->ck = t;
+    }
     if (f->n_pts) memcpy(b->pts + b->n_pts, f->pts, f->n_pts * sizeof *f->pts);
     if (f->n_solves) memcpy(b->solves + b->n_solves, f->solves, f->n_solves * sizeof *f->solves);
     b->n_pts += f->n_pts;
@@ -319,7 +396,7 @@ static void *writer_main(void *arg)
     store *s = arg;
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        int pending = s->buf.n_pts || s->buf.n_solves;
+        int pending = s->buf.n_pts || s->buf.n_solves || s->buf.ck.full;
         uint64_t want = s->req_gen;
         if (!pending) {
             if (s->done_gen != want) {
@@ -332,7 +409,7 @@ static void *writer_main(void *arg)
             continue;
         }
         int asked = want != s->done_gen || s->stop;
-        uint64_t due = s->first_ns + WAIT_NS;
+        uint64_t due = s->buf.ck.full ? 0 : s->first_ns + WAIT_NS; /* a checkpoint goes at once */
         if (s->retry_ns > due) due = s->retry_ns;
         if (!asked && s->buf.n_pts + s->buf.n_solves < STORE_FLUSH_POINTS && store_now_ns() < due) {
             wait_until(s, due);
@@ -361,6 +438,7 @@ static void *writer_main(void *arg)
         }
         s->spare.n_pts = s->spare.n_solves = 0;
         s->spare.n_prog = 0;
+        s->spare.ck.full = 0;
         s->done_gen = want;
         pthread_cond_broadcast(&s->done);
         if (stopping && st) break; /* the last attempt failed: the caller saw store_flush's error */
@@ -416,7 +494,9 @@ void store_writer_close(store *s)
     sqlite3_finalize(s->ins_solver);
     sqlite3_finalize(s->upd_progress);
     sqlite3_finalize(s->run_exists);
-    s->ins_metric = s->ins_solver = s->upd_progress = s->run_exists = NULL;
+    sqlite3_finalize(s->ins_ckpt);
+    sqlite3_finalize(s->del_ckpt);
+    s->ins_metric = s->ins_solver = s->upd_progress = s->run_exists = s->ins_ckpt = s->del_ckpt = NULL;
     sqlite3_close_v2(s->wdb);
     s->wdb = NULL;
     for (int i = 0; i < s->n_keys; i++) free(s->keys[i]);
@@ -425,6 +505,11 @@ void store_writer_close(store *s)
     free(s->buf.solves);
     free(s->spare.pts);
     free(s->spare.solves);
+    free(s->buf.ck.data);
+    free(s->spare.ck.data);
+    free(s->ck_stage);
+    s->ck_stage = NULL;
+    s->ck_stage_cap = 0;
     memset(&s->buf, 0, sizeof s->buf);
     memset(&s->spare, 0, sizeof s->spare);
 }

@@ -10,6 +10,7 @@
 #include "../store/store.h"
 #include "cli.h"
 #include "model_load.h"
+#include "runner.h"
 
 /* ---- loading a stored run ------------------------------------------------------------- */
 
@@ -23,14 +24,14 @@ void cli_stored_free(cli_stored *st)
     memset(st, 0, sizeof *st);
 }
 
-int cli_stored_load(const char *cmd, const char *db_path, const char *spec, const char *const *extra,
-                    size_t n_extra, int need_ckpt, cli_stored *out)
+int cli_stored_open(const char *db_path, const char *spec, const char *const *extra, size_t n_extra, int need_ckpt,
+                    cli_stored *out, char *err, size_t cap)
 {
     memset(out, 0, sizeof *out);
     store_run_init(&out->row);
     store *db;
     if (store_open(db_path, 0, &db)) {
-        fprintf(stderr, "nnbench %s: %s\n", cmd, store_error());
+        snprintf(err, cap, "%s", store_error());
         return 1;
     }
     store_kv *kv = NULL;
@@ -38,19 +39,19 @@ int cli_stored_load(const char *cmd, const char *db_path, const char *spec, cons
     const char **sets = NULL;
     int code = 1;
     if (store_run_resolve(db, spec, &out->id) || store_run_get(db, out->id, &out->row)) {
-        fprintf(stderr, "nnbench %s: %s\n", cmd, store_error());
+        snprintf(err, cap, "%s", store_error());
         goto done;
     }
     if (!out->row.exp_text) {
-        fprintf(stderr, "nnbench %s: run %lld has no stored experiment text to rebuild its model from\n", cmd, out->id);
+        snprintf(err, cap, "run %lld has no stored experiment text to rebuild its model from", out->id);
         goto done;
     }
     if (need_ckpt && store_checkpoint_get(db, out->id, &out->meta, &out->ckpt, &out->ckpt_len)) {
-        fprintf(stderr, "nnbench %s: %s\n", cmd, store_error());
+        snprintf(err, cap, "%s", store_error());
         goto done;
     }
     if (store_params_get(db, out->id, &kv, &n_kv)) {
-        fprintf(stderr, "nnbench %s: %s\n", cmd, store_error());
+        snprintf(err, cap, "%s", store_error());
         goto done;
     }
     /* The run's resolved keys (defaults and --set included) as overrides of its stored
@@ -59,7 +60,7 @@ int cli_stored_load(const char *cmd, const char *db_path, const char *spec, cons
     char *buf = calloc(n_kv + 1, sizeof kv->key + sizeof kv->value + 2);
     if (!sets || !buf) {
         free(buf);
-        fprintf(stderr, "nnbench %s: out of memory\n", cmd);
+        snprintf(err, cap, "out of memory");
         goto done;
     }
     out->sets_buf = buf;
@@ -72,12 +73,12 @@ int cli_stored_load(const char *cmd, const char *db_path, const char *spec, cons
     for (size_t i = 0; i < n_extra; i++) sets[ns++] = extra[i];
     if (eng_experiment_load_text(out->row.exp_path, out->row.exp_text, sets, ns, &out->ex) ||
         (out->row.variant[0] && eng_experiment_select(out->ex, out->row.variant))) {
-        fprintf(stderr, "nnbench %s: rebuilding run %lld's config: %s\n", cmd, out->id, eng_error());
+        snprintf(err, cap, "rebuilding run %lld's config: %s", out->id, eng_error());
         code = 2;
         goto done;
     }
     if (eng_run_create(&out->ex->variants[0], out->ex->text, NULL, &out->run)) {
-        fprintf(stderr, "nnbench %s: run %lld: %s\n", cmd, out->id, eng_error());
+        snprintf(err, cap, "run %lld: %s", out->id, eng_error());
         goto done;
     }
     code = 0;
@@ -88,6 +89,15 @@ done:
     out->sets_buf = NULL;
     store_close(db);
     if (code) cli_stored_free(out);
+    return code;
+}
+
+int cli_stored_load(const char *cmd, const char *db_path, const char *spec, const char *const *extra,
+                    size_t n_extra, int need_ckpt, cli_stored *out)
+{
+    char err[1024];
+    int code = cli_stored_open(db_path, spec, extra, n_extra, need_ckpt, out, err, sizeof err);
+    if (code) fprintf(stderr, "nnbench %s: %s\n", cmd, err);
     return code;
 }
 
@@ -131,6 +141,22 @@ static void on_sigint(int sig)
     if (r) eng_run_request_stop(r);
 }
 
+static int resume_begin(void *ud, size_t v, const eng_config *cfg)
+{
+    const runner_resumed *r = ud;
+    (void)v;
+    (void)cfg;
+    fprintf(stderr, "nnbench resume: run %lld from its checkpoint at step %ld (epoch %d)\n", r->run_id, r->from_step,
+            r->from_epoch);
+    return 0;
+}
+
+static void resume_running(void *ud, eng_run *run)
+{
+    (void)ud;
+    resume_run = run;
+}
+
 void cmd_resume_help(FILE *f)
 {
     fprintf(f,
@@ -154,52 +180,27 @@ int cmd_resume(int argc, char **argv)
         else { fprintf(stderr, "nnbench resume: one run at a time (got '%s' and '%s')\n", spec, argv[i]); return 2; }
     }
     if (!spec) { fprintf(stderr, "nnbench resume: which run? usage: nnbench resume RUN\n"); return 2; }
-    const char *db_path = cli_db_path(db_flag);
-    cli_stored st;
-    int code = cli_stored_load("resume", db_path, spec, NULL, 0, 1, &st);
-    if (code) return code;
-    if (st.row.status == STORE_RUN_FINISHED || st.row.status == STORE_RUN_RUNNING ||
-        st.row.status == STORE_RUN_DIVERGED) {
-        fprintf(stderr, "nnbench resume: run %lld is %s; only crashed, interrupted or failed runs are resumed%s\n",
-                st.id, store_status_name(st.row.status),
-                st.row.status == STORE_RUN_RUNNING ? " (its process is still alive)" : "");
-        cli_stored_free(&st);
-        return 1;
-    }
-    if (eng_run_resume(st.run, st.ckpt, st.ckpt_len)) {
-        fprintf(stderr, "nnbench resume: run %lld, checkpoint at step %ld: %s\n", st.id, st.meta.step, eng_error());
-        cli_stored_free(&st);
-        return 1;
-    }
-    char err[600];
-    cli_store_sink *sink_store = cli_store_sink_open(db_path, err, sizeof err);
-    if (!sink_store) { fprintf(stderr, "nnbench resume: %s\n", err); cli_stored_free(&st); return 1; }
-    cli_store_sink_resume(sink_store, st.id);
-    eng_sink sink = cli_store_sink_get(sink_store);
-    fprintf(stderr, "nnbench resume: run %lld from its checkpoint at step %ld (epoch %d)\n", st.id, st.meta.step,
-            st.meta.epoch);
+    runner_resumed r;
+    runner_hooks h = { .ud = &r, .begin = resume_begin, .running = resume_running };
     struct sigaction sa, old;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old);
-    resume_run = st.run;
-    int rc = eng_run_train(st.run, &sink);
-    resume_run = NULL;
+    int code = runner_resume(cli_db_path(db_flag), spec, &h, &r);
     sigaction(SIGINT, &old, NULL);
-    const eng_run_result *res = eng_run_result_get(st.run);
-    const char *swarn = cli_store_sink_warning(sink_store);
-    if (swarn) fprintf(stderr, "nnbench resume: warning: %s\n", swarn);
-    char cerr[700];
-    int close_failed = cli_store_sink_close(sink_store, cerr, sizeof cerr);
-    if (close_failed) fprintf(stderr, "nnbench resume: %s\n", cerr);
-    printf("run %lld: %s at step %ld/%ld, final train loss %.6g, test loss %.6g, test acc %.4f\n", st.id,
-           eng_run_status_name(res->status), res->steps, st.row.total_steps, res->final_train_loss,
-           res->final_test_loss, res->final_test_acc);
-    code = rc == ENG_OK ? (close_failed ? 1 : 0) : rc == ENG_ESTOPPED ? 130 : 1;
-    if (rc && rc != ENG_ESTOPPED) fprintf(stderr, "nnbench resume: %s\n", res->error ? res->error : eng_error());
-    cli_stored_free(&st);
+    const runner_variant *o = &r.out;
+    if (!o->created) {
+        fprintf(stderr, "nnbench resume: %s\n", o->error);
+        return code;
+    }
+    if (o->store_warning[0]) fprintf(stderr, "nnbench resume: warning: %s\n", o->store_warning);
+    if (o->store_error[0]) fprintf(stderr, "nnbench resume: %s\n", o->store_error);
+    printf("run %lld: %s at step %ld/%ld, final train loss %.6g, test loss %.6g, test acc %.4f\n", r.run_id,
+           eng_run_status_name(o->res.status), o->res.steps, r.total_steps, o->res.final_train_loss,
+           o->res.final_test_loss, o->res.final_test_acc);
+    if (o->rc && o->rc != ENG_ESTOPPED) fprintf(stderr, "nnbench resume: %s\n", o->error);
     return code;
 }
 

@@ -13,13 +13,8 @@
 #include "cli.h"
 #include "model_load.h"
 
-#define BIG_BATCH 128
-
-typedef struct {
-    int calibrate;
-    eng_qscheme scheme;
-    const char *kernel;     /* NULL: measure own vs oneDNN, keep the faster */
-} qopts;
+#define BIG_BATCH CLI_QUANT_BIG_BATCH
+typedef cli_qopts qopts;
 
 /* Parses the options quantize and export-model share; 1 = consumed (i advanced), 0 = not
  * ours, -1 = bad value (message printed). */
@@ -51,7 +46,8 @@ static int qopt_parse(const char *cmd, int argc, char **argv, int *i, qopts *o)
 
 static int n_outputs(const eng_dataset *ds) { return ds->classification ? ds->n_classes : ds->n_targets; }
 
-static const char *scheme_name(eng_qscheme s) { return s == ENG_QSCHEME_PERCENTILE ? "percentile" : "minmax"; }
+const char *cli_qscheme_name(eng_qscheme s) { return s == ENG_QSCHEME_PERCENTILE ? "percentile" : "minmax"; }
+#define scheme_name cli_qscheme_name
 
 void cmd_quantize_help(FILE *f)
 {
@@ -93,37 +89,37 @@ static void job_free(quant_job *j)
 
 
 
-static int job_load(const char *cmd, const char *db_path, const char *spec, const qopts *o, int timing, quant_job *j)
+static int job_load(const char *db_path, const char *spec, const qopts *o, int timing, quant_job *j, char *err, size_t cap)
 {
     memset(j, 0, sizeof *j);
     j->own_sps[0] = j->own_sps[1] = j->dnnl_sps[0] = j->dnnl_sps[1] = NAN;
-    int code = cli_stored_load(cmd, db_path, spec, NULL, 0, 1, &j->st);
+    int code = cli_stored_open(db_path, spec, NULL, 0, 1, &j->st, err, cap);
     if (code) return code;
     eng_run *run = j->st.run;
     if (eng_run_load_params(run, j->st.ckpt, j->st.ckpt_len)) {
-        fprintf(stderr, "nnbench %s: run %lld: %s\n", cmd, j->st.id, eng_error());
+        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
         return 1;
     }
     const eng_dataset *ds = eng_run_dataset(run);
     if (ds->n_test < 1) {
-        fprintf(stderr, "nnbench %s: run %lld's data has no test set to measure the int8 model on\n", cmd, j->st.id);
+        snprintf(err, cap, "run %lld's data has no test set to measure the int8 model on", j->st.id);
         return 1;
     }
     eng_inference_threads(1);
     prof_options po = { .counters = "none", .quiet = 1 };
     if (timing && !(j->prof = prof_create(&po))) {
-        fprintf(stderr, "nnbench %s: profiler: %s\n", cmd, prof_error());
+        snprintf(err, cap, "profiler: %s", prof_error());
         return 1;
     }
     eng_model *m = eng_run_model(run);
     if (eng_quantize(m, ds, o->calibrate, o->scheme, BIG_BATCH, j->prof, &j->q) ||
         (timing && eng_quantize(m, ds, o->calibrate, o->scheme, BIG_BATCH, NULL, &j->qt))) {
-        fprintf(stderr, "nnbench %s: run %lld: %s\n", cmd, j->st.id, eng_error());
+        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
         return 1;
     }
     if (o->kernel) {
         if (eng_qmodel_set_kernel(j->q, o->kernel) || (j->qt && eng_qmodel_set_kernel(j->qt, o->kernel))) {
-            fprintf(stderr, "nnbench %s: %s\n", cmd, eng_error());
+            snprintf(err, cap, "%s", eng_error());
             return 2;
         }
     } else if (timing) {
@@ -142,28 +138,27 @@ static int job_load(const char *cmd, const char *db_path, const char *spec, cons
     return 0;
 }
 
-int cmd_quantize(int argc, char **argv)
+void cli_quant_result_free(cli_quant_result *r)
 {
-    const char *db_flag = NULL, *spec = NULL;
-    int json = 0, no_store = 0;
-    qopts o = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = qopt_parse("quantize", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_quantize_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--no-store")) no_store = 1;
-        else if (a[0] == '-') return cli_unknown_option("quantize", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
-    if (!spec) { fprintf(stderr, "nnbench quantize: which run? usage: nnbench quantize RUN\n"); return 2; }
-    const char *db_path = cli_db_path(db_flag);
+    free(r->ops);
+    r->ops = NULL;
+    r->n_ops = 0;
+}
+
+static void say(void (*progress)(void *, const char *), void *ud, const char *stage)
+{
+    if (progress) progress(ud, stage);
+}
+
+int cli_quantize(const char *db_path, const char *spec, const qopts *o, int store_it,
+                 void (*progress)(void *ud, const char *stage), void *ud, cli_quant_result *out)
+{
+    memset(out, 0, sizeof *out);
+    char *err = out->error;
+    size_t cap = sizeof out->error;
+    say(progress, ud, "loading the run and calibrating");
     quant_job j;
-    int code = job_load("quantize", db_path, spec, &o, 1, &j);
+    int code = job_load(db_path, spec, o, 1, &j, err, cap);
     if (code) { job_free(&j); return code; }
     eng_run *run = j.st.run;
     const eng_dataset *ds = eng_run_dataset(run);
@@ -173,23 +168,25 @@ int cmd_quantize(int argc, char **argv)
     rec.run = j.st.id;
     rec.created = NAN;
     rec.step = j.st.meta.step;
-    snprintf(rec.scheme, sizeof rec.scheme, "%s", scheme_name(o.scheme));
-    rec.calibrate = o.calibrate < ds->n_train ? o.calibrate : ds->n_train;
+    snprintf(rec.scheme, sizeof rec.scheme, "%s", scheme_name(o->scheme));
+    rec.calibrate = o->calibrate < ds->n_train ? o->calibrate : ds->n_train;
     snprintf(rec.kernel, sizeof rec.kernel, "%s", eng_qmodel_kernel(j.q));
     rec.fp32_bytes = (long long)(eng_model_n_params(m) * sizeof(float));
     rec.int8_bytes = (long long)eng_qmodel_bytes(j.q);
+    say(progress, ud, "evaluating fp32 and int8 on the test set");
     if (eng_run_evaluate(run, &rec.fp32_loss, &rec.fp32_acc) ||
         eng_qmodel_evaluate(j.q, ds->x_test, ds->y_test, ds->t_test, ds->n_test, &rec.int8_loss, &rec.int8_acc)) {
-        fprintf(stderr, "nnbench quantize: %s\n", eng_error());
+        snprintf(err, cap, "%s", eng_error());
         job_free(&j);
         return 1;
     }
     /* throughput, one thread: the fp32 engine's forward against the int8 path */
     if (eng_model_clone(m, BIG_BATCH, &j.m128)) {
-        fprintf(stderr, "nnbench quantize: %s\n", eng_error());
+        snprintf(err, cap, "%s", eng_error());
         job_free(&j);
         return 1;
     }
+    say(progress, ud, "measuring inference samples/s (batch 1 and 128, 1 thread)");
     int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
     rec.fp32_sps_b1 = eng_model_inference_sps(j.m128, ds, 1, 0.4);
     rec.int8_sps_b1 = eng_qmodel_inference_sps(j.qt, ds, 1, 0.4);
@@ -214,34 +211,80 @@ int cmd_quantize(int argc, char **argv)
         }
     }
     free(rows);
-    if (!no_store) {
-        store *db;
+    if (store_it) {
+        say(progress, ud, "storing the quantization record");
+        store *db = NULL;
         if (store_open(db_path, STORE_OPEN_WRITE, &db) || store_quant_put(db, &rec, ops, nops, &rec.id)) {
-            fprintf(stderr, "nnbench quantize: storing the result: %s\n", store_error());
+            snprintf(err, cap, "%s", store_error());
             code = 1;
+        } else {
+            out->stored = 1;
         }
         store_close(db);
     }
-    double ratio = (double)rec.int8_bytes / (double)rec.fp32_bytes;
+    out->rec = rec;
+    out->ops = ops;
+    out->n_ops = nops;
+    out->big = big;
+    out->n_test = ds->n_test;
+    snprintf(out->own_name, sizeof out->own_name, "%s", j.own_name);
+    for (int b = 0; b < 2; b++) { out->own_sps[b] = j.own_sps[b]; out->dnnl_sps[b] = j.dnnl_sps[b]; }
+    job_free(&j);
+    return code;
+}
+
+int cmd_quantize(int argc, char **argv)
+{
+    const char *db_flag = NULL, *spec = NULL;
+    int json = 0, no_store = 0;
+    qopts o = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE };
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int r = qopt_parse("quantize", argc, argv, &i, &o);
+        if (r < 0) return 2;
+        if (r) continue;
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_quantize_help(stdout); return 0; }
+        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
+        else if (!strcmp(a, "--json")) json = 1;
+        else if (!strcmp(a, "--no-store")) no_store = 1;
+        else if (a[0] == '-') return cli_unknown_option("quantize", a);
+        else if (!spec) spec = a;
+        else { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
+    }
+    if (!spec) { fprintf(stderr, "nnbench quantize: which run? usage: nnbench quantize RUN\n"); return 2; }
+    const char *db_path = cli_db_path(db_flag);
+    cli_quant_result qr;
+    int code = cli_quantize(db_path, spec, &o, !no_store, NULL, NULL, &qr);
+    if (code && !qr.n_test) {
+        fprintf(stderr, "nnbench quantize: %s\n", qr.error);
+        cli_quant_result_free(&qr);
+        return code;
+    }
+    if (code) fprintf(stderr, "nnbench quantize: storing the result: %s\n", qr.error);
+    const store_quant *rec = &qr.rec;
+    const store_quant_op *ops = qr.ops;
+    size_t nops = qr.n_ops;
+    int big = qr.big;
+    double ratio = (double)rec->int8_bytes / (double)rec->fp32_bytes;
     if (json) {
         prof_json w;   /* the one JSON writer (profiler/json.c) */
         prof_json_begin(&w, stdout, 1);
         prof_json_object(&w);
-        prof_json_kint(&w, "run", rec.run);
-        prof_json_kint(&w, "quantization", rec.id);
-        prof_json_kint(&w, "step", rec.step);
-        prof_json_kstr(&w, "scheme", rec.scheme);
-        prof_json_kint(&w, "calibrate", rec.calibrate);
-        prof_json_kstr(&w, "kernel", rec.kernel);
-        prof_json_kstr(&w, "own_kernel", j.own_name);
+        prof_json_kint(&w, "run", rec->run);
+        prof_json_kint(&w, "quantization", rec->id);
+        prof_json_kint(&w, "step", rec->step);
+        prof_json_kstr(&w, "scheme", rec->scheme);
+        prof_json_kint(&w, "calibrate", rec->calibrate);
+        prof_json_kstr(&w, "kernel", rec->kernel);
+        prof_json_kstr(&w, "own_kernel", qr.own_name);
         static const char *const keys[4] = { "own_sps_b128", "own_sps_b1", "onednn_sps_b128", "onednn_sps_b1" };
-        const double vals[4] = { j.own_sps[0], j.own_sps[1], j.dnnl_sps[0], j.dnnl_sps[1] };
+        const double vals[4] = { qr.own_sps[0], qr.own_sps[1], qr.dnnl_sps[0], qr.dnnl_sps[1] };
         for (int k = 0; k < 4; k++) { prof_json_key(&w, keys[k]); prof_json_numg(&w, vals[k], 6); }
         char bigk[32];
         snprintf(bigk, sizeof bigk, "samples_per_s_b%d", BIG_BATCH);
         const struct { const char *k; long long bytes; double loss, acc, b1, bb; } part[2] = {
-            { "fp32", rec.fp32_bytes, rec.fp32_loss, rec.fp32_acc, rec.fp32_sps_b1, rec.fp32_sps_b128 },
-            { "int8", rec.int8_bytes, rec.int8_loss, rec.int8_acc, rec.int8_sps_b1, rec.int8_sps_b128 } };
+            { "fp32", rec->fp32_bytes, rec->fp32_loss, rec->fp32_acc, rec->fp32_sps_b1, rec->fp32_sps_b128 },
+            { "int8", rec->int8_bytes, rec->int8_loss, rec->int8_acc, rec->int8_sps_b1, rec->int8_sps_b128 } };
         for (int k = 0; k < 2; k++) {
             prof_json_key(&w, part[k].k);
             prof_json_object(&w);
@@ -273,35 +316,34 @@ int cmd_quantize(int argc, char **argv)
         prof_json_end(&w);
     } else {
         char a[32], b[32];
-        printf("run %lld, checkpoint at step %ld: int8 (%s, %ld calibration samples, kernel %s)\n", rec.run, rec.step,
-               rec.scheme, rec.calibrate, rec.kernel);
-        if (isfinite(j.own_sps[0])) {
-            printf("  int8 kernels, samples/s of the whole int8 forward: own %s %.0f (batch %d), %.0f (batch 1)", j.own_name,
-                   j.own_sps[0], big, j.own_sps[1]);
-            if (isfinite(j.dnnl_sps[0])) printf("; oneDNN %.0f, %.0f\n", j.dnnl_sps[0], j.dnnl_sps[1]);
+        printf("run %lld, checkpoint at step %ld: int8 (%s, %ld calibration samples, kernel %s)\n", rec->run, rec->step,
+               rec->scheme, rec->calibrate, rec->kernel);
+        if (isfinite(qr.own_sps[0])) {
+            printf("  int8 kernels, samples/s of the whole int8 forward: own %s %.0f (batch %d), %.0f (batch 1)", qr.own_name,
+                   qr.own_sps[0], big, qr.own_sps[1]);
+            if (isfinite(qr.dnnl_sps[0])) printf("; oneDNN %.0f, %.0f\n", qr.dnnl_sps[0], qr.dnnl_sps[1]);
             else printf("; oneDNN not available\n");
         }
         printf("  %-22s %14s %14s %10s\n", "", "fp32", "int8", "int8/fp32");
-        printf("  %-22s %14s %14s %10.3f\n", "model bytes", store_fmt_bytes(a, sizeof a, (double)rec.fp32_bytes),
-               store_fmt_bytes(b, sizeof b, (double)rec.int8_bytes), ratio);
-        printf("  %-22s %14.5f %14.5f %10s\n", "test loss", rec.fp32_loss, rec.int8_loss, "");
-        if (isfinite(rec.fp32_acc))
-            printf("  %-22s %14.4f %14.4f %+9.2f pt\n", "test accuracy", rec.fp32_acc, rec.int8_acc,
-                   100.0 * (rec.int8_acc - rec.fp32_acc));
-        printf("  %-22s %14.0f %14.0f %10.2f\n", "samples/s, batch 1", rec.fp32_sps_b1, rec.int8_sps_b1, rec.int8_sps_b1 / rec.fp32_sps_b1);
+        printf("  %-22s %14s %14s %10.3f\n", "model bytes", store_fmt_bytes(a, sizeof a, (double)rec->fp32_bytes),
+               store_fmt_bytes(b, sizeof b, (double)rec->int8_bytes), ratio);
+        printf("  %-22s %14.5f %14.5f %10s\n", "test loss", rec->fp32_loss, rec->int8_loss, "");
+        if (isfinite(rec->fp32_acc))
+            printf("  %-22s %14.4f %14.4f %+9.2f pt\n", "test accuracy", rec->fp32_acc, rec->int8_acc,
+                   100.0 * (rec->int8_acc - rec->fp32_acc));
+        printf("  %-22s %14.0f %14.0f %10.2f\n", "samples/s, batch 1", rec->fp32_sps_b1, rec->int8_sps_b1, rec->int8_sps_b1 / rec->fp32_sps_b1);
         snprintf(a, sizeof a, "samples/s, batch %d", big);
-        printf("  %-22s %14.0f %14.0f %10.2f\n", a, rec.fp32_sps_b128, rec.int8_sps_b128, rec.int8_sps_b128 / rec.fp32_sps_b128);
-        printf("\n  int8 path profile (test set, %d samples):\n  %-12s %-10s %8s %12s %8s\n", ds->n_test, "op", "layer",
+        printf("  %-22s %14.0f %14.0f %10.2f\n", a, rec->fp32_sps_b128, rec->int8_sps_b128, rec->int8_sps_b128 / rec->fp32_sps_b128);
+        printf("\n  int8 path profile (test set, %d samples):\n  %-12s %-10s %8s %12s %8s\n", qr.n_test, "op", "layer",
                "calls", "self", "share");
         int64_t tot = 0;
         for (size_t i = 0; i < nops; i++) tot += ops[i].self_ns;
         for (size_t i = 0; i < nops; i++)
             printf("  %-12s %-10s %8lld %12s %7.1f%%\n", ops[i].name, ops[i].layer, (long long)ops[i].calls,
                    store_fmt_duration(a, sizeof a, ops[i].self_ns * 1e-9), tot ? 100.0 * ops[i].self_ns / tot : 0.0);
-        if (!no_store && !code) printf("\nstored as quantization %lld of run %lld in %s\n", rec.id, rec.run, db_path);
+        if (!no_store && !code) printf("\nstored as quantization %lld of run %lld in %s\n", rec->id, rec->run, db_path);
     }
-    free(ops);
-    job_free(&j);
+    cli_quant_result_free(&qr);
     return code;
 }
 
@@ -355,8 +397,9 @@ int cmd_export_model(int argc, char **argv)
             return 2;
         }
     quant_job j;
-    int code = job_load("export-model", cli_db_path(db_flag), spec, &o, 0, &j);
-    if (code) { job_free(&j); return code; }
+    char err[1024];
+    int code = job_load(cli_db_path(db_flag), spec, &o, 0, &j, err, sizeof err);
+    if (code) { fprintf(stderr, "nnbench export-model: %s\n", err); job_free(&j); return code; }
     if (eng_qmodel_export_c(j.q, out, prefix)) {
         fprintf(stderr, "nnbench export-model: %s\n", eng_error());
         job_free(&j);

@@ -23,5 +23,45 @@ typedef struct {
 int cli_stored_load(const char *cmd, const char *db_path, const char *spec, const char *const *extra,
                     size_t n_extra, int need_ckpt, cli_stored *out);
 void cli_stored_free(cli_stored *st);
+/* The same, printing nothing: the message goes to err (without the "nnbench CMD:" prefix). */
+int cli_stored_open(const char *db_path, const char *spec, const char *const *extra, size_t n_extra, int need_ckpt,
+                    cli_stored *out, char *err, size_t cap);
+
+/* Why a run cannot be resumed by its status ("run 3 is finished; ..."), or NULL if it can
+ * (crashed, interrupted or failed); whether it has a checkpoint is asked separately
+ * (runner_resume.c). */
+const char *runner_resume_refusal(const store_run *r, char *buf, size_t cap);
+
+/* ---- int8 quantization of a stored run (cmd_quant.c): `nnbench quantize` and the
+ * workbench's Quantize share it ---------------------------------------------------------- */
+
+#define CLI_QUANT_BIG_BATCH 128
+
+typedef struct {
+    int calibrate;               /* training samples for the activation ranges */
+    eng_qscheme scheme;
+    const char *kernel;          /* NULL: measure the own kernel and oneDNN, keep the faster */
+} cli_qopts;
+
+typedef struct {
+    store_quant rec;             /* fp32 and int8 side by side; rec.id set once stored */
+    store_quant_op *ops;         /* the int8 path's op profile, by self time (malloc'd) */
+    size_t n_ops;
+    char own_name[16];           /* the own kernel measured against oneDNN ("" when not) */
+    double own_sps[2], dnnl_sps[2]; /* int8 samples/s at batch `big` and 1; NAN if not measured */
+    int big;                     /* the large batch (CLI_QUANT_BIG_BATCH or the test set) */
+    int n_test;                  /* test samples of the profile pass */
+    int stored;                  /* the record is in the database */
+    char error[1024];            /* why it failed (code != 0), or why it was not stored */
+} cli_quant_result;
+
+/* Quantizes run spec's last checkpoint, measures fp32 against int8 and (with store_it)
+ * stores the record. progress (may be NULL) hears each stage ("calibrating", ...). Prints
+ * nothing. Returns 0, 1 (failed: error says why) or 2 (bad option). Free with
+ * cli_quant_result_free. */
+int cli_quantize(const char *db_path, const char *spec, const cli_qopts *o, int store_it,
+                 void (*progress)(void *ud, const char *stage), void *ud, cli_quant_result *out);
+void cli_quant_result_free(cli_quant_result *r);
+const char *cli_qscheme_name(eng_qscheme s);
 
 #endif

@@ -54,4 +54,21 @@ typedef struct {
 /* Runs the variants of ex in order, storing each in store (NULL: not stored). */
 void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_hooks *h, runner_summary *sum);
 
+/* ---- resume (runner_resume.c): `nnbench resume` and the workbench's Resume ------------- */
+
+typedef struct {
+    long long run_id;        /* the run continued (same id) */
+    long from_step, total_steps;
+    int from_epoch;
+    int code;                /* exit status: 0 finished; 1 failed or nothing resumed (out.error
+                                says why); 2 its config no longer loads; 130 stopped */
+    runner_variant out;      /* rc, created, res, error, store_error, store_warning as a variant's */
+} runner_resumed;
+
+/* Continues run spec (an id or name, as `nnbench resume RUN`) of db_path from its last
+ * checkpoint into the same run id, through h->sink teed with the store sink. Hooks: begin
+ * (v 0; the checkpoint is loaded and r's from_* are set; non-zero: not resumed), running
+ * (to ask it to stop); profile and done are not used. Prints nothing. Returns r->code. */
+int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, runner_resumed *r);
+
 #endif

@@ -153,5 +153,23 @@ void wb_live_join(wb_app *a);             /* waits for it (at quit) */
 void wb_live_free(wb_app *a);
 /* One line for the title bar while a run is going ("" otherwise). */
 void wb_live_summary(wb_app *a, char *buf, size_t n);
+/* The sink that feeds the live view (progress, curves, op rows) from the worker. */
+eng_sink wb_live_sink(wb_live *l);
+/* Starts fn(&a->live) as the worker (one at a time; the caller checked wb_live_running),
+ * the live state reset and labelled; fn ends by setting result, rc, running = 0 and
+ * finished = 1 under the mutex. -1 if the thread cannot start. */
+int wb_live_launch(wb_app *a, void *(*fn)(void *), const char *label, int n_variants);
+
+/* ---- wb_model.c (the Run screen's Resume and Quantize, and its Int8 tab) --------------- */
+/* R, Q and K on the Run screen of run r; 1 if act was one of them. */
+int wb_model_key(wb_app *a, tui_action act, const store_run *r);
+/* The Int8 tab in rows y0..y1: the run's quantizations, fp32 vs int8 side by side. */
+void wb_quant_draw(wb_app *a, const store_run *r, int y0, int y1, int *scroll);
+int wb_quant_rows(void);                       /* rows of its text, for scrolling */
+void wb_quant_free(void);                      /* the tab's text (at leaving the Run screen) */
+/* Shows the result of a Resume or Quantize that ended (the Run screen calls it as it draws). */
+void wb_model_tick(wb_app *a);
+/* Why Resume is not offered for r (a sentence), or NULL when it is. */
+const char *wb_resume_refusal(wb_app *a, const store_run *r, char *buf, size_t cap);
 
 #endif

@@ -45,7 +45,9 @@ const tui_key tui_keys[] = {
     { { 'm' }, "m", NULL, TUI_ACT_SMOOTH, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: smoothing off / 0.6 / 0.9 (EMA, debiased)", "smooth" },
     { { 'v' }, "v", NULL, TUI_ACT_METRIC, TUI_SCR_COMPARE | TUI_SCR_RUN, "Compare: chart the next metric (losses, accuracies, then layer telemetry keys); Layers tab: the next statistic", "metric" },
     { { 'a' }, "a", NULL, TUI_ACT_ALL_KEYS, TUI_SCR_COMPARE, "Compare: all config keys / only differing ones", "all-keys" },
-    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS, "stop the run in progress (asks first)", "stop" },
+    { { 'R' }, "R", NULL, TUI_ACT_RESUME, TUI_SCR_RUN, "resume this crashed, interrupted or failed run from its last checkpoint, into the same run id (asks first; says why when it cannot)", "resume" },
+    { { 'Q' }, "Q", NULL, TUI_ACT_QUANTIZE, TUI_SCR_RUN, "int8-quantize this finished run's final checkpoint (asks calibration samples and scheme); the Int8 tab shows fp32 vs int8", "quantize" },
+    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS | TUI_SCR_RUN, "stop the run (or resume, quantization) in progress (asks first)", "stop" },
     { { '?', KEY_F(1) }, "? / F1", NULL, TUI_ACT_HELP, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "this help", "help" },
     { { 'q', CTRL('c') }, "q", NULL, TUI_ACT_QUIT, TUI_SCR_ALL, "quit (asks if a run is in progress)", "quit" },
 };

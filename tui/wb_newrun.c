@@ -127,6 +127,12 @@ static void live_progress(void *ud, long step, long total, int epoch, double los
 /* The op rows so far: the engine hands them over between steps (ops_live), twice a second. */
 static void live_ops_now(void *ud, const prof_row *rows, size_t n) { live_ops(ud, rows, n, NULL); }
 
+eng_sink wb_live_sink(wb_live *l)
+{
+    return (eng_sink){ .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
+                       .progress = live_progress, .ops_live = live_ops_now, .ops_live_every_s = 0.5 };
+}
+
 /* The runner's hooks for New run: stop requests, the current run for K, each variant's
  * result line. */
 typedef struct {
@@ -192,8 +198,7 @@ static void *worker(void *arg)
     cli_store_sink *st = cli_store_sink_open(l->db_path, n.result, sizeof n.result);
     int rc = st ? ENG_OK : ENG_EIO;
     if (st) {
-        eng_sink live_sink = { .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
-                               .progress = live_progress, .ops_live = live_ops_now, .ops_live_every_s = 0.5 };
+        eng_sink live_sink = wb_live_sink(l);
         runner_hooks h = { .ud = &n, .begin = nr_begin, .running = nr_running, .done = nr_done, .sink = &live_sink };
         runner_summary sum;
         runner_run(ex, st, &h, &sum);
@@ -282,8 +287,9 @@ void wb_live_summary(wb_app *a, char *buf, size_t n)
     buf[0] = 0;
     if (!wb_live_running(a)) return;
     pthread_mutex_lock(&l->mu);
-    double pct = l->total > 0 ? 100.0 * (double)l->step / (double)l->total : 0;
-    snprintf(buf, n, "%s %s %.0f%%", a->utf8 ? "\xe2\x96\xb6" : ">", l->label, pct);
+    const char *mark = a->utf8 ? "\xe2\x96\xb6" : ">";
+    if (l->total > 0) snprintf(buf, n, "%s %s %.0f%%", mark, l->label, 100.0 * (double)l->step / (double)l->total);
+    else snprintf(buf, n, "%s %s", mark, l->label); /* a job without steps (quantize) */
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -439,10 +445,21 @@ static void start_run(wb_app *a)
         return;
     }
     nv.error[0] = 0;
+    a->live.ex = ex; /* the worker's input; no worker runs now */
+    if (wb_live_launch(a, worker, ex->variants[0].name, (int)ex->n_variants)) {
+        eng_experiment_free(ex);
+        a->live.ex = NULL;
+        wb_message(a, "cannot start the training thread");
+        return;
+    }
+    wb_message(a, "training started");
+}
+
+int wb_live_launch(wb_app *a, void *(*fn)(void *), const char *label, int n_variants)
+{
     clear_live(&a->live);
     wb_live *l = &a->live;
     pthread_mutex_lock(&l->mu);
-    l->ex = ex;
     snprintf(l->db_path, sizeof l->db_path, "%s", a->db_path);
     l->stop_requested = 0;
     l->finished = 0;
@@ -455,20 +472,17 @@ static void start_run(wb_app *a)
     l->loss = NAN;
     l->sps = 0;
     l->t_start = wb_now();
-    l->n_variants = (int)ex->n_variants;
+    l->n_variants = n_variants;
     l->result[0] = 0;
-    snprintf(l->label, sizeof l->label, "%s", ex->variants[0].name);
+    snprintf(l->label, sizeof l->label, "%s", label);
     for (int i = 0; i < WB_LIVE_N; i++) l->live[i].n = 0;
     pthread_mutex_unlock(&l->mu);
-    if (pthread_create(&l->th, NULL, worker, l)) {
-        eng_experiment_free(ex);
-        l->ex = NULL;
+    if (pthread_create(&l->th, NULL, fn, l)) {
         l->running = 0;
-        wb_message(a, "cannot start the training thread");
-        return;
+        return -1;
     }
     l->thread_started = 1;
-    wb_message(a, "training started");
+    return 0;
 }
 
 static void draw_field(wb_app *a, int y, int f, const char *label, const char *value, int changed)

@@ -78,8 +78,8 @@ int wb_chart_toggle(wb_app *a, tui_action act)
 
 /* ---- Run screen -------------------------------------------------------------------- */
 
-enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_LAYERS, TAB_N };
-static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System", "Layers" };
+enum { TAB_CURVES, TAB_PROFILE, TAB_SOLVER, TAB_CONFIG, TAB_SYSTEM, TAB_LAYERS, TAB_INT8, TAB_N };
+static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Config", "System", "Layers", "Int8" };
 
 /* The Run screen's state lives in its panel (wb_run_panel.st), made when the screen opens
  * and freed when it is left; rv names it. */
@@ -143,6 +143,7 @@ static void run_unload(void)
     lines_free(&rv.cfg, &rv.n_cfg);
     lines_free(&rv.sys, &rv.n_sys);
     wb_layers_free();
+    wb_quant_free();
     rv.have = 0;
 }
 
@@ -170,34 +171,26 @@ static void run_graph_figures(wb_app *a, long long id)
     store_strings_free(keys, nk);
 }
 
-/* The System tab's lines on the run's checkpoints (with the resume command for a run
- * that can be resumed) and its int8 quantizations, fp32 -> int8. */
+/* The System tab's lines on the run's checkpoints (and whether R resumes it) and its int8
+ * quantizations (the Int8 tab shows them, wb_model.c). */
 static void model_lines(wb_app *a, const store_run *r)
 {
     store_checkpoint *ck = NULL;
     size_t n = 0;
-    char b1[32], b2[32];
+    char b1[32], why[512];
     if (!store_checkpoints_list(a->db, r->id, &ck, &n) && n) {
         lines_add(&rv.sys, &rv.n_sys, "%s", "");
         lines_add(&rv.sys, &rv.n_sys, "Checkpoints: %zu kept, %s each; last at step %ld (epoch %d)", n,
                   store_fmt_bytes(b1, sizeof b1, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
-        if (r->status == STORE_RUN_CRASHED || r->status == STORE_RUN_INTERRUPTED || r->status == STORE_RUN_FAILED)
-            lines_add(&rv.sys, &rv.n_sys, "  continue it from there: nnbench resume %lld", r->id);
     }
     free(ck);
-    store_quant *q = NULL;
-    if (store_quants_list(a->db, r->id, &q, &n) || !n) { free(q); return; }
-    lines_add(&rv.sys, &rv.n_sys, "%s", "");
-    lines_add(&rv.sys, &rv.n_sys, "int8 quantizations (nnbench quantize %lld), fp32 -> int8:", r->id);
-    for (size_t i = 0; i < n; i++) {
-        lines_add(&rv.sys, &rv.n_sys, "  #%lld %s, %ld samples, %s", q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel);
-        lines_add(&rv.sys, &rv.n_sys, "    bytes %s -> %s (%.3f)   test acc %.4f -> %.4f   loss %.4g -> %.4g",
-                  store_fmt_bytes(b1, sizeof b1, (double)q[i].fp32_bytes), store_fmt_bytes(b2, sizeof b2, (double)q[i].int8_bytes),
-                  q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
-                  q[i].fp32_acc, q[i].int8_acc, q[i].fp32_loss, q[i].int8_loss);
-        lines_add(&rv.sys, &rv.n_sys, "    samples/s batch 1 %.0f -> %.0f   batch 128 %.0f -> %.0f", q[i].fp32_sps_b1,
-                  q[i].int8_sps_b1, q[i].fp32_sps_b128, q[i].int8_sps_b128);
+    if (r->status == STORE_RUN_CRASHED || r->status == STORE_RUN_INTERRUPTED || r->status == STORE_RUN_FAILED) {
+        if (wb_resume_refusal(a, r, why, sizeof why)) lines_add(&rv.sys, &rv.n_sys, "  Resume not offered: %s", why);
+        else lines_add(&rv.sys, &rv.n_sys, "  R resumes it from there (as nnbench resume %lld)", r->id);
     }
+    store_quant *q = NULL;
+    if (!store_quants_list(a->db, r->id, &q, &n) && n)
+        lines_add(&rv.sys, &rv.n_sys, "int8 quantizations: %zu (the Int8 tab shows them, fp32 vs int8)", n);
     free(q);
 }
 
@@ -545,7 +538,9 @@ static void run_draw(wb_app *a)
     case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
     case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
     case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, y0, y1, &rv.scroll); break;
+    case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.run, y0, y1, &rv.scroll); break;
     }
+    wb_model_tick(a);
 }
 
 static int run_key(wb_app *a, tui_action act, int ch)
@@ -569,12 +564,15 @@ static int run_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_METRIC:
         if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic"); return 1; }
         return wb_layers_key(a, act);
+    case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE: case TUI_ACT_STOP:
+        if (rv.have && wb_model_key(a, act, &rv.run) == 2) { rv.tab = TAB_INT8; rv.scroll = 0; }
+        return 1;
     default: break;
     }
     if (wb_chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
               : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev
-              : rv.tab == TAB_LAYERS ? wb_layers_rows() : 0;
+              : rv.tab == TAB_LAYERS ? wb_layers_rows() : rv.tab == TAB_INT8 ? wb_quant_rows() : 0;
     /* the Layers table clamps the scroll to its own height when it draws */
     return wb_scroll_key(act, &rv.scroll, total, rv.tab == TAB_LAYERS ? 1 : page);
 }

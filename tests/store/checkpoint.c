@@ -51,8 +51,11 @@ static void test_checkpoints(void **state)
         for (size_t i = 0; i < sizeof rec; i++) rec[i] = (unsigned char)(i * 7 + k);
         assert_int_equal(store_metric_add(s, run, 10 * k, k, 0.1 * k, 0.1 * k, "train_loss", 1.0 / k), STORE_OK);
         assert_int_equal(store_checkpoint_put(s, run, 10 * k, k, rec, sizeof rec - (size_t)k), STORE_OK);
-        /* the point logged before the checkpoint is on disk with it */
+        /* handed to the writer: committed by the flush, with the point logged before it */
+        assert_int_equal(store_flush(s), STORE_OK);
         char q[128];
+        snprintf(q, sizeof q, "SELECT count(*) FROM checkpoints WHERE step=%d", 10 * k);
+        assert_int_equal(count(p, q), 1);
         snprintf(q, sizeof q, "SELECT count(*) FROM metrics WHERE step=%d", 10 * k);
         assert_int_equal(count(p, q), 1);
     }
@@ -122,10 +125,60 @@ static void test_checkpoints(void **state)
     rm_rf(dir);
 }
 
+/* A checkpoint taken while another process holds the write lock does not wait for it: it
+ * is copied and handed to the writer thread, the caller goes on (the record it passed may
+ * be overwritten at once), and once the lock is free the newest checkpoint lands together
+ * with the metrics logged before it. The other process holds its lock until told to let go
+ * (or 10 s), so a build that waits in store_checkpoint_put sees the lock gone first. */
+static void test_checkpoint_off_the_caller(void **state)
+{
+    (void)state;
+    char dir[600], p[700];
+    tmp_dir(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/cklock.db", dir);
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long run = mk_run(s);
+    lock_holder h = lock_holder_start(p);
+    enum { N = 200000 };
+    unsigned char *rec = malloc(N);
+    assert_non_null(rec);
+    for (int k = 1; k <= 5; k++) {
+        for (int i = 0; i < 100; i++)
+            assert_int_equal(store_metric_add(s, run, 100 * (k - 1) + i + 1, k, 0, 0, "train_loss", 1.0 / k), STORE_OK);
+        memset(rec, k, N);
+        assert_int_equal(store_checkpoint_put(s, run, 100 * k, k, rec, N - (size_t)k), STORE_OK);
+        memset(rec, 0xee, N); /* the caller's buffer is free again at once */
+        usleep(20 * 1000);
+    }
+    /* still locked: neither the other process's row nor any of ours is committed */
+    assert_int_equal(count(p, "SELECT count(*) FROM params WHERE key='lock'"), 0);
+    assert_int_equal(count(p, "SELECT count(*) FROM checkpoints"), 0);
+    lock_holder_release(&h);
+    assert_int_equal(store_flush(s), STORE_OK);
+    assert_int_equal(count(p, "SELECT count(*) FROM params WHERE key='lock'"), 1);
+    assert_int_equal(count(p, "SELECT count(*) FROM metrics"), 500);
+    /* the newest is there whole; an older one the writer had not reached was replaced */
+    store_checkpoint meta;
+    void *data;
+    size_t len;
+    assert_int_equal(store_checkpoint_get(s, run, &meta, &data, &len), STORE_OK);
+    assert_int_equal(meta.step, 500);
+    assert_int_equal(len, N - 5);
+    memset(rec, 5, N);
+    assert_memory_equal(data, rec, len);
+    free(data);
+    assert_true(count(p, "SELECT count(*) FROM checkpoints") <= STORE_CHECKPOINTS_KEPT);
+    store_close(s);
+    free(rec);
+    rm_rf(dir);
+}
+
 int test_store_checkpoint(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoints),
+        cmocka_unit_test(test_checkpoint_off_the_caller),
     };
     return cmocka_run_group_tests_name("store_checkpoint", tests, NULL, NULL);
 }

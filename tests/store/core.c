@@ -587,23 +587,7 @@ static void test_writer_off_the_caller(void **st)
     store *s;
     assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
     long long id = new_run(s, "w", "");
-    int locked[2], release[2];
-    assert_int_equal(pipe(locked), 0);
-    assert_int_equal(pipe(release), 0);
-    pid_t child = fork();
-    if (child == 0) {
-        sqlite3 *db;
-        sqlite3_open(p, &db);
-        sqlite3_exec(db, "BEGIN IMMEDIATE; INSERT INTO params VALUES(1,'lock','1');", NULL, NULL, NULL);
-        if (write(locked[1], "x", 1) != 1) _exit(2);
-        struct pollfd pf = { .fd = release[0], .events = POLLIN };
-        poll(&pf, 1, 10000);
-        sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
-        sqlite3_close(db);
-        _exit(0);
-    }
-    char c;
-    assert_int_equal(read(locked[0], &c, 1), 1);
+    lock_holder h = lock_holder_start(p);
     for (int i = 1; i <= 20000; i++) {
         assert_int_equal(store_metric_add(s, id, i, 0, 0, 0, "train_loss", 1.0 / i), STORE_OK);
         if (i % 2000 == 0) usleep(50 * 1000); /* a training loop: several flush intervals */
@@ -612,10 +596,8 @@ static void test_writer_off_the_caller(void **st)
     /* Still locked by the other process: nothing of it committed, none of ours either. */
     assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 0);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 0);
-    assert_int_equal(write(release[1], "x", 1), 1);
+    lock_holder_release(&h);
     assert_int_equal(store_flush(s), STORE_OK);
-    waitpid(child, NULL, 0);
-    for (int i = 0; i < 2; i++) { close(locked[i]); close(release[i]); }
     store_close(s);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM metrics"), 20000);
     assert_int_equal(raw_int(db, "SELECT count(*) FROM params WHERE key='lock'"), 1);
