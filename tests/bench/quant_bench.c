@@ -2,7 +2,7 @@
  * Fashion-MNIST MLP and CNN samples and the spirals sample, each writing its checkpoints into
  * a real store, then quantizes each run's final model and measures, in one process:
  *   int8 / fp32 model bytes (MLP, CNN)                 goal <= 0.26
- *   test accuracy drop fp32 - int8, points (MLP, CNN, spirals variants)   goal <= 1.0
+ *   test accuracy drop fp32 - int8, points (MLP, CNN, spirals variants, rings)   goal <= 1.0
  *   int8 / fp32 inference samples/s at batch 128 and 1, 1 thread, MLP   goal >= 2
  *     (interleaved fp32, int8, fp32, int8 ... over the reps)
  *   checkpoint time / training time at the default interval (each epoch), MLP  goal <= 0.02
@@ -189,6 +189,7 @@ int main(int argc, char **argv)
         snprintf(name, sizeof name, "spirals-mlp/%s", vars[v]);
         rc |= bench_sample("spirals-mlp.ini", vars[v], quick ? qsp : NULL, quick ? 1 : 0, name, 0, reps, db);
     }
+    rc |= bench_sample("data/rings.ini", NULL, NULL, 0, "rings (CSV)", 0, reps, db);
     store_close(db);
     unlink(dbp);
     char side[1100];

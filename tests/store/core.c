@@ -3,7 +3,6 @@
 #include "util.h"
 
 #include <math.h>
-#include <poll.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
