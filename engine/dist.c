@@ -250,11 +250,11 @@ static void unpack_scalars(const float *t, double *loss_sum, int *correct, int *
 }
 
 /* The compressed gradient collectives; the fp32 one is inline in eng_dist_step. */
-static int allreduce_fp16(eng_dist *d, float *g, float w, MPI_Request *req)
+static int allreduce_fp16(eng_dist *d, float *g, MPI_Request *req)
 {
     size_t n = d->n;
     PROF_BEGIN(d->prof, d->sc_compress);
-    for (size_t i = 0; i < n; i++) d->half[i] = f2h(g[i] * w);
+    for (size_t i = 0; i < n; i++) d->half[i] = f2h(g[i]);
     PROF_END(d->prof, d->sc_compress, 0, 0);
     PROF_BEGIN(d->prof, d->sc_allreduce);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, d->half, (int)n, MPI_UINT16_T, d->op_fp16, MPI_COMM_WORLD, req);
@@ -269,17 +269,17 @@ static int allreduce_fp16(eng_dist *d, float *g, float w, MPI_Request *req)
     return ENG_OK;
 }
 
-/* int8 with error feedback: v = w g + residual is sent as round(v / s) with one scale
+/* int8 with error feedback: v = g + residual is sent as round(v / s) with one scale
  * s = max|v| / 127; what rounding dropped is kept for the next step. Sums of int8 do
  * not fit int8, so the ranks all-gather their blocks and each sums them in rank order
  * (the same result everywhere). */
-static int allgather_int8(eng_dist *d, float *g, float w, MPI_Request *req)
+static int allgather_int8(eng_dist *d, float *g, MPI_Request *req)
 {
     size_t n = d->n;
     PROF_BEGIN(d->prof, d->sc_compress);
     float amax = 0;
     for (size_t i = 0; i < n; i++) {
-        float v = g[i] * w + d->residual[i];
+        float v = g[i] + d->residual[i];
         d->residual[i] = v;
         if (fabsf(v) > amax) amax = fabsf(v);
     }
@@ -326,14 +326,10 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
     /* loss is the mean over this rank's rows; a rank with no rows adds nothing. */
     double loss_sum = rows ? *loss * rows : 0;
     int want_stop = atomic_load(d->stop) != 0;
-    /* Each rank's mean gradient weighted by its share of the batch: the sum over ranks is
-     * the mean over the global batch, as one process computes it. */
-    float w = (float)rows / (float)global_rows;
     MPI_Request req;
     int rc;
     if (d->cfg.compress == ENG_COMPRESS_NONE) {
         /* One collective per step: the scalars ride in the gradient buffer's spare tail. */
-        for (size_t i = 0; i < n; i++) g[i] *= w;
         pack_scalars(g + n, loss_sum, *correct, want_stop);
         size_t len = n + ENG_DIST_SPARE;
         PROF_BEGIN(d->prof, d->sc_allreduce);
@@ -353,7 +349,7 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
             g_broken = 1;
             return eng_fail(ENG_EIO, "mpi: the loss all-reduce could not start on rank %d", g_rank);
         }
-        rc = d->cfg.compress == ENG_COMPRESS_FP16 ? allreduce_fp16(d, g, w, &req) : allgather_int8(d, g, w, &req);
+        rc = d->cfg.compress == ENG_COMPRESS_FP16 ? allreduce_fp16(d, g, &req) : allgather_int8(d, g, &req);
         if (!rc) rc = wait_req(&sreq, d->cfg.timeout_s, "the loss all-reduce");
         if (rc) return rc;
         loss_sum = v[0];

@@ -19,8 +19,9 @@ void eng_dist_free(eng_dist *d);
 /* The gradient buffer handed to eng_dist_step has this many floats past n_params: the
  * step's scalars travel in the same all-reduce as the gradients. */
 #define ENG_DIST_SPARE 4
-/* After backward, the step's one synchronisation: grads (the mean over this rank's rows)
- * become the mean over the global batch, identical on every rank, compressed as
+/* After backward, the step's one synchronisation: grads (this rank's, weighted by its
+ * share of the batch: rows / global_rows times the mean over its rows, as
+ * eng_model_backward_weighted makes them) become the mean over the global batch, identical on every rank, compressed as
  * configured; *loss and *correct (this rank's) become the global batch's; *stop is 1 when
  * any rank asked to stop. ENG_EIO when a rank is gone. */
 int eng_dist_step(eng_dist *d, float *grads, double *loss, int *correct, int rows, int global_rows, int *stop);

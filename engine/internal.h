@@ -252,6 +252,10 @@ int eng_model_enable_input_grad(eng_model *m);
 /* Back-propagates dlogits [m->rows x n_out] (instead of the loss gradient) through the
  * layers of the last forward; overwrites m->grads, every layer's dz/da and m->dlogits. */
 void eng_model_backward_from(eng_model *m, const float *dlogits);
+/* eng_model_backward of w times the mean loss: dL/dlogits is scaled by w before it goes
+ * down, so every gradient comes out multiplied by w (data-parallel ranks weight their
+ * share of the global batch this way, for free). */
+void eng_model_backward_weighted(eng_model *m, float w);
 
 /* The optimizer's state, for checkpoints: m and v (NULL when the kind has none, n_params
  * floats each) and the step count t, all writable. */

@@ -487,6 +487,17 @@ void eng_model_backward(eng_model *m)
     for (int i = m->n_nodes - 1; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);
 }
 
+void eng_model_backward_weighted(eng_model *m, float w)
+{
+    if (m->rows < 1) return;
+    run_node(m, m->loss, ENG_BWD, m->rows);
+    /* every gradient is linear in dL/dlogits: scale the rows x n_out values, not the
+     * parameters' gradients */
+    size_t n = (size_t)m->rows * m->n_out;
+    for (size_t i = 0; i < n; i++) m->dlogits[i] *= w;
+    eng_model_backward_from(m, m->dlogits);
+}
+
 void eng_model_backward_from(eng_model *m, const float *dlogits)
 {
     if (m->rows < 1) return;

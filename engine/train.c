@@ -531,7 +531,10 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         }
 
         PROF_BEGIN(p, r->ph[PH_BACKWARD]);
-        if (b.rows) eng_model_backward(r->m);
+        /* Data-parallel: each rank's gradients come out weighted by its share of the
+         * global batch, so that their sum (the all-reduce) is the global mean gradient. */
+        if (b.rows && r->dist) eng_model_backward_weighted(r->m, (float)b.rows / (float)b.global_rows);
+        else if (b.rows) eng_model_backward(r->m);
         else memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
         PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
         if (r->dist) {

@@ -782,6 +782,15 @@ static void test_backward_from(void **state)
     memset(m->grads, 0, np * sizeof(float));
     eng_model_backward_from(m, d);
     assert_memory_equal(g1, m->grads, np * sizeof(float));
+    /* weighted: every gradient times w; a power of two scales exactly (bit for bit), any
+     * other w within rounding */
+    eng_model_backward_weighted(m, 0.5f);
+    for (size_t i = 0; i < np; i++) assert_true(m->grads[i] == 0.5f * g1[i]);
+    eng_model_backward_weighted(m, 43.0f / 128.0f);
+    for (size_t i = 0; i < np; i++)
+        assert_true(fabsf(m->grads[i] - 43.0f / 128.0f * g1[i]) <= 1e-6f * (1.0f + fabsf(g1[i])));
+    eng_model_backward(m);
+    assert_memory_equal(g1, m->grads, np * sizeof(float));
     /* the layer views */
     eng_layer *L = &m->layers[0];
     assert_int_equal(L->in_size, 3);
