@@ -1,6 +1,7 @@
 /* store.h — every run in one SQLite file: schema + migrations, writing runs (batched),
  * and the queries that list, show, compare and report them. The one public header of
- * store/; depends on SQLite and libc only (it stores plain records, never engine types).
+ * store/; depends on SQLite, libc and profiler/profiler.h (the profile row, the display
+ * formats, the JSON writer, text made inert); it stores plain records, never engine types.
  *
  * Writing a run (what tui/runner_store.c does):
  *   store *db;
@@ -40,6 +41,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../profiler/profiler.h"
+
 #define STORE_SCHEMA_VERSION 4   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
@@ -71,14 +74,11 @@ typedef enum {
     STORE_RUN_CRASHED = 5,
 } store_run_status;
 #define STORE_RUN_N_STATUS 6
-/* Display formats shared by the CLI, reports and workbench (format.c); each writes into b
- * and returns it; "-" for NaN/inf. "0.1234", "850 ms" / "4.20 s" / "4m05s" / "2h03m",
- * "1.5 KiB", and unix seconds through strftime. */
-const char *store_fmt_num(char *b, size_t cap, double v);
+/* Numbers, durations and sizes read the same everywhere through the profiler's formats
+ * (prof_fmt_num, prof_fmt_duration, prof_fmt_bytes); times of day through this one
+ * (unix seconds through strftime; "-" for NaN). */
 /* strcmp, except that digit runs compare as numbers: "dense2.W" < "dense10.W". */
 int store_natural_cmp(const char *a, const char *b);
-const char *store_fmt_duration(char *b, size_t cap, double seconds);
-const char *store_fmt_bytes(char *b, size_t cap, double bytes);
 const char *store_fmt_time(char *b, size_t cap, double unix_s, const char *strftime_fmt);
 
 const char *store_status_name(store_run_status s);          /* "running", ... ; "?" if unknown */
@@ -174,18 +174,10 @@ typedef struct {
     char value[512];
 } store_kv;
 
-/* One profiler row (mirrors prof_row; hardware counters -1 when not counted). */
-typedef struct {
-    char name[48];
-    char layer[32];
-    int kind;                 /* 0 op, 1 phase, 2 step */
-    int64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
-    int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
-    int64_t self_mem, peak_mem;
-    /* schema v2: process CPU ns (all threads) over the scope's total time; page faults and
-     * context switches of the profiling thread; -1 when not counted (and in v1 rows) */
-    int64_t cpu_ns, faults, csw;
-} store_op_row;
+/* One profiler row: the profiler's own row type (hardware counters, cpu_ns, faults, csw
+ * -1 when not counted, and in rows of older schemas; task_clock_ns and migrations are not
+ * stored and read back as -1). The op-table model (prof_table_*) renders it. */
+typedef prof_row store_op_row;
 
 /* The profile summary of a run (mirrors prof_summary). */
 typedef struct {
@@ -291,8 +283,8 @@ typedef struct {
 int store_metric_get(store *s, long long run, const char *key, store_series *out);
 void store_series_free(store_series *sr);
 
-/* Profiler rows by self time, descending (kind -1 = all kinds); n 0 when the run was not
- * profiled. The summary: STORE_ENOTFOUND when absent. */
+/* Profiler rows in the op tables' one order (prof_rows_sort by self time; kind -1 = all
+ * kinds); n 0 when the run was not profiled. The summary: STORE_ENOTFOUND when absent. */
 int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, size_t *n);
 int store_profile_get(store *s, long long run, store_profile *out);
 /* Solver events by (step, block). */

@@ -325,8 +325,8 @@ int cmd_quantize(int argc, char **argv)
             else printf("; oneDNN not available\n");
         }
         printf("  %-22s %14s %14s %10s\n", "", "fp32", "int8", "int8/fp32");
-        printf("  %-22s %14s %14s %10.3f\n", "model bytes", store_fmt_bytes(a, sizeof a, (double)rec->fp32_bytes),
-               store_fmt_bytes(b, sizeof b, (double)rec->int8_bytes), ratio);
+        printf("  %-22s %14s %14s %10.3f\n", "model bytes", prof_fmt_bytes(a, sizeof a, (double)rec->fp32_bytes),
+               prof_fmt_bytes(b, sizeof b, (double)rec->int8_bytes), ratio);
         printf("  %-22s %14.5f %14.5f %10s\n", "test loss", rec->fp32_loss, rec->int8_loss, "");
         if (isfinite(rec->fp32_acc))
             printf("  %-22s %14.4f %14.4f %+9.2f pt\n", "test accuracy", rec->fp32_acc, rec->int8_acc,
@@ -340,7 +340,7 @@ int cmd_quantize(int argc, char **argv)
         for (size_t i = 0; i < nops; i++) tot += ops[i].self_ns;
         for (size_t i = 0; i < nops; i++)
             printf("  %-12s %-10s %8lld %12s %7.1f%%\n", ops[i].name, ops[i].layer, (long long)ops[i].calls,
-                   store_fmt_duration(a, sizeof a, ops[i].self_ns * 1e-9), tot ? 100.0 * ops[i].self_ns / tot : 0.0);
+                   prof_fmt_duration(a, sizeof a, ops[i].self_ns * 1e-9), tot ? 100.0 * ops[i].self_ns / tot : 0.0);
         if (!no_store && !code) printf("\nstored as quantization %lld of run %lld in %s\n", rec->id, rec->run, db_path);
     }
     cli_quant_result_free(&qr);

@@ -119,6 +119,10 @@ int wb_status_attr(wb_app *a, int status);
 void wb_draw_canvas(wb_app *a, int y, int x, const tui_canvas *c);
 /* A horizontal bar of `frac` of w cells (block characters or '#'). */
 void wb_bar(wb_app *a, int y, int x, int w, double frac);
+/* The op-table model (profiler/table.c) as a curses table at row y: header, then page rows
+ * from scroll, its shown columns fitted to the screen (dropped from the right when narrow),
+ * a bar of each row's self share after "self %". The Profile tab and New run draw with it. */
+void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll);
 /* A scrolling list of text lines in rows y0..y1; *scroll is clamped. */
 void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
 /* Scroll arithmetic shared by text views: applies a navigation action. 1 if it was one. */

@@ -281,9 +281,9 @@ static void add_quant(wb_app *a, const store_quant *q)
         q->calibrate, q->step);
     add("  int8 kernel: %s", q->kernel);
     add("  %-22s %14s %14s %12s", "", "fp32", "int8", "int8/fp32");
-    add("  %-22s %14s %14s %12.3f", "model bytes", store_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
-        store_fmt_bytes(i, sizeof i, (double)q->int8_bytes), ratio((double)q->int8_bytes, (double)q->fp32_bytes));
-    add("  %-22s %14s %14s", "test loss", store_fmt_num(f, sizeof f, q->fp32_loss), store_fmt_num(i, sizeof i, q->int8_loss));
+    add("  %-22s %14s %14s %12.3f", "model bytes", prof_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
+        prof_fmt_bytes(i, sizeof i, (double)q->int8_bytes), ratio((double)q->int8_bytes, (double)q->fp32_bytes));
+    add("  %-22s %14s %14s", "test loss", prof_fmt_num(f, sizeof f, q->fp32_loss), prof_fmt_num(i, sizeof i, q->int8_loss));
     if (isfinite(q->fp32_acc)) {
         snprintf(x, sizeof x, "%+.2f pt", 100.0 * (q->int8_acc - q->fp32_acc));
         add("  %-22s %14.4f %14.4f %12s", "test accuracy", q->fp32_acc, q->int8_acc, x);
@@ -301,7 +301,7 @@ static void add_quant(wb_app *a, const store_quant *q)
     add("  %-14s %-12s %10s %12s %8s", "op", "layer", "calls", "self", "share");
     for (size_t k = 0; k < n; k++)
         add("  %-14s %-12s %10lld %12s %7.1f%%", ops[k].name, ops[k].layer, (long long)ops[k].calls,
-            store_fmt_duration(f, sizeof f, ops[k].self_ns * 1e-9), tot ? 100.0 * (double)ops[k].self_ns / (double)tot : 0.0);
+            prof_fmt_duration(f, sizeof f, ops[k].self_ns * 1e-9), tot ? 100.0 * (double)ops[k].self_ns / (double)tot : 0.0);
     free(ops);
 }
 
@@ -331,8 +331,8 @@ static void qv_load(wb_app *a, const store_run *r)
         char fb[32], ib[32];
         for (size_t k = 1; k < n; k++)
             add("  #%lld %s, %ld samples, %s: bytes %s -> %s, acc %.4f -> %.4f, batch 128 x%.2f", q[k].id, q[k].scheme,
-                q[k].calibrate, q[k].kernel, store_fmt_bytes(fb, sizeof fb, (double)q[k].fp32_bytes),
-                store_fmt_bytes(ib, sizeof ib, (double)q[k].int8_bytes), q[k].fp32_acc, q[k].int8_acc,
+                q[k].calibrate, q[k].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[k].fp32_bytes),
+                prof_fmt_bytes(ib, sizeof ib, (double)q[k].int8_bytes), q[k].fp32_acc, q[k].int8_acc,
                 ratio(q[k].int8_sps_b128, q[k].fp32_sps_b128));
     }
     free(q);
