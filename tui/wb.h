@@ -105,7 +105,8 @@ void wb_pop(wb_app *a);
 void wb_message(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Yes/no question in a box over the screen; 1 = yes. */
 int wb_confirm(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Single-line input on the status row; 1 = accepted. on_change (may be NULL) sees each edit. */
+/* Single-line input in a framed box above the footer row (the status bar keeps its hints);
+ * 1 = accepted. on_change (may be NULL) sees each edit. */
 int wb_prompt(wb_app *a, const char *label, char *buf, size_t n, void (*on_change)(wb_app *, const char *));
 /* Reloads the runs list from the store (keeps the selection on the same run id). */
 void wb_reload_runs(wb_app *a);
