@@ -144,8 +144,10 @@ typedef enum {
 typedef struct {
     const char *title;        /* the header word, the same everywhere: "self %", "GFLOP/s" */
     const char *doc;          /* what the cell is, one line (docs and the help of `show`) */
-    int width;                /* natural width in text tables (cells never exceed it but names) */
-    int min_width;            /* narrowest useful width (the workbench shrinks to it) */
+    int width;                /* text tables: the width of a number column (wider cells widen it);
+                                 names and layers: the most they take */
+    int min_width;            /* names and layers: what they keep before a column is dropped
+                                 (the workbench); numbers are never cut */
     int right;                /* 1: right-aligned (numbers) */
     /* 0: always shown; else shown only when some row has the value (counters not counted,
      * an old schema without cpu_ns/faults/csw, no calibration, one rank) */
@@ -159,6 +161,9 @@ typedef struct {
     double self_total_ns;     /* denominator of "self %": the whole profile's self time */
     double peak_gflops;       /* calibrated peak for "% peak"; 0 = none (column absent) */
     unsigned char show[PROF_COL_N]; /* 1: the column has data (prof_table_init decides) */
+    /* Rows of several MPI ranks: each rank's own self time is the denominator of its rows'
+     * "self %" (prof_balance.self_s); NULL = self_total_ns for every row. Set by the caller. */
+    const struct prof_balance *ranks;
 } prof_table;
 
 /* Sets t over rows (not copied: they must outlive t). total_self_ns 0 = the sum of the
@@ -167,6 +172,8 @@ void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t tot
 /* The text of column c for row r into b (made visible: names come from databases); "-"
  * where the value is not known. Returns b. */
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);
+/* A row's share of its profile's self time (0..1): what "self %" and the workbench's bar show. */
+double prof_table_self_share(const prof_table *t, const prof_row *r);
 /* Rank of a row (0 for rows without a "rankK:" prefix); *base (may be NULL) gets the name
  * without the prefix. */
 int prof_row_rank(const prof_row *r, const char **base);
@@ -180,11 +187,12 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
  * the slower ranks, the loss agreement), divided by its step count; the imbalance is
  * max / mean over ranks of it (1.00 = balanced). */
 #define PROF_RANKS_MAX 256
-typedef struct {
+typedef struct prof_balance {
     int ranks;                       /* ranks with a step row; 0 = not profiled per step */
     double compute_s[PROF_RANKS_MAX];/* compute per step of rank k, seconds */
     double comm_s[PROF_RANKS_MAX];   /* allreduce* per step of rank k, seconds */
     long steps[PROF_RANKS_MAX];
+    double self_s[PROF_RANKS_MAX];   /* rank k's whole self time (every row of it), seconds */
     double mean_s, max_s, imbalance; /* imbalance NAN with fewer than 2 ranks */
     int slowest;                     /* rank with max_s */
 } prof_balance;

@@ -95,8 +95,8 @@ void prof_rows_sort(prof_row *rows, size_t n, prof_sort by)
 /* ---- the columns ---------------------------------------------------------------------- */
 
 const prof_col_def prof_cols[PROF_COL_N] = {
-    [PROF_COL_NAME] = { "name", "the scope: an op (dense.fwd), a phase (forward) or the step", 24, 8, 0, 0 },
-    [PROF_COL_LAYER] = { "layer", "the layer an op belongs to (- for phases)", 12, 5, 0, 1 },
+    [PROF_COL_NAME] = { "name", "the scope: an op (dense.fwd), a phase (forward) or the step", 24, 16, 0, 0 },
+    [PROF_COL_LAYER] = { "layer", "the layer an op belongs to (- for phases)", 12, 6, 0, 1 },
     [PROF_COL_RANK] = { "rank", "the MPI rank whose profile the row is (data-parallel runs)", 4, 4, 1, 1 },
     [PROF_COL_SELF_PCT] = { "self %", "self time as a share of the whole profile's self time", 6, 6, 1, 0 },
     [PROF_COL_SELF] = { "self", "time in the scope itself, nested scopes excluded", 9, 7, 1, 0 },
@@ -157,6 +157,16 @@ static const char *dash(char *b, size_t cap)
     return b;
 }
 
+double prof_table_self_share(const prof_table *t, const prof_row *r)
+{
+    double d = t->self_total_ns;
+    if (t->ranks && t->ranks->ranks > 1) {
+        int k = prof_row_rank(r, NULL);
+        d = k < PROF_RANKS_MAX ? t->ranks->self_s[k] * 1e9 : 0;
+    }
+    return d > 0 ? (double)r->self_ns / d : 0;
+}
+
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap)
 {
     double total = (double)r->total_ns;
@@ -170,7 +180,7 @@ const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, 
     case PROF_COL_LAYER: return r->layer[0] ? prof_text_visible(b, cap, r->layer) : dash(b, cap);
     case PROF_COL_RANK: snprintf(b, cap, "%d", prof_row_rank(r, NULL)); return b;
     case PROF_COL_SELF_PCT:
-        snprintf(b, cap, "%.1f%%", t->self_total_ns > 0 ? 100.0 * (double)r->self_ns / t->self_total_ns : 0.0);
+        snprintf(b, cap, "%.1f%%", 100.0 * prof_table_self_share(t, r));
         return b;
     case PROF_COL_SELF: return prof_fmt_duration(b, cap, (double)r->self_ns * 1e-9);
     case PROF_COL_TOTAL: return prof_fmt_duration(b, cap, total * 1e-9);
@@ -288,6 +298,7 @@ void prof_balance_get(const prof_row *rows, size_t n, prof_balance *out)
         const char *base;
         int k = prof_row_rank(&rows[i], &base);
         if (k >= PROF_RANKS_MAX) continue;
+        out->self_s[k] += (double)rows[i].self_ns * 1e-9;
         if (!strcmp(base, "step") && rows[i].kind == PROF_STEP) {
             step[k] += (double)rows[i].total_ns * 1e-9;
             out->steps[k] += (long)rows[i].calls;

@@ -561,6 +561,7 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
     prof_table pt;
     prof_table_init(&pt, x->ops, x->n_ops, x->has_prof ? (uint64_t)x->prof.total_self_ns : 0,
                     x->has_prof ? x->prof.peak_gflops : 0);
+    pt.ranks = &x->balance;
     const char *head[PROF_COL_N], *cells[PROF_COL_N];
     char c[PROF_COL_N][64];
     int nc = 0;

@@ -286,8 +286,15 @@ static void print_ops(store *s, long long id, const store_op_row *ops, size_t n,
 {
     store_profile prof;
     int have = !store_profile_get(s, id, &prof);
+    store_op_row *all = NULL;
+    size_t na = 0;
+    prof_balance bal;
+    prof_balance_get(NULL, 0, &bal);
+    if (!store_op_stats_get(s, id, -1, &all, &na)) prof_balance_get(all, na, &bal);
+    free(all);
     prof_table t;
     prof_table_init(&t, ops, n, have ? (uint64_t)prof.total_self_ns : 0, have ? prof.peak_gflops : 0);
+    t.ranks = &bal;
     prof_table_print(stdout, &t, max_rows, 28, "  ");
     if (max_rows < n) printf("  (%zu of %zu ops shown; --ops N for more)\n", max_rows, n);
     char a[64];
@@ -296,15 +303,8 @@ static void print_ops(store *s, long long id, const store_op_row *ops, size_t n,
         if (prof.counters_note[0]) printf("; %s", cli_text(prof.counters_note));
         printf("\n");
     }
-    store_op_row *all = NULL;
-    size_t na = 0;
-    if (!store_op_stats_get(s, id, -1, &all, &na)) {
-        prof_balance bal;
-        char line[256];
-        prof_balance_get(all, na, &bal);
-        if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
-    }
-    free(all);
+    char line[256];
+    if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
 }
 
 int cmd_show(int argc, char **argv)

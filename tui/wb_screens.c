@@ -375,10 +375,20 @@ void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scrol
     /* the model's shown columns, with the self-share bar after "self %" */
     tui_col cols[PROF_COL_N + 1];
     int map[PROF_COL_N + 1], ncol = 0, w[PROF_COL_N + 1];
+    /* Widths from the cells: numbers are never cut (a column that does not fit is dropped
+     * from the right), names keep at least their model minimum before anything is dropped. */
     for (int c = 0; c < PROF_COL_N; c++) {
         if (!t->show[c]) continue;
         const prof_col_def *d = &prof_cols[c];
-        cols[ncol] = (tui_col){ d->title, d->width, d->min_width, d->right, c == PROF_COL_NAME };
+        int want = tui_text_width(d->title);
+        for (size_t i = 0; i < t->n; i++) {
+            char cell[256];
+            int cw = tui_text_width(prof_table_cell(t, &t->rows[i], (prof_col)c, cell, sizeof cell));
+            if (cw > want) want = cw;
+        }
+        if (!d->right && want > d->width) want = d->width;
+        int min = d->right || want < d->min_width ? want : d->min_width;
+        cols[ncol] = (tui_col){ d->title, want, min, d->right, c == PROF_COL_NAME };
         map[ncol++] = c;
         if (c == PROF_COL_SELF_PCT) { cols[ncol] = (tui_col){ "", 10, 4, 0, 0 }; map[ncol++] = -1; }
     }
@@ -389,7 +399,7 @@ void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scrol
     attroff(A_BOLD | A_UNDERLINE);
     for (int r = 0; r < page && scroll + r < (int)t->n; r++) {
         const store_op_row *o = &t->rows[scroll + r];
-        double frac = t->self_total_ns > 0 ? (double)o->self_ns / t->self_total_ns : 0;
+        double frac = prof_table_self_share(t, o);
         x = 1;
         for (int c = 0; c < vis; c++) {
             char cell[256];
@@ -437,7 +447,10 @@ static void draw_profile(wb_app *a, int y0, int y1)
     if (!rows) return;
     prof_table t;
     prof_table_init(&t, rows, n, rv.have_prof ? (uint64_t)rv.prof.total_self_ns : 0, rv.have_prof ? rv.prof.peak_gflops : 0);
-    if (rv.balance.ranks > 1) t.show[PROF_COL_RANK] = 1;   /* also when one rank is shown */
+    if (rv.balance.ranks > 1) {
+        t.show[PROF_COL_RANK] = 1;   /* also when one rank is shown */
+        t.ranks = &rv.balance;       /* self % of each rank's own profile */
+    }
     char sum[1100], pk[32], ov[32], tt[32];
     prof_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
     prof_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);

@@ -136,6 +136,13 @@ static void test_balance(void **state)
     assert_non_null(strstr(l, "load imbalance 1.12"));   /* %.2f of 1.125 */
     assert_non_null(strstr(l, "over 2 ranks"));
     assert_non_null(strstr(l, "slowest rank 1"));
+    /* self % of a rank's row is of that rank's own self time (every row of it) */
+    assert_near(b.self_s[1], (1000 + 9000000 + 1000000 + 5000000) * 1e-9, 1e-12);
+    prof_table t;
+    prof_table_init(&t, r, n, 0, 0);
+    t.ranks = &b;
+    assert_near(prof_table_self_share(&t, &r[7]), 5000000.0 / 15001000.0, 1e-12);
+    assert_near(prof_table_self_share(&t, &r[1]), 20000000.0 / b.self_s[0] * 1e-9, 1e-12);
     /* one rank only: no imbalance, no line */
     prof_balance_get(r, 4, &b);
     assert_int_equal(b.ranks, 1);
