@@ -13,25 +13,10 @@ trap '$T kill-server 2>/dev/null; rm -rf "$D"' EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$D/out" ] && tail -n 20 "$D/out" >&2; exit 1; }
 . "$NNBENCH_TOP/tests/e2e/lib/mpi.sh"
 
-cat >"$D/e.ini" <<'INI'
-[experiment]
-seed = 5
-[data]
-source = blobs
-n = 2000
-classes = 4
-features = 8
-[model]
-layers = dense:32:tanh, dense:4
-[train]
-optimizer = momentum
-lr = 0.05
-batch = 128
-max_steps = 30
-threads = 1
-INI
 db="$D/p.db"
-$MPIRUN -np 2 "$NNBENCH" run "$D/e.ini" --db "$db" --profile >"$D/out" 2>&1 || fail "mpirun -np 2 --profile"
+# samples/spirals-mlp.ini's sgd variant, 30 steps of batch 32 (16 rows per rank)
+$MPIRUN -np 2 "$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sgd --db "$db" --profile \
+    --set train.max_steps=30 --set train.threads=1 >"$D/out" 2>&1 || fail "mpirun -np 2 --profile"
 "$NNBENCH" show 1 --db "$db" --ops 100 >"$D/show" 2>&1 || fail "show"
 "$NNBENCH" report 1 --db "$db" -o "$D/r.md" >"$D/out" 2>&1 || fail "report"
 python3 - "$db" "$D/show" "$D/r.md" <<'PY' || fail "show / report of the 2-rank run"
@@ -62,7 +47,7 @@ PY
 limit=20
 [ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=60
 . "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
-$T new-session -d -s t -n w -x 100 -y 30 "NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; sleep 60" || fail "cannot start tmux"
+$T new-session -d -s t -n w -x 120 -y 60 "NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; sleep 60" || fail "cannot start tmux"
 $T set -g escape-time 0 >/dev/null
 wait_for "1/1 runs"
 keys Enter

@@ -49,18 +49,14 @@ static void test_columns_and_cells(void **state)
     assert_false(t.show[PROF_COL_IPC] || t.show[PROF_COL_L1MISS] || t.show[PROF_COL_PEAK_PCT]);
     assert_near(t.self_total_ns, 7001000, 0.5);
     char b[64];
-    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_NAME, b, sizeof b), "dense.fwd");
-    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_RANK, b, sizeof b), "1");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_RANK, b, sizeof b), "0");
-    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_LAYER, b, sizeof b), "-");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_GFLOPS, b, sizeof b), "20.00");
-    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_GFLOPS, b, sizeof b), "-");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_SELF, b, sizeof b), "3.00 ms");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_AVG, b, sizeof b), "300 us");
-    assert_string_equal(prof_table_cell(&t, &r[2], PROF_COL_AVG, b, sizeof b), "250 ns");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_SELF_MEM, b, sizeof b), "-2.0 KiB");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_CPU, b, sizeof b), "-");
-    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_SELF_PCT, b, sizeof b), "42.9%");
+    const struct { int row; prof_col col; const char *want; } cells[] = {
+        { 1, PROF_COL_NAME, "dense.fwd" }, { 1, PROF_COL_RANK, "1" }, { 0, PROF_COL_RANK, "0" },
+        { 1, PROF_COL_LAYER, "-" }, { 0, PROF_COL_GFLOPS, "20.00" }, { 1, PROF_COL_GFLOPS, "-" },
+        { 0, PROF_COL_SELF, "3.00 ms" }, { 0, PROF_COL_AVG, "300 us" }, { 2, PROF_COL_AVG, "250 ns" },
+        { 0, PROF_COL_SELF_MEM, "-2.0 KiB" }, { 0, PROF_COL_CPU, "-" }, { 0, PROF_COL_SELF_PCT, "42.9%" },
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
+        assert_string_equal(prof_table_cell(&t, &r[cells[i].row], cells[i].col, b, sizeof b), cells[i].want);
     /* the whole profile's self time, when given, is the denominator */
     prof_table_init(&t, r, 3, 30000000, 100);
     assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_SELF_PCT, b, sizeof b), "10.0%");
