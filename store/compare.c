@@ -152,6 +152,7 @@ void store_compare_free(store_compare *c)
     free(c->n_params);
     free(c->ops);
     free(c->n_ops);
+    free(c->self_total_ns);
     free(c->quantum_s);
     free(c->metric);
     free(c);
@@ -400,10 +401,12 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         ROW(STORE_CMP_OPS, lab);
         EACH {
             if ((size_t)k >= c->n_ops[i]) { snprintf(w->cells[i], 64, k ? "-" : "(not profiled)"); continue; }
-            int64_t total = 0;
-            for (size_t j = 0; j < c->n_ops[i]; j++) total += c->ops[i][j].self_ns;
-            snprintf(w->cells[i], 64, "%.40s %.0f%%", c->ops[i][k].name,
-                     total ? 100.0 * (double)c->ops[i][k].self_ns / (double)total : 0.0);
+            /* the op table's name and self % (profiler/table.c) */
+            prof_table t;
+            char nm[64], pct[16];
+            prof_table_init(&t, c->ops[i], c->n_ops[i], c->self_total_ns[i], 0);
+            snprintf(w->cells[i], 64, "%.40s %s", prof_table_cell(&t, &c->ops[i][k], PROF_COL_NAME, nm, sizeof nm),
+                     prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
         }
     }
 #undef ROW
@@ -426,10 +429,11 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
     c->n_params = calloc(n, sizeof *c->n_params);
     c->ops = calloc(n, sizeof *c->ops);
     c->n_ops = calloc(n, sizeof *c->n_ops);
+    c->self_total_ns = calloc(n, sizeof *c->self_total_ns);
     c->quantum_s = calloc(n, sizeof *c->quantum_s);
     c->metric = calloc(n, sizeof *c->metric);
     if (!c->runs || !c->label || !c->short_label || !c->params || !c->n_params || !c->ops || !c->n_ops ||
-        !c->quantum_s || !c->metric) {
+        !c->self_total_ns || !c->quantum_s || !c->metric) {
         store_compare_free(c);
         return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     }
@@ -443,6 +447,8 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
         c->runs[i].exp_text = NULL;
         if ((st = store_params_get(s, ids[i], &c->params[i], &c->n_params[i]))) break;
         if ((st = store_op_stats_get(s, ids[i], 0, &c->ops[i], &c->n_ops[i]))) break;
+        store_profile prof;
+        if (!store_profile_get(s, ids[i], &prof)) c->self_total_ns[i] = (uint64_t)prof.total_self_ns;
         if ((st = store_metric_get(s, ids[i], c->metric_key, &c->metric[i]))) break;
         c->have_metric |= c->metric[i].n > 0;
         store_solver_event *ev;

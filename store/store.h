@@ -298,7 +298,7 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
  *   time    wall time, (sim) quantum time, (sim) hybrid time, the target, steps / wall
  *           time / (sim) hybrid time to the target
  *   config  keys that differ (or all keys), by key
- *   ops     the top 3 ops by self time (share of self time)
+ *   ops     the top 3 ops by self time (name and self % as the op table shows them)
  * Simulated clocks are labelled "(sim)" first, so the mark survives a narrow column.
  */
 typedef enum {
@@ -333,6 +333,8 @@ typedef struct {
     size_t *n_params;
     store_op_row **ops;       /* kind op, by self time */
     size_t *n_ops;
+    uint64_t *self_total_ns;  /* the whole profile's self time per run, the op table's
+                                 denominator of "self %" (0: no profile summary) */
     double *quantum_s;        /* simulated quantum time per run (NAN: no Newton solves) */
     store_series *metric;     /* the chosen metric per run (n 0 when absent) */
     char metric_key[64];
@@ -412,11 +414,9 @@ typedef struct {
     double fp32_sps_b1, int8_sps_b1, fp32_sps_b128, int8_sps_b128;
 } store_quant;
 
-typedef struct {
-    char name[48];
-    char layer[32];
-    int64_t calls, total_ns, self_ns;
-} store_quant_op;
+/* A row of a quantization's int8 op profile: the profile row type, of which the store
+ * keeps name, layer, calls, total_ns and self_ns (the rest reads back 0, counters -1). */
+typedef prof_row store_quant_op;
 
 /* Stores a quantization and its int8 op profile; *id gets its id. */
 int store_quant_put(store *s, const store_quant *q, const store_quant_op *ops, size_t n, long long *id);

@@ -294,14 +294,21 @@ static void add_quant(wb_app *a, const store_quant *q)
     store_quant_op *ops = NULL;
     size_t n = 0;
     if (store_quant_ops_get(a->db, q->id, &ops, &n) || !n) { free(ops); add("  (no int8 op profile stored)"); return; }
-    int64_t tot = 0;
-    for (size_t k = 0; k < n; k++) tot += ops[k].self_ns;
     add("%s", "");
     add("  int8 path profile (test set, by self time):");
-    add("  %-14s %-12s %10s %12s %8s", "op", "layer", "calls", "self", "share");
-    for (size_t k = 0; k < n; k++)
-        add("  %-14s %-12s %10lld %12s %7.1f%%", ops[k].name, ops[k].layer, (long long)ops[k].calls,
-            prof_fmt_duration(f, sizeof f, ops[k].self_ns * 1e-9), tot ? 100.0 * (double)ops[k].self_ns / (double)tot : 0.0);
+    /* the op table of run --profile, show and the Profile tab, as text lines */
+    prof_table t;
+    prof_table_init(&t, ops, n, 0, 0);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    if (mf) {
+        prof_table_print(mf, &t, 0, 24, "  ");
+        fclose(mf);
+        char *save = NULL;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) add("%s", l);
+    }
+    free(text);
     free(ops);
 }
 
