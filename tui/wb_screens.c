@@ -388,9 +388,10 @@ void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scrol
         }
         if (!d->right && want > d->width) want = d->width;
         int min = d->right || want < d->min_width ? want : d->min_width;
-        cols[ncol] = (tui_col){ d->title, want, min, d->right, c == PROF_COL_NAME };
+        cols[ncol] = (tui_col){ d->title, want, min, d->right, 0 };
         map[ncol++] = c;
-        if (c == PROF_COL_SELF_PCT) { cols[ncol] = (tui_col){ "", 10, 4, 0, 0 }; map[ncol++] = -1; }
+        /* the bar takes the width left over, and gives it back first when short */
+        if (c == PROF_COL_SELF_PCT) { cols[ncol] = (tui_col){ "", 10, 4, 0, 1 }; map[ncol++] = -1; }
     }
     int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
     int x = 1;
