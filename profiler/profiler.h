@@ -120,14 +120,96 @@ void prof_summary_get(prof_t *p, prof_summary *s);
 /* Sort keys and groupings as the CLI spells them: "self", "total", "calls", "avg",
  * "flops", "bytes", "mem", "name"; "op", "layer", "phase", "scope". 0 ok, -1 unknown. */
 typedef enum { PROF_SORT_SELF, PROF_SORT_TOTAL, PROF_SORT_CALLS, PROF_SORT_AVG,
-               PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME } prof_sort;
+               PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME, PROF_SORT_N } prof_sort;
 int prof_sort_parse(const char *s, prof_sort *out);
+const char *prof_sort_name(prof_sort s);   /* "self", ...; "?" out of range */
 int prof_group_parse(const char *s, prof_group *out);
+/* The one sort order of op tables: by the key (numbers largest first), then name, then layer. */
 void prof_rows_sort(prof_row *rows, size_t n, prof_sort by);
-/* The key_averages-style table: Name, Self %, Self, Total, Avg, Calls, GFLOP/s, IPC (when
- * counted), cpu, faults, csw (when counted), Bytes, Self Mem, Peak Mem; footer with total
- * self time, overhead, and what is counted.
- * max_rows 0 = all. */
+
+/* ---- the one op table (table.c) ---------------------------------------------------- */
+/* Every op table — `nnbench run --profile`, `nnbench show`, the workbench's Profile tab and
+ * New run, the Markdown/HTML reports — is this model rendered: the same columns, in this
+ * order, with these words, and cells formatted here. Stored rows are prof_row too
+ * (store_op_row is this type). Rows of MPI rank k > 0 are named "rankK:name" (engine/dist.c);
+ * the model shows the rank in its own column and the name without the prefix.
+ * How to add a column: docs/architecture.md. */
+typedef enum {
+    PROF_COL_NAME, PROF_COL_LAYER, PROF_COL_RANK, PROF_COL_SELF_PCT, PROF_COL_SELF, PROF_COL_TOTAL,
+    PROF_COL_AVG, PROF_COL_CALLS, PROF_COL_GFLOPS, PROF_COL_PEAK_PCT, PROF_COL_IPC, PROF_COL_L1MISS,
+    PROF_COL_CPU, PROF_COL_FAULTS, PROF_COL_CSW, PROF_COL_BYTES, PROF_COL_SELF_MEM, PROF_COL_PEAK_MEM,
+    PROF_COL_N
+} prof_col;
+
+typedef struct {
+    const char *title;        /* the header word, the same everywhere: "self %", "GFLOP/s" */
+    const char *doc;          /* what the cell is, one line (docs and the help of `show`) */
+    int width;                /* text tables: the width of a number column (wider cells widen it);
+                                 names and layers: the most they take */
+    int min_width;            /* names and layers: what they keep before a column is dropped
+                                 (the workbench); numbers are never cut */
+    int right;                /* 1: right-aligned (numbers) */
+    /* 0: always shown; else shown only when some row has the value (counters not counted,
+     * an old schema without cpu_ns/faults/csw, no calibration, one rank) */
+    int optional;
+} prof_col_def;
+extern const prof_col_def prof_cols[PROF_COL_N];
+
+typedef struct {
+    const prof_row *rows;     /* in display order (prof_rows_sort) */
+    size_t n;
+    double self_total_ns;     /* denominator of "self %": the whole profile's self time */
+    double peak_gflops;       /* calibrated peak for "% peak"; 0 = none (column absent) */
+    unsigned char show[PROF_COL_N]; /* 1: the column has data (prof_table_init decides) */
+    /* Rows of several MPI ranks: each rank's own self time is the denominator of its rows'
+     * "self %" (prof_balance.self_s); NULL = self_total_ns for every row. Set by the caller. */
+    const struct prof_balance *ranks;
+} prof_table;
+
+/* Sets t over rows (not copied: they must outlive t). total_self_ns 0 = the sum of the
+ * rows' self time; peak_gflops 0 = no calibration. */
+void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t total_self_ns, double peak_gflops);
+/* The text of column c for row r into b (made visible: names come from databases); "-"
+ * where the value is not known. Returns b. */
+const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);
+/* A row's share of its profile's self time (0..1): what "self %" and the workbench's bar show. */
+double prof_table_self_share(const prof_table *t, const prof_row *r);
+/* Rank of a row (0 for rows without a "rankK:" prefix); *base (may be NULL) gets the name
+ * without the prefix. */
+int prof_row_rank(const prof_row *r, const char **base);
+/* Text rendering: header, a rule, up to max_rows rows (0 = all), a rule; each line starts
+ * with indent. The name column is at most name_max characters (0 = 40). */
+void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name_max, const char *indent);
+
+/* Load balance across MPI ranks, computed in one place for `show`, `project`, the Profile
+ * tab and the reports. A rank's compute per step is its `step` scope's total time minus
+ * the communication scopes (every scope named "allreduce*": the transfer, the wait for
+ * the slower ranks, the loss agreement), divided by its step count; the imbalance is
+ * max / mean over ranks of it (1.00 = balanced). */
+#define PROF_RANKS_MAX 256
+typedef struct prof_balance {
+    int ranks;                       /* ranks with a step row; 0 = not profiled per step */
+    double compute_s[PROF_RANKS_MAX];/* compute per step of rank k, seconds */
+    double comm_s[PROF_RANKS_MAX];   /* allreduce* per step of rank k, seconds */
+    long steps[PROF_RANKS_MAX];
+    double self_s[PROF_RANKS_MAX];   /* rank k's whole self time (every row of it), seconds */
+    double mean_s, max_s, imbalance; /* imbalance NAN with fewer than 2 ranks */
+    int slowest;                     /* rank with max_s */
+} prof_balance;
+void prof_balance_get(const prof_row *rows, size_t n, prof_balance *out);
+/* "load imbalance 1.18 (max/mean compute per step over 2 ranks; slowest rank 1: 40.2 ms,
+ * mean 34.1 ms)" into b; "" when fewer than 2 ranks. Returns b. */
+const char *prof_balance_line(const prof_balance *bal, char *b, size_t cap);
+
+/* Display formats shared by every module (CLI, workbench, reports, this table); each
+ * writes into b and returns it; "-" for NaN/inf/negative: "0.1234", "850 ms" / "4.20 s" /
+ * "4m05s" / "2h03m", "1.5 KiB". */
+const char *prof_fmt_num(char *b, size_t cap, double v);
+const char *prof_fmt_duration(char *b, size_t cap, double seconds);
+const char *prof_fmt_bytes(char *b, size_t cap, double bytes);
+
+/* The key_averages table of `nnbench run --profile`: the op table above plus a footer
+ * with total self time, overhead, memory, what is counted and the clock. max_rows 0 = all. */
 void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summary *sum,
                       prof_sort sort, size_t max_rows);
 /* Writes the Chrome trace of the configured step window now (also done by prof_destroy

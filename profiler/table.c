@@ -1,18 +1,58 @@
-/* table.c — the key_averages-style table of profile rows: sorting, parsing CLI keys, printing. */
+/* table.c — the one op-table model (columns, words, cells, sort order), the display
+ * formats every module uses, the text rendering of `run --profile` and `show`, and the
+ * load balance across MPI ranks. The workbench and the reports render the same model. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-static const char *sort_names[] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name" };
-static const char *group_names[] = { "scope", "op", "layer", "phase" };
+/* ---- display formats ------------------------------------------------------------------ */
+
+const char *prof_fmt_num(char *b, size_t cap, double v)
+{
+    if (!isfinite(v)) snprintf(b, cap, "-");
+    else snprintf(b, cap, "%.4g", v);
+    return b;
+}
+
+const char *prof_fmt_duration(char *b, size_t cap, double s)
+{
+    if (!isfinite(s) || s < 0) snprintf(b, cap, "-");
+    else if (s == 0) snprintf(b, cap, "0 s");
+    else if (s < 1e-6) snprintf(b, cap, "%.0f ns", s * 1e9);
+    else if (s < 1e-3) snprintf(b, cap, "%.3g us", s * 1e6);
+    else if (s < 1e-2) snprintf(b, cap, "%.2f ms", s * 1e3);
+    else if (s < 1) snprintf(b, cap, "%.0f ms", s * 1e3);
+    else if (s < 60) snprintf(b, cap, "%.2f s", s);
+    else if (s < 3600) snprintf(b, cap, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
+    else snprintf(b, cap, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
+    return b;
+}
+
+const char *prof_fmt_bytes(char *b, size_t cap, double v)
+{
+    if (!isfinite(v) || v < 0) snprintf(b, cap, "-");
+    else if (v < 1024) snprintf(b, cap, "%.0f B", v);
+    else if (v < 1048576) snprintf(b, cap, "%.1f KiB", v / 1024);
+    else if (v < 1073741824.0) snprintf(b, cap, "%.1f MiB", v / 1048576);
+    else snprintf(b, cap, "%.2f GiB", v / 1073741824.0);
+    return b;
+}
+
+/* ---- sorting ------------------------------------------------------------------------- */
+
+static const char *const sort_names[PROF_SORT_N] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name" };
+static const char *const group_names[] = { "scope", "op", "layer", "phase" };
 
 int prof_sort_parse(const char *s, prof_sort *out)
 {
-    for (size_t i = 0; s && i < sizeof sort_names / sizeof *sort_names; i++)
+    for (size_t i = 0; s && i < PROF_SORT_N; i++)
         if (!strcmp(s, sort_names[i])) { *out = (prof_sort)i; return 0; }
     return -1;
 }
+
+const char *prof_sort_name(prof_sort s) { return (unsigned)s < PROF_SORT_N ? sort_names[s] : "?"; }
 
 int prof_group_parse(const char *s, prof_group *out)
 {
@@ -40,7 +80,7 @@ static int row_cmp(const void *va, const void *vb, void *ctx)
     case PROF_SORT_FLOPS: c = cmp_u64_desc(a->flops, b->flops); break;
     case PROF_SORT_BYTES: c = cmp_u64_desc(a->bytes, b->bytes); break;
     case PROF_SORT_MEM: c = a->self_mem < b->self_mem ? 1 : a->self_mem > b->self_mem ? -1 : 0; break;
-    case PROF_SORT_NAME: break;
+    case PROF_SORT_NAME: case PROF_SORT_N: break;
     }
     if (!c) c = strcmp(a->name, b->name);
     if (!c) c = strcmp(a->layer, b->layer);
@@ -52,37 +92,253 @@ void prof_rows_sort(prof_row *rows, size_t n, prof_sort by)
     if (n > 1) qsort_r(rows, n, sizeof *rows, row_cmp, &by);
 }
 
-/* Human units: ns/us/ms/s for time, B/KB/MB/GB (powers of 1024) for bytes. */
-static const char *fmt_time(char *buf, size_t n, double ns)
+/* ---- the columns ---------------------------------------------------------------------- */
+
+const prof_col_def prof_cols[PROF_COL_N] = {
+    [PROF_COL_NAME] = { "name", "the scope: an op (dense.fwd), a phase (forward) or the step", 24, 16, 0, 0 },
+    [PROF_COL_LAYER] = { "layer", "the layer an op belongs to (- for phases)", 12, 6, 0, 1 },
+    [PROF_COL_RANK] = { "rank", "the MPI rank whose profile the row is (data-parallel runs)", 4, 4, 1, 1 },
+    [PROF_COL_SELF_PCT] = { "self %", "self time as a share of the whole profile's self time", 6, 6, 1, 0 },
+    [PROF_COL_SELF] = { "self", "time in the scope itself, nested scopes excluded", 9, 7, 1, 0 },
+    [PROF_COL_TOTAL] = { "total", "wall time in the scope, nested scopes included", 9, 7, 1, 0 },
+    [PROF_COL_AVG] = { "avg", "total / calls", 9, 7, 1, 0 },
+    [PROF_COL_CALLS] = { "calls", "times the scope ran", 7, 5, 1, 0 },
+    [PROF_COL_GFLOPS] = { "GFLOP/s", "FLOPs counted from shapes / total", 7, 7, 1, 0 },
+    [PROF_COL_PEAK_PCT] = { "% peak", "GFLOP/s as a share of the calibrated sgemm peak (nnbench sysinfo --calibrate)", 6, 6, 1, 1 },
+    [PROF_COL_IPC] = { "IPC", "instructions / cycles (hardware counters)", 5, 4, 1, 1 },
+    [PROF_COL_L1MISS] = { "L1 miss/kFLOP", "L1 data-cache misses per 1000 FLOPs (hardware counters)", 13, 6, 1, 1 },
+    [PROF_COL_CPU] = { "cpu", "CPU time of every thread / total (1.00 = one core busy)", 5, 4, 1, 1 },
+    [PROF_COL_FAULTS] = { "faults", "page faults of the profiling thread (software events)", 7, 6, 1, 1 },
+    [PROF_COL_CSW] = { "csw", "context switches of the profiling thread (software events)", 6, 4, 1, 1 },
+    [PROF_COL_BYTES] = { "bytes", "bytes the op read and wrote, counted from shapes", 9, 7, 1, 0 },
+    [PROF_COL_SELF_MEM] = { "self mem", "bytes allocated in the scope itself", 9, 8, 1, 0 },
+    [PROF_COL_PEAK_MEM] = { "peak mem", "peak live bytes while the scope was open", 9, 8, 1, 0 },
+};
+
+int prof_row_rank(const prof_row *r, const char **base)
 {
-    if (ns < 1e3) snprintf(buf, n, "%.0f ns", ns);
-    else if (ns < 1e6) snprintf(buf, n, "%.1f us", ns / 1e3);
-    else if (ns < 1e9) snprintf(buf, n, "%.2f ms", ns / 1e6);
-    else snprintf(buf, n, "%.3f s", ns / 1e9);
-    return buf;
+    const char *p = r->name;
+    if (base) *base = p;
+    if (strncmp(p, "rank", 4) || p[4] < '0' || p[4] > '9') return 0;
+    char *end;
+    long k = strtol(p + 4, &end, 10);
+    if (*end != ':' || k < 0 || k > 1000000) return 0;
+    if (base) *base = end + 1;
+    return (int)k;
 }
 
-static const char *fmt_bytes(char *buf, size_t n, double b)
+void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t total_self_ns, double peak_gflops)
 {
-    const char *neg = b < 0 ? "-" : "";
-    if (b < 0) b = -b;
-    if (b < 1024) snprintf(buf, n, "%s%.0f B", neg, b);
-    else if (b < 1024.0 * 1024) snprintf(buf, n, "%s%.1f KB", neg, b / 1024);
-    else if (b < 1024.0 * 1024 * 1024) snprintf(buf, n, "%s%.1f MB", neg, b / (1024.0 * 1024));
-    else snprintf(buf, n, "%s%.2f GB", neg, b / (1024.0 * 1024 * 1024));
-    return buf;
+    memset(t, 0, sizeof *t);
+    t->rows = rows;
+    t->n = n;
+    t->peak_gflops = peak_gflops > 0 ? peak_gflops : 0;
+    double self = 0;
+    for (int c = 0; c < PROF_COL_N; c++) t->show[c] = !prof_cols[c].optional;
+    t->show[PROF_COL_PEAK_PCT] = t->peak_gflops > 0;
+    for (size_t i = 0; i < n; i++) {
+        const prof_row *r = &rows[i];
+        self += (double)r->self_ns;
+        if (r->layer[0]) t->show[PROF_COL_LAYER] = 1;
+        if (prof_row_rank(r, NULL) > 0) t->show[PROF_COL_RANK] = 1;
+        if (r->cycles > 0 && r->instructions >= 0) t->show[PROF_COL_IPC] = 1;
+        if (r->l1d_miss >= 0) t->show[PROF_COL_L1MISS] = 1;
+        if (r->cpu_ns >= 0) t->show[PROF_COL_CPU] = 1;
+        if (r->faults >= 0) t->show[PROF_COL_FAULTS] = 1;
+        if (r->csw >= 0) t->show[PROF_COL_CSW] = 1;
+    }
+    /* Self % is of the whole profile's self time, so rows of one grouping add up to their share. */
+    t->self_total_ns = total_self_ns ? (double)total_self_ns : self;
 }
 
-static void row_label(char *buf, size_t n, const prof_row *r)
+static const char *dash(char *b, size_t cap)
 {
-    if (r->layer[0]) snprintf(buf, n, "%s %s", r->layer, r->name);
-    else snprintf(buf, n, "%s", r->name);
+    snprintf(b, cap, "-");
+    return b;
 }
+
+double prof_table_self_share(const prof_table *t, const prof_row *r)
+{
+    double d = t->self_total_ns;
+    if (t->ranks && t->ranks->ranks > 1) {
+        int k = prof_row_rank(r, NULL);
+        d = k < PROF_RANKS_MAX ? t->ranks->self_s[k] * 1e9 : 0;
+    }
+    return d > 0 ? (double)r->self_ns / d : 0;
+}
+
+const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap)
+{
+    double total = (double)r->total_ns;
+    double gflops = r->flops && r->total_ns ? (double)r->flops / total : NAN;
+    switch (c) {
+    case PROF_COL_NAME: {
+        const char *base;
+        prof_row_rank(r, &base);
+        return prof_text_visible(b, cap, base);
+    }
+    case PROF_COL_LAYER: return r->layer[0] ? prof_text_visible(b, cap, r->layer) : dash(b, cap);
+    case PROF_COL_RANK: snprintf(b, cap, "%d", prof_row_rank(r, NULL)); return b;
+    case PROF_COL_SELF_PCT:
+        snprintf(b, cap, "%.1f%%", 100.0 * prof_table_self_share(t, r));
+        return b;
+    case PROF_COL_SELF: return prof_fmt_duration(b, cap, (double)r->self_ns * 1e-9);
+    case PROF_COL_TOTAL: return prof_fmt_duration(b, cap, total * 1e-9);
+    case PROF_COL_AVG: return r->calls ? prof_fmt_duration(b, cap, total / (double)r->calls * 1e-9) : dash(b, cap);
+    case PROF_COL_CALLS: snprintf(b, cap, "%llu", (unsigned long long)r->calls); return b;
+    case PROF_COL_GFLOPS:
+        if (isnan(gflops)) return dash(b, cap);
+        snprintf(b, cap, "%.2f", gflops);
+        return b;
+    case PROF_COL_PEAK_PCT:
+        if (isnan(gflops) || t->peak_gflops <= 0) return dash(b, cap);
+        snprintf(b, cap, "%.1f%%", 100.0 * gflops / t->peak_gflops);
+        return b;
+    case PROF_COL_IPC:
+        if (r->cycles <= 0 || r->instructions < 0) return dash(b, cap);
+        snprintf(b, cap, "%.2f", (double)r->instructions / (double)r->cycles);
+        return b;
+    case PROF_COL_L1MISS:
+        if (r->l1d_miss < 0 || !r->flops) return dash(b, cap);
+        snprintf(b, cap, "%.2f", (double)r->l1d_miss * 1000.0 / (double)r->flops);
+        return b;
+    case PROF_COL_CPU:
+        if (r->cpu_ns < 0 || !r->total_ns) return dash(b, cap);
+        snprintf(b, cap, "%.2f", (double)r->cpu_ns / total);
+        return b;
+    case PROF_COL_FAULTS:
+        if (r->faults < 0) return dash(b, cap);
+        snprintf(b, cap, "%lld", (long long)r->faults);
+        return b;
+    case PROF_COL_CSW:
+        if (r->csw < 0) return dash(b, cap);
+        snprintf(b, cap, "%lld", (long long)r->csw);
+        return b;
+    case PROF_COL_BYTES: return r->bytes ? prof_fmt_bytes(b, cap, (double)r->bytes) : dash(b, cap);
+    case PROF_COL_SELF_MEM:
+        /* freed more than it allocated: a negative count */
+        if (r->self_mem < 0 && cap > 1) { b[0] = '-'; prof_fmt_bytes(b + 1, cap - 1, -(double)r->self_mem); return b; }
+        return prof_fmt_bytes(b, cap, (double)r->self_mem);
+    case PROF_COL_PEAK_MEM: return prof_fmt_bytes(b, cap, (double)r->peak_mem);
+    case PROF_COL_N: break;
+    }
+    return dash(b, cap);
+}
+
+/* One cell of a text table: cut to w characters ("..." when a name is cut), padded. */
+static void put_cell(FILE *f, const char *s, size_t w, int right)
+{
+    char cut[256], out[1024];
+    size_t chars = prof_text_chars(s);
+    if (right && chars > w) w = chars;   /* numbers are never cut */
+    if (chars > w && w > 3) {
+        prof_text_fit(cut, sizeof cut - 3, s, w - 3, 0);
+        strcat(cut, "...");
+        s = cut;
+    }
+    prof_text_pad(out, sizeof out, s, w, right ? PROF_TEXT_RIGHT : 0);
+    fputs(out, f);
+}
+
+void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name_max, const char *indent)
+{
+    size_t shown = max_rows && max_rows < t->n ? max_rows : t->n;
+    size_t w[PROF_COL_N];
+    char b[256];
+    if (!name_max) name_max = 40;
+    for (int c = 0; c < PROF_COL_N; c++) {
+        size_t tw = strlen(prof_cols[c].title);
+        /* names and layers as wide as the longest shown (within limits), numbers at their width */
+        w[c] = c == PROF_COL_NAME || c == PROF_COL_LAYER ? tw : (size_t)prof_cols[c].width;
+        if (w[c] < tw) w[c] = tw;
+    }
+    for (size_t i = 0; i < shown; i++)
+        for (int c = PROF_COL_NAME; c <= PROF_COL_LAYER; c++) {
+            size_t l = prof_text_chars(prof_table_cell(t, &t->rows[i], (prof_col)c, b, sizeof b));
+            size_t cap = c == PROF_COL_NAME ? name_max : 16;
+            if (l > cap) l = cap;
+            if (l > w[c]) w[c] = l;
+        }
+    size_t width = 0;
+    fputs(indent, f);
+    for (int c = 0; c < PROF_COL_N; c++) {
+        if (!t->show[c]) continue;
+        if (width) fputc(' ', f);
+        put_cell(f, prof_cols[c].title, w[c], prof_cols[c].right);
+        width += w[c] + (width ? 1 : 0);
+    }
+    fputc('\n', f);
+    fputs(indent, f);
+    for (size_t i = 0; i < width; i++) fputc('-', f);
+    fputc('\n', f);
+    for (size_t i = 0; i < shown; i++) {
+        int first = 1;
+        fputs(indent, f);
+        for (int c = 0; c < PROF_COL_N; c++) {
+            if (!t->show[c]) continue;
+            if (!first) fputc(' ', f);
+            first = 0;
+            put_cell(f, prof_table_cell(t, &t->rows[i], (prof_col)c, b, sizeof b), w[c], prof_cols[c].right);
+        }
+        fputc('\n', f);
+    }
+    fputs(indent, f);
+    for (size_t i = 0; i < width; i++) fputc('-', f);
+    fputc('\n', f);
+}
+
+/* ---- load balance across ranks --------------------------------------------------------- */
+
+void prof_balance_get(const prof_row *rows, size_t n, prof_balance *out)
+{
+    memset(out, 0, sizeof *out);
+    out->imbalance = NAN;
+    double step[PROF_RANKS_MAX] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        const char *base;
+        int k = prof_row_rank(&rows[i], &base);
+        if (k >= PROF_RANKS_MAX) continue;
+        out->self_s[k] += (double)rows[i].self_ns * 1e-9;
+        if (!strcmp(base, "step") && rows[i].kind == PROF_STEP) {
+            step[k] += (double)rows[i].total_ns * 1e-9;
+            out->steps[k] += (long)rows[i].calls;
+        } else if (!strncmp(base, "allreduce", 9)) {
+            out->comm_s[k] += (double)rows[i].total_ns * 1e-9;
+        }
+    }
+    /* Ranks count up to the highest one with steps (a rank that sent no profile is absent). */
+    for (int k = 0; k < PROF_RANKS_MAX; k++)
+        if (out->steps[k] > 0) out->ranks = k + 1;
+    double sum = 0;
+    int have = 0;
+    for (int k = 0; k < out->ranks; k++) {
+        if (out->steps[k] <= 0) continue;
+        out->comm_s[k] /= (double)out->steps[k];
+        out->compute_s[k] = step[k] / (double)out->steps[k] - out->comm_s[k];
+        if (out->compute_s[k] < 0) out->compute_s[k] = 0;
+        sum += out->compute_s[k];
+        if (!have++ || out->compute_s[k] > out->max_s) { out->max_s = out->compute_s[k]; out->slowest = k; }
+    }
+    if (have) out->mean_s = sum / have;
+    if (have >= 2 && out->mean_s > 0) out->imbalance = out->max_s / out->mean_s;
+}
+
+const char *prof_balance_line(const prof_balance *bal, char *b, size_t cap)
+{
+    if (isnan(bal->imbalance)) { if (cap) b[0] = 0; return b; }
+    char mx[32], mean[32];
+    snprintf(b, cap, "load imbalance %.2f (max/mean compute per step over %d ranks: slowest rank %d %s, mean %s)",
+             bal->imbalance, bal->ranks, bal->slowest, prof_fmt_duration(mx, sizeof mx, bal->max_s),
+             prof_fmt_duration(mean, sizeof mean, bal->mean_s));
+    return b;
+}
+
+/* ---- `nnbench run --profile` ------------------------------------------------------------ */
 
 void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summary *sum,
                       prof_sort sort, size_t max_rows)
 {
-    prof_row *sorted = malloc((n ? n : 1) * sizeof *sorted);
+    prof_row *sorted = calloc(n ? n : 1, sizeof *sorted);
     if (!sorted) {
         fprintf(f, "profiler: out of memory for the table (%zu rows)\n", n);
         return;
@@ -90,104 +346,27 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
     if (n) memcpy(sorted, rows, n * sizeof *rows);
     prof_rows_sort(sorted, n, sort);
     size_t shown = max_rows && max_rows < n ? max_rows : n;
-
-    int show_ipc = 0, show_miss = 0, show_peak = sum && sum->peak_gflops > 0;
-    int show_cpu = 0, show_faults = 0, show_csw = 0;
-    uint64_t self_sum = 0;
-    int name_w = 4;
-    for (size_t i = 0; i < n; i++) {
-        if (sorted[i].cycles > 0 && sorted[i].instructions >= 0) show_ipc = 1;
-        if (sorted[i].l1d_miss >= 0) show_miss = 1;
-        if (sorted[i].cpu_ns >= 0) show_cpu = 1;
-        if (sorted[i].faults >= 0) show_faults = 1;
-        if (sorted[i].csw >= 0) show_csw = 1;
-        self_sum += sorted[i].self_ns;
-    }
-    for (size_t i = 0; i < shown; i++) {
-        char label[96];
-        row_label(label, sizeof label, &sorted[i]);
-        int len = (int)strlen(label);
-        if (len > name_w) name_w = len;
-    }
-    if (name_w > 40) name_w = 40;
-    /* Self % is of the whole profile's self time, so rows of one grouping add up to their share. */
-    uint64_t denom = sum && sum->total_self_ns ? sum->total_self_ns : self_sum;
-
-    fprintf(f, "%-*s %7s %10s %10s %10s %8s %8s", name_w, "Name", "Self %", "Self", "Total", "Avg",
-            "Calls", "GFLOP/s");
-    if (show_peak) fprintf(f, " %7s", "% peak");
-    if (show_ipc) fprintf(f, " %5s", "IPC");
-    if (show_miss) fprintf(f, " %11s", "L1miss/kFL");
-    if (show_cpu) fprintf(f, " %5s", "cpu");
-    if (show_faults) fprintf(f, " %8s", "faults");
-    if (show_csw) fprintf(f, " %7s", "csw");
-    fprintf(f, " %10s %10s %10s\n", "Bytes", "Self Mem", "Peak Mem");
-    int width = name_w + 8 + 11 * 4 + 9 * 2 + (show_peak ? 8 : 0) + (show_ipc ? 6 : 0) +
-                (show_miss ? 12 : 0) + (show_cpu ? 6 : 0) + (show_faults ? 9 : 0) +
-                (show_csw ? 8 : 0) + 11 * 3;
-    for (int i = 0; i < width; i++) fputc('-', f);
-    fputc('\n', f);
-
-    double max_pct = 0; /* above 100% means the calibration was taken on a busy machine */
-    for (size_t i = 0; i < shown; i++) {
-        const prof_row *r = &sorted[i];
-        char label[96], t1[24], t2[24], t3[24], b1[24], b2[24], b3[24], gf[24];
-        row_label(label, sizeof label, r);
-        if ((int)strlen(label) > name_w) { label[name_w - 3] = 0; strcat(label, "..."); }
-        double gflops = r->total_ns ? (double)r->flops / (double)r->total_ns : 0;
-        if (r->flops) snprintf(gf, sizeof gf, "%.2f", gflops);
-        else snprintf(gf, sizeof gf, "-");
-        fprintf(f, "%-*s %6.1f%% %10s %10s %10s %8llu %8s", name_w, label,
-                denom ? 100.0 * (double)r->self_ns / (double)denom : 0.0,
-                fmt_time(t1, sizeof t1, (double)r->self_ns), fmt_time(t2, sizeof t2, (double)r->total_ns),
-                fmt_time(t3, sizeof t3, r->calls ? (double)r->total_ns / (double)r->calls : 0),
-                (unsigned long long)r->calls, gf);
-        if (show_peak) {
-            double pct = 100.0 * gflops / sum->peak_gflops;
-            if (pct > max_pct) max_pct = pct;
-            if (r->flops) fprintf(f, " %6.1f%%", pct);
-            else fprintf(f, " %7s", "-");
-        }
-        if (show_ipc) {
-            if (r->cycles > 0 && r->instructions >= 0)
-                fprintf(f, " %5.2f", (double)r->instructions / (double)r->cycles);
-            else fprintf(f, " %5s", "-");
-        }
-        if (show_miss) {
-            if (r->l1d_miss >= 0 && r->flops)
-                fprintf(f, " %11.2f", (double)r->l1d_miss * 1000.0 / (double)r->flops);
-            else fprintf(f, " %11s", "-");
-        }
-        /* cpu: CPU time of every thread over the scope's wall time (Total). */
-        if (show_cpu) {
-            if (r->cpu_ns >= 0 && r->total_ns > 0) fprintf(f, " %5.2f", (double)r->cpu_ns / (double)r->total_ns);
-            else fprintf(f, " %5s", "-");
-        }
-        if (show_faults) {
-            if (r->faults >= 0) fprintf(f, " %8lld", (long long)r->faults);
-            else fprintf(f, " %8s", "-");
-        }
-        if (show_csw) {
-            if (r->csw >= 0) fprintf(f, " %7lld", (long long)r->csw);
-            else fprintf(f, " %7s", "-");
-        }
-        fprintf(f, " %10s %10s %10s\n", r->bytes ? fmt_bytes(b1, sizeof b1, (double)r->bytes) : "-",
-                fmt_bytes(b2, sizeof b2, (double)r->self_mem), fmt_bytes(b3, sizeof b3, (double)r->peak_mem));
-    }
-    for (int i = 0; i < width; i++) fputc('-', f);
-    fputc('\n', f);
+    prof_table t;
+    prof_table_init(&t, sorted, n, sum ? sum->total_self_ns : 0, sum ? sum->peak_gflops : 0);
+    prof_table_print(f, &t, max_rows, 40, "");
     if (shown < n) fprintf(f, "(%zu of %zu rows shown, sorted by %s)\n", shown, n, sort_names[sort]);
     if (sum) {
+        double max_pct = 0; /* above 100% means the calibration was taken on a busy machine */
+        for (size_t i = 0; sum->peak_gflops > 0 && i < shown; i++)
+            if (sorted[i].flops && sorted[i].total_ns) {
+                double pct = 100.0 * (double)sorted[i].flops / (double)sorted[i].total_ns / sum->peak_gflops;
+                if (pct > max_pct) max_pct = pct;
+            }
         char t1[24], t2[24], t3[24], b1[24], b2[24], b3[24];
         double profiled = (double)sum->total_self_ns;
         fprintf(f, "Self time total: %s; profiler overhead: %s (%.2f%% of it; %llu scopes x %s)\n",
-                fmt_time(t1, sizeof t1, profiled), fmt_time(t2, sizeof t2, (double)sum->overhead_ns),
+                prof_fmt_duration(t1, sizeof t1, profiled * 1e-9), prof_fmt_duration(t2, sizeof t2, (double)sum->overhead_ns * 1e-9),
                 profiled > 0 ? 100.0 * (double)sum->overhead_ns / profiled : 0.0,
-                (unsigned long long)sum->events, fmt_time(t3, sizeof t3, sum->ns_per_event));
+                (unsigned long long)sum->events, prof_fmt_duration(t3, sizeof t3, sum->ns_per_event * 1e-9));
         fprintf(f, "Memory: peak %s live, %s allocated in all, peak RSS %s\n",
-                fmt_bytes(b1, sizeof b1, (double)sum->peak_bytes),
-                fmt_bytes(b2, sizeof b2, (double)sum->total_alloc_bytes),
-                fmt_bytes(b3, sizeof b3, (double)sum->peak_rss));
+                prof_fmt_bytes(b1, sizeof b1, (double)sum->peak_bytes),
+                prof_fmt_bytes(b2, sizeof b2, (double)sum->total_alloc_bytes),
+                prof_fmt_bytes(b3, sizeof b3, (double)sum->peak_rss));
         if (sum->peak_gflops > 0)
             fprintf(f, "%% peak: of the calibrated sgemm peak %.1f GFLOP/s (nnbench sysinfo --calibrate)%s\n",
                     sum->peak_gflops, max_pct > 100.0 ? "; an op ran above it, so the calibration "
@@ -195,7 +374,7 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
         if (sum->hw_note[0]) {
             /* What is counted and why not, one line each; cpu needs no PAPI. */
             fprintf(f, "Counters: %s\n          %s\n", sum->hw_note, sum->sw_note);
-            fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / wall time (Total); "
+            fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / wall time (total); "
                        "faults, csw: the profiling thread only (perf events count the thread that "
                        "opened them)\n");
             const char *extra = strstr(sum->counters_note, sum->sw_note);

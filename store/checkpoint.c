@@ -223,11 +223,16 @@ int store_quants_list(store *s, long long run, store_quant **out, size_t *n)
 static void decode_quant_op(sqlite3_stmt *q, void *out)
 {
     store_quant_op *o = out;
+    memset(o, 0, sizeof *o);
     col_text(q, 0, o->name, sizeof o->name);
     col_text(q, 1, o->layer, sizeof o->layer);
-    o->calls = sqlite3_column_int64(q, 2);
-    o->total_ns = sqlite3_column_int64(q, 3);
-    o->self_ns = sqlite3_column_int64(q, 4);
+    o->kind = PROF_OP;
+    o->calls = (uint64_t)sqlite3_column_int64(q, 2);
+    o->total_ns = (uint64_t)sqlite3_column_int64(q, 3);
+    o->self_ns = (uint64_t)sqlite3_column_int64(q, 4);
+    /* not stored: not counted */
+    o->cycles = o->instructions = o->l1d_miss = o->l2_miss = o->l3_miss = o->fp_ops = -1;
+    o->task_clock_ns = o->faults = o->csw = o->migrations = o->cpu_ns = -1;
 }
 
 int store_quant_ops_get(store *s, long long quant, store_quant_op **ops, size_t *n)

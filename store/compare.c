@@ -89,11 +89,11 @@ int store_solver_summary_lines(const store_solver_summary *s, char l[3][256])
     snprintf(l[0], 256, "%zu linear solves: %zu routed quantum, %zu classical; %zu needed a larger shift",
              s->solves, s->quantum, s->solves - s->quantum, s->raised);
     snprintf(l[1], 256, "classical solves measured %s (predicted %s); quantum time (simulated) %s (predicted %s)",
-             store_fmt_duration(a, sizeof a, s->measured_classical_s), store_fmt_duration(b, sizeof b, s->pred_classical_s),
-             store_fmt_duration(c, sizeof c, s->simulated_quantum_s), store_fmt_duration(d, sizeof d, s->pred_quantum_s));
+             prof_fmt_duration(a, sizeof a, s->measured_classical_s), prof_fmt_duration(b, sizeof b, s->pred_classical_s),
+             prof_fmt_duration(c, sizeof c, s->simulated_quantum_s), prof_fmt_duration(d, sizeof d, s->pred_quantum_s));
     snprintf(l[2], 256, "kappa used (mean of a step's solves): first %s, last %s; range %s..%s; worst residual %.3g",
-             store_fmt_num(a, sizeof a, s->kappa_first), store_fmt_num(b, sizeof b, s->kappa_last),
-             store_fmt_num(c, sizeof c, s->kappa_min), store_fmt_num(d, sizeof d, s->kappa_max), s->worst_residual);
+             prof_fmt_num(a, sizeof a, s->kappa_first), prof_fmt_num(b, sizeof b, s->kappa_last),
+             prof_fmt_num(c, sizeof c, s->kappa_min), prof_fmt_num(d, sizeof d, s->kappa_max), s->worst_residual);
     return 3;
 }
 
@@ -152,6 +152,7 @@ void store_compare_free(store_compare *c)
     free(c->n_params);
     free(c->ops);
     free(c->n_ops);
+    free(c->self_total_ns);
     free(c->quantum_s);
     free(c->metric);
     free(c);
@@ -287,7 +288,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     };
     for (size_t k = 0; k < sizeof reals / sizeof reals[0]; k++) {
         ROW(STORE_CMP_RESULT, reals[k].label);
-        EACH store_fmt_num(w->cells[i], 64, *(const double *)((const char *)&c->runs[i] + reals[k].off));
+        EACH prof_fmt_num(w->cells[i], 64, *(const double *)((const char *)&c->runs[i] + reals[k].off));
     }
     if (c->metric_key[0] && strcmp(c->metric_key, "train_loss") && strcmp(c->metric_key, "test_acc")) {
         snprintf(lab, sizeof lab, "%.40s final / best", c->metric_key);
@@ -301,7 +302,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
                 fin = v;
                 if (isfinite(v) && (isnan(best) || (low ? v < best : v > best))) best = v;
             }
-            snprintf(w->cells[i], 64, "%s / %s", store_fmt_num(a, sizeof a, fin), store_fmt_num(b, sizeof b, best));
+            snprintf(w->cells[i], 64, "%s / %s", prof_fmt_num(a, sizeof a, fin), prof_fmt_num(b, sizeof b, best));
         }
     }
     ROW(STORE_CMP_RESULT, "steps");
@@ -309,18 +310,18 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     ROW(STORE_CMP_RESULT, "samples/s");
     EACH { if (isfinite(c->runs[i].samples_per_s)) snprintf(w->cells[i], 64, "%.0f", c->runs[i].samples_per_s); else snprintf(w->cells[i], 64, "-"); }
     ROW(STORE_CMP_RESULT, "peak mem (engine)");
-    EACH store_fmt_bytes(w->cells[i], 64, c->runs[i].peak_bytes >= 0 ? (double)c->runs[i].peak_bytes : NAN);
+    EACH prof_fmt_bytes(w->cells[i], 64, c->runs[i].peak_bytes >= 0 ? (double)c->runs[i].peak_bytes : NAN);
     ROW(STORE_CMP_RESULT, "peak RSS");
-    EACH store_fmt_bytes(w->cells[i], 64, c->runs[i].peak_rss >= 0 ? (double)c->runs[i].peak_rss : NAN);
+    EACH prof_fmt_bytes(w->cells[i], 64, c->runs[i].peak_rss >= 0 ? (double)c->runs[i].peak_rss : NAN);
     ROW(STORE_CMP_RESULT, "quantum/all solves");
     EACH { if (c->runs[i].solves > 0) snprintf(w->cells[i], 64, "%ld/%ld", c->runs[i].quantum_solves, c->runs[i].solves); else snprintf(w->cells[i], 64, "-"); }
 
     ROW(STORE_CMP_TIME, "wall time");
-    EACH store_fmt_duration(w->cells[i], 64, c->runs[i].wall_s);
+    EACH prof_fmt_duration(w->cells[i], 64, c->runs[i].wall_s);
     ROW(STORE_CMP_TIME, "(sim) quantum time");
-    EACH store_fmt_duration(w->cells[i], 64, c->quantum_s[i]);
+    EACH prof_fmt_duration(w->cells[i], 64, c->quantum_s[i]);
     ROW(STORE_CMP_TIME, "(sim) hybrid time");
-    EACH store_fmt_duration(w->cells[i], 64, c->runs[i].hybrid_s);
+    EACH prof_fmt_duration(w->cells[i], 64, c->runs[i].hybrid_s);
     /* Time to target: with an explicit target on the chosen metric, from its series;
      * else each run's own experiment target on train_loss, as the run recorded it. */
     int explicit_t = isfinite(o->target) && c->metric_key[0];
@@ -350,8 +351,8 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         if (!explicit_t && !isfinite(r->target_loss)) snprintf(rs->cells[i], 64, "-");
         else if (step < 0) snprintf(rs->cells[i], 64, "never");
         else snprintf(rs->cells[i], 64, "%ld", step);
-        store_fmt_duration(rw->cells[i], 64, step < 0 ? NAN : wall);
-        store_fmt_duration(rh->cells[i], 64, step < 0 ? NAN : hybrid);
+        prof_fmt_duration(rw->cells[i], 64, step < 0 ? NAN : wall);
+        prof_fmt_duration(rh->cells[i], 64, step < 0 ? NAN : hybrid);
     }
 
     /* Config: the union of keys in key order (every run's list is sorted by key). */
@@ -400,10 +401,12 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         ROW(STORE_CMP_OPS, lab);
         EACH {
             if ((size_t)k >= c->n_ops[i]) { snprintf(w->cells[i], 64, k ? "-" : "(not profiled)"); continue; }
-            int64_t total = 0;
-            for (size_t j = 0; j < c->n_ops[i]; j++) total += c->ops[i][j].self_ns;
-            snprintf(w->cells[i], 64, "%.40s %.0f%%", c->ops[i][k].name,
-                     total ? 100.0 * (double)c->ops[i][k].self_ns / (double)total : 0.0);
+            /* the op table's name and self % (profiler/table.c) */
+            prof_table t;
+            char nm[64], pct[16];
+            prof_table_init(&t, c->ops[i], c->n_ops[i], c->self_total_ns[i], 0);
+            snprintf(w->cells[i], 64, "%.40s %s", prof_table_cell(&t, &c->ops[i][k], PROF_COL_NAME, nm, sizeof nm),
+                     prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
         }
     }
 #undef ROW
@@ -426,10 +429,11 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
     c->n_params = calloc(n, sizeof *c->n_params);
     c->ops = calloc(n, sizeof *c->ops);
     c->n_ops = calloc(n, sizeof *c->n_ops);
+    c->self_total_ns = calloc(n, sizeof *c->self_total_ns);
     c->quantum_s = calloc(n, sizeof *c->quantum_s);
     c->metric = calloc(n, sizeof *c->metric);
     if (!c->runs || !c->label || !c->short_label || !c->params || !c->n_params || !c->ops || !c->n_ops ||
-        !c->quantum_s || !c->metric) {
+        !c->self_total_ns || !c->quantum_s || !c->metric) {
         store_compare_free(c);
         return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     }
@@ -443,6 +447,8 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
         c->runs[i].exp_text = NULL;
         if ((st = store_params_get(s, ids[i], &c->params[i], &c->n_params[i]))) break;
         if ((st = store_op_stats_get(s, ids[i], 0, &c->ops[i], &c->n_ops[i]))) break;
+        store_profile prof;
+        if (!store_profile_get(s, ids[i], &prof)) c->self_total_ns[i] = (uint64_t)prof.total_self_ns;
         if ((st = store_metric_get(s, ids[i], c->metric_key, &c->metric[i]))) break;
         c->have_metric |= c->metric[i].n > 0;
         store_solver_event *ev;

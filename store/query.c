@@ -339,16 +339,22 @@ int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, s
         store_op_row *o = &(*rows)[(*n)++];
         col_text(st, 0, o->name, sizeof o->name);
         col_text(st, 1, o->layer, sizeof o->layer);
-        o->kind = sqlite3_column_int(st, 2);
-        int64_t *v[] = { &o->calls, &o->total_ns, &o->self_ns, &o->min_ns, &o->max_ns, &o->flops,
-                         &o->bytes, &o->cycles, &o->instructions, &o->l1d_miss, &o->l2_miss,
-                         &o->l3_miss, &o->fp_ops, &o->self_mem, &o->peak_mem, &o->cpu_ns,
-                         &o->faults, &o->csw };
-        for (int j = 0; j < 18; j++) *v[j] = col_count(st, 3 + j);
+        o->kind = (prof_kind)sqlite3_column_int(st, 2);
+        /* times and counts the profiler keeps unsigned; never negative in a file we wrote */
+        uint64_t *u[] = { &o->calls, &o->total_ns, &o->self_ns, &o->min_ns, &o->max_ns, &o->flops, &o->bytes };
+        for (int j = 0; j < 7; j++) {
+            int64_t x = col_count(st, 3 + j);
+            *u[j] = x > 0 ? (uint64_t)x : 0;
+        }
+        int64_t *v[] = { &o->cycles, &o->instructions, &o->l1d_miss, &o->l2_miss, &o->l3_miss, &o->fp_ops,
+                         &o->self_mem, &o->peak_mem, &o->cpu_ns, &o->faults, &o->csw };
+        for (int j = 0; j < 11; j++) *v[j] = col_count(st, 10 + j);
+        o->task_clock_ns = o->migrations = -1;   /* not stored */
     }
     sqlite3_finalize(st);
     if (!e && rc != SQLITE_DONE) e = store_sql_fail(s, rc, "reading op stats");
     if (e) { free(*rows); *rows = NULL; *n = 0; }
+    else prof_rows_sort(*rows, *n, PROF_SORT_SELF);   /* the one order of op tables */
     return e;
 }
 

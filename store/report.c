@@ -22,6 +22,7 @@ typedef struct {
     size_t n_ops;
     store_profile prof;
     int has_prof;
+    prof_balance balance;       /* across MPI ranks (data-parallel runs), from every kind of row */
     store_solver_event *ev;
     size_t n_ev;
     char label[256];            /* the comparison's label: "#3 name/variant [lr=0.1]" */
@@ -62,6 +63,11 @@ static int rep_load(store *s, const long long *ids, size_t n, rep_run **out)
         for (size_t k = 0; k < x->n_keys && !st; k++) st = store_metric_get(s, ids[i], x->keys[k], &x->series[k]);
         if (st) break;
         if ((st = store_op_stats_get(s, ids[i], 0, &x->ops, &x->n_ops))) break;
+        store_op_row *all = NULL;
+        size_t na = 0;
+        if ((st = store_op_stats_get(s, ids[i], -1, &all, &na))) break;
+        prof_balance_get(all, na, &x->balance);
+        free(all);
         st = store_profile_get(s, ids[i], &x->prof);
         x->has_prof = st == STORE_OK;
         if (st == STORE_ENOTFOUND) st = STORE_OK;
@@ -532,9 +538,9 @@ static void metrics_table(tw *t, const rep_run *rr, size_t n)
             run_label(&rr[i], c[0], sizeof c[0]);
             snprintf(c[1], sizeof c[1], "%s", keys[k]);
             snprintf(c[2], sizeof c[2], "%zu", sr->n);
-            store_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[0] : NAN);
-            store_fmt_num(c[4], sizeof c[4], fin);
-            store_fmt_num(c[5], sizeof c[5], best);
+            prof_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[0] : NAN);
+            prof_fmt_num(c[4], sizeof c[4], fin);
+            prof_fmt_num(c[5], sizeof c[5], best);
             if (at >= 0) snprintf(c[6], sizeof c[6], "%ld", at); else snprintf(c[6], sizeof c[6], "-");
             const char *cells[7];
             for (int j = 0; j < 7; j++) cells[j] = c[j];
@@ -543,6 +549,8 @@ static void metrics_table(tw *t, const rep_run *rr, size_t n)
     tw_close(t);
 }
 
+/* The op-table model (profiler/table.c): the columns, words and cells of `show`, `run
+ * --profile` and the Profile tab. */
 static void ops_table(tw *t, const rep_run *x, size_t max_rows)
 {
     char l[256], h[300];
@@ -550,36 +558,25 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
     snprintf(h, sizeof h, "Op profile of %s", l);
     heading(t, 3, h);
     if (!x->n_ops) { para(t, "Not profiled."); return; }
-    int64_t total = 0;
-    for (size_t i = 0; i < x->n_ops; i++) total += x->ops[i].self_ns;
-    const char *head[] = { "op", "layer", "calls", "self", "self %", "total", "avg", "GFLOP/s", "self mem",
-                           "cpu", "faults", "csw" };
-    tw_open(t, head, 12);
+    prof_table pt;
+    prof_table_init(&pt, x->ops, x->n_ops, x->has_prof ? (uint64_t)x->prof.total_self_ns : 0,
+                    x->has_prof ? x->prof.peak_gflops : 0);
+    pt.ranks = &x->balance;
+    const char *head[PROF_COL_N], *cells[PROF_COL_N];
+    char c[PROF_COL_N][64];
+    int nc = 0;
+    for (int k = 0; k < PROF_COL_N; k++)
+        if (pt.show[k]) head[nc++] = prof_cols[k].title;
+    tw_open(t, head, nc);
     for (size_t i = 0; i < x->n_ops && i < max_rows; i++) {
-        const store_op_row *o = &x->ops[i];
-        char c[12][64];
-        snprintf(c[0], sizeof c[0], "%s", o->name);
-        snprintf(c[1], sizeof c[1], "%s", o->layer);
-        snprintf(c[2], sizeof c[2], "%lld", (long long)o->calls);
-        store_fmt_duration(c[3], sizeof c[3], o->self_ns * 1e-9);
-        snprintf(c[4], sizeof c[4], "%.1f", total ? 100.0 * (double)o->self_ns / (double)total : 0.0);
-        store_fmt_duration(c[5], sizeof c[5], o->total_ns * 1e-9);
-        snprintf(c[6], sizeof c[6], "%.2f us", o->calls ? (double)o->total_ns / (double)o->calls / 1e3 : 0.0);
-        if (o->flops > 0 && o->total_ns > 0) snprintf(c[7], sizeof c[7], "%.2f", (double)o->flops / (double)o->total_ns);
-        else snprintf(c[7], sizeof c[7], "-");
-        store_fmt_bytes(c[8], sizeof c[8], (double)o->self_mem);
-        /* cpu: every thread's CPU time / wall time (total); faults, csw: the profiling thread */
-        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(c[9], sizeof c[9], "%.2f", (double)o->cpu_ns / (double)o->total_ns);
-        else snprintf(c[9], sizeof c[9], "-");
-        if (o->faults >= 0) snprintf(c[10], sizeof c[10], "%lld", (long long)o->faults);
-        else snprintf(c[10], sizeof c[10], "-");
-        if (o->csw >= 0) snprintf(c[11], sizeof c[11], "%lld", (long long)o->csw);
-        else snprintf(c[11], sizeof c[11], "-");
-        const char *cells[12];
-        for (int j = 0; j < 12; j++) cells[j] = c[j];
-        tw_row(t, cells, 12);
+        nc = 0;
+        for (int k = 0; k < PROF_COL_N; k++)
+            if (pt.show[k]) cells[nc++] = prof_table_cell(&pt, &x->ops[i], (prof_col)k, c[k], sizeof c[k]);
+        tw_row(t, cells, nc);
     }
     tw_close(t);
+    char bl[256];
+    if (prof_balance_line(&x->balance, bl, sizeof bl)[0]) para(t, bl);
     if (x->has_prof && x->prof.counters_note[0]) para(t, x->prof.counters_note);
 }
 
@@ -733,11 +730,11 @@ static void quant_table(tw *t, const rep_run *rr, size_t n)
             char l[256], id[64], by[64], ra[32], acc[64], loss[64], s1[64], s2[64], a[32], b[32];
             run_label(&rr[i], l, sizeof l);
             snprintf(id, sizeof id, "#%lld %s, %ld samples", q->id, q->scheme, q->calibrate);
-            snprintf(by, sizeof by, "%s -> %s", store_fmt_bytes(a, sizeof a, (double)q->fp32_bytes),
-                     store_fmt_bytes(b, sizeof b, (double)q->int8_bytes));
+            snprintf(by, sizeof by, "%s -> %s", prof_fmt_bytes(a, sizeof a, (double)q->fp32_bytes),
+                     prof_fmt_bytes(b, sizeof b, (double)q->int8_bytes));
             snprintf(ra, sizeof ra, "%.3f", q->fp32_bytes > 0 ? (double)q->int8_bytes / (double)q->fp32_bytes : NAN);
-            snprintf(acc, sizeof acc, "%s -> %s", store_fmt_num(a, sizeof a, q->fp32_acc), store_fmt_num(b, sizeof b, q->int8_acc));
-            snprintf(loss, sizeof loss, "%s -> %s", store_fmt_num(a, sizeof a, q->fp32_loss), store_fmt_num(b, sizeof b, q->int8_loss));
+            snprintf(acc, sizeof acc, "%s -> %s", prof_fmt_num(a, sizeof a, q->fp32_acc), prof_fmt_num(b, sizeof b, q->int8_acc));
+            snprintf(loss, sizeof loss, "%s -> %s", prof_fmt_num(a, sizeof a, q->fp32_loss), prof_fmt_num(b, sizeof b, q->int8_loss));
             snprintf(s1, sizeof s1, "%.0f -> %.0f", q->fp32_sps_b1, q->int8_sps_b1);
             snprintf(s2, sizeof s2, "%.0f -> %.0f", q->fp32_sps_b128, q->int8_sps_b128);
             const char *cells[9] = { l, id, q->kernel, by, ra, acc, loss, s1, s2 };
@@ -786,9 +783,9 @@ static void layer_chart(tw *t, const rep_run *x)
             char c[5][64];
             snprintf(c[0], sizeof c[0], "%s", rows[r] + 10);
             snprintf(c[1], sizeof c[1], "%zu", sr->n);
-            store_fmt_num(c[2], sizeof c[2], sr->n ? sr->value[0] : NAN);
-            store_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[sr->n - 1] : NAN);
-            store_fmt_num(c[4], sizeof c[4], mx);
+            prof_fmt_num(c[2], sizeof c[2], sr->n ? sr->value[0] : NAN);
+            prof_fmt_num(c[3], sizeof c[3], sr->n ? sr->value[sr->n - 1] : NAN);
+            prof_fmt_num(c[4], sizeof c[4], mx);
             const char *cells[5] = { c[0], c[1], c[2], c[3], c[4] };
             tw_row(t, cells, 5);
         }

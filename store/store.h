@@ -1,6 +1,7 @@
 /* store.h — every run in one SQLite file: schema + migrations, writing runs (batched),
  * and the queries that list, show, compare and report them. The one public header of
- * store/; depends on SQLite and libc only (it stores plain records, never engine types).
+ * store/; depends on SQLite, libc and profiler/profiler.h (the profile row, the display
+ * formats, the JSON writer, text made inert); it stores plain records, never engine types.
  *
  * Writing a run (what tui/runner_store.c does):
  *   store *db;
@@ -40,6 +41,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "../profiler/profiler.h"
+
 #define STORE_SCHEMA_VERSION 4   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
@@ -71,14 +74,11 @@ typedef enum {
     STORE_RUN_CRASHED = 5,
 } store_run_status;
 #define STORE_RUN_N_STATUS 6
-/* Display formats shared by the CLI, reports and workbench (format.c); each writes into b
- * and returns it; "-" for NaN/inf. "0.1234", "850 ms" / "4.20 s" / "4m05s" / "2h03m",
- * "1.5 KiB", and unix seconds through strftime. */
-const char *store_fmt_num(char *b, size_t cap, double v);
+/* Numbers, durations and sizes read the same everywhere through the profiler's formats
+ * (prof_fmt_num, prof_fmt_duration, prof_fmt_bytes); times of day through this one
+ * (unix seconds through strftime; "-" for NaN). */
 /* strcmp, except that digit runs compare as numbers: "dense2.W" < "dense10.W". */
 int store_natural_cmp(const char *a, const char *b);
-const char *store_fmt_duration(char *b, size_t cap, double seconds);
-const char *store_fmt_bytes(char *b, size_t cap, double bytes);
 const char *store_fmt_time(char *b, size_t cap, double unix_s, const char *strftime_fmt);
 
 const char *store_status_name(store_run_status s);          /* "running", ... ; "?" if unknown */
@@ -174,18 +174,10 @@ typedef struct {
     char value[512];
 } store_kv;
 
-/* One profiler row (mirrors prof_row; hardware counters -1 when not counted). */
-typedef struct {
-    char name[48];
-    char layer[32];
-    int kind;                 /* 0 op, 1 phase, 2 step */
-    int64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
-    int64_t cycles, instructions, l1d_miss, l2_miss, l3_miss, fp_ops;
-    int64_t self_mem, peak_mem;
-    /* schema v2: process CPU ns (all threads) over the scope's total time; page faults and
-     * context switches of the profiling thread; -1 when not counted (and in v1 rows) */
-    int64_t cpu_ns, faults, csw;
-} store_op_row;
+/* One profiler row: the profiler's own row type (hardware counters, cpu_ns, faults, csw
+ * -1 when not counted, and in rows of older schemas; task_clock_ns and migrations are not
+ * stored and read back as -1). The op-table model (prof_table_*) renders it. */
+typedef prof_row store_op_row;
 
 /* The profile summary of a run (mirrors prof_summary). */
 typedef struct {
@@ -291,8 +283,8 @@ typedef struct {
 int store_metric_get(store *s, long long run, const char *key, store_series *out);
 void store_series_free(store_series *sr);
 
-/* Profiler rows by self time, descending (kind -1 = all kinds); n 0 when the run was not
- * profiled. The summary: STORE_ENOTFOUND when absent. */
+/* Profiler rows in the op tables' one order (prof_rows_sort by self time; kind -1 = all
+ * kinds); n 0 when the run was not profiled. The summary: STORE_ENOTFOUND when absent. */
 int store_op_stats_get(store *s, long long run, int kind, store_op_row **rows, size_t *n);
 int store_profile_get(store *s, long long run, store_profile *out);
 /* Solver events by (step, block). */
@@ -306,7 +298,7 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
  *   time    wall time, (sim) quantum time, (sim) hybrid time, the target, steps / wall
  *           time / (sim) hybrid time to the target
  *   config  keys that differ (or all keys), by key
- *   ops     the top 3 ops by self time (share of self time)
+ *   ops     the top 3 ops by self time (name and self % as the op table shows them)
  * Simulated clocks are labelled "(sim)" first, so the mark survives a narrow column.
  */
 typedef enum {
@@ -341,6 +333,8 @@ typedef struct {
     size_t *n_params;
     store_op_row **ops;       /* kind op, by self time */
     size_t *n_ops;
+    uint64_t *self_total_ns;  /* the whole profile's self time per run, the op table's
+                                 denominator of "self %" (0: no profile summary) */
     double *quantum_s;        /* simulated quantum time per run (NAN: no Newton solves) */
     store_series *metric;     /* the chosen metric per run (n 0 when absent) */
     char metric_key[64];
@@ -420,11 +414,9 @@ typedef struct {
     double fp32_sps_b1, int8_sps_b1, fp32_sps_b128, int8_sps_b128;
 } store_quant;
 
-typedef struct {
-    char name[48];
-    char layer[32];
-    int64_t calls, total_ns, self_ns;
-} store_quant_op;
+/* A row of a quantization's int8 op profile: the profile row type, of which the store
+ * keeps name, layer, calls, total_ns and self_ns (the rest reads back 0, counters -1). */
+typedef prof_row store_quant_op;
 
 /* Stores a quantization and its int8 op profile; *id gets its id. */
 int store_quant_put(store *s, const store_quant *q, const store_quant_op *ops, size_t n, long long *id);

@@ -110,7 +110,7 @@ void cli_show_model(store *s, long long run)
     char a[32];
     if (!store_checkpoints_list(s, run, &ck, &n) && n)
         printf("  checkpoints %zu kept, %s each; last at step %ld (epoch %d)\n", n,
-               store_fmt_bytes(a, sizeof a, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
+               prof_fmt_bytes(a, sizeof a, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
     free(ck);
     store_quant *q = NULL;
     if (store_quants_list(s, run, &q, &n) || !n) { free(q); return; }
@@ -118,11 +118,11 @@ void cli_show_model(store *s, long long run)
     for (size_t i = 0; i < n; i++) {
         char fb[32], ib[32], fa[32], ia[32], fl[32], il[32];
         printf("    #%lld %s, calibrate %ld, %s: bytes %s -> %s (%.3fx), acc %s -> %s, loss %s -> %s\n",
-               q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel, store_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
-               store_fmt_bytes(ib, sizeof ib, (double)q[i].int8_bytes),
+               q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
+               prof_fmt_bytes(ib, sizeof ib, (double)q[i].int8_bytes),
                q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
-               store_fmt_num(fa, sizeof fa, q[i].fp32_acc), store_fmt_num(ia, sizeof ia, q[i].int8_acc),
-               store_fmt_num(fl, sizeof fl, q[i].fp32_loss), store_fmt_num(il, sizeof il, q[i].int8_loss));
+               prof_fmt_num(fa, sizeof fa, q[i].fp32_acc), prof_fmt_num(ia, sizeof ia, q[i].int8_acc),
+               prof_fmt_num(fl, sizeof fl, q[i].fp32_loss), prof_fmt_num(il, sizeof il, q[i].int8_loss));
         printf("       samples/s batch 1: %.0f -> %.0f (%.2fx); batch 128: %.0f -> %.0f (%.2fx)\n",
                q[i].fp32_sps_b1, q[i].int8_sps_b1, q[i].int8_sps_b1 / q[i].fp32_sps_b1,
                q[i].fp32_sps_b128, q[i].int8_sps_b128, q[i].int8_sps_b128 / q[i].fp32_sps_b128);

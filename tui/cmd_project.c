@@ -278,21 +278,11 @@ int cmd_project(int argc, char **argv)
     double ar = op_total(rows, nr, "allreduce") / steps;
     double waits = (op_total(rows, nr, "allreduce.wait") + op_total(rows, nr, "allreduce.loss")) / steps;
     double bwd = op_total(rows, nr, "backward") / steps;
-    double compute = step - ar - waits;
-    /* Load imbalance: max / mean over ranks of compute per step (rank k's rows are
-     * stored as "rankK:name"). */
-    double cmax = compute, csum = compute;
-    for (int k = 1; k < world; k++) {
-        char nm[4][48];
-        snprintf(nm[0], sizeof nm[0], "rank%d:step", k);
-        snprintf(nm[1], sizeof nm[1], "rank%d:allreduce", k);
-        snprintf(nm[2], sizeof nm[2], "rank%d:allreduce.wait", k);
-        snprintf(nm[3], sizeof nm[3], "rank%d:allreduce.loss", k);
-        double ck = (op_total(rows, nr, nm[0]) - op_total(rows, nr, nm[1]) - op_total(rows, nr, nm[2]) -
-                     op_total(rows, nr, nm[3])) / steps;
-        if (ck > cmax) cmax = ck;
-        csum += ck;
-    }
+    /* Compute per step and the load imbalance across ranks: prof_balance_get, the one
+     * definition (`show`, the Profile tab and the reports use it too). */
+    prof_balance bal;
+    prof_balance_get(rows, nr, &bal);
+    double compute = bal.ranks ? bal.compute_s[0] : step - ar - waits;
     double per_rank = (double)batch / world, bytes = 4.0 * (double)run.n_params;
 
     printf("Projection of run %lld (%s/%s): %d rank%s, batch %d (%.0f rows per rank), %lld parameters = %.0f bytes of gradients\n",
@@ -300,7 +290,8 @@ int cmd_project(int argc, char **argv)
            run.n_params, bytes);
     printf("measured in the run, per step (rank 0): compute %.3f ms (of which backward %.3f ms), all-reduce %.3f ms,\n"
            "waits for other ranks %.3f ms\n", 1e3 * compute, 1e3 * bwd, 1e3 * ar, 1e3 * waits);
-    if (world > 1) printf("load imbalance (max / mean over the %d ranks of compute per step): %.2f\n", world, cmax / (csum / world));
+    char bl[256];
+    if (prof_balance_line(&bal, bl, sizeof bl)[0]) printf("%s\n", bl);
     printf("network: alpha %.2f us, beta %.3f GB/s (%s)\n", 1e6 * net.alpha_s, net.beta_Bps / 1e9,
            isnan(gbps) ? "this machine's fit from nnbench allreduce" : "--link-gbps / --latency-us");
     printf("\nMODELLED (weak scaling: every node keeps %.0f rows per step; nothing below was measured)\n\n", per_rank);

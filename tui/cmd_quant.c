@@ -202,12 +202,7 @@ int cli_quantize(const char *db_path, const char *spec, const qopts *o, int stor
         ops = calloc(nr ? nr : 1, sizeof *ops);
         for (size_t i = 0; ops && i < nr; i++) {
             if (rows[i].kind != PROF_OP || !rows[i].calls) continue;
-            store_quant_op *op = &ops[nops++];
-            snprintf(op->name, sizeof op->name, "%s", rows[i].name);
-            snprintf(op->layer, sizeof op->layer, "%s", rows[i].layer);
-            op->calls = (int64_t)rows[i].calls;
-            op->total_ns = (int64_t)rows[i].total_ns;
-            op->self_ns = (int64_t)rows[i].self_ns;
+            ops[nops++] = rows[i];   /* the store keeps name, layer, calls, total and self */
         }
     }
     free(rows);
@@ -325,8 +320,8 @@ int cmd_quantize(int argc, char **argv)
             else printf("; oneDNN not available\n");
         }
         printf("  %-22s %14s %14s %10s\n", "", "fp32", "int8", "int8/fp32");
-        printf("  %-22s %14s %14s %10.3f\n", "model bytes", store_fmt_bytes(a, sizeof a, (double)rec->fp32_bytes),
-               store_fmt_bytes(b, sizeof b, (double)rec->int8_bytes), ratio);
+        printf("  %-22s %14s %14s %10.3f\n", "model bytes", prof_fmt_bytes(a, sizeof a, (double)rec->fp32_bytes),
+               prof_fmt_bytes(b, sizeof b, (double)rec->int8_bytes), ratio);
         printf("  %-22s %14.5f %14.5f %10s\n", "test loss", rec->fp32_loss, rec->int8_loss, "");
         if (isfinite(rec->fp32_acc))
             printf("  %-22s %14.4f %14.4f %+9.2f pt\n", "test accuracy", rec->fp32_acc, rec->int8_acc,
@@ -334,13 +329,10 @@ int cmd_quantize(int argc, char **argv)
         printf("  %-22s %14.0f %14.0f %10.2f\n", "samples/s, batch 1", rec->fp32_sps_b1, rec->int8_sps_b1, rec->int8_sps_b1 / rec->fp32_sps_b1);
         snprintf(a, sizeof a, "samples/s, batch %d", big);
         printf("  %-22s %14.0f %14.0f %10.2f\n", a, rec->fp32_sps_b128, rec->int8_sps_b128, rec->int8_sps_b128 / rec->fp32_sps_b128);
-        printf("\n  int8 path profile (test set, %d samples):\n  %-12s %-10s %8s %12s %8s\n", qr.n_test, "op", "layer",
-               "calls", "self", "share");
-        int64_t tot = 0;
-        for (size_t i = 0; i < nops; i++) tot += ops[i].self_ns;
-        for (size_t i = 0; i < nops; i++)
-            printf("  %-12s %-10s %8lld %12s %7.1f%%\n", ops[i].name, ops[i].layer, (long long)ops[i].calls,
-                   store_fmt_duration(a, sizeof a, ops[i].self_ns * 1e-9), tot ? 100.0 * ops[i].self_ns / tot : 0.0);
+        printf("\n  int8 path profile (test set, %d samples):\n", qr.n_test);
+        prof_table t;   /* the op table of run --profile, show and the workbench */
+        prof_table_init(&t, ops, nops, 0, 0);
+        prof_table_print(stdout, &t, 0, 24, "  ");
         if (!no_store && !code) printf("\nstored as quantization %lld of run %lld in %s\n", rec->id, rec->run, db_path);
     }
     cli_quant_result_free(&qr);

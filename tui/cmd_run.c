@@ -163,9 +163,9 @@ static void print_table(const row *rows, size_t n)
         const row *r = &rows[i];
         const eng_run_result *s = &r->res;
         char fl[32], acc[32], t[32];
-        store_fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN);
-        store_fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN);
-        store_fmt_duration(t, sizeof t, r->created ? s->wall_s : NAN);
+        prof_fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN);
+        prof_fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN);
+        prof_fmt_duration(t, sizeof t, r->created ? s->wall_s : NAN);
         tui_fit_middle(r->variant, wv, 0, utf8, v, sizeof v);
         printf("%s  %-8.8s  %-11s  %6ld  %9s  %8s  %8s\n", v, r->optimizer, eng_run_status_name(r->status),
                r->created ? s->steps : 0L, fl, acc, t);
@@ -181,13 +181,13 @@ static void print_table(const row *rows, size_t n)
         int reached = r->created && s->steps_to_target >= 0;
         int nt = r->created && !strcmp(r->optimizer, "newton") && s->solves > 0;
         char hy[32], qs[32], st[32], tt[32], ht[32];
-        store_fmt_duration(hy, sizeof hy, r->created ? s->hybrid_s : NAN);
+        prof_fmt_duration(hy, sizeof hy, r->created ? s->hybrid_s : NAN);
         if (nt) snprintf(qs, sizeof qs, "%.1f%%", 100.0 * (double)s->quantum_solves / (double)s->solves);
         else snprintf(qs, sizeof qs, "-");
         if (reached) snprintf(st, sizeof st, "%ld", s->steps_to_target);
         else snprintf(st, sizeof st, "%s", r->target > 0 ? "never" : "-");
-        store_fmt_duration(tt, sizeof tt, reached ? s->wall_to_target : NAN);
-        store_fmt_duration(ht, sizeof ht, reached ? s->hybrid_to_target : NAN);
+        prof_fmt_duration(tt, sizeof tt, reached ? s->wall_to_target : NAN);
+        prof_fmt_duration(ht, sizeof ht, reached ? s->hybrid_to_target : NAN);
         tui_fit_middle(r->variant, wv, 0, utf8, v, sizeof v);
         printf("%s  %12s  %7s  %10s  %9s  %12s\n", v, hy, qs, st, tt, ht);
     }

@@ -46,7 +46,7 @@ static const char *kcell(char *b, size_t cap, double v)
 static const char *tcell(char *b, size_t cap, double ns)
 {
     if (!isfinite(ns)) return "-";
-    return store_fmt_duration(b, cap, ns * 1e-9);
+    return prof_fmt_duration(b, cap, ns * 1e-9);
 }
 
 static void print_table(const store_solver_event *ev, size_t n)

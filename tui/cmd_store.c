@@ -70,14 +70,6 @@ const char *cli_text(const char *s)
     return prof_text_visible(ring[k], sizeof ring[k], s ? s : "");
 }
 
-/* printf("%-*s") for text that may hold UTF-8: pads and cuts by characters, not bytes. */
-static void put_cell(const char *s, int width, int right)
-{
-    char b[1024];
-    prof_text_pad(b, sizeof b, s, width > 0 ? (size_t)width : 0, right ? PROF_TEXT_RIGHT : 0);
-    fputs(b, stdout);
-}
-
 /* "--opt VALUE" or "--opt=VALUE" at argv[*i]; 1 if matched (value in *out), -1 if the
  * value is missing, 0 if argv[*i] is another argument. */
 static int opt_value(int argc, char **argv, int *i, const char *name, const char **out)
@@ -226,9 +218,9 @@ int cmd_list(int argc, char **argv)
         snprintf(cells[i][2], 200, "%s", store_status_name(r->status));
         snprintf(cells[i][3], 200, "%s", r->optimizer[0] ? r->optimizer : "-");
         snprintf(cells[i][4], 200, "%s", r->dataset[0] ? r->dataset : "-");
-        store_fmt_num(cells[i][5], 200, r->final_train_loss);
-        store_fmt_num(cells[i][6], 200, r->best_test_acc);
-        store_fmt_duration(cells[i][7], 200, r->wall_s);
+        prof_fmt_num(cells[i][5], 200, r->final_train_loss);
+        prof_fmt_num(cells[i][6], 200, r->best_test_acc);
+        prof_fmt_duration(cells[i][7], 200, r->wall_s);
         store_fmt_time(cells[i][8], 200, r->started, "%Y-%m-%d %H:%M");
         for (int c = 0; c < NC; c++) {
             int l = tui_text_width(cells[i][c]);
@@ -288,33 +280,31 @@ static void print_solver(const store_solver_event *ev, size_t n, const char *ind
     for (int i = 0; i < k; i++) printf("%s%s\n", indent, lines[i]);
 }
 
-static void print_ops(const store_op_row *ops, size_t n, size_t max_rows)
+/* The top ops (the op-table model, as everywhere) and, for a data-parallel run, the load
+ * imbalance across ranks in one line. */
+static void print_ops(store *s, long long id, const store_op_row *ops, size_t n, size_t max_rows)
 {
-    int64_t total = 0;
-    for (size_t i = 0; i < n; i++) total += ops[i].self_ns;
-    printf("  %-22s %-12s %9s %10s %6s %10s %9s %5s %8s %7s\n", "op", "layer", "calls", "self", "self%",
-           "total", "GFLOP/s", "cpu", "faults", "csw");
-    for (size_t i = 0; i < n && i < max_rows; i++) {
-        const store_op_row *o = &ops[i];
-        char a[32], b[32], g[32], c[16], f[24], w[24];
-        if (o->flops > 0 && o->total_ns > 0) snprintf(g, sizeof g, "%.2f", (double)o->flops / (double)o->total_ns);
-        else snprintf(g, sizeof g, "-");
-        /* cpu: all threads' CPU time over wall time (total); "-" where not measured (v1 rows) */
-        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(c, sizeof c, "%.2f", (double)o->cpu_ns / (double)o->total_ns);
-        else snprintf(c, sizeof c, "-");
-        if (o->faults >= 0) snprintf(f, sizeof f, "%lld", (long long)o->faults);
-        else snprintf(f, sizeof f, "-");
-        if (o->csw >= 0) snprintf(w, sizeof w, "%lld", (long long)o->csw);
-        else snprintf(w, sizeof w, "-");
-        fputs("  ", stdout);
-        put_cell(o->name, 22, 0);
-        fputs(" ", stdout);
-        put_cell(o->layer[0] ? o->layer : "-", 12, 0);
-        printf(" %9lld %10s %5.1f%% %10s %9s %5s %8s %7s\n",
-               (long long)o->calls, store_fmt_duration(a, sizeof a, o->self_ns * 1e-9),
-               total ? 100.0 * (double)o->self_ns / (double)total : 0.0, store_fmt_duration(b, sizeof b, o->total_ns * 1e-9), g,
-               c, f, w);
+    store_profile prof;
+    int have = !store_profile_get(s, id, &prof);
+    store_op_row *all = NULL;
+    size_t na = 0;
+    prof_balance bal;
+    prof_balance_get(NULL, 0, &bal);
+    if (!store_op_stats_get(s, id, -1, &all, &na)) prof_balance_get(all, na, &bal);
+    free(all);
+    prof_table t;
+    prof_table_init(&t, ops, n, have ? (uint64_t)prof.total_self_ns : 0, have ? prof.peak_gflops : 0);
+    t.ranks = &bal;
+    prof_table_print(stdout, &t, max_rows, 28, "  ");
+    if (max_rows < n) printf("  (%zu of %zu ops shown; --ops N for more)\n", max_rows, n);
+    char a[64];
+    if (have) {
+        printf("  profiler: %lld events, overhead %s", (long long)prof.events, prof_fmt_duration(a, sizeof a, prof.overhead_ns * 1e-9));
+        if (prof.counters_note[0]) printf("; %s", cli_text(prof.counters_note));
+        printf("\n");
     }
+    char line[256];
+    if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
 }
 
 int cmd_show(int argc, char **argv)
@@ -361,7 +351,7 @@ int cmd_show(int argc, char **argv)
     if (r.error[0]) printf("  error     %s\n", cli_text(r.error));
     printf("  file      %s (seed %llu)\n", r.exp_path[0] ? cli_text(r.exp_path) : "-", (unsigned long long)r.seed);
     printf("  started   %s   ended %s   duration %s\n", store_fmt_time(a, sizeof a, r.started, "%Y-%m-%d %H:%M"), store_fmt_time(b, sizeof b, r.ended, "%Y-%m-%d %H:%M"),
-           store_fmt_duration(c, sizeof c, r.wall_s));
+           prof_fmt_duration(c, sizeof c, r.wall_s));
     printf("  host      %s  pid %ld  nnbench %s\n", cli_text(r.host), r.pid, r.version[0] ? cli_text(r.version) : "?");
     if (strstr(r.model, "params]")) printf("  model     %s\n", cli_text(r.model));
     else printf("  model     %s  [%lld params]\n", r.model[0] ? cli_text(r.model) : "-", r.n_params);
@@ -376,13 +366,13 @@ int cmd_show(int argc, char **argv)
 
     printf("\nresults\n");
     printf("  steps %ld of %ld, epochs %d, %s samples/s, hybrid clock %s\n", r.steps, r.total_steps, r.epochs,
-           store_fmt_num(a, sizeof a, r.samples_per_s), store_fmt_duration(b, sizeof b, r.hybrid_s));
-    printf("  peak memory %s (engine), peak RSS %s\n", store_fmt_bytes(a, sizeof a, (double)r.peak_bytes),
-           store_fmt_bytes(b, sizeof b, (double)r.peak_rss));
+           prof_fmt_num(a, sizeof a, r.samples_per_s), prof_fmt_duration(b, sizeof b, r.hybrid_s));
+    printf("  peak memory %s (engine), peak RSS %s\n", prof_fmt_bytes(a, sizeof a, (double)r.peak_bytes),
+           prof_fmt_bytes(b, sizeof b, (double)r.peak_rss));
     if (isfinite(r.target_loss)) {
         if (r.steps_to_target >= 0)
             printf("  target loss %.4g reached at step %ld, %s wall, %s hybrid\n", r.target_loss, r.steps_to_target,
-                   store_fmt_duration(a, sizeof a, r.wall_to_target), store_fmt_duration(b, sizeof b, r.hybrid_to_target));
+                   prof_fmt_duration(a, sizeof a, r.wall_to_target), prof_fmt_duration(b, sizeof b, r.hybrid_to_target));
         else
             printf("  target loss %.4g not reached\n", r.target_loss);
     }
@@ -401,20 +391,14 @@ int cmd_show(int argc, char **argv)
         }
         char d[32];
         snprintf(d, sizeof d, at >= 0 ? "%ld" : "-", at);
-        printf("  %-16s %8zu %12s %12s %12s\n", cli_text(keys[k]), sr.n, store_fmt_num(a, sizeof a, fin), store_fmt_num(b, sizeof b, best), d);
+        printf("  %-16s %8zu %12s %12s %12s\n", cli_text(keys[k]), sr.n, prof_fmt_num(a, sizeof a, fin), prof_fmt_num(b, sizeof b, best), d);
         store_series_free(&sr);
     }
     if (!nk) printf("  (no metrics stored)\n");
 
     printf("\ntop ops by self time\n");
     if (nops) {
-        print_ops(ops, nops, (size_t)max_ops);
-        store_profile prof;
-        if (!store_profile_get(s, id, &prof)) {
-            printf("  profiler: %lld events, overhead %s", (long long)prof.events, store_fmt_duration(a, sizeof a, prof.overhead_ns * 1e-9));
-            if (prof.counters_note[0]) printf("; %s", cli_text(prof.counters_note));
-            printf("\n");
-        }
+        print_ops(s, id, ops, nops, (size_t)max_ops);
     } else {
         printf("  (not profiled)\n");
     }

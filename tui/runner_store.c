@@ -167,32 +167,6 @@ static int on_telemetry(void *ud, const eng_telemetry *t)
 static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum)
 {
     cli_store_sink *s = ud;
-    store_op_row *o = calloc(n ? n : 1, sizeof *o);
-    if (!o) return fail_sink(s, "out of memory");
-    for (size_t i = 0; i < n; i++) {
-        const prof_row *r = &rows[i];
-        scopy(o[i].name, sizeof o[i].name, r->name);
-        scopy(o[i].layer, sizeof o[i].layer, r->layer);
-        o[i].kind = (int)r->kind;
-        o[i].calls = (int64_t)r->calls;
-        o[i].total_ns = (int64_t)r->total_ns;
-        o[i].self_ns = (int64_t)r->self_ns;
-        o[i].min_ns = (int64_t)r->min_ns;
-        o[i].max_ns = (int64_t)r->max_ns;
-        o[i].flops = (int64_t)r->flops;
-        o[i].bytes = (int64_t)r->bytes;
-        o[i].cycles = r->cycles;
-        o[i].instructions = r->instructions;
-        o[i].l1d_miss = r->l1d_miss;
-        o[i].l2_miss = r->l2_miss;
-        o[i].l3_miss = r->l3_miss;
-        o[i].fp_ops = r->fp_ops;
-        o[i].self_mem = r->self_mem;
-        o[i].peak_mem = r->peak_mem;
-        o[i].cpu_ns = r->cpu_ns;
-        o[i].faults = r->faults;
-        o[i].csw = r->csw;
-    }
     store_profile p;
     memset(&p, 0, sizeof p);
     if (sum) {
@@ -208,8 +182,8 @@ static int on_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *
         p.peak_rss = (int64_t)sum->peak_rss;
         p.peak_gflops = sum->peak_gflops;
     }
-    int rc = store_op_stats_put(s->db, s->run, o, n, sum ? &p : NULL);
-    free(o);
+    /* the store keeps the profiler's rows as they are (store_op_row is prof_row) */
+    int rc = store_op_stats_put(s->db, s->run, rows, n, sum ? &p : NULL);
     if (rc) return fail_sink(s, "op stats");
     if (sum) {
         store_kv kv[3];

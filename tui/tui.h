@@ -59,8 +59,8 @@ size_t tui_runs_filter(store_run *runs, size_t n, const char *filter);
 
 /* Unix time in seconds with sub-second precision (runs store started/ended this way). */
 double tui_unix_now(void);
-/* Numbers, durations and sizes: store_fmt_num / store_fmt_duration / store_fmt_bytes
- * (store/store.h), the one set of formats. */
+/* Numbers, durations and sizes: prof_fmt_num / prof_fmt_duration / prof_fmt_bytes
+ * (profiler/profiler.h), the one set of formats. */
 
 /* ---- the comparison (store_compare) as text, for `compare` and the Compare screen ---- */
 

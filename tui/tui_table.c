@@ -159,7 +159,7 @@ void tui_run_cell(const store_run *r, tui_run_col c, double now, char *b, size_t
         if (isfinite(r->best_test_acc)) snprintf(b, n, "%.3f", r->best_test_acc);
         else snprintf(b, n, "-");
         break;
-    case TUI_RC_DURATION: store_fmt_duration(b, n, tui_run_duration(r, now)); break;
+    case TUI_RC_DURATION: prof_fmt_duration(b, n, tui_run_duration(r, now)); break;
     case TUI_RC_STARTED: {
         if (!isfinite(r->started)) { snprintf(b, n, "-"); break; }
         time_t t = (time_t)r->started;

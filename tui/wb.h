@@ -105,7 +105,8 @@ void wb_pop(wb_app *a);
 void wb_message(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Yes/no question in a box over the screen; 1 = yes. */
 int wb_confirm(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Single-line input on the status row; 1 = accepted. on_change (may be NULL) sees each edit. */
+/* Single-line input in a framed box above the footer row (the status bar keeps its hints);
+ * 1 = accepted. on_change (may be NULL) sees each edit. */
 int wb_prompt(wb_app *a, const char *label, char *buf, size_t n, void (*on_change)(wb_app *, const char *));
 /* Reloads the runs list from the store (keeps the selection on the same run id). */
 void wb_reload_runs(wb_app *a);
@@ -119,6 +120,10 @@ int wb_status_attr(wb_app *a, int status);
 void wb_draw_canvas(wb_app *a, int y, int x, const tui_canvas *c);
 /* A horizontal bar of `frac` of w cells (block characters or '#'). */
 void wb_bar(wb_app *a, int y, int x, int w, double frac);
+/* The op-table model (profiler/table.c) as a curses table at row y: header, then page rows
+ * from scroll, its shown columns fitted to the screen (dropped from the right when narrow),
+ * a bar of each row's self share after "self %". The Profile tab and New run draw with it. */
+void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll);
 /* A scrolling list of text lines in rows y0..y1; *scroll is clamped. */
 void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
 /* Scroll arithmetic shared by text views: applies a navigation action. 1 if it was one. */

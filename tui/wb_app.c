@@ -310,6 +310,27 @@ static int modal_getch(wb_app *a)
     return ch;
 }
 
+/* A framed box of h x w cells at (y, x), filled, over the screen: the confirmation box and
+ * the text-entry prompt. Returns the attribute its text is drawn with. */
+static int modal_box(wb_app *a, int y, int x, int h, int w)
+{
+    int at = a->color ? COLOR_PAIR(PAIR_STATUS) : A_REVERSE;
+    attron(at);
+    for (int r = 0; r < h; r++) wb_fill(a, y + r, x, w);
+    attroff(at);
+    attron(at | A_BOLD);
+    mvhline(y, x + 1, a->utf8 ? ACS_HLINE : '-', w - 2);
+    mvhline(y + h - 1, x + 1, a->utf8 ? ACS_HLINE : '-', w - 2);
+    mvvline(y + 1, x, a->utf8 ? ACS_VLINE : '|', h - 2);
+    mvvline(y + 1, x + w - 1, a->utf8 ? ACS_VLINE : '|', h - 2);
+    mvaddch(y, x, a->utf8 ? ACS_ULCORNER : '+');
+    mvaddch(y, x + w - 1, a->utf8 ? ACS_URCORNER : '+');
+    mvaddch(y + h - 1, x, a->utf8 ? ACS_LLCORNER : '+');
+    mvaddch(y + h - 1, x + w - 1, a->utf8 ? ACS_LRCORNER : '+');
+    attroff(at | A_BOLD);
+    return at;
+}
+
 int wb_confirm(wb_app *a, const char *fmt, ...)
 {
     char q[256];
@@ -342,22 +363,11 @@ int wb_confirm(wb_app *a, const char *fmt, ...)
                 while (*p == ' ') p++;
             }
             int h = nl + 3, y = a->rows / 2 - h / 2, x = (a->cols - w) / 2;
-            int at = a->color ? COLOR_PAIR(PAIR_STATUS) : A_REVERSE;
+            int at = modal_box(a, y, x, h, w);
             attron(at);
-            for (int r = 0; r < h; r++) wb_fill(a, y + r, x, w);
             for (int i = 0; i < nl; i++) wb_text(a, y + 1 + i, x + 3, w - 6, 0, lines[i]);
             wb_text(a, y + 1 + nl, x + 3, w - 6, 0, "y = yes   n / Esc = no");
             attroff(at);
-            attron(at | A_BOLD);
-            mvhline(y, x + 1, a->utf8 ? ACS_HLINE : '-', w - 2);
-            mvhline(y + h - 1, x + 1, a->utf8 ? ACS_HLINE : '-', w - 2);
-            mvvline(y + 1, x, a->utf8 ? ACS_VLINE : '|', h - 2);
-            mvvline(y + 1, x + w - 1, a->utf8 ? ACS_VLINE : '|', h - 2);
-            mvaddch(y, x, a->utf8 ? ACS_ULCORNER : '+');
-            mvaddch(y, x + w - 1, a->utf8 ? ACS_URCORNER : '+');
-            mvaddch(y + h - 1, x, a->utf8 ? ACS_LLCORNER : '+');
-            mvaddch(y + h - 1, x + w - 1, a->utf8 ? ACS_LRCORNER : '+');
-            attroff(at | A_BOLD);
             refresh();
         }
         int ch = modal_getch(a);
@@ -376,18 +386,28 @@ int wb_prompt(wb_app *a, const char *label, char *buf, size_t n, void (*on_chang
     for (;;) {
         draw_all(a);
         if (!a->too_small) {
-            int at = a->color ? COLOR_PAIR(PAIR_STATUS) : A_REVERSE;
+            /* A framed box just above the screen's footer row and the status bar (which keeps
+             * its hints and "? help"): the question, the input (its tail when long), the keys.
+             * What the screen shows under it (the runs a filter keeps) stays in view above. */
+            int w = tui_text_width(label) + 6;
+            if (w < 60) w = 60;
+            if (w > a->cols - 4) w = a->cols - 4;
+            int h = 5, y = a->rows - 2 - h, x = (a->cols - w) / 2, room = w - 8;
+            int at = modal_box(a, y, x, h, w);
             attron(at);
-            wb_fill(a, a->rows - 1, 0, a->cols);
-            char line[700];
-            snprintf(line, sizeof line, " %s%s", label, buf);
-            int lw = tui_text_width(line);
-            /* Long input: show its tail. */
-            const char *show = line;
-            while (lw > a->cols - 2) { show++; lw--; }
-            wb_text(a, a->rows - 1, 0, a->cols, 0, show);
+            wb_text(a, y + 1, x + 3, w - 6, 0, label);
+            const char *show = buf;
+            int bw = tui_text_width(buf);
+            while (bw > room && *show) {   /* long input: its tail, whole characters */
+                show++;
+                while (((unsigned char)*show & 0xc0) == 0x80) show++;
+                bw = tui_text_width(show);
+            }
+            wb_text(a, y + 2, x + 3, 2, 0, ">");
+            wb_text(a, y + 2, x + 5, room, 0, show);
+            wb_text(a, y + 3, x + 3, w - 6, 0, "Enter = ok   Esc = cancel   Ctrl-U = clear");
             attroff(at);
-            move(a->rows - 1, lw < a->cols - 1 ? lw : a->cols - 1);
+            move(y + 2, x + 5 + bw);
             refresh();
         }
         int ch = modal_getch(a);
@@ -641,7 +661,7 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         break;
     case TUI_ACT_NEW: wb_open_new(a); break;
     case TUI_ACT_FILTER:
-        wb_prompt(a, "filter (words, field:word, !word; Enter keeps, Esc cancels): ", a->filter, sizeof a->filter, filter_changed);
+        wb_prompt(a, "filter (words, field:word, !word; the list follows as you type)", a->filter, sizeof a->filter, filter_changed);
         rebuild_view(a);
         break;
     case TUI_ACT_SORT:

@@ -281,9 +281,9 @@ static void add_quant(wb_app *a, const store_quant *q)
         q->calibrate, q->step);
     add("  int8 kernel: %s", q->kernel);
     add("  %-22s %14s %14s %12s", "", "fp32", "int8", "int8/fp32");
-    add("  %-22s %14s %14s %12.3f", "model bytes", store_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
-        store_fmt_bytes(i, sizeof i, (double)q->int8_bytes), ratio((double)q->int8_bytes, (double)q->fp32_bytes));
-    add("  %-22s %14s %14s", "test loss", store_fmt_num(f, sizeof f, q->fp32_loss), store_fmt_num(i, sizeof i, q->int8_loss));
+    add("  %-22s %14s %14s %12.3f", "model bytes", prof_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
+        prof_fmt_bytes(i, sizeof i, (double)q->int8_bytes), ratio((double)q->int8_bytes, (double)q->fp32_bytes));
+    add("  %-22s %14s %14s", "test loss", prof_fmt_num(f, sizeof f, q->fp32_loss), prof_fmt_num(i, sizeof i, q->int8_loss));
     if (isfinite(q->fp32_acc)) {
         snprintf(x, sizeof x, "%+.2f pt", 100.0 * (q->int8_acc - q->fp32_acc));
         add("  %-22s %14.4f %14.4f %12s", "test accuracy", q->fp32_acc, q->int8_acc, x);
@@ -294,14 +294,23 @@ static void add_quant(wb_app *a, const store_quant *q)
     store_quant_op *ops = NULL;
     size_t n = 0;
     if (store_quant_ops_get(a->db, q->id, &ops, &n) || !n) { free(ops); add("  (no int8 op profile stored)"); return; }
-    int64_t tot = 0;
-    for (size_t k = 0; k < n; k++) tot += ops[k].self_ns;
     add("%s", "");
     add("  int8 path profile (test set, by self time):");
-    add("  %-14s %-12s %10s %12s %8s", "op", "layer", "calls", "self", "share");
-    for (size_t k = 0; k < n; k++)
-        add("  %-14s %-12s %10lld %12s %7.1f%%", ops[k].name, ops[k].layer, (long long)ops[k].calls,
-            store_fmt_duration(f, sizeof f, ops[k].self_ns * 1e-9), tot ? 100.0 * (double)ops[k].self_ns / (double)tot : 0.0);
+    /* the op table of run --profile, show and the Profile tab, as text lines */
+    prof_table t;
+    prof_table_init(&t, ops, n, 0, 0);
+    /* the store keeps name, layer, calls, total and self of these rows: no blank columns */
+    t.show[PROF_COL_GFLOPS] = t.show[PROF_COL_BYTES] = t.show[PROF_COL_SELF_MEM] = t.show[PROF_COL_PEAK_MEM] = 0;
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mf = open_memstream(&text, &len);
+    if (mf) {
+        prof_table_print(mf, &t, 0, 24, "  ");
+        fclose(mf);
+        char *save = NULL;
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) add("%s", l);
+    }
+    free(text);
     free(ops);
 }
 
@@ -331,8 +340,8 @@ static void qv_load(wb_app *a, const store_run *r)
         char fb[32], ib[32];
         for (size_t k = 1; k < n; k++)
             add("  #%lld %s, %ld samples, %s: bytes %s -> %s, acc %.4f -> %.4f, batch 128 x%.2f", q[k].id, q[k].scheme,
-                q[k].calibrate, q[k].kernel, store_fmt_bytes(fb, sizeof fb, (double)q[k].fp32_bytes),
-                store_fmt_bytes(ib, sizeof ib, (double)q[k].int8_bytes), q[k].fp32_acc, q[k].int8_acc,
+                q[k].calibrate, q[k].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[k].fp32_bytes),
+                prof_fmt_bytes(ib, sizeof ib, (double)q[k].int8_bytes), q[k].fp32_acc, q[k].int8_acc,
                 ratio(q[k].int8_sps_b128, q[k].fp32_sps_b128));
     }
     free(q);

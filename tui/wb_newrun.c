@@ -179,7 +179,7 @@ static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
                  o->created ? eng_run_status_name(o->res.status) : "failed", o->store_error);
     else if (o->rc == ENG_OK)
         snprintf(n->result, sizeof n->result, "run #%lld %s finished: %ld steps in %s, loss %.4g", o->run_id, l->label,
-                 o->res.steps, store_fmt_duration(d, sizeof d, o->res.wall_s), o->res.final_train_loss);
+                 o->res.steps, prof_fmt_duration(d, sizeof d, o->res.wall_s), o->res.final_train_loss);
     else if (o->created)
         snprintf(n->result, sizeof n->result, "run #%lld %.60s %s: %.300s", o->run_id, l->label,
                  eng_run_status_name(o->res.status), o->error);
@@ -575,7 +575,7 @@ static void new_draw(wb_app *a)
         char line[512], eta[32] = "-";
         double frac = total > 0 ? (double)step / (double)total : 0;
         double el = wb_now() - t0;
-        if (running && step > 0 && total > step) store_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
+        if (running && step > 0 && total > step) prof_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
         if (running && total <= 0)
             snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
         else if (running)
@@ -617,20 +617,16 @@ static void new_draw(wb_app *a)
             y += ch;
         }
         if (ops_h) {
-            attron(A_BOLD | A_UNDERLINE);
-            snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8s %5s", "op (profile so far)", "layer", "self", "total", "calls", "cpu");
-            wb_text(a, y++, 1, a->cols - 2, 0, line);
-            attroff(A_BOLD | A_UNDERLINE);
-            for (int r = 0; r < ops_h - 1 && (size_t)r < n_ops && y < a->rows - 1; r++) {
-                char s1[32], s2[32];
-                store_fmt_duration(s1, sizeof s1, ((double)ops[r].self_ns) * 1e-9);
-                store_fmt_duration(s2, sizeof s2, ((double)ops[r].total_ns) * 1e-9);
-                char c[16] = "-";
-                if (ops[r].cpu_ns >= 0 && ops[r].total_ns > 0) snprintf(c, sizeof c, "%.2f", (double)ops[r].cpu_ns / (double)ops[r].total_ns);
-                snprintf(line, sizeof line, "%-24s %-10s %10s %10s %8llu %5s", ops[r].name, ops[r].layer, s1, s2,
-                         (unsigned long long)ops[r].calls, c);
-                wb_text(a, y++, 1, a->cols - 2, 0, line);
-            }
+            /* the op-table model of the Profile tab, its first columns (the profile so far) */
+            attron(A_DIM);
+            wb_text(a, y++, 1, a->cols - 2, 0, "profile so far (ops by self time)");
+            attroff(A_DIM);
+            prof_table t;
+            prof_table_init(&t, ops, n_ops, 0, 0);
+            for (int c = PROF_COL_AVG; c < PROF_COL_N; c++) t.show[c] = c == PROF_COL_CALLS || (c == PROF_COL_CPU && t.show[c]);
+            int page = ops_h - 2;
+            if (page > a->rows - 2 - y) page = a->rows - 2 - y;
+            wb_draw_op_table(a, &t, y, page, 0);
         }
     }
     for (int i = 0; i < WB_LIVE_N; i++) { free(cp[i].step); free(cp[i].wall); free(cp[i].hybrid); free(cp[i].value); }

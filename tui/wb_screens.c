@@ -98,7 +98,9 @@ typedef struct {
     size_t n_cfg, n_sys;
     int tab, scroll;
     int page;                /* rows of the scrolling part, as last drawn */
-    int op_sort, op_desc;
+    int op_sort, op_desc;    /* a prof_sort; 1: reversed */
+    int rank_view;           /* Profile tab of a data-parallel run: -1 every rank, grouped; k: rank k */
+    prof_balance balance;    /* across ranks, from every kind of row */
 } run_state;
 #define rv (*(run_state *)wb_run_panel.st)
 
@@ -181,7 +183,7 @@ static void model_lines(wb_app *a, const store_run *r)
     if (!store_checkpoints_list(a->db, r->id, &ck, &n) && n) {
         lines_add(&rv.sys, &rv.n_sys, "%s", "");
         lines_add(&rv.sys, &rv.n_sys, "Checkpoints: %zu kept, %s each; last at step %ld (epoch %d)", n,
-                  store_fmt_bytes(b1, sizeof b1, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
+                  prof_fmt_bytes(b1, sizeof b1, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
     }
     free(ck);
     if (r->status == STORE_RUN_CRASHED || r->status == STORE_RUN_INTERRUPTED || r->status == STORE_RUN_FAILED) {
@@ -206,6 +208,13 @@ static void run_load(wb_app *a)
     rv.have = 1;
     for (int i = 0; i < 4; i++) metric_load(a->db, id, metric_keys[i], &rv.m[i]);
     if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
+    store_op_row *all = NULL;
+    size_t na = 0;
+    memset(&rv.balance, 0, sizeof rv.balance);
+    rv.balance.imbalance = NAN;
+    if (!store_op_stats_get(a->db, id, -1, &all, &na)) prof_balance_get(all, na, &rv.balance);
+    free(all);
+    if (rv.rank_view >= rv.balance.ranks) rv.rank_view = -1;
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
     wb_layers_load(a, id);
@@ -236,8 +245,8 @@ static void run_load(wb_app *a)
     lines_add(&rv.sys, &rv.n_sys, "  model       %s", r->model);
     lines_add(&rv.sys, &rv.n_sys, "  dataset     %s  (%d train, %d test)", r->dataset, r->n_train, r->n_test);
     lines_add(&rv.sys, &rv.n_sys, "  threads     %d   seed %llu", r->threads, (unsigned long long)r->seed);
-    store_fmt_bytes(b1, sizeof b1, (double)r->peak_bytes);
-    store_fmt_bytes(b2, sizeof b2, (double)r->peak_rss);
+    prof_fmt_bytes(b1, sizeof b1, (double)r->peak_bytes);
+    prof_fmt_bytes(b2, sizeof b2, (double)r->peak_rss);
     lines_add(&rv.sys, &rv.n_sys, "  memory      engine peak %s, process peak RSS %s", r->peak_bytes >= 0 ? b1 : "-", r->peak_rss >= 0 ? b2 : "-");
     if (r->error[0]) lines_add(&rv.sys, &rv.n_sys, "  error       %s", r->error);
     lines_add(&rv.sys, &rv.n_sys, "%s", "");
@@ -259,7 +268,7 @@ static void run_load(wb_app *a)
 void wb_open_run(wb_app *a, long long id)
 {
     if (!wb_run_panel.st && !(wb_run_panel.st = calloc(1, sizeof(run_state)))) { wb_message(a, "out of memory"); return; }
-    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; }
+    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; rv.rank_view = -1; }
     rv.id = id;
     a->open_id = id;
     run_load(a);
@@ -271,7 +280,7 @@ static void run_summary(wb_app *a, int y)
 {
     const store_run *r = &rv.run;
     char d[32], line[512], loss[32], acc[32];
-    store_fmt_duration(d, sizeof d, tui_run_duration(r, tui_unix_now()));
+    prof_fmt_duration(d, sizeof d, tui_run_duration(r, tui_unix_now()));
     snprintf(loss, sizeof loss, isfinite(r->final_train_loss) ? "%.4g" : "-", r->final_train_loss);
     snprintf(acc, sizeof acc, isfinite(r->best_test_acc) ? "%.3f" : "-", r->best_test_acc);
     snprintf(line, sizeof line, "#%lld %s%s%s  %s  ", r->id, r->name, r->variant[0] ? "/" : "", r->variant,
@@ -357,36 +366,73 @@ static void draw_curves(wb_app *a, int y0, int y1)
     else chart_at(a, y0, 1, w, h, sa, na, "accuracy", "accuracy", 0);
 }
 
-/* Profile: sortable op table. */
-static const char *const op_sort_names[] = { "self", "total", "calls", "avg", "flops", "mem", "name" };
-#define N_OP_SORT 7
+/* Profile: the op-table model (profiler/table.c: the columns and words of `show`, `run
+ * --profile` and the reports), sortable, with a bar of each row's self share; a
+ * data-parallel run's ranks grouped (or one rank, v) under the load imbalance. */
 
-static double op_key(const store_op_row *r, int k)
+void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll)
 {
-    switch (k) {
-    case 0: return (double)r->self_ns;
-    case 1: return (double)r->total_ns;
-    case 2: return (double)r->calls;
-    case 3: return r->calls ? (double)r->total_ns / (double)r->calls : 0;
-    case 4: return (double)r->flops;
-    case 5: return (double)r->self_mem;
-    default: return 0;
+    /* the model's shown columns, with the self-share bar after "self %" */
+    tui_col cols[PROF_COL_N + 1];
+    int map[PROF_COL_N + 1], ncol = 0, w[PROF_COL_N + 1];
+    /* Widths from the cells: numbers are never cut (a column that does not fit is dropped
+     * from the right), names keep at least their model minimum before anything is dropped. */
+    for (int c = 0; c < PROF_COL_N; c++) {
+        if (!t->show[c]) continue;
+        const prof_col_def *d = &prof_cols[c];
+        int want = tui_text_width(d->title);
+        for (size_t i = 0; i < t->n; i++) {
+            char cell[256];
+            int cw = tui_text_width(prof_table_cell(t, &t->rows[i], (prof_col)c, cell, sizeof cell));
+            if (cw > want) want = cw;
+        }
+        if (!d->right && want > d->width) want = d->width;
+        int min = d->right || want < d->min_width ? want : d->min_width;
+        cols[ncol] = (tui_col){ d->title, want, min, d->right, 0 };
+        map[ncol++] = c;
+        /* the bar takes the width left over, and gives it back first when short */
+        if (c == PROF_COL_SELF_PCT) { cols[ncol] = (tui_col){ "", 10, 4, 0, 1 }; map[ncol++] = -1; }
+    }
+    int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
+    int x = 1;
+    attron(A_BOLD | A_UNDERLINE);
+    for (int c = 0; c < vis; c++) { wb_text(a, y, x, w[c], cols[c].right, cols[c].title); x += w[c] + 1; }
+    attroff(A_BOLD | A_UNDERLINE);
+    for (int r = 0; r < page && scroll + r < (int)t->n; r++) {
+        const store_op_row *o = &t->rows[scroll + r];
+        double frac = prof_table_self_share(t, o);
+        x = 1;
+        for (int c = 0; c < vis; c++) {
+            char cell[256];
+            if (map[c] < 0) {
+                attron(wb_series_attr(a, 0));
+                wb_bar(a, y + 1 + r, x, w[c], frac);
+                attroff(wb_series_attr(a, 0));
+            } else {
+                wb_text(a, y + 1 + r, x, w[c], cols[c].right, prof_table_cell(t, o, (prof_col)map[c], cell, sizeof cell));
+            }
+            x += w[c] + 1;
+        }
     }
 }
 
-typedef struct { int key, desc; } op_sort;
-static int op_cmp(const void *pa, const void *pb, void *ctx)
+/* The rows shown, in order: sorted, grouped by rank or one rank only, maybe reversed.
+ * malloc'd (NULL when empty or out of memory). */
+static store_op_row *profile_rows(size_t *n)
 {
-    const op_sort *o = ctx;
-    const store_op_row *a = pa, *b = pb;
-    int c;
-    if (o->key == 6) c = strcasecmp(a->name, b->name);
-    else {
-        double x = op_key(a, o->key), y = op_key(b, o->key);
-        c = x < y ? 1 : x > y ? -1 : 0; /* numbers: largest first by default */
+    *n = 0;
+    store_op_row *v = malloc((rv.n_ops ? rv.n_ops : 1) * sizeof *v);
+    if (!v) return NULL;
+    prof_rows_sort(rv.ops, rv.n_ops, (prof_sort)rv.op_sort);
+    int ranks = rv.balance.ranks > 1 ? rv.balance.ranks : 1;
+    for (int k = 0; k < ranks; k++) {
+        if (rv.rank_view >= 0 && k != rv.rank_view) continue;
+        for (size_t i = 0; i < rv.n_ops; i++)
+            if (ranks == 1 || prof_row_rank(&rv.ops[i], NULL) == k) v[(*n)++] = rv.ops[i];
     }
-    if (!c) c = strcmp(a->layer, b->layer);
-    return o->desc ? -c : c;
+    if (rv.op_desc)
+        for (size_t i = 0; i < *n / 2; i++) { store_op_row t = v[i]; v[i] = v[*n - 1 - i]; v[*n - 1 - i] = t; }
+    return v;
 }
 
 static void draw_profile(wb_app *a, int y0, int y1)
@@ -397,77 +443,40 @@ static void draw_profile(wb_app *a, int y0, int y1)
                     : "This run was not profiled (profile.enabled = false). Start one with profiling from New run.");
         return;
     }
-    op_sort os = { rv.op_sort, rv.op_desc };
-    qsort_r(rv.ops, rv.n_ops, sizeof *rv.ops, op_cmp, &os);
-    int hw = rv.have_prof && rv.prof.hw_counters > 0;
-    double total = 0;
-    for (size_t i = 0; i < rv.n_ops; i++) total += (double)rv.ops[i].self_ns;
-    if (rv.have_prof && rv.prof.total_self_ns > 0) total = (double)rv.prof.total_self_ns;
+    size_t n = 0;
+    store_op_row *rows = profile_rows(&n);
+    if (!rows) return;
+    prof_table t;
+    prof_table_init(&t, rows, n, rv.have_prof ? (uint64_t)rv.prof.total_self_ns : 0, rv.have_prof ? rv.prof.peak_gflops : 0);
+    if (rv.balance.ranks > 1) {
+        t.show[PROF_COL_RANK] = 1;   /* also when one rank is shown */
+        t.ranks = &rv.balance;       /* self % of each rank's own profile */
+    }
     char sum[1100], pk[32], ov[32], tt[32];
-    store_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
-    store_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);
-    store_fmt_duration(tt, sizeof tt, (total) * 1e-9);
+    prof_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
+    prof_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);
+    prof_fmt_duration(tt, sizeof tt, t.self_total_ns * 1e-9);
     snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
-             op_sort_names[rv.op_sort], rv.op_desc ? " (reversed)" : "", tt, ov, pk,
+             prof_sort_name((prof_sort)rv.op_sort), rv.op_desc ? " (reversed)" : "", tt, ov, pk,
              /* what is counted and why not (hardware, then software events) */
              rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "counters: not recorded");
     attron(A_DIM);
     wb_text(a, y0, 1, a->cols - 2, 0, sum);
     attroff(A_DIM);
-    tui_col cols[16] = {
-        { "op", 14, 8, 0, 1 }, { "layer", 8, 5, 0, 0 }, { "self%", 6, 6, 1, 0 }, { "", 10, 4, 0, 0 },
-        { "self", 9, 8, 1, 0 }, { "total", 9, 8, 1, 0 }, { "avg", 9, 8, 1, 0 }, { "calls", 7, 5, 1, 0 },
-        { "GFLOP/s", 7, 7, 1, 0 }, { "self mem", 9, 8, 1, 0 }, { "peak mem", 9, 8, 1, 0 },
-        { "cpu", 5, 4, 1, 0 }, { "faults", 8, 6, 1, 0 }, { "csw", 6, 4, 1, 0 },
-        { "IPC", 5, 4, 1, 0 }, { "L1 miss", 8, 6, 1, 0 },
-    };
-    int ncol = hw ? 16 : 14, w[16];
-    int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
-    int x = 1;
-    attron(A_BOLD | A_UNDERLINE);
-    for (int c = 0; c < vis; c++) { wb_text(a, y0 + 1, x, w[c], cols[c].right, cols[c].title); x += w[c] + 1; }
-    attroff(A_BOLD | A_UNDERLINE);
+    if (rv.balance.ranks > 1) {
+        /* per-rank rows: which ranks are shown, and the imbalance (prof_balance_line, as `show`) */
+        char bl[256], l[400], which[32];
+        if (rv.rank_view < 0) snprintf(which, sizeof which, "all %d, grouped", rv.balance.ranks);
+        else snprintf(which, sizeof which, "%d of %d", rv.rank_view, rv.balance.ranks);
+        snprintf(l, sizeof l, "ranks: %s (v)   %s", which, prof_balance_line(&rv.balance, bl, sizeof bl));
+        wb_text(a, ++y0, 1, a->cols - 2, 0, l);
+    }
     int page = y1 - y0 - 1;
     rv.page = page;
-    if (rv.scroll > (int)rv.n_ops - page) rv.scroll = (int)rv.n_ops - page;
+    if (rv.scroll > (int)n - page) rv.scroll = (int)n - page;
     if (rv.scroll < 0) rv.scroll = 0;
-    for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ops; r++) {
-        const store_op_row *o = &rv.ops[rv.scroll + r];
-        double frac = total > 0 ? (double)o->self_ns / total : 0;
-        char cell[16][48];
-        snprintf(cell[0], 48, "%s", o->name);
-        snprintf(cell[1], 48, "%s", o->layer[0] ? o->layer : "-");
-        snprintf(cell[2], 48, "%.1f", 100 * frac);
-        cell[3][0] = 0;
-        store_fmt_duration(cell[4], 48, ((double)o->self_ns) * 1e-9);
-        store_fmt_duration(cell[5], 48, ((double)o->total_ns) * 1e-9);
-        store_fmt_duration(cell[6], 48, (o->calls ? (double)o->total_ns / (double)o->calls : NAN) * 1e-9);
-        snprintf(cell[7], 48, "%lld", (long long)o->calls);
-        if (o->total_ns > 0 && o->flops > 0) snprintf(cell[8], 48, "%.2f", (double)o->flops / (double)o->total_ns);
-        else snprintf(cell[8], 48, "-");
-        store_fmt_bytes(cell[9], 48, (double)o->self_mem);
-        store_fmt_bytes(cell[10], 48, (double)o->peak_mem);
-        /* cpu: every thread's CPU time over the wall time (total); faults, csw: profiling thread */
-        if (o->cpu_ns >= 0 && o->total_ns > 0) snprintf(cell[11], 48, "%.2f", (double)o->cpu_ns / (double)o->total_ns);
-        else snprintf(cell[11], 48, "-");
-        if (o->faults >= 0) snprintf(cell[12], 48, "%lld", (long long)o->faults);
-        else snprintf(cell[12], 48, "-");
-        if (o->csw >= 0) snprintf(cell[13], 48, "%lld", (long long)o->csw);
-        else snprintf(cell[13], 48, "-");
-        if (o->cycles > 0 && o->instructions >= 0) snprintf(cell[14], 48, "%.2f", (double)o->instructions / (double)o->cycles);
-        else snprintf(cell[14], 48, "-");
-        if (o->l1d_miss >= 0) snprintf(cell[15], 48, "%lld", (long long)o->l1d_miss);
-        else snprintf(cell[15], 48, "-");
-        x = 1;
-        for (int c = 0; c < vis; c++) {
-            if (c == 3) {
-                attron(wb_series_attr(a, 0));
-                wb_bar(a, y0 + 2 + r, x, w[c], frac);
-                attroff(wb_series_attr(a, 0));
-            } else wb_text(a, y0 + 2 + r, x, w[c], cols[c].right, cell[c]);
-            x += w[c] + 1;
-        }
-    }
+    wb_draw_op_table(a, &t, y0 + 1, page, rv.scroll);
+    free(rows);
 }
 
 static void draw_solver(wb_app *a, int y0, int y1)
@@ -493,8 +502,8 @@ static void draw_solver(wb_app *a, int y0, int y1)
     store_solver_summarize(rv.ev, rv.n_ev, &sum);
     store_solver_summary_lines(&sum, sl);
     wb_text(a, y0, 1, a->cols - 2, 0, sl[0]);
-    snprintf(l, sizeof l, "%s; wall %s, (sim) hybrid %s", sl[1], store_fmt_duration(b1, sizeof b1, rv.run.wall_s),
-             store_fmt_duration(b2, sizeof b2, rv.run.hybrid_s));
+    snprintf(l, sizeof l, "%s; wall %s, (sim) hybrid %s", sl[1], prof_fmt_duration(b1, sizeof b1, rv.run.wall_s),
+             prof_fmt_duration(b2, sizeof b2, rv.run.hybrid_s));
     wb_text(a, y0 + 1, 1, a->cols - 2, 0, l);
     y0++;
     wb_text(a, y0 + 1, 1, a->cols - 2, 0, sl[2]);
@@ -517,8 +526,8 @@ static void draw_solver(wb_app *a, int y0, int y1)
     if (rv.scroll < 0) rv.scroll = 0;
     for (int r = 0; r < page && rv.scroll + r < (int)rv.n_ev; r++) {
         const store_solver_event *e = &rv.ev[rv.scroll + r];
-        store_fmt_duration(b1, sizeof b1, (e->pred_classical_ns) * 1e-9); store_fmt_duration(b2, sizeof b2, (e->pred_quantum_ns) * 1e-9);
-        store_fmt_duration(b3, sizeof b3, (e->measured_classical_ns) * 1e-9); store_fmt_duration(b4, sizeof b4, (e->simulated_quantum_ns) * 1e-9);
+        prof_fmt_duration(b1, sizeof b1, (e->pred_classical_ns) * 1e-9); prof_fmt_duration(b2, sizeof b2, (e->pred_quantum_ns) * 1e-9);
+        prof_fmt_duration(b3, sizeof b3, (e->measured_classical_ns) * 1e-9); prof_fmt_duration(b4, sizeof b4, (e->simulated_quantum_ns) * 1e-9);
         snprintf(l, sizeof l, "%7ld %5d %5d %10.3g %-9s %10s %10s %10s %10s %9.2g", e->step, e->block, e->n,
                  e->kappa_used, e->route ? "quantum" : "classical", b1, b2, b3, b4, e->residual);
         wb_text(a, ty + 1 + r, 1, a->cols - 2, 0, l);
@@ -557,12 +566,18 @@ static int run_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_REFRESH: run_load(a); wb_message(a, "reloaded run #%lld", rv.id); return 1;
     case TUI_ACT_SORT:
         if (rv.tab != TAB_PROFILE) { wb_message(a, "s sorts the Profile tab's op table"); return 1; }
-        rv.op_sort = (rv.op_sort + 1) % N_OP_SORT;
-        wb_message(a, "ops sorted by %s", op_sort_names[rv.op_sort]);
+        rv.op_sort = (rv.op_sort + 1) % PROF_SORT_N;
+        wb_message(a, "ops sorted by %s", prof_sort_name((prof_sort)rv.op_sort));
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
     case TUI_ACT_METRIC:
-        if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic"); return 1; }
+        if (rv.tab == TAB_PROFILE) {
+            if (rv.balance.ranks < 2) { wb_message(a, "v shows one rank at a time in a data-parallel run's profile"); return 1; }
+            rv.rank_view = rv.rank_view + 1 >= rv.balance.ranks ? -1 : rv.rank_view + 1;
+            rv.scroll = 0;
+            return 1;
+        }
+        if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic and the Profile tab's rank"); return 1; }
         return wb_layers_key(a, act);
     case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE: case TUI_ACT_STOP:
         if (rv.have && wb_model_key(a, act, &rv.run) == 2) { rv.tab = TAB_INT8; rv.scroll = 0; }

@@ -12,17 +12,7 @@ mp=
 trap '[ -n "$mp" ] && kill -9 "$mp" 2>/dev/null; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$T/out" ] && tail -n 20 "$T/out" >&2; exit 1; }
 ok() { echo "ok: $*"; }
-command -v mpirun >/dev/null || fail "mpirun not found (make deps installs openmpi-bin)"
-MPIRUN="mpirun --oversubscribe"
-[ "$(id -u)" = 0 ] && MPIRUN="$MPIRUN --allow-run-as-root"
-if [ -n "${NNBENCH_SANITIZED:-}" ]; then
-    # Open MPI never frees its start-up allocations, and MPI_Finalize unloads the plugins
-    # that made them, so LeakSanitizer sees them as "<unknown module>" and no suppression
-    # file can name them. Under mpirun leak checking is off (ASan's memory errors and UBSan
-    # still abort); nnbench's own code is leak-checked by every single-process test.
-    MPIRUN="env ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0 $MPIRUN"
-fi
-export OMPI_MCA_btl_vader_single_copy_mechanism=none  # containers: no CMA between ranks
+. "$NNBENCH_TOP/tests/e2e/lib/mpi.sh"
 
 cat >"$T/e.ini" <<'EOF'
 [experiment]

@@ -18,11 +18,11 @@ fail() { echo "profile.sh: $*" >&2; exit 1; }
 out="$tmp/out"
 cat "$tmp/out" "$tmp/err" > "$tmp/all"
 
-grep -q '^Name  *Self %  *Self  *Total  *Avg  *Calls  *GFLOP/s.*Bytes  *Self Mem  *Peak Mem' "$tmp/all" \
+grep -q '^name  *self %  *self  *total  *avg  *calls  *GFLOP/s.*bytes  *self mem  *peak mem' "$tmp/all" \
     || fail "table header missing"
 grep -q '^dense\.fwd ' "$tmp/all" || fail "no dense.fwd row"
 grep -q '^dense\.bwd ' "$tmp/all" || fail "no dense.bwd row"
-rows=$(sed -n '/^Name /,/^Self time total/p' "$tmp/all" | grep -cv '^\(Name \|---\|Self time\|(\)') || true
+rows=$(sed -n '/^name /,/^Self time total/p' "$tmp/all" | grep -cv '^\(name \|---\|Self time\|(\)') || true
 [ "$rows" -eq 6 ] || fail "--profile-rows 6 printed $rows rows"
 grep -q '^Self time total: .*profiler overhead: ' "$tmp/all" || fail "footer missing"
 grep -q '^Counters: ' "$tmp/all" || fail "counter note missing"

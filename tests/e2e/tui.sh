@@ -321,6 +321,22 @@ help_last() {
     done
 }
 help_last "Runs at 80x24"
+# Text entry (filter, New run's keys) in a framed box above the footer: the status bar keeps
+# "? help", the footer and the runs the filter keeps stay in view.
+keys /
+wait_for "filter (words"
+wait_for "Enter = ok   Esc = cancel"
+keys a d a m
+wait_for "> adam"
+cap | grep -q "┌─" && cap | grep -q "└─" || fail "filter prompt at 80x24: no box"
+cap | awk '/filter \(words/ { p = NR } /> adam/ { i = NR } /└─/ { b = NR } /runs  filter: adam/ { f = NR }
+           END { exit !(p && i == p + 1 && b > i && f == b + 1) }' ||
+    fail "filter prompt at 80x24: the box is not the question, the input, then the footer below it"
+cap | grep -q "newton-vs-sgd/adam" || fail "filter prompt at 80x24: the runs it keeps are hidden"
+help_last "filter prompt at 80x24"
+keys Escape
+wait_gone "Enter = ok"
+wait_for "10/10 runs"
 # Names are cut in the middle: the variants stay told apart.
 cap | grep -q "on-hybrid" || fail "Runs at 80x24: the names lost what tells them apart"
 cap | grep -q "on-quantum" || fail "Runs at 80x24: the names lost what tells them apart"
@@ -332,6 +348,13 @@ keys Escape
 keys n
 wait_for "[ Start ]"
 help_last "New run at 80x24"
+keys Home Enter
+wait_for "experiment file: "
+wait_for "Enter = ok   Esc = cancel"
+cap | grep -q "└─" || fail "New run prompt at 80x24: no box"
+help_last "New run prompt at 80x24"
+keys Escape
+wait_gone "Enter = ok"
 keys c
 wait_for "divbatch: 3 runs"
 help_last "Compare at 80x24"

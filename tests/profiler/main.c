@@ -570,8 +570,8 @@ static void test_table(void **state)
 
     char *t = table_text(rows, 3, &s, PROF_SORT_SELF, 0);
     printf("%s", t);
-    const char *cols[] = { "Name", "Self %", "Self", "Total", "Avg", "Calls", "GFLOP/s", "Bytes",
-                           "Self Mem", "Peak Mem" };
+    const char *cols[] = { "name", "self %", "self", "total", "avg", "calls", "GFLOP/s", "bytes",
+                           "self mem", "peak mem" };
     for (int i = 0; i < 10; i++) assert_non_null(strstr(t, cols[i]));
     assert_null(strstr(t, "IPC"));      /* not counted */
     assert_null(strstr(t, " cpu "));
@@ -580,9 +580,9 @@ static void test_table(void **state)
     assert_non_null(strstr(t, "20.00")); /* GFLOP/s */
     assert_non_null(strstr(t, "60.0%"));
     assert_non_null(strstr(t, "3.00 ms"));
-    assert_non_null(strstr(t, "3.0 MB"));
-    assert_non_null(strstr(t, "5.0 MB"));
-    assert_non_null(strstr(t, "2.0 KB"));
+    assert_non_null(strstr(t, "3.0 MiB"));
+    assert_non_null(strstr(t, "5.0 MiB"));
+    assert_non_null(strstr(t, "2.0 KiB"));
     assert_non_null(strstr(t, "profiler overhead: 12.3 us"));
     assert_non_null(strstr(t, "no hardware counters (PAPI: test)"));
     assert_true(strstr(t, "dense.fwd") < strstr(t, "softmax_xent"));
@@ -729,6 +729,7 @@ static void test_sysinfo(void **state)
 
 int test_profiler_counters(void);
 int test_profiler_text(void); /* text.c */
+int test_profiler_optable(void); /* optable.c */
 
 int main(void)
 {
@@ -752,5 +753,6 @@ int main(void)
     int failed = cmocka_run_group_tests_name("profiler", tests, NULL, NULL);
     failed += test_profiler_counters(); /* counters.c */
     failed += test_profiler_text();
+    failed += test_profiler_optable();
     return failed ? 1 : 0;
 }

@@ -99,7 +99,8 @@ static void test_checkpoints(void **state)
     qr.int8_bytes = 1010;
     qr.fp32_acc = 0.9; qr.int8_acc = 0.89; qr.fp32_loss = 0.3; qr.int8_loss = NAN;
     qr.fp32_sps_b1 = 1; qr.int8_sps_b1 = 2; qr.fp32_sps_b128 = 3; qr.int8_sps_b128 = 4;
-    store_quant_op ops[2] = { { "gemm_s8", "dense1", 3, 300, 200 }, { "requantize", "dense1", 3, 90, 90 } };
+    store_quant_op ops[2] = { { .name = "gemm_s8", .layer = "dense1", .calls = 3, .total_ns = 300, .self_ns = 200 },
+                              { .name = "requantize", .layer = "dense1", .calls = 3, .total_ns = 90, .self_ns = 90 } };
     long long qid = 0;
     assert_int_equal(store_quant_put(s, &qr, ops, 2, &qid), STORE_OK);
     store_quant *ql;

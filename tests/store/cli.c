@@ -228,7 +228,7 @@ static void test_compare_model(void **st)
             q = 1;
             assert_string_equal(c->rows[r].cells[0], "-");
             char d[32];
-            assert_string_equal(c->rows[r].cells[2], store_fmt_duration(d, sizeof d, 1e-4));
+            assert_string_equal(c->rows[r].cells[2], prof_fmt_duration(d, sizeof d, 1e-4));
         }
     }
     assert_int_equal(cfg, 2); /* train.lr and train.optimizer; data.n is the same */

@@ -375,11 +375,11 @@ static void test_sort(void **st)
     assert_string_equal(b, "xor");
     tui_run_cell(&r[0], TUI_RC_LOSS, 0, b, sizeof b);
     assert_string_equal(b, "-");
-    store_fmt_duration(b, sizeof b, 1000);
+    prof_fmt_duration(b, sizeof b, 1000);
     assert_string_equal(b, "16m40s");
-    store_fmt_duration(b, sizeof b, 5.25);
+    prof_fmt_duration(b, sizeof b, 5.25);
     assert_string_equal(b, "5.25 s");
-    store_fmt_bytes(b, sizeof b, 1536);
+    prof_fmt_bytes(b, sizeof b, 1536);
     assert_string_equal(b, "1.5 KiB");
 }
 

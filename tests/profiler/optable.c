@@ -1,0 +1,169 @@
+/* optable.c — the one op-table model (profiler/table.c): columns shown only where some row
+ * has the value, the same cell words for every renderer, ranks of data-parallel rows, the
+ * display formats, and the load imbalance across ranks on synthetic rows. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../../profiler/profiler.h"
+
+#define assert_near(a, b, eps) assert_true(fabs((double)(a) - (double)(b)) <= (eps))
+
+static prof_row row(const char *name, prof_kind kind, uint64_t calls, uint64_t total_ns, uint64_t self_ns)
+{
+    prof_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", name);
+    r.kind = kind;
+    r.calls = calls;
+    r.total_ns = total_ns;
+    r.self_ns = self_ns;
+    r.cycles = r.instructions = r.l1d_miss = r.l2_miss = r.l3_miss = r.fp_ops = -1;
+    r.task_clock_ns = r.faults = r.csw = r.migrations = r.cpu_ns = -1;
+    return r;
+}
+
+static void test_columns_and_cells(void **state)
+{
+    (void)state;
+    prof_row r[3] = { row("dense.fwd", PROF_OP, 10, 3000000, 3000000), row("rank1:dense.fwd", PROF_OP, 10, 4000000, 4000000),
+                      row("relu.fwd", PROF_OP, 4, 1000, 1000) };
+    snprintf(r[0].layer, sizeof r[0].layer, "dense1");
+    r[0].flops = 60000000;
+    r[0].self_mem = -2048;   /* freed more than it allocated */
+    prof_table t;
+    prof_table_init(&t, r, 3, 0, 0);
+    /* always: name, self %, times, calls, GFLOP/s, bytes, memory; layer and rank where rows have them */
+    assert_true(t.show[PROF_COL_NAME] && t.show[PROF_COL_SELF_PCT] && t.show[PROF_COL_GFLOPS] && t.show[PROF_COL_PEAK_MEM]);
+    assert_true(t.show[PROF_COL_LAYER]);
+    assert_true(t.show[PROF_COL_RANK]);
+    /* absent data (old schema, no counters, no calibration): no column */
+    assert_false(t.show[PROF_COL_CPU] || t.show[PROF_COL_FAULTS] || t.show[PROF_COL_CSW]);
+    assert_false(t.show[PROF_COL_IPC] || t.show[PROF_COL_L1MISS] || t.show[PROF_COL_PEAK_PCT]);
+    assert_near(t.self_total_ns, 7001000, 0.5);
+    char b[64];
+    const struct { int row; prof_col col; const char *want; } cells[] = {
+        { 1, PROF_COL_NAME, "dense.fwd" }, { 1, PROF_COL_RANK, "1" }, { 0, PROF_COL_RANK, "0" },
+        { 1, PROF_COL_LAYER, "-" }, { 0, PROF_COL_GFLOPS, "20.00" }, { 1, PROF_COL_GFLOPS, "-" },
+        { 0, PROF_COL_SELF, "3.00 ms" }, { 0, PROF_COL_AVG, "300 us" }, { 2, PROF_COL_AVG, "250 ns" },
+        { 0, PROF_COL_SELF_MEM, "-2.0 KiB" }, { 0, PROF_COL_CPU, "-" }, { 0, PROF_COL_SELF_PCT, "42.9%" },
+    };
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
+        assert_string_equal(prof_table_cell(&t, &r[cells[i].row], cells[i].col, b, sizeof b), cells[i].want);
+    /* the whole profile's self time, when given, is the denominator */
+    prof_table_init(&t, r, 3, 30000000, 100);
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_SELF_PCT, b, sizeof b), "10.0%");
+    assert_true(t.show[PROF_COL_PEAK_PCT]);
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_PEAK_PCT, b, sizeof b), "20.0%");
+    /* counted values bring their columns */
+    r[2].cpu_ns = 1900;
+    r[2].faults = 3;
+    prof_table_init(&t, r, 3, 0, 0);
+    assert_true(t.show[PROF_COL_CPU] && t.show[PROF_COL_FAULTS]);
+    assert_false(t.show[PROF_COL_CSW]);
+    assert_string_equal(prof_table_cell(&t, &r[2], PROF_COL_CPU, b, sizeof b), "1.90");
+    /* a name with an escape sequence is shown inert */
+    prof_row h = row("x\x1b[2Jy", PROF_OP, 1, 1, 1);
+    assert_null(strchr(prof_table_cell(&t, &h, PROF_COL_NAME, b, sizeof b), 0x1b));
+    /* every column has a header word and a line of documentation */
+    for (int c = 0; c < PROF_COL_N; c++) assert_true(prof_cols[c].title[0] && prof_cols[c].doc[0]);
+}
+
+static void test_rank_prefix(void **state)
+{
+    (void)state;
+    const char *base;
+    prof_row r = row("rank12:allreduce.wait", PROF_OP, 1, 1, 1);
+    assert_int_equal(prof_row_rank(&r, &base), 12);
+    assert_string_equal(base, "allreduce.wait");
+    r = row("rankings", PROF_OP, 1, 1, 1);       /* not a prefix */
+    assert_int_equal(prof_row_rank(&r, &base), 0);
+    assert_string_equal(base, "rankings");
+    r = row("rank3", PROF_OP, 1, 1, 1);
+    assert_int_equal(prof_row_rank(&r, NULL), 0);
+}
+
+static void test_formats(void **state)
+{
+    (void)state;
+    char b[32];
+    assert_string_equal(prof_fmt_duration(b, sizeof b, 12345e-9), "12.3 us");
+    assert_string_equal(prof_fmt_duration(b, sizeof b, 37.4e-9), "37 ns");
+    assert_string_equal(prof_fmt_duration(b, sizeof b, 0.5), "500 ms");
+    assert_string_equal(prof_fmt_duration(b, sizeof b, NAN), "-");
+    assert_string_equal(prof_fmt_bytes(b, sizeof b, 3 * 1048576.0), "3.0 MiB");
+    assert_string_equal(prof_fmt_bytes(b, sizeof b, -1), "-");
+    assert_string_equal(prof_fmt_num(b, sizeof b, 0.123456), "0.1235");
+}
+
+/* Two ranks of 10 steps: rank 0 steps 100 ms with 30 ms of allreduce*, rank 1 steps 100 ms
+ * with 10 ms: compute 7 ms and 9 ms per step, mean 8, imbalance 9/8. */
+static void test_balance(void **state)
+{
+    (void)state;
+    prof_row r[] = {
+        row("step", PROF_STEP, 10, 100000000, 1000), row("allreduce", PROF_OP, 10, 20000000, 20000000),
+        row("allreduce.wait", PROF_OP, 10, 10000000, 10000000), row("forward", PROF_PHASE, 10, 40000000, 1),
+        row("rank1:step", PROF_STEP, 10, 100000000, 1000), row("rank1:allreduce", PROF_OP, 10, 9000000, 9000000),
+        row("rank1:allreduce.loss", PROF_OP, 10, 1000000, 1000000), row("rank1:dense.fwd", PROF_OP, 10, 5000000, 5000000),
+        row("compress", PROF_OP, 10, 5000000, 5000000),   /* work: stays in compute */
+    };
+    size_t n = sizeof r / sizeof r[0];
+    prof_balance b;
+    prof_balance_get(r, n, &b);
+    assert_int_equal(b.ranks, 2);
+    assert_int_equal(b.steps[0], 10);
+    assert_near(b.compute_s[0], 7e-3, 1e-12);
+    assert_near(b.compute_s[1], 9e-3, 1e-12);
+    assert_near(b.comm_s[0], 3e-3, 1e-12);
+    assert_near(b.mean_s, 8e-3, 1e-12);
+    assert_near(b.max_s, 9e-3, 1e-12);
+    assert_int_equal(b.slowest, 1);
+    assert_near(b.imbalance, 1.125, 1e-12);
+    char l[256];
+    prof_balance_line(&b, l, sizeof l);
+    assert_non_null(strstr(l, "load imbalance 1.12"));   /* %.2f of 1.125 */
+    assert_non_null(strstr(l, "over 2 ranks"));
+    assert_non_null(strstr(l, "slowest rank 1"));
+    /* self % of a rank's row is of that rank's own self time (every row of it) */
+    assert_near(b.self_s[1], (1000 + 9000000 + 1000000 + 5000000) * 1e-9, 1e-12);
+    prof_table t;
+    prof_table_init(&t, r, n, 0, 0);
+    t.ranks = &b;
+    assert_near(prof_table_self_share(&t, &r[7]), 5000000.0 / 15001000.0, 1e-12);
+    assert_near(prof_table_self_share(&t, &r[1]), 20000000.0 / b.self_s[0] * 1e-9, 1e-12);
+    /* one rank only: no imbalance, no line */
+    prof_balance_get(r, 4, &b);
+    assert_int_equal(b.ranks, 1);
+    assert_true(isnan(b.imbalance));
+    assert_string_equal(prof_balance_line(&b, l, sizeof l), "");
+    /* not profiled per step */
+    prof_balance_get(r + 1, 2, &b);
+    assert_int_equal(b.ranks, 0);
+    assert_true(isnan(b.imbalance));
+    /* a rank's rows can be anywhere in the list, and a later rank may be missing */
+    prof_row s[] = { r[4], r[5], r[0], r[1], row("rank3:step", PROF_STEP, 5, 50000000, 1) };
+    prof_balance_get(s, 5, &b);
+    assert_int_equal(b.ranks, 4);
+    assert_int_equal(b.steps[2], 0);
+    assert_near(b.compute_s[3], 10e-3, 1e-12);
+    assert_near(b.mean_s, (8e-3 + 9.1e-3 + 10e-3) / 3, 1e-12);
+}
+
+int test_profiler_optable(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_columns_and_cells),
+        cmocka_unit_test(test_rank_prefix),
+        cmocka_unit_test(test_formats),
+        cmocka_unit_test(test_balance),
+    };
+    return cmocka_run_group_tests_name("profiler_optable", tests, NULL, NULL);
+}
