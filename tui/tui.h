@@ -75,6 +75,10 @@ void tui_compare_row_text(const store_compare *c, const char *label, char (*cell
  * differ)", ...). Free with tui_lines_free. 0 ok, -1 out of memory. */
 int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys, char ***lines, size_t *n);
 void tui_lines_free(char **l, size_t n);
+void tui_lines_clear(char ***l, size_t *n);   /* frees and empties the list */
+/* Appends a printf-formatted line (tabs expanded to 4 columns, CRs dropped) to the list
+ * *l of *n lines. 0 ok, -1 out of memory (the list is unchanged). */
+int tui_lines_add(char ***l, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* A run's name in chart legends: "#3 adam" (the shared experiment name is in the title). */
 void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n);
 

@@ -6,6 +6,8 @@
 
 #include <ctype.h>
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -287,15 +289,29 @@ size_t tui_runs_filter(store_run *runs, size_t n, const char *filter)
 
 /* ---- the comparison as text --------------------------------------------------------- */
 
-static int lines_push(char ***l, size_t *n, const char *s)
+int tui_lines_add(char ***l, size_t *n, const char *fmt, ...)
 {
+    char b[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(b, sizeof b, fmt, ap);
+    va_end(ap);
     char **nl = realloc(*l, (*n + 1) * sizeof *nl);
     if (!nl) return -1;
     *l = nl;
-    if (!(nl[*n] = strdup(s))) return -1;
+    /* Tabs would break column arithmetic: expand them. */
+    char t[8192];
+    size_t o = 0;
+    for (const char *p = b; *p && o + 8 < sizeof t; p++) {
+        if (*p == '\t') do t[o++] = ' '; while (o % 4);
+        else if (*p != '\r') t[o++] = *p;
+    }
+    t[o] = 0;
+    if (!(nl[*n] = strdup(t))) return -1;
     (*n)++;
     return 0;
 }
+
 
 void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw)
 {
@@ -349,27 +365,27 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
         const store_cmp_row *x = &c->rows[r];
         if ((int)x->section != sec) {
             /* A config section with no rows still says so. */
-            if (sec < STORE_CMP_CONFIG && (int)x->section > STORE_CMP_CONFIG && lines_push(lines, n, "") == 0) {
+            if (sec < STORE_CMP_CONFIG && (int)x->section > STORE_CMP_CONFIG && tui_lines_add(lines, n, "%s", "") == 0) {
                 snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG],
                          all_keys ? "all keys" : "keys that differ");
-                if (lines_push(lines, n, head) || lines_push(lines, n, "  (all runs share the same config)")) return -1;
+                if (tui_lines_add(lines, n, "%s", head) || tui_lines_add(lines, n, "%s", "  (all runs share the same config)")) return -1;
             }
             sec = (int)x->section;
             if (sec != STORE_CMP_RUN) {
-                if (lines_push(lines, n, "")) return -1;
+                if (tui_lines_add(lines, n, "%s", "")) return -1;
                 if (sec == STORE_CMP_CONFIG)
                     snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[sec], all_keys ? "all keys" : "keys that differ");
                 else snprintf(head, sizeof head, "%s", store_cmp_section_names[sec]);
-                if (lines_push(lines, n, head)) return -1;
+                if (tui_lines_add(lines, n, "%s", head)) return -1;
             }
         }
         any_config |= x->section == STORE_CMP_CONFIG;
         tui_compare_row_text(c, x->label, x->cells, lw, cw, utf8, x->differs && all_keys ? "  *" : NULL, row, sizeof row);
-        if (lines_push(lines, n, row)) return -1;
+        if (tui_lines_add(lines, n, "%s", row)) return -1;
     }
     if (!any_config && sec < STORE_CMP_CONFIG) {
         snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG], all_keys ? "all keys" : "keys that differ");
-        if (lines_push(lines, n, "") || lines_push(lines, n, head) || lines_push(lines, n, "  (all runs share the same config)")) return -1;
+        if (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", head) || tui_lines_add(lines, n, "%s", "  (all runs share the same config)")) return -1;
     }
     return 0;
 }
@@ -378,6 +394,13 @@ void tui_lines_free(char **l, size_t n)
 {
     for (size_t i = 0; i < n; i++) free(l[i]);
     free(l);
+}
+
+void tui_lines_clear(char ***l, size_t *n)
+{
+    tui_lines_free(*l, *n);
+    *l = NULL;
+    *n = 0;
 }
 
 void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n)

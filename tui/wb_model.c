@@ -10,7 +10,6 @@
 
 #include <curses.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -249,53 +248,31 @@ static struct {
     size_t n;
 } qv = { .run = -1 };
 
-static void add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void add(const char *fmt, ...)
-{
-    char b[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    char **nl = realloc(qv.l, (qv.n + 1) * sizeof *nl);
-    if (!nl) return;
-    qv.l = nl;
-    if ((nl[qv.n] = strdup(b))) qv.n++;
-}
-
-static void qv_clear(void)
-{
-    for (size_t i = 0; i < qv.n; i++) free(qv.l[i]);
-    free(qv.l);
-    qv.l = NULL;
-    qv.n = 0;
-}
-
 static double ratio(double i8, double f) { return f > 0 && isfinite(i8) ? i8 / f : NAN; }
 
 /* One quantization, fp32 and int8 side by side, and its op profile. */
 static void add_quant(wb_app *a, const store_quant *q)
 {
     char f[32], i[32], x[32];
-    add("Quantization #%lld: %s, %ld calibration samples, of the checkpoint at step %ld", q->id, q->scheme,
+    tui_lines_add(&qv.l, &qv.n, "Quantization #%lld: %s, %ld calibration samples, of the checkpoint at step %ld", q->id, q->scheme,
         q->calibrate, q->step);
-    add("  int8 kernel: %s", q->kernel);
-    add("  %-22s %14s %14s %12s", "", "fp32", "int8", "int8/fp32");
-    add("  %-22s %14s %14s %12.3f", "model bytes", prof_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
+    tui_lines_add(&qv.l, &qv.n, "  int8 kernel: %s", q->kernel);
+    tui_lines_add(&qv.l, &qv.n, "  %-22s %14s %14s %12s", "", "fp32", "int8", "int8/fp32");
+    tui_lines_add(&qv.l, &qv.n, "  %-22s %14s %14s %12.3f", "model bytes", prof_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
         prof_fmt_bytes(i, sizeof i, (double)q->int8_bytes), ratio((double)q->int8_bytes, (double)q->fp32_bytes));
-    add("  %-22s %14s %14s", "test loss", prof_fmt_num(f, sizeof f, q->fp32_loss), prof_fmt_num(i, sizeof i, q->int8_loss));
+    tui_lines_add(&qv.l, &qv.n, "  %-22s %14s %14s", "test loss", prof_fmt_num(f, sizeof f, q->fp32_loss), prof_fmt_num(i, sizeof i, q->int8_loss));
     if (isfinite(q->fp32_acc)) {
         snprintf(x, sizeof x, "%+.2f pt", 100.0 * (q->int8_acc - q->fp32_acc));
-        add("  %-22s %14.4f %14.4f %12s", "test accuracy", q->fp32_acc, q->int8_acc, x);
+        tui_lines_add(&qv.l, &qv.n, "  %-22s %14.4f %14.4f %12s", "test accuracy", q->fp32_acc, q->int8_acc, x);
     }
-    add("  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 1", q->fp32_sps_b1, q->int8_sps_b1, ratio(q->int8_sps_b1, q->fp32_sps_b1));
-    add("  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 128", q->fp32_sps_b128, q->int8_sps_b128,
+    tui_lines_add(&qv.l, &qv.n, "  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 1", q->fp32_sps_b1, q->int8_sps_b1, ratio(q->int8_sps_b1, q->fp32_sps_b1));
+    tui_lines_add(&qv.l, &qv.n, "  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 128", q->fp32_sps_b128, q->int8_sps_b128,
         ratio(q->int8_sps_b128, q->fp32_sps_b128));
     store_quant_op *ops = NULL;
     size_t n = 0;
-    if (store_quant_ops_get(a->db, q->id, &ops, &n) || !n) { free(ops); add("  (no int8 op profile stored)"); return; }
-    add("%s", "");
-    add("  int8 path profile (test set, by self time):");
+    if (store_quant_ops_get(a->db, q->id, &ops, &n) || !n) { free(ops); tui_lines_add(&qv.l, &qv.n, "  (no int8 op profile stored)"); return; }
+    tui_lines_add(&qv.l, &qv.n, "%s", "");
+    tui_lines_add(&qv.l, &qv.n, "  int8 path profile (test set, by self time):");
     /* the op table of run --profile, show and the Profile tab, as text lines */
     prof_table t;
     prof_table_init(&t, ops, n, 0, 0);
@@ -308,7 +285,7 @@ static void add_quant(wb_app *a, const store_quant *q)
         prof_table_print(mf, &t, 0, 24, "  ");
         fclose(mf);
         char *save = NULL;
-        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) add("%s", l);
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) tui_lines_add(&qv.l, &qv.n, "%s", l);
     }
     free(text);
     free(ops);
@@ -316,30 +293,30 @@ static void add_quant(wb_app *a, const store_quant *q)
 
 static void qv_load(wb_app *a, const store_run *r)
 {
-    qv_clear();
+    tui_lines_clear(&qv.l, &qv.n);
     qv.run = r->id;
     qv.gen = job.gen;
     qv.at = wb_now();
     char why[512];
     const char *no = quant_refusal(a, r, why, sizeof why);
-    if (no) add("Quantize (Q) is not offered: %s.", no);
-    else add("Q quantizes the final checkpoint to int8 (as nnbench quantize %lld).", r->id);
+    if (no) tui_lines_add(&qv.l, &qv.n, "Quantize (Q) is not offered: %s.", no);
+    else tui_lines_add(&qv.l, &qv.n, "Q quantizes the final checkpoint to int8 (as nnbench quantize %lld).", r->id);
     store_quant *q = NULL;
     size_t n = 0;
     if (store_quants_list(a->db, r->id, &q, &n) || !n) {
         free(q);
-        add("%s", "");
-        add("No int8 quantization of this run yet.");
+        tui_lines_add(&qv.l, &qv.n, "%s", "");
+        tui_lines_add(&qv.l, &qv.n, "No int8 quantization of this run yet.");
         return;
     }
-    add("%s", "");
+    tui_lines_add(&qv.l, &qv.n, "%s", "");
     add_quant(a, &q[0]);
     if (n > 1) {
-        add("%s", "");
-        add("Earlier quantizations (fp32 -> int8):");
+        tui_lines_add(&qv.l, &qv.n, "%s", "");
+        tui_lines_add(&qv.l, &qv.n, "Earlier quantizations (fp32 -> int8):");
         char fb[32], ib[32];
         for (size_t k = 1; k < n; k++)
-            add("  #%lld %s, %ld samples, %s: bytes %s -> %s, acc %.4f -> %.4f, batch 128 x%.2f", q[k].id, q[k].scheme,
+            tui_lines_add(&qv.l, &qv.n, "  #%lld %s, %ld samples, %s: bytes %s -> %s, acc %.4f -> %.4f, batch 128 x%.2f", q[k].id, q[k].scheme,
                 q[k].calibrate, q[k].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[k].fp32_bytes),
                 prof_fmt_bytes(ib, sizeof ib, (double)q[k].int8_bytes), q[k].fp32_acc, q[k].int8_acc,
                 ratio(q[k].int8_sps_b128, q[k].fp32_sps_b128));
@@ -351,7 +328,7 @@ int wb_quant_rows(void) { return (int)qv.n; }
 
 void wb_quant_free(void)
 {
-    qv_clear();
+    tui_lines_clear(&qv.l, &qv.n);
     qv.run = -1;
 }
 

@@ -5,7 +5,6 @@
 
 #include <curses.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -104,37 +103,6 @@ typedef struct {
 } run_state;
 #define rv (*(run_state *)wb_run_panel.st)
 
-static void lines_free(char ***l, size_t *n)
-{
-    for (size_t i = 0; i < *n; i++) free((*l)[i]);
-    free(*l);
-    *l = NULL;
-    *n = 0;
-}
-
-static void lines_add(char ***l, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void lines_add(char ***l, size_t *n, const char *fmt, ...)
-{
-    char b[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(b, sizeof b, fmt, ap);
-    va_end(ap);
-    char **nl = realloc(*l, (*n + 1) * sizeof *nl);
-    if (!nl) return;
-    *l = nl;
-    /* Tabs would break column arithmetic: expand them. */
-    char t[2048];
-    size_t o = 0;
-    for (const char *p = b; *p && o + 8 < sizeof t; p++) {
-        if (*p == '\t') do t[o++] = ' '; while (o % 4);
-        else if (*p != '\r') t[o++] = *p;
-    }
-    t[o] = 0;
-    nl[*n] = strdup(t);
-    if (nl[*n]) (*n)++;
-}
-
 static void run_unload(void)
 {
     store_run_clear(&rv.run);
@@ -142,8 +110,8 @@ static void run_unload(void)
     free(rv.ops);
     free(rv.ev);
     rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
-    lines_free(&rv.cfg, &rv.n_cfg);
-    lines_free(&rv.sys, &rv.n_sys);
+    tui_lines_clear(&rv.cfg, &rv.n_cfg);
+    tui_lines_clear(&rv.sys, &rv.n_sys);
     wb_layers_free();
     wb_quant_free();
     rv.have = 0;
@@ -164,10 +132,10 @@ static void run_graph_figures(wb_app *a, long long id)
         store_series sr;
         if (!match || store_metric_get(a->db, id, keys[i], &sr)) continue;
         if (!shown++) {
-            lines_add(&rv.sys, &rv.n_sys, "%s", "");
-            lines_add(&rv.sys, &rv.n_sys, "Graph (last value; *_modelled = a model of the traffic, not measured):");
+            tui_lines_add(&rv.sys, &rv.n_sys, "%s", "");
+            tui_lines_add(&rv.sys, &rv.n_sys, "Graph (last value; *_modelled = a model of the traffic, not measured):");
         }
-        if (sr.n) lines_add(&rv.sys, &rv.n_sys, "  %-40s %.6g", keys[i], sr.value[sr.n - 1]);
+        if (sr.n) tui_lines_add(&rv.sys, &rv.n_sys, "  %-40s %.6g", keys[i], sr.value[sr.n - 1]);
         store_series_free(&sr);
     }
     store_strings_free(keys, nk);
@@ -181,18 +149,18 @@ static void model_lines(wb_app *a, const store_run *r)
     size_t n = 0;
     char b1[32], why[512];
     if (!store_checkpoints_list(a->db, r->id, &ck, &n) && n) {
-        lines_add(&rv.sys, &rv.n_sys, "%s", "");
-        lines_add(&rv.sys, &rv.n_sys, "Checkpoints: %zu kept, %s each; last at step %ld (epoch %d)", n,
+        tui_lines_add(&rv.sys, &rv.n_sys, "%s", "");
+        tui_lines_add(&rv.sys, &rv.n_sys, "Checkpoints: %zu kept, %s each; last at step %ld (epoch %d)", n,
                   prof_fmt_bytes(b1, sizeof b1, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
     }
     free(ck);
     if (r->status == STORE_RUN_CRASHED || r->status == STORE_RUN_INTERRUPTED || r->status == STORE_RUN_FAILED) {
-        if (wb_resume_refusal(a, r, why, sizeof why)) lines_add(&rv.sys, &rv.n_sys, "  Resume not offered: %s", why);
-        else lines_add(&rv.sys, &rv.n_sys, "  R resumes it from there (as nnbench resume %lld)", r->id);
+        if (wb_resume_refusal(a, r, why, sizeof why)) tui_lines_add(&rv.sys, &rv.n_sys, "  Resume not offered: %s", why);
+        else tui_lines_add(&rv.sys, &rv.n_sys, "  R resumes it from there (as nnbench resume %lld)", r->id);
     }
     store_quant *q = NULL;
     if (!store_quants_list(a->db, r->id, &q, &n) && n)
-        lines_add(&rv.sys, &rv.n_sys, "int8 quantizations: %zu (the Int8 tab shows them, fp32 vs int8)", n);
+        tui_lines_add(&rv.sys, &rv.n_sys, "int8 quantizations: %zu (the Int8 tab shows them, fp32 vs int8)", n);
     free(q);
 }
 
@@ -221,44 +189,44 @@ static void run_load(wb_app *a)
 
     store_kv *kv = NULL;
     size_t n = 0;
-    lines_add(&rv.cfg, &rv.n_cfg, "Resolved configuration (%s%s%s):", rv.run.name, rv.run.variant[0] ? " / " : "", rv.run.variant);
+    tui_lines_add(&rv.cfg, &rv.n_cfg, "Resolved configuration (%s%s%s):", rv.run.name, rv.run.variant[0] ? " / " : "", rv.run.variant);
     if (!store_params_get(a->db, id, &kv, &n)) {
-        for (size_t i = 0; i < n; i++) lines_add(&rv.cfg, &rv.n_cfg, "  %-28s = %s", kv[i].key, kv[i].value);
-        if (!n) lines_add(&rv.cfg, &rv.n_cfg, "  (no keys stored)");
+        for (size_t i = 0; i < n; i++) tui_lines_add(&rv.cfg, &rv.n_cfg, "  %-28s = %s", kv[i].key, kv[i].value);
+        if (!n) tui_lines_add(&rv.cfg, &rv.n_cfg, "  (no keys stored)");
         free(kv);
     }
-    lines_add(&rv.cfg, &rv.n_cfg, "%s", "");
-    lines_add(&rv.cfg, &rv.n_cfg, "Experiment file: %s", rv.run.exp_path[0] ? rv.run.exp_path : "(none)");
+    tui_lines_add(&rv.cfg, &rv.n_cfg, "%s", "");
+    tui_lines_add(&rv.cfg, &rv.n_cfg, "Experiment file: %s", rv.run.exp_path[0] ? rv.run.exp_path : "(none)");
     if (rv.run.exp_text) {
         const char *p = rv.run.exp_text;
         while (*p) {
             const char *e = strchr(p, '\n');
             size_t l = e ? (size_t)(e - p) : strlen(p);
-            lines_add(&rv.cfg, &rv.n_cfg, "  %.*s", (int)l, p);
+            tui_lines_add(&rv.cfg, &rv.n_cfg, "  %.*s", (int)l, p);
             p += l + (e ? 1 : 0);
         }
-    } else lines_add(&rv.cfg, &rv.n_cfg, "  (text not stored)");
+    } else tui_lines_add(&rv.cfg, &rv.n_cfg, "  (text not stored)");
 
     const store_run *r = &rv.run;
     char b1[32], b2[32];
-    lines_add(&rv.sys, &rv.n_sys, "Run #%lld on %s (pid %ld), nnbench %s", r->id, r->host, r->pid, r->version);
-    lines_add(&rv.sys, &rv.n_sys, "  model       %s", r->model);
-    lines_add(&rv.sys, &rv.n_sys, "  dataset     %s  (%d train, %d test)", r->dataset, r->n_train, r->n_test);
-    lines_add(&rv.sys, &rv.n_sys, "  threads     %d   seed %llu", r->threads, (unsigned long long)r->seed);
+    tui_lines_add(&rv.sys, &rv.n_sys, "Run #%lld on %s (pid %ld), nnbench %s", r->id, r->host, r->pid, r->version);
+    tui_lines_add(&rv.sys, &rv.n_sys, "  model       %s", r->model);
+    tui_lines_add(&rv.sys, &rv.n_sys, "  dataset     %s  (%d train, %d test)", r->dataset, r->n_train, r->n_test);
+    tui_lines_add(&rv.sys, &rv.n_sys, "  threads     %d   seed %llu", r->threads, (unsigned long long)r->seed);
     prof_fmt_bytes(b1, sizeof b1, (double)r->peak_bytes);
     prof_fmt_bytes(b2, sizeof b2, (double)r->peak_rss);
-    lines_add(&rv.sys, &rv.n_sys, "  memory      engine peak %s, process peak RSS %s", r->peak_bytes >= 0 ? b1 : "-", r->peak_rss >= 0 ? b2 : "-");
-    if (r->error[0]) lines_add(&rv.sys, &rv.n_sys, "  error       %s", r->error);
-    lines_add(&rv.sys, &rv.n_sys, "%s", "");
-    lines_add(&rv.sys, &rv.n_sys, "System:");
+    tui_lines_add(&rv.sys, &rv.n_sys, "  memory      engine peak %s, process peak RSS %s", r->peak_bytes >= 0 ? b1 : "-", r->peak_rss >= 0 ? b2 : "-");
+    if (r->error[0]) tui_lines_add(&rv.sys, &rv.n_sys, "  error       %s", r->error);
+    tui_lines_add(&rv.sys, &rv.n_sys, "%s", "");
+    tui_lines_add(&rv.sys, &rv.n_sys, "System:");
     kv = NULL; n = 0;
     if (!store_sysinfo_get(a->db, id, &kv, &n)) {
-        for (size_t i = 0; i < n; i++) lines_add(&rv.sys, &rv.n_sys, "  %-24s %s", kv[i].key, kv[i].value);
-        if (!n) lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
+        for (size_t i = 0; i < n; i++) tui_lines_add(&rv.sys, &rv.n_sys, "  %-24s %s", kv[i].key, kv[i].value);
+        if (!n) tui_lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
         free(kv);
     }
     if (rv.have_prof) {
-        lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
+        tui_lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
                   rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
     }
     run_graph_figures(a, id);
