@@ -143,12 +143,70 @@ static float h2f(uint16_t h)
     return f;
 }
 
+/* The same conversions eight at a time with F16C (every AVX2 CPU has it), round to
+ * nearest even as f2h: the same bits for every number and infinity (a NaN stays a NaN,
+ * its payload may differ). Used on the avx2 and avx512 paths (engine/isa.c) when the CPU
+ * has F16C; NNBENCH_ISA=generic forces the scalar code. The scalar conversions cost
+ * ~10 ns an element: the fp16 all-reduce of the MLP took 2.6 ms with them. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define F16C_ATTR __attribute__((target("avx,f16c")))
+F16C_ATTR static void f2h_f16c(const float *x, uint16_t *h, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm_storeu_si128((__m128i *)(void *)(h + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; i++) h[i] = f2h(x[i]);
+}
+F16C_ATTR static void h2f_f16c(const uint16_t *h, float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(h + i))));
+    for (; i < n; i++) x[i] = h2f(h[i]);
+}
+F16C_ATTR static void add_f16c(const uint16_t *a, uint16_t *b, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 s = _mm256_add_ps(_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(a + i))),
+                                 _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(b + i))));
+        _mm_storeu_si128((__m128i *)(void *)(b + i), _mm256_cvtps_ph(s, _MM_FROUND_TO_NEAREST_INT));
+    }
+    for (; i < n; i++) b[i] = f2h(h2f(a[i]) + h2f(b[i]));
+}
+static int use_f16c(void)
+{
+    return eng_isa_current() != ENG_ISA_GENERIC && __builtin_cpu_supports("f16c");
+}
+#else
+static int use_f16c(void) { return 0; }
+#define f2h_f16c(x, h, n) ((void)0)
+#define h2f_f16c(h, x, n) ((void)0)
+#define add_f16c(a, b, n) ((void)0)
+#endif
+
+void eng_fp16_from_float(const float *x, uint16_t *h, size_t n)
+{
+    if (use_f16c()) f2h_f16c(x, h, n);
+    else for (size_t i = 0; i < n; i++) h[i] = f2h(x[i]);
+}
+
+void eng_fp16_to_float(const uint16_t *h, float *x, size_t n)
+{
+    if (use_f16c()) h2f_f16c(h, x, n);
+    else for (size_t i = 0; i < n; i++) x[i] = h2f(h[i]);
+}
+
+void eng_fp16_add(const uint16_t *a, uint16_t *b, size_t n)
+{
+    if (use_f16c()) add_f16c(a, b, n);
+    else for (size_t i = 0; i < n; i++) b[i] = f2h(h2f(a[i]) + h2f(b[i]));
+}
+
 static void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *dt)
 {
     (void)dt;
-    const uint16_t *a = in;
-    uint16_t *b = inout;
-    for (int i = 0; i < *len; i++) b[i] = f2h(h2f(a[i]) + h2f(b[i]));
+    eng_fp16_add(in, inout, (size_t)*len);
 }
 
 /* ---- the run's state ------------------------------------------------------------------ */
@@ -254,7 +312,7 @@ static int allreduce_fp16(eng_dist *d, float *g, MPI_Request *req)
 {
     size_t n = d->n;
     PROF_BEGIN(d->prof, d->sc_compress);
-    for (size_t i = 0; i < n; i++) d->half[i] = f2h(g[i]);
+    eng_fp16_from_float(g, d->half, n);
     PROF_END(d->prof, d->sc_compress, 0, 0);
     PROF_BEGIN(d->prof, d->sc_allreduce);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, d->half, (int)n, MPI_UINT16_T, d->op_fp16, MPI_COMM_WORLD, req);
@@ -264,7 +322,7 @@ static int allreduce_fp16(eng_dist *d, float *g, MPI_Request *req)
     d->bytes += n * sizeof(uint16_t);
     if (rc) return rc;
     PROF_BEGIN(d->prof, d->sc_compress);
-    for (size_t i = 0; i < n; i++) g[i] = h2f(d->half[i]);
+    eng_fp16_to_float(d->half, g, n);
     PROF_END(d->prof, d->sc_compress, 0, 0);
     return ENG_OK;
 }

@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "engine.h"
 
@@ -25,6 +26,12 @@ void eng_dist_free(eng_dist *d);
  * configured; *loss and *correct (this rank's) become the global batch's; *stop is 1 when
  * any rank asked to stop. ENG_EIO when a rank is gone. */
 int eng_dist_step(eng_dist *d, float *grads, double *loss, int *correct, int rows, int global_rows, int *stop);
+/* IEEE half precision (the fp16 compression), round to nearest even; F16C on the avx2 and
+ * avx512 paths, the same bits as the scalar code of NNBENCH_ISA=generic for every number
+ * and infinity. add: b[i] = half(float(a[i]) + float(b[i])). */
+void eng_fp16_from_float(const float *x, uint16_t *h, size_t n);
+void eng_fp16_to_float(const uint16_t *h, float *x, size_t n);
+void eng_fp16_add(const uint16_t *a, uint16_t *b, size_t n);
 /* Payload bytes this rank handed to MPI for gradients so far. */
 unsigned long long eng_dist_bytes(const eng_dist *d);
 
