@@ -99,7 +99,7 @@ typedef enum {
     TUI_ACT_TAB_N, TUI_ACT_REVERT, TUI_ACT_RESUME, TUI_ACT_QUANTIZE,
 } tui_action;
 
-#define TUI_KEY_CODES 6
+#define TUI_KEY_CODES 8
 typedef struct {
     int keys[TUI_KEY_CODES]; /* key codes (curses KEY_* or characters); 0 ends the list */
     const char *label;    /* how the help and the docs spell the keys: "j / ↓" */

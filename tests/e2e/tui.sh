@@ -264,7 +264,7 @@ wait_for "11/11 runs"
 # (the store's writer thread commits the end record; the list picks it up at its next poll)
 wait_re "divbatch/steady +finished"
 
-step "Solver tab: G reaches the last event; Left/Right and 1-5 switch tabs"
+step "Solver tab: G reaches the last event; Left/Right and 1-7 switch tabs"
 keys /
 wait_for "filter (words"
 keys C-u "variant:qnewton-hybrid" Enter
@@ -283,6 +283,10 @@ keys Right
 wait_for "Resolved configuration"
 keys Left
 wait_for "linear solves"
+keys 6
+wait_for "No layer telemetry in this run"
+keys 7
+wait_for "No int8 quantization of this run yet"
 keys 1
 wait_for "smoothing:"
 keys Escape
