@@ -405,7 +405,10 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
             prof_table t;
             char nm[64], pct[16];
             prof_table_init(&t, c->ops[i], c->n_ops[i], c->self_total_ns[i], 0);
-            snprintf(w->cells[i], 64, "%.40s %s", prof_table_cell(&t, &c->ops[i][k], PROF_COL_NAME, nm, sizeof nm),
+            int rank = prof_row_rank(&c->ops[i][k], NULL);   /* data-parallel: whose op it is */
+            char rk[24] = "";
+            if (rank > 0) snprintf(rk, sizeof rk, " rank %d", rank);
+            snprintf(w->cells[i], 64, "%.36s%.12s %.12s", prof_table_cell(&t, &c->ops[i][k], PROF_COL_NAME, nm, sizeof nm), rk,
                      prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
         }
     }

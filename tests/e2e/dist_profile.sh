@@ -19,10 +19,18 @@ $MPIRUN -np 2 "$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sg
     --set train.max_steps=30 --set train.threads=1 >"$D/out" 2>&1 || fail "mpirun -np 2 --profile"
 "$NNBENCH" show 1 --db "$db" --ops 100 >"$D/show" 2>&1 || fail "show"
 "$NNBENCH" report 1 --db "$db" -o "$D/r.md" >"$D/out" 2>&1 || fail "report"
-python3 - "$db" "$D/show" "$D/r.md" <<'PY' || fail "show / report of the 2-rank run"
+"$NNBENCH" compare 1 1 --db "$db" --no-color >"$D/cmp" 2>&1 || fail "compare"
+python3 - "$db" "$D/show" "$D/r.md" "$D/cmp" <<'PY' || fail "show / report / compare of the 2-rank run"
 import re, sqlite3, sys
 db = sqlite3.connect(sys.argv[1])
-show, md = open(sys.argv[2]).read(), open(sys.argv[3]).read()
+show, md, cmp = open(sys.argv[2]).read(), open(sys.argv[3]).read(), open(sys.argv[4]).read()
+# compare's top ops say whose op each is: rank K's rows as "name rank K"
+top = db.execute("SELECT name FROM op_stats WHERE run=1 AND kind=0 ORDER BY self_ns DESC, name LIMIT 3").fetchall()
+for k, (name,) in enumerate(top):
+    line = [l for l in cmp.splitlines() if l.startswith(f"top op {k + 1} ")][0]
+    m = re.match(r"rank(\d+):(.*)", name)
+    want = f"{m.group(2)} rank {m.group(1)} " if m else f"{name} "
+    assert want in line and "rank1:" not in line, (line, name)
 comp = []
 for prefix in ("", "rank1:"):
     calls, step = db.execute("SELECT calls, total_ns FROM op_stats WHERE name=? AND kind=2", (prefix + "step",)).fetchone()
