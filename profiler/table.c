@@ -111,6 +111,7 @@ const prof_col_def prof_cols[PROF_COL_N] = {
     [PROF_COL_FAULTS] = { "faults", "page faults of the profiling thread (software events)", 7, 6, 1, 1 },
     [PROF_COL_CSW] = { "csw", "context switches of the profiling thread (software events)", 6, 4, 1, 1 },
     [PROF_COL_BYTES] = { "bytes", "bytes the op read and wrote, counted from shapes", 9, 7, 1, 0 },
+    [PROF_COL_GBPS] = { "GB/s", "bytes / total: the bandwidth achieved (allreduce: the payload handed to MPI)", 6, 5, 1, 0 },
     [PROF_COL_SELF_MEM] = { "self mem", "bytes allocated in the scope itself", 9, 8, 1, 0 },
     [PROF_COL_PEAK_MEM] = { "peak mem", "peak live bytes while the scope was open", 9, 8, 1, 0 },
 };
@@ -215,6 +216,10 @@ const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, 
         snprintf(b, cap, "%lld", (long long)r->csw);
         return b;
     case PROF_COL_BYTES: return r->bytes ? prof_fmt_bytes(b, cap, (double)r->bytes) : dash(b, cap);
+    case PROF_COL_GBPS:
+        if (!r->bytes || !r->total_ns) return dash(b, cap);
+        snprintf(b, cap, "%.2f", (double)r->bytes / total);   /* bytes per ns = GB/s */
+        return b;
     case PROF_COL_SELF_MEM:
         /* freed more than it allocated: a negative count */
         if (r->self_mem < 0 && cap > 1) { b[0] = '-'; prof_fmt_bytes(b + 1, cap - 1, -(double)r->self_mem); return b; }

@@ -277,7 +277,7 @@ static void add_quant(wb_app *a, const store_quant *q)
     prof_table t;
     prof_table_init(&t, ops, n, 0, 0);
     /* the store keeps name, layer, calls, total and self of these rows: no blank columns */
-    t.show[PROF_COL_GFLOPS] = t.show[PROF_COL_BYTES] = t.show[PROF_COL_SELF_MEM] = t.show[PROF_COL_PEAK_MEM] = 0;
+    t.show[PROF_COL_GFLOPS] = t.show[PROF_COL_BYTES] = t.show[PROF_COL_GBPS] = t.show[PROF_COL_SELF_MEM] = t.show[PROF_COL_PEAK_MEM] = 0;
     char *text = NULL;
     size_t len = 0;
     FILE *mf = open_memstream(&text, &len);

@@ -18,7 +18,7 @@ fail() { echo "profile.sh: $*" >&2; exit 1; }
 out="$tmp/out"
 cat "$tmp/out" "$tmp/err" > "$tmp/all"
 
-grep -q '^name  *self %  *self  *total  *avg  *calls  *GFLOP/s.*bytes  *self mem  *peak mem' "$tmp/all" \
+grep -q '^name  *self %  *self  *total  *avg  *calls  *GFLOP/s.*bytes  *GB/s  *self mem  *peak mem' "$tmp/all" \
     || fail "table header missing"
 grep -q '^dense\.fwd ' "$tmp/all" || fail "no dense.fwd row"
 grep -q '^dense\.bwd ' "$tmp/all" || fail "no dense.bwd row"

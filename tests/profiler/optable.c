@@ -38,10 +38,12 @@ static void test_columns_and_cells(void **state)
     snprintf(r[0].layer, sizeof r[0].layer, "dense1");
     r[0].flops = 60000000;
     r[0].self_mem = -2048;   /* freed more than it allocated */
+    r[1].bytes = 940600;     /* e.g. an all-reduce's payload: 940600 B in 4 ms = 0.24 GB/s */
     prof_table t;
     prof_table_init(&t, r, 3, 0, 0);
     /* always: name, self %, times, calls, GFLOP/s, bytes, memory; layer and rank where rows have them */
     assert_true(t.show[PROF_COL_NAME] && t.show[PROF_COL_SELF_PCT] && t.show[PROF_COL_GFLOPS] && t.show[PROF_COL_PEAK_MEM]);
+    assert_true(t.show[PROF_COL_BYTES] && t.show[PROF_COL_GBPS]);
     assert_true(t.show[PROF_COL_LAYER]);
     assert_true(t.show[PROF_COL_RANK]);
     /* absent data (old schema, no counters, no calibration): no column */
@@ -54,6 +56,7 @@ static void test_columns_and_cells(void **state)
         { 1, PROF_COL_LAYER, "-" }, { 0, PROF_COL_GFLOPS, "20.00" }, { 1, PROF_COL_GFLOPS, "-" },
         { 0, PROF_COL_SELF, "3.00 ms" }, { 0, PROF_COL_AVG, "300 us" }, { 2, PROF_COL_AVG, "250 ns" },
         { 0, PROF_COL_SELF_MEM, "-2.0 KiB" }, { 0, PROF_COL_CPU, "-" }, { 0, PROF_COL_SELF_PCT, "42.9%" },
+        { 1, PROF_COL_BYTES, "918.6 KiB" }, { 1, PROF_COL_GBPS, "0.24" }, { 0, PROF_COL_GBPS, "-" },
     };
     for (size_t i = 0; i < sizeof cells / sizeof cells[0]; i++)
         assert_string_equal(prof_table_cell(&t, &r[cells[i].row], cells[i].col, b, sizeof b), cells[i].want);
