@@ -345,7 +345,11 @@ static int allgather_int8(eng_dist *d, float *g, MPI_Request *req)
     int8_t *mine = d->packed + (size_t)g_rank * INT8_BLOCK(d);
     memcpy(mine, &scale, 8);
     for (size_t i = 0; i < n; i++) {
-        long q = lround(d->residual[i] / scale);
+        /* round half away from zero, as lround but without its libm call per element
+         * (the compress scope: 1.38 -> 0.82-0.96 ms per call, the same loss); it differs
+         * from lround only for x within one double ulp below a half (x + 0.5 rounds up) */
+        double x = d->residual[i] / scale;
+        long q = (long)(x + (x < 0 ? -0.5 : 0.5));
         if (q > 127) q = 127;
         if (q < -127) q = -127;
         mine[8 + i] = (int8_t)q;
