@@ -1,4 +1,4 @@
-# tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh and
+# tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh, tui_hangup.sh, dist_profile.sh and
 # store_tui_concurrent.sh): the caller sets T (the tmux command with its -L socket) and
 # limit (seconds a wait_* may take) and names its window w.
 cap() { $T capture-pane -p -t w 2>/dev/null; }
