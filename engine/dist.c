@@ -66,6 +66,14 @@ static double mono_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* A collective that could not start leaves the ranks out of step: the job is broken
+ * (eng_dist_finalize aborts it instead of waiting in MPI_Finalize). */
+static int start_failed(const char *what)
+{
+    g_broken = 1;
+    return eng_fail(ENG_EIO, "mpi: %s could not start on rank %d", what, g_rank);
+}
+
 /* Waits for req. Open MPI's nonblocking collectives progress only inside MPI_Test, one
  * fragment at a time, so the first 20 ms test back to back, as a blocking call would;
  * sleeping (or yielding) between tests made a 0.9 MB all-reduce on a loaded machine take
@@ -283,7 +291,7 @@ static int wait_for_ranks(eng_dist *d)
     PROF_BEGIN(d->prof, d->sc_wait);
     MPI_Request req;
     int rc = MPI_Ibarrier(MPI_COMM_WORLD, &req);
-    if (rc != MPI_SUCCESS) { g_broken = 1; rc = eng_fail(ENG_EIO, "mpi: the barrier could not start on rank %d", g_rank); }
+    if (rc != MPI_SUCCESS) rc = start_failed("the barrier");
     else rc = wait_req(&req, d->cfg.timeout_s, "waiting for the other ranks' gradients");
     PROF_END(d->prof, d->sc_wait, 0, 0);
     return rc;
@@ -317,7 +325,7 @@ static int allreduce_fp16(eng_dist *d, float *g, MPI_Request *req)
     PROF_BEGIN(d->prof, d->sc_allreduce);
     int rc = MPI_Iallreduce(MPI_IN_PLACE, d->half, (int)n, MPI_UINT16_T, d->op_fp16, MPI_COMM_WORLD, req);
     if (rc == MPI_SUCCESS) rc = wait_req(req, d->cfg.timeout_s, "the fp16 gradient all-reduce");
-    else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
+    else rc = start_failed("the gradient all-reduce");
     PROF_END(d->prof, d->sc_allreduce, 0, n * sizeof(uint16_t));
     d->bytes += n * sizeof(uint16_t);
     if (rc) return rc;
@@ -360,7 +368,7 @@ static int allgather_int8(eng_dist *d, float *g, MPI_Request *req)
     int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d->packed, (int)INT8_BLOCK(d), MPI_INT8_T,
                             MPI_COMM_WORLD, req);
     if (rc == MPI_SUCCESS) rc = wait_req(req, d->cfg.timeout_s, "the int8 gradient all-gather");
-    else rc = eng_fail(ENG_EIO, "mpi: the gradient all-gather could not start on rank %d", g_rank);
+    else rc = start_failed("the gradient all-gather");
     PROF_END(d->prof, d->sc_allreduce, 0, INT8_BLOCK(d));
     d->bytes += INT8_BLOCK(d);
     if (rc) return rc;
@@ -397,7 +405,7 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
         PROF_BEGIN(d->prof, d->sc_allreduce);
         rc = MPI_Iallreduce(MPI_IN_PLACE, g, (int)len, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the gradient all-reduce");
-        else rc = eng_fail(ENG_EIO, "mpi: the gradient all-reduce could not start on rank %d", g_rank);
+        else rc = start_failed("the gradient all-reduce");
         PROF_END(d->prof, d->sc_allreduce, 0, len * sizeof(float));
         d->bytes += n * sizeof(float);
         if (rc) return rc;
@@ -407,10 +415,8 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
          * started first, so its latency overlaps the gradients' collective. */
         double v[3] = { loss_sum, (double)*correct, want_stop ? 1.0 : 0.0 };
         MPI_Request sreq;
-        if (MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &sreq) != MPI_SUCCESS) {
-            g_broken = 1;
-            return eng_fail(ENG_EIO, "mpi: the loss all-reduce could not start on rank %d", g_rank);
-        }
+        if (MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &sreq) != MPI_SUCCESS)
+            return start_failed("the loss all-reduce");
         rc = d->cfg.compress == ENG_COMPRESS_FP16 ? allreduce_fp16(d, g, &req) : allgather_int8(d, g, &req);
         if (!rc) rc = wait_req(&sreq, d->cfg.timeout_s, "the loss all-reduce");
         if (rc) return rc;
@@ -558,9 +564,6 @@ int eng_dist_barrier(void)
 {
     if (!g_inited || g_world < 2) return ENG_OK;
     MPI_Request req;
-    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) {
-        g_broken = 1;
-        return eng_fail(ENG_EIO, "mpi: the barrier could not start on rank %d", g_rank);
-    }
+    if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return start_failed("the barrier");
     return wait_req(&req, 30, "a barrier");
 }
