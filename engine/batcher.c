@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <math.h>
 #include <string.h>
 #include <time.h>
 
@@ -15,11 +16,16 @@
  * yet handed out) or HELD (handed out; freed by the next eng_batcher_next). */
 enum { SLOT_FREE, SLOT_FILLING, SLOT_READY, SLOT_HELD };
 #define MAX_SLOTS (ENG_PREFETCH_MAX + 1)
+#define SHARE_RING (MAX_SLOTS + 1)
 
 struct eng_batcher {
     const eng_dataset *ds;
     int n, batch, bpe, shuffle, full, chunk, nslots;
     int shard_rank, shard_size;
+    /* Shares set during the run (eng_batcher_set_share): entry k % SHARE_RING holds batch
+     * share_batch's fractions; a batch without its entry is split evenly. */
+    long share_batch[SHARE_RING];
+    double share_lo[SHARE_RING], share_hi[SHARE_RING];
     uint64_t seed;
     eng_augment aug;
     eng_throttle *thr;    /* NULL = unthrottled */
@@ -78,6 +84,12 @@ static void setup(eng_batcher *b, long k, int s)
     int global = b->n - start < b->batch ? b->n - start : b->batch;
     int lo = (int)((long)global * b->shard_rank / b->shard_size);
     int hi = (int)((long)global * (b->shard_rank + 1) / b->shard_size);
+    int e = (int)(k % SHARE_RING);
+    if (b->share_batch[e] == k) {
+        /* every rank rounds the same products: one rank's hi is the next one's lo */
+        lo = (int)lround(global * b->share_lo[e]);
+        hi = (int)lround(global * b->share_hi[e]);
+    }
     b->fill_start = start + lo;
     b->fill_rows = hi - lo;
     b->slot_pos[s] = (uint64_t)k * (uint64_t)b->batch + (uint64_t)lo;
@@ -289,6 +301,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
     b->nslots = prefetch ? o->depth + 1 : 1;
     b->shard_size = o->shard_size > 1 ? o->shard_size : 1;
     b->shard_rank = b->shard_size > 1 ? o->shard_rank : 0;
+    for (int e = 0; e < SHARE_RING; e++) b->share_batch[e] = -1;
     if (o->read_mbps > 0 || b->latency_ns > 0) {
         if (!(b->thr = eng_throttle_new(o->read_mbps))) {
             prof_free(b);
@@ -422,6 +435,22 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
     *out = b->meta[s];
     unlock(b);
     return ENG_OK;
+}
+
+long eng_batcher_set_share(eng_batcher *b, double lo, double hi)
+{
+    if (b->full || b->shard_size < 2) return -1;
+    if (b->prefetch) pthread_mutex_lock(&b->mu);
+    /* The caller holds batch c (handed out last); slot c % nslots is freed when it asks for
+     * c + 1, so batch c + nslots, which reuses that slot, is the first one not yet set up
+     * on any rank, whatever its prefetch thread has done. */
+    long c = (b->prefetch ? b->consumed : b->produced) - 1, k = c + b->nslots;
+    int e = (int)(k % SHARE_RING);
+    b->share_batch[e] = k;
+    b->share_lo[e] = lo < 0 ? 0 : lo;
+    b->share_hi[e] = hi > 1 ? 1 : hi < lo ? lo : hi;
+    if (b->prefetch) pthread_mutex_unlock(&b->mu);
+    return k;
 }
 
 void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller)

@@ -59,6 +59,8 @@ static const char *const E_POLICY[] = { "classical", "quantum", "threshold", "hy
 static const int V_POLICY[] = { ENG_QPOLICY_CLASSICAL, ENG_QPOLICY_QUANTUM, ENG_QPOLICY_THRESHOLD, ENG_QPOLICY_HYBRID };
 static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
 static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
+static const char *const E_BALANCE[] = { "even", "measured", NULL };
+static const int V_BALANCE[] = { ENG_BALANCE_EVEN, ENG_BALANCE_MEASURED };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -215,6 +217,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "integer >= 0", "256", "compute the exact condition number for blocks up to this size")      \
     X("dist", "compress", K_ENUM, dist.compress, 0, 0, E_COMPRESS, V_COMPRESS, "none, fp16, int8", "none", \
       "under mpirun: gradients sent as fp32, fp16, or int8 with error feedback (the rounding error is added to the next step's gradient)") \
+    X("dist", "balance", K_ENUM, dist.balance, 0, 0, E_BALANCE, V_BALANCE, "even, measured", "even", \
+      "under mpirun: split every global batch evenly, or by each rank's measured time per row (a slower rank gets fewer rows; reproducible to float tolerance, not bits)") \
     X("dist", "timeout_s", K_DBL_POS, dist.timeout_s, 0, 86400, NULL, NULL, "number > 0", "30",     \
       "under mpirun: a collective the other ranks do not join in this many seconds fails the run (a rank died or hangs)") \
     X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \

@@ -108,6 +108,12 @@ typedef struct {
 } eng_batcher_options;
 int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_options *o,
                             uint64_t seed, eng_batcher **out);
+/* Data-parallel (dist.balance = measured): this rank serves the fraction [lo, hi) of the
+ * global batch of G rows, rows [round(G lo), round(G hi)), from the first batch that no
+ * rank can have set up yet (the batch nslots after the one the caller holds; call it
+ * after every step, every rank with the same step's partition, so that each batch has
+ * one). Returns that batch's index; -1 (nothing to do) for one process. */
+long eng_batcher_set_share(eng_batcher *b, double lo, double hi);
 
 /* data.cache: the cache file for dc (path into buf), its state after eng_data_load. */
 typedef enum { ENG_CACHE_OFF, ENG_CACHE_HIT, ENG_CACHE_WRITTEN } eng_cache_state;

@@ -230,6 +230,9 @@ struct eng_dist {
     int8_t *packed;          /* int8: world blocks of [scale (8 bytes), n values] */
     MPI_Op op_fp16;
     unsigned long long bytes;
+    float *scal;             /* compressed paths: the step's scalars (eng_dist_spare floats) */
+    double *ema, *cuts;      /* the shares: smoothed time per row of each rank; the partition */
+    double t_done;           /* when the last step's collective completed (0: none yet) */
 };
 
 #define INT8_BLOCK(d) (8 + (d)->n)
@@ -251,14 +254,18 @@ int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, at
     d->sc_allreduce = d->sc_compress = d->sc_wait = -1;
     d->op_fp16 = MPI_OP_NULL;
     int ok = 1;
-    if (dc->compress == ENG_COMPRESS_FP16) {
+    ok = (d->scal = prof_calloc(eng_dist_spare(), sizeof *d->scal)) != NULL &&
+         (d->ema = prof_calloc((size_t)g_world, sizeof *d->ema)) != NULL &&
+         (d->cuts = prof_malloc(((size_t)g_world + 1) * sizeof *d->cuts)) != NULL;
+    for (int r = 0; ok && r <= g_world; r++) d->cuts[r] = (double)r / g_world;
+    if (ok && dc->compress == ENG_COMPRESS_FP16) {
         ok = (d->half = prof_malloc(n_params * sizeof *d->half)) != NULL &&
              MPI_Op_create(sum_fp16, 1, &d->op_fp16) == MPI_SUCCESS;
-    } else if (dc->compress == ENG_COMPRESS_INT8) {
+    } else if (ok && dc->compress == ENG_COMPRESS_INT8) {
         ok = (d->residual = prof_calloc(n_params, sizeof *d->residual)) != NULL &&
              (d->packed = prof_malloc((size_t)g_world * INT8_BLOCK(d))) != NULL;
     }
-    if (!ok) { eng_dist_free(d); return eng_fail(ENG_ENOMEM, "mpi: out of memory for compression buffers"); }
+    if (!ok) { eng_dist_free(d); return eng_fail(ENG_ENOMEM, "mpi: out of memory for the step's buffers"); }
     if (prof) {
         d->sc_allreduce = prof_register(prof, "allreduce", NULL, PROF_OP);
         d->sc_wait = prof_register(prof, "allreduce.wait", NULL, PROF_OP);
@@ -279,6 +286,9 @@ void eng_dist_free(eng_dist *d)
     prof_free(d->half);
     prof_free(d->residual);
     prof_free(d->packed);
+    prof_free(d->scal);
+    prof_free(d->ema);
+    prof_free(d->cuts);
     prof_free(d);
 }
 
@@ -297,15 +307,19 @@ static int wait_for_ranks(eng_dist *d)
     return rc;
 }
 
-/* The step's scalars as floats summed with the gradients: the loss sum split into a float
- * and what the float left out (so the global sum keeps ~48 bits, not 24), the correct
- * count (exact in a float up to 2^24) and the stop vote. */
-static void pack_scalars(float *t, double loss_sum, int correct, int stop)
+size_t eng_dist_spare(void) { return 4 + (size_t)g_world; }
+
+/* The step's scalars as floats summed across ranks: the loss sum split into a float and
+ * what the float left out (so the global sum keeps ~48 bits, not 24), the correct count
+ * (exact in a float up to 2^24), the stop vote, then one slot per rank: this rank's time
+ * per row (us) in its own, 0 in the others', so that the sum is every rank's exact value. */
+static void pack_scalars(float *t, double loss_sum, int correct, int stop, float per_row_us)
 {
     t[0] = (float)loss_sum;
     t[1] = (float)(loss_sum - (double)t[0]);
     t[2] = (float)correct;
     t[3] = stop ? 1.0f : 0.0f;
+    for (int r = 0; r < g_world; r++) t[4 + r] = r == g_rank ? per_row_us : 0.0f;
 }
 
 static void unpack_scalars(const float *t, double *loss_sum, int *correct, int *stop)
@@ -314,6 +328,54 @@ static void unpack_scalars(const float *t, double *loss_sum, int *correct, int *
     *correct = (int)lroundf(t[2]);
     *stop = t[3] > 0;
 }
+
+/* dist.balance = measured. The smoothing: of 0.1, 0.3 and 0.6, 0.3 gave the most samples/s
+ * in 8 paired 2-rank runs of the Fashion MLP (docs/scale.md). A measurement is first held
+ * within 2x of the estimate, so one long step (an evaluation, a checkpoint on rank 0)
+ * moves it by at most 30%. */
+#define BALANCE_SMOOTHING 0.3
+#define BALANCE_FLOOR 0.25     /* the smallest share, in even shares: every rank keeps rows */
+
+void eng_dist_balance(double *ema, const float *per_row, int n, double *cuts)
+{
+    int all = 1;
+    for (int r = 0; r < n; r++) {
+        double x = per_row[r];
+        if (x > 0 && isfinite(x)) {
+            if (ema[r] > 0) {
+                x = fmin(fmax(x, ema[r] / 2), ema[r] * 2);
+                ema[r] += BALANCE_SMOOTHING * (x - ema[r]);
+            } else {
+                ema[r] = x;
+            }
+        }
+        all &= ema[r] > 0;
+    }
+    if (!all) return;
+    /* Shares proportional to speed (1 / time per row); a rank below the floor gets the
+     * floor and the others share the rest in proportion: repeated until no share is
+     * below the floor (each pass fixes at least one more rank). */
+    double floor = BALANCE_FLOOR / n, share[n];
+    int fixed[n];
+    for (int r = 0; r < n; r++) fixed[r] = 0;
+    for (int changed = 1; changed;) {
+        double rest = 1, speed = 0;
+        for (int r = 0; r < n; r++) {
+            if (fixed[r]) rest -= floor;
+            else speed += 1 / ema[r];
+        }
+        changed = 0;
+        for (int r = 0; r < n; r++) {
+            share[r] = fixed[r] ? floor : rest * (1 / ema[r]) / speed;
+            if (!fixed[r] && share[r] < floor) fixed[r] = changed = 1;
+        }
+    }
+    cuts[0] = 0;
+    for (int r = 0; r < n - 1; r++) cuts[r + 1] = fmin(cuts[r] + share[r], 1.0);
+    cuts[n] = 1;
+}
+
+const double *eng_dist_cuts(const eng_dist *d) { return d->cuts; }
 
 /* The compressed gradient collectives; the fp32 one is inline in eng_dist_step. */
 static int allreduce_fp16(eng_dist *d, float *g, MPI_Request *req)
@@ -388,6 +450,8 @@ static int allgather_int8(eng_dist *d, float *g, MPI_Request *req)
 int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, int global_rows, int *stop)
 {
     size_t n = d->n;
+    double t = mono_s();
+    float per_row_us = d->t_done > 0 && rows > 0 ? (float)(1e6 * (t - d->t_done) / rows) : 0.0f;
     /* Profiled runs only: a barrier costs a round of latency per step. */
     if (d->prof) {
         int rc = wait_for_ranks(d);
@@ -398,10 +462,11 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
     int want_stop = atomic_load(d->stop) != 0;
     MPI_Request req;
     int rc;
+    const float *scal;
     if (d->cfg.compress == ENG_COMPRESS_NONE) {
         /* One collective per step: the scalars ride in the gradient buffer's spare tail. */
-        pack_scalars(g + n, loss_sum, *correct, want_stop);
-        size_t len = n + ENG_DIST_SPARE;
+        pack_scalars(g + n, loss_sum, *correct, want_stop, per_row_us);
+        size_t len = n + eng_dist_spare();
         PROF_BEGIN(d->prof, d->sc_allreduce);
         rc = MPI_Iallreduce(MPI_IN_PLACE, g, (int)len, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &req);
         if (rc == MPI_SUCCESS) rc = wait_req(&req, d->cfg.timeout_s, "the gradient all-reduce");
@@ -409,22 +474,24 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
         PROF_END(d->prof, d->sc_allreduce, 0, len * sizeof(float));
         d->bytes += n * sizeof(float);
         if (rc) return rc;
-        unpack_scalars(g + n, &loss_sum, correct, stop);
+        scal = g + n;
     } else {
         /* Compressed gradients cannot carry exact scalars: those go in a small all-reduce
          * started first, so its latency overlaps the gradients' collective. */
-        double v[3] = { loss_sum, (double)*correct, want_stop ? 1.0 : 0.0 };
+        pack_scalars(d->scal, loss_sum, *correct, want_stop, per_row_us);
         MPI_Request sreq;
-        if (MPI_Iallreduce(MPI_IN_PLACE, v, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &sreq) != MPI_SUCCESS)
+        if (MPI_Iallreduce(MPI_IN_PLACE, d->scal, (int)eng_dist_spare(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                           &sreq) != MPI_SUCCESS)
             return start_failed("the loss all-reduce");
         rc = d->cfg.compress == ENG_COMPRESS_FP16 ? allreduce_fp16(d, g, &req) : allgather_int8(d, g, &req);
         if (!rc) rc = wait_req(&sreq, d->cfg.timeout_s, "the loss all-reduce");
         if (rc) return rc;
-        loss_sum = v[0];
-        *correct = (int)lround(v[1]);
-        *stop = v[2] > 0;
+        scal = d->scal;
     }
+    unpack_scalars(scal, &loss_sum, correct, stop);
+    if (d->cfg.balance == ENG_BALANCE_MEASURED) eng_dist_balance(d->ema, scal + 4, g_world, d->cuts);
     *loss = loss_sum / global_rows;
+    d->t_done = mono_s();
     return ENG_OK;
 }
 

@@ -18,14 +18,28 @@ int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, at
                     eng_dist **out);
 void eng_dist_free(eng_dist *d);
 /* The gradient buffer handed to eng_dist_step has this many floats past n_params: the
- * step's scalars travel in the same all-reduce as the gradients. */
-#define ENG_DIST_SPARE 4
+ * step's scalars (loss, correct count, stop vote, and every rank's time per row) travel in
+ * the same all-reduce as the gradients. 4 + the world size. */
+size_t eng_dist_spare(void);
 /* After backward, the step's one synchronisation: grads (this rank's, weighted by its
  * share of the batch: rows / global_rows times the mean over its rows, as
  * eng_model_backward_weighted makes them) become the mean over the global batch, identical on every rank, compressed as
  * configured; *loss and *correct (this rank's) become the global batch's; *stop is 1 when
- * any rank asked to stop. ENG_EIO when a rank is gone. */
+ * any rank asked to stop. ENG_EIO when a rank is gone. Each rank also reports the time it
+ * was busy since the previous step's collective (its rows' data, forward, backward, the
+ * previous optimizer step and whatever else it did), per row: with dist.balance =
+ * measured this sets the next shares (eng_dist_cuts). */
 int eng_dist_step(eng_dist *d, float *grads, double *loss, int *correct, int rows, int global_rows, int *stop);
+/* The partition of the global batch after the last step: rank r serves the fraction
+ * [cuts[r], cuts[r+1]) of it; world + 1 values from 0 to 1, the same on every rank. Even
+ * shares until dist.balance = measured has measured every rank. */
+const double *eng_dist_cuts(const eng_dist *d);
+/* dist.balance = measured, one update (pure; every rank runs it on the same numbers and
+ * gets the same cuts): per_row[r] is rank r's busy time per row in the step just done, 0
+ * when not measured (no rows, or its first step); ema[r] the smoothed time per row (0 =
+ * none yet), updated; cuts[0..n] rewritten with shares proportional to 1/ema, each at
+ * least a quarter of an even share — unchanged until every rank has been measured. */
+void eng_dist_balance(double *ema, const float *per_row, int n, double *cuts);
 /* IEEE half precision (the fp16 compression), round to nearest even; F16C on the avx2 and
  * avx512 paths, the same bits as the scalar code of NNBENCH_ISA=generic for every number
  * and infinity. add: b[i] = half(float(a[i]) + float(b[i])). */

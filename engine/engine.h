@@ -230,8 +230,13 @@ typedef struct {
 } eng_graph_config;
 /* Data-parallel training ([dist]; used when the run was started by mpirun with N > 1). */
 typedef enum { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 } eng_compress;
+/* How the global batch is split: even shares, or shares that follow each rank's measured
+ * time per row (a slower rank gets fewer rows; runs are then reproducible to float
+ * tolerance, not bits). */
+typedef enum { ENG_BALANCE_EVEN, ENG_BALANCE_MEASURED } eng_balance;
 typedef struct {
     eng_compress compress; /* gradients sent as fp32, fp16, or int8 with error feedback */
+    eng_balance balance;
     double timeout_s;      /* a collective not answered in this time fails the run */
 } eng_dist_config;
 

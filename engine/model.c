@@ -211,7 +211,7 @@ static int allocate(eng_model *m)
     floats += 2 * round16(col);
     m->params = prof_calloc(m->n_params, sizeof(float));
     /* the spare tail carries a data-parallel step's scalars in the gradient all-reduce */
-    m->grads = prof_calloc(m->n_params + ENG_DIST_SPARE, sizeof(float));
+    m->grads = prof_calloc(m->n_params + eng_dist_spare(), sizeof(float));
     m->arena = prof_calloc(floats ? floats : 1, sizeof(float));
     m->iarena = ints ? prof_calloc(ints, sizeof(int32_t)) : NULL;
     if (!m->params || !m->grads || !m->arena || (ints && !m->iarena)) {

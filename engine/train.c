@@ -398,6 +398,22 @@ static int take_checkpoint(loop_ctx *c, const eng_loop_state *L)
     return rc ? ENG_ESINK : 0;
 }
 
+static int emit(loop_ctx *c, const char *key, double value, double wall);
+
+/* dist.balance = measured: each rank's share of the global batch, as batch_share/rankR. */
+static int emit_shares(const eng_run *r, loop_ctx *c, double wall)
+{
+    if (!r->dist || r->cfg.dist.balance != ENG_BALANCE_MEASURED) return 0;
+    const double *cuts = eng_dist_cuts(r->dist);
+    for (int k = 0; k < eng_dist_world(); k++) {
+        char key[32];
+        snprintf(key, sizeof key, "batch_share/rank%d", k);
+        int rc = emit(c, key, cuts[k + 1] - cuts[k], wall);
+        if (rc) return rc;
+    }
+    return 0;
+}
+
 static int emit(loop_ctx *c, const char *key, double value, double wall)
 {
     if (!c->sink || !c->sink->metric) return 0;
@@ -559,6 +575,10 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                 break;
             }
             b.rows = b.global_rows;  /* from here on the step counts the whole batch */
+            if (r->cfg.dist.balance == ENG_BALANCE_MEASURED) {
+                const double *cuts = eng_dist_cuts(r->dist);
+                eng_batcher_set_share(r->b, cuts[eng_dist_rank()], cuts[eng_dist_rank() + 1]);
+            }
         }
 
         double lr = eng_lr_at(tc, s, r->total_steps);
@@ -605,6 +625,7 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
             if ((rc = emit(&c, "train_loss", l, wall))) break;
             if (ds->classification && (rc = emit(&c, "train_acc", int_correct / int_rows, wall))) break;
             if ((rc = emit(&c, "lr", lr, wall))) break;
+            if ((rc = emit_shares(r, &c, wall))) break;
             if (r->telem && sink && sink->telemetry) {
                 eng_telemetry rec = { .step = c.step, .epoch = c.epoch, .wall_s = wall, .hybrid_s = wall + c.hybrid_extra };
                 eng_telem_record(r->telem, &rec);

@@ -66,6 +66,25 @@ a=$(sqlite3 "$T/tiny.db" "SELECT final_train_loss FROM runs"); b=$(sqlite3 "$T/t
 awk -v a="$a" -v b="$b" 'BEGIN { x = a - b; if (x < 0) x = -x; exit !(x < 1e-4) }' || fail "empty shard: loss $a vs $b"
 ok "a last batch of 1 row on 3 ranks (two empty shards): same loss as 1 process"
 
+# dist.balance = measured: the shares follow each rank's time per row (with tens of
+# microseconds per step here they move at every descheduling); whatever the split, the
+# ranks train the one-process curve. Each rank's share is stored as batch_share/rankR
+# (every log step; the shares of a step add up to 1, each at least a quarter of an even one).
+for np in 2 3; do
+    $MPIRUN -np $np "$NNBENCH" run "$T/e.ini" --db "$T/bal$np.db" --set dist.balance=measured >"$T/out" 2>&1 ||
+        fail "dist.balance = measured, $np ranks"
+    losses "$T/bal$np.db" >"$T/lb"
+    d=$(paste -d'|' "$T/l1" "$T/lb" | awk -F'|' '$1 != $3 { print "steps differ"; exit } { x = $2 - $4; if (x < 0) x = -x; if (x > m) m = x } END { printf "%.3g\n", m }')
+    awk -v d="$d" 'BEGIN { exit !(d + 0 < 1e-4) }' || fail "balance = measured, $np ranks vs 1 process: max |loss difference| = $d"
+    [ "$(sqlite3 "$T/bal$np.db" "SELECT count(DISTINCT key) FROM metrics WHERE key LIKE 'batch_share/rank%'")" = $np ] ||
+        fail "balance = measured: want batch_share/rank0..$((np - 1))"
+    bad=$(sqlite3 "$T/bal$np.db" "SELECT step FROM metrics WHERE key LIKE 'batch_share/%' GROUP BY step
+        HAVING abs(sum(value) - 1) > 1e-9 OR count(*) != $np OR min(value) < 0.25 / $np - 1e-9 LIMIT 1")
+    [ -z "$bad" ] || fail "balance = measured: the shares of step $bad are not a partition"
+    range=$(sqlite3 "$T/bal$np.db" "SELECT printf('%.3f..%.3f', min(value), max(value)) FROM metrics WHERE key LIKE 'batch_share/%'")
+    ok "balance = measured, $np ranks: the one-process curve (max |difference| $d), shares $range"
+done
+
 # Compression: fewer bytes per all-reduce, still trains.
 for c in fp16 int8; do
     $MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --db "$T/$c.db" --profile --set dist.compress=$c --set train.max_steps=120 >"$T/out" 2>&1 ||
@@ -75,10 +94,11 @@ for c in fp16 int8; do
     echo "$c: $bytes bytes per all-reduce, final loss $loss"
     awk -v l="$loss" 'BEGIN { exit !(l < 0.5) }' || fail "compress = $c: final loss $loss (does not train)"
 done
-# fp32: the P gradients and the step's 4 scalars (loss hi/lo, correct, stop) in one buffer
+# fp32: the P gradients and the step's 4 + 3 scalars (loss hi/lo, correct, stop, each
+# rank's time per row) in one buffer
 n=$(sqlite3 "$T/three.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")
-P=$((n / 4 - 4))
-[ "$P" = "$(sqlite3 "$T/three.db" 'SELECT n_params FROM runs')" ] || fail "fp32 all-reduce carries $n bytes, not 4 x (parameters + 4 scalars)"
+P=$((n / 4 - 7))
+[ "$P" = "$(sqlite3 "$T/three.db" 'SELECT n_params FROM runs')" ] || fail "fp32 all-reduce carries $n bytes, not 4 x (parameters + 7 scalars)"
 [ "$(sqlite3 "$T/fp16.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((P * 2)) ] || fail "fp16 does not halve the bytes ($n fp32)"
 [ "$(sqlite3 "$T/int8.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" -eq $((P + 8)) ] || fail "int8 does not send a quarter (+ scale)"
 ok "fp16 sends half, int8 a quarter of the fp32 bytes, both train"

@@ -337,6 +337,71 @@ static void test_shards(void **state)
     free_ds(ds);
 }
 
+/* Shares set during the run (dist.balance = measured): after every step each rank passes
+ * the same partition; the batch it applies to (nslots after the one held: the first no
+ * prefetch thread can have set up, here even after it was given time to run ahead) is cut
+ * there on every rank, batches before the first call are split evenly, and the ranks
+ * together still serve exactly the one-process batches; empty shares included. */
+static void test_shares_set(void **state)
+{
+    eng_dataset *ds = image_ds(41);                 /* batch 8: 5 batches of 8, one of 1 */
+    eng_batcher_options o = { .shuffle = 1, .depth = 2, .wait_scope = -1, .gather_scope = -1 };
+    enum { N = 3, STEPS = 24 };
+    for (int prefetch = 0; prefetch <= 1; prefetch++) {
+        eng_batcher *one_p, *rk[N];
+        o.prefetch = prefetch;
+        o.shard_size = 1;
+        assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &one_p), ENG_OK);
+        for (int r = 0; r < N; r++) {
+            o.shard_rank = r;
+            o.shard_size = N;
+            assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &rk[r]), ENG_OK);
+        }
+        double cuts[STEPS + 8][N + 1];
+        int set[STEPS + 8] = { 0 };
+        for (int k = 0; k < STEPS; k++) {
+            eng_batch whole, part;
+            assert_int_equal(eng_batcher_next(one_p, &whole), ENG_OK);
+            int at = 0;
+            for (int r = 0; r < N; r++) {
+                assert_int_equal(eng_batcher_next(rk[r], &part), ENG_OK);
+                assert_int_equal(part.global_rows, whole.rows);
+                int lo = whole.rows * r / N, hi = whole.rows * (r + 1) / N;
+                if (set[k]) {
+                    lo = (int)lround(whole.rows * cuts[k][r]);
+                    hi = (int)lround(whole.rows * cuts[k][r + 1]);
+                }
+                assert_int_equal(part.rows, hi - lo);
+                assert_int_equal(at, lo);
+                if (part.rows) {
+                    assert_memory_equal(part.x, whole.x + (size_t)at * ds->in_size, (size_t)part.rows * ds->in_size * sizeof(float));
+                    assert_memory_equal(part.y, whole.y + at, (size_t)part.rows * sizeof(int32_t));
+                }
+                at += part.rows;
+            }
+            assert_int_equal(at, whole.rows);
+            /* a partition of this step: 0 < c1 <= c2 < 1, every third one giving rank 1 nothing */
+            double c1 = 0.1 + 0.8 * fmod(k * 0.37, 1.0), c2 = k % 3 ? c1 + (1 - c1) * fmod(k * 0.61, 1.0) : c1;
+            if (prefetch) usleep(2000);             /* the prefetch thread fills every free slot */
+            long applies = -1;
+            for (int r = 0; r < N; r++) {
+                double c[N + 1] = { 0, c1, c2, 1 };
+                long a = eng_batcher_set_share(rk[r], c[r], c[r + 1]);
+                assert_true(r == 0 || a == applies);
+                applies = a;
+            }
+            assert_int_equal(applies, k + (prefetch ? o.depth + 1 : 1));
+            double c[N + 1] = { 0, c1, c2, 1 };
+            memcpy(cuts[applies], c, sizeof c);
+            set[applies] = 1;
+        }
+        assert_int_equal(eng_batcher_set_share(one_p, 0, 1), -1);   /* one process: nothing */
+        for (int r = 0; r < N; r++) eng_batcher_destroy(rk[r]);
+        eng_batcher_destroy(one_p);
+    }
+    free_ds(ds);
+}
+
 /* The source's rate bounds an epoch's time from below, with or without prefetch (readers
  * share one rate), and a per-batch latency adds per batch. Only lower bounds: a loaded
  * machine makes everything slower, never faster. */
@@ -418,6 +483,7 @@ int test_engine_pipeline(void)
         cmocka_unit_test(test_augment_deterministic),
         cmocka_unit_test(test_augment_errors),
         cmocka_unit_test(test_shards),
+        cmocka_unit_test(test_shares_set),
         cmocka_unit_test(test_throttle),
         cmocka_unit_test_setup_teardown(test_data_wait_scope, setup_dir, teardown_dir),
     };
