@@ -53,6 +53,13 @@ $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c -o $@ $<
 
+# store/schema.sql, embedded in store/schema.c as generated string macros.
+$(BUILD)/store/schema_sql.h: store/schema.sql scripts/embed_schema.awk
+	@mkdir -p $(dir $@)
+	awk -f scripts/embed_schema.awk store/schema.sql >$@.tmp && mv $@.tmp $@
+$(BUILD)/store/schema.o: $(BUILD)/store/schema_sql.h
+$(BUILD)/store/schema.o: CFLAGS_ALL += -I$(BUILD)/store
+
 # One CMocka executable per module, from every .c under tests/<module>/.
 .SECONDEXPANSION:
 $(BUILD)/tests/test_%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tests/$$*/*.c)) $(BUILD)/libnnbench.a

@@ -1,5 +1,5 @@
 -- schema.sql — nnbench's SQLite schema, version 4 (PRAGMA user_version = 4).
--- Embedded in store/schema.c (a test checks they are equal). Times are unix seconds
+-- Embedded in nnbench at build time (store/schema.c). Times are unix seconds
 -- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
 -- stored as NULL (SQLite has no NaN). Statuses are stored by name:
 -- running | finished | failed | diverged | interrupted | crashed.
@@ -151,7 +151,7 @@ CREATE TABLE IF NOT EXISTS system_info (
 ) WITHOUT ROWID;
 
 -- ---- version 3 (issue 14): checkpoints and int8 quantizations --------------------------
--- (store/schema.c keeps this part as its own string: the v2 -> v3 migration runs it.)
+-- (embedded as its own string too: the v2 -> v3 migration runs it.)
 
 -- A run's checkpoints: the engine's state as one opaque record (engine/checkpoint.c:
 -- magic, version, checksum, parameters, optimizer and loop state). The store never reads
@@ -200,7 +200,7 @@ CREATE TABLE IF NOT EXISTS quant_ops (
 CREATE INDEX IF NOT EXISTS quant_ops_quant ON quant_ops(quant);
 
 -- ---- version 4 (issue 11): the profiler's software columns -------------------------------
--- (store/schema.c keeps this part as its own string: the v3 -> v4 migration runs it.)
+-- (embedded as its own string too: the v3 -> v4 migration runs it.)
 -- NULL in rows written before, and where the machine does not count them.
 ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads) during the scope's total time
 ALTER TABLE op_stats ADD COLUMN faults INTEGER; -- page faults, profiling thread

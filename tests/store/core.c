@@ -53,6 +53,7 @@ static long long new_run(store *s, const char *name, const char *variant)
 
 /* ---- schema and migrations --------------------------------------------------------- */
 
+/* The build embeds schema.sql (scripts/embed_schema.awk): escaping kept every byte. */
 static void test_schema_file_matches_embedded(void **st)
 {
     (void)st;
