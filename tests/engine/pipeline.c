@@ -293,6 +293,33 @@ static void test_augment_errors(void **state)
     assert_non_null(strstr(eng_error(), "data.augment"));
 }
 
+/* A one-process batcher and n rank batchers (shards) of ds with options o. */
+static void open_shards(eng_dataset *ds, eng_batcher_options o, int n, eng_batcher **one, eng_batcher **rk)
+{
+    o.shard_size = 1;
+    assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, one), ENG_OK);
+    for (int r = 0; r < n; r++) {
+        o.shard_rank = r;
+        o.shard_size = n;
+        assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &rk[r]), ENG_OK);
+    }
+}
+
+static void close_shards(int n, eng_batcher *one, eng_batcher **rk)
+{
+    for (int r = 0; r < n; r++) eng_batcher_destroy(rk[r]);
+    eng_batcher_destroy(one);
+}
+
+/* A rank's part is rows [at, at + part->rows) of the one-process batch. */
+static void assert_part_of(const eng_dataset *ds, const eng_batch *whole, const eng_batch *part, int at)
+{
+    assert_int_equal(part->global_rows, whole->rows);
+    if (!part->rows) return;
+    assert_memory_equal(part->x, whole->x + (size_t)at * ds->in_size, (size_t)part->rows * ds->in_size * sizeof(float));
+    assert_memory_equal(part->y, whole->y + at, (size_t)part->rows * sizeof(int32_t));
+}
+
 /* Data-parallel shards: rank r of N serves rows [G r/N, G (r+1)/N) of every global batch
  * of G rows, augmented as one process would (so the ranks together train exactly on the
  * one-process batches); a shard may be empty; with or without prefetch. */
@@ -305,13 +332,7 @@ static void test_shards(void **state)
     for (int prefetch = 0; prefetch <= 1; prefetch++) {
         eng_batcher *one_p, *rk[N];
         o.prefetch = prefetch;
-        o.shard_size = 1;
-        assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &one_p), ENG_OK);
-        for (int r = 0; r < N; r++) {
-            o.shard_rank = r;
-            o.shard_size = N;
-            assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &rk[r]), ENG_OK);
-        }
+        open_shards(ds, o, N, &one_p, rk);
         for (int k = 0; k < 2 * 6; k++) {
             eng_batch whole, part;
             assert_int_equal(eng_batcher_next(one_p, &whole), ENG_OK);
@@ -319,20 +340,15 @@ static void test_shards(void **state)
             int at = 0;
             for (int r = 0; r < N; r++) {
                 assert_int_equal(eng_batcher_next(rk[r], &part), ENG_OK);
-                assert_int_equal(part.global_rows, whole.rows);
                 assert_int_equal(part.rows, whole.rows * (r + 1) / N - whole.rows * r / N);
                 assert_int_equal(part.epoch, whole.epoch);
                 assert_int_equal(part.last_in_epoch, whole.last_in_epoch);
-                if (part.rows) {
-                    assert_memory_equal(part.x, whole.x + (size_t)at * ds->in_size, (size_t)part.rows * ds->in_size * sizeof(float));
-                    assert_memory_equal(part.y, whole.y + at, (size_t)part.rows * sizeof(int32_t));
-                }
+                assert_part_of(ds, &whole, &part, at);
                 at += part.rows;
             }
             assert_int_equal(at, whole.rows);
         }
-        for (int r = 0; r < N; r++) eng_batcher_destroy(rk[r]);
-        eng_batcher_destroy(one_p);
+        close_shards(N, one_p, rk);
     }
     free_ds(ds);
 }
@@ -350,13 +366,7 @@ static void test_shares_set(void **state)
     for (int prefetch = 0; prefetch <= 1; prefetch++) {
         eng_batcher *one_p, *rk[N];
         o.prefetch = prefetch;
-        o.shard_size = 1;
-        assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &one_p), ENG_OK);
-        for (int r = 0; r < N; r++) {
-            o.shard_rank = r;
-            o.shard_size = N;
-            assert_int_equal(eng_batcher_create_opts(ds, 8, &o, 9, &rk[r]), ENG_OK);
-        }
+        open_shards(ds, o, N, &one_p, rk);
         double cuts[STEPS + 8][N + 1];
         int set[STEPS + 8] = { 0 };
         for (int k = 0; k < STEPS; k++) {
@@ -365,7 +375,6 @@ static void test_shares_set(void **state)
             int at = 0;
             for (int r = 0; r < N; r++) {
                 assert_int_equal(eng_batcher_next(rk[r], &part), ENG_OK);
-                assert_int_equal(part.global_rows, whole.rows);
                 int lo = whole.rows * r / N, hi = whole.rows * (r + 1) / N;
                 if (set[k]) {
                     lo = (int)lround(whole.rows * cuts[k][r]);
@@ -373,10 +382,7 @@ static void test_shares_set(void **state)
                 }
                 assert_int_equal(part.rows, hi - lo);
                 assert_int_equal(at, lo);
-                if (part.rows) {
-                    assert_memory_equal(part.x, whole.x + (size_t)at * ds->in_size, (size_t)part.rows * ds->in_size * sizeof(float));
-                    assert_memory_equal(part.y, whole.y + at, (size_t)part.rows * sizeof(int32_t));
-                }
+                assert_part_of(ds, &whole, &part, at);
                 at += part.rows;
             }
             assert_int_equal(at, whole.rows);
@@ -396,8 +402,7 @@ static void test_shares_set(void **state)
             set[applies] = 1;
         }
         assert_int_equal(eng_batcher_set_share(one_p, 0, 1), -1);   /* one process: nothing */
-        for (int r = 0; r < N; r++) eng_batcher_destroy(rk[r]);
-        eng_batcher_destroy(one_p);
+        close_shards(N, one_p, rk);
     }
     free_ds(ds);
 }
