@@ -1,7 +1,10 @@
-/* fp16.c — the half-precision conversions of the fp16 gradient compression (engine/dist.c),
- * on every instruction-set path: exact round trips of all 63488 finite halves and the
+/* compress.c — the kernels of the gradient compression (engine/dist.c), on every
+ * instruction-set path. fp16: exact round trips of all 63488 finite halves and the
  * infinities, round-to-nearest-even at every midpoint between neighbours, overflow, and
- * the same bits as the generic path on random floats and sums. */
+ * the same bits as the generic path on random floats and sums. int8: the same bits as the
+ * generic path (residuals, codes, the largest magnitude, the sums), ties rounded away from
+ * zero, the error-feedback bound |residual| <= scale / 2, and lengths that are no
+ * multiple of the vector width. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -84,8 +87,58 @@ static void test_fp16_paths(void **state)
     assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
-int test_engine_fp16(void)
+static void test_int8_paths(void **state)
 {
-    const struct CMUnitTest tests[] = { ISA_PATH_TESTS(test_fp16_paths) };
-    return cmocka_run_group_tests_name("engine_fp16", tests, NULL, NULL);
+    eng_isa before = isa_force_or_skip(state);
+    enum { N = 100003 };   /* not a multiple of 4 or 8: the scalar tails run too */
+    float *g = malloc(N * sizeof *g), *r1 = malloc(N * sizeof *r1), *r2 = malloc(N * sizeof *r2);
+    float *a1 = malloc(N * sizeof *a1), *a2 = malloc(N * sizeof *a2);
+    int8_t *q1 = malloc(N), *q2 = malloc(N);
+    assert_true(g && r1 && r2 && a1 && a2 && q1 && q2);
+    uint32_t seed = 777;
+    for (int i = 0; i < N; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        /* magnitudes over six decades, both signs; every 97th a gradient of exactly 0 */
+        float u = (float)(seed >> 8) / 16777216.0f;
+        g[i] = i % 97 ? (seed & 1 ? -1.0f : 1.0f) * u * powf(10.0f, (float)(i % 6) - 4.0f) : 0.0f;
+        r1[i] = r2[i] = (float)((int)(seed >> 20) - 2048) * 1e-6f;   /* last step's residual */
+    }
+    float m1 = eng_int8_residual_add(r1, g, N), m2;
+    ISA_UNDER(ENG_ISA_GENERIC, m2 = eng_int8_residual_add(r2, g, N));
+    assert_true(m1 == m2);
+    assert_memory_equal(r1, r2, N * sizeof *r1);
+    double scale = m1 / 127.0;
+    float before_q[8];
+    memcpy(before_q, r1, sizeof before_q);
+    eng_int8_quantize(r1, q1, N, scale);
+    ISA_UNDER(ENG_ISA_GENERIC, eng_int8_quantize(r2, q2, N, scale));
+    assert_memory_equal(q1, q2, N);
+    assert_memory_equal(r1, r2, N * sizeof *r1);
+    for (int i = 0; i < N; i++) {
+        assert_true(q1[i] >= -127 && q1[i] <= 127);
+        assert_true(fabs((double)r1[i]) <= scale / 2 * (1 + 1e-6));
+    }
+    for (int i = 0; i < 8; i++) assert_float_equal(before_q[i], (float)(q1[i] * scale) + r1[i], 1e-6 * m1);
+    /* ties go away from zero on every path: 2.5 -> 3, -2.5 -> -3, 0.5 -> 1, -0.5 -> -1 */
+    float tie[9] = { 2.5f, -2.5f, 0.5f, -0.5f, 126.5f, -126.5f, 127.0f, -0.0f, 1.49999988f };
+    int8_t tq[9];
+    eng_int8_quantize(tie, tq, 9, 1.0);
+    const int8_t want[9] = { 3, -3, 1, -1, 127, -127, 127, 0, 1 };
+    assert_memory_equal(tq, want, 9);
+    assert_true(tie[0] == -0.5f && tie[1] == 0.5f && tie[6] == 0.0f);
+    /* the sums of the ranks' blocks */
+    for (int i = 0; i < N; i++) a1[i] = a2[i] = g[i];
+    eng_int8_accumulate(a1, q1, N, 0.015625f * 3);
+    ISA_UNDER(ENG_ISA_GENERIC, eng_int8_accumulate(a2, q1, N, 0.015625f * 3));
+    assert_memory_equal(a1, a2, N * sizeof *a1);
+    printf("  int8 %s: residuals, codes, max and sums of %d values match generic\n",
+           eng_isa_name(eng_isa_current()), N);
+    free(g); free(r1); free(r2); free(a1); free(a2); free(q1); free(q2);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
+int test_engine_compress(void)
+{
+    const struct CMUnitTest tests[] = { ISA_PATH_TESTS(test_fp16_paths), ISA_PATH_TESTS(test_int8_paths) };
+    return cmocka_run_group_tests_name("engine_compress", tests, NULL, NULL);
 }
