@@ -62,7 +62,8 @@ $(BUILD)/store/schema.o: CFLAGS_ALL += -I$(BUILD)/store
 
 # One CMocka executable per module, from every .c under tests/<module>/.
 .SECONDEXPANSION:
-$(BUILD)/tests/test_%: $$(patsubst %.c,$(BUILD)/%.o,$$(wildcard tests/$$*/*.c)) $(BUILD)/libnnbench.a
+# (subst, not patsubst: in a pattern rule's second expansion every % is the stem.)
+$(BUILD)/tests/test_%: $$(addprefix $(BUILD)/,$$(subst .c,.o,$$(wildcard tests/$$*/*.c))) $(BUILD)/libnnbench.a
 	@mkdir -p $(dir $@)
 	$(CC) -o $@ $^ $(LDLIBS_ALL)
 

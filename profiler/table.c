@@ -4,6 +4,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -245,29 +247,95 @@ static void put_cell(FILE *f, const char *s, size_t w, int right)
     fputs(out, f);
 }
 
+/* The width of the terminal f writes to; 0 when f is no terminal (a pipe, a file). */
+static size_t term_columns(FILE *f)
+{
+    int fd = fileno(f);
+    struct winsize ws;
+    if (fd < 0 || !isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) || ws.ws_col == 0) return 0;
+    return ws.ws_col;
+}
+
+/* Fits the shown columns (show, widths w) into cols characters after indent: names and
+ * layers give up width down to their model minimum, then whole columns go from the right
+ * (never the name or self %), which dropped[] marks. */
+static void fit_columns(unsigned char *show, size_t *w, size_t cols, size_t indent, int *dropped)
+{
+    size_t total = indent;
+    int n = 0;
+    for (int c = 0; c < PROF_COL_N; c++)
+        if (show[c]) total += w[c] + (n++ ? 1 : 0);
+    for (int c = PROF_COL_NAME; c <= PROF_COL_LAYER && total > cols; c++) {
+        size_t min = (size_t)prof_cols[c].min_width, give = w[c] > min ? w[c] - min : 0;
+        if (!show[c] || !give) continue;
+        if (give > total - cols) give = total - cols;
+        w[c] -= give;
+        total -= give;
+    }
+    for (int c = PROF_COL_N - 1; c > PROF_COL_SELF_PCT && total > cols; c--) {
+        if (!show[c]) continue;
+        show[c] = 0;
+        dropped[c] = 1;
+        total -= w[c] + 1;
+    }
+}
+
+/* "(left out for N columns: a, b, c)" under the table, its lines within cols. */
+static void print_left_out(FILE *f, const int *dropped, size_t cols, const char *indent)
+{
+    char head[64];
+    snprintf(head, sizeof head, "(left out for %zu columns:", cols);
+    size_t x = prof_text_chars(indent) + strlen(head), n = 0;
+    fprintf(f, "%s%s", indent, head);
+    for (int c = 0; c < PROF_COL_N; c++) {
+        if (!dropped[c]) continue;
+        const char *t = prof_cols[c].title;
+        size_t need = 1 + strlen(t) + 1;                   /* " title" and "," or ")" */
+        if (n && x + need > cols) { fprintf(f, "\n%s ", indent); x = prof_text_chars(indent) + 1; }
+        fprintf(f, " %s", t);
+        n++;
+        x += need;
+        int more = 0;
+        for (int d = c + 1; d < PROF_COL_N; d++) more |= dropped[d];
+        fputc(more ? ',' : ')', f);
+    }
+    fputc('\n', f);
+}
+
 void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name_max, const char *indent)
 {
     size_t shown = max_rows && max_rows < t->n ? max_rows : t->n;
     size_t w[PROF_COL_N];
+    unsigned char show[PROF_COL_N];
     char b[256];
     if (!name_max) name_max = 40;
     for (int c = 0; c < PROF_COL_N; c++) {
         size_t tw = strlen(prof_cols[c].title);
-        /* names and layers as wide as the longest shown (within limits), numbers at their width */
+        /* names and layers as wide as the longest shown (within limits), numbers as wide
+         * as their widest cell (never cut) */
         w[c] = c == PROF_COL_NAME || c == PROF_COL_LAYER ? tw : (size_t)prof_cols[c].width;
         if (w[c] < tw) w[c] = tw;
+        show[c] = t->show[c];
     }
     for (size_t i = 0; i < shown; i++)
-        for (int c = PROF_COL_NAME; c <= PROF_COL_LAYER; c++) {
+        for (int c = 0; c < PROF_COL_N; c++) {
+            if (!show[c]) continue;
             size_t l = prof_text_chars(prof_table_cell(t, &t->rows[i], (prof_col)c, b, sizeof b));
-            size_t cap = c == PROF_COL_NAME ? name_max : 16;
-            if (l > cap) l = cap;
+            if (c == PROF_COL_NAME || c == PROF_COL_LAYER) {
+                size_t cap = c == PROF_COL_NAME ? name_max : 16;
+                if (l > cap) l = cap;
+            }
             if (l > w[c]) w[c] = l;
         }
+    /* On a terminal the table fits its width: wrapped lines are unreadable. */
+    int dropped[PROF_COL_N] = { 0 }, any = 0;
+    size_t cols = term_columns(f);
+    if (cols) fit_columns(show, w, cols, prof_text_chars(indent), dropped);
+    for (int c = 0; c < PROF_COL_N; c++) any |= dropped[c];
     size_t width = 0;
     fputs(indent, f);
     for (int c = 0; c < PROF_COL_N; c++) {
-        if (!t->show[c]) continue;
+        if (!show[c]) continue;
         if (width) fputc(' ', f);
         put_cell(f, prof_cols[c].title, w[c], prof_cols[c].right);
         width += w[c] + (width ? 1 : 0);
@@ -280,7 +348,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
         int first = 1;
         fputs(indent, f);
         for (int c = 0; c < PROF_COL_N; c++) {
-            if (!t->show[c]) continue;
+            if (!show[c]) continue;
             if (!first) fputc(' ', f);
             first = 0;
             put_cell(f, prof_table_cell(t, &t->rows[i], (prof_col)c, b, sizeof b), w[c], prof_cols[c].right);
@@ -290,6 +358,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
     fputs(indent, f);
     for (size_t i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);
+    if (any) print_left_out(f, dropped, cols, indent);
 }
 
 /* ---- load balance across ranks --------------------------------------------------------- */

@@ -623,8 +623,8 @@ static void test_table(void **state)
     rows[0].csw = 42;
     snprintf(s.hw_note, sizeof s.hw_note, "hardware events: none usable (test)");
     snprintf(s.sw_note, sizeof s.sw_note, "software events: 4 counted (test)");
-    snprintf(s.counters_note, sizeof s.counters_note, "%s; %s; counter X not counted (PAPI: test)",
-             s.hw_note, s.sw_note);
+    snprintf(s.counters_note, sizeof s.counters_note, "%s", "hardware events: none usable (test); "
+             "software events: 4 counted (test); counter X not counted (PAPI: test)");
     t = table_text(rows, 3, &s, PROF_SORT_SELF, 0);
     printf("%s", t);
     assert_non_null(strstr(t, " cpu "));

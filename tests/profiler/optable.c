@@ -1,6 +1,7 @@
 /* optable.c — the one op-table model (profiler/table.c): columns shown only where some row
  * has the value, the same cell words for every renderer, ranks of data-parallel rows, the
- * display formats, and the load imbalance across ranks on synthetic rows. */
+ * display formats, the load imbalance across ranks on synthetic rows, and the text table
+ * on a terminal: fitted to its width (a pseudo-terminal of 60 columns), whole to a file. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -11,6 +12,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "../../profiler/profiler.h"
 
@@ -160,6 +164,71 @@ static void test_balance(void **state)
     assert_near(b.mean_s, (8e-3 + 9.1e-3 + 10e-3) / 3, 1e-12);
 }
 
+/* The rows of test_columns_and_cells printed to f (max line width returned via *widest). */
+static void print_rows(FILE *f)
+{
+    prof_row r[2] = { row("dense.fwd", PROF_OP, 10, 3000000, 3000000), row("allreduce", PROF_OP, 10, 4000000, 4000000) };
+    snprintf(r[0].layer, sizeof r[0].layer, "dense1");
+    r[0].flops = 60000000;
+    r[1].bytes = 940600;
+    prof_table t;
+    prof_table_init(&t, r, 2, 0, 0);
+    prof_table_print(f, &t, 0, 28, "  ");
+    fflush(f);
+}
+
+static size_t widest_line(const char *s)
+{
+    size_t m = 0, l = 0;
+    for (; *s; s++) {
+        if (*s == '\n') { if (l > m) m = l; l = 0; }
+        else if (*s != '\r') l++;
+    }
+    return l > m ? l : m;
+}
+
+static void test_text_fits_terminal(void **state)
+{
+    (void)state;
+    /* to a file: every column, no note */
+    char buf[8192];
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    print_rows(f);
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    assert_non_null(strstr(buf, "peak mem"));
+    assert_null(strstr(buf, "left out"));
+    size_t full = widest_line(buf);
+    assert_true(full > 60);
+    /* to a terminal of 60 columns: within 60, the name and self % kept, the rest named */
+    int m = posix_openpt(O_RDWR | O_NOCTTY);
+    if (m < 0 || grantpt(m) || unlockpt(m)) { if (m >= 0) close(m); skip(); }
+    int s = open(ptsname(m), O_RDWR | O_NOCTTY);
+    assert_true(s >= 0);
+    struct winsize ws = { .ws_row = 24, .ws_col = 60 };
+    assert_int_equal(ioctl(s, TIOCSWINSZ, &ws), 0);
+    FILE *tty = fdopen(s, "w");
+    assert_non_null(tty);
+    print_rows(tty);
+    fclose(tty);
+    n = 0;
+    for (ssize_t k; n < sizeof buf - 1 && (k = read(m, buf + n, sizeof buf - 1 - n)) > 0;) {
+        n += (size_t)k;
+        if (strstr(buf, "left out") && memchr(strstr(buf, "left out"), '\n', n - (size_t)(strstr(buf, "left out") - buf))) break;
+        buf[n] = 0;
+    }
+    buf[n] = 0;
+    close(m);
+    assert_true(widest_line(buf) <= 60);
+    assert_non_null(strstr(buf, "dense.fwd"));
+    assert_non_null(strstr(buf, "self %"));
+    assert_non_null(strstr(buf, "(left out for 60 columns: calls, GFLOP/s,"));
+    assert_non_null(strstr(buf, " peak mem)"));
+}
+
 int test_profiler_optable(void)
 {
     const struct CMUnitTest tests[] = {
@@ -167,6 +236,7 @@ int test_profiler_optable(void)
         cmocka_unit_test(test_rank_prefix),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_balance),
+        cmocka_unit_test(test_text_fits_terminal),
     };
     return cmocka_run_group_tests_name("profiler_optable", tests, NULL, NULL);
 }

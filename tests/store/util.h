@@ -28,7 +28,7 @@ static inline void tmp_dir(char *out, size_t cap)
 
 static inline void rm_rf(const char *dir)
 {
-    char cmd[1200];
+    char cmd[2048];
     snprintf(cmd, sizeof cmd, "chmod -R u+w '%s' 2>/dev/null; rm -rf '%s'", dir, dir);
     if (system(cmd)) fprintf(stderr, "warning: could not remove %s\n", dir);
 }
