@@ -47,7 +47,7 @@ static fixture make_fixture(int n)
 {
     fixture f = { n, malloc(n * n * sizeof(double)), malloc(n * sizeof(double)),
                   malloc(n * sizeof(double)), malloc(n * sizeof(double)), 0.1 };
-    double *lam = malloc(n * sizeof *lam);
+    double *lam = calloc((size_t)n, sizeof *lam);
     for (int i = 0; i < n; i++) lam[i] = 9 * f.mu * i / (n - 1);
     tq_spectral(n, lam, 77, f.A);
     free(lam);

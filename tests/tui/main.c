@@ -208,7 +208,7 @@ static void test_chart_mono_logx_norm_legend(void **st)
     /* Eight labels of 20 cells in 60: three legend rows, every label whole. */
     double xx[2] = { 0, 1 }, yy2[2] = { 1, 2 };
     tui_series m[8];
-    char lab[8][32];
+    char lab[8][48];
     for (int i = 0; i < 8; i++) {
         snprintf(lab[i], sizeof lab[i], "#%d run-number-%d", i + 1, i + 1);
         m[i] = (tui_series){ lab[i], xx, yy2, 2 };
