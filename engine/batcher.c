@@ -3,10 +3,10 @@
  * asked), optionally up to prefetch_depth batches ahead on a second thread. */
 #include "data_internal.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
-#include <math.h>
 #include <string.h>
 #include <time.h>
 

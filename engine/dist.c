@@ -1,5 +1,6 @@
 /* dist.c — data-parallel training on MPI (Open MPI): job start and end, the per-step
- * agreement (global loss, stop), the gradient all-reduce (fp32, fp16, int8 with error
+ * agreement (global loss, stop, each rank's speed and so its share of the next batches
+ * under dist.balance = measured), the gradient all-reduce (fp32, fp16, int8 with error
  * feedback), and the sink that brings every rank's profile to rank 0. The only file of
  * nnbench that includes mpi.h.
  *
@@ -366,8 +367,7 @@ int eng_dist_create(const eng_dist_config *dc, size_t n_params, prof_t *prof, at
     d->prof = prof;
     d->sc_allreduce = d->sc_compress = d->sc_wait = -1;
     d->op_fp16 = MPI_OP_NULL;
-    int ok = 1;
-    ok = (d->scal = prof_calloc(eng_dist_spare(), sizeof *d->scal)) != NULL &&
+    int ok = (d->scal = prof_calloc(eng_dist_spare(), sizeof *d->scal)) != NULL &&
          (d->ema = prof_calloc((size_t)g_world, sizeof *d->ema)) != NULL &&
          (d->cuts = prof_malloc(((size_t)g_world + 1) * sizeof *d->cuts)) != NULL;
     for (int r = 0; ok && r <= g_world; r++) d->cuts[r] = (double)r / g_world;
@@ -522,7 +522,7 @@ static int allgather_int8(eng_dist *d, float *g, MPI_Request *req)
     double scale = amax > 0 ? amax / 127.0 : 1.0;
     int8_t *mine = d->packed + (size_t)g_rank * INT8_BLOCK(d);
     memcpy(mine, &scale, 8);
-    eng_int8_quantize(d->residual, (int8_t *)mine + 8, n, scale);
+    eng_int8_quantize(d->residual, mine + 8, n, scale);
     PROF_END(d->prof, d->sc_compress, 0, 0);
     PROF_BEGIN(d->prof, d->sc_allreduce);
     int rc = MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, d->packed, (int)INT8_BLOCK(d), MPI_INT8_T,

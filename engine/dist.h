@@ -46,8 +46,8 @@ void eng_dist_balance(double *ema, const float *per_row, int n, double *cuts);
 void eng_fp16_from_float(const float *x, uint16_t *h, size_t n);
 void eng_fp16_to_float(const uint16_t *h, float *x, size_t n);
 void eng_fp16_add(const uint16_t *a, uint16_t *b, size_t n);
-/* int8 compression with error feedback, the same bits on every path (AVX2 on the avx2
- * and avx512 paths, scalar with NNBENCH_ISA=generic): res[i] += g[i], returning the
+/* int8 compression with error feedback, the same bits on every path for finite values
+ * (AVX2 on the avx2 and avx512 paths, scalar with NNBENCH_ISA=generic): res[i] += g[i], returning the
  * largest |res[i]| (NaNs ignored); q[i] = res[i] / scale rounded half away from zero and
  * clamped to +-127, res[i] -= float(q[i] * scale) (what rounding left out); g[i] += s * q[i]. */
 float eng_int8_residual_add(float *res, const float *g, size_t n);

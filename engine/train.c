@@ -398,7 +398,14 @@ static int take_checkpoint(loop_ctx *c, const eng_loop_state *L)
     return rc ? ENG_ESINK : 0;
 }
 
-static int emit(loop_ctx *c, const char *key, double value, double wall);
+static int emit(loop_ctx *c, const char *key, double value, double wall)
+{
+    if (!c->sink || !c->sink->metric) return 0;
+    eng_metric m = { .step = c->step, .epoch = c->epoch, .wall_s = wall,
+                     .hybrid_s = wall + c->hybrid_extra, .key = key, .value = value };
+    /* Any non-zero answer is a sink failure; its message is already in eng_error(). */
+    return c->sink->metric(c->sink->ud, &m) ? ENG_ESINK : 0;
+}
 
 /* dist.balance = measured: each rank's share of the global batch, as batch_share/rankR. */
 static int emit_shares(const eng_run *r, loop_ctx *c, double wall)
@@ -412,15 +419,6 @@ static int emit_shares(const eng_run *r, loop_ctx *c, double wall)
         if (rc) return rc;
     }
     return 0;
-}
-
-static int emit(loop_ctx *c, const char *key, double value, double wall)
-{
-    if (!c->sink || !c->sink->metric) return 0;
-    eng_metric m = { .step = c->step, .epoch = c->epoch, .wall_s = wall,
-                     .hybrid_s = wall + c->hybrid_extra, .key = key, .value = value };
-    /* Any non-zero answer is a sink failure; its message is already in eng_error(). */
-    return c->sink->metric(c->sink->ud, &m) ? ENG_ESINK : 0;
 }
 
 int eng_run_train(eng_run *r, const eng_sink *sink)
