@@ -108,6 +108,21 @@ ${MPIRUN%%mpirun*} "$NNBENCH" run "$T/e.ini" --ranks 2 --db "$T/ranks.db" >"$T/o
 [ "$(sqlite3 "$T/ranks.db" "SELECT value FROM params WHERE key='dist.world_size'")" = 2 ] || fail "--ranks 2: world size"
 ok "--ranks 2"
 
+# samples/data-parallel.ini under 2 ranks: its four variants, each with its settings.
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    NNBENCH_CACHE_DIR="$T/cache" ${MPIRUN%%mpirun*} "$NNBENCH" run "$NNBENCH_TOP/samples/data-parallel.ini" --ranks 2 \
+        --db "$T/dp.db" --profile --set train.max_steps=30 >"$T/out" 2>&1 || fail "samples/data-parallel.ini"
+    got=$(sqlite3 "$T/dp.db" "SELECT group_concat(v, ' ') FROM (SELECT r.variant || ':' || b.value || ':' || c.value ||
+        ':' || (SELECT count(*) > 0 FROM metrics WHERE run=r.id AND key='batch_share/rank1') || ':' || r.status AS v
+        FROM runs r JOIN params b ON b.run=r.id AND b.key='dist.balance' JOIN params c ON c.run=r.id AND c.key='dist.compress'
+        ORDER BY r.id)")
+    [ "$got" = "even:even:none:0:finished measured:measured:none:1:finished fp16:measured:fp16:1:finished int8:measured:int8:1:finished" ] ||
+        fail "samples/data-parallel.ini: $got"
+    ok "samples/data-parallel.ini: 4 variants under 2 ranks ($got)"
+else
+    echo "dist.sh: samples/data-parallel.ini skipped (no /usr/share/datasets/fashion-mnist: make deps installs it)"
+fi
+
 # --trace under 2 ranks: one Chrome trace, one process row per rank, no rank files left.
 $MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --no-db --trace "$T/t.json" --trace-steps 2:4 >"$T/out" 2>&1 || fail "--trace under mpirun"
 [ ! -e "$T/t.json.rank1" ] || fail "rank 1's trace file left behind"
