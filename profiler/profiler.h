@@ -317,6 +317,8 @@ size_t prof_text_chars(const char *s);
  * width (left-aligned, or right with PROF_TEXT_RIGHT) — printf's %-*.*s counts bytes and
  * would cut UTF-8 characters and escapes in half. Returns the bytes written. */
 int prof_text_pad(char *dst, size_t cap, const char *src, size_t width, int flags);
+/* The width of the terminal f writes to; 0 when f is no terminal (a pipe, a file). */
+size_t prof_text_columns(FILE *f);
 
 /* ---- the one JSON writer (json.c) --------------------------------------------------- */
 /* Streaming: values go straight to f; the writer places commas, escapes strings (hostile

@@ -4,8 +4,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include "internal.h"
 
@@ -247,15 +245,6 @@ static void put_cell(FILE *f, const char *s, size_t w, int right)
     fputs(out, f);
 }
 
-/* The width of the terminal f writes to; 0 when f is no terminal (a pipe, a file). */
-static size_t term_columns(FILE *f)
-{
-    int fd = fileno(f);
-    struct winsize ws;
-    if (fd < 0 || !isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) || ws.ws_col == 0) return 0;
-    return ws.ws_col;
-}
-
 /* Fits the shown columns (show, widths w) into cols characters after indent: names and
  * layers give up width down to their model minimum, then whole columns go from the right
  * (never the name or self %), which dropped[] marks. */
@@ -329,7 +318,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
         }
     /* On a terminal the table fits its width: wrapped lines are unreadable. */
     int dropped[PROF_COL_N] = { 0 }, any = 0;
-    size_t cols = term_columns(f);
+    size_t cols = prof_text_columns(f);
     if (cols) fit_columns(show, w, cols, prof_text_chars(indent), dropped);
     for (int c = 0; c < PROF_COL_N; c++) any |= dropped[c];
     size_t width = 0;

@@ -6,6 +6,8 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
 
 size_t prof_utf8_decode(const char *s, size_t n, uint32_t *cp)
 {
@@ -134,4 +136,12 @@ int prof_text_pad(char *dst, size_t cap, const char *src, size_t width, int flag
     memcpy(dst + at, tmp, len);
     dst[len + pad] = '\0';
     return (int)(len + pad);
+}
+
+size_t prof_text_columns(FILE *f)
+{
+    int fd = fileno(f);
+    struct winsize ws;
+    if (fd < 0 || !isatty(fd) || ioctl(fd, TIOCGWINSZ, &ws) || ws.ws_col == 0) return 0;
+    return ws.ws_col;
 }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -35,8 +34,8 @@ int cli_use_utf8(void)
 
 int cli_term_width(void)
 {
-    struct winsize ws;
-    if (isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col >= 40) return ws.ws_col;
+    size_t t = prof_text_columns(stdout);
+    if (t >= 40) return (int)t;
     const char *c = getenv("COLUMNS");
     int w = c ? atoi(c) : 0;
     return w >= 40 ? w : 100;
