@@ -219,6 +219,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "under mpirun: gradients sent as fp32, fp16, or int8 with error feedback (the rounding error is added to the next step's gradient)") \
     X("dist", "balance", K_ENUM, dist.balance, 0, 0, E_BALANCE, V_BALANCE, "even, measured", "even", \
       "under mpirun: split every global batch evenly, or by each rank's measured time per row (a slower rank gets fewer rows; reproducible to float tolerance, not bits)") \
+    X("dist", "bucket_kb", K_INT, dist.bucket_kb, 0, 1048576, NULL, NULL, "integer >= 0", "0",     \
+      "under mpirun: 0 = one all-reduce of all gradients after backward; N = an all-reduce per N KB of gradients, started as backward finishes them (compress = none only)") \
     X("dist", "timeout_s", K_DBL_POS, dist.timeout_s, 0, 86400, NULL, NULL, "number > 0", "30",     \
       "under mpirun: a collective the other ranks do not join in this many seconds fails the run (a rank died or hangs)") \
     X("profile", "enabled", K_BOOL, profile.enabled, 0, 0, NULL, NULL, "boolean", "false",         \

@@ -333,6 +333,9 @@ static void sum_fp16(void *in, void *inout, int *len, MPI_Datatype *dt)
 
 /* ---- the run's state ------------------------------------------------------------------ */
 
+/* Buckets in flight per step at most; past that, what is left goes in the last one. */
+#define BUCKETS_MAX 64
+
 struct eng_dist {
     eng_dist_config cfg;
     size_t n;
@@ -347,6 +350,11 @@ struct eng_dist {
     float *scal;             /* compressed paths: the step's scalars (eng_dist_spare floats) */
     double *ema, *cuts;      /* the shares: smoothed time per row of each rank; the partition */
     double t_done;           /* when the last step's collective completed (0: none yet) */
+    /* dist.bucket_kb: the all-reduces started during backward, on [from, bucket_end) */
+    float *g;
+    size_t bucket_end;
+    MPI_Request breq[BUCKETS_MAX];
+    int nbreq, bucket_rc;
 };
 
 #define INT8_BLOCK(d) (8 + (d)->n)
@@ -490,6 +498,49 @@ void eng_dist_balance(double *ema, const float *per_row, int n, double *cuts)
 
 const double *eng_dist_cuts(const eng_dist *d) { return d->cuts; }
 
+/* ---- buckets (dist.bucket_kb) ----------------------------------------------------------- */
+
+void eng_dist_backward_begin(eng_dist *d, float *g)
+{
+    d->g = g;
+    d->bucket_end = d->n;
+    d->nbreq = 0;
+    d->bucket_rc = ENG_OK;
+}
+
+/* Open MPI moves a nonblocking collective on only inside MPI calls: test the buckets in
+ * flight, so that they progress between the layers' backward. */
+static void buckets_progress(eng_dist *d)
+{
+    for (int i = 0; i < d->nbreq && !d->bucket_rc; i++) {
+        if (d->breq[i] == MPI_REQUEST_NULL) continue;
+        int done = 0;
+        if (MPI_Test(&d->breq[i], &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
+            g_broken = 1;
+            d->bucket_rc = eng_fail(ENG_EIO, "mpi: a gradient bucket's all-reduce failed on rank %d", g_rank);
+        }
+    }
+}
+
+static void bucket_start(eng_dist *d, size_t from)
+{
+    int rc = MPI_Iallreduce(MPI_IN_PLACE, d->g + from, (int)(d->bucket_end - from), MPI_FLOAT, MPI_SUM,
+                            MPI_COMM_WORLD, &d->breq[d->nbreq]);
+    if (rc != MPI_SUCCESS) { d->bucket_rc = start_failed("a gradient bucket's all-reduce"); return; }
+    d->nbreq++;
+    d->bucket_end = from;
+}
+
+void eng_dist_grads_ready(void *ud, size_t from)
+{
+    eng_dist *d = ud;
+    if (!d->cfg.bucket_kb || d->bucket_rc) return;
+    /* the last bucket (down to 0) is started by eng_dist_step, with the step's scalars */
+    if (from > 0 && d->nbreq < BUCKETS_MAX - 1 && (d->bucket_end - from) * sizeof(float) >= (size_t)d->cfg.bucket_kb * 1024)
+        bucket_start(d, from);
+    buckets_progress(d);
+}
+
 /* The compressed gradient collectives; the fp32 one is inline in eng_dist_step. */
 static int allreduce_fp16(eng_dist *d, float *g, MPI_Request *req)
 {
@@ -560,7 +611,26 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
     MPI_Request req;
     int rc;
     const float *scal;
-    if (d->cfg.compress == ENG_COMPRESS_NONE) {
+    if (d->cfg.bucket_kb > 0) {
+        /* Buckets: the gradients finished last (the first layers') and the scalars go now;
+         * then every bucket is waited for. */
+        if ((rc = d->bucket_rc)) return rc;
+        pack_scalars(d->scal, loss_sum, *correct, want_stop, per_row_us);
+        PROF_BEGIN(d->prof, d->sc_allreduce);
+        if (d->bucket_end > 0) bucket_start(d, 0);
+        MPI_Request sreq;
+        rc = d->bucket_rc;
+        if (!rc && MPI_Iallreduce(MPI_IN_PLACE, d->scal, (int)eng_dist_spare(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                  &sreq) != MPI_SUCCESS)
+            rc = start_failed("the loss all-reduce");
+        for (int i = 0; i < d->nbreq && !rc; i++)
+            if (d->breq[i] != MPI_REQUEST_NULL) rc = wait_req(&d->breq[i], d->cfg.timeout_s, "a gradient bucket's all-reduce");
+        if (!rc) rc = wait_req(&sreq, d->cfg.timeout_s, "the loss all-reduce");
+        PROF_END(d->prof, d->sc_allreduce, 0, (n + eng_dist_spare()) * sizeof(float));
+        d->bytes += n * sizeof(float);
+        if (rc) return rc;
+        scal = d->scal;
+    } else if (d->cfg.compress == ENG_COMPRESS_NONE) {
         /* One collective per step: the scalars ride in the gradient buffer's spare tail. */
         pack_scalars(g + n, loss_sum, *correct, want_stop, per_row_us);
         size_t len = n + eng_dist_spare();

@@ -30,6 +30,12 @@ size_t eng_dist_spare(void);
  * previous optimizer step and whatever else it did), per row: with dist.balance =
  * measured this sets the next shares (eng_dist_cuts). */
 int eng_dist_step(eng_dist *d, float *grads, double *loss, int *correct, int rows, int global_rows, int *stop);
+/* dist.bucket_kb > 0: before each backward, the gradient buffer its buckets come from;
+ * eng_dist_grads_ready (an eng_grads_ready, ud = the eng_dist) then starts an all-reduce
+ * for every bucket_kb KB of gradients backward has finished, and tests those in flight so
+ * that they progress; eng_dist_step starts the rest and waits for all. No-ops otherwise. */
+void eng_dist_backward_begin(eng_dist *d, float *grads);
+void eng_dist_grads_ready(void *d, size_t from);
 /* The partition of the global batch after the last step: rank r serves the fraction
  * [cuts[r], cuts[r+1]) of it; world + 1 values from 0 to 1, the same on every rank. Even
  * shares until dist.balance = measured has measured every rank. */

@@ -237,6 +237,8 @@ typedef enum { ENG_BALANCE_EVEN, ENG_BALANCE_MEASURED } eng_balance;
 typedef struct {
     eng_compress compress; /* gradients sent as fp32, fp16, or int8 with error feedback */
     eng_balance balance;
+    int bucket_kb;         /* 0: one all-reduce after backward; else one per bucket_kb KB of
+                              gradients, started as backward finishes them (compress = none) */
     double timeout_s;      /* a collective not answered in this time fails the run */
 } eng_dist_config;
 

@@ -252,10 +252,16 @@ int eng_model_enable_input_grad(eng_model *m);
 /* Back-propagates dlogits [m->rows x n_out] (instead of the loss gradient) through the
  * layers of the last forward; overwrites m->grads, every layer's dz/da and m->dlogits. */
 void eng_model_backward_from(eng_model *m, const float *dlogits);
+/* After each node of a backward: the gradients from index `from` to the end are final
+ * (data-parallel buckets start their all-reduce then). The last call has from = 0. */
+typedef void (*eng_grads_ready)(void *ud, size_t from);
 /* eng_model_backward of w times the mean loss: dL/dlogits is scaled by w before it goes
  * down, so every gradient comes out multiplied by w (data-parallel ranks weight their
- * share of the global batch this way, for free). */
-void eng_model_backward_weighted(eng_model *m, float w);
+ * share of the global batch this way, for free); ready may be NULL. */
+void eng_model_backward_weighted(eng_model *m, float w, eng_grads_ready ready, void *ud);
+/* The calls ready would get from a backward, without one (a rank with no rows: its
+ * collectives must match the other ranks'). */
+void eng_model_grads_ready(eng_model *m, eng_grads_ready ready, void *ud);
 
 /* The optimizer's state, for checkpoints: m and v (NULL when the kind has none, n_params
  * floats each) and the step count t, all writable. */

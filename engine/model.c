@@ -487,7 +487,23 @@ void eng_model_backward(eng_model *m)
     for (int i = m->n_nodes - 1; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);
 }
 
-void eng_model_backward_weighted(eng_model *m, float w)
+/* The nodes below the loss, last to first: run backward (unless only replaying) and tell
+ * ready where the finished gradients begin. Layers own increasing slices of the gradient
+ * buffer (weights, then biases) and their nodes run in the reverse order, so after a node
+ * every gradient from its lowest one to the end is final. */
+static void backward_nodes(eng_model *m, int compute, eng_grads_ready ready, void *ud)
+{
+    size_t from = m->n_params;
+    for (int i = m->n_nodes - 2; i >= 0; i--) {
+        eng_node *n = &m->nodes[i];
+        if (compute) run_node(m, n, ENG_BWD, m->rows);
+        if (n->dw && (size_t)(n->dw - m->grads) < from) from = (size_t)(n->dw - m->grads);
+        if (n->db && (size_t)(n->db - m->grads) < from) from = (size_t)(n->db - m->grads);
+        if (ready) ready(ud, i ? from : 0);
+    }
+}
+
+void eng_model_backward_weighted(eng_model *m, float w, eng_grads_ready ready, void *ud)
 {
     if (m->rows < 1) return;
     run_node(m, m->loss, ENG_BWD, m->rows);
@@ -495,15 +511,17 @@ void eng_model_backward_weighted(eng_model *m, float w)
      * parameters' gradients */
     size_t n = (size_t)m->rows * m->n_out;
     for (size_t i = 0; i < n; i++) m->dlogits[i] *= w;
-    eng_model_backward_from(m, m->dlogits);
+    backward_nodes(m, 1, ready, ud);
 }
+
+void eng_model_grads_ready(eng_model *m, eng_grads_ready ready, void *ud) { backward_nodes(m, 0, ready, ud); }
 
 void eng_model_backward_from(eng_model *m, const float *dlogits)
 {
     if (m->rows < 1) return;
     if (dlogits != m->dlogits)
         memmove(m->dlogits, dlogits, (size_t)m->rows * m->n_out * sizeof(float));
-    for (int i = m->n_nodes - 2; i >= 0; i--) run_node(m, &m->nodes[i], ENG_BWD, m->rows);
+    backward_nodes(m, 1, NULL, NULL);
 }
 
 float *eng_model_params(eng_model *m) { return m->params; }

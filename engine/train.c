@@ -134,6 +134,9 @@ static int create_dist(eng_run *r)
     if (r->cfg.train.optimizer == ENG_OPT_NEWTON)
         return eng_fail(ENG_EINVAL, "%s: train.optimizer = newton does not run data-parallel; run it without mpirun "
                         "(or with -np 1)", r->cfg.path);
+    if (r->cfg.dist.bucket_kb > 0 && r->cfg.dist.compress != ENG_COMPRESS_NONE)
+        return eng_fail(ENG_EINVAL, "%s: dist.bucket_kb = %d needs dist.compress = none (the compressed collectives "
+                        "send the whole gradient at once); set one of them back", r->cfg.path, r->cfg.dist.bucket_kb);
     int rc = eng_dist_create(&r->cfg.dist, eng_model_n_params(r->m), r->prof, &r->stop, &r->dist);
     if (rc) return rc;
     eng_kv *kv = prof_malloc((r->cfg.n_kv + 1) * sizeof *kv);
@@ -547,9 +550,16 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         PROF_BEGIN(p, r->ph[PH_BACKWARD]);
         /* Data-parallel: each rank's gradients come out weighted by its share of the
          * global batch, so that their sum (the all-reduce) is the global mean gradient. */
-        if (b.rows && r->dist) eng_model_backward_weighted(r->m, (float)b.rows / (float)b.global_rows);
-        else if (b.rows) eng_model_backward(r->m);
-        else memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
+        if (r->dist) eng_dist_backward_begin(r->dist, eng_model_grads(r->m));
+        if (b.rows && r->dist) {
+            eng_model_backward_weighted(r->m, (float)b.rows / (float)b.global_rows, eng_dist_grads_ready, r->dist);
+        } else if (b.rows) {
+            eng_model_backward(r->m);
+        } else {
+            memset(eng_model_grads(r->m), 0, eng_model_n_params(r->m) * sizeof(float));
+            /* no rows, but the same bucket collectives as the other ranks */
+            if (r->dist) eng_model_grads_ready(r->m, eng_dist_grads_ready, r->dist);
+        }
         PROF_END(p, r->ph[PH_BACKWARD], 0, 0);
         if (r->dist) {
             int stop = 0;

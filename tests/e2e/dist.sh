@@ -85,6 +85,26 @@ for np in 2 3; do
     ok "balance = measured, $np ranks: the one-process curve (max |difference| $d), shares $range"
 done
 
+# dist.bucket_kb: all-reduces started during backward, one per KB of finished gradients
+# (a 3-layer model: 3 buckets per step), give the one-process curve on 3 ranks, also with
+# ranks that have no rows of a last batch (they must start the same buckets).
+L="dense:64:tanh, dense:64:tanh, dense:4"
+"$NNBENCH" run "$T/e.ini" --db "$T/b1.db" --set model.layers="$L" >"$T/out" 2>&1 || fail "3 layers, 1 process"
+$MPIRUN -np 3 "$NNBENCH" run "$T/e.ini" --db "$T/b3.db" --profile --set model.layers="$L" --set dist.bucket_kb=1 >"$T/out" 2>&1 ||
+    fail "dist.bucket_kb = 1, 3 ranks"
+losses "$T/b1.db" >"$T/lb1"; losses "$T/b3.db" >"$T/lb3"
+d=$(paste -d'|' "$T/lb1" "$T/lb3" | awk -F'|' '$1 != $3 { print "steps differ"; exit } { x = $2 - $4; if (x < 0) x = -x; if (x > m) m = x } END { printf "%.3g\n", m }')
+awk -v d="$d" 'BEGIN { exit !(d + 0 < 1e-4) }' || fail "buckets, 3 ranks vs 1 process: max |loss difference| = $d"
+[ "$(sqlite3 "$T/b3.db" "SELECT bytes / calls FROM op_stats WHERE name='allreduce'")" = \
+  $(( 4 * ($(sqlite3 "$T/b3.db" 'SELECT n_params FROM runs') + 7) )) ] || fail "buckets: bytes per step"
+$MPIRUN -np 3 "$NNBENCH" run "$T/e.ini" --db "$T/b3t.db" --set model.layers="$L" --set dist.bucket_kb=1 --set data.n=321 \
+    --set train.max_steps=0 --set train.epochs=3 >"$T/out" 2>&1 || fail "buckets with empty shards"
+[ "$(sqlite3 "$T/b3t.db" 'SELECT status || steps FROM runs')" = finished9 ] || fail "buckets with empty shards: not 9 steps"
+$MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --no-db --set dist.bucket_kb=1 --set dist.compress=fp16 >"$T/out" 2>&1 &&
+    fail "buckets with compression accepted"
+grep -q "dist.bucket_kb = 1 needs dist.compress = none" "$T/out" || fail "buckets + compression: no clear message"
+ok "dist.bucket_kb = 1: 3 ranks train the one-process curve (max |difference| $d), empty shards too; with compression refused"
+
 # Compression: fewer bytes per all-reduce, still trains.
 for c in fp16 int8; do
     $MPIRUN -np 2 "$NNBENCH" run "$T/e.ini" --db "$T/$c.db" --profile --set dist.compress=$c --set train.max_steps=120 >"$T/out" 2>&1 ||

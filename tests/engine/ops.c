@@ -784,9 +784,9 @@ static void test_backward_from(void **state)
     assert_memory_equal(g1, m->grads, np * sizeof(float));
     /* weighted: every gradient times w; a power of two scales exactly (bit for bit), any
      * other w within rounding */
-    eng_model_backward_weighted(m, 0.5f);
+    eng_model_backward_weighted(m, 0.5f, NULL, NULL);
     for (size_t i = 0; i < np; i++) assert_true(m->grads[i] == 0.5f * g1[i]);
-    eng_model_backward_weighted(m, 43.0f / 128.0f);
+    eng_model_backward_weighted(m, 43.0f / 128.0f, NULL, NULL);
     for (size_t i = 0; i < np; i++)
         assert_true(fabsf(m->grads[i] - 43.0f / 128.0f * g1[i]) <= 1e-6f * (1.0f + fabsf(g1[i])));
     eng_model_backward(m);
@@ -803,6 +803,59 @@ static void test_backward_from(void **state)
     assert_ptr_equal(m->layers[1].a, m->layers[1].z);
     assert_ptr_equal(m->logits, m->layers[1].a);
     free(g1);
+    eng_model_free(m);
+}
+
+/* What a gradient-ready callback saw: each `from`, and whether grads[from..] then already
+ * held their final values (data-parallel buckets send them at that moment). */
+typedef struct {
+    const eng_model *m;
+    const float *final;
+    size_t from[64];
+    int n, early;
+} ready_log;
+
+static void log_ready(void *ud, size_t from)
+{
+    ready_log *l = ud;
+    if (l->n < 64) l->from[l->n] = from;
+    l->n++;
+    size_t np = l->m->n_params;
+    if (memcmp(l->m->grads + from, l->final + from, (np - from) * sizeof(float))) l->early++;
+}
+
+static void test_backward_ready(void **state)
+{
+    (void)state;
+    /* conv, pool, flatten and dense layers: every node reports, from never grows, ends at 0,
+     * and what it reports final is final */
+    int in[3] = { 1, 6, 6 };
+    eng_model_config mc = cfg_of("conv:3:3:relu, pool:2, flatten, dense:5:tanh, dense:3", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_OK);
+    float x[72];
+    for (int i = 0; i < 72; i++) x[i] = sinf((float)i);
+    int32_t y[2] = { 0, 2 };
+    eng_model_forward(m, x, 2, y, NULL, NULL);
+    size_t np = eng_model_n_params(m);
+    float *fin = malloc(np * sizeof *fin);
+    eng_model_backward_weighted(m, 0.75f, NULL, NULL);
+    memcpy(fin, m->grads, np * sizeof *fin);
+    memset(m->grads, 0x7f, np * sizeof(float));       /* stale values until backward writes */
+    ready_log a = { .m = m, .final = fin };
+    eng_model_backward_weighted(m, 0.75f, log_ready, &a);
+    assert_memory_equal(m->grads, fin, np * sizeof *fin);
+    assert_int_equal(a.n, m->n_nodes - 1);
+    assert_int_equal(a.early, 0);
+    assert_true(a.from[a.n - 1] == 0);
+    for (int i = 1; i < a.n; i++) assert_true(a.from[i] <= a.from[i - 1]);
+    assert_true(a.from[0] > 0 && a.from[0] < np);      /* the last layer's bias comes first */
+    /* without a backward (a rank with no rows): the same sequence */
+    ready_log b = { .m = m, .final = fin };
+    eng_model_grads_ready(m, log_ready, &b);
+    assert_int_equal(b.n, a.n);
+    assert_memory_equal(b.from, a.from, (size_t)a.n * sizeof a.from[0]);
+    free(fin);
     eng_model_free(m);
 }
 
@@ -1078,6 +1131,7 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_model_cnn),
         cmocka_unit_test(test_grad_model_mlp_mse),
         cmocka_unit_test(test_backward_from),
+        cmocka_unit_test(test_backward_ready),
         cmocka_unit_test(test_flops_bytes),
         cmocka_unit_test(test_profiled_counts),
         cmocka_unit_test(test_build_summary_and_errors),
