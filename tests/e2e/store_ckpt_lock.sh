@@ -5,9 +5,10 @@
 # then one during which `sqlite3` holds BEGIN IMMEDIATE for HOLD seconds. The stall detector
 # is the largest gap between consecutive logged steps (metrics.wall), compared with the
 # baseline's plus half the hold (a checkpoint that waited for the lock would stall a step
-# for about the whole hold), and the run's wall time, compared with the baseline's plus 15%
-# (run-to-run noise: under sanitizers the run takes ~30 s and varies by seconds) plus half
-# the hold. Then: the lock holder's row and the run's
+# for about the whole hold), and the run's wall time, compared with the baseline's plus
+# half the hold plus run-to-run noise: 15%, or 30% under sanitizers, where the run takes
+# ~30 s and the writer thread's catching up after the lock (several times slower under
+# ASan) slows the training thread's core by up to ~18% here without stalling any step. Then: the lock holder's row and the run's
 # checkpoints and metrics are all there, and the run is stored.
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
@@ -66,7 +67,8 @@ wall2=$(q "SELECT wall_s FROM runs WHERE id=2")
 echo "store_ckpt_lock.sh: largest step gap ${gap1}s -> ${gap2}s, wall ${wall1}s -> ${wall2}s, lock held $t0..$t1"
 awk -v g1="$gap1" -v g2="$gap2" -v h="$HOLD" 'BEGIN { exit !(g2 < g1 + h / 2) }' ||
     fail "a step waited ${gap2}s (baseline ${gap1}s) while the lock was held: a checkpoint blocked training"
-awk -v w1="$wall1" -v w2="$wall2" -v h="$HOLD" 'BEGIN { exit !(w2 < 1.15 * w1 + h / 2) }' ||
+noise=1.15; [ "${NNBENCH_SANITIZED:-0}" = 1 ] && noise=1.30
+awk -v w1="$wall1" -v w2="$wall2" -v h="$HOLD" -v k="$noise" 'BEGIN { exit !(w2 < k * w1 + h / 2) }' ||
     fail "the run took ${wall2}s under the lock, ${wall1}s without: checkpoints blocked training"
 # the run really trained (and took checkpoints) while the lock was held
 inside=$(q "SELECT max(step) - min(step) FROM metrics m JOIN runs r ON r.id=m.run WHERE m.run=2 AND m.key='train_loss'
