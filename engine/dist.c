@@ -450,8 +450,8 @@ static void unpack_scalars(const float *t, double *loss_sum, int *correct, int *
     *stop = t[3] > 0;
 }
 
-/* dist.balance = measured. The smoothing: of 0.1, 0.3 and 0.6, 0.3 gave the most samples/s
- * in 8 paired 2-rank runs of the Fashion MLP (docs/scale.md). A measurement is first held
+/* dist.balance = measured. The smoothing 0.3 was picked from 0.1, 0.3 and 0.6 with a
+ * throwaway prototype (paired 2-rank Fashion MLP runs; docs/scale.md). A measurement is first held
  * within 2x of the estimate, so one long step (an evaluation, a checkpoint on rank 0)
  * moves it by at most 30%. */
 #define BALANCE_SMOOTHING 0.3

@@ -8,11 +8,10 @@ set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 top=${NNBENCH_TOP:-$(cd "$(dirname "$0")/../.." && pwd)}
 tmp=$(mktemp -d)
-sock="nnbench-gradlab-$$"
-T="tmux -L $sock -f /dev/null"
-cleanup() { $T kill-server 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
-fail() { echo "gradlab.sh: FAIL: $*" >&2; [ -f "$tmp/err" ] && cat "$tmp/err" >&2; exit 1; }
+. "$top/tests/e2e/lib/tmux.sh"
+tmux_server gradlab
+# (instead of lib/tmux.sh's fail: the last command's errors, then the screen if there is one)
+fail() { echo "gradlab.sh: FAIL: $*" >&2; [ -f "$tmp/err" ] && cat "$tmp/err" >&2; echo "---- last screen ----" >&2; cap >&2; exit 1; }
 db="$tmp/g.db"
 q() { sqlite3 "$db" "$1"; }
 
@@ -54,18 +53,6 @@ echo "gradlab.sh: report has the per-layer gradient-norm chart"
 command -v tmux >/dev/null 2>&1 || fail "tmux is not installed"
 limit=20
 [ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=60
-cap() { $T capture-pane -p -t w 2>/dev/null; }
-wait_for() {
-    n=$((limit * 10))
-    while [ "$n" -gt 0 ]; do
-        cap | grep -qF -- "$1" && return 0
-        sleep 0.1
-        n=$((n - 1))
-    done
-    echo "---- last screen ----" >&2; cap >&2
-    fail "workbench: timed out waiting for '$1'"
-}
-keys() { $T send-keys -t w "$@"; }
 $T new-session -d -s t -n w -x 120 -y 45 \
     "cd '$top' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; sleep 60" || fail "cannot start tmux"
 $T set -g escape-time 0 >/dev/null

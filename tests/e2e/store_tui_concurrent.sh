@@ -12,18 +12,14 @@ command -v tmux >/dev/null 2>&1 || { echo "store_tui_concurrent.sh: tmux is not 
 command -v sqlite3 >/dev/null 2>&1 || { echo "store_tui_concurrent.sh: sqlite3 is not installed"; exit 1; }
 
 tmp=$(mktemp -d /tmp/nnbench-e2e-tuic.XXXXXX)
-sock="nnbench-tuic-$$"
-T="tmux -L $sock -f /dev/null"
-cleanup() { $T kill-server 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
+tmux_server tuic
 db="$tmp/shared.db"
 INI="$NNBENCH_TOP/samples/spirals-mlp.ini"
 EPOCHS=300      # the CLI runs
 WB_EPOCHS=4000  # the workbench run: long enough (seconds) to overlap the CLI runs
 limit=${TUI_TIMEOUT:-60}
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then EPOCHS=40; WB_EPOCHS=600; limit=180; fi
-
-. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
 step() { echo "store_tui_concurrent.sh: $1"; }
 
 # The reference: the same run alone, for the number of points each run must have.

@@ -10,10 +10,8 @@ set -u
 command -v tmux >/dev/null 2>&1 || { echo "tui.sh: tmux is not installed"; exit 1; }
 
 tmp=$(mktemp -d)
-sock="nnbench-test-$$"
-T="tmux -L $sock -f /dev/null"
-cleanup() { $T kill-server 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
+tmux_server test
 db="$tmp/t.db"
 # Sanitized builds train ~10x slower: allow more time, same steps.
 limit=${TUI_TIMEOUT:-20}
@@ -31,7 +29,6 @@ else
     exit 1
 fi
 
-. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
 step() { echo "tui.sh: $1"; }
 
 $T new-session -d -s t -n w -x 120 -y 40 \

@@ -7,16 +7,13 @@ set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 command -v tmux >/dev/null 2>&1 || { echo "tui_hangup.sh: tmux is not installed"; exit 1; }
 tmp=$(mktemp -d)
-sock="nnbench-hup-$$"
-T="tmux -L $sock -f /dev/null"
-cleanup() { $T kill-server 2>/dev/null; rm -rf "$tmp"; }
-trap cleanup EXIT INT TERM
+. "${NNBENCH_TOP:-.}/tests/e2e/lib/tmux.sh"
+tmux_server hup
 db="$tmp/h.db"
 "$NNBENCH" run "${NNBENCH_TOP:-.}/samples/spirals-mlp.ini" --variant sgd --set train.epochs=1 --db "$db" >/dev/null 2>&1 \
     || { echo "FAIL: could not store a run"; exit 1; }
 limit=10
 [ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=30
-. "${NNBENCH_TOP:-.}/tests/e2e/lib/tmux.sh"
 for k in "" "d" "/"; do
     $T new-session -d -s t -n w -x 120 -y 40 "NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'" || fail "tmux"
     wait_for "spirals-mlp/sgd"             # the workbench is up (fails the test if it never is)

@@ -1,6 +1,13 @@
-# tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh, tui_hangup.sh, dist_profile.sh and
-# store_tui_concurrent.sh): the caller sets T (the tmux command with its -L socket) and
-# limit (seconds a wait_* may take) and names its window w.
+# tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh,
+# tui_hangup.sh, tui_model.sh, gradlab.sh, dist_profile.sh and store_tui_concurrent.sh):
+# the caller sets T (tmux_server does, or the tmux command with its -L socket) and limit
+# (seconds a wait_* may take) and names its window w.
+# tmux_server NAME: T drives a tmux server of the test's own (socket nnbench-NAME-PID, no
+# user configuration), killed at exit together with the caller's temporary directory $tmp.
+tmux_server() {
+    T="tmux -L nnbench-$1-$$ -f /dev/null"
+    trap '$T kill-server 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+}
 cap() { $T capture-pane -p -t w 2>/dev/null; }
 fail() {
     echo "FAIL: $1"
