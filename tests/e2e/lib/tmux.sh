@@ -3,10 +3,12 @@
 # the caller sets T (tmux_server does, or the tmux command with its -L socket) and limit
 # (seconds a wait_* may take) and names its window w.
 # tmux_server NAME: T drives a tmux server of the test's own (socket nnbench-NAME-PID, no
-# user configuration), killed at exit together with the caller's temporary directory $tmp.
+# user configuration), killed at exit, its socket file and the caller's temporary
+# directory $tmp removed.
 tmux_server() {
     T="tmux -L nnbench-$1-$$ -f /dev/null"
-    trap '$T kill-server 2>/dev/null; rm -rf "$tmp"' EXIT INT TERM
+    tmux_sock="${TMUX_TMPDIR:-/tmp}/tmux-$(id -u)/nnbench-$1-$$"
+    trap '$T kill-server 2>/dev/null; rm -f "$tmux_sock"; rm -rf "$tmp"' EXIT INT TERM
 }
 cap() { $T capture-pane -p -t w 2>/dev/null; }
 fail() {
