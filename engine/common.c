@@ -101,3 +101,16 @@ eng_sink eng_sink_tee_make(eng_sink_tee *tee)
                        .ops_live = every > 0 ? tee_ops_live : NULL, .ops_live_every_s = every,
                        .checkpoint = tee_checkpoint };
 }
+
+int eng_mkdirs(const char *dir)
+{
+    char p[512];
+    if ((size_t)snprintf(p, sizeof p, "%s", dir) >= sizeof p) { errno = ENAMETOOLONG; return -1; }
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+            *s = '/';
+        }
+    return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
+}

@@ -61,6 +61,8 @@ static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
 static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
 static const char *const E_BALANCE[] = { "even", "measured", NULL };
 static const int V_BALANCE[] = { ENG_BALANCE_EVEN, ENG_BALANCE_MEASURED };
+static const char *const E_GEMM[] = { "auto", "openblas", "onednn", NULL };
+static const int V_GEMM[] = { ENG_GEMM_POLICY_AUTO, ENG_GEMM_POLICY_OPENBLAS, ENG_GEMM_POLICY_ONEDNN };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -172,6 +174,9 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "cosine/linear schedules: the floor the rate decays to")                                     \
     X("train", "threads", K_INT, train.threads, 0, 1024, NULL, NULL, "integer >= 0", "0",         \
       "OpenBLAS threads; 0 = as the environment sets them (OPENBLAS_NUM_THREADS)")                 \
+    X("train", "gemm", K_ENUM, train.gemm, 0, 0, E_GEMM, V_GEMM, "auto, openblas, onednn", "auto",  \
+      "fp32 GEMM backend: auto = per shape class, the fastest one that passed its check on this machine "\
+      "(measured once, cached); openblas or onednn force one (a backend that fails its check is skipped with a note)") \
     X("train", "eval_every", K_INT, train.eval_every, 0, 1e9, NULL, NULL, "integer >= 0", "0",    \
       "steps between test-set evaluations; 0 = at the end of each epoch (always also at the end)") \
     X("train", "log_every", K_INT, train.log_every, 1, 1e9, NULL, NULL, "integer >= 1", "1",      \

@@ -48,6 +48,35 @@ const char *eng_error(void);
  * for sinks that want their message to surface through eng_error(). */
 int eng_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- fp32 GEMM backends and the OpenBLAS core (gemm*.c) -----------------------------
+ * Every fp32 GEMM of the engine goes through one entry point with two backends, OpenBLAS
+ * and oneDNN (dnnl_sgemm). Before a backend serves a shape class (transposes and the binary
+ * magnitude of M, N, K) a child process checks it against a double reference and times it;
+ * train.gemm = auto then lets the fastest that passed serve each class. Results are cached
+ * per machine and thread count. A run records what served it (eng_gemm_describe). */
+
+/* Call first in main(). When the user has not set OPENBLAS_CORETYPE, picks the fastest
+ * OpenBLAS core that passes its check on this CPU (GEMM and LAPACK; measured once per
+ * machine in child processes, cached) and, when it is not the core OpenBLAS loaded with,
+ * re-executes the program with OPENBLAS_CORETYPE set to it (OpenBLAS reads it only when it
+ * loads). Returns when nothing is to be done; eng_openblas_core_note says what happened.
+ * NNBENCH_OPENBLAS_CANDIDATES=A,B restricts the cores tried; NNBENCH_OPENBLAS_SELECT=off
+ * keeps the core as loaded, =force also treats a set OPENBLAS_CORETYPE as unset (tests). */
+void eng_openblas_core_select(char **argv);
+const char *eng_openblas_core_note(void);
+/* The last prepared choice: "onednn 6/8, openblas 2/8 shape classes; auto, 2 threads, ..."
+ * and per class "NN 128x256x784 onednn 57.0 GF/s (openblas 26.9); ...". */
+void eng_gemm_describe(char *buf, size_t cap);
+void eng_gemm_describe_classes(char *buf, size_t cap);
+/* Why a backend was skipped in the last choice ("" when none was). */
+const char *eng_gemm_notes(void);
+/* nnbench sysinfo --calibrate: forgets this machine's cached choices, measures the
+ * standard shapes (the Fashion MLP's at batch 128) again at 1..threads threads, and writes
+ * one line per thread count into buf. */
+int eng_gemm_calibrate(int threads, char *buf, size_t cap);
+/* The cached choices of this machine, one line per thread count and class, into buf. */
+void eng_gemm_cached(char *buf, size_t cap);
+
 /* ---- instruction-set paths of the vectorised kernels (isa.c) ------------------------
  * The activation kernels (ops.c) and the MaxK / CBSR kernels (sparse.c) are compiled once
  * per path; one path serves them all, chosen on first use: NNBENCH_ISA if set, else the
@@ -152,6 +181,9 @@ typedef enum { ENG_SCHED_CONSTANT, ENG_SCHED_STEP, ENG_SCHED_COSINE, ENG_SCHED_L
 typedef enum { ENG_GRAD_ZNORM, ENG_GRAD_CENTRALIZE, ENG_GRAD_CLIP_NORM, ENG_GRAD_CLIP_VALUE } eng_grad_kind;
 #define ENG_MAX_GRAD_TRANSFORMS 8
 
+/* train.gemm: which fp32 GEMM backend serves the model (engine/gemm*.c). */
+typedef enum { ENG_GEMM_POLICY_AUTO = 0, ENG_GEMM_POLICY_OPENBLAS = 1, ENG_GEMM_POLICY_ONEDNN = 2 } eng_gemm_policy;
+
 typedef struct {
     eng_optimizer optimizer;
     double lr;
@@ -168,6 +200,7 @@ typedef struct {
     double gamma;          /* step schedule: factor */
     double min_lr;         /* cosine/linear: floor */
     int threads;           /* BLAS threads; 0 = leave as the environment sets it */
+    eng_gemm_policy gemm;  /* fp32 GEMM backend choice */
     int eval_every;        /* steps between test evaluations; 0 = once per epoch */
     int log_every;         /* steps between logged train metrics (default 1) */
     long checkpoint_every; /* steps between checkpoints; 0 = at the end of each epoch */
@@ -402,6 +435,9 @@ typedef struct {
     long total_steps;
     int n_train, n_test;
     long resumed_step;           /* 0, or the checkpoint's step when the run was resumed */
+    const char *gemm;            /* what served the fp32 GEMMs (eng_gemm_describe), or NULL */
+    const char *gemm_classes;    /* per shape class (eng_gemm_describe_classes), or NULL */
+    const char *gemm_notes;      /* backends skipped for failing their check, or "" */
     int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
                                   * train_loss/train_acc/lr logged at resumed_step were that
                                   * interval's partial mean and are logged again later */
