@@ -74,8 +74,11 @@ const char *eng_gemm_notes(void);
  * standard shapes (the Fashion MLP's at batch 128) again at 1..threads threads, and writes
  * one line per thread count into buf. */
 int eng_gemm_calibrate(int threads, char *buf, size_t cap);
-/* The cached choices of this machine, one line per thread count and class, into buf. */
+/* What the cache knows of this machine, one line per thread count, into buf. */
 void eng_gemm_cached(char *buf, size_t cap);
+/* Best and mean GFLOP/s of an n x n x n sgemm through the entry point (the backend the
+ * choice gives that class at `threads` threads, named into backend), over reps calls. */
+int eng_gemm_square_rate(int n, int reps, int threads, double *best, double *mean, char *backend, size_t cap);
 
 /* ---- instruction-set paths of the vectorised kernels (isa.c) ------------------------
  * The activation kernels (ops.c) and the MaxK / CBSR kernels (sparse.c) are compiled once

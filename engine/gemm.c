@@ -70,7 +70,8 @@ static gemm_call slab(const gemm_call *c, int s, int nslab)
     int by_rows = c->M >= c->N;
     int len = by_rows ? c->M : c->N;
     int unit = by_rows ? 8 : 16; /* keep slabs on whole vector widths */
-    int chunk = (len / nslab + unit - 1) / unit * unit;
+    int per = (len + nslab - 1) / nslab;
+    int chunk = (per + unit - 1) / unit * unit;
     int lo = s * chunk, hi = lo + chunk < len ? lo + chunk : len;
     if (lo > len) lo = len;
     if (by_rows) {

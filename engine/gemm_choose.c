@@ -389,15 +389,58 @@ void eng_gemm_cached(char *buf, size_t cap)
     if (cache_path(path, sizeof path)) return;
     cache_load(path, &others, &others_len);
     free(others);
-    for (int i = 0; i < cache.n && len < cap; i++) {
-        const cache_ent *e = &cache.e[i];
-        eng_gemm_shape s = { (e->cls >> 13) & 1, (e->cls >> 12) & 1, e->M, e->N, e->K };
-        char sh[64];
-        shape_text(&s, sh, sizeof sh);
-        len += (size_t)snprintf(buf + len, cap - len, "%dT %-22s %-9s %s", e->threads, sh, eng_gemm_backend_name((eng_gemm_backend)e->be),
-                                status_names[e->r.status]);
-        if (len < cap && e->r.status == ENG_GEMM_OK) len += (size_t)snprintf(buf + len, cap - len, " %.1f GF/s", e->r.gflops);
-        else if (len < cap) len += (size_t)snprintf(buf + len, cap - len, " (max error %.3g)", e->r.max_err);
+    for (int t = 1; t <= 64 && len < cap; t++) {
+        int classes = 0, fastest[ENG_GEMM_NB] = { 0 }, failed[ENG_GEMM_NB] = { 0 };
+        for (int i = 0; i < cache.n; i++) {
+            const cache_ent *e = &cache.e[i];
+            if (e->threads != t) continue;
+            if (e->r.status != ENG_GEMM_OK) { failed[e->be]++; continue; }
+            int best = 1;
+            for (int j = 0; j < cache.n; j++)
+                if (j != i && cache.e[j].threads == t && cache.e[j].cls == e->cls && cache.e[j].r.status == ENG_GEMM_OK &&
+                    (cache.e[j].r.gflops > e->r.gflops || (cache.e[j].r.gflops == e->r.gflops && j < i)))
+                    best = 0;
+            if (best) classes++, fastest[e->be]++;
+        }
+        if (!classes && !failed[0] && !failed[1]) continue;
+        len += (size_t)snprintf(buf + len, cap - len, "%d thread%s: %d shape classes measured; fastest openblas %d, onednn %d",
+                                t, t == 1 ? "" : "s", classes, fastest[0], fastest[1]);
+        for (int b = 0; b < ENG_GEMM_NB && len < cap; b++)
+            if (failed[b])
+                len += (size_t)snprintf(buf + len, cap - len, "; %s failed its check on %d", eng_gemm_backend_name((eng_gemm_backend)b),
+                                        failed[b]);
         if (len < cap) len += (size_t)snprintf(buf + len, cap - len, "\n");
     }
+    if (!len && cap) snprintf(buf, cap, "nothing measured yet (a run measures its shapes once)\n");
+}
+
+int eng_gemm_square_rate(int n, int reps, int threads, double *best, double *mean, char *backend, size_t cap)
+{
+    eng_gemm_shape s = { 0, 0, n, n, n };
+    int rc = eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, threads, &s, 1);
+    if (rc) return rc;
+    snprintf(backend, cap, "%s", eng_gemm_backend_name(chosen.c[0].be >= 0 ? (eng_gemm_backend)chosen.c[0].be : ENG_GEMM_OPENBLAS));
+    size_t nn = (size_t)n * (size_t)n;
+    float *a = prof_malloc(nn * sizeof *a), *b = prof_malloc(nn * sizeof *b), *c = prof_malloc(nn * sizeof *c);
+    if (!a || !b || !c) {
+        prof_free(a), prof_free(b), prof_free(c);
+        return eng_fail(ENG_ENOMEM, "out of memory for three %dx%d matrices; try a smaller size", n, n);
+    }
+    for (size_t i = 0; i < nn; i++) {
+        a[i] = (float)((i * 7919u) % 1000) / 1000.0f - 0.5f;
+        b[i] = (float)((i * 104729u) % 1000) / 1000.0f - 0.5f;
+    }
+    double flops = 2.0 * n * (double)n * n, sum = 0;
+    *best = 0;
+    eng_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+    for (int r = 0; r < reps; r++) {
+        uint64_t t0 = prof_now_ns();
+        eng_sgemm(0, 0, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        double g = flops / ((double)(prof_now_ns() - t0) * 1e-9) / 1e9;
+        sum += g;
+        if (g > *best) *best = g;
+    }
+    *mean = sum / reps;
+    prof_free(a), prof_free(b), prof_free(c);
+    return ENG_OK;
 }

@@ -47,6 +47,9 @@ typedef struct {
  * ones; the others go on in a new child. ENG_EIO when no child could be started. */
 int eng_gemm_probe(const int *want, const char *core, int threads, const eng_gemm_shape *shapes, int n,
                    eng_gemm_result (*res)[ENG_GEMM_NB], char *core_out, size_t core_cap);
+/* Why the last prepare dropped a line of the cache file ("" when it did not). */
+const char *eng_gemm_cache_warning(void);
+
 /* The child's LAPACK check (a Cholesky through dpotrf and dgemm) on `core` (NULL: as
  * inherited); 0 passed. */
 int eng_gemm_probe_lapack(const char *core);

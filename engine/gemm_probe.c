@@ -9,7 +9,7 @@
  *
  * Test hooks (for forcing every path on any machine): NNBENCH_GEMM_FAIL=BACKEND makes the
  * probe of that backend return a wrong element (it fails its check), BACKEND:crash makes
- * the probe die on a signal. */
+ * the probe die on a signal; several, comma-separated. */
 #include "gemm_internal.h"
 
 #include <cblas.h>
@@ -25,7 +25,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 static const char *const backend_names[ENG_GEMM_NB] = { "openblas", "onednn" };
@@ -42,12 +41,7 @@ static int backend_parse(const char *s, size_t len)
     return -1;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+static double now_s(void) { return (double)prof_now_ns() * 1e-9; }
 
 /* ---- the probe (runs in the child) ------------------------------------------------------ */
 
@@ -177,13 +171,19 @@ static int lapack_ok(void)
     return ok;
 }
 
-/* NNBENCH_GEMM_FAIL names this backend: 1 return a wrong element, 2 crash. */
+/* NNBENCH_GEMM_FAIL (comma-separated BACKEND or BACKEND:crash) names this backend: 1 return
+ * a wrong element, 2 crash; 0 not named. */
 static int fail_mode(int be)
 {
     const char *fail = getenv("NNBENCH_GEMM_FAIL");
     size_t bl = strlen(backend_names[be]);
-    if (!fail || strncmp(fail, backend_names[be], bl) || (fail[bl] && fail[bl] != ':')) return 0;
-    return !strcmp(fail + bl, ":crash") ? 2 : 1;
+    for (const char *p = fail; p && *p;) {
+        size_t len = strcspn(p, ",");
+        if (len >= bl && !strncmp(p, backend_names[be], bl) && (len == bl || p[bl] == ':'))
+            return len == bl + 6 && !strncmp(p + bl, ":crash", 6) ? 2 : 1;
+        p += len + (p[len] == ',');
+    }
+    return 0;
 }
 
 /* One shape: "check NAME" before each backend's check (a crash then names it), a result
