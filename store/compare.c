@@ -155,7 +155,37 @@ void store_compare_free(store_compare *c)
     free(c->self_total_ns);
     free(c->quantum_s);
     free(c->metric);
+    free(c->kernels);
     free(c);
+}
+
+/* The kernels cell: the GEMM choice up to its first ';' ("onednn 8/8 shape classes") made
+ * short, and the OpenBLAS core; "-" for runs stored before the choice was recorded. */
+static void kernels_cell(const store_kv *sys, size_t n, char *out, size_t cap)
+{
+    const char *g = store_kv_find(sys, n, "gemm"), *core = store_kv_find(sys, n, "blas_core");
+    if (!g) { snprintf(out, cap, "%s%.40s", core ? "openblas " : "-", core ? core : ""); return; }
+    size_t len = strcspn(g, ";");
+    const char *sc = strstr(g, " shape classes");
+    if (sc && (size_t)(sc - g) < len) len = (size_t)(sc - g);
+    snprintf(out, cap, "%.*s, %.20s", (int)(len > 40 ? 40 : len), g, core ? core : "?");
+}
+
+static void kernels_load(store_compare *c, store *s, const long long *ids)
+{
+    int differ = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        store_kv *sys = NULL;
+        size_t ns = 0;
+        if (store_sysinfo_get(s, ids[i], &sys, &ns)) ns = 0;
+        kernels_cell(sys, ns, c->kernels[i], sizeof c->kernels[i]);
+        free(sys);
+        differ |= i && strcmp(c->kernels[i], c->kernels[0]);
+    }
+    c->kernels_note[0] = 0;
+    if (differ)
+        snprintf(c->kernels_note, sizeof c->kernels_note,
+                 "note: these runs ran on different kernels (row \"kernels\"): their times compare the kernels too");
 }
 
 /* A key's last dotted part ("train.lr" -> "lr"), enough in a label. */
@@ -278,6 +308,9 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     EACH prof_text_fit(w->cells[i], 64, c->runs[i].optimizer[0] ? c->runs[i].optimizer : "-", 63, 0);
     ROW(STORE_CMP_RUN, "dataset");
     EACH prof_text_fit(w->cells[i], 64, c->runs[i].dataset[0] ? c->runs[i].dataset : "-", 63, 0);
+    ROW(STORE_CMP_RUN, "kernels");
+    EACH prof_text_fit(w->cells[i], 64, c->kernels[i], 63, 0);
+    w->differs = c->kernels_note[0] != 0;
 
     static const struct { const char *label; size_t off; } reals[] = {
         { "final train loss", offsetof(store_run, final_train_loss) },
@@ -435,8 +468,9 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
     c->self_total_ns = calloc(n, sizeof *c->self_total_ns);
     c->quantum_s = calloc(n, sizeof *c->quantum_s);
     c->metric = calloc(n, sizeof *c->metric);
+    c->kernels = calloc(n, sizeof *c->kernels);
     if (!c->runs || !c->label || !c->short_label || !c->params || !c->n_params || !c->ops || !c->n_ops ||
-        !c->self_total_ns || !c->quantum_s || !c->metric) {
+        !c->self_total_ns || !c->quantum_s || !c->metric || !c->kernels) {
         store_compare_free(c);
         return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     }
@@ -463,6 +497,7 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
         free(ev);
     }
     if (!st) {
+        kernels_load(c, s, ids);
         make_labels(c);
         st = store_compare_rows(c, o);
     }

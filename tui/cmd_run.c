@@ -72,6 +72,9 @@ static int pr_begin(void *ud, const eng_run_info *info)
     p->t0 = mono_s();
     p->last_draw = 0;
     p->acc = NAN;
+    /* what serves the GEMMs, on a terminal; a backend skipped for failing its check always */
+    if (p->tty && info->gemm) fprintf(stderr, "%s: kernels %s\n", cli_text(p->label), info->gemm);
+    if (info->gemm_notes && info->gemm_notes[0]) fprintf(stderr, "%s: note: %s\n", cli_text(p->label), info->gemm_notes);
     return 0;
 }
 
