@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,7 +253,7 @@ static int write_str(int fd, const char *s)
 {
     size_t n = strlen(s);
     while (n) {
-        ssize_t w = write(fd, s, n);
+        ssize_t w = send(fd, s, n, MSG_NOSIGNAL);
         if (w < 0) { if (errno == EINTR) continue; return -1; }
         s += w;
         n -= (size_t)w;
@@ -282,31 +283,56 @@ static int read_line(int fd, char *buf, size_t cap, double timeout_s)
     return 1;
 }
 
-/* Starts the probe child for `spec` ("openblas", "onednn") with OPENBLAS_CORETYPE = core
- * when core is not NULL. */
-static pid_t probe_spawn(const char *spec, const char *core, int *to, int *from)
+extern char **environ;
+
+/* The child's environment, built before fork (setenv after a fork in a threaded process
+ * can deadlock): ours with NNBENCH_GEMM_PROBE = spec and, when core is given,
+ * OPENBLAS_CORETYPE = core. Free with free(). */
+static char **child_env(const char *spec, const char *core, char *probe_var, size_t pcap, char *core_var, size_t ccap)
 {
-    int in[2], out[2];
-    if (pipe(in)) return -1;
-    if (pipe(out)) { close(in[0]), close(in[1]); return -1; }
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = malloc((n + 3) * sizeof *env);
+    if (!env) return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "NNBENCH_GEMM_PROBE=", 19) && !(core && !strncmp(environ[i], "OPENBLAS_CORETYPE=", 18)))
+            env[k++] = environ[i];
+    snprintf(probe_var, pcap, "NNBENCH_GEMM_PROBE=%s", spec);
+    env[k++] = probe_var;
+    if (core) {
+        snprintf(core_var, ccap, "OPENBLAS_CORETYPE=%s", core);
+        env[k++] = core_var;
+    }
+    env[k] = NULL;
+    return env;
+}
+
+/* Starts the probe child for `spec` ("openblas", "onednn,openblas") with OPENBLAS_CORETYPE
+ * = core when core is not NULL; *fd is the parent's end of a socket that is the child's
+ * stdin and stdout (a socket: send() with MSG_NOSIGNAL never raises SIGPIPE here). */
+static pid_t probe_spawn(const char *spec, const char *core, int *fd)
+{
+    int sv[2];
+    char probe_var[96], core_var[96];
+    char **env = child_env(spec, core, probe_var, sizeof probe_var, core_var, sizeof core_var);
+    if (!env) return -1;
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) { free(env); return -1; }
     fflush(NULL);
     pid_t pid = fork();
     if (pid == 0) {
-        dup2(in[0], 0), dup2(out[1], 1);
-        close(in[0]), close(in[1]), close(out[0]), close(out[1]);
+        /* only async-signal-safe calls until exec */
+        dup2(sv[1], 0), dup2(sv[1], 1);
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) dup2(devnull, 2);
-        setenv("NNBENCH_GEMM_PROBE", spec, 1);
-        if (core) setenv("OPENBLAS_CORETYPE", core, 1);
         char *argv[] = { (char *)"nnbench-gemm-probe", NULL };
-        execv("/proc/self/exe", argv);
+        execve("/proc/self/exe", argv, env);
         _exit(127);
     }
-    close(in[0]), close(out[1]);
-    if (pid < 0) { close(in[1]), close(out[0]); return -1; }
-    signal(SIGPIPE, SIG_IGN);
-    *to = in[1];
-    *from = out[0];
+    free(env);
+    close(sv[1]);
+    if (pid < 0) { close(sv[0]); return -1; }
+    *fd = sv[0];
     return pid;
 }
 
@@ -332,24 +358,23 @@ static int read_answer(int from, eng_gemm_result *res, int *cur, int *hung, char
     }
 }
 
-static void probe_close(pid_t pid, int to, int from, int kill_it)
+static void probe_close(pid_t pid, int fd, int kill_it)
 {
-    write_str(to, "end\n");
-    close(to);
+    write_str(fd, "end\n");
     if (kill_it) kill(pid, SIGKILL);
     int st;
     while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {}
-    close(from);
+    close(fd);
 }
 
 int eng_gemm_probe_lapack(const char *core)
 {
-    int to, from, cur = -1, hung = 0;
-    pid_t pid = probe_spawn("openblas", core, &to, &from);
+    int fd, cur = -1, hung = 0;
+    pid_t pid = probe_spawn("openblas", core, &fd);
     if (pid < 0) return -1;
     eng_gemm_result res[ENG_GEMM_NB] = { { ENG_GEMM_CRASHED, 0, 0 }, { ENG_GEMM_CRASHED, 0, 0 } };
-    int done = !write_str(to, "lapack\n") && read_answer(from, res, &cur, &hung, NULL, 0);
-    probe_close(pid, to, from, !done);
+    int done = !write_str(fd, "lapack\n") && read_answer(fd, res, &cur, &hung, NULL, 0);
+    probe_close(pid, fd, !done);
     return done && res[ENG_GEMM_OPENBLAS].status == ENG_GEMM_OK ? 0 : -1;
 }
 
@@ -366,17 +391,17 @@ int eng_gemm_probe(const int *want, const char *core, int threads, const eng_gem
         for (int b = 0; b < ENG_GEMM_NB; b++)
             if (active[b]) snprintf(spec + strlen(spec), sizeof spec - strlen(spec), "%s%s", spec[0] ? "," : "", backend_names[b]);
         if (!spec[0]) break;
-        int to, from;
-        pid_t pid = probe_spawn(spec, core, &to, &from);
+        int fd;
+        pid_t pid = probe_spawn(spec, core, &fd);
         if (pid < 0) return eng_fail(ENG_EIO, "gemm probe: cannot start a child process: %s", strerror(errno));
         snprintf(line, sizeof line, "threads %d\n", threads);
-        int ok = !write_str(to, line), cur = -1, hung = 0;
+        int ok = !write_str(fd, line), cur = -1, hung = 0;
         for (; ok && i < n; i++) {
             const eng_gemm_shape *s = &shapes[i];
             snprintf(line, sizeof line, "shape %d %d %d %d %d\n", s->ta, s->tb, s->M, s->N, s->K);
-            if (write_str(to, line) || !read_answer(from, res[i], &cur, &hung, core_out, core_cap)) { ok = 0; break; }
+            if (write_str(fd, line) || !read_answer(fd, res[i], &cur, &hung, core_out, core_cap)) { ok = 0; break; }
         }
-        probe_close(pid, to, from, !ok);
+        probe_close(pid, fd, !ok);
         if (ok) break;
         /* the backend being checked died or hung: it fails this shape and the rest */
         if (cur < 0) return eng_fail(ENG_EIO, "gemm probe: the child process failed before checking anything");
