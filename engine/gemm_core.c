@@ -148,8 +148,10 @@ static void reexec(char **argv, const char *core)
 {
     setenv("OPENBLAS_CORETYPE", core, 1);
     setenv("NNBENCH_OPENBLAS_CHOSE", core, 1);
+    char exe[4096];
+    eng_self_exe(exe, sizeof exe);
     fflush(NULL);
-    execv("/proc/self/exe", argv);
+    execv(exe, argv);
     /* exec failed: go on with the core as loaded */
     unsetenv("OPENBLAS_CORETYPE");
     snprintf(core_note, sizeof core_note, "%s as loaded: re-executing with %s failed", openblas_get_corename(), core);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -285,6 +286,19 @@ static int read_line(int fd, char *buf, size_t cap, double timeout_s)
 
 extern char **environ;
 
+/* This program's file, resolved when it starts (before anything may change directory):
+ * the path it was executed by (AT_EXECFN). Not /proc/self/exe: under valgrind that is the
+ * tool, which a re-execution would start natively. */
+static char self_exe[4096];
+
+__attribute__((constructor)) static void self_exe_init(void)
+{
+    const char *fn = (const char *)getauxval(AT_EXECFN);
+    if (!fn || !realpath(fn, self_exe)) self_exe[0] = 0;
+}
+
+void eng_self_exe(char *buf, size_t cap) { snprintf(buf, cap, "%s", self_exe[0] ? self_exe : "/proc/self/exe"); }
+
 /* The child's environment, built before fork (setenv after a fork in a threaded process
  * can deadlock): ours with NNBENCH_GEMM_PROBE = spec and, when core is given,
  * OPENBLAS_CORETYPE = core. Free with free(). */
@@ -314,7 +328,8 @@ static char **child_env(const char *spec, const char *core, char *probe_var, siz
 static pid_t probe_spawn(const char *spec, const char *core, int *fd)
 {
     int sv[2];
-    char probe_var[96], core_var[96];
+    char probe_var[96], core_var[96], exe[4096];
+    eng_self_exe(exe, sizeof exe);
     char **env = child_env(spec, core, probe_var, sizeof probe_var, core_var, sizeof core_var);
     if (!env) return -1;
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv)) { free(env); return -1; }
@@ -326,7 +341,7 @@ static pid_t probe_spawn(const char *spec, const char *core, int *fd)
         int devnull = open("/dev/null", O_WRONLY);
         if (devnull >= 0) dup2(devnull, 2);
         char *argv[] = { (char *)"nnbench-gemm-probe", NULL };
-        execve("/proc/self/exe", argv, env);
+        execve(exe, argv, env);
         _exit(127);
     }
     free(env);
