@@ -285,19 +285,14 @@ static long reach(const store_series *sr, const char *key, double target)
     return -1;
 }
 
-int store_compare_rows(store_compare *c, const store_cmp_opts *o)
+/* The rows of each section; -1 out of memory. */
+#define ROW(sec, label) do { if (!(w = row_add(c, cap, sec, label))) return -1; } while (0)
+#define EACH for (size_t i = 0; i < c->n; i++)
+
+static int rows_run(store_compare *c, size_t *cap)
 {
-    store_cmp_opts dflt = { .target = NAN };
-    if (!o) o = &dflt;
-    for (size_t r = 0; r < c->n_rows; r++) free(c->rows[r].cells);
-    free(c->rows);
-    c->rows = NULL;
-    c->n_rows = 0;
-    size_t cap = 0, n = c->n;
     store_cmp_row *w;
     char lab[64], a[32], b[32];
-#define ROW(sec, label) do { if (!(w = row_add(c, &cap, sec, label))) goto oom; } while (0)
-#define EACH for (size_t i = 0; i < n; i++)
     ROW(STORE_CMP_RUN, "run");
     EACH snprintf(w->cells[i], 64, "#%lld", c->runs[i].id);
     ROW(STORE_CMP_RUN, "name");
@@ -349,6 +344,13 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     ROW(STORE_CMP_RESULT, "quantum/all solves");
     EACH { if (c->runs[i].solves > 0) snprintf(w->cells[i], 64, "%ld/%ld", c->runs[i].quantum_solves, c->runs[i].solves); else snprintf(w->cells[i], 64, "-"); }
 
+    return 0;
+}
+
+static int rows_time(store_compare *c, const store_cmp_opts *o, size_t *cap)
+{
+    store_cmp_row *w;
+    char lab[64];
     ROW(STORE_CMP_TIME, "wall time");
     EACH prof_fmt_duration(w->cells[i], 64, c->runs[i].wall_s);
     ROW(STORE_CMP_TIME, "(sim) quantum time");
@@ -388,6 +390,12 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         prof_fmt_duration(rh->cells[i], 64, step < 0 ? NAN : hybrid);
     }
 
+    return 0;
+}
+
+static int rows_config(store_compare *c, const store_cmp_opts *o, size_t *cap)
+{
+    store_cmp_row *w;
     /* Config: the union of keys in key order (every run's list is sorted by key). */
     const char **keys = NULL;
     size_t nk = 0, kcap = 0;
@@ -399,7 +407,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         if (nk == kcap) {
             size_t nc = kcap ? kcap * 2 : 64;
             const char **nkp = realloc(keys, nc * sizeof *nkp);
-            if (!nkp) { free(keys); goto oom; }
+            if (!nkp) { free(keys); return -1; }
             keys = nkp;
             kcap = nc;
         }
@@ -412,12 +420,12 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     for (size_t k = 0; k < nk; k++) {
         int differs = 0;
         const char *v0 = store_kv_find(c->params[0], c->n_params[0], keys[k]);
-        for (size_t j = 1; j < n && !differs; j++) {
+        for (size_t j = 1; j < c->n && !differs; j++) {
             const char *vj = store_kv_find(c->params[j], c->n_params[j], keys[k]);
             differs = !v0 || !vj ? v0 != vj : strcmp(v0, vj) != 0;
         }
-        if (!differs && !o->all_keys && n > 1) continue;
-        if (!(w = row_add(c, &cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); goto oom; }
+        if (!differs && !o->all_keys && c->n > 1) continue;
+        if (!(w = row_add(c, cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); return -1; }
         w->differs = differs;
         EACH {
             const char *v = store_kv_find(c->params[i], c->n_params[i], keys[k]);
@@ -426,6 +434,13 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     }
     free(keys);
 
+    return 0;
+}
+
+static int rows_ops(store_compare *c, size_t *cap)
+{
+    store_cmp_row *w;
+    char lab[64];
     for (int k = 0; k < 3; k++) {
         int any = 0;
         EACH any |= (size_t)k < c->n_ops[i];
@@ -445,11 +460,23 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
                      prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
         }
     }
+    return 0;
+}
 #undef ROW
 #undef EACH
+
+int store_compare_rows(store_compare *c, const store_cmp_opts *o)
+{
+    store_cmp_opts dflt = { .target = NAN };
+    if (!o) o = &dflt;
+    for (size_t r = 0; r < c->n_rows; r++) free(c->rows[r].cells);
+    free(c->rows);
+    c->rows = NULL;
+    c->n_rows = 0;
+    size_t cap = 0;
+    if (rows_run(c, &cap) || rows_time(c, o, &cap) || rows_config(c, o, &cap) || rows_ops(c, &cap))
+        return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     return STORE_OK;
-oom:
-    return store_fail(STORE_ENOMEM, "out of memory comparing runs");
 }
 
 int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp_opts *o, store_compare **out)
