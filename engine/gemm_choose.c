@@ -53,8 +53,9 @@ static void machine_key(char *buf, size_t cap)
     char cpu[200];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
     const dnnl_version_t *v = dnnl_version();
-    snprintf(buf, cap, "%s|%s|%s|onednn-%d.%d.%d", cpu, openblas_get_config(), openblas_get_corename(), v->major,
-             v->minor, v->patch);
+    const char *isa = getenv("DNNL_MAX_CPU_ISA"); /* oneDNN's JIT held to an older ISA is another kernel */
+    snprintf(buf, cap, "%s|%s|%s|onednn-%d.%d.%d%s%.40s", cpu, openblas_get_config(), openblas_get_corename(), v->major,
+             v->minor, v->patch, isa && *isa ? "-isa-" : "", isa && *isa ? isa : "");
     for (char *p = buf; *p; p++)
         if (*p == '\t' || *p == '\n' || *p == ' ') *p = '_';
 }

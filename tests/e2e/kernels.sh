@@ -42,6 +42,17 @@ grep -q 'these runs ran on different kernels' "$tmp/cmp" && ok "compare says the
 "$NNBENCH" compare 1 2 --db "$db" >"$tmp/cmp2" 2>&1
 grep -q 'different kernels' "$tmp/cmp2" && bad "runs on the same kernels flagged" || ok "same kernels: no note"
 
+# AVX2-only kernels, forced on any AVX2 machine: oneDNN held to AVX2 (its JIT reads
+# DNNL_MAX_CPU_ISA in the probe child and in the run) and the engine's own kernels on avx2.
+if grep -qw avx2 /proc/cpuinfo; then
+    if DNNL_MAX_CPU_ISA=AVX2 NNBENCH_ISA=avx2 NNBENCH_CACHE_DIR="$tmp/cache3" run --set train.gemm=onednn >"$tmp/o4" 2>"$tmp/e4"; then
+        case "$(sys 5 gemm)" in "onednn "*) ok "AVX2-only: oneDNN held to AVX2 passes its check and serves the run" ;;
+            *) bad "AVX2-only run: gemm '$(sys 5 gemm)' $(cat "$tmp/e4")" ;; esac
+    else bad "AVX2-only run failed: $(cat "$tmp/e4")"; fi
+else
+    ok "no AVX2 on this CPU: the AVX2-only run is not possible here"
+fi
+
 printf '[experiment]\nname = g\n[train]\ngemm = blas9\n' >"$tmp/bad.ini"
 "$NNBENCH" run "$tmp/bad.ini" --no-db >"$tmp/o3" 2>"$tmp/e3"
 [ $? -ne 0 ] && grep -q 'bad.ini:4' "$tmp/e3" && grep -q 'auto, openblas, onednn' "$tmp/e3" \
