@@ -502,6 +502,15 @@ eng_model *eng_run_model(eng_run *r);
 const eng_dataset *eng_run_dataset(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
+/* Async-signal-safe, for this whole process from then on: long builds inside
+ * eng_run_create (graph generation and loading, CSR building, sampler and partition
+ * figures) stop at their next check with ENG_ESTOPPED, so that a stop that arrives before
+ * there is a run to stop is honoured within about a second. For `nnbench run`, whose
+ * signal ends every variant; a process that starts more runs afterwards does not call it. */
+void eng_stop_builds(void);
+int eng_builds_stopped(void);
+/* ENG_ESTOPPED with "WHAT: stopped while building (stop requested)" in eng_error(). */
+int eng_build_stop_error(const char *what);
 void eng_run_destroy(eng_run *r);
 
 /* ---- data-parallel training on MPI (engine/dist.c, the only includer of mpi.h) ------ *

@@ -116,6 +116,7 @@ static void on_sigint(int sig)
 {
     if (sig == SIGTERM && dist_job) eng_dist_request_abort(); /* mpirun tears the job down: a rank died */
     else interrupted = sig;
+    eng_stop_builds(); /* a graph still being built (no run to stop yet) stops too */
     eng_run *r = current_run;
     if (r) eng_run_request_stop(r);
 }
