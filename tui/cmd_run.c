@@ -375,6 +375,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     snprintf(r->error, sizeof r->error, "%s", o->error);
     fputs(o->prof_warnings, stderr); /* the profiler never prints: we say its warnings */
     if (!o->created) {
+        if (o->rc == ENG_ESTOPPED) r->status = ENG_RUN_INTERRUPTED; /* stopped while its graph was built */
         fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
         if (o->rc == ENG_EINVAL && !o->profiler_failed) c->any_config = 1;
         else c->any_failed = 1;
