@@ -131,8 +131,8 @@ static char *rd_next(reader *r)
     for (;;) {
         size_t len = 0;
         int c = EOF;
-        while ((c = getc_unlocked(r->f)) != EOF && c != '\n') {
-            if (len + 1 >= r->cap) {
+        for (;;) {
+            if (len + 1 >= r->cap) {   /* room for this byte and the NUL, also of an empty line */
                 if (r->cap >= ENG_GRAPH_MAX_LINE) {
                     r->rc = eng_fail(ENG_EFORMAT, "%s:%ld: a line longer than %d bytes: not a graph file's line "
                                      "(one edge, feature row or label per line)", r->path, r->no + 1, ENG_GRAPH_MAX_LINE);
@@ -144,6 +144,7 @@ static char *rd_next(reader *r)
                 r->line = t;
                 r->cap = nc;
             }
+            if ((c = getc_unlocked(r->f)) == EOF || c == '\n') break;
             if (!c) {
                 r->rc = eng_fail(ENG_EFORMAT, "%s:%ld: a NUL byte: not a text file", r->path, r->no + 1);
                 return NULL;

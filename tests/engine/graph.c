@@ -125,6 +125,11 @@ static void test_loader_limits(void **state)
     free(big);
     assert_int_equal(eng_graph_load_edges(lp, 0, 0, &g), ENG_EFORMAT);
     assert_non_null(strstr(eng_error(), "long.csv:1: a line longer than"));
+    /* a file that starts with an empty line (make fuzz found the reader writing its
+     * terminator before it had a buffer) */
+    assert_int_equal(eng_graph_load_edges(write_tmp("blank.csv", "\n0,1\n"), 0, 0, &g), ENG_OK);
+    assert_int_equal(g->n, 2);
+    eng_graph_free(g);
     /* one stray id far past the nodes: refused at its line, nothing sized by it */
     const char *ep = write_tmp("stray.csv", "0,1\n1,2\n2,134217728\n");
     size_t before = prof_mem_peak();
