@@ -538,6 +538,16 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
 /* Collective (every rank calls it): the median over reps of the time of an in-place
  * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
 int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
+/* Collective, once per variant before its first step (eng_run_train calls it; a rank
+ * whose eng_run_create failed calls it with its message, and a rank whose experiment did
+ * not load with cfg NULL): every rank's outcome and a hash of its resolved config (every
+ * key, after variant overrides and --set, and the variant's name), waited for at most
+ * cfg's dist.timeout_s. ENG_OK when every rank set up the same config; else ENG_EINVAL
+ * with, in this order, "mpi: the ranks' configurations differ: train.lr is '0.1' on rank 0
+ * but '0.2' on rank 1; ..." (on rank 0; the first differing key) or "mpi: rank 1 could not
+ * start: <its message>" (the first failing rank's); ENG_EIO when a rank did not answer.
+ * After a rank that leaves (cfg NULL), eng_dist_broken() is true on every rank. */
+int eng_dist_agree(const eng_config *cfg, const char *local_error);
 /* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
  * default of 30 s, or when the job is being stopped). No-op in one process. */
 int eng_dist_barrier(void);

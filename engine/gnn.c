@@ -717,6 +717,12 @@ int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const en
         if (sink->run_end) sink->run_end(sink->ud, res);
         return ENG_ESINK;
     }
+    /* data-parallel (each rank trains the whole graph): the ranks agree on the config and
+     * hear each other's set-up errors before the first step, as eng_run_train's do */
+    if (eng_dist_world() > 1 && (rc = eng_dist_agree(cfg, NULL))) {
+        res->status = ENG_RUN_FAILED;
+        snprintf(err, errcap, "before the first step: %s", eng_error());
+    }
     c.t0 = now_s();
     /* the graph's and the partition's figures, once, at step 0 */
     const eng_part_stats *ps = m->part_of ? &m->part : NULL;
