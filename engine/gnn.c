@@ -205,12 +205,14 @@ int eng_gnn_check_memory(const eng_config *cfg, int64_t n, int64_t entries, int6
     double total = graph + (build > act + metis ? build : act + metis);
     if (limit <= 0) limit = memory_limit();
     if (total <= limit) return ENG_OK;
+    char part[64] = "";
+    if (metis > 0) snprintf(part, sizeof part, "; METIS about %.0f MB", metis / 1048576);
     return eng_fail(ENG_ENOMEM, "graph: out of memory: the graph is too big: %.0f nodes with %.0f edge entries and %d "
                     "features take an estimated %.0f MB (the graph %.0f MB; building it %.0f MB more; activations of the "
-                    "%d sage layers for every node %.0f MB%s%.0f%s), over the %.0f MB this process may use (physical "
-                    "memory, ulimit -v/-d); use fewer graph.nodes (or a smaller graph.scale, degree, features or layers)",
-                    N, M, f, total / 1048576, graph / 1048576, build / 1048576, mc->n_layers, act / 1048576,
-                    metis > 0 ? "; METIS about " : "", metis / 1048576, metis > 0 ? " MB" : "", limit / 1048576);
+                    "%d sage layers for every node %.0f MB%s), over the %.0f MB this process may use (physical memory, "
+                    "ulimit -v/-d); use fewer graph.nodes (or a smaller graph.scale, degree, features or layers)",
+                    N, M, f, total / 1048576, graph / 1048576, build / 1048576, mc->n_layers, act / 1048576, part,
+                    limit / 1048576);
 }
 
 /* Before a generator builds anything: the sizes it will build, estimated. */
