@@ -5,7 +5,7 @@
 # found next to the .ini from any directory (#17); keys the graph loop ignores are refused
 # at FILE:LINE and eval/quantize/export-model/resume say why a graph run has no checkpoint
 # (#16); data.augment = flip is refused (#21); SIGTERM while a large graph is being built
-# ends the run within a second, not after the build (#10).
+# ends the run within a few seconds, not after the build (#10).
 . "$(dirname "$0")/lib/check.sh"
 cd "$TOP" || exit 1
 db="$tmp/g.db"
@@ -89,7 +89,9 @@ t0=$(date +%s%N)
 kill -TERM $p
 wait $p; code=$?
 ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-if [ $code = 143 ] && [ $ms -lt 3000 ] && grep -q "stopped while building" "$tmp/out"; then
+limit=3000   # the build alone takes several seconds (about 20 s to train); under sanitizers exiting is slower
+[ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=8000
+if [ $code = 143 ] && [ $ms -lt $limit ] && grep -q "stopped while building" "$tmp/out"; then
     ok "SIGTERM during the graph build: exit 143 after $ms ms"
 else
     bad "SIGTERM during the build: exit $code after $ms ms: $(cat "$tmp/out")"
