@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,16 @@ int eng_open_input(const char *path, long long max_bytes, const char *what, long
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     if (size) *size = (long long)st.st_size;
     return fd;
+}
+
+static volatile sig_atomic_t builds_stopped;
+
+void eng_stop_builds(void) { builds_stopped = 1; }
+int eng_builds_stopped(void) { return builds_stopped != 0; }
+
+int eng_build_stop_error(const char *what)
+{
+    return eng_fail(ENG_ESTOPPED, "%s: stopped while building (stop requested); nothing was trained", what);
 }
 
 const char *eng_run_status_name(eng_run_status s)

@@ -916,14 +916,20 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     }
 
     /* Defaults that depend on other keys; kv then shows what the run really uses. */
-    struct { const char *key; char *field; size_t cap; } paths[] = {
-        { "path", c->data.path, sizeof c->data.path },
-        { "labels", c->data.labels, sizeof c->data.labels },
-        { "test_path", c->data.test_path, sizeof c->data.test_path },
-        { "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+    struct { const char *sec, *key; char *field; size_t cap; } paths[] = {
+        { "data", "path", c->data.path, sizeof c->data.path },
+        { "data", "labels", c->data.labels, sizeof c->data.labels },
+        { "data", "test_path", c->data.test_path, sizeof c->data.test_path },
+        { "data", "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+        { "graph", "edges", c->graph.edges, sizeof c->graph.edges },
+        { "graph", "node_features", c->graph.node_features, sizeof c->graph.node_features },
+        { "graph", "labels", c->graph.labels, sizeof c->graph.labels },
+        { "graph", "train_mask", c->graph.train_mask, sizeof c->graph.train_mask },
+        { "graph", "val_mask", c->graph.val_mask, sizeof c->graph.val_mask },
+        { "graph", "test_mask", c->graph.test_mask, sizeof c->graph.test_mask },
     };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        setting *v = &vals[find_key("data", paths[i].key)];
+        setting *v = &vals[find_key(paths[i].sec, paths[i].key)];
         if (resolve_data_path(st->path, paths[i].field, paths[i].cap, v)) {
             where(loc, sizeof loc, st->path, v, sets, n_sets);
             return eng_fail(ENG_EINVAL, "%s: key '%s': '%s' taken from the experiment file's directory is longer than %zu characters",
@@ -1006,6 +1012,22 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
             CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
         if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
             CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
+        /* Keys the graph training loop (engine/gnn.c) does not honour: refused, never
+         * silently ignored. Checkpoints: a graph run stores none (nothing to resume). */
+        eng_augment aug;
+        char aw[8];
+        int aug_on = !eng_augment_parse(c->data.augment, &aug, aw, sizeof aw) && eng_augment_on(&aug);
+        struct { const char *sec, *key; int used; } ignored[] = {
+            { "train", "checkpoint_every", vals[find_key("train", "checkpoint_every")].line != 0 },
+            { "train", "gradient", c->train.n_gradient > 0 }, { "train", "telemetry", c->train.telemetry },
+            { "data", "augment", aug_on }, { "data", "prefetch", c->data.prefetch },
+            { "data", "read_mbps", c->data.read_mbps > 0 }, { "data", "read_latency_ms", c->data.read_latency_ms > 0 },
+        };
+        for (size_t i = 0; graph && i < sizeof ignored / sizeof ignored[0]; i++)
+            if (ignored[i].used)
+                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (their training "
+                      "loop has no checkpoints, gradient transforms, telemetry, augmentation or input pipeline); remove it",
+                      ignored[i].sec, ignored[i].key);
     }
 #undef CROSS
 

@@ -541,6 +541,15 @@ eng_model *eng_run_model(eng_run *r);
 const eng_dataset *eng_run_dataset(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
+/* Async-signal-safe, for this whole process from then on: long builds inside
+ * eng_run_create (graph generation and loading, CSR building, sampler and partition
+ * figures) stop at their next check with ENG_ESTOPPED, so that a stop that arrives before
+ * there is a run to stop is honoured within about a second. For `nnbench run`, whose
+ * signal ends every variant; a process that starts more runs afterwards does not call it. */
+void eng_stop_builds(void);
+int eng_builds_stopped(void);
+/* ENG_ESTOPPED with "WHAT: stopped while building (stop requested)" in eng_error(). */
+int eng_build_stop_error(const char *what);
 void eng_run_destroy(eng_run *r);
 
 /* ---- data-parallel training on MPI (engine/dist.c, the only includer of mpi.h) ------ *
@@ -568,6 +577,16 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
 /* Collective (every rank calls it): the median over reps of the time of an in-place
  * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
 int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
+/* Collective, once per variant before its first step (eng_run_train calls it; a rank
+ * whose eng_run_create failed calls it with its message, and a rank whose experiment did
+ * not load with cfg NULL): every rank's outcome and a hash of its resolved config (every
+ * key, after variant overrides and --set, and the variant's name), waited for at most
+ * cfg's dist.timeout_s. ENG_OK when every rank set up the same config; else ENG_EINVAL
+ * with, in this order, "mpi: the ranks' configurations differ: train.lr is '0.1' on rank 0
+ * but '0.2' on rank 1; ..." (on rank 0; the first differing key) or "mpi: rank 1 could not
+ * start: <its message>" (the first failing rank's); ENG_EIO when a rank did not answer.
+ * After a rank that leaves (cfg NULL), eng_dist_broken() is true on every rank. */
+int eng_dist_agree(const eng_config *cfg, const char *local_error);
 /* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
  * default of 30 s, or when the job is being stopped). No-op in one process. */
 int eng_dist_barrier(void);

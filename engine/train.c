@@ -519,10 +519,12 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                          .best_test_acc = res->best_test_acc, .steps_to_target = res->steps_to_target,    \
                          .wall_to_target = res->wall_to_target, .hybrid_to_target = res->hybrid_to_target }
 
-    /* Data-parallel: every rank starts its first step together, and the profiler marks
-     * that instant so that the ranks' traces line up when joined. */
+    /* Data-parallel: every rank starts its first step together, having agreed that all
+     * of them set up the same config (a rank that could not gives its reason here, so the
+     * stored run has it), and the profiler marks that instant so that the ranks' traces
+     * line up when joined. */
     if (r->dist) {
-        if ((rc = eng_dist_barrier())) {
+        if ((rc = eng_dist_agree(cfg, NULL))) {
             res->status = ENG_RUN_FAILED;
             snprintf(r->err, sizeof r->err, "before the first step: %s", eng_error());
         }
