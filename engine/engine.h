@@ -159,9 +159,11 @@ typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTE
 typedef struct {
     eng_layer_kind kind;
     int units;     /* dense: outputs; conv: filters */
-    int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
+    int kernel;    /* conv: square kernel size; pool: 2 */
     eng_act act;
     int k;         /* maxk: values kept per row (1 <= k <= units) */
+    int pad;       /* conv: zeros added on every side of the input (0 <= pad < kernel) */
+    int stride;    /* conv: step between receptive fields; 0 means 1 (a zeroed spec is valid) */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
@@ -303,6 +305,9 @@ typedef struct {
 
 /* The resolved value of key ("train.lr") in c, or NULL: the one lookup of config keys. */
 const char *eng_config_value(const eng_config *c, const char *key);
+/* Where key's value came from, for messages: "FILE:LINE", "--set key=value", or "FILE"
+ * for a default. */
+void eng_config_where(const eng_config *c, const char *key, char *buf, size_t cap);
 
 typedef struct {
     char path[512];

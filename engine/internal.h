@@ -167,7 +167,7 @@ struct eng_node {
     int layer;                  /* index into m->layers; -1 for the loss node */
     int in_shape[3], out_shape[3]; /* C,H,W of one row */
     size_t in_size, out_size;   /* per row */
-    int kernel;                 /* conv2d: K */
+    int kernel, pad, stride;    /* conv2d: K, zero padding per side, stride (>= 1) */
     const float *x;             /* input  [rows x in_size] */
     float *y;                   /* output [rows x out_size]; == x for bias and flatten (in place) */
     float *dx;                  /* dL/dx, written by backward; NULL = not needed (first layer) */
@@ -244,7 +244,7 @@ typedef struct {
     char name[24];              /* "dense1", "conv2", "pool1", "flatten1" (count per kind) */
     int in_shape[3], out_shape[3];
     size_t in_size, out_size;   /* per row */
-    int kernel;                 /* conv */
+    int kernel, pad, stride;    /* conv */
     size_t w_off, n_w, b_off, n_b; /* offsets/counts in params and grads */
     float *w, *b, *dw, *db;     /* NULL when the layer has no parameters */
     const float *x;             /* input of the last forward [rows x in_size] */

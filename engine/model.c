@@ -99,19 +99,29 @@ static int plan(eng_model *m, const eng_model_config *mc)
             break;
         }
         case ENG_LAYER_CONV: {
-            int F = sp->units, K = sp->kernel;
+            int F = sp->units, K = sp->kernel, pad = sp->pad, st = sp->stride ? sp->stride : 1;
             if (F <= 0 || K <= 0)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s): conv needs filters > 0 and kernel > 0, got conv:%d:%d",
                                 i + 1, L->name, F, K);
-            if (shape[1] < K || shape[2] < K)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s): a %dx%d kernel does not fit its %dx%dx%d input "
-                                "(conv needs image input: C,H,W with H,W >= kernel)",
-                                i + 1, L->name, K, K, shape[0], shape[1], shape[2]);
-            out[0] = F; out[1] = shape[1] - K + 1; out[2] = shape[2] - K + 1;
+            if (pad < 0 || pad >= K || st < 0)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): conv:%d:%d needs 0 <= pad < kernel and stride >= 1, "
+                                "got pad=%d stride=%d", i + 1, L->name, F, K, pad, sp->stride);
+            /* PyTorch's sizes: positions past the last whole window are dropped */
+            out[0] = F; out[1] = (shape[1] + 2 * pad - K) / st + 1; out[2] = (shape[2] + 2 * pad - K) / st + 1;
+            if (shape[1] + 2 * pad < K || shape[2] + 2 * pad < K)
+                return eng_fail(ENG_EINVAL, "model: layer %d (%s): a %dx%d kernel with pad %d does not fit its %dx%dx%d "
+                                "input (conv needs image input: C,H,W with H + 2*pad and W + 2*pad >= kernel); "
+                                "use a smaller kernel, more padding or fewer pooling layers before it",
+                                i + 1, L->name, K, K, pad, shape[0], shape[1], shape[2]);
             L->kernel = K;
+            L->pad = pad;
+            L->stride = st;
             L->n_w = (size_t)F * shape[0] * K * K;
             L->n_b = (size_t)F;
-            add_node(m, ENG_OP_CONV2D, i, shape, out)->kernel = K;
+            eng_node *cn = add_node(m, ENG_OP_CONV2D, i, shape, out);
+            cn->kernel = K;
+            cn->pad = pad;
+            cn->stride = st;
             add_node(m, ENG_OP_BIAS, i, out, out);
             break;
         }
@@ -334,7 +344,14 @@ static void make_summary(eng_model *m)
         switch (L->kind) {
         case ENG_LAYER_DENSE: w = snprintf(s + len, cap - len, "%sdense(%zu->%zu)", sep, L->in_size, L->out_size); break;
         case ENG_LAYER_CONV:
-            w = snprintf(s + len, cap - len, "%sconv(%dx%dx%d->%dx%dx%d k%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2], L->kernel);
+            w = snprintf(s + len, cap - len, "%sconv(%dx%dx%d->%dx%dx%d k%d", sep, a[0], a[1], a[2], b[0], b[1], b[2], L->kernel);
+            if (w > 0) len += (size_t)w;
+            /* the defaults keep the summary stored with earlier runs */
+            w = L->pad && len < cap ? snprintf(s + len, cap - len, " p%d", L->pad) : 0;
+            if (w > 0) len += (size_t)w;
+            w = L->stride > 1 && len < cap ? snprintf(s + len, cap - len, " s%d", L->stride) : 0;
+            if (w > 0) len += (size_t)w;
+            w = len < cap ? snprintf(s + len, cap - len, ")") : 0;
             break;
         case ENG_LAYER_POOL:
             w = snprintf(s + len, cap - len, "%spool(%dx%dx%d->%dx%dx%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2]);

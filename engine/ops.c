@@ -36,7 +36,8 @@
  *  maxk, cbsr_dense                                      see sparse.c
  *  aggregate                                             see gnn.c
  * with n = elements per row, nb = bias length, K = classes, T = targets per row,
- * conv: C,H,W input, F filters, KxK kernel, P = (H-K+1)(W-K+1), CKK = C·K·K, CHW = C·H·W;
+ * conv: C,H,W input, F filters, KxK kernel, P = OH·OW output positions with
+ * OH = (H + 2·pad - K)/stride + 1 (OW alike), CKK = C·K·K, CHW = C·H·W;
  * pool: O = C·(H/2)·(W/2) outputs per row, in = C·H·W.
  */
 /* The elementwise loops are memory-bound; GCC vectorizes only at -O3 by default (clang at
@@ -500,61 +501,86 @@ static uint64_t mse_bytes(const eng_node *n, int rows, eng_dir dir)
     return 4 * (e + t + (dir == ENG_BWD ? e : 0));
 }
 
-/* ---- conv2d: stride 1, no padding, NCHW per row; im2col + sgemm -------------------------
- * For a chunk of S rows, col is [C*K*K, S*P] (column s*P + p is the receptive field of
- * output position p of row s). Row s's output is y_s[F, P] = W[F, CKK] · col[:, s*P..],
- * one sgemm per row written straight into y (no transpose pass). Backward: dW += dy_s ·
- * col_s^T and dcol_s = W^T · dy_s per row, then col2im adds dcol into dx. Backward reuses
- * the forward's col when the node keeps its own (col_kept), else rebuilds it. */
+/* ---- conv2d: zero padding and stride, NCHW per row; im2col + sgemm -----------------------
+ * Output size per axis: (H + 2·pad - K) / stride + 1 (positions past the last whole window
+ * are dropped, as PyTorch does). For a chunk of S rows, col is [C*K*K, S*P] (column s*P + p
+ * is the receptive field of output position p of row s, zeros where it overhangs the
+ * padded border). Row s's output is y_s[F, P] = W[F, CKK] · col[:, s*P..], one sgemm per
+ * row written straight into y (no transpose pass). Backward: dW += dy_s · col_s^T and
+ * dcol_s = W^T · dy_s per row, then col2im adds dcol into dx. Backward reuses the
+ * forward's col when the node keeps its own (col_kept), else rebuilds it. */
 
-typedef struct { int C, H, W, F, K, OH, OW; size_t P, CKK; } conv_dims;
+typedef struct { int C, H, W, F, K, OH, OW, pad, st; size_t P, CKK; } conv_dims;
 
 static conv_dims conv_get(const eng_node *n)
 {
     conv_dims d = { n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0],
-                    n->kernel, n->out_shape[1], n->out_shape[2], 0, 0 };
+                    n->kernel, n->out_shape[1], n->out_shape[2], n->pad, n->stride > 0 ? n->stride : 1, 0, 0 };
     d.P = (size_t)d.OH * d.OW;
     d.CKK = (size_t)d.C * d.K * d.K;
     return d;
 }
 
-static void im2col(const conv_dims *d, const float *x, size_t in_size, int S, float *col)
+/* The outputs o in [*lo, *hi) whose input index o·st - pad + k lies in [0, n); the rest
+ * of the out outputs read the zero border. */
+static void conv_span(int out, int n, int k, int st, int pad, int *lo, int *hi)
+{
+    int a = pad - k, b = n + pad - k;   /* o·st >= a and o·st < b */
+    *lo = a <= 0 ? 0 : (a + st - 1) / st;
+    *hi = b <= 0 ? 0 : (b + st - 1) / st;
+    if (*hi > out) *hi = out;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* One (c, ki, kj) row of im2col for one sample: dst[OH x OW] from the channel plane xs
+ * (add = 0), or the reverse, xs += dst at the same places (add = 1: col2im). */
+static void conv_row(const conv_dims *d, int ki, int kj, float *restrict xs, float *restrict dst, int add)
+{
+    int lo, hi, st = d->st;
+    conv_span(d->OW, d->W, kj, st, d->pad, &lo, &hi);
+    for (int oh = 0; oh < d->OH; oh++) {
+        float *restrict o = dst + (size_t)oh * d->OW;
+        int ih = oh * st - d->pad + ki;
+        if (ih < 0 || ih >= d->H) {
+            if (!add) memset(o, 0, (size_t)d->OW * sizeof(float));
+            continue;
+        }
+        float *restrict xr = xs + (size_t)ih * d->W;
+        int off = kj - d->pad;
+        if (add) {
+            if (st == 1) for (int ow = lo; ow < hi; ow++) xr[ow + off] += o[ow];
+            else for (int ow = lo; ow < hi; ow++) xr[ow * st + off] += o[ow];
+            continue;
+        }
+        /* rows are short (OW floats): plain loops beat a memcpy/memset call each */
+        for (int ow = 0; ow < lo; ow++) o[ow] = 0.0f;
+        if (st == 1) for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow + off];
+        else for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow * st + off];
+        for (int ow = hi; ow < d->OW; ow++) o[ow] = 0.0f;
+    }
+}
+
+/* im2col (add = 0: col from x) or col2im (add = 1: x += col) over S rows. */
+static void conv_cols(const conv_dims *d, float *x, size_t in_size, int S, float *col, int add)
 {
     size_t ld = (size_t)S * d->P;
     for (int c = 0; c < d->C; c++)
         for (int ki = 0; ki < d->K; ki++)
             for (int kj = 0; kj < d->K; kj++) {
                 float *crow = col + ((size_t)(c * d->K + ki) * d->K + kj) * ld;
-                for (int s = 0; s < S; s++) {
-                    const float *xs = x + (size_t)s * in_size + (size_t)c * d->H * d->W;
-                    float *dst = crow + (size_t)s * d->P;
-                    /* rows are short (OW floats): a plain loop beats a memcpy call each */
-                    for (int oh = 0; oh < d->OH; oh++) {
-                        float *restrict o = dst + (size_t)oh * d->OW;
-                        const float *restrict i = xs + (size_t)(oh + ki) * d->W + kj;
-                        for (int ow = 0; ow < d->OW; ow++) o[ow] = i[ow];
-                    }
-                }
+                for (int s = 0; s < S; s++)
+                    conv_row(d, ki, kj, x + (size_t)s * in_size + (size_t)c * d->H * d->W, crow + (size_t)s * d->P, add);
             }
+}
+
+static void im2col(const conv_dims *d, const float *x, size_t in_size, int S, float *col)
+{
+    conv_cols(d, (float *)x, in_size, S, col, 0); /* x is only read when add = 0 */
 }
 
 static void col2im_add(const conv_dims *d, const float *dcol, int S, float *dx, size_t in_size)
 {
-    size_t ld = (size_t)S * d->P;
-    for (int c = 0; c < d->C; c++)
-        for (int ki = 0; ki < d->K; ki++)
-            for (int kj = 0; kj < d->K; kj++) {
-                const float *crow = dcol + ((size_t)(c * d->K + ki) * d->K + kj) * ld;
-                for (int s = 0; s < S; s++) {
-                    float *xs = dx + (size_t)s * in_size + (size_t)c * d->H * d->W;
-                    const float *src = crow + (size_t)s * d->P;
-                    for (int oh = 0; oh < d->OH; oh++) {
-                        float *restrict xr = xs + (size_t)(oh + ki) * d->W + kj;
-                        const float *restrict sr = src + (size_t)oh * d->OW;
-                        for (int ow = 0; ow < d->OW; ow++) xr[ow] += sr[ow];
-                    }
-                }
-            }
+    conv_cols(d, dx, in_size, S, (float *)dcol, 1); /* col is only read when add = 1 */
 }
 
 static void conv_fwd(eng_node *n, int rows)

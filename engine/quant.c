@@ -230,6 +230,9 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         if (l->act == ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "quantize: layer %s has a maxk activation; the int8 path covers relu, tanh, "
                             "sigmoid, gelu and none", l->name);
+        if (l->kind == ENG_LAYER_CONV && (l->pad || l->stride > 1))
+            return eng_fail(ENG_EINVAL, "quantize: layer %s has pad=%d stride=%d; the int8 im2col covers convolutions "
+                            "without padding and with stride 1", l->name, l->pad, l->stride);
     }
     int percentile = scheme == ENG_QSCHEME_PERCENTILE;
 
