@@ -135,7 +135,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool, flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -504,12 +504,25 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
             L->kind = ENG_LAYER_POOL;
             L->kernel = 2;
             if (np > 2 || (np == 2 && strcmp(parts[1], "2"))) expect = "pool or pool:2 (2x2 max-pool)";
+        } else if (!strcmp(parts[0], "avgpool")) {
+            /* avgpool[:K[:S]]: KxK mean, stride S (default K); K defaults to 2 */
+            L->kind = ENG_LAYER_AVGPOOL;
+            L->kernel = 2;
+            if (np > 3 || (np >= 2 && (parse_long(parts[1], &a) || a < 1 || a > 64)) ||
+                (np == 3 && (parse_long(parts[2], &b) || b < 1 || b > 64)))
+                expect = "avgpool, avgpool:K or avgpool:K:S (KxK mean, stride S, default S = K; 1 <= K, S <= 64)";
+            if (np >= 2) L->kernel = (int)a;
+            L->stride = np == 3 ? (int)b : L->kernel;
+        } else if (!strcmp(parts[0], "gap")) {
+            L->kind = ENG_LAYER_GAP;
+            if (np != 1) expect = "gap (global average pooling: the mean of each channel)";
         } else if (!strcmp(parts[0], "flatten")) {
             L->kind = ENG_LAYER_FLATTEN;
             if (np != 1) expect = "flatten";
         } else expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
         if (expect) { snprintf(why, cap, "layer %d: expected %s, got '%s'", n + 1, expect, orig); return -1; }
-        if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL) && n > 0) {
+        if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_AVGPOOL ||
+             L->kind == ENG_LAYER_GAP) && n > 0) {
             for (int j = 0; j < n; j++)
                 if (mc->layers[j].kind == ENG_LAYER_DENSE || mc->layers[j].kind == ENG_LAYER_FLATTEN) {
                     snprintf(why, cap, "layer %d: '%s' cannot follow a dense or flatten layer (the data is flat by then)", n + 1, orig);
@@ -520,8 +533,8 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
     }
     if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
     if (mc->layers[n - 1].kind != ENG_LAYER_DENSE && mc->layers[n - 1].kind != ENG_LAYER_SAGE) {
-        snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'",
-                 mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten");
+        static const char *const kinds[ENG_LAYER_KINDS] = { "dense", "conv", "pool", "flatten", "sage", "avgpool", "gap" };
+        snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'", kinds[mc->layers[n - 1].kind]);
         return -1;
     }
     mc->n_layers = n;

@@ -32,13 +32,18 @@
  *                     (+2·B·F·CKK·P + B·CKK·P for dx)    (+ F·CKK + B·F·P + B·CKK·P + B·CHW + 2·B·CKK·P for dx)
  *  maxpool       fwd  3·B·O                              6·B·O
  *                bwd  0                                  B·in + 3·B·O
+ *  avgpool       fwd  B·O·K²                             B·in + B·O
+ *                bwd  B·O·(K²+1)                         2·B·in + B·O     (zero dx, then add)
+ *  gap           fwd  B·C·H·W                            B·(C·H·W + C)
+ *                bwd  B·C                                B·(C·H·W + C)
  *  flatten       both 0                                  0
  *  maxk, cbsr_dense                                      see sparse.c
  *  aggregate                                             see gnn.c
  * with n = elements per row, nb = bias length, K = classes, T = targets per row,
  * conv: C,H,W input, F filters, KxK kernel, P = OH·OW output positions with
  * OH = (H + 2·pad - K)/stride + 1 (OW alike), CKK = C·K·K, CHW = C·H·W;
- * pool: O = C·(H/2)·(W/2) outputs per row, in = C·H·W.
+ * pool: O = outputs per row (maxpool C·(H/2)·(W/2); avgpool C·OH·OW with OH = (H-K)/S + 1),
+ * in = C·H·W. The pooling ops' backward counts 0 when they are the first layer (no dx).
  */
 /* The elementwise loops are memory-bound; GCC vectorizes only at -O3 by default (clang at
  * -O2). Vectorizing never reassociates float sums without -ffast-math, so results are the
@@ -707,6 +712,111 @@ static uint64_t pool_bytes(const eng_node *n, int rows, eng_dir dir)
     return 4 * (dir == ENG_FWD ? 6 * o : U64(rows) * n->in_size + 3 * o);
 }
 
+/* ---- average pooling: KxK windows, stride S, no padding ---------------------------------
+ * y = mean of each window (outputs past the last whole window are dropped); backward
+ * spreads dy / K^2 over the window, adding where windows overlap (S < K). */
+
+typedef struct { int C, H, W, OH, OW, K, S; } pool_dims;
+
+static pool_dims avgpool_get(const eng_node *n)
+{
+    return (pool_dims){ n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[1], n->out_shape[2],
+                        n->kernel, n->stride > 0 ? n->stride : n->kernel };
+}
+
+static void avgpool_fwd(eng_node *n, int rows)
+{
+    pool_dims d = avgpool_get(n);
+    float inv = 1.0f / (float)(d.K * d.K);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < d.C; c++) {
+            const float *x = n->x + (size_t)r * n->in_size + (size_t)c * d.H * d.W;
+            float *y = n->y + (size_t)r * n->out_size + (size_t)c * d.OH * d.OW;
+            for (int oh = 0; oh < d.OH; oh++)
+                for (int ow = 0; ow < d.OW; ow++) {
+                    const float *w0 = x + (size_t)oh * d.S * d.W + (size_t)ow * d.S;
+                    float acc = 0.0f;
+                    for (int i = 0; i < d.K; i++)
+                        for (int j = 0; j < d.K; j++) acc += w0[(size_t)i * d.W + j];
+                    y[oh * d.OW + ow] = acc * inv;
+                }
+        }
+}
+
+static void avgpool_bwd(eng_node *n, int rows)
+{
+    if (!n->dx) return; /* the first layer: nothing below it needs a gradient */
+    pool_dims d = avgpool_get(n);
+    float inv = 1.0f / (float)(d.K * d.K);
+    memset(n->dx, 0, (size_t)rows * n->in_size * sizeof(float));
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < d.C; c++) {
+            float *dx = n->dx + (size_t)r * n->in_size + (size_t)c * d.H * d.W;
+            const float *dy = n->dy + (size_t)r * n->out_size + (size_t)c * d.OH * d.OW;
+            for (int oh = 0; oh < d.OH; oh++)
+                for (int ow = 0; ow < d.OW; ow++) {
+                    float g = dy[oh * d.OW + ow] * inv;
+                    float *w0 = dx + (size_t)oh * d.S * d.W + (size_t)ow * d.S;
+                    for (int i = 0; i < d.K; i++)
+                        for (int j = 0; j < d.K; j++) w0[(size_t)i * d.W + j] += g;
+                }
+        }
+}
+
+static uint64_t avgpool_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t kk = U64(n->kernel) * n->kernel, o = U64(rows) * n->out_size;
+    if (dir == ENG_BWD && !n->dx) return 0;
+    return dir == ENG_FWD ? o * kk : o * (kk + 1);
+}
+
+static uint64_t avgpool_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    uint64_t in = U64(rows) * n->in_size, o = U64(rows) * n->out_size;
+    if (dir == ENG_BWD && !n->dx) return 0;
+    return 4 * (dir == ENG_FWD ? in + o : 2 * in + o);
+}
+
+/* ---- global average pooling: y[c] = mean of channel c over H x W ----------------------- */
+
+static void gap_fwd(eng_node *n, int rows)
+{
+    size_t C = (size_t)n->in_shape[0], HW = n->in_size / C;
+    float inv = 1.0f / (float)HW;
+    for (int r = 0; r < rows; r++)
+        for (size_t c = 0; c < C; c++) {
+            const float *restrict x = n->x + (size_t)r * n->in_size + c * HW;
+            float acc = 0.0f;
+            for (size_t k = 0; k < HW; k++) acc += x[k];
+            n->y[(size_t)r * C + c] = acc * inv;
+        }
+}
+
+static void gap_bwd(eng_node *n, int rows)
+{
+    if (!n->dx) return;
+    size_t C = (size_t)n->in_shape[0], HW = n->in_size / C;
+    float inv = 1.0f / (float)HW;
+    for (int r = 0; r < rows; r++)
+        for (size_t c = 0; c < C; c++) {
+            float g = n->dy[(size_t)r * C + c] * inv;
+            float *restrict dx = n->dx + (size_t)r * n->in_size + c * HW;
+            for (size_t k = 0; k < HW; k++) dx[k] = g;
+        }
+}
+
+static uint64_t gap_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    if (dir == ENG_BWD && !n->dx) return 0;
+    return dir == ENG_FWD ? U64(rows) * n->in_size : U64(rows) * n->out_size;
+}
+
+static uint64_t gap_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    if (dir == ENG_BWD && !n->dx) return 0;
+    return 4 * U64(rows) * (n->in_size + n->out_size);
+}
+
 /* ---- flatten: a view; y and x are the same buffer ------------------------------------- */
 
 static void flat_run(eng_node *n, int rows) { (void)n; (void)rows; }
@@ -731,4 +841,6 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
                             eng_cbsr_dense_bytes },
     [ENG_OP_AGGREGATE] = { "aggregate", eng_aggregate_fwd, eng_aggregate_bwd, eng_aggregate_flops,
                            eng_aggregate_bytes },
+    [ENG_OP_AVGPOOL] = { "avgpool", avgpool_fwd, avgpool_bwd, avgpool_flops, avgpool_bytes },
+    [ENG_OP_GAP] = { "gap", gap_fwd, gap_bwd, gap_flops, gap_bytes },
 };

@@ -364,6 +364,21 @@ static void test_conv_options(void **state)
     expect_error("[model]\nlayers = conv:8:3:relu:tanh, flatten, dense:2\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'layers': layer 1: expected conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of "
                  "relu, tanh, sigmoid, gelu, none, got 'conv:8:3:relu:tanh'");
+    p = write_ini("[model]\nlayers = conv:8:3, avgpool, avgpool:3, avgpool:3:1, gap, dense:2\n");
+    assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
+    L = ex->variants[0].model.layers;
+    assert_true(L[1].kind == ENG_LAYER_AVGPOOL && L[1].kernel == 2 && L[1].stride == 2);
+    assert_true(L[2].kind == ENG_LAYER_AVGPOOL && L[2].kernel == 3 && L[2].stride == 3);
+    assert_true(L[3].kind == ENG_LAYER_AVGPOOL && L[3].kernel == 3 && L[3].stride == 1);
+    assert_int_equal(L[4].kind, ENG_LAYER_GAP);
+    eng_experiment_free(ex);
+    expect_error("[model]\nlayers = conv:8:3, avgpool:0, dense:2\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': layer 2: expected avgpool, avgpool:K or avgpool:K:S (KxK mean, stride S, default "
+                 "S = K; 1 <= K, S <= 64), got 'avgpool:0'");
+    expect_error("[model]\nlayers = dense:8, gap, dense:2\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': layer 2: 'gap' cannot follow a dense or flatten layer (the data is flat by then)");
+    expect_error("[model]\nlayers = conv:8:3, gap\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': the last layer must be dense (it gives the outputs), got 'gap'");
     const char *set[] = { "model.layers=conv:8:3:stride=x, flatten, dense:2" };
     expect_error("[model]\nlayers = dense:2\n", set, 1, ENG_EINVAL,
                  "--set model.layers=conv:8:3:stride=x, flatten, dense:2: key 'layers': layer 1: stride must be an "

@@ -669,6 +669,62 @@ static void test_grad_maxpool(void **state)
     h_free(&h);
 }
 
+/* Average pooling: tiling windows, overlapping ones (S < K: inputs receive several
+ * gradients), windows that skip inputs (S > K) and odd sizes whose last row/column is
+ * dropped (zero gradient); each against finite differences and a mean computed here. */
+static void test_grad_avgpool(void **state)
+{
+    (void)state;
+    static const struct { int C, H, W, K, S; } cases[] = {
+        { 2, 4, 6, 2, 2 }, { 2, 5, 5, 2, 2 }, { 1, 7, 6, 3, 2 }, { 2, 5, 4, 3, 1 }, { 1, 7, 7, 2, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int K = cases[i].K, S = cases[i].S, H = cases[i].H, W = cases[i].W, C = cases[i].C;
+        int in[3] = { C, H, W }, out[3] = { C, (H - K) / S + 1, (W - K) / S + 1 };
+        harness h;
+        h_init(&h, ENG_OP_AVGPOOL, 2, in, out, 0);
+        h.n.kernel = K;
+        h.n.stride = S;
+        h_random(&h, 80 + i, 1.0);
+        char label[64];
+        snprintf(label, sizeof label, "avgpool k%d s%d %dx%d", K, S, H, W);
+        assert_true(h_check(&h, label) < TOL);
+        h_objective(&h);                      /* y of the unperturbed input */
+        double worst = 0.0;
+        for (int r = 0; r < 2; r++)
+            for (int c = 0; c < C; c++)
+                for (int oh = 0; oh < out[1]; oh++)
+                    for (int ow = 0; ow < out[2]; ow++) {
+                        double m = 0.0;
+                        for (int a = 0; a < K; a++)
+                            for (int b = 0; b < K; b++)
+                                m += h.x0[(size_t)r * h.n.in_size + (size_t)(c * H + oh * S + a) * W + ow * S + b];
+                        double d = fabs(m / (K * K) - h.n.y[(size_t)r * h.n.out_size + (size_t)(c * out[1] + oh) * out[2] + ow]);
+                        if (d > worst) worst = d;
+                    }
+        assert_true(worst < 1e-6);
+        h_free(&h);
+    }
+}
+
+static void test_grad_gap(void **state)
+{
+    (void)state;
+    int in[3] = { 3, 4, 5 }, out[3] = { 3, 1, 1 };
+    harness h;
+    h_init(&h, ENG_OP_GAP, 2, in, out, 0);
+    h_random(&h, 90, 1.0);
+    assert_true(h_check(&h, "gap") < TOL);
+    h_objective(&h);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            double m = 0.0;
+            for (int k = 0; k < 20; k++) m += h.x0[r * 60 + c * 20 + k];
+            assert_true(fabs(m / 20 - h.n.y[r * 3 + c]) < 1e-6);
+        }
+    h_free(&h);
+}
+
 static void test_grad_flatten(void **state)
 {
     (void)state;
@@ -701,7 +757,10 @@ static eng_model_config cfg_of(const char *layers, eng_loss_kind loss)
             if ((o = strstr(opts, "stride="))) s->stride = atoi(o + 7);
         }
         else if (sscanf(tok, "dense:%d:%15s", &a, act) >= 1) { s->kind = ENG_LAYER_DENSE; s->units = a; }
+        else if (sscanf(tok, "avgpool:%d:%d", &a, &b) >= 1) { s->kind = ENG_LAYER_AVGPOOL; s->kernel = a; s->stride = b; }
         else if (sscanf(tok, "%15s", kind) == 1 && !strcmp(kind, "pool")) s->kind = ENG_LAYER_POOL;
+        else if (!strcmp(kind, "avgpool")) s->kind = ENG_LAYER_AVGPOOL;
+        else if (!strcmp(kind, "gap")) s->kind = ENG_LAYER_GAP;
         else s->kind = ENG_LAYER_FLATTEN;
         s->act = !strcmp(act, "relu") ? ENG_ACT_RELU : !strcmp(act, "tanh") ? ENG_ACT_TANH
                : !strcmp(act, "sigmoid") ? ENG_ACT_SIGMOID : !strcmp(act, "gelu") ? ENG_ACT_GELU : ENG_ACT_NONE;
@@ -800,6 +859,9 @@ static void test_grad_model_cnn(void **state)
     assert_true(model_check("cnn", "conv:3:3:tanh, pool, flatten, dense:5:relu, dense:3",
                             ENG_LOSS_SOFTMAX_XENT, in, 3, 4, 1e-2f) < TOL);
     assert_true(model_check("cnn-relu", "conv:4:3:relu, pool, conv:2:2:gelu, flatten, dense:3",
+                            ENG_LOSS_SOFTMAX_XENT, in, 3, 3, 1e-2f) < TOL);
+    /* average pooling and global average pooling inside a model */
+    assert_true(model_check("cnn-avgpool-gap", "conv:4:3:tanh:pad=1, avgpool:3:2, conv:3:2:gelu, gap, dense:3",
                             ENG_LOSS_SOFTMAX_XENT, in, 3, 3, 1e-2f) < TOL);
     /* padding and stride inside a model: 8x8 -> 4x4 (k3 p1 s2) -> 4x4 (k3 p1) -> 2x2 */
     assert_true(model_check("cnn-pad-stride", "conv:3:3:tanh:pad=1:stride=2, conv:2:3:gelu:pad=1, pool, flatten, dense:3",
@@ -997,6 +1059,20 @@ static void test_flops_bytes(void **state)
     expect(&q, 2, ENG_FWD, 18, 48);
     expect(&q, 2, ENG_BWD, 12, 72);
 
+    /* avgpool 2x5x5 -> 2x2x2 with 3x3 windows, stride 2, 3 rows: O = 24 outputs */
+    eng_node ap = shaped(ENG_OP_AVGPOOL, 2, 5, 5, 2, 2, 2);
+    ap.kernel = 3;
+    ap.stride = 2;
+    expect(&ap, 3, ENG_BWD, 0, 0);                     /* first layer: no dx, nothing done */
+    ap.dx = &dummy;
+    expect(&ap, 3, ENG_FWD, 24 * 9, 4 * (150 + 24));
+    expect(&ap, 3, ENG_BWD, 24 * 10, 4 * (300 + 24));
+    /* gap 3x4x4 -> 3, 2 rows */
+    eng_node g = shaped(ENG_OP_GAP, 3, 4, 4, 3, 1, 1);
+    g.dx = &dummy;
+    expect(&g, 2, ENG_FWD, 96, 4 * (96 + 6));
+    expect(&g, 2, ENG_BWD, 6, 4 * (96 + 6));
+
     eng_node f = shaped(ENG_OP_FLATTEN, 2, 3, 3, 1, 1, 18);
     expect(&f, 5, ENG_FWD, 0, 0);
 }
@@ -1075,6 +1151,17 @@ static void test_build_summary_and_errors(void **state)
     assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_OK);
     assert_string_equal(eng_model_summary(m), "conv(1x1x2->4x1x2 k3 p1) relu, dense(8->2)  [58 params]");
     eng_model_free(m);
+    /* pooling layers describe themselves; an average pool larger than its input is refused */
+    int img8[3] = { 2, 8, 8 };
+    mc = cfg_of("conv:4:3:relu:pad=1:stride=2, avgpool:3:1, gap, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_OK);
+    assert_string_equal(eng_model_summary(m), "conv(2x8x8->4x4x4 k3 p1 s2) relu, avgpool(4x4x4->4x2x2 k3 s1), "
+                                              "gap(4x2x2->4), dense(4->2)  [86 params]");
+    assert_string_equal(m->layers[1].name, "avgpool1");
+    eng_model_free(m);
+    mc = cfg_of("conv:4:3:relu:stride=2, avgpool:5:1, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "layer 2 (avgpool1): a 5x5 average pool does not fit its 4x3x3 input"));
     /* values the config parser refuses, built by hand: named, not run */
     mc = cfg_of("conv:4:3:relu:pad=3, dense:2", ENG_LOSS_SOFTMAX_XENT);
     assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_EINVAL);
@@ -1198,6 +1285,8 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_conv2d),
         cmocka_unit_test(test_grad_conv2d_pad_stride),
         cmocka_unit_test(test_grad_maxpool),
+        cmocka_unit_test(test_grad_avgpool),
+        cmocka_unit_test(test_grad_gap),
         cmocka_unit_test(test_grad_flatten),
         cmocka_unit_test(test_grad_model_cnn),
         cmocka_unit_test(test_grad_model_mlp_mse),
