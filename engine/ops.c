@@ -537,36 +537,47 @@ static void conv_span(int out, int n, int k, int st, int pad, int *lo, int *hi)
     if (*lo > *hi) *lo = *hi;
 }
 
-/* One (c, ki, kj) row of im2col for one sample: dst[OH x OW] from the channel plane xs
- * (add = 0), or the reverse, xs += dst at the same places (add = 1: col2im). */
-static void conv_row(const conv_dims *d, int ki, int kj, float *restrict xs, float *restrict dst, int add)
+/* One (c, ki, kj) row of im2col for one sample, dst[OH x OW] from the channel plane xs
+ * (add = 0), or the reverse, xs += dst at the same places (add = 1: col2im). Without
+ * padding and with stride 1 every row is a plain shifted copy: that case gets loops with
+ * no bounds (the general ones made the Fashion CNN's im2col 1.7x and col2im 1.9x slower). */
+static inline __attribute__((always_inline)) void conv_row(const conv_dims *d, int ki, int kj, float *restrict xs,
+                                                           float *restrict dst, int add)
 {
-    int lo, hi, st = d->st;
-    conv_span(d->OW, d->W, kj, st, d->pad, &lo, &hi);
+    int OW = d->OW, st = d->st, off = kj - d->pad;
+    if (d->pad == 0 && st == 1) {
+        for (int oh = 0; oh < d->OH; oh++) {
+            float *restrict o = dst + (size_t)oh * OW, *restrict xr = xs + (size_t)(oh + ki) * d->W + kj;
+            /* rows are short (OW floats): a plain loop beats a memcpy call each */
+            if (add) for (int ow = 0; ow < OW; ow++) xr[ow] += o[ow];
+            else for (int ow = 0; ow < OW; ow++) o[ow] = xr[ow];
+        }
+        return;
+    }
+    int lo, hi;
+    conv_span(OW, d->W, kj, st, d->pad, &lo, &hi);
     for (int oh = 0; oh < d->OH; oh++) {
-        float *restrict o = dst + (size_t)oh * d->OW;
+        float *restrict o = dst + (size_t)oh * OW;
         int ih = oh * st - d->pad + ki;
         if (ih < 0 || ih >= d->H) {
-            if (!add) memset(o, 0, (size_t)d->OW * sizeof(float));
+            if (!add) memset(o, 0, (size_t)OW * sizeof(float));
             continue;
         }
         float *restrict xr = xs + (size_t)ih * d->W;
-        int off = kj - d->pad;
         if (add) {
-            if (st == 1) for (int ow = lo; ow < hi; ow++) xr[ow + off] += o[ow];
-            else for (int ow = lo; ow < hi; ow++) xr[ow * st + off] += o[ow];
+            for (int ow = lo; ow < hi; ow++) xr[ow * st + off] += o[ow];
             continue;
         }
-        /* rows are short (OW floats): plain loops beat a memcpy/memset call each */
         for (int ow = 0; ow < lo; ow++) o[ow] = 0.0f;
-        if (st == 1) for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow + off];
-        else for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow * st + off];
-        for (int ow = hi; ow < d->OW; ow++) o[ow] = 0.0f;
+        for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow * st + off];
+        for (int ow = hi; ow < OW; ow++) o[ow] = 0.0f;
     }
 }
 
-/* im2col (add = 0: col from x) or col2im (add = 1: x += col) over S rows. */
-static void conv_cols(const conv_dims *d, float *x, size_t in_size, int S, float *col, int add)
+/* im2col (add = 0: col from x) or col2im (add = 1: x += col) over S rows; inlined into
+ * the two callers so that add is a constant. */
+static inline __attribute__((always_inline)) void conv_cols(const conv_dims *d, float *x, size_t in_size, int S,
+                                                            float *col, int add)
 {
     size_t ld = (size_t)S * d->P;
     for (int c = 0; c < d->C; c++)
