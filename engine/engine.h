@@ -157,14 +157,20 @@ typedef struct {
  * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
 typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
-               ENG_LAYER_SAGE /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */ } eng_layer_kind;
+               ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */
+               ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
+               ENG_LAYER_GAP      /* global average pooling: C x H x W -> C */ } eng_layer_kind;
+#define ENG_LAYER_KINDS 7
 
 typedef struct {
     eng_layer_kind kind;
     int units;     /* dense: outputs; conv: filters */
-    int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
+    int kernel;    /* conv: square kernel size; pool: 2; avgpool: K (0 means 2) */
     eng_act act;
     int k;         /* maxk: values kept per row (1 <= k <= units) */
+    int pad;       /* conv: zeros added on every side of the input (0 <= pad < kernel) */
+    int stride;    /* conv: step between receptive fields, 0 means 1 (a zeroed spec is valid);
+                      avgpool: 0 means the kernel */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
@@ -306,6 +312,9 @@ typedef struct {
 
 /* The resolved value of key ("train.lr") in c, or NULL: the one lookup of config keys. */
 const char *eng_config_value(const eng_config *c, const char *key);
+/* Where key's value came from, for messages: "FILE:LINE", "--set key=value", or "FILE"
+ * for a default. */
+void eng_config_where(const eng_config *c, const char *key, char *buf, size_t cap);
 
 typedef struct {
     char path[512];

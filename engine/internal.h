@@ -107,6 +107,8 @@ typedef enum {
     ENG_OP_MAXK = 11,          /* sparse.c: top-k per row, output in CBSR */
     ENG_OP_CBSR_DENSE = 12,    /* sparse.c: CBSR input x dense W */
     ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
+    ENG_OP_AVGPOOL = 14,       /* KxK mean, stride S */
+    ENG_OP_GAP = 15,           /* global average pooling: per channel mean over H x W */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -167,7 +169,7 @@ struct eng_node {
     int layer;                  /* index into m->layers; -1 for the loss node */
     int in_shape[3], out_shape[3]; /* C,H,W of one row */
     size_t in_size, out_size;   /* per row */
-    int kernel;                 /* conv2d: K */
+    int kernel, pad, stride;    /* conv2d: K, zero padding per side, stride (>= 1); avgpool: K, S */
     const float *x;             /* input  [rows x in_size] */
     float *y;                   /* output [rows x out_size]; == x for bias and flatten (in place) */
     float *dx;                  /* dL/dx, written by backward; NULL = not needed (first layer) */
@@ -244,7 +246,7 @@ typedef struct {
     char name[24];              /* "dense1", "conv2", "pool1", "flatten1" (count per kind) */
     int in_shape[3], out_shape[3];
     size_t in_size, out_size;   /* per row */
-    int kernel;                 /* conv */
+    int kernel, pad, stride;    /* conv */
     size_t w_off, n_w, b_off, n_b; /* offsets/counts in params and grads */
     float *w, *b, *dw, *db;     /* NULL when the layer has no parameters */
     const float *x;             /* input of the last forward [rows x in_size] */

@@ -228,6 +228,13 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
 
     if ((rc = check_labels(&r->cfg, ds))) { eng_run_destroy(r); return rc; }
     rc = eng_model_build(&r->cfg.model, ds->in_shape, r->n_out, r->batch, r->cfg.seed, prof, &r->m);
+    if (rc == ENG_EINVAL && !strncmp(eng_error(), "model: layer ", 13)) {
+        /* a layer that does not fit the data's shape: say which line to change */
+        char msg[1024], loc[700];
+        snprintf(msg, sizeof msg, "%s", eng_error());
+        eng_config_where(&r->cfg, "model.layers", loc, sizeof loc);
+        eng_fail(rc, "%s: key 'layers': %s", loc, msg);
+    }
     if (rc) { eng_run_destroy(r); return rc; }
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
