@@ -12,7 +12,7 @@
 /* Row-major symmetric storage is column-major with the triangles swapped, so every LAPACK
  * call below is column-major on the upper triangle: no transposed copies. */
 
-static double log_fro2_of(int n, const double *A)
+double qm_log_fro2(int n, const double *A)
 {
     /* Scaled sum of squares (as dnrm2 does): huge or tiny entries neither overflow nor
      * underflow before the log is taken. */
@@ -69,7 +69,7 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns, double *work
     double *lu = work ? work : own;
     lapack_int *ipiv = (lapack_int *)(lu + nn);
     memcpy(lu, A, nn * sizeof *lu);
-    double logfro2 = log_fro2_of(n, A);
+    double logfro2 = qm_log_fro2(n, A);
     /* The transpose has the same determinant and Frobenius norm. */
     lapack_int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, lu, n, ipiv);
     double logdet = 0;
@@ -83,14 +83,17 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns, double *work
     return QM_OK;
 }
 
+double qm_kappa_fro_from_chol(int n, double log_fro2, const double *L)
+{
+    double logdet = 0;
+    for (int i = 0; i < n; i++) logdet += 2 * log(L[(size_t)i * n + i]);
+    return log_fro2 == -INFINITY ? INFINITY : fro_from_logt(n * (log((double)n) - log_fro2) + 2 * logdet);
+}
+
 double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns)
 {
     uint64_t t0 = prof_now_ns();
-    double logfro2 = log_fro2_of(n, A);
-    double logdet = 0;
-    for (int i = 0; i < n; i++) logdet += 2 * log(L[(size_t)i * n + i]);
-    double k = logfro2 == -INFINITY ? INFINITY
-                                    : fro_from_logt(n * (log((double)n) - logfro2) + 2 * logdet);
+    double k = qm_kappa_fro_from_chol(n, qm_log_fro2(n, A), L);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -100,6 +103,14 @@ size_t qm_kappa_lapack_chol_work(int n)
     return n <= 0 ? 0 : (size_t)3 * n + qm_ints_in_doubles((size_t)n);
 }
 
+double qm_kappa_lapack_from_chol(int n, double anorm, const double *L, double *work)
+{
+    lapack_int *iwork = (lapack_int *)(work + (size_t)3 * n);
+    double rcond = 0;
+    lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
+    return info != 0 ? NAN : rcond > 0 ? 1 / rcond : INFINITY;
+}
+
 double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
@@ -107,7 +118,6 @@ double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns,
     if (!work) work = own;
     double k = NAN;
     if (work) {
-        lapack_int *iwork = (lapack_int *)(work + (size_t)3 * n);
         /* 1-norm of a symmetric matrix: the largest absolute column (= row) sum. */
         double anorm = 0;
         for (int i = 0; i < n; i++) {
@@ -115,9 +125,7 @@ double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns,
             for (int j = 0; j < n; j++) s += fabs(A[(size_t)i * n + j]);
             if (s > anorm) anorm = s;
         }
-        double rcond = 0;
-        lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
-        if (info == 0) k = rcond > 0 ? 1 / rcond : INFINITY;
+        k = qm_kappa_lapack_from_chol(n, anorm, L, work);
     }
     prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
@@ -134,7 +142,7 @@ double qm_kappa_gersh_psd(int n, const double *A, double mu, double *ns)
         for (int j = 0; j < n; j++) s += fabs(row[j]);
         if (s > r) r = s;
     }
-    double k = mu > 0 ? 1 + r / mu : INFINITY;
+    double k = qm_gersh_psd_from(r, mu);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -150,7 +158,7 @@ double qm_kappa_gersh_sym(int n, const double *B, double *ns)
         if (row[i] + r > hi) hi = row[i] + r;
         if (row[i] - r < lo) lo = row[i] - r;
     }
-    double k = lo > 0 ? hi / lo : INFINITY;
+    double k = qm_gersh_sym_from(lo, hi);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
