@@ -224,7 +224,8 @@ void qm_sched_free(qm_sched *s);
 const qm_chol_model *qm_sched_model(const qm_sched *s);
 
 /* Solves (A + shift I) d = g for one block and fills *ev. A: symmetric n x n, unshifted,
- * not modified; every entry is checked finite, only the lower triangle enters the solve.
+ * not modified; only its lower triangle is read (as LAPACK does; the upper one is taken
+ * to mirror it), and a non-finite entry there is QM_EINVAL.
  * psd: the caller knows A is positive semi-definite (Gauss-Newton, Fisher), which makes
  * the Gershgorin bound valid. With raise_shift on, the shift mu must make the Cholesky
  * factorisation succeed and, when A may be indefinite (psd = 0), give a direction

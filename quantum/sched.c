@@ -21,7 +21,7 @@ struct qm_sched {
     double *B, *L, *P, *x, *t;  /* B: the shifted block, built only where a path needs it whole;
                                  * L: its factor; P: the pruned matrix (prune_ratio < 1 only) */
     double *r;               /* [cap] off-diagonal absolute row sums of the block (the scan) */
-    int *nz;                 /* [cap] off-diagonal nonzeros per row (the scan) */
+    int64_t *nz;             /* [cap] off-diagonal nonzeros per row (the scan) */
     double *w;               /* the estimators', solvers' and pruning's scratch: wcap doubles */
     size_t wcap;
 };
@@ -120,7 +120,7 @@ static int reserve(qm_sched *s, int n)
     s->x = prof_malloc((size_t)n * sizeof(double));
     s->t = prof_malloc((size_t)n * sizeof(double));
     s->r = prof_malloc((size_t)n * sizeof(double));
-    s->nz = prof_malloc((size_t)n * sizeof(int));
+    s->nz = prof_malloc((size_t)n * sizeof(int64_t));
     if (!s->B || !s->L || (pr && !s->P) || !s->x || !s->t || !s->r || !s->nz) {
         s->cap = 0;
         return qm_fail(QM_ENOMEM, "scheduler: out of memory for a %dx%d block", n, n);
@@ -143,28 +143,27 @@ static double max_abs(int n, const double *A)
     return m;
 }
 
+/* B = A + mu I, whole, from A's lower triangle (the only one the solve reads). */
 static void shifted(int n, const double *A, double mu, double *B)
 {
-    memcpy(B, A, (size_t)n * n * sizeof *B);
-    for (int i = 0; i < n; i++) B[(size_t)i * n + i] += mu;
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++) B[(size_t)i * n + j] = B[(size_t)j * n + i] = A[(size_t)i * n + j];
+        B[(size_t)i * n + i] = A[(size_t)i * n + i] + mu;
+    }
 }
 
 /* ---- the scan: one pass over the block -------------------------------------------------
  * What the shift choice, the estimators and the QLSA's alpha need of the matrix is a row
- * sum, a maximum, a sum of squares or a count over the off-diagonal entries; one pass
- * gathers them all and copies the lower triangle (the factorisation's input), so nothing
- * else reads the whole block before dpotrf. In GCC vector extensions of two doubles (one
- * SSE2 register on the x86-64 baseline; wider ones compile to stack traffic without AVX),
- * two of each per step: -O2 does not vectorise floating-point reductions, and a scalar
- * pass costs a quarter of dpotrf at n = 256. */
+ * sum, a maximum, a sum of squares or a count over the off-diagonal entries; one pass over
+ * the lower triangle (all the solve reads: A is symmetric) gathers them all and copies it
+ * (the factorisation's input), so nothing else reads the block before dpotrf. Row i's
+ * entries A_ij, j < i, count for row i and, by symmetry, for row j (added to r[j], nz[j]).
+ * In GCC vector extensions of two doubles (one SSE2 register on the x86-64 baseline; wider
+ * ones compile to stack traffic without AVX), two of each per step: -O2 does not vectorise
+ * floating-point reductions, and a scalar pass costs a quarter of dpotrf at n = 256. */
 
 typedef double v2d __attribute__((vector_size(16)));
 typedef int64_t v2i __attribute__((vector_size(16)));
-
-typedef struct {
-    v2d sum[2], ssq[2], max[2];
-    v2i nz[2];
-} lanes;
 
 #if defined(__SSE2__)
 /* maxpd: one instruction where the portable select below takes four. */
@@ -177,46 +176,66 @@ static inline v2d vmax(v2d a, v2d b)
 }
 #endif
 
-/* a[0..len) into the lanes (the scalar tail into lane 0), copied to out unless NULL. The
- * lanes live in locals here: stores through out could alias *c and would force every
- * accumulator through memory. */
-static void scan_segment(const double *a, double *out, int len, lanes *c)
+typedef struct {
+    double sum, ssq, max; /* of |a_j|, a_j^2, |a_j| over the row segment */
+    int64_t nz;           /* nonzeros in it */
+} row_stats;
+
+/* Row i's lower segment a[0..i): copied to out, its sums returned, and |a_j| and a_j != 0
+ * added to col[j] and colnz[j] (row j's sums, by symmetry). The accumulators are locals:
+ * stores through out or col could alias them and force every one through memory. */
+static row_stats scan_lower_row(const double *restrict a, double *restrict out, int len, double *restrict col,
+                                int64_t *restrict colnz)
 {
     const v2i absmask = { INT64_MAX, INT64_MAX };
     const v2d zero = { 0, 0 };
-    v2d sum0 = c->sum[0], sum1 = c->sum[1], ssq0 = c->ssq[0], ssq1 = c->ssq[1], mx0 = c->max[0], mx1 = c->max[1];
-    v2i nz0 = c->nz[0], nz1 = c->nz[1];
+    v2d sum0 = zero, sum1 = zero, ssq0 = zero, ssq1 = zero, mx0 = zero, mx1 = zero;
+    v2i nz0 = { 0, 0 }, nz1 = { 0, 0 };
     int j = 0;
     for (; j + 4 <= len; j += 4) {
-        v2d v0, v1;
+        v2d v0, v1, c0, c1;
+        v2i z0, z1;
         memcpy(&v0, a + j, sizeof v0);
         memcpy(&v1, a + j + 2, sizeof v1);
-        if (out) {
-            memcpy(out + j, &v0, sizeof v0);
-            memcpy(out + j + 2, &v1, sizeof v1);
-        }
+        memcpy(out + j, &v0, sizeof v0);
+        memcpy(out + j + 2, &v1, sizeof v1);
         v2d av0 = (v2d)((v2i)v0 & absmask), av1 = (v2d)((v2i)v1 & absmask);
+        v2i nn0 = v0 != zero, nn1 = v1 != zero; /* a true comparison is -1 */
         mx0 = vmax(av0, mx0);
         mx1 = vmax(av1, mx1);
         sum0 += av0;
         sum1 += av1;
         ssq0 += v0 * v0;
         ssq1 += v1 * v1;
-        nz0 -= v0 != zero; /* a true comparison is -1 */
-        nz1 -= v1 != zero;
+        nz0 -= nn0;
+        nz1 -= nn1;
+        memcpy(&c0, col + j, sizeof c0);
+        memcpy(&c1, col + j + 2, sizeof c1);
+        c0 += av0;
+        c1 += av1;
+        memcpy(col + j, &c0, sizeof c0);
+        memcpy(col + j + 2, &c1, sizeof c1);
+        memcpy(&z0, colnz + j, sizeof z0);
+        memcpy(&z1, colnz + j + 2, sizeof z1);
+        z0 -= nn0;
+        z1 -= nn1;
+        memcpy(colnz + j, &z0, sizeof z0);
+        memcpy(colnz + j + 2, &z1, sizeof z1);
     }
+    v2d sum = sum0 + sum1, ssq = ssq0 + ssq1, mx = vmax(mx0, mx1);
+    v2i nz = nz0 + nz1;
+    row_stats r = { sum[0] + sum[1], ssq[0] + ssq[1], mx[0] > mx[1] ? mx[0] : mx[1], nz[0] + nz[1] };
     for (; j < len; j++) {
         double v = a[j], av = fabs(v);
-        if (out) out[j] = v;
-        if (av > mx0[0]) mx0[0] = av;
-        sum0[0] += av;
-        ssq0[0] += v * v;
-        nz0[0] += v != 0;
+        out[j] = v;
+        if (av > r.max) r.max = av;
+        r.sum += av;
+        r.ssq += v * v;
+        r.nz += v != 0;
+        col[j] += av;
+        colnz[j] += v != 0;
     }
-    c->sum[0] = sum0; c->sum[1] = sum1;
-    c->ssq[0] = ssq0; c->ssq[1] = ssq1;
-    c->max[0] = mx0; c->max[1] = mx1;
-    c->nz[0] = nz0; c->nz[1] = nz1;
+    return r;
 }
 
 typedef struct {
@@ -229,35 +248,32 @@ typedef struct {
     double R;                /* max_i (|A_ii| + r_i) = ||A||_1 */
 } scan_t;
 
-/* Scans every entry of A (a non-finite one is refused, naming it), fills s->r (r_i, the
- * off-diagonal absolute row sums) and s->nz, and copies A's lower triangle into s->L. */
+/* Scans the lower triangle of A (a non-finite entry is refused, naming it), fills s->r
+ * (r_i, the off-diagonal absolute row sums) and s->nz, and copies it into s->L. */
 static int scan_block(qm_sched *s, int block, int n, const double *A, scan_t *sc)
 {
-    double mx = 0, ssq = 0, dmax = 0, glo = INFINITY, tr = 0, dssq = 0;
-    sc->dmin = INFINITY;
-    sc->R = 0;
+    double mx = 0, ssq = 0;
+    memset(s->r, 0, (size_t)n * sizeof *s->r);
+    memset(s->nz, 0, (size_t)n * sizeof *s->nz);
     for (int i = 0; i < n; i++) {
         const double *row = A + (size_t)i * n;
-        lanes c;
-        memset(&c, 0, sizeof c);
-        scan_segment(row, s->L + (size_t)i * n, i, &c);
-        scan_segment(row + i + 1, NULL, n - i - 1, &c);
-        v2d rs = c.sum[0] + c.sum[1], qs = c.ssq[0] + c.ssq[1];
-        v2i zs = c.nz[0] + c.nz[1];
-        double r = rs[0] + rs[1], q = qs[0] + qs[1];
+        row_stats rs = scan_lower_row(row, s->L + (size_t)i * n, i, s->r, s->nz);
         double d = row[i];
-        if (!isfinite(r + q + d)) /* a NaN or inf entry, or finite ones whose sums overflow */
-            for (int j = 0; j < n; j++)
+        if (!isfinite(rs.sum + rs.ssq + d)) /* a NaN or inf entry, or finite ones whose sums overflow */
+            for (int j = 0; j <= i; j++)
                 if (!isfinite(row[j]))
                     return qm_fail(QM_EINVAL, "block %d (%dx%d): curvature entry (%d,%d) is %g", block, n, n, i, j, row[j]);
         s->L[(size_t)i * n + i] = d;
-        s->r[i] = r;
-        s->nz[i] = (int)(zs[0] + zs[1]);
-        for (int k = 0; k < 2; k++) {
-            mx = c.max[0][k] > mx ? c.max[0][k] : mx;
-            mx = c.max[1][k] > mx ? c.max[1][k] : mx;
-        }
-        ssq += q;
+        s->r[i] += rs.sum;
+        s->nz[i] += rs.nz;
+        mx = rs.max > mx ? rs.max : mx;
+        ssq += 2 * rs.ssq;
+    }
+    double dmax = 0, glo = INFINITY, tr = 0, dssq = 0;
+    sc->dmin = INFINITY;
+    sc->R = 0;
+    for (int i = 0; i < n; i++) {
+        double d = A[(size_t)i * n + i], r = s->r[i];
         dmax = fabs(d) > dmax ? fabs(d) : dmax;
         if (d - r < glo) glo = d - r;
         tr += d;
@@ -286,7 +302,7 @@ static shifted_t shifted_stats(const qm_sched *s, int n, const double *A, double
     shifted_t t = { sc->off_ssq, sc->off_max, 0, INFINITY, -INFINITY, 0 };
     for (int i = 0; i < n; i++) {
         double b = A[(size_t)i * n + i] + mu, ab = fabs(b), r = s->r[i];
-        int nz = s->nz[i] + (b != 0);
+        int nz = (int)s->nz[i] + (b != 0);
         t.ssq += b * b;
         if (ab > t.bmax) t.bmax = ab;
         if (ab + r > t.anorm) t.anorm = ab + r;

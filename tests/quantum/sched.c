@@ -224,11 +224,13 @@ static void indefinite_and_singular_blocks(void **state)
     assert_true(ev.shift > 0);
     assert_true(ev.residual < 1e-10);
     qm_sched_free(s);
-    /* non-finite entries are an error, not an endless shift raise */
-    S[5] = NAN;
+    /* non-finite entries are an error, not an endless shift raise (the lower triangle is
+     * what the solve reads: A is symmetric) */
+    S[5 * n] = NAN;
     s = make(QM_POLICY_CLASSICAL, 1, NULL);
     assert_int_equal(qm_sched_solve(s, 1, 4, n, S, 1, 0.1, g, d, &ev), QM_EINVAL);
     assert_non_null(strstr(qm_error(), "block 4"));
+    assert_non_null(strstr(qm_error(), "entry (5,0) is nan"));
     qm_sched_free(s);
     /* routing by the dpocon estimate on a PSD block when asked */
     fixture f = make_fixture(10);
