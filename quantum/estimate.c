@@ -182,31 +182,44 @@ size_t qm_kappa_exact_work(int n)
     return (size_t)n * n + (size_t)n + (size_t)lw + qm_ints_in_doubles((size_t)liw);
 }
 
-int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *work)
+double qm_kappa_from_eigvals(int n, const double *w, double mu)
 {
-    uint64_t t0 = prof_now_ns();
+    double mn = INFINITY, mx = 0;
+    for (int i = 0; i < n; i++) {
+        double v = fabs(w[i] + mu);
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+    }
+    return mn > 0 ? mx / mn : INFINITY;
+}
+
+int qm_sym_eigvals(int n, const double *A, double *w, double *work)
+{
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
     size_t nn = (size_t)n * n;
     lapack_int lwork, liwork;
     syevd_sizes(n, &lwork, &liwork);
     double *own = work ? NULL : prof_malloc(qm_kappa_exact_work(n) * sizeof *own);
     if (!work && !own) return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n);
-    double *a = work ? work : own, *w = a + nn, *wk = w + n;
+    double *a = work ? work : own, *wk = a + nn + n;
     lapack_int *iwk = (lapack_int *)(wk + lwork);
     memcpy(a, A, nn * sizeof *a);
     lapack_int info = qm_sym_has_nan(n, a) ? -5
                     : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w, wk, lwork, iwk, liwork);
-    int rc = QM_OK;
-    if (info != 0) rc = qm_fail(QM_EINVAL, "qm_kappa_exact: dsyevd failed (info %d)", (int)info);
-    else {
-        double mn = INFINITY, mx = 0;
-        for (int i = 0; i < n; i++) {
-            double v = fabs(w[i]);
-            if (v < mn) mn = v;
-            if (v > mx) mx = v;
-        }
-        *kappa = mn > 0 ? mx / mn : INFINITY;
-    }
+    prof_free(own);
+    if (info != 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: dsyevd failed (info %d)", (int)info);
+    return QM_OK;
+}
+
+int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *work)
+{
+    uint64_t t0 = prof_now_ns();
+    if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
+    double *own = work ? NULL : prof_malloc(qm_kappa_exact_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n);
+    double *wk = work ? work : own, *w = wk + (size_t)n * n; /* the layout qm_sym_eigvals uses */
+    int rc = qm_sym_eigvals(n, A, w, wk);
+    if (rc == QM_OK) *kappa = qm_kappa_from_eigvals(n, w, 0);
     prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;

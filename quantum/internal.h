@@ -49,6 +49,11 @@ double qm_kappa_fro_from_chol(int n, double log_fro2, const double *L);
 /* dpocon from the factor L and ||A||_1; work: qm_kappa_lapack_chol_work(n) doubles. NAN if
  * dpocon refuses. */
 double qm_kappa_lapack_from_chol(int n, double anorm, const double *L, double *work);
+/* The eigenvalues of symmetric A (its lower triangle), ascending, into w[n] (dsyevd on a
+ * copy in work: qm_kappa_exact_work(n) doubles, or NULL to allocate); and kappa_2 of
+ * A + mu I from them. With work given, w may be work + n*n (qm_kappa_exact's layout). */
+int qm_sym_eigvals(int n, const double *A, double *w, double *work);
+double qm_kappa_from_eigvals(int n, const double *w, double mu);
 /* Gershgorin: for PSD A shifted by mu, from R = max_i sum_j |A_ij|; for any symmetric B,
  * from the disc edges lo = min_i (B_ii - r_i), hi = max_i (B_ii + r_i). */
 static inline double qm_gersh_psd_from(double R, double mu) { return mu > 0 ? 1 + R / mu : INFINITY; }

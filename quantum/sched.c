@@ -22,6 +22,7 @@ struct qm_sched {
                                  * L: its factor; P: the pruned matrix (prune_ratio < 1 only) */
     double *r;               /* [cap] off-diagonal absolute row sums of the block (the scan) */
     int64_t *nz;             /* [cap] off-diagonal nonzeros per row (the scan) */
+    double *eig;             /* [cap] eigenvalues of the block (exact estimator on only) */
     double *w;               /* the estimators', solvers' and pruning's scratch: wcap doubles */
     size_t wcap;
 };
@@ -78,7 +79,7 @@ void qm_sched_free(qm_sched *s)
 {
     if (!s) return;
     prof_free(s->B); prof_free(s->L); prof_free(s->P); prof_free(s->x); prof_free(s->t);
-    prof_free(s->r); prof_free(s->nz);
+    prof_free(s->r); prof_free(s->nz); prof_free(s->eig);
     prof_free(s->w);
     prof_free(s);
 }
@@ -112,7 +113,7 @@ static int reserve(qm_sched *s, int n)
     if (n <= s->cap) return QM_OK;
     size_t nn = (size_t)n * n;
     prof_free(s->B); prof_free(s->L); prof_free(s->P); prof_free(s->x); prof_free(s->t);
-    prof_free(s->r); prof_free(s->nz);
+    prof_free(s->r); prof_free(s->nz); prof_free(s->eig);
     int pr = s->o.prune_ratio < 1;
     s->B = prof_malloc(nn * sizeof(double));
     s->L = prof_malloc(nn * sizeof(double));
@@ -121,7 +122,9 @@ static int reserve(qm_sched *s, int n)
     s->t = prof_malloc((size_t)n * sizeof(double));
     s->r = prof_malloc((size_t)n * sizeof(double));
     s->nz = prof_malloc((size_t)n * sizeof(int64_t));
-    if (!s->B || !s->L || (pr && !s->P) || !s->x || !s->t || !s->r || !s->nz) {
+    s->eig = s->o.exact_kappa_max_n > 0 ? prof_malloc((size_t)n * sizeof(double)) : NULL;
+    if (!s->B || !s->L || (pr && !s->P) || !s->x || !s->t || !s->r || !s->nz ||
+        (s->o.exact_kappa_max_n > 0 && !s->eig)) {
         s->cap = 0;
         return qm_fail(QM_ENOMEM, "scheduler: out of memory for a %dx%d block", n, n);
     }
@@ -337,6 +340,13 @@ typedef struct {
     int tries, raised;  /* out: factorisations run; the shift ended above the first one asked for */
 } shift_plan;
 
+/* The x10 ladder: the shift after mu (from zero: first_raise, at least 1e-12 max|M_ij|). */
+static double ladder_next(double mu, double first_raise, double amax)
+{
+    double floor_mu = fmax(first_raise, fmax(1e-12 * amax, 1e-300));
+    return mu < floor_mu ? floor_mu : mu * 10;
+}
+
 /* Factors M + mu I into L (and, when p->check, solves x = (M + mu I)^-1 g) until it is
  * positive definite and the direction passes the curvature test x'Bx / x'x = g'x / x'x >=
  * curv_floor. A failure moves mu to p->safe when that is larger, else up the ladder (x10,
@@ -360,12 +370,8 @@ static int factor_until_safe(int n, const double *M, const double *g, shift_plan
         } else if (!p->raise) {
             return 0;
         }
-        if (p->safe > p->mu) {
-            p->mu = p->safe;
-        } else {
-            double floor_mu = fmax(p->first_raise, fmax(1e-12 * p->amax, 1e-300));
-            p->mu = p->mu < floor_mu ? floor_mu : p->mu * 10;
-        }
+        double next = ladder_next(p->mu, p->first_raise, p->amax);
+        p->mu = p->safe > p->mu && p->safe < next ? p->safe : next;
         p->raised = 1;
     }
     return 0;
@@ -380,16 +386,24 @@ static int factor_until_safe(int n, const double *M, const double *g, shift_plan
  * positive definite at any mu0 > 0, and keeps the ladder for mu0 = 0 (a tiny raise makes a
  * singular PSD block definite; Gershgorin's would be far too large). */
 static int choose_shift_and_factor(qm_sched *s, int n, const double *A, int psd, double mu0, const double *g,
-                                   const scan_t *sc, qm_solve_event *ev)
+                                   const scan_t *sc, double lmin, qm_solve_event *ev)
 {
     const qm_sched_opts *o = &s->o;
     int check = !psd && o->raise_shift;
     shift_plan p = { .mu = mu0, .safe = NAN, .first_raise = 0, .amax = sc->amax, .curv_floor = 0.5 * mu0,
                      .raise = o->raise_shift, .check = check, .copied = 1 };
-    if (check && isfinite(sc->lmin_lo)) p.safe = 0.5 * mu0 - sc->lmin_lo;
-    if (check && sc->dmin + mu0 <= 0 && p.safe > mu0) {
-        p.mu = p.safe;
-        p.raised = 1;
+    if (check && !isnan(lmin)) {
+        /* lambda_min known exactly: skip the rungs of the ladder that cannot be positive
+         * definite, and go on up the ladder (curvature test) from there, as the ladder alone
+         * would: the same shift, without the failed factorisations. */
+        for (int t = 0; t < 80 && !(p.mu + lmin > 0); t++) p.mu = ladder_next(p.mu, 0, sc->amax);
+        p.raised = p.mu > mu0;
+    } else {
+        if (check && isfinite(sc->lmin_lo)) p.safe = 0.5 * mu0 - sc->lmin_lo;
+        if (check && sc->dmin + mu0 <= 0 && p.safe > mu0) {
+            p.mu = p.safe;
+            p.raised = 1;
+        }
     }
     int pd = factor_until_safe(n, A, g, &p, s->L, s->x);
     ev->shift = p.mu;
@@ -418,7 +432,7 @@ static double log_fro2_of_shifted(qm_sched *s, int n, const double *A, double mu
 
 /* Every estimator, each timed; pd: s->L holds the factor of B. */
 static void estimate_all(qm_sched *s, int n, const double *A, int psd, double mu, int pd, const scan_t *sc,
-                         const shifted_t *t, int *built, qm_solve_event *ev)
+                         const shifted_t *t, int have_eig, int *built, qm_solve_event *ev)
 {
     uint64_t t0 = prof_now_ns();
     if (pd) {
@@ -434,11 +448,7 @@ static void estimate_all(qm_sched *s, int n, const double *A, int psd, double mu
     t0 = prof_now_ns();
     ev->kappa_gersh = psd && mu > 0 ? qm_gersh_psd_from(sc->R, mu) : qm_gersh_sym_from(t->lo, t->hi);
     ev->est_gersh_ns = (double)(prof_now_ns() - t0);
-    if (n <= s->o.exact_kappa_max_n) {
-        double k;
-        if (qm_kappa_exact(n, whole_shifted(s, n, A, mu, built), &k, &ev->est_exact_ns, s->w) == QM_OK)
-            ev->kappa_exact = k;
-    }
+    if (have_eig) ev->kappa_exact = qm_kappa_from_eigvals(n, s->eig, mu); /* est_exact_ns: the eigenvalues' */
     ev->est_ns = ev->est_fro_ns + ev->est_lapack_ns + ev->est_gersh_ns + ev->est_exact_ns;
 }
 
@@ -521,9 +531,19 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     uint64_t t0 = prof_now_ns();
     if ((rc = scan_block(s, block, n, A, &sc))) return rc;
     ev->scan_ns = (double)(prof_now_ns() - t0);
+    ev->factor_ns = ev->scan_ns;
+    /* The exact estimator (blocks up to exact_kappa_max_n) runs first: with lambda_min
+     * known, the shift needs no bound (its time stays the estimator's, est_exact_ns). */
+    int have_eig = 0;
+    if (n <= o->exact_kappa_max_n) {
+        uint64_t te = prof_now_ns();
+        have_eig = qm_sym_eigvals(n, A, s->eig, s->w) == QM_OK;
+        ev->est_exact_ns = (double)(prof_now_ns() - te);
+    }
     int check = !psd && o->raise_shift;
-    int pd = choose_shift_and_factor(s, n, A, psd, shift, g, &sc, ev);
-    ev->factor_ns = (double)(prof_now_ns() - t0);
+    t0 = prof_now_ns();
+    int pd = choose_shift_and_factor(s, n, A, psd, shift, g, &sc, have_eig ? s->eig[0] : NAN, ev);
+    ev->factor_ns += (double)(prof_now_ns() - t0);
     double mu = ev->shift;
     if (!pd && o->raise_shift)
         return qm_fail(QM_ENOTPD, "block %d (%dx%d): not positive definite even with shift %g", block, n, n, mu);
@@ -531,7 +551,7 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     int built = 0; /* s->B holds A + mu I */
 
     /* 2. Every estimator, each timed (the Frobenius and Gershgorin ones read the scan). */
-    estimate_all(s, n, A, psd, mu, pd, &sc, &st, &built, ev);
+    estimate_all(s, n, A, psd, mu, pd, &sc, &st, have_eig, &built, ev);
     qm_kappa_kind kind = o->routing;
     if (kind == QM_KAPPA_AUTO) kind = psd && mu > 0 ? QM_KAPPA_GERSH : QM_KAPPA_LAPACK;
     double kused = kind == QM_KAPPA_FRO ? ev->kappa_fro : kind == QM_KAPPA_LAPACK ? ev->kappa_lapack

@@ -138,10 +138,10 @@ static void predicted_shift_factors_once(void **state)
 }
 
 /* Indefinite with a positive diagonal: nothing cheap predicts the failure, so the
- * configured shift is tried; its failure moves straight to the bound's shift (one
- * retry), and the result is as correct. A PSD block is factored once at the configured
- * shift, as before. */
-static void unpredicted_failure_costs_one_retry(void **state)
+ * configured shift is tried and the x10 ladder follows, as before, but never above the
+ * bound's shift (which cannot fail); the result is as correct. A PSD block is factored once
+ * at the configured shift, as before. */
+static void unpredicted_failure_climbs_the_capped_ladder(void **state)
 {
     (void)state;
     int n = 40;
@@ -156,9 +156,11 @@ static void unpredicted_failure_costs_one_retry(void **state)
     qm_sched *s = classical();
     qm_solve_event ev;
     assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu0, g, d, &ev), QM_OK);
-    print_message("unpredicted: shift %.4g after %d factorisations\n", ev.shift, ev.factorizations);
-    assert_int_equal(ev.factorizations, 2);
-    assert_true(fabs(ev.shift - (0.5 * mu0 - lmin_lo(n, A))) <= 1e-12 * ev.shift);
+    print_message("unpredicted: shift %.4g after %d factorisations (bound's shift %.4g)\n", ev.shift,
+                  ev.factorizations, 0.5 * mu0 - lmin_lo(n, A));
+    /* lambda_min = -3: 0.01, 0.1 and 1 fail, 10 holds (below the bound's 13.5) */
+    assert_int_equal(ev.factorizations, 4);
+    assert_true(fabs(ev.shift - 10) <= 1e-12 * 10 && 10 < 0.5 * mu0 - lmin_lo(n, A));
     check_solution(n, A, g, d, mu0, &ev);
     /* PSD: once, unraised */
     for (int i = 0; i < n; i++) lam[i] = 0.5 + i;
@@ -171,11 +173,49 @@ static void unpredicted_failure_costs_one_retry(void **state)
     free(lam); free(A); free(g); free(d);
 }
 
+/* With the exact estimator on (blocks up to quantum.exact_kappa_max_n), lambda_min is known
+ * before the factorisation: the shift is the ladder's (the smallest mu0 10^k that makes the
+ * block positive definite, what the ladder alone found by failing below it), reached with
+ * one factorisation, and kappa_exact is of the block shifted by it. */
+static void exact_eigenvalues_give_the_ladder_shift(void **state)
+{
+    (void)state;
+    int n = 64;
+    double *A = malloc((size_t)n * n * sizeof *A), *g = malloc(n * sizeof *g), *d = malloc(n * sizeof *d),
+           *w = malloc(n * sizeof *w), *c = malloc((size_t)n * n * sizeof *c);
+    hessian_like(n, 5, A);
+    for (int i = 0; i < n; i++) g[i] = sin(0.3 * i + 2);
+    double mu0 = 5e-3 * amax_of(n, A);
+    memcpy(c, A, (size_t)n * n * sizeof *c);
+    assert_int_equal(LAPACKE_dsyevd(LAPACK_ROW_MAJOR, 'N', 'L', n, c, n, w), 0);
+    double rung = mu0;
+    while (!(rung + w[0] > 0)) rung *= 10;
+    qm_sched_opts o = qm_sched_defaults();
+    o.policy = QM_POLICY_CLASSICAL;
+    o.model = &flat;
+    o.exact_kappa_max_n = n;
+    qm_sched *s = NULL;
+    assert_int_equal(qm_sched_create(&o, &s), QM_OK);
+    qm_solve_event ev;
+    assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu0, g, d, &ev), QM_OK);
+    print_message("exact: lambda_min %.4g, shift %.4g (rung %.4g), %d factorisation(s)\n", w[0], ev.shift, rung,
+                  ev.factorizations);
+    assert_int_equal(ev.factorizations, 1);
+    assert_true(fabs(ev.shift - rung) <= 1e-12 * rung);
+    double kmax = 0, kmin = INFINITY;
+    for (int i = 0; i < n; i++) { kmax = fmax(kmax, fabs(w[i] + rung)); kmin = fmin(kmin, fabs(w[i] + rung)); }
+    assert_true(fabs(ev.kappa_exact - kmax / kmin) <= 1e-8 * kmax / kmin);
+    check_solution(n, A, g, d, mu0, &ev);
+    qm_sched_free(s);
+    free(A); free(g); free(d); free(w); free(c);
+}
+
 int test_quantum_shift(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(predicted_shift_factors_once),
-        cmocka_unit_test(unpredicted_failure_costs_one_retry),
+        cmocka_unit_test(unpredicted_failure_climbs_the_capped_ladder),
+        cmocka_unit_test(exact_eigenvalues_give_the_ladder_shift),
     };
     return cmocka_run_group_tests_name("quantum_shift", tests, NULL, NULL);
 }
