@@ -259,21 +259,6 @@ static double norm2(int n, const double *v)
  * passes by construction); a PSD block with a large
  * null space (eigenvalues exactly 0, so lambda_min(B) = mu) is left alone even when the
  * caller does not say it is PSD. */
-static double gershgorin_shift(int n, const double *A, double mu)
-{
-    double lo = INFINITY, tr = 0, f2 = 0;
-    for (int i = 0; i < n; i++) {
-        double r = 0;
-        for (int j = 0; j < n; j++) {
-            if (j != i) r += fabs(A[i * n + j]);
-            f2 += A[i * n + j] * A[i * n + j];
-        }
-        lo = fmin(lo, A[i * n + i] - r);
-        tr += A[i * n + i];
-    }
-    double m = tr / n; /* Wolkowicz-Styan, when it is the tighter bound */
-    return 0.5 * mu - fmax(lo, m - sqrt((f2 / n - m * m) * (n - 1)));
-}
 
 static void near_singular_shift_is_raised(void **state)
 {
@@ -288,7 +273,7 @@ static void near_singular_shift_is_raised(void **state)
     double gn = norm2(n, g);
     qm_solve_event ev;
     qm_sched *s = make(QM_POLICY_CLASSICAL, 1, NULL);
-    double want = fmin(10 * mu, gershgorin_shift(n, A, mu)); /* the next rung, capped by the bound */
+    double want = fmin(10 * mu, 0.5 * mu - tq_lmin_lower_bound(n, A)); /* the next rung, capped by the bound */
     assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu, g, d, &ev), QM_OK);
     assert_int_equal(ev.shift_raised, 1);
     assert_int_equal(ev.factorizations, 2); /* mu passed Cholesky, failed the test */

@@ -27,24 +27,6 @@ static qm_sched *classical(void)
     return s;
 }
 
-/* The lower bound on lambda_min(A) the scheduler promises to use, the slow way: the larger
- * of Gershgorin's min_i (A_ii - sum_{j != i} |A_ij|) and Wolkowicz-Styan's
- * m - s sqrt(n - 1), m = tr(A)/n, s^2 = ||A||_F^2/n - m^2. */
-static double lmin_lo(int n, const double *A)
-{
-    double lo = INFINITY, tr = 0, f2 = 0;
-    for (int i = 0; i < n; i++) {
-        double r = 0;
-        for (int j = 0; j < n; j++) {
-            if (j != i) r += fabs(A[i * n + j]);
-            f2 += A[i * n + j] * A[i * n + j];
-        }
-        lo = fmin(lo, A[i * n + i] - r);
-        tr += A[i * n + i];
-    }
-    double m = tr / n;
-    return fmax(lo, m - sqrt((f2 / n - m * m) * (n - 1)));
-}
 
 static double amax_of(int n, const double *A)
 {
@@ -124,7 +106,7 @@ static void predicted_shift_factors_once(void **state)
     qm_sched *s = classical();
     qm_solve_event ev;
     assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu0, g, d, &ev), QM_OK);
-    double want = 0.5 * mu0 - lmin_lo(n, A);
+    double want = 0.5 * mu0 - tq_lmin_lower_bound(n, A);
     print_message("predicted: shift %.4g (configured %.4g, from the bound %.4g), %d factorisation(s), scan %.0f ns of %.0f ns\n",
                   ev.shift, mu0, want, ev.factorizations, ev.scan_ns, ev.measured_classical_ns);
     if (ev.factorizations != 1) fail_msg("%d factorisations: the estimate predicted the shift, a retry is waste", ev.factorizations);
@@ -157,10 +139,10 @@ static void unpredicted_failure_climbs_the_capped_ladder(void **state)
     qm_solve_event ev;
     assert_int_equal(qm_sched_solve(s, 1, 0, n, A, 0, mu0, g, d, &ev), QM_OK);
     print_message("unpredicted: shift %.4g after %d factorisations (bound's shift %.4g)\n", ev.shift,
-                  ev.factorizations, 0.5 * mu0 - lmin_lo(n, A));
+                  ev.factorizations, 0.5 * mu0 - tq_lmin_lower_bound(n, A));
     /* lambda_min = -3: 0.01, 0.1 and 1 fail, 10 holds (below the bound's 13.5) */
     assert_int_equal(ev.factorizations, 4);
-    assert_true(fabs(ev.shift - 10) <= 1e-12 * 10 && 10 < 0.5 * mu0 - lmin_lo(n, A));
+    assert_true(fabs(ev.shift - 10) <= 1e-12 * 10 && 10 < 0.5 * mu0 - tq_lmin_lower_bound(n, A));
     check_solution(n, A, g, d, mu0, &ev);
     /* PSD: once, unraised */
     for (int i = 0; i < n; i++) lam[i] = 0.5 + i;
