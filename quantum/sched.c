@@ -160,7 +160,7 @@ static void shifted(int n, const double *A, double mu, double *B)
  * sum, a maximum, a sum of squares or a count over the off-diagonal entries; one pass over
  * the lower triangle (all the solve reads: A is symmetric) gathers them all and copies it
  * (the factorisation's input), so nothing else reads the block before dpotrf. Row i's
- * entries A_ij, j < i, count for row i and, by symmetry, for row j (added to r[j], nz[j]).
+ * entries A_ij, j < i, count for row i and, by symmetry, for row j (added to r[j]).
  * In GCC vector extensions of two doubles (one SSE2 register on the x86-64 baseline; wider
  * ones compile to stack traffic without AVX), two of each per step: -O2 does not vectorise
  * floating-point reductions, and a scalar pass costs a quarter of dpotrf at n = 256. */
@@ -180,65 +180,79 @@ static inline v2d vmax(v2d a, v2d b)
 #endif
 
 typedef struct {
-    double sum, ssq, max; /* of |a_j|, a_j^2, |a_j| over the row segment */
-    int64_t nz;           /* nonzeros in it */
+    double sum, ssq, max, min; /* of |a_j|, a_j^2, |a_j|, |a_j| over the row segment */
 } row_stats;
 
-/* Row i's lower segment a[0..i): copied to out, its sums returned, and |a_j| and a_j != 0
- * added to col[j] and colnz[j] (row j's sums, by symmetry). The accumulators are locals:
- * stores through out or col could alias them and force every one through memory. */
-static row_stats scan_lower_row(const double *restrict a, double *restrict out, int len, double *restrict col,
-                                int64_t *restrict colnz)
+#if defined(__SSE2__)
+static inline v2d vmin(v2d a, v2d b) { return (v2d)_mm_min_pd((__m128d)a, (__m128d)b); }
+#else
+static inline v2d vmin(v2d a, v2d b)
+{
+    v2i lt = a < b;
+    return (v2d)((lt & (v2i)a) | (~lt & (v2i)b));
+}
+#endif
+
+/* Row i's lower segment a[0..i): copied to out, its sums returned, and |a_j| added to
+ * col[j] (row j's sum, by symmetry). Zeros are only detected here (the minimum |a_j|):
+ * counting them per row and column would cost a third of the pass for the dense blocks
+ * that have none. The accumulators are locals: stores through out or col could alias
+ * them and force every one through memory. */
+static row_stats scan_lower_row(const double *restrict a, double *restrict out, int len, double *restrict col)
 {
     const v2i absmask = { INT64_MAX, INT64_MAX };
-    const v2d zero = { 0, 0 };
-    v2d sum0 = zero, sum1 = zero, ssq0 = zero, ssq1 = zero, mx0 = zero, mx1 = zero;
-    v2i nz0 = { 0, 0 }, nz1 = { 0, 0 };
+    const v2d zero = { 0, 0 }, inf = { INFINITY, INFINITY };
+    v2d sum0 = zero, sum1 = zero, ssq0 = zero, ssq1 = zero, mx0 = zero, mx1 = zero, mn0 = inf, mn1 = inf;
     int j = 0;
     for (; j + 4 <= len; j += 4) {
         v2d v0, v1, c0, c1;
-        v2i z0, z1;
         memcpy(&v0, a + j, sizeof v0);
         memcpy(&v1, a + j + 2, sizeof v1);
         memcpy(out + j, &v0, sizeof v0);
         memcpy(out + j + 2, &v1, sizeof v1);
         v2d av0 = (v2d)((v2i)v0 & absmask), av1 = (v2d)((v2i)v1 & absmask);
-        v2i nn0 = v0 != zero, nn1 = v1 != zero; /* a true comparison is -1 */
         mx0 = vmax(av0, mx0);
         mx1 = vmax(av1, mx1);
+        mn0 = vmin(av0, mn0);
+        mn1 = vmin(av1, mn1);
         sum0 += av0;
         sum1 += av1;
         ssq0 += v0 * v0;
         ssq1 += v1 * v1;
-        nz0 -= nn0;
-        nz1 -= nn1;
         memcpy(&c0, col + j, sizeof c0);
         memcpy(&c1, col + j + 2, sizeof c1);
         c0 += av0;
         c1 += av1;
         memcpy(col + j, &c0, sizeof c0);
         memcpy(col + j + 2, &c1, sizeof c1);
-        memcpy(&z0, colnz + j, sizeof z0);
-        memcpy(&z1, colnz + j + 2, sizeof z1);
-        z0 -= nn0;
-        z1 -= nn1;
-        memcpy(colnz + j, &z0, sizeof z0);
-        memcpy(colnz + j + 2, &z1, sizeof z1);
     }
-    v2d sum = sum0 + sum1, ssq = ssq0 + ssq1, mx = vmax(mx0, mx1);
-    v2i nz = nz0 + nz1;
-    row_stats r = { sum[0] + sum[1], ssq[0] + ssq[1], mx[0] > mx[1] ? mx[0] : mx[1], nz[0] + nz[1] };
+    v2d sum = sum0 + sum1, ssq = ssq0 + ssq1, mx = vmax(mx0, mx1), mn = vmin(mn0, mn1);
+    row_stats r = { sum[0] + sum[1], ssq[0] + ssq[1], mx[0] > mx[1] ? mx[0] : mx[1], mn[0] < mn[1] ? mn[0] : mn[1] };
     for (; j < len; j++) {
         double v = a[j], av = fabs(v);
         out[j] = v;
         if (av > r.max) r.max = av;
+        if (av < r.min) r.min = av;
         r.sum += av;
         r.ssq += v * v;
-        r.nz += v != 0;
         col[j] += av;
-        colnz[j] += v != 0;
     }
     return r;
+}
+
+/* s->nz: the off-diagonal nonzeros of each row, counted (a second pass over the lower
+ * triangle, only for a block that has zeros: ReLU's dead units give whole zero rows). */
+static void count_nonzeros(qm_sched *s, int n, const double *A)
+{
+    for (int i = 0; i < n; i++) s->nz[i] = 0;
+    for (int i = 0; i < n; i++) {
+        const double *row = A + (size_t)i * n;
+        for (int j = 0; j < i; j++) {
+            int nz = row[j] != 0;
+            s->nz[i] += nz;
+            s->nz[j] += nz;
+        }
+    }
 }
 
 typedef struct {
@@ -255,12 +269,11 @@ typedef struct {
  * (r_i, the off-diagonal absolute row sums) and s->nz, and copies it into s->L. */
 static int scan_block(qm_sched *s, int block, int n, const double *A, scan_t *sc)
 {
-    double mx = 0, ssq = 0;
+    double mx = 0, mn = INFINITY, ssq = 0;
     memset(s->r, 0, (size_t)n * sizeof *s->r);
-    memset(s->nz, 0, (size_t)n * sizeof *s->nz);
     for (int i = 0; i < n; i++) {
         const double *row = A + (size_t)i * n;
-        row_stats rs = scan_lower_row(row, s->L + (size_t)i * n, i, s->r, s->nz);
+        row_stats rs = scan_lower_row(row, s->L + (size_t)i * n, i, s->r);
         double d = row[i];
         if (!isfinite(rs.sum + rs.ssq + d)) /* a NaN or inf entry, or finite ones whose sums overflow */
             for (int j = 0; j <= i; j++)
@@ -268,10 +281,12 @@ static int scan_block(qm_sched *s, int block, int n, const double *A, scan_t *sc
                     return qm_fail(QM_EINVAL, "block %d (%dx%d): curvature entry (%d,%d) is %g", block, n, n, i, j, row[j]);
         s->L[(size_t)i * n + i] = d;
         s->r[i] += rs.sum;
-        s->nz[i] += rs.nz;
         mx = rs.max > mx ? rs.max : mx;
+        mn = rs.min < mn ? rs.min : mn;
         ssq += 2 * rs.ssq;
     }
+    if (mn == 0) count_nonzeros(s, n, A);
+    else for (int i = 0; i < n; i++) s->nz[i] = n - 1;
     double dmax = 0, glo = INFINITY, tr = 0, dssq = 0;
     sc->dmin = INFINITY;
     sc->R = 0;
@@ -527,19 +542,20 @@ int qm_sched_solve(qm_sched *s, long step, int block, int n, const double *A, in
     /* 1. One scan of the block, the shift chosen from it, and the factor of B = A + mu I
      * (with the direction, when the curvature test needs it): all of it is the classical
      * cost, as are any failed attempts (a classical solver pays them too). */
+    /* The exact estimator (blocks up to exact_kappa_max_n) runs first: with lambda_min
+     * known, the shift needs no bound (its time stays the estimator's, est_exact_ns). Before
+     * the scan, which leaves the copy to factor in cache. A NaN is the scan's to report. */
+    int have_eig = 0;
+    if (n <= o->exact_kappa_max_n) {
+        uint64_t te = prof_now_ns();
+        have_eig = !qm_sym_has_nan(n, A) && qm_sym_eigvals(n, A, s->eig, s->w) == QM_OK;
+        ev->est_exact_ns = (double)(prof_now_ns() - te);
+    }
     scan_t sc = { 0 };
     uint64_t t0 = prof_now_ns();
     if ((rc = scan_block(s, block, n, A, &sc))) return rc;
     ev->scan_ns = (double)(prof_now_ns() - t0);
     ev->factor_ns = ev->scan_ns;
-    /* The exact estimator (blocks up to exact_kappa_max_n) runs first: with lambda_min
-     * known, the shift needs no bound (its time stays the estimator's, est_exact_ns). */
-    int have_eig = 0;
-    if (n <= o->exact_kappa_max_n) {
-        uint64_t te = prof_now_ns();
-        have_eig = qm_sym_eigvals(n, A, s->eig, s->w) == QM_OK;
-        ev->est_exact_ns = (double)(prof_now_ns() - te);
-    }
     int check = !psd && o->raise_shift;
     t0 = prof_now_ns();
     int pd = choose_shift_and_factor(s, n, A, psd, shift, g, &sc, have_eig ? s->eig[0] : NAN, ev);
