@@ -126,9 +126,9 @@ int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *wo
 /* Cholesky: L (n*n, caller's buffer) gets the lower factor of A (upper part zeroed);
  * QM_ENOTPD if A is not positive definite. */
 int qm_cholesky(int n, const double *A, double *L, double *ns);
-/* x = A^-1 b from the factor of qm_cholesky (dpotrs). */
+/* x = A^-1 b from the factor of qm_cholesky (two dtrsv: as dpotrs, without its dtrsm overhead). */
 void qm_cholesky_solve(int n, const double *L, const double *b, double *x, double *ns);
-/* Factor + solve in one call (dpotrf + dpotrs). */
+/* Factor + solve in one call (dpotrf + qm_cholesky_solve). */
 int qm_solve_cholesky(int n, const double *A, const double *b, double *x, double *ns);
 /* LDL^T with Bunch-Kaufman pivoting (dsysv on a copy in work, with dsysv's optimal
  * workspace), for symmetric indefinite A. QM_ESINGULAR when a pivot is exactly zero. */

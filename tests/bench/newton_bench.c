@@ -99,7 +99,11 @@ static int time_solves(const int *ns, int m, int reps, double t_potrf[][MAX_N], 
 
 /* ---- the engine's Newton step on a block of n = f*u parameters ---------------------------
  * blobs data with f features into dense:u:tanh, dense:4: the first layer's weights are the
- * largest block (f*u); blocks = layer, policy classical (every solve really runs). */
+ * largest block (f*u); blocks = layer, policy classical (every solve really runs). The exact
+ * eigenvalue estimate is off (quantum.exact_kappa_max_n = 0; by default it runs for blocks
+ * up to 256): a diagnostic whose dsyevd costs several solves, it would make the n = 256
+ * block take another path to its shift than the larger ones, and its cache footprint,
+ * just before the factorisation, is not the solve's. */
 
 /* Each solve of the largest block is set against dpotrf alone on an SPD matrix of the same
  * size, run in the sink callback right after it: both single shots, back to back, under the
@@ -167,7 +171,7 @@ static int load_cfg(int f, int u, const char *opt, long steps, eng_experiment **
             "[model]\nlayers = dense:%d:tanh, dense:4\nloss = softmax_xent\n"
             "[train]\noptimizer = %s\nlr = 0.5\nbatch = 128\nmax_steps = %ld\nthreads = 1\neval_every = 1000000\n"
             "[newton]\ncurvature = hessian\nblocks = layer\nmax_block = 4096\n"
-            "[quantum]\npolicy = classical\n",
+            "[quantum]\npolicy = classical\nexact_kappa_max_n = 0\n",
             f, u, opt, steps);
     fclose(fp);
     int rc = eng_experiment_load(path, NULL, 0, ex);
