@@ -619,8 +619,10 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits);
 /* Mean loss (the model's loss) and accuracy (NAN without labels) over n rows. */
 int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, const float *targets, int n,
                         double *loss, double *acc);
-/* Bytes a device stores: int8 weights, int32 biases, float scale per channel, scales and
- * zero points per tensor, activation tables. */
+/* Bytes a device stores: the arrays eng_qmodel_export_c writes (int8 weights; per output
+ * channel an int32 bias and either int32 requantization multiplier and shift or, for the
+ * logits layer, a float dequantization scale; 256-byte activation tables). The per-tensor
+ * scales and zero points are constants in its code, not counted. */
 size_t eng_qmodel_bytes(const eng_qmodel *q);
 /* The int8 GEMM: "auto" (the own kernel for this CPU), "scalar", "avx2", "vnni" or
  * "onednn"; ENG_EINVAL if this machine lacks it. set_kernels: `large` for GEMMs of 16 rows

@@ -283,7 +283,7 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
     float cur_s = q->in_scale;
     int cur_z = q->in_zp;
     size_t cur_stride = q->in_stride, col_max = 0, acc_max = 0, a16_max = (size_t)max_batch * q->in_stride;
-    size_t bytes = 5;                          /* the input's scale and zero point */
+    size_t bytes = 0;
     for (int i = 0; i < m->n_layers && !rc; i++) {
         const eng_layer *L = &m->layers[i];
         eng_qlayer *Q = &q->layers[i];
@@ -331,9 +331,7 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
             if (Q->has_lut)
                 for (int c = 0; c < 256; c++)
                     Q->lut[c] = (uint8_t)quant_code(act_apply(L->act, ps * (float)(c - pz)), Q->out_scale, Q->out_zp);
-            /* what a device stores: int8 weights, int32 biases, a float scale per channel,
-             * the output's scale and zero point, the table */
-            bytes += (size_t)Q->N * Q->K + (size_t)Q->N * 8 + 5 + (Q->has_lut ? 256 + 5 : 0);
+            bytes += eng_qlayer_bytes(Q);
         }
         if (rc) break;
         cur_s = Q->out_scale;

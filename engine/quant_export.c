@@ -105,7 +105,7 @@ int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
         fprintf(f, "/* %s: %d outputs x %d inputs */\n", L->name, L->N, L->K);
         snprintf(nm, sizeof nm, "%s_%s_w", px, L->name); arr_i8(f, nm, L->w, L->N, L->K, L->Kp);
         snprintf(nm, sizeof nm, "%s_%s_bias", px, L->name); arr_i32(f, nm, L->bias, L->N);
-        if (L->last && L->act == ENG_ACT_NONE) {
+        if (eng_qlayer_dequantizes(L)) { /* the arrays eng_qlayer_bytes counts */
             snprintf(nm, sizeof nm, "%s_%s_deq", px, L->name); arr_f32(f, nm, L->deq, L->N);
         } else {
             snprintf(nm, sizeof nm, "%s_%s_mult", px, L->name); arr_i32(f, nm, L->mult, L->N);

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -52,6 +53,7 @@ typedef struct {
     prof_kind kind;
     uint64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
     long long ctr[NCTR];          /* self counts, by event-set position */
+    long long ru[2];              /* self faults and context switches from getrusage */
     int64_t self_mem, peak_mem;
     uint64_t cpu_ns, cpu_wall_ns; /* process CPU time and wall time of the sampled calls */
     uint32_t cpu_every;           /* sample the CPU clock every Nth call (0: not decided) */
@@ -62,6 +64,7 @@ typedef struct {
     uint64_t t0, child_ns, cpu0; /* cpu0 0: this call is not sampled */
     size_t peak_live;
     long long c0[NCTR], child_c[NCTR];
+    long long ru0[2], ru_child[2];
 } frame;
 
 typedef struct {
@@ -86,6 +89,8 @@ struct prof {
     int eventset, n_ctr;     /* n_ctr 0: none counted, eventset unused */
     int slot_of[NCTR];       /* event-set position -> prof_row column */
     int n_hw, n_sw;          /* how many of n_ctr are hardware / software events */
+    int ru_on;               /* faults and csw come from getrusage(RUSAGE_THREAD) (no perf event
+                              * counts them): the fallback that works on any Linux */
     char hw_note[384], sw_note[384], counters_note[800], counters_used[256];
     char warnings[1200];     /* prof_warnings: lines for the caller to print */
     double peak_gflops;
@@ -221,6 +226,16 @@ void prof_internal_no_counters_reason(char *buf, size_t n)
     if (!ci) snprintf(buf, n, "no perf_event component in this PAPI build");
     else if (ci->disabled) prof_internal_say(buf, n, "perf_event disabled: %s", ci->disabled_reason);
     else snprintf(buf, n, "PAPI reports %d hardware counters", PAPI_num_cmp_hwctrs(cidx));
+}
+
+/* Faults (minor + major) and context switches (voluntary + involuntary) of the calling
+ * thread so far. */
+static void thread_rusage(long long v[2])
+{
+    struct rusage ru;
+    if (getrusage(RUSAGE_THREAD, &ru)) { v[0] = v[1] = 0; return; }
+    v[0] = (long long)ru.ru_minflt + ru.ru_majflt;
+    v[1] = (long long)ru.ru_nvcsw + ru.ru_nivcsw;
 }
 
 /* ---- which events are counted, and why not ---------------------------------------- */
@@ -442,6 +457,35 @@ static void component_facts(prof_counter_facts *f)
     f->in_vm = hwi && hwi->virtualized;
 }
 
+/* The default events of columns [from, to), each column's first that PAPI adds. Test hook:
+ * the names in the environment variable `hook` (NNBENCH_PROF_HW_EVENTS for the hardware
+ * columns, NNBENCH_PROF_SW_EVENTS for the software ones) replace them, each in its own
+ * column or the first free one of the range; a name that does not exist forces the next
+ * fallback (software events, then getrusage) on any machine. */
+static void add_default_range(prof_t *p, const char *hook, int from, int to, int *tried, char *err, size_t errn)
+{
+    const char *env = getenv(hook);
+    if (!env || !*env) {
+        for (int s = from; s < to; s++)
+            for (int k = 0; k < 3 && default_events[s][k]; k++) {
+                (*tried)++;
+                if (add_counter(p, default_events[s][k], s, 0, err, errn) == 0) break;
+            }
+        return;
+    }
+    char list[256];
+    snprintf(list, sizeof list, "%s", env);
+    for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int slot = slot_by_name(t);
+        if (slot < from || slot >= to) slot = -1;
+        for (int s = from; slot < 0 && s < to; s++)
+            if (!slot_taken(p, s)) slot = s;
+        if (slot < 0) break;
+        (*tried)++;
+        add_counter(p, t, slot, 0, err, errn);
+    }
+}
+
 /* counters: "" = default set; "none" = no counters; else a list of PAPI names, each
  * optionally "column=EVENT" to count a native event in a column (e.g.
  * "cycles=perf::CYCLES"). The default set: the hardware presets (or NNBENCH_PROF_HW_EVENTS),
@@ -465,35 +509,8 @@ static void setup_counters(prof_t *p, const char *counters)
         snprintf(sw_err, sizeof sw_err, "%s", hw_err);
     }
     if (!f.off && p->eventset != PAPI_NULL && !explicit_list) {
-        const char *hw_list = getenv("NNBENCH_PROF_HW_EVENTS");
-        if (hw_list && *hw_list) {
-            /* Test hook: these names replace the presets, each in its own column or the
-             * first free hardware one (a name that does not exist forces the fallback). */
-            char list[256];
-            snprintf(list, sizeof list, "%s", hw_list);
-            for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-                int slot = slot_by_name(t);
-                for (int s = 0; slot < 0 || slot >= NHW; s++) {
-                    if (s == NHW) break;
-                    if (!slot_taken(p, s)) slot = s;
-                }
-                if (slot < 0 || slot >= NHW) break;
-                f.hw_tried++;
-                add_counter(p, t, slot, 0, hw_err, sizeof hw_err);
-            }
-        } else {
-            for (int s = 0; s < NHW; s++)
-                for (int k = 0; k < 3 && default_events[s][k]; k++) {
-                    f.hw_tried++;
-                    if (add_counter(p, default_events[s][k], s, 0, hw_err, sizeof hw_err) == 0) break;
-                }
-        }
-        if (!p->n_hw)
-            for (int s = NHW; s < NCTR; s++)
-                for (int k = 0; k < 3 && default_events[s][k]; k++) {
-                    f.sw_tried++;
-                    if (add_counter(p, default_events[s][k], s, 0, sw_err, sizeof sw_err) == 0) break;
-                }
+        add_default_range(p, "NNBENCH_PROF_HW_EVENTS", 0, NHW, &f.hw_tried, hw_err, sizeof hw_err);
+        if (!p->n_hw) add_default_range(p, "NNBENCH_PROF_SW_EVENTS", NHW, NCTR, &f.sw_tried, sw_err, sizeof sw_err);
     } else if (!f.off && explicit_list) {
         char list[256];
         snprintf(list, sizeof list, "%s", counters);
@@ -564,6 +581,14 @@ static void setup_counters(prof_t *p, const char *counters)
             f.probe_sw = probe_perf(PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK);
     }
     prof_internal_explain(&f, p->hw_note, sizeof p->hw_note, p->sw_note, sizeof p->sw_note);
+    /* The default set without perf events for faults and csw (perf_event disabled, as on a VM
+     * without a PMU, or hardware events counted instead) takes them from getrusage, which
+     * every Linux has, and says so where the columns are explained. */
+    if (!f.off && !explicit_list && !slot_taken(p, C_FAULTS) && !slot_taken(p, C_CSW)) {
+        p->ru_on = 1;
+        size_t len = strlen(p->sw_note);
+        snprintf(p->sw_note + len, sizeof p->sw_note - len, "; faults, csw from getrusage(RUSAGE_THREAD)");
+    }
     char warnings[800];
     snprintf(warnings, sizeof warnings, "%s", p->counters_note);
     prof_internal_say(p->counters_note, sizeof p->counters_note, "%s; %s%s%s", p->hw_note, p->sw_note,
@@ -747,6 +772,10 @@ void prof_begin(prof_t *p, int id)
         memset(f->child_c, 0, sizeof f->child_c);
         PAPI_read(p->eventset, f->c0);
     }
+    if (p->ru_on) {
+        f->ru_child[0] = f->ru_child[1] = 0;
+        thread_rusage(f->ru0);
+    }
     /* The process CPU clock is a syscall (~0.1-0.3 us): short scopes read it on every Nth
      * call only, N chosen so that it costs them about 1% (see cpu_sample_every). */
     scope_stat *s = &p->scopes[id];
@@ -802,6 +831,15 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
             long long d = c1[i] - f->c0[i];
             s->ctr[i] += d - f->child_c[i];
             if (parent) parent->child_c[i] += d;
+        }
+    }
+    if (p->ru_on) {
+        long long r1[2];
+        thread_rusage(r1);
+        for (int k = 0; k < 2; k++) {
+            long long d = r1[k] - f->ru0[k];
+            s->ru[k] += d - f->ru_child[k];
+            if (parent) parent->ru_child[k] += d;
         }
     }
     uint64_t dur = t1 - f->t0;
@@ -864,6 +902,10 @@ static void row_from(const prof_t *p, prof_row *r, const scope_stat *s)
     int64_t *cols = &r->cycles;
     for (int c = 0; c < NCTR; c++) cols[c] = -1;
     for (int i = 0; i < p->n_ctr; i++) cols[p->slot_of[i]] = s->ctr[i];
+    if (p->ru_on) {
+        r->faults = s->ru[0];
+        r->csw = s->ru[1];
+    }
     r->self_mem = s->self_mem;
     r->peak_mem = s->peak_mem;
     /* Scaled from the sampled calls to all of them; -1 when none was sampled. */

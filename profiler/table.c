@@ -108,8 +108,8 @@ const prof_col_def prof_cols[PROF_COL_N] = {
     [PROF_COL_IPC] = { "IPC", "instructions / cycles (hardware counters)", 5, 4, 1, 1 },
     [PROF_COL_L1MISS] = { "L1 miss/kFLOP", "L1 data-cache misses per 1000 FLOPs (hardware counters)", 13, 6, 1, 1 },
     [PROF_COL_CPU] = { "cpu", "CPU time of every thread / total (1.00 = one core busy)", 5, 4, 1, 1 },
-    [PROF_COL_FAULTS] = { "faults", "page faults of the profiling thread (software events)", 7, 6, 1, 1 },
-    [PROF_COL_CSW] = { "csw", "context switches of the profiling thread (software events)", 6, 4, 1, 1 },
+    [PROF_COL_FAULTS] = { "faults", "page faults of the profiling thread (perf software events, else getrusage: the Counters note says which)", 7, 6, 1, 1 },
+    [PROF_COL_CSW] = { "csw", "context switches of the profiling thread (perf software events, else getrusage: the Counters note says which)", 6, 4, 1, 1 },
     [PROF_COL_BYTES] = { "bytes", "bytes the op read and wrote, counted from shapes", 9, 7, 1, 0 },
     [PROF_COL_GBPS] = { "GB/s", "bytes / total: the bandwidth achieved (allreduce: the payload handed to MPI)", 6, 5, 1, 0 },
     [PROF_COL_SELF_MEM] = { "self mem", "bytes allocated in the scope itself", 9, 8, 1, 0 },
@@ -438,8 +438,9 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
             /* What is counted and why not, one line each; cpu needs no PAPI. */
             fprintf(f, "Counters: %s\n          %s\n", sum->hw_note, sum->sw_note);
             fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / wall time (total); "
-                       "faults, csw: the profiling thread only (perf events count the thread that "
-                       "opened them)\n");
+                       "faults, csw: the profiling thread only (%s)\n",
+                    strstr(sum->sw_note, "getrusage") ? "getrusage(RUSAGE_THREAD) of the thread that ran the scope"
+                                                      : "perf events count the thread that opened them");
             const char *extra = strstr(sum->counters_note, sum->sw_note);
             if (extra) extra += strlen(sum->sw_note);
             if (extra && *extra) fprintf(f, "          warnings%s\n", extra);

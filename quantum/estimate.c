@@ -12,7 +12,7 @@
 /* Row-major symmetric storage is column-major with the triangles swapped, so every LAPACK
  * call below is column-major on the upper triangle: no transposed copies. */
 
-static double log_fro2_of(int n, const double *A)
+double qm_log_fro2(int n, const double *A)
 {
     /* Scaled sum of squares (as dnrm2 does): huge or tiny entries neither overflow nor
      * underflow before the log is taken. */
@@ -69,7 +69,7 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns, double *work
     double *lu = work ? work : own;
     lapack_int *ipiv = (lapack_int *)(lu + nn);
     memcpy(lu, A, nn * sizeof *lu);
-    double logfro2 = log_fro2_of(n, A);
+    double logfro2 = qm_log_fro2(n, A);
     /* The transpose has the same determinant and Frobenius norm. */
     lapack_int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, n, n, lu, n, ipiv);
     double logdet = 0;
@@ -83,14 +83,17 @@ int qm_kappa_fro(int n, const double *A, double *kappa, double *ns, double *work
     return QM_OK;
 }
 
+double qm_kappa_fro_from_chol(int n, double log_fro2, const double *L)
+{
+    double logdet = 0;
+    for (int i = 0; i < n; i++) logdet += 2 * log(L[(size_t)i * n + i]);
+    return log_fro2 == -INFINITY ? INFINITY : fro_from_logt(n * (log((double)n) - log_fro2) + 2 * logdet);
+}
+
 double qm_kappa_fro_chol(int n, const double *A, const double *L, double *ns)
 {
     uint64_t t0 = prof_now_ns();
-    double logfro2 = log_fro2_of(n, A);
-    double logdet = 0;
-    for (int i = 0; i < n; i++) logdet += 2 * log(L[(size_t)i * n + i]);
-    double k = logfro2 == -INFINITY ? INFINITY
-                                    : fro_from_logt(n * (log((double)n) - logfro2) + 2 * logdet);
+    double k = qm_kappa_fro_from_chol(n, qm_log_fro2(n, A), L);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -100,6 +103,14 @@ size_t qm_kappa_lapack_chol_work(int n)
     return n <= 0 ? 0 : (size_t)3 * n + qm_ints_in_doubles((size_t)n);
 }
 
+double qm_kappa_lapack_from_chol(int n, double anorm, const double *L, double *work)
+{
+    lapack_int *iwork = (lapack_int *)(work + (size_t)3 * n);
+    double rcond = 0;
+    lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
+    return info != 0 ? NAN : rcond > 0 ? 1 / rcond : INFINITY;
+}
+
 double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns, double *work)
 {
     uint64_t t0 = prof_now_ns();
@@ -107,7 +118,6 @@ double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns,
     if (!work) work = own;
     double k = NAN;
     if (work) {
-        lapack_int *iwork = (lapack_int *)(work + (size_t)3 * n);
         /* 1-norm of a symmetric matrix: the largest absolute column (= row) sum. */
         double anorm = 0;
         for (int i = 0; i < n; i++) {
@@ -115,9 +125,7 @@ double qm_kappa_lapack_chol(int n, const double *A, const double *L, double *ns,
             for (int j = 0; j < n; j++) s += fabs(A[(size_t)i * n + j]);
             if (s > anorm) anorm = s;
         }
-        double rcond = 0;
-        lapack_int info = LAPACKE_dpocon_work(LAPACK_COL_MAJOR, 'U', n, L, n, anorm, &rcond, work, iwork);
-        if (info == 0) k = rcond > 0 ? 1 / rcond : INFINITY;
+        k = qm_kappa_lapack_from_chol(n, anorm, L, work);
     }
     prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
@@ -134,7 +142,7 @@ double qm_kappa_gersh_psd(int n, const double *A, double mu, double *ns)
         for (int j = 0; j < n; j++) s += fabs(row[j]);
         if (s > r) r = s;
     }
-    double k = mu > 0 ? 1 + r / mu : INFINITY;
+    double k = qm_gersh_psd_from(r, mu);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -150,7 +158,7 @@ double qm_kappa_gersh_sym(int n, const double *B, double *ns)
         if (row[i] + r > hi) hi = row[i] + r;
         if (row[i] - r < lo) lo = row[i] - r;
     }
-    double k = lo > 0 ? hi / lo : INFINITY;
+    double k = qm_gersh_sym_from(lo, hi);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return k;
 }
@@ -174,31 +182,44 @@ size_t qm_kappa_exact_work(int n)
     return (size_t)n * n + (size_t)n + (size_t)lw + qm_ints_in_doubles((size_t)liw);
 }
 
-int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *work)
+double qm_kappa_from_eigvals(int n, const double *w, double mu)
 {
-    uint64_t t0 = prof_now_ns();
+    double mn = INFINITY, mx = 0;
+    for (int i = 0; i < n; i++) {
+        double v = fabs(w[i] + mu);
+        if (v < mn) mn = v;
+        if (v > mx) mx = v;
+    }
+    return mn > 0 ? mx / mn : INFINITY;
+}
+
+int qm_sym_eigvals(int n, const double *A, double *w, double *work)
+{
     if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
     size_t nn = (size_t)n * n;
     lapack_int lwork, liwork;
     syevd_sizes(n, &lwork, &liwork);
     double *own = work ? NULL : prof_malloc(qm_kappa_exact_work(n) * sizeof *own);
     if (!work && !own) return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n);
-    double *a = work ? work : own, *w = a + nn, *wk = w + n;
+    double *a = work ? work : own, *wk = a + nn + n;
     lapack_int *iwk = (lapack_int *)(wk + lwork);
     memcpy(a, A, nn * sizeof *a);
     lapack_int info = qm_sym_has_nan(n, a) ? -5
                     : LAPACKE_dsyevd_work(LAPACK_COL_MAJOR, 'N', 'U', n, a, n, w, wk, lwork, iwk, liwork);
-    int rc = QM_OK;
-    if (info != 0) rc = qm_fail(QM_EINVAL, "qm_kappa_exact: dsyevd failed (info %d)", (int)info);
-    else {
-        double mn = INFINITY, mx = 0;
-        for (int i = 0; i < n; i++) {
-            double v = fabs(w[i]);
-            if (v < mn) mn = v;
-            if (v > mx) mx = v;
-        }
-        *kappa = mn > 0 ? mx / mn : INFINITY;
-    }
+    prof_free(own);
+    if (info != 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: dsyevd failed (info %d)", (int)info);
+    return QM_OK;
+}
+
+int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *work)
+{
+    uint64_t t0 = prof_now_ns();
+    if (n <= 0) return qm_fail(QM_EINVAL, "qm_kappa_exact: n = %d, expected n >= 1", n);
+    double *own = work ? NULL : prof_malloc(qm_kappa_exact_work(n) * sizeof *own);
+    if (!work && !own) return qm_fail(QM_ENOMEM, "qm_kappa_exact: out of memory for n = %d", n);
+    double *wk = work ? work : own, *w = wk + (size_t)n * n; /* the layout qm_sym_eigvals uses */
+    int rc = qm_sym_eigvals(n, A, w, wk);
+    if (rc == QM_OK) *kappa = qm_kappa_from_eigvals(n, w, 0);
     prof_free(own);
     if (ns) *ns = (double)(prof_now_ns() - t0);
     return rc;

@@ -53,10 +53,10 @@ typedef struct qm_solve_event {
     double simulated_quantum_ns;  /* cost model (queries * query_time_ns [+ readout]); 0 if routed classical */
     double residual;       /* ||H d - g|| / ||g|| of the direction used */
     double shift;          /* diagonal shift applied (regularisation + any raise) */
-    int shift_raised;      /* 1 if Cholesky needed a larger shift than configured */
+    int shift_raised;      /* 1 if the shift used is larger than configured */
     /* ---- added by quantum/ (not required by the store; persist if wanted) ---- */
     double est_fro_ns, est_lapack_ns, est_gersh_ns, est_exact_ns; /* each estimator's cost (est_ns is their sum) */
-    double factor_ns;      /* the Cholesky factorisation inside measured_classical_ns */
+    double factor_ns;      /* scan, shift choice and Cholesky factorisation(s), inside measured_classical_ns */
     double queries;        /* Q(alpha, kappa_used, eps) per circuit run (also when routed classical) */
     double readout_reps;   /* circuit runs: 1 (readout none) or the tomography count */
     double alpha;          /* d * max|A_ij| of the matrix given to the QLSA */
@@ -66,6 +66,11 @@ typedef struct qm_solve_event {
     double qlsa_extra_shift; /* quantum route, pruned: shift added to the pruned system on top
                               * of `shift` to make it positive definite and pass the curvature
                               * test (0: none needed) */
+    int factorizations;    /* Cholesky factorisations of the block run: 1, unless the first
+                            * shift tried failed (each further one is a retry) */
+    double scan_ns;        /* the one pass over the block (row sums, norms, nonzeros, the lower
+                            * triangle copied) that the shift is chosen from; inside factor_ns */
+    double total_ns;       /* the whole qm_sched_solve call */
 } qm_solve_event;
 
 /* ---- errors ------------------------------------------------------------------------ */
@@ -121,9 +126,9 @@ int qm_kappa_exact(int n, const double *A, double *kappa, double *ns, double *wo
 /* Cholesky: L (n*n, caller's buffer) gets the lower factor of A (upper part zeroed);
  * QM_ENOTPD if A is not positive definite. */
 int qm_cholesky(int n, const double *A, double *L, double *ns);
-/* x = A^-1 b from the factor of qm_cholesky (dpotrs). */
+/* x = A^-1 b from the factor of qm_cholesky (two dtrsv: as dpotrs, without its dtrsm overhead). */
 void qm_cholesky_solve(int n, const double *L, const double *b, double *x, double *ns);
-/* Factor + solve in one call (dpotrf + dpotrs). */
+/* Factor + solve in one call (dpotrf + qm_cholesky_solve). */
 int qm_solve_cholesky(int n, const double *A, const double *b, double *x, double *ns);
 /* LDL^T with Bunch-Kaufman pivoting (dsysv on a copy in work, with dsysv's optimal
  * workspace), for symmetric indefinite A. QM_ESINGULAR when a pivot is exactly zero. */
@@ -197,7 +202,7 @@ typedef struct {
     int exact_kappa_max_n;    /* run the exact estimator for n <= this (0 = never) */
     double prune_ratio;       /* quantum route keeps floor(r*n) entries per row (1 = all) */
     qm_kappa_kind routing;    /* which estimate routes; AUTO: gersh if psd, else lapack */
-    int raise_shift;          /* 1: raise the shift until Cholesky succeeds; 0: LDL^T */
+    int raise_shift;          /* 1: raise the shift until Cholesky succeeds (see qm_sched_solve); 0: LDL^T */
     qm_solver classical;      /* cholesky (default) or cg */
     uint64_t seed;            /* QLSA error directions */
     const qm_chol_model *model; /* NULL: qm_chol_model_load(NULL) at create */
@@ -219,12 +224,18 @@ void qm_sched_free(qm_sched *s);
 const qm_chol_model *qm_sched_model(const qm_sched *s);
 
 /* Solves (A + shift I) d = g for one block and fills *ev. A: symmetric n x n, unshifted,
- * not modified. psd: the caller knows A is positive semi-definite (Gauss-Newton, Fisher),
- * which makes the Gershgorin bound valid. With raise_shift on, shift is raised (x10 per
- * try) until the Cholesky factorisation succeeds and, when A may be indefinite (psd = 0),
- * until the direction x = (A + mu I)^-1 g has x'(A + mu I)x >= (shift/2) x'x: Cholesky
- * alone accepts any mu above -lambda_min(A), which can leave the system nearly singular
- * and x huge; the test bounds ||x|| <= 2 ||g|| / shift (it never fires for a PSD A).
+ * not modified; only its lower triangle is read (as LAPACK does; the upper one is taken
+ * to mirror it), and a non-finite entry there is QM_EINVAL.
+ * psd: the caller knows A is positive semi-definite (Gauss-Newton, Fisher), which makes
+ * the Gershgorin bound valid. With raise_shift on, the shift mu must make the Cholesky
+ * factorisation succeed and, when A may be indefinite (psd = 0), give a direction
+ * x = (A + mu I)^-1 g with x'(A + mu I)x >= (shift/2) x'x: Cholesky alone accepts any mu
+ * above -lambda_min(A), which can leave the system nearly singular and x huge; the test
+ * bounds ||x|| <= 2 ||g|| / shift (it never fires for a PSD A). mu is shift unless a
+ * diagonal entry <= -shift makes that certainly fail; then, or once shift has failed, it is
+ * shift/2 - min_i (A_ii - sum_{j!=i} |A_ij|) (Gershgorin: every eigenvalue of A + mu I is
+ * then >= shift/2, one factorisation); only rounding can fail that, and the x10 raises of
+ * a PSD block follow (ev->factorizations counts every attempt).
  * With raise_shift off an indefinite matrix is solved by LDL^T as given, and a singular
  * one is QM_ESINGULAR.
  * The classical solve always runs (it gives the QLSA its exact solution); on the quantum

@@ -30,8 +30,9 @@ int qm_cholesky(int n, const double *A, double *L, double *ns)
 
 void qm_potrs(int n, const double *L, double *x)
 {
-    /* dpotrs does not write the factor; LAPACKE's prototype is just not const. */
-    LAPACKE_dpotrs(LAPACK_COL_MAJOR, 'U', n, 1, (double *)(uintptr_t)L, n, x, n);
+    /* Row-major lower L is column-major upper U with B = U^T U: U^T y = b, then U x = y. */
+    cblas_dtrsv(CblasColMajor, CblasUpper, CblasTrans, CblasNonUnit, n, L, n, x, 1);
+    cblas_dtrsv(CblasColMajor, CblasUpper, CblasNoTrans, CblasNonUnit, n, L, n, x, 1);
 }
 
 void qm_cholesky_solve(int n, const double *L, const double *b, double *x, double *ns)

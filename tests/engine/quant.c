@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../../engine/quant_internal.h"
 #include "../../engine/rng.h"
@@ -155,6 +156,38 @@ static void paths_agree(eng_qmodel *q, const eng_dataset *ds)
     free(a); free(b);
 }
 
+/* The bytes of every array eng_qmodel_export_c writes, counted from the C it wrote: each
+ * "static const TYPE NAME[COUNT] = {" declaration, TYPE's size times COUNT. */
+static size_t exported_array_bytes(const eng_qmodel *q)
+{
+    char path[] = "/tmp/nnbench-quant-bytes-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(eng_qmodel_export_c(q, path, "m"), ENG_OK);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static const struct { const char *type; size_t size; } types[] = {
+        { "int8_t", 1 }, { "uint8_t", 1 }, { "int32_t", 4 }, { "float", 4 },
+    };
+    char line[4096], type[16], name[128];
+    size_t total = 0;
+    int arrays = 0;
+    while (fgets(line, sizeof line, f)) {
+        long count;
+        if (sscanf(line, "static const %15s %127[^[][%ld] = {", type, name, &count) != 3) continue;
+        size_t t = 0;
+        while (t < sizeof types / sizeof types[0] && strcmp(types[t].type, type)) t++;
+        if (t == sizeof types / sizeof types[0]) fail_msg("exported array %s has type %s, not counted here", name, type);
+        total += types[t].size * (size_t)count;
+        arrays++;
+    }
+    fclose(f);
+    unlink(path);
+    assert_true(arrays > 0);
+    return total;
+}
+
 static void test_dense_error_bounds(void **state)
 {
     (void)state;
@@ -184,6 +217,12 @@ static void test_dense_error_bounds(void **state)
     }
     compare(m, q, ds, 0.05, 0.95);
     paths_agree(q, ds);
+    /* the reported bytes are those of the arrays model.c holds (issue 22, defect 18: a float
+     * scale per channel was counted where int32 mult and shift are stored), here: weights,
+     * int32 bias + mult + shift for 24 and 16 channels, bias + deq for 3, one tanh table */
+    size_t want = 20 * 24 + 24 * 16 + 16 * 3 + 12 * (24 + 16) + 8 * 3 + 256;
+    assert_int_equal(eng_qmodel_bytes(q), want);
+    assert_int_equal(exported_array_bytes(q), want);
     /* the percentile scheme clips outliers: a narrower or equal input range */
     eng_qmodel *qp = NULL;
     assert_int_equal(eng_quantize(m, ds, 300, ENG_QSCHEME_PERCENTILE, 64, NULL, &qp), ENG_OK);
@@ -210,10 +249,9 @@ static void test_conv_pool(void **state)
     assert_int_equal(q->layers[0].Kp, 32);
     compare(m, q, ds, 0.06, 0.93);
     paths_agree(q, ds);
-    /* bytes: int8 weights, 8 bytes per output channel, 5 per tensor, tables */
-    size_t w = 5 * 18 + 4 * 20 + 2 * 36;
-    assert_true(eng_qmodel_bytes(q) >= w + 8 * (5 + 4 + 2));
-    assert_true(eng_qmodel_bytes(q) < w + 8 * 11 + 5 * 8 + 2 * 261);
+    /* bytes: what the export writes (conv channels requantize, the sigmoid's table) */
+    assert_int_equal(eng_qmodel_bytes(q), exported_array_bytes(q));
+    assert_int_equal(eng_qmodel_bytes(q), 5 * 18 + 4 * 20 + 2 * 16 + 12 * (5 + 4) + 8 * 2 + 256);
     /* refusals */
     assert_int_equal(eng_qmodel_forward(q, ds->x_test, 71, NULL), ENG_EINVAL);
     assert_int_equal(eng_qmodel_set_kernel(q, "turbo"), ENG_EINVAL);

@@ -187,10 +187,16 @@ static void check_consistent(prof_t *p)
         assert_non_null(strstr(s.sw_note, "counted"));
         if (strstr(s.counters_used, "perf::TASK-CLOCK")) assert_true(r->task_clock_ns > 0);
         if (strstr(s.counters_used, "perf::PAGE-FAULTS")) assert_true(r->faults >= 0);
-    } else {
-        assert_int_equal(r->faults, -1);
-        assert_int_equal(r->csw, -1);
     }
+    if (strstr(s.sw_note, "faults, csw from getrusage(RUSAGE_THREAD)")) {
+        /* the fallback of the default set when no perf event counts them (issue 22, 19) */
+        assert_null(strstr(s.counters_used, "perf::PAGE-FAULTS"));
+        assert_true(r->faults >= 0 && r->csw >= 0);
+    } else if (!strstr(s.counters_used, "perf::PAGE-FAULTS")) {
+        assert_int_equal(r->faults, -1);
+    }
+    if (!strstr(s.sw_note, "getrusage") && !strstr(s.counters_used, "perf::CONTEXT-SWITCHES"))
+        assert_int_equal(r->csw, -1);
     assert_true(r->cpu_ns > 0); /* the process CPU clock needs no PAPI */
     free(rows);
 }
@@ -231,6 +237,61 @@ static void test_forced_no_usable_hardware_event(void **state)
                                           "perf_event component, which is disabled"));
     }
     check_consistent(p);
+    prof_destroy(p);
+}
+
+/* No perf event for faults and csw, forced on any machine (the hooks name events that do
+ * not exist): the default set takes both from getrusage(RUSAGE_THREAD), says so in the
+ * note, and counts them per scope: a scope that touches 8 MiB of fresh memory takes page
+ * faults, its parent's self count does not include them, and a scope that touches nothing
+ * new takes none. Before (issue 22, defect 19) both columns were -1 on such a machine. */
+static void test_forced_getrusage_faults_csw(void **state)
+{
+    (void)state;
+    setenv("NNBENCH_PROF_HW_EVENTS", "NNBENCH_NO_SUCH_EVENT", 1);
+    setenv("NNBENCH_PROF_SW_EVENTS", "NNBENCH_NO_SUCH_EVENT", 1);
+    prof_t *p = prof_create(&(prof_options){ .quiet = 1 });
+    unsetenv("NNBENCH_PROF_HW_EVENTS");
+    unsetenv("NNBENCH_PROF_SW_EVENTS");
+    assert_non_null(p);
+    int outer = prof_register(p, "outer", NULL, PROF_PHASE), touch = prof_register(p, "touch", NULL, PROF_OP);
+    int spin = prof_register(p, "spin", NULL, PROF_OP);
+    size_t len = 8u << 20;
+    char *mem = malloc(len);
+    assert_non_null(mem);
+    spin_scope(p, spin); /* first, so that its code and stack are mapped already */
+    prof_begin(p, outer);
+    prof_begin(p, touch);
+    for (size_t i = 0; i < len; i += 4096) mem[i] = (char)i;
+    prof_end(p, touch, 0, 0);
+    prof_end(p, outer, 0, 0);
+    free(mem);
+    spin_scope(p, spin);
+    prof_summary s;
+    prof_summary_get(p, &s);
+    printf("  %s\n", s.sw_note);
+    assert_int_equal(s.hw_counters, 0);
+    assert_int_equal(s.sw_counters, 0);
+    assert_non_null(strstr(s.sw_note, "; faults, csw from getrusage(RUSAGE_THREAD)"));
+    assert_non_null(strstr(s.counters_note, "getrusage(RUSAGE_THREAD)"));
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    const prof_row *rt = NULL, *ro = NULL, *rs = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(rows[i].name, "touch")) rt = &rows[i];
+        if (!strcmp(rows[i].name, "outer")) ro = &rows[i];
+        if (!strcmp(rows[i].name, "spin")) rs = &rows[i];
+    }
+    assert_true(rt && ro && rs);
+    printf("  touch: %lld faults, %lld csw; outer (self) %lld, %lld; spin %lld, %lld\n", (long long)rt->faults,
+           (long long)rt->csw, (long long)ro->faults, (long long)ro->csw, (long long)rs->faults, (long long)rs->csw);
+    /* 2048 fresh pages: at least a few hundred faults (huge pages can fold them) */
+    assert_true(rt->faults >= 4);
+    assert_true(rt->csw >= 0 && ro->csw >= 0 && rs->csw >= 0);
+    assert_true(ro->faults >= 0 && ro->faults < rt->faults);
+    assert_true(rs->faults >= 0 && rs->faults < rt->faults);
+    free(rows);
     prof_destroy(p);
 }
 
@@ -483,6 +544,7 @@ int test_profiler_counters(void)
         cmocka_unit_test(test_explain_hardware_counts),
         cmocka_unit_test(test_default_set_consistent),
         cmocka_unit_test(test_forced_no_usable_hardware_event),
+        cmocka_unit_test(test_forced_getrusage_faults_csw),
         cmocka_unit_test(test_explicit_software_events),
         cmocka_unit_test(test_first_touch_page_faults),
         cmocka_unit_test(test_cpu_covers_blas_worker),

@@ -8,6 +8,7 @@
 int test_quantum_estimators(void);
 int test_quantum_solvers(void);
 int test_quantum_sched(void);
+int test_quantum_shift(void);
 
 int main(void)
 {
@@ -15,5 +16,6 @@ int main(void)
     failed += test_quantum_estimators();
     failed += test_quantum_solvers();
     failed += test_quantum_sched();
+    failed += test_quantum_shift();
     return failed ? 1 : 0;
 }

@@ -33,4 +33,23 @@ static inline void tq_spectral(int n, const double *lambda, uint64_t seed, doubl
     free(tau);
 }
 
+/* The lower bound on lambda_min(A) the scheduler takes its shift from, the slow way: the
+ * larger of Gershgorin's min_i (A_ii - sum_{j != i} |A_ij|) and Wolkowicz-Styan's
+ * m - s sqrt(n - 1), m = tr(A)/n, s^2 = ||A||_F^2/n - m^2. */
+static inline double tq_lmin_lower_bound(int n, const double *A)
+{
+    double lo = INFINITY, tr = 0, f2 = 0;
+    for (int i = 0; i < n; i++) {
+        double r = 0;
+        for (int j = 0; j < n; j++) {
+            if (j != i) r += fabs(A[i * n + j]);
+            f2 += A[i * n + j] * A[i * n + j];
+        }
+        lo = fmin(lo, A[i * n + i] - r);
+        tr += A[i * n + i];
+    }
+    double m = tr / n;
+    return fmax(lo, m - sqrt((f2 / n - m * m) * (n - 1)));
+}
+
 #endif
