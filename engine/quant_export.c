@@ -20,9 +20,10 @@ static void arr_i8(FILE *f, const char *name, const int8_t *w, int N, int K, int
     fprintf(f, "\n};\n");
 }
 
-static void arr_i32(FILE *f, const char *name, const int32_t *v, int n)
+/* v[n] as an array of C type `type` (int32_t, or uint8_t for values known to fit). */
+static void arr_int(FILE *f, const char *type, const char *name, const int32_t *v, int n)
 {
-    fprintf(f, "static const int32_t %s[%d] = {", name, n);
+    fprintf(f, "static const %s %s[%d] = {", type, name, n);
     for (int i = 0; i < n; i++) fprintf(f, "%s%ld", sep(i, 12), (long)v[i]);
     fprintf(f, "\n};\n");
 }
@@ -104,12 +105,12 @@ int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
         if (L->kind != ENG_LAYER_DENSE && L->kind != ENG_LAYER_CONV) continue;
         fprintf(f, "/* %s: %d outputs x %d inputs */\n", L->name, L->N, L->K);
         snprintf(nm, sizeof nm, "%s_%s_w", px, L->name); arr_i8(f, nm, L->w, L->N, L->K, L->Kp);
-        snprintf(nm, sizeof nm, "%s_%s_bias", px, L->name); arr_i32(f, nm, L->bias, L->N);
+        snprintf(nm, sizeof nm, "%s_%s_bias", px, L->name); arr_int(f, "int32_t", nm, L->bias, L->N);
         if (eng_qlayer_dequantizes(L)) { /* the arrays eng_qlayer_bytes counts */
             snprintf(nm, sizeof nm, "%s_%s_deq", px, L->name); arr_f32(f, nm, L->deq, L->N);
         } else {
-            snprintf(nm, sizeof nm, "%s_%s_mult", px, L->name); arr_i32(f, nm, L->mult, L->N);
-            snprintf(nm, sizeof nm, "%s_%s_shift", px, L->name); arr_i32(f, nm, L->shift, L->N);
+            snprintf(nm, sizeof nm, "%s_%s_mult", px, L->name); arr_int(f, "int32_t", nm, L->mult, L->N);
+            snprintf(nm, sizeof nm, "%s_%s_shift", px, L->name); arr_int(f, "uint8_t", nm, L->shift, L->N);
         }
         if (L->has_lut) {
             fprintf(f, "static const uint8_t %s_%s_lut[256] = {", px, L->name);

@@ -98,12 +98,13 @@ static inline int eng_qlayer_dequantizes(const eng_qlayer *L) { return L->last &
 
 /* Bytes of the arrays model.c (eng_qmodel_export_c) holds for a dense/conv layer, which
  * are what a device stores: int8 weights [N x K], int32 biases [N], then float deq [N]
- * (the logits layer) or int32 mult and shift [N], and the uint8 activation table [256]. */
+ * (the logits layer) or int32 mult and uint8 shift [N] (a shift is 0..62), and the uint8
+ * activation table [256]. */
 static inline size_t eng_qlayer_bytes(const eng_qlayer *L)
 {
     size_t n = (size_t)L->N;
     return n * (size_t)L->K + n * sizeof(int32_t) +
-           (eng_qlayer_dequantizes(L) ? n * sizeof(float) : 2 * n * sizeof(int32_t)) + (L->has_lut ? 256 : 0);
+           (eng_qlayer_dequantizes(L) ? n * sizeof(float) : n * (sizeof(int32_t) + 1)) + (L->has_lut ? 256 : 0);
 }
 
 /* Requantizes one accumulator (the formula above), exported verbatim to model.c. */

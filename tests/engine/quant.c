@@ -219,8 +219,8 @@ static void test_dense_error_bounds(void **state)
     paths_agree(q, ds);
     /* the reported bytes are those of the arrays model.c holds (issue 22, defect 18: a float
      * scale per channel was counted where int32 mult and shift are stored), here: weights,
-     * int32 bias + mult + shift for 24 and 16 channels, bias + deq for 3, one tanh table */
-    size_t want = 20 * 24 + 24 * 16 + 16 * 3 + 12 * (24 + 16) + 8 * 3 + 256;
+     * int32 bias + mult and uint8 shift for 24 and 16 channels, bias + deq for 3, one tanh table */
+    size_t want = 20 * 24 + 24 * 16 + 16 * 3 + 9 * (24 + 16) + 8 * 3 + 256;
     assert_int_equal(eng_qmodel_bytes(q), want);
     assert_int_equal(exported_array_bytes(q), want);
     /* the percentile scheme clips outliers: a narrower or equal input range */
@@ -251,7 +251,7 @@ static void test_conv_pool(void **state)
     paths_agree(q, ds);
     /* bytes: what the export writes (conv channels requantize, the sigmoid's table) */
     assert_int_equal(eng_qmodel_bytes(q), exported_array_bytes(q));
-    assert_int_equal(eng_qmodel_bytes(q), 5 * 18 + 4 * 20 + 2 * 16 + 12 * (5 + 4) + 8 * 2 + 256);
+    assert_int_equal(eng_qmodel_bytes(q), 5 * 18 + 4 * 20 + 2 * 16 + 9 * (5 + 4) + 8 * 2 + 256);
     /* refusals */
     assert_int_equal(eng_qmodel_forward(q, ds->x_test, 71, NULL), ENG_EINVAL);
     assert_int_equal(eng_qmodel_set_kernel(q, "turbo"), ENG_EINVAL);
