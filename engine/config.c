@@ -1222,6 +1222,59 @@ int eng_experiment_select(eng_experiment *ex, const char *name)
     return ENG_OK;
 }
 
+/* [data] keys that act only on how batches are served (batcher and input pipeline), never
+ * on the loaded arrays. eng_data_key leaves out these and nothing else: a [data] key added
+ * later is part of the cache key until it is listed here, so forgetting it costs a rebuild,
+ * never a wrong dataset (issue 22). */
+static const char *const data_serving_keys[] = { "shuffle", "prefetch", "prefetch_depth", "cache",
+                                                 "augment", "read_mbps", "read_latency_ms", NULL };
+
+int eng_data_key_shapes_data(const char *key)
+{
+    for (const char *const *k = data_serving_keys; *k; k++)
+        if (!strcmp(*k, key)) return 0;
+    return 1;
+}
+
+int eng_data_key(const eng_data_config *dc, char *buf, size_t cap, size_t *len)
+{
+    const size_t base = offsetof(eng_config, data);
+    size_t at = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const keydef *d = &defs[i];
+        if (strcmp(d->section, "data") || !eng_data_key_shapes_data(d->key)) continue;
+        const char *src = (const char *)dc + (d->off - base);
+        int iv;
+        double dv;
+        long lv;
+        uint64_t uv;
+        int n;
+        switch (d->kind) {
+        case K_STR: n = snprintf(buf + at, cap - at, "data.%s=%s\n", d->key, src); break;
+        case K_DBL: case K_DBL_AUTO: case K_DBL_POS:
+            memcpy(&dv, src, sizeof dv);
+            n = snprintf(buf + at, cap - at, "data.%s=%.17g\n", d->key, dv);
+            break;
+        case K_LONG:
+            memcpy(&lv, src, sizeof lv);
+            n = snprintf(buf + at, cap - at, "data.%s=%ld\n", d->key, lv);
+            break;
+        case K_U64:
+            memcpy(&uv, src, sizeof uv);
+            n = snprintf(buf + at, cap - at, "data.%s=%llu\n", d->key, (unsigned long long)uv);
+            break;
+        default:                                  /* int, enum, bool: stored as int */
+            memcpy(&iv, src, sizeof iv);
+            n = snprintf(buf + at, cap - at, "data.%s=%d\n", d->key, iv);
+            break;
+        }
+        if (n < 0 || (size_t)n >= cap - at) return eng_fail(ENG_EINVAL, "data.cache: key too long");
+        at += (size_t)n;
+    }
+    *len = at;
+    return ENG_OK;
+}
+
 const char *eng_config_value(const eng_config *c, const char *key)
 {
     for (size_t i = 0; i < c->n_kv; i++)
