@@ -451,8 +451,12 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
 void eng_data_free(eng_dataset *ds)
 {
     if (!ds) return;
-    prof_free(ds->x_train); prof_free(ds->x_test);
-    prof_free(ds->y_train); prof_free(ds->y_test);
-    prof_free(ds->t_train); prof_free(ds->t_test);
+    if (ds->map) {
+        eng_data_cache_unmap(ds);           /* a cache hit: the arrays live in its region */
+    } else {
+        prof_free(ds->x_train); prof_free(ds->x_test);
+        prof_free(ds->y_train); prof_free(ds->y_test);
+        prof_free(ds->t_train); prof_free(ds->t_test);
+    }
     prof_free(ds);
 }

@@ -118,14 +118,16 @@ long eng_batcher_set_share(eng_batcher *b, double lo, double hi);
 /* data.cache: the cache file for dc (path into buf), its state after eng_data_load. */
 typedef enum { ENG_CACHE_OFF, ENG_CACHE_HIT, ENG_CACHE_WRITTEN } eng_cache_state;
 /* Loads ds from dc's cache file if its key matches (sources' sizes and mtimes, every data
- * key that shapes the arrays) and it is intact: *hit = 1 and ds holds the arrays (its
- * sums set). A damaged file is a miss too: eng_data_cache_damage then says why. */
+ * key that shapes the arrays) and it is intact: *hit = 1 and ds holds the arrays, read
+ * into a private region (ds->map; its sums set). A damaged file is a miss too: eng_data_cache_damage then says why. */
 int eng_data_cache_load(const eng_data_config *dc, uint64_t seed, eng_dataset *ds, int *hit);
 /* Writes the loaded, normalised ds as dc's cache file (temporary file + rename); sets
  * ds's sums. */
 int eng_data_cache_store(const eng_data_config *dc, uint64_t seed, eng_dataset *ds);
 /* The cache file's path for dc into buf. -1 with a message when no directory is known. */
 int eng_data_cache_path(const eng_data_config *dc, uint64_t seed, char *buf, size_t cap);
+/* Frees the region of a cache hit's arrays (eng_data_free does). */
+void eng_data_cache_unmap(eng_dataset *ds);
 /* What the last eng_data_load on this thread did with the cache. */
 eng_cache_state eng_data_cache_last(void);
 void eng_data_cache_note(eng_cache_state s);

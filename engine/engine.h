@@ -309,6 +309,8 @@ typedef struct {
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
     char label_max_at[160];          /* file loaders: where the largest label is ("f.csv: data row 57") */
+    void *map;            /* private: the region a cache hit's arrays live in (data_cache.c), or NULL */
+    size_t map_len;
     uint64_t sum[4];      /* private (data_cache.c): checksums of the four arrays, once sum_set */
     int sum_set;
 } eng_dataset;

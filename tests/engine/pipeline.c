@@ -662,7 +662,7 @@ static void forge(const char *cpath, int at, const void *v, size_t n)
 static void on_alarm(int sig) { (void)sig; fail_msg("the cache loader blocked (a FIFO at the cache path?)"); }
 
 /* Defect 8: header fields that lie (with a valid header checksum), a FIFO at the cache
- * path, and a cache truncated by another process after the load. */
+ * path, a truncated cache, a cache replaced while a run holds the old one. */
 static void test_cache_hostile(void **state)
 {
     char csv[300], cpath[1100];
@@ -689,15 +689,18 @@ static void test_cache_hostile(void **state)
     alarm(20);
     expect_rebuilt(&c, ref, cpath, "not a regular file");
     alarm(0);
-    /* Truncated by another process after the load: the run's arrays stay readable. */
+    /* Rebuilt (renamed over) by another run while this one trains from it: the arrays
+     * this one loaded stay readable and unchanged. */
     eng_dataset *h = load(&c, 3, ENG_CACHE_HIT);
-    assert_int_equal(truncate(cpath, 0), 0);
+    assert_int_equal(eng_data_cache_store(&c, 3, ref), ENG_OK);
     double sum = 0;
     for (size_t i = 0; i < (size_t)h->n_train * h->in_size; i++) sum += h->x_train[i];
     for (int i = 0; i < h->n_train; i++) sum += h->y_train[i];
     assert_true(isfinite(sum));
     assert_same_ds(ref, h);
     eng_data_free(h);
+    /* Truncated: refused, rebuilt. */
+    assert_int_equal(truncate(cpath, 0), 0);
     expect_rebuilt(&c, ref, cpath, "too short");
     eng_data_free(ref);
 }
