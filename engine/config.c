@@ -125,7 +125,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "integer in [1, " DSTR(ENG_PREFETCH_MAX) "]", "1",                                                \
       "with prefetch: how many batches the prefetch thread may have ready ahead of training")    \
     X("data", "cache", K_BOOL, data.cache, 0, 0, NULL, NULL, "boolean", "false",                   \
-      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs; rebuilt when a source file's size or mtime or a data key changes") \
+      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs, checksummed; rebuilt when a source file's size or mtime or a key that shapes the data changes, or when the file is damaged (docs/data.md)") \
     X("data", "augment", K_STR, data.augment, 0, 0, NULL, NULL, "shift:N, flip, or none", "none", \
       "image data: on-the-fly transforms of each training row as it is gathered (on the prefetch thread when prefetch is on): random shift by up to N pixels, random horizontal flip; deterministic per seed") \
     X("data", "read_mbps", K_DBL, data.read_mbps, 0, INF, NULL, NULL, "number >= 0", "0",          \
