@@ -50,6 +50,15 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Creates NAME in the test directory for writing; its path into path. */
+static FILE *create_in_dir(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    return f;
+}
+
 /* A CSV of n rows "a,b,label" whose values depend on k (to tell versions apart). */
 static void write_csv(const char *p, int n, int k)
 {
@@ -436,9 +445,7 @@ static void test_throttle(void **state)
 static void test_data_wait_scope(void **state)
 {
     char ini[300];
-    snprintf(ini, sizeof ini, "%s/t.ini", dir);
-    FILE *f = fopen(ini, "w");
-    assert_non_null(f);
+    FILE *f = create_in_dir("t.ini", ini, sizeof ini);
     fputs("[data]\nsource = blobs\nn = 400\nread_latency_ms = 4\n"
           "[model]\nlayers = dense:4:tanh, dense:3\n"
           "[train]\nbatch = 40\nepochs = 1\n", f);
@@ -543,9 +550,7 @@ static void test_cache_key_every_data_key(void **state)
 static void test_cache_stratify_skip_rows(void **state)
 {
     char csv[300];
-    snprintf(csv, sizeof csv, "%s/s.csv", dir);
-    FILE *f = fopen(csv, "w");
-    assert_non_null(f);
+    FILE *f = create_in_dir("s.csv", csv, sizeof csv);
     for (int i = 0; i < 60; i++) fprintf(f, "%d,%d,%d\n", i, i * 3 % 7, i < 48 ? 0 : i % 2 + 1);
     assert_int_equal(fclose(f), 0);
     eng_data_config c = csv_cfg(csv);
@@ -609,18 +614,31 @@ static void expect_rebuilt(const eng_data_config *c, const eng_dataset *ref, con
     assert_null(eng_data_cache_damage());
 }
 
+/* A CSV NAME of rows rows (version k) with its cache written: the config into c, the
+ * cache file's path into cpath; returns the set loaded without the cache. */
+static eng_dataset *cached_csv(const char *name, int rows, int k, eng_data_config *c, char *cpath, size_t cap)
+{
+    char csv[300];
+    snprintf(csv, sizeof csv, "%s/%s", dir, name);
+    write_csv(csv, rows, k);
+    *c = csv_cfg(csv);
+    eng_data_config plain = *c;
+    plain.cache = 0;
+    assert_int_equal(eng_data_cache_path(c, 3, cpath, cap), ENG_OK);
+    eng_dataset *ref = load(&plain, 3, ENG_CACHE_OFF);
+    eng_data_free(load(c, 3, ENG_CACHE_WRITTEN));
+    return ref;
+}
+
 /* Defect 5: damaged arrays fail their checksum, labels out of range are refused, and either
  * way the file is rebuilt from the source with a note naming it. */
 static void test_cache_damage_rebuilt(void **state)
 {
-    char csv[300], cpath[1100];
-    snprintf(csv, sizeof csv, "%s/d.csv", dir);
-    write_csv(csv, 1000, 3);
-    eng_data_config c = csv_cfg(csv), plain = c;
+    char cpath[1100];
+    eng_data_config c;
+    eng_dataset *ref = cached_csv("d.csv", 1000, 3, &c, cpath, sizeof cpath);
+    eng_data_config plain = c;
     plain.cache = 0;
-    assert_int_equal(eng_data_cache_path(&c, 3, cpath, sizeof cpath), ENG_OK);
-    eng_dataset *ref = load(&plain, 3, ENG_CACHE_OFF);
-    eng_data_free(load(&c, 3, ENG_CACHE_WRITTEN));
     /* Overwritten pixels: inside x_train (the first array after the header). */
     const float junk[4] = { 1e30f, -1e30f, 1e30f, -1e30f };
     poke(cpath, arrays_at(cpath) + 640, junk, sizeof junk);
@@ -665,14 +683,9 @@ static void on_alarm(int sig) { (void)sig; fail_msg("the cache loader blocked (a
  * path, a truncated cache, a cache replaced while a run holds the old one. */
 static void test_cache_hostile(void **state)
 {
-    char csv[300], cpath[1100];
-    snprintf(csv, sizeof csv, "%s/h.csv", dir);
-    write_csv(csv, 64, 2);
-    eng_data_config c = csv_cfg(csv), plain = c;
-    plain.cache = 0;
-    assert_int_equal(eng_data_cache_path(&c, 3, cpath, sizeof cpath), ENG_OK);
-    eng_dataset *ref = load(&plain, 3, ENG_CACHE_OFF);
-    eng_data_free(load(&c, 3, ENG_CACHE_WRITTEN));
+    char cpath[1100];
+    eng_data_config c;
+    eng_dataset *ref = cached_csv("h.csv", 64, 2, &c, cpath, sizeof cpath);
     int32_t big = 100000;
     forge(cpath, M_SHAPE, &big, 4);
     expect_rebuilt(&c, ref, cpath, "in_shape gives 200000");
