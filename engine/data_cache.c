@@ -322,14 +322,17 @@ static int labels_valid(const eng_dataset *ds, char *why, size_t cap)
  * memory cost 300-1000 ms for Fashion-MNIST's 220 MB (as slow as decoding the gz files;
  * bench row 8 measured the decode/load ratio at 2-4 instead of >= 10), while mapping the
  * page cache costs a few ms. MAP_POPULATE makes every page resident before the checksum
- * pass; the size is checked again after it, so a truncation during the load is caught. A
+ * pass, and the size is checked again before each array's checksum, so a truncation
+ * during the load is caught (short of one landing between that check and the sum). A
  * mapping cannot be protected from a truncation by another process later, while the run
  * trains (the kernel unmaps the pages: SIGBUS): nnbench itself never truncates a cache in
  * place (it replaces it by rename, which leaves a running mapping intact). */
 static int map_arrays(int fd, size_t size, size_t klen, const cache_meta *m, eng_dataset *ds, char *why, size_t cap)
 {
     size_t off[4], sz[4], total;
-    if (!layout(m, 16 + klen + sizeof *m, off, sz, &total) || total != size)
+    if (!layout(m, 16 + klen + sizeof *m, off, sz, &total))
+        return snprintf(why, cap, "its header's array sizes overflow"), C_DAMAGED;
+    if (total != size)
         return snprintf(why, cap, "its header describes %zu bytes of data, the file has %zu", total, size), C_DAMAGED;
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (map == MAP_FAILED) return snprintf(why, cap, "it cannot be mapped: %s", strerror(errno)), C_DAMAGED;
