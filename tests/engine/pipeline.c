@@ -733,6 +733,14 @@ static void test_data_fingerprint(void **state)
     eng_data_fingerprint(again, b, sizeof b);
     assert_string_equal(a, b);
     assert_int_equal(eng_data_fingerprint_diff(a, b, why, sizeof why), 0);
+    eng_data_config cached = plain;                  /* written, then a hit: the same data */
+    cached.cache = 1;
+    for (int k = 0; k < 2; k++) {
+        eng_dataset *c = load(&cached, 3, k ? ENG_CACHE_HIT : ENG_CACHE_WRITTEN);
+        eng_data_fingerprint(c, b, sizeof b);
+        assert_string_equal(a, b);
+        eng_data_free(c);
+    }
     int32_t t = again->y_train[0];
     again->y_train[0] = again->y_train[1];
     again->y_train[1] = t == again->y_train[0] ? (t + 1) % 3 : t;
