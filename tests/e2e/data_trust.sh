@@ -1,8 +1,8 @@
 #!/bin/sh
 # data_trust.sh — issue 22: no wrong data used silently. `resume` refuses a run whose data
 # changed since it was stored (other values, permuted labels, same row count) and warns for
-# a run stored before data fingerprints; a damaged data cache is named in a note, rebuilt,
-# and the run trains on the right data; a stratified run does not reuse the unstratified
+# a run stored before data fingerprints; a damaged data cache (overwritten bytes, a FIFO
+# in its place) is named in a note, rebuilt, and the run trains on the right data; a stratified run does not reuse the unstratified
 # cache (engine/pipeline.c tests every [data] key, skip_rows among them).
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
@@ -68,6 +68,12 @@ grep -q "note: data.cache: .*$(basename "$cache") was damaged" "$T/out" || fail 
 [ "$(loss "$T/ref.json")" = "$(loss "$T/got.json")" ] || fail "trained on other data: loss $(loss "$T/got.json"), not $(loss "$T/ref.json")"
 "$NNBENCH" run "$T/exp.ini" --no-db --set data.cache=true >"$T/out" 2>&1 || fail "run after the rebuild"
 grep -q "damaged" "$T/out" && fail "the rebuilt cache is still called damaged"
+
+# A FIFO at the cache path is refused without blocking, named, and replaced.
+rm -f "$cache" && mkfifo "$cache"
+timeout 60 "$NNBENCH" run "$T/exp.ini" --no-db --set data.cache=true >"$T/out" 2>&1 || fail "run with a FIFO at the cache path (exit $?)"
+grep -q "note: data.cache: .*not a regular file" "$T/out" || fail "no note on the FIFO at the cache path"
+[ -f "$cache" ] || fail "the FIFO was not replaced by a cache file"
 
 # ---- stratify has its own cache file ---------------------------------------------------
 "$NNBENCH" run "$T/exp.ini" --no-db --json >"$T/plain.json" 2>"$T/out" || fail "plain run"
