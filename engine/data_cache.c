@@ -51,34 +51,69 @@ typedef struct {
 } cache_meta;
 
 /* ---- the checksum ---------------------------------------------------------------------
- * Eight independent 64-bit multiply-rotate lanes (xxHash64's round), so that hashing is not
- * bound by one multiply chain's latency and runs near memory speed (~25 ms for Fashion-
- * MNIST's 220 MB). */
+ * Sixteen 32-bit multiply-rotate lanes (xxHash32's round) over 64-byte blocks, folded into
+ * 64 bits with xxHash64's round: with AVX2 the lanes are two vector registers and the pass
+ * runs near memory speed, so checking every array keeps a cache hit cheap (bench row 8:
+ * Fashion-MNIST's whole cache load, mapping and checksums, 55-71 ms against 3.3 s of gz
+ * decoding at load average 12; 8 scalar 64-bit lanes took 2-3x longer). The same
+ * arithmetic without AVX2 gives the same value, only slower: a fingerprint means the same
+ * on any machine (test_data_hash_paths). */
 #define P1 0x9E3779B185EBCA87ull
 #define P2 0xC2B2AE3D27D4EB4Full
 #define P3 0x165667B19E3779F9ull
+#define Q1 0x9E3779B1u
+#define Q2 0x85EBCA77u
+
+typedef uint32_t u32x8 __attribute__((vector_size(32)));
 
 static inline uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 static inline uint64_t round64(uint64_t acc, uint64_t in) { return rotl64(acc + in * P2, 31) * P1; }
 
-static uint64_t hash_piece(const unsigned char *p, size_t n, uint64_t seed)
-{
-    uint64_t v[8];
-    for (int k = 0; k < 8; k++) v[k] = seed + (uint64_t)k * P1 + P2;
-    size_t i = 0;
-    for (; i + 64 <= n; i += 64) {
-        uint64_t w[8];
-        memcpy(w, p + i, 64);
-        for (int k = 0; k < 8; k++) v[k] = round64(v[k], w[k]);
+/* The lanes over the whole 64-byte blocks of p; returns the bytes consumed. */
+#define HASH_LANES(name, attr)                                                              \
+    static attr size_t name(const unsigned char *p, size_t n, u32x8 lanes[2])               \
+    {                                                                                       \
+        u32x8 a = lanes[0], b = lanes[1];                                                   \
+        size_t i = 0;                                                                       \
+        for (; i + 64 <= n; i += 64) {                                                      \
+            u32x8 w0, w1;                                                                   \
+            memcpy(&w0, p + i, 32);                                                         \
+            memcpy(&w1, p + i + 32, 32);                                                    \
+            a += w0 * Q2; a = (a << 13) | (a >> 19); a *= Q1;                              \
+            b += w1 * Q2; b = (b << 13) | (b >> 19); b *= Q1;                              \
+        }                                                                                   \
+        lanes[0] = a;                                                                       \
+        lanes[1] = b;                                                                       \
+        return i;                                                                           \
     }
-    uint64_t h = n;
-    for (int k = 0; k < 8; k++) h += rotl64(v[k], 1 + 7 * k);
+HASH_LANES(lanes_generic, )
+#if defined(__x86_64__) || defined(__i386__)
+HASH_LANES(lanes_avx2, __attribute__((target("avx2"))))
+#endif
+
+static uint64_t hash_piece(const unsigned char *p, size_t n, uint64_t seed, int generic)
+{
+    u32x8 lanes[2];
+    uint32_t init[16];
+    for (int k = 0; k < 16; k++) init[k] = (uint32_t)seed + (uint32_t)k * Q1;
+    memcpy(lanes, init, sizeof init);
+#if defined(__x86_64__) || defined(__i386__)
+    size_t i = !generic && __builtin_cpu_supports("avx2") ? lanes_avx2(p, n, lanes) : lanes_generic(p, n, lanes);
+#else
+    (void)generic;
+    size_t i = lanes_generic(p, n, lanes);
+#endif
+    uint32_t v[16];
+    memcpy(v, lanes, sizeof v);
+    uint64_t h = seed ^ n;
+    for (int k = 0; k < 8; k++) h = round64(h, (uint64_t)v[k] | (uint64_t)v[k + 8] << 32);
     for (; i < n; i++) h = rotl64(h ^ (p[i] * P3), 11) * P1;
     h ^= h >> 33; h *= P2; h ^= h >> 29; h *= P3; h ^= h >> 32;
     return h;
 }
 
-uint64_t eng_data_hash(const void *p, size_t n) { return hash_piece(p, n, P3); }
+uint64_t eng_data_hash_path(const void *p, size_t n, int generic) { return hash_piece(p, n, P3, generic); }
+uint64_t eng_data_hash(const void *p, size_t n) { return hash_piece(p, n, P3, 0); }
 
 /* ---- the key ----------------------------------------------------------------------- */
 

@@ -144,6 +144,8 @@ int eng_data_key_shapes_data(const char *key);
 
 /* A 64-bit checksum at memory speed (not cryptographic): of the cache's arrays and keys. */
 uint64_t eng_data_hash(const void *p, size_t n);
+/* The same with the portable code forced (generic = 1), for the test that both agree. */
+uint64_t eng_data_hash_path(const void *p, size_t n, int generic);
 /* Sets ds->sum (eng_data_hash of each array) unless already set. */
 void eng_data_sums(eng_dataset *ds);
 

@@ -718,6 +718,25 @@ static void test_cache_hostile(void **state)
     eng_data_free(ref);
 }
 
+/* The checksum's AVX2 and portable code give the same value (a fingerprint stored on one
+ * machine is compared on another), for every tail length, and it tells swapped words. */
+static void test_data_hash_paths(void **state)
+{
+    size_t n = (1u << 20) + 77;
+    unsigned char *p = malloc(n);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 131 + (i >> 9));
+    for (size_t len = 0; len < 200; len++)
+        assert_true(eng_data_hash_path(p, len, 0) == eng_data_hash_path(p, len, 1));
+    uint64_t h = eng_data_hash_path(p, n, 1);
+    assert_true(eng_data_hash_path(p, n, 0) == h);
+    assert_true(eng_data_hash(p, n) == h);
+    unsigned char t[4];
+    memcpy(t, p + 64, 4); memcpy(p + 64, p + 128, 4); memcpy(p + 128, t, 4);   /* same lane */
+    assert_true(eng_data_hash(p, n) != h);
+    free(p);
+}
+
 /* Defect 6's engine half: the fingerprint tells the same data from other values or
  * permuted labels, and says which arrays changed. */
 static void test_data_fingerprint(void **state)
@@ -769,6 +788,7 @@ int test_engine_pipeline(void)
         cmocka_unit_test_setup_teardown(test_cache_damage_rebuilt, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_hostile, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_data_fingerprint, setup_dir, teardown_dir),
+        cmocka_unit_test(test_data_hash_paths),
         cmocka_unit_test(test_augment_deterministic),
         cmocka_unit_test(test_augment_errors),
         cmocka_unit_test(test_shards),
