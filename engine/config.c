@@ -61,6 +61,8 @@ static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
 static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
 static const char *const E_BALANCE[] = { "even", "measured", NULL };
 static const int V_BALANCE[] = { ENG_BALANCE_EVEN, ENG_BALANCE_MEASURED };
+static const char *const E_GEMM[] = { "auto", "openblas", "onednn", NULL };
+static const int V_GEMM[] = { ENG_GEMM_POLICY_AUTO, ENG_GEMM_POLICY_OPENBLAS, ENG_GEMM_POLICY_ONEDNN };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -172,6 +174,9 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "cosine/linear schedules: the floor the rate decays to")                                     \
     X("train", "threads", K_INT, train.threads, 0, 1024, NULL, NULL, "integer >= 0", "0",         \
       "OpenBLAS threads; 0 = as the environment sets them (OPENBLAS_NUM_THREADS)")                 \
+    X("train", "gemm", K_ENUM, train.gemm, 0, 0, E_GEMM, V_GEMM, "auto, openblas, onednn", "auto",  \
+      "fp32 GEMM backend: auto = per shape class, the fastest one that passed its check on this machine "\
+      "(measured once, cached); openblas or onednn force one (a backend that fails its check is skipped with a note)") \
     X("train", "eval_every", K_INT, train.eval_every, 0, 1e9, NULL, NULL, "integer >= 0", "0",    \
       "steps between test-set evaluations; 0 = at the end of each epoch (always also at the end)") \
     X("train", "log_every", K_INT, train.log_every, 1, 1e9, NULL, NULL, "integer >= 1", "1",      \
@@ -911,14 +916,20 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     }
 
     /* Defaults that depend on other keys; kv then shows what the run really uses. */
-    struct { const char *key; char *field; size_t cap; } paths[] = {
-        { "path", c->data.path, sizeof c->data.path },
-        { "labels", c->data.labels, sizeof c->data.labels },
-        { "test_path", c->data.test_path, sizeof c->data.test_path },
-        { "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+    struct { const char *sec, *key; char *field; size_t cap; } paths[] = {
+        { "data", "path", c->data.path, sizeof c->data.path },
+        { "data", "labels", c->data.labels, sizeof c->data.labels },
+        { "data", "test_path", c->data.test_path, sizeof c->data.test_path },
+        { "data", "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+        { "graph", "edges", c->graph.edges, sizeof c->graph.edges },
+        { "graph", "node_features", c->graph.node_features, sizeof c->graph.node_features },
+        { "graph", "labels", c->graph.labels, sizeof c->graph.labels },
+        { "graph", "train_mask", c->graph.train_mask, sizeof c->graph.train_mask },
+        { "graph", "val_mask", c->graph.val_mask, sizeof c->graph.val_mask },
+        { "graph", "test_mask", c->graph.test_mask, sizeof c->graph.test_mask },
     };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        setting *v = &vals[find_key("data", paths[i].key)];
+        setting *v = &vals[find_key(paths[i].sec, paths[i].key)];
         if (resolve_data_path(st->path, paths[i].field, paths[i].cap, v)) {
             where(loc, sizeof loc, st->path, v, sets, n_sets);
             return eng_fail(ENG_EINVAL, "%s: key '%s': '%s' taken from the experiment file's directory is longer than %zu characters",
@@ -1001,6 +1012,22 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
             CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
         if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
             CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
+        /* Keys the graph training loop (engine/gnn.c) does not honour: refused, never
+         * silently ignored. Checkpoints: a graph run stores none (nothing to resume). */
+        eng_augment aug;
+        char aw[8];
+        int aug_on = !eng_augment_parse(c->data.augment, &aug, aw, sizeof aw) && eng_augment_on(&aug);
+        struct { const char *sec, *key; int used; } ignored[] = {
+            { "train", "checkpoint_every", vals[find_key("train", "checkpoint_every")].line != 0 },
+            { "train", "gradient", c->train.n_gradient > 0 }, { "train", "telemetry", c->train.telemetry },
+            { "data", "augment", aug_on }, { "data", "prefetch", c->data.prefetch },
+            { "data", "read_mbps", c->data.read_mbps > 0 }, { "data", "read_latency_ms", c->data.read_latency_ms > 0 },
+        };
+        for (size_t i = 0; graph && i < sizeof ignored / sizeof ignored[0]; i++)
+            if (ignored[i].used)
+                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (their training "
+                      "loop has no checkpoints, gradient transforms, telemetry, augmentation or input pipeline); remove it",
+                      ignored[i].sec, ignored[i].key);
     }
 #undef CROSS
 

@@ -528,3 +528,16 @@ float *eng_model_params(eng_model *m) { return m->params; }
 float *eng_model_grads(eng_model *m) { return m->grads; }
 size_t eng_model_n_params(const eng_model *m) { return m->n_params; }
 const char *eng_model_summary(const eng_model *m) { return m->summary; }
+
+int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const eng_node *nd = &m->nodes[i];
+        if (!eng_ops[nd->op].gemms) continue;
+        eng_gemm_shape g[ENG_OP_MAX_GEMMS];
+        int k = eng_ops[nd->op].gemms(nd, rows, g);
+        for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
+    }
+    return n;
+}

@@ -48,7 +48,6 @@
 
 #include "internal.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <string.h>
 
@@ -59,19 +58,24 @@
 static void dense_fwd(eng_node *n, int rows)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, out, in, 1.0f, n->x, in,
-                n->w, out, 0.0f, n->y, out);
+    eng_sgemm(0, 0, rows, out, in, 1.0f, n->x, in, n->w, out, 0.0f, n->y, out);
 }
 
 /* dW[in,out] = x^T dy; dx[B,in] = dy W^T */
 static void dense_bwd(eng_node *n, int rows)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, in, out, rows, 1.0f, n->x, in,
-                n->dy, out, 0.0f, n->dw, out);
-    if (n->dx)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, in, out, 1.0f, n->dy, out,
-                    n->w, out, 0.0f, n->dx, in);
+    eng_sgemm(1, 0, in, out, rows, 1.0f, n->x, in, n->dy, out, 0.0f, n->dw, out);
+    if (n->dx) eng_sgemm(0, 1, rows, in, out, 1.0f, n->dy, out, n->w, out, 0.0f, n->dx, in);
+}
+
+static int dense_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
+{
+    int in = (int)n->in_size, out = (int)n->out_size;
+    g[0] = (eng_gemm_shape){ 0, 0, rows, out, in };
+    g[1] = (eng_gemm_shape){ 1, 0, in, out, rows };
+    g[2] = (eng_gemm_shape){ 0, 1, rows, in, out };
+    return n->dx ? 3 : 2;
 }
 
 static uint64_t dense_flops(const eng_node *n, int rows, eng_dir dir)
@@ -562,8 +566,8 @@ static void conv_fwd(eng_node *n, int rows)
         int ld = S * P;
         im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
         for (int s = 0; s < S; s++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d.F, P, CKK, 1.0f, n->w, CKK,
-                        n->col + (size_t)s * P, ld, 0.0f, n->y + (size_t)(r0 + s) * n->out_size, P);
+            eng_sgemm(0, 0, d.F, P, CKK, 1.0f, n->w, CKK, n->col + (size_t)s * P, ld, 0.0f,
+                      n->y + (size_t)(r0 + s) * n->out_size, P);
     }
 }
 
@@ -578,11 +582,9 @@ static void conv_bwd(eng_node *n, int rows)
             im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
         for (int s = 0; s < S; s++) {
             const float *dy = n->dy + (size_t)(r0 + s) * n->out_size;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d.F, CKK, P, 1.0f, dy, P,
-                        n->col + (size_t)s * P, ld, r0 == 0 && s == 0 ? 0.0f : 1.0f, n->dw, CKK);
-            if (n->dx)
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, CKK, P, d.F, 1.0f, n->w, CKK,
-                            dy, P, 0.0f, n->dcol + (size_t)s * P, ld);
+            eng_sgemm(0, 1, d.F, CKK, P, 1.0f, dy, P, n->col + (size_t)s * P, ld,
+                      r0 == 0 && s == 0 ? 0.0f : 1.0f, n->dw, CKK);
+            if (n->dx) eng_sgemm(1, 0, CKK, P, d.F, 1.0f, n->w, CKK, dy, P, 0.0f, n->dcol + (size_t)s * P, ld);
         }
         if (n->dx) {
             float *dx = n->dx + (size_t)r0 * n->in_size;
@@ -590,6 +592,17 @@ static void conv_bwd(eng_node *n, int rows)
             col2im_add(&d, n->dcol, S, dx, n->in_size);
         }
     }
+}
+
+static int conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
+{
+    (void)rows;
+    conv_dims d = conv_get(n);
+    int P = (int)d.P, CKK = (int)d.CKK;
+    g[0] = (eng_gemm_shape){ 0, 0, d.F, P, CKK };
+    g[1] = (eng_gemm_shape){ 0, 1, d.F, CKK, P };
+    g[2] = (eng_gemm_shape){ 1, 0, CKK, P, d.F };
+    return n->dx ? 3 : 2;
 }
 
 static uint64_t conv_flops(const eng_node *n, int rows, eng_dir dir)
@@ -676,7 +689,7 @@ static uint64_t zero_count(const eng_node *n, int rows, eng_dir dir) { (void)n; 
 /* ---- the op table (indexed by eng_op_id) ---------------------------------------------- */
 
 const eng_op eng_ops[ENG_OP_COUNT] = {
-    [ENG_OP_DENSE] = { "dense", dense_fwd, dense_bwd, dense_flops, dense_bytes },
+    [ENG_OP_DENSE] = { "dense", dense_fwd, dense_bwd, dense_flops, dense_bytes, dense_gemms },
     [ENG_OP_BIAS] = { "bias", bias_fwd, bias_bwd, bias_flops, bias_bytes },
     [ENG_OP_RELU] = { "relu", relu_fwd, relu_bwd, relu_flops, act_bytes },
     [ENG_OP_TANH] = { "tanh", tanh_fwd, tanh_bwd, tanh_flops, act_bytes },
@@ -684,7 +697,7 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
     [ENG_OP_GELU] = { "gelu", gelu_fwd, gelu_bwd, gelu_flops, act_bytes },
     [ENG_OP_SOFTMAX_XENT] = { "softmax_xent", xent_fwd, xent_bwd, xent_flops, xent_bytes },
     [ENG_OP_MSE] = { "mse", mse_fwd, mse_bwd, mse_flops, mse_bytes },
-    [ENG_OP_CONV2D] = { "conv2d", conv_fwd, conv_bwd, conv_flops, conv_bytes },
+    [ENG_OP_CONV2D] = { "conv2d", conv_fwd, conv_bwd, conv_flops, conv_bytes, conv_gemms },
     [ENG_OP_MAXPOOL] = { "maxpool", pool_fwd, pool_bwd, pool_flops, pool_bytes },
     [ENG_OP_FLATTEN] = { "flatten", flat_run, flat_run, zero_count, zero_count },
     [ENG_OP_MAXK] = { "maxk", eng_maxk_fwd, eng_maxk_bwd, eng_maxk_flops, eng_maxk_bytes },

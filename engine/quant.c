@@ -625,9 +625,15 @@ static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int b
     return rows / t;
 }
 
+/* The fp32 side runs on the GEMM backends chosen for its shapes, as training does: the
+ * int8 ratio is formed against the fastest verified fp32 baseline. */
 double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs)
 {
-    return batch <= m->max_batch ? sps_loop(m, NULL, ds, batch, secs) : NAN;
+    if (batch > m->max_batch) return NAN;
+    eng_gemm_shape sh[ENG_MAX_NODES * ENG_OP_MAX_GEMMS];
+    int n = eng_model_gemm_shapes(m, batch < ds->n_test ? batch : ds->n_test, sh, (int)(sizeof sh / sizeof sh[0]));
+    if (eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, openblas_get_num_threads(), sh, n)) return NAN;
+    return sps_loop(m, NULL, ds, batch, secs);
 }
 
 double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs)

@@ -522,6 +522,26 @@ static void test_relative_data_paths(void **state)
     eng_data_free(ds);
     eng_experiment_free(ex);
 
+    /* issue 22 #17: the graph's files are looked up the same way (edges, features,
+     * labels and the masks) */
+    f = fopen(ini, "w");
+    assert_non_null(f);
+    fprintf(f, "[data]\nsource = graph\n[graph]\nsource = file\nedges = d/train.csv\nnode_features = d/train.csv\n"
+               "labels = d/train.csv\ntrain_mask = d/train.csv\nval_mask = %s\ntest_mask = missing.txt\n"
+               "fanouts = 5\n[model]\nlayers = sage:2\n", cwd_file);
+    fclose(f);
+    if (eng_experiment_load(ini, NULL, 0, &ex)) fail_msg("%s", eng_error());
+    c = &ex->variants[0];
+    assert_string_equal(c->graph.edges, csv);
+    assert_string_equal(c->graph.node_features, csv);
+    assert_string_equal(c->graph.labels, csv);
+    assert_string_equal(c->graph.train_mask, csv);
+    assert_string_equal(kv_find(c, "graph.edges")->value, csv);
+    assert_string_equal(c->graph.val_mask, cwd_file);
+    snprintf(want, sizeof want, "%s/missing.txt", dir);
+    assert_string_equal(c->graph.test_mask, want);
+    eng_experiment_free(ex);
+
     assert_int_equal(unlink(cwd_file), 0);
     assert_int_equal(unlink(csv), 0);
     assert_int_equal(unlink(ini), 0);
