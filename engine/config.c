@@ -127,7 +127,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "integer in [1, " DSTR(ENG_PREFETCH_MAX) "]", "1",                                                \
       "with prefetch: how many batches the prefetch thread may have ready ahead of training")    \
     X("data", "cache", K_BOOL, data.cache, 0, 0, NULL, NULL, "boolean", "false",                   \
-      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs; rebuilt when a source file's size or mtime or a data key changes") \
+      "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs, checksummed; rebuilt when a source file's size or mtime or a key that shapes the data changes, or when the file is damaged (docs/data.md)") \
     X("data", "augment", K_STR, data.augment, 0, 0, NULL, NULL, "shift:N, flip, or none", "none", \
       "image data: on-the-fly transforms of each training row as it is gathered (on the prefetch thread when prefetch is on): random shift by up to N pixels, random horizontal flip; deterministic per seed") \
     X("data", "read_mbps", K_DBL, data.read_mbps, 0, INF, NULL, NULL, "number >= 0", "0",          \
@@ -1303,6 +1303,59 @@ int eng_experiment_select(eng_experiment *ex, const char *name)
         if (i != found) free(ex->variants[i].kv);
     if (found) ex->variants[0] = ex->variants[found];
     ex->n_variants = 1;
+    return ENG_OK;
+}
+
+/* [data] keys that act only on how batches are served (batcher and input pipeline), never
+ * on the loaded arrays. eng_data_key leaves out these and nothing else: a [data] key added
+ * later is part of the cache key until it is listed here, so forgetting it costs a rebuild,
+ * never a wrong dataset (issue 22). */
+static const char *const data_serving_keys[] = { "shuffle", "prefetch", "prefetch_depth", "cache",
+                                                 "augment", "read_mbps", "read_latency_ms", NULL };
+
+int eng_data_key_shapes_data(const char *key)
+{
+    for (const char *const *k = data_serving_keys; *k; k++)
+        if (!strcmp(*k, key)) return 0;
+    return 1;
+}
+
+int eng_data_key(const eng_data_config *dc, char *buf, size_t cap, size_t *len)
+{
+    const size_t base = offsetof(eng_config, data);
+    size_t at = 0;
+    for (size_t i = 0; i < NKEYS; i++) {
+        const keydef *d = &defs[i];
+        if (strcmp(d->section, "data") || !eng_data_key_shapes_data(d->key)) continue;
+        const char *src = (const char *)dc + (d->off - base);
+        int iv;
+        double dv;
+        long lv;
+        uint64_t uv;
+        int n;
+        switch (d->kind) {
+        case K_STR: n = snprintf(buf + at, cap - at, "data.%s=%s\n", d->key, src); break;
+        case K_DBL: case K_DBL_AUTO: case K_DBL_POS:
+            memcpy(&dv, src, sizeof dv);
+            n = snprintf(buf + at, cap - at, "data.%s=%.17g\n", d->key, dv);
+            break;
+        case K_LONG:
+            memcpy(&lv, src, sizeof lv);
+            n = snprintf(buf + at, cap - at, "data.%s=%ld\n", d->key, lv);
+            break;
+        case K_U64:
+            memcpy(&uv, src, sizeof uv);
+            n = snprintf(buf + at, cap - at, "data.%s=%llu\n", d->key, (unsigned long long)uv);
+            break;
+        default:                                  /* int, enum, bool: stored as int */
+            memcpy(&iv, src, sizeof iv);
+            n = snprintf(buf + at, cap - at, "data.%s=%d\n", d->key, iv);
+            break;
+        }
+        if (n < 0 || (size_t)n >= cap - at) return eng_fail(ENG_EINVAL, "data.cache: key too long");
+        at += (size_t)n;
+    }
+    *len = at;
     return ENG_OK;
 }
 

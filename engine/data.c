@@ -452,7 +452,7 @@ void eng_data_free(eng_dataset *ds)
 {
     if (!ds) return;
     if (ds->map) {
-        eng_data_cache_unmap(ds);           /* the arrays live in the mapping */
+        eng_data_cache_unmap(ds);           /* a cache hit: the arrays live in its region */
     } else {
         prof_free(ds->x_train); prof_free(ds->x_test);
         prof_free(ds->y_train); prof_free(ds->y_test);

@@ -124,16 +124,36 @@ long eng_batcher_set_share(eng_batcher *b, double lo, double hi);
 /* data.cache: the cache file for dc (path into buf), its state after eng_data_load. */
 typedef enum { ENG_CACHE_OFF, ENG_CACHE_HIT, ENG_CACHE_WRITTEN } eng_cache_state;
 /* Loads ds from dc's cache file if its key matches (sources' sizes and mtimes, every data
- * key that shapes the arrays): *hit = 1 and ds's arrays point into the mapping. */
+ * key that shapes the arrays) and it is intact: *hit = 1 and ds holds the arrays, read
+ * into a private region (ds->map; its sums set). A damaged file is a miss too: eng_data_cache_damage then says why. */
 int eng_data_cache_load(const eng_data_config *dc, uint64_t seed, eng_dataset *ds, int *hit);
-/* Writes the loaded, normalised ds as dc's cache file (temporary file + rename). */
-int eng_data_cache_store(const eng_data_config *dc, uint64_t seed, const eng_dataset *ds);
+/* Writes the loaded, normalised ds as dc's cache file (temporary file + rename); sets
+ * ds's sums. */
+int eng_data_cache_store(const eng_data_config *dc, uint64_t seed, eng_dataset *ds);
 /* The cache file's path for dc into buf. -1 with a message when no directory is known. */
 int eng_data_cache_path(const eng_data_config *dc, uint64_t seed, char *buf, size_t cap);
+/* Frees the region of a cache hit's arrays (eng_data_free does). */
 void eng_data_cache_unmap(eng_dataset *ds);
 /* What the last eng_data_load on this thread did with the cache. */
 eng_cache_state eng_data_cache_last(void);
 void eng_data_cache_note(eng_cache_state s);
+/* The note of the last eng_data_load on this thread when it found its cache file damaged
+ * ("data.cache: PATH was damaged (why); rebuilt from the source"), else NULL. */
+const char *eng_data_cache_damage(void);
+
+/* The text of every [data] key that shapes the loaded arrays, "data.KEY=VALUE\n" each, in
+ * key-table order (config.c): every [data] key except those that only say how batches are
+ * served. -1 (eng_error) when it does not fit in cap. */
+int eng_data_key(const eng_data_config *dc, char *buf, size_t cap, size_t *len);
+/* 0 for a [data] key (without "data.") that only acts on how batches are served. */
+int eng_data_key_shapes_data(const char *key);
+
+/* A 64-bit checksum at memory speed (not cryptographic): of the cache's arrays and keys. */
+uint64_t eng_data_hash(const void *p, size_t n);
+/* The same with the portable code forced (generic = 1), for the test that both agree. */
+uint64_t eng_data_hash_path(const void *p, size_t n, int generic);
+/* Sets ds->sum (eng_data_hash of each array) unless already set. */
+void eng_data_sums(eng_dataset *ds);
 
 /* eng_batcher_create, starting at batch index start (0-based; start = steps already
  * taken): the batches served are those an uninterrupted batcher serves from there on. */

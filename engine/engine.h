@@ -354,14 +354,23 @@ typedef struct {
     int32_t *y_train, *y_test;       /* classification labels, else NULL */
     float *t_train, *t_test;         /* regression targets n * n_targets, else NULL */
     char label_max_at[160];          /* file loaders: where the largest label is ("f.csv: data row 57") */
-    void *map;            /* private: the cache file mapping the arrays point into, or NULL */
+    void *map;            /* private: the region a cache hit's arrays live in (data_cache.c), or NULL */
     size_t map_len;
+    uint64_t sum[4];      /* private (data_cache.c): checksums of the four arrays, once sum_set */
+    int sum_set;
 } eng_dataset;
 
 /* Builds or loads the dataset the config names (deterministic for the seed), splits and
  * normalises it. Errors name the file and byte offset for bad IDX/CSV input. */
 int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out);
 void eng_data_free(eng_dataset *ds);
+/* The loaded data's fingerprint: row counts, shape and a checksum of each array, as one
+ * line of text (stored with a run; resume compares it). */
+#define ENG_DATA_FP_MAX 160
+void eng_data_fingerprint(const eng_dataset *ds, char *buf, size_t cap);
+/* 0 when two fingerprints are the same data; else 1 and what changed into why ("the
+ * training inputs differ; the training labels differ"). */
+int eng_data_fingerprint_diff(const char *was, const char *now, char *why, size_t cap);
 
 /* Serves shuffled minibatches of the training set into preallocated buffers; with
  * prefetch on, the next batch is gathered on a second thread while the caller trains. */
@@ -450,6 +459,7 @@ typedef struct {
     const char *gemm;            /* what served the fp32 GEMMs (eng_gemm_describe), or NULL */
     const char *gemm_classes;    /* per shape class (eng_gemm_describe_classes), or NULL */
     const char *gemm_notes;      /* backends skipped for failing their check, or "" */
+    const char *data_fingerprint;/* eng_data_fingerprint of the loaded data; "" for graph data */
     int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
                                   * train_loss/train_acc/lr logged at resumed_step were that
                                   * interval's partial mean and are logged again later */
@@ -548,6 +558,11 @@ int eng_run_evaluate(eng_run *r, double *loss, double *acc);
 /* The run's model and data (owned by the run), for eval and quantization. */
 eng_model *eng_run_model(eng_run *r);
 const eng_dataset *eng_run_dataset(const eng_run *r);
+/* The fingerprint of the run's data ("" for graph data, whose loaders have none yet). */
+const char *eng_run_data_fingerprint(const eng_run *r);
+/* What loading the data had to say ("data.cache: PATH was damaged (...); rebuilt from the
+ * source"), or NULL: for the front end to show once. */
+const char *eng_run_data_note(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
 /* Async-signal-safe, for this whole process from then on: long builds inside

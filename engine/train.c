@@ -45,6 +45,8 @@ struct eng_run {
     eng_loop_state resume;
     eng_run_result res;
     char err[512];
+    char data_fp[ENG_DATA_FP_MAX];  /* eng_data_fingerprint of ds ("" for graph data) */
+    char data_note[1400];            /* eng_data_cache_damage at load, "" when none */
     char gemm[256], gemm_classes[1024]; /* what serves the model's GEMMs (eng_gemm_describe) */
 };
 
@@ -215,6 +217,9 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     int rc = eng_data_load(&r->cfg.data, r->cfg.seed, &r->ds);
     if (rc) { eng_run_destroy(r); return rc; }
     const eng_dataset *ds = r->ds;
+    eng_data_fingerprint(ds, r->data_fp, sizeof r->data_fp);
+    const char *note = eng_data_cache_damage();
+    if (note) snprintf(r->data_note, sizeof r->data_note, "%s", note);
     if (r->cfg.model.loss == ENG_LOSS_SOFTMAX_XENT && !ds->classification) {
         eng_fail(ENG_EINVAL, "%s: model.loss = softmax_xent needs a classification dataset, but %s has "
                  "real-valued targets; set loss = mse (or data.regression = false for class labels)",
@@ -279,6 +284,8 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
 const eng_run_result *eng_run_result_get(const eng_run *r) { return &r->res; }
 eng_model *eng_run_model(eng_run *r) { return r->m; }
 const eng_dataset *eng_run_dataset(const eng_run *r) { return r->ds; }
+const char *eng_run_data_fingerprint(const eng_run *r) { return r->data_fp; }
+const char *eng_run_data_note(const eng_run *r) { return r->data_note[0] ? r->data_note : NULL; }
 
 int eng_run_resume(eng_run *r, const void *data, size_t len)
 {
@@ -475,7 +482,8 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                           .model_summary = eng_model_summary(r->m), .n_params = eng_model_n_params(r->m),
                           .threads = r->threads, .total_steps = r->total_steps,
                           .n_train = ds->n_train, .n_test = ds->n_test, .gemm = r->gemm,
-                          .gemm_classes = r->gemm_classes, .gemm_notes = eng_gemm_notes() };
+                          .gemm_classes = r->gemm_classes, .gemm_notes = eng_gemm_notes(),
+                          .data_fingerprint = r->data_fp };
     loop_ctx c = { .r = r, .sink = sink, .ckpt_step = -1 };
     const eng_loop_state *R = r->resumed ? &r->resume : NULL;
     if (R) {

@@ -146,7 +146,7 @@ int store_run_get(store *s, long long id, store_run *out)
 {
     store_run_init(out);
     sqlite3_stmt *st;
-    int e = prep(s, "SELECT " STORE_RUN_COLS ",exp_text FROM runs WHERE id=?1", &st);
+    int e = prep(s, "SELECT " STORE_RUN_COLS ",exp_text,data_fingerprint FROM runs WHERE id=?1", &st);
     if (e) return e;
     sqlite3_bind_int64(st, 1, id);
     int rc = sqlite3_step(st);
@@ -155,6 +155,8 @@ int store_run_get(store *s, long long id, store_run *out)
         const unsigned char *t = sqlite3_column_text(st, 40);
         if (t && !(out->exp_text = strdup((const char *)t)))
             e = store_fail(STORE_ENOMEM, "out of memory reading run %lld", id);
+        const unsigned char *fp = sqlite3_column_text(st, 41);
+        if (fp) snprintf(out->data_fingerprint, sizeof out->data_fingerprint, "%s", (const char *)fp);
     } else if (rc == SQLITE_DONE) {
         e = store_fail(STORE_ENOTFOUND, "no run %lld in %s (see nnbench list)", id, s->path);
     } else {

@@ -11,7 +11,7 @@
 #include "schema_sql.h"
 
 /* A new database runs this whole text and is then at the latest version. */
-const char store_schema_sql[] = SCHEMA_BASE SCHEMA_V3 SCHEMA_V4;
+const char store_schema_sql[] = SCHEMA_BASE SCHEMA_V3 SCHEMA_V4 SCHEMA_V5;
 
 /* v1 -> v2 (issue 10): run ids are never reused (AUTOINCREMENT; SQLite cannot add it to a
  * table, so runs is rebuilt the documented way: create, copy, drop, rename), and rows left
@@ -55,8 +55,10 @@ static const char migration_v2[] =
 static const char migration_v3[] = SCHEMA_V3;
 /* v3 -> v4 (issue 11): op_stats' cpu_ns, faults, csw. */
 static const char migration_v4[] = SCHEMA_V4;
+/* v4 -> v5 (issue 22): runs.data_fingerprint. */
+static const char migration_v5[] = SCHEMA_V5;
 
 /* store_migrations[v] takes a database from version v to v+1; [0] creates a new database
  * at the latest version (store_migrate_with then skips the rest). Append only. */
-const char *const store_migrations[] = { store_schema_sql, migration_v2, migration_v3, migration_v4 };
+const char *const store_migrations[] = { store_schema_sql, migration_v2, migration_v3, migration_v4, migration_v5 };
 const int store_n_migrations = sizeof store_migrations / sizeof store_migrations[0];

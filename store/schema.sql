@@ -1,4 +1,4 @@
--- schema.sql — nnbench's SQLite schema, version 4 (PRAGMA user_version = 4).
+-- schema.sql — nnbench's SQLite schema, version 5 (PRAGMA user_version = 5).
 -- Embedded in nnbench at build time (store/schema.c). Times are unix seconds
 -- (REAL); durations are seconds; unknown values are NULL. NaN/Inf metric values are
 -- stored as NULL (SQLite has no NaN). Statuses are stored by name:
@@ -205,3 +205,10 @@ CREATE INDEX IF NOT EXISTS quant_ops_quant ON quant_ops(quant);
 ALTER TABLE op_stats ADD COLUMN cpu_ns INTEGER; -- process CPU ns (all threads) during the scope's total time
 ALTER TABLE op_stats ADD COLUMN faults INTEGER; -- page faults, profiling thread
 ALTER TABLE op_stats ADD COLUMN csw    INTEGER; -- context switches, profiling thread
+
+-- ---- version 5 (issue 22): the fingerprint of a run's data ---------------------------------
+-- (embedded as its own string too: the v4 -> v5 migration runs it.)
+-- The engine's one-line fingerprint of the loaded data (row counts, shape and a checksum of
+-- each array: "nnbd1 rows=..."); the store keeps it as text and never reads inside. `resume`
+-- compares it with the data it loads again. NULL for runs stored before, and graph runs.
+ALTER TABLE runs ADD COLUMN data_fingerprint TEXT;

@@ -642,8 +642,8 @@ int store_run_begin(store *s, const store_run *r, long long *id)
     if (st) return st;
     static const char sql[] =
         "INSERT INTO runs(name,variant,exp_path,exp_text,seed,status,started,host,pid,version,"
-        "optimizer,dataset,model,n_params,threads,total_steps,n_train,n_test,target_loss) "
-        "VALUES(?1,?2,?3,?4,?5,'running',?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)";
+        "optimizer,dataset,model,n_params,threads,total_steps,n_train,n_test,target_loss,data_fingerprint) "
+        "VALUES(?1,?2,?3,?4,?5,'running',?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19)";
     sqlite3_stmt *ins;
     if ((st = store_txn_begin(s))) return st;
     int rc = sqlite3_prepare_v2(s->db, sql, -1, &ins, NULL);
@@ -666,6 +666,7 @@ int store_run_begin(store *s, const store_run *r, long long *id)
     store_bind_count(ins, 16, r->n_train);
     store_bind_count(ins, 17, r->n_test);
     store_bind_real(ins, 18, r->target_loss);
+    store_bind_text(ins, 19, r->data_fingerprint);
     rc = sqlite3_step(ins);
     sqlite3_finalize(ins);
     if (rc != SQLITE_DONE) { st = store_sql_fail(s, rc, "storing a run"); store_txn_rollback(s); return st; }

@@ -43,7 +43,7 @@
 
 #include "../profiler/profiler.h"
 
-#define STORE_SCHEMA_VERSION 4   /* PRAGMA user_version written by this build */
+#define STORE_SCHEMA_VERSION 5   /* PRAGMA user_version written by this build */
 #define STORE_FLUSH_POINTS 4096  /* buffered metric points that force a flush */
 #define STORE_FLUSH_MS 250       /* max age of buffered points before a flush */
 
@@ -162,6 +162,9 @@ typedef struct {
     long long peak_bytes, peak_rss;
     long solves, quantum_solves;
     double kappa_first, kappa_last;
+    /* The data's fingerprint (the engine's text, kept as it is; "" when none was stored):
+     * written by store_run_begin, read by store_run_get only. */
+    char data_fingerprint[160];
 } store_run;
 
 /* Sets every field to its "unknown" value (0/""/NAN/-1 as documented above). */

@@ -156,6 +156,7 @@ static int resume_begin(void *ud, size_t v, const eng_config *cfg)
     (void)cfg;
     fprintf(stderr, "nnbench resume: run %lld from its checkpoint at step %ld (epoch %d)\n", r->run_id, r->from_step,
             r->from_epoch);
+    if (r->data_warning[0]) fprintf(stderr, "nnbench resume: warning: %s\n", r->data_warning);
     return 0;
 }
 
@@ -163,6 +164,8 @@ static void resume_running(void *ud, eng_run *run)
 {
     (void)ud;
     resume_run = run;
+    const char *note = run ? eng_run_data_note(run) : NULL;
+    if (note) fprintf(stderr, "nnbench resume: note: %s\n", cli_text(note));
 }
 
 void cmd_resume_help(FILE *f)

@@ -387,8 +387,10 @@ static int run_profile(void *ud, size_t v, const eng_config *cfg, prof_options *
 
 static void run_running(void *ud, eng_run *run)
 {
-    (void)ud;
+    run_ctx *c = ud;
     current_run = run;
+    const char *note = run ? eng_run_data_note(run) : NULL;
+    if (note) fprintf(stderr, "variant %s: note: %s\n", c->rows[c->n_rows - 1].variant, cli_text(note));
     if (run && interrupted) eng_run_request_stop(run);
 }
 

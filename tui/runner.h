@@ -63,10 +63,12 @@ typedef struct {
     int code;                /* exit status: 0 finished; 1 failed or nothing resumed (out.error
                                 says why); 2 its config no longer loads; 130 stopped */
     runner_variant out;      /* rc, created, res, error, store_error, store_warning as a variant's */
+    char data_warning[300];  /* the run predates data fingerprints: its data was not checked ("" else) */
 } runner_resumed;
 
 /* Continues run spec (an id or name, as `nnbench resume RUN`) of db_path from its last
- * checkpoint into the same run id, through h->sink teed with the store sink. Hooks: begin
+ * checkpoint into the same run id, through h->sink teed with the store sink. Refuses (code 1)
+ * when the data loaded now is not the data the run was stored with (its fingerprint). Hooks: begin
  * (v 0; the checkpoint is loaded and r's from_* are set; non-zero: not resumed), running
  * (to ask it to stop); profile and done are not used. Prints nothing. Returns r->code. */
 int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, runner_resumed *r);

@@ -15,6 +15,26 @@ const char *runner_resume_refusal(const store_run *r, char *buf, size_t cap)
     return buf;
 }
 
+/* The data loaded now against the fingerprint stored with the run: other data is refused
+ * (err says what changed and the way out); a run stored before fingerprints gets a warning. */
+static int data_refusal(const cli_stored *st, char *err, size_t cap, char *warn, size_t wcap)
+{
+    const char *now = eng_run_data_fingerprint(st->run);
+    if (!st->row.data_fingerprint[0]) {
+        if (now[0])
+            snprintf(warn, wcap, "run %lld was stored without a fingerprint of its data (by an older nnbench): "
+                     "the data cannot be checked against the checkpoint's", st->id);
+        return 0;
+    }
+    char why[512];
+    if (!eng_data_fingerprint_diff(st->row.data_fingerprint, now, why, sizeof why)) return 0;
+    const char *path = st->ex->variants[0].data.path;
+    snprintf(err, cap, "run %lld was trained on other data than %.150s%s now: %.200s; restore the run's data to "
+             "resume it, or start a new run on this data (nnbench run)",
+             st->id, path[0] ? path : "its generator", path[0] ? " holds" : " gives", why);
+    return 1;
+}
+
 int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, runner_resumed *r)
 {
     memset(r, 0, sizeof *r);
@@ -32,6 +52,10 @@ int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, 
     r->code = 1;
     if (runner_resume_refusal(&st.row, why, sizeof why)) {
         snprintf(o->error, sizeof o->error, "%s", why);
+        cli_stored_free(&st);
+        return r->code;
+    }
+    if (data_refusal(&st, o->error, sizeof o->error, r->data_warning, sizeof r->data_warning)) {
         cli_stored_free(&st);
         return r->code;
     }

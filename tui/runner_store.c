@@ -133,6 +133,7 @@ static int on_begin(void *ud, const eng_run_info *info)
     r.n_train = info->n_train;
     r.n_test = info->n_test;
     r.target_loss = cfg->target_loss > 0 ? cfg->target_loss : NAN;
+    scopy(r.data_fingerprint, sizeof r.data_fingerprint, info->data_fingerprint ? info->data_fingerprint : "");
     s->run = 0;
     s->stored = 0;
     s->err[0] = 0;

@@ -75,8 +75,9 @@ static void *resume_worker(void *arg)
     else if (o->store_error[0])
         snprintf(msg, sizeof msg, "run #%lld resumed but not stored completely: %.400s", job.run, o->store_error);
     else if (o->rc == ENG_OK)
-        snprintf(msg, sizeof msg, "run #%lld resumed from step %ld: finished at step %ld, loss %.4g", r.run_id,
-                 r.from_step, o->res.steps, o->res.final_train_loss);
+        snprintf(msg, sizeof msg, "run #%lld resumed from step %ld: finished at step %ld, loss %.4g%s", r.run_id,
+                 r.from_step, o->res.steps, o->res.final_train_loss,
+                 r.data_warning[0] ? "; warning: its data could not be checked (stored by an older nnbench)" : "");
     else
         snprintf(msg, sizeof msg, "run #%lld resumed from step %ld: %s at step %ld%s%.380s", r.run_id, r.from_step,
                  eng_run_status_name(o->res.status), o->res.steps, o->error[0] ? ": " : "", o->error);

@@ -138,6 +138,7 @@ eng_sink wb_live_sink(wb_live *l)
 typedef struct {
     wb_live *l;
     char result[512], last_bad[512];
+    char note[480];           /* the variant's data note (a damaged cache rebuilt), "" if none */
     int last_rc;
 } nr_state;
 
@@ -159,6 +160,8 @@ static void nr_running(void *ud, eng_run *run)
     n->l->run = run;
     if (run && n->l->stop_requested) eng_run_request_stop(run);
     pthread_mutex_unlock(&n->l->mu);
+    const char *note = run ? eng_run_data_note(run) : NULL;
+    if (run) snprintf(n->note, sizeof n->note, "%s", note ? note : "");
 }
 
 static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
@@ -185,6 +188,9 @@ static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
                  eng_run_status_name(o->res.status), o->error);
     else
         snprintf(n->result, sizeof n->result, "%.60s: %.400s", o->cfg->variant[0] ? o->cfg->variant : o->cfg->name, o->error);
+    size_t len = strlen(n->result);
+    if (o->created && n->note[0] && len + 10 < sizeof n->result)   /* the note is said once, with the result */
+        snprintf(n->result + len, sizeof n->result - len, "; note: %s", n->note);
     pthread_mutex_unlock(&l->mu);
     if ((o->rc != ENG_OK && o->rc != ENG_ESTOPPED) || o->store_error[0])
         snprintf(n->last_bad, sizeof n->last_bad, "%s", n->result);

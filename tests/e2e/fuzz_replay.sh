@@ -6,6 +6,7 @@ set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 B=$(dirname "$NNBENCH")
 fail() { echo "FAIL: $*" >&2; exit 1; }
+# Every target with a seed corpus (one directory per target, named as in FUZZ_TARGETS).
 for t in $(ls "$NNBENCH_TOP/tests/fuzz/corpus"); do
     [ -x "$B/fuzz/$t" ] || fail "$B/fuzz/$t is not built (make tests)"
     n=$(ls "$NNBENCH_TOP/tests/fuzz/corpus/$t" | wc -l)

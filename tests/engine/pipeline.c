@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,15 @@ static double now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Creates NAME in the test directory for writing; its path into path. */
+static FILE *create_in_dir(const char *name, char *path, size_t cap)
+{
+    snprintf(path, cap, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    return f;
 }
 
 /* A CSV of n rows "a,b,label" whose values depend on k (to tell versions apart). */
@@ -91,7 +101,6 @@ static eng_dataset *load(const eng_data_config *c, uint64_t seed, eng_cache_stat
     eng_dataset *ds = NULL;
     if (eng_data_load(c, seed, &ds)) fail_msg("%s", eng_error());
     assert_int_equal(eng_data_cache_last(), want);
-    assert_true((ds->map != NULL) == (want == ENG_CACHE_HIT));
     return ds;
 }
 
@@ -111,7 +120,7 @@ static void test_cache_hit_and_invalidation(void **state)
     assert_non_null(strstr(cpath, dir));
     assert_int_equal(access(cpath, R_OK), 0);
     eng_dataset *h = load(&c, 3, ENG_CACHE_HIT);
-    assert_same_ds(ref, h);              /* the mapped set is the decoded, normalised one */
+    assert_same_ds(ref, h);              /* the cached set is the decoded, normalised one */
     eng_data_free(h);
 
     /* A key that shapes the arrays: another file, rebuilt; then both are hits. */
@@ -436,9 +445,7 @@ static void test_throttle(void **state)
 static void test_data_wait_scope(void **state)
 {
     char ini[300];
-    snprintf(ini, sizeof ini, "%s/t.ini", dir);
-    FILE *f = fopen(ini, "w");
-    assert_non_null(f);
+    FILE *f = create_in_dir("t.ini", ini, sizeof ini);
     fputs("[data]\nsource = blobs\nn = 400\nread_latency_ms = 4\n"
           "[model]\nlayers = dense:4:tanh, dense:3\n"
           "[train]\nbatch = 40\nepochs = 1\n", f);
@@ -480,11 +487,308 @@ static void test_data_wait_scope(void **state)
     assert_non_null(strstr(eng_error(), "prefetch_depth"));
 }
 
+
+/* ---- issue 22: the key, damage, hostile files ----------------------------------------- */
+
+/* A base experiment on a CSV, with one override (NULL: none); its data config. */
+static int load_cfg(const char *csv, const char *set, eng_experiment **ex)
+{
+    char text[600];
+    snprintf(text, sizeof text, "[data]\nsource = csv\npath = %s\ncache = true\n"
+             "[model]\nlayers = dense:3\nloss = mse\n[train]\nepochs = 1\n", csv);
+    const char *sets[] = { set };
+    return eng_experiment_load_text("k.ini", text, sets, set ? 1 : 0, ex);
+}
+
+/* Every [data] key of the key table, changed alone, changes the cache key unless it only
+ * says how batches are served: a key added later cannot be left out silently. */
+static void test_cache_key_every_data_key(void **state)
+{
+    char csv[300];
+    snprintf(csv, sizeof csv, "%s/k.csv", dir);
+    write_csv(csv, 30, 1);
+    eng_experiment *base = NULL;
+    if (load_cfg(csv, NULL, &base)) fail_msg("%s", eng_error());
+    static char a[16384], b[16384];
+    size_t la, lb;
+    assert_int_equal(eng_data_key(&base->variants[0].data, a, sizeof a, &la), ENG_OK);
+    static const char *const tries[] = { "7", "3", "0.3", "true", "false", "idx", "minmax", "shift:1", "/tmp/x",
+                                         "auto", "none", NULL };
+    int keys = 0, shaping = 0;
+    for (const eng_key_doc *d = eng_key_docs; d->key; d++) {
+        if (strncmp(d->key, "data.", 5)) continue;
+        keys++;
+        const char *before = eng_config_value(&base->variants[0], d->key);
+        int changed = 0;
+        for (const char *const *t = tries; *t && !changed; t++) {
+            char set[300];
+            snprintf(set, sizeof set, "%s=%s", d->key, *t);
+            eng_experiment *ex = NULL;
+            if (load_cfg(csv, set, &ex)) continue;
+            const char *after = eng_config_value(&ex->variants[0], d->key);
+            if (before && after && strcmp(before, after)) {
+                changed = 1;
+                assert_int_equal(eng_data_key(&ex->variants[0].data, b, sizeof b, &lb), ENG_OK);
+                int differs = la != lb || memcmp(a, b, la);
+                if (differs != eng_data_key_shapes_data(d->key + 5))
+                    fail_msg("%s: the cache key %s although the key %s the loaded data", set,
+                             differs ? "changes" : "stays", eng_data_key_shapes_data(d->key + 5) ? "shapes" : "does not shape");
+                shaping += differs;
+            }
+            eng_experiment_free(ex);
+        }
+        if (!changed) fail_msg("%s: no value tried changes it; add one to tries[]", d->key);
+    }
+    assert_true(keys >= 20);
+    assert_true(shaping >= 13);
+    assert_true(eng_data_key_shapes_data("stratify") && eng_data_key_shapes_data("skip_rows"));
+    assert_false(eng_data_key_shapes_data("prefetch"));
+    eng_experiment_free(base);
+}
+
+/* Defect 4: stratify and skip_rows each get their own cache file, never the other's rows. */
+static void test_cache_stratify_skip_rows(void **state)
+{
+    char csv[300];
+    FILE *f = create_in_dir("s.csv", csv, sizeof csv);
+    for (int i = 0; i < 60; i++) fprintf(f, "%d,%d,%d\n", i, i * 3 % 7, i < 48 ? 0 : i % 2 + 1);
+    assert_int_equal(fclose(f), 0);
+    eng_data_config c = csv_cfg(csv);
+    c.header = 0;
+    eng_data_free(load(&c, 5, ENG_CACHE_WRITTEN));
+    eng_data_config strat = c, plain = c;
+    strat.stratify = 1;
+    plain.stratify = 1;
+    plain.cache = 0;
+    eng_dataset *ref = load(&plain, 5, ENG_CACHE_OFF);
+    eng_dataset *got = load(&strat, 5, ENG_CACHE_WRITTEN);
+    assert_same_ds(ref, got);
+    eng_data_free(ref); eng_data_free(got);
+    eng_data_config skip = c;
+    skip.skip_rows = 10;
+    plain = skip;
+    plain.cache = 0;
+    ref = load(&plain, 5, ENG_CACHE_OFF);
+    got = load(&skip, 5, ENG_CACHE_WRITTEN);
+    assert_same_ds(ref, got);
+    eng_data_free(ref); eng_data_free(got);
+    eng_data_free(load(&skip, 5, ENG_CACHE_HIT));
+}
+
+/* Header offsets of cache version 2 (engine/data_cache.c cache_meta). */
+enum { M_SHAPE = 76, M_INSIZE = 88, M_HEADSUM = 136, M_SIZE = 144 };
+
+/* Where the arrays of a cache file begin: after magic, version, key and header, aligned. */
+static long arrays_at(const char *cpath)
+{
+    FILE *f = fopen(cpath, "rb");
+    assert_non_null(f);
+    char head[16];
+    assert_int_equal(fread(head, 1, 16, f), 16);
+    fclose(f);
+    uint32_t kl;
+    memcpy(&kl, head + 12, 4);
+    return (long)((16 + kl + M_SIZE + 63) & ~63u);
+}
+
+static void poke(const char *p, long at, const void *bytes, size_t n)
+{
+    int fd = open(p, O_WRONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(pwrite(fd, bytes, n, at), (ssize_t)n);
+    close(fd);
+}
+
+/* A load that finds the cache damaged: rebuilt (the same set as without a cache), the note
+ * names the file and the reason; the next load is a clean hit. */
+static void expect_rebuilt(const eng_data_config *c, const eng_dataset *ref, const char *cpath, const char *reason)
+{
+    eng_dataset *ds = load(c, 3, ENG_CACHE_WRITTEN);
+    const char *note = eng_data_cache_damage();
+    if (!note) fail_msg("no damage note (want '%s')", reason);
+    assert_non_null(strstr(note, cpath));
+    if (!strstr(note, reason)) fail_msg("note '%s' does not say '%s'", note, reason);
+    assert_same_ds(ref, ds);
+    eng_data_free(ds);
+    eng_data_free(load(c, 3, ENG_CACHE_HIT));
+    assert_null(eng_data_cache_damage());
+}
+
+/* A CSV NAME of rows rows (version k) with its cache written: the config into c, the
+ * cache file's path into cpath; returns the set loaded without the cache. */
+static eng_dataset *cached_csv(const char *name, int rows, int k, eng_data_config *c, char *cpath, size_t cap)
+{
+    char csv[300];
+    snprintf(csv, sizeof csv, "%s/%s", dir, name);
+    write_csv(csv, rows, k);
+    *c = csv_cfg(csv);
+    eng_data_config plain = *c;
+    plain.cache = 0;
+    assert_int_equal(eng_data_cache_path(c, 3, cpath, cap), ENG_OK);
+    eng_dataset *ref = load(&plain, 3, ENG_CACHE_OFF);
+    eng_data_free(load(c, 3, ENG_CACHE_WRITTEN));
+    return ref;
+}
+
+/* Defect 5: damaged arrays fail their checksum, labels out of range are refused, and either
+ * way the file is rebuilt from the source with a note naming it. */
+static void test_cache_damage_rebuilt(void **state)
+{
+    char cpath[1100];
+    eng_data_config c;
+    eng_dataset *ref = cached_csv("d.csv", 1000, 3, &c, cpath, sizeof cpath);
+    eng_data_config plain = c;
+    plain.cache = 0;
+    /* Overwritten pixels: inside x_train (the first array after the header). */
+    const float junk[4] = { 1e30f, -1e30f, 1e30f, -1e30f };
+    poke(cpath, arrays_at(cpath) + 640, junk, sizeof junk);
+    expect_rebuilt(&c, ref, cpath, "checksum of the training inputs");
+    /* A label 99 among 3 classes, checksums valid (written that way): refused too. */
+    eng_dataset *bad = load(&plain, 3, ENG_CACHE_OFF);
+    bad->y_train[7] = 99;
+    assert_int_equal(eng_data_cache_store(&c, 3, bad), ENG_OK);
+    eng_data_free(bad);
+    expect_rebuilt(&c, ref, cpath, "label 8 is 99");
+    eng_data_free(ref);
+}
+
+/* Writes v at meta offset at of the cache file and recomputes the header's checksum, as a
+ * hostile file would. */
+static void forge(const char *cpath, int at, const void *v, size_t n)
+{
+    FILE *f = fopen(cpath, "r+b");
+    assert_non_null(f);
+    char head[16];
+    assert_int_equal(fread(head, 1, 16, f), 16);
+    uint32_t kl;
+    memcpy(&kl, head + 12, 4);
+    size_t hlen = 16 + kl + M_SIZE;
+    char *buf = malloc(hlen);
+    assert_non_null(buf);
+    rewind(f);
+    assert_int_equal(fread(buf, 1, hlen, f), hlen);
+    memcpy(buf + 16 + kl + at, v, n);
+    memset(buf + 16 + kl + M_HEADSUM, 0, 8);
+    uint64_t h = eng_data_hash(buf, hlen);
+    memcpy(buf + 16 + kl + M_HEADSUM, &h, 8);
+    rewind(f);
+    assert_int_equal(fwrite(buf, 1, hlen, f), hlen);
+    assert_int_equal(fclose(f), 0);
+    free(buf);
+}
+
+static void on_alarm(int sig) { (void)sig; fail_msg("the cache loader blocked (a FIFO at the cache path?)"); }
+
+/* Defect 8: header fields that lie (with a valid header checksum), a FIFO at the cache
+ * path, a truncated cache, a cache replaced while a run holds the old one. */
+static void test_cache_hostile(void **state)
+{
+    char cpath[1100];
+    eng_data_config c;
+    eng_dataset *ref = cached_csv("h.csv", 64, 2, &c, cpath, sizeof cpath);
+    int32_t big = 100000;
+    forge(cpath, M_SHAPE, &big, 4);
+    expect_rebuilt(&c, ref, cpath, "in_shape gives 200000");
+    uint64_t huge = 1ull << 62;
+    forge(cpath, M_INSIZE, &huge, 8);
+    expect_rebuilt(&c, ref, cpath, "in_size");
+    int32_t two = 2;                       /* consistent with in_size only if it is 2x2 */
+    forge(cpath, M_SHAPE + 4, &two, 4);
+    expect_rebuilt(&c, ref, cpath, "in_size");
+    /* A FIFO: not opened for reading in a blocking way, refused, replaced. */
+    assert_int_equal(unlink(cpath), 0);
+    assert_int_equal(mkfifo(cpath, 0644), 0);
+    signal(SIGALRM, on_alarm);
+    alarm(20);
+    expect_rebuilt(&c, ref, cpath, "not a regular file");
+    alarm(0);
+    /* Rebuilt (renamed over) by another run while this one trains from it: the arrays
+     * this one loaded stay readable and unchanged. */
+    eng_dataset *h = load(&c, 3, ENG_CACHE_HIT);
+    assert_int_equal(eng_data_cache_store(&c, 3, ref), ENG_OK);
+    double sum = 0;
+    for (size_t i = 0; i < (size_t)h->n_train * h->in_size; i++) sum += h->x_train[i];
+    for (int i = 0; i < h->n_train; i++) sum += h->y_train[i];
+    assert_true(isfinite(sum));
+    assert_same_ds(ref, h);
+    eng_data_free(h);
+    /* Truncated: refused, rebuilt. */
+    assert_int_equal(truncate(cpath, 0), 0);
+    expect_rebuilt(&c, ref, cpath, "too short");
+    eng_data_free(ref);
+}
+
+/* The checksum's AVX2 and portable code give the same value (a fingerprint stored on one
+ * machine is compared on another), for every tail length, and it tells swapped words. */
+static void test_data_hash_paths(void **state)
+{
+    size_t n = (1u << 20) + 77;
+    unsigned char *p = malloc(n);
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++) p[i] = (unsigned char)(i * 131 + (i >> 9));
+    for (size_t len = 0; len < 200; len++)
+        assert_true(eng_data_hash_path(p, len, 0) == eng_data_hash_path(p, len, 1));
+    uint64_t h = eng_data_hash_path(p, n, 1);
+    assert_true(eng_data_hash_path(p, n, 0) == h);
+    assert_true(eng_data_hash(p, n) == h);
+    unsigned char t[4];
+    memcpy(t, p + 64, 4); memcpy(p + 64, p + 128, 4); memcpy(p + 128, t, 4);   /* same lane */
+    assert_true(eng_data_hash(p, n) != h);
+    free(p);
+}
+
+/* Defect 6's engine half: the fingerprint tells the same data from other values or
+ * permuted labels, and says which arrays changed. */
+static void test_data_fingerprint(void **state)
+{
+    char csv[300], a[ENG_DATA_FP_MAX], b[ENG_DATA_FP_MAX], why[512];
+    snprintf(csv, sizeof csv, "%s/f.csv", dir);
+    write_csv(csv, 50, 1);
+    eng_data_config plain = csv_cfg(csv);
+    plain.cache = 0;
+    eng_dataset *ds = load(&plain, 3, ENG_CACHE_OFF);
+    eng_data_fingerprint(ds, a, sizeof a);
+    eng_dataset *again = load(&plain, 3, ENG_CACHE_OFF);
+    eng_data_fingerprint(again, b, sizeof b);
+    assert_string_equal(a, b);
+    assert_int_equal(eng_data_fingerprint_diff(a, b, why, sizeof why), 0);
+    eng_data_config cached = plain;                  /* written, then a hit: the same data */
+    cached.cache = 1;
+    for (int k = 0; k < 2; k++) {
+        eng_dataset *c = load(&cached, 3, k ? ENG_CACHE_HIT : ENG_CACHE_WRITTEN);
+        eng_data_fingerprint(c, b, sizeof b);
+        assert_string_equal(a, b);
+        eng_data_free(c);
+    }
+    int32_t t = again->y_train[0];
+    again->y_train[0] = again->y_train[1];
+    again->y_train[1] = t == again->y_train[0] ? (t + 1) % 3 : t;
+    eng_data_fingerprint(again, b, sizeof b);
+    assert_int_equal(eng_data_fingerprint_diff(a, b, why, sizeof why), 1);
+    assert_string_equal(why, "the training labels differ");
+    eng_data_free(again);
+    write_csv(csv, 52, 2);
+    again = load(&plain, 3, ENG_CACHE_OFF);
+    eng_data_fingerprint(again, b, sizeof b);
+    assert_int_equal(eng_data_fingerprint_diff(a, b, why, sizeof why), 1);
+    assert_non_null(strstr(why, "rows 37 train + 13 test then, 39 + 13 now"));
+    assert_non_null(strstr(why, "training inputs differ"));
+    assert_int_equal(eng_data_fingerprint_diff("junk", b, why, sizeof why), 1);
+    eng_data_free(again);
+    eng_data_free(ds);
+}
+
 int test_engine_pipeline(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cache_hit_and_invalidation, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_errors, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_key_every_data_key, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_stratify_skip_rows, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_damage_rebuilt, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_hostile, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_data_fingerprint, setup_dir, teardown_dir),
+        cmocka_unit_test(test_data_hash_paths),
         cmocka_unit_test(test_augment_deterministic),
         cmocka_unit_test(test_augment_errors),
         cmocka_unit_test(test_shards),
