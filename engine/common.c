@@ -1,12 +1,14 @@
 /* common.c — the engine's error message, run-status names and the sink tee. */
 #include "engine.h"
 #include "data_internal.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -111,6 +113,20 @@ eng_sink eng_sink_tee_make(eng_sink_tee *tee)
                        .progress = tee_progress, .run_end = tee_end,
                        .ops_live = every > 0 ? tee_ops_live : NULL, .ops_live_every_s = every,
                        .checkpoint = tee_checkpoint };
+}
+
+int eng_cache_dir(char *buf, size_t cap)
+{
+    const char *d = getenv("NNBENCH_CACHE_DIR");
+    if (d && d[0]) {
+        int n = snprintf(buf, cap, "%s", d);
+        return n < 0 || (size_t)n >= cap ? eng_fail(ENG_EINVAL, "NNBENCH_CACHE_DIR: path too long") : ENG_OK;
+    }
+    if (prof_calibration_path(buf, cap))
+        return eng_fail(ENG_EINVAL, "no cache directory: set NNBENCH_CACHE_DIR, XDG_CACHE_HOME or HOME");
+    char *slash = strrchr(buf, '/');
+    if (slash) *slash = '\0';
+    return ENG_OK;
 }
 
 int eng_mkdirs(const char *dir)

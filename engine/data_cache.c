@@ -16,6 +16,7 @@
  * file with every page resident, checksums every array and range-checks the labels; a
  * damaged file is named in a note (eng_data_cache_damage) and rebuilt from the source. */
 #include "data_internal.h"
+#include "internal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -182,21 +183,11 @@ static int make_key(const eng_data_config *dc, uint64_t seed, int stats, char *k
     return key_file(key, len, "stat test_labels", dc->test_labels);
 }
 
-/* $NNBENCH_CACHE_DIR, else the directory of the profiler's calibration file
- * ($XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench). */
+/* The cache directory (eng_cache_dir), its failure said as data.cache's. */
 static int cache_dir(char *buf, size_t cap)
 {
-    const char *d = getenv("NNBENCH_CACHE_DIR");
-    int n = 0;
-    if (d && d[0]) n = snprintf(buf, cap, "%s", d);
-    else if (prof_calibration_path(buf, cap))
-        return eng_fail(ENG_EINVAL, "data.cache: no cache directory: set NNBENCH_CACHE_DIR, XDG_CACHE_HOME or HOME");
-    else {
-        char *slash = strrchr(buf, '/');
-        if (slash) *slash = '\0';
-    }
-    if (n < 0 || (size_t)n >= cap) return eng_fail(ENG_EINVAL, "data.cache: cache directory path too long");
-    return ENG_OK;
+    int rc = eng_cache_dir(buf, cap);
+    return rc ? eng_fail(rc, "data.cache: %s", eng_error()) : ENG_OK;
 }
 
 int eng_data_cache_path(const eng_data_config *dc, uint64_t seed, char *buf, size_t cap)
@@ -445,18 +436,6 @@ int eng_data_cache_load(const eng_data_config *dc, uint64_t seed, eng_dataset *d
 
 /* ---- writing ----------------------------------------------------------------------- */
 
-static int mkdirs(const char *dir)
-{
-    char p[512];
-    snprintf(p, sizeof p, "%s", dir);
-    for (char *s = p + 1; *s; s++)
-        if (*s == '/') {
-            *s = '\0';
-            if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
-            *s = '/';
-        }
-    return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
-}
 
 static int write_all(int fd, const void *buf, size_t n)
 {
@@ -538,7 +517,7 @@ int eng_data_cache_store(const eng_data_config *dc, uint64_t seed, eng_dataset *
     int rc = eng_data_cache_path(dc, seed, path, sizeof path);
     if (!rc) rc = cache_dir(dir, sizeof dir);
     if (rc) return rc;
-    if (mkdirs(dir))
+    if (eng_mkdirs(dir))
         return eng_fail(ENG_EIO, "data.cache: cannot create the cache directory %s: %s (set NNBENCH_CACHE_DIR "
                         "to a writable directory, or cache = false)", dir, strerror(errno));
     char *key = malloc(KEY_MAX);

@@ -60,19 +60,6 @@ static void machine_key(char *buf, size_t cap)
         if (*p == '\t' || *p == '\n' || *p == ' ') *p = '_';
 }
 
-int eng_cache_dir(char *buf, size_t cap)
-{
-    const char *d = getenv("NNBENCH_CACHE_DIR");
-    if (d && d[0]) {
-        int n = snprintf(buf, cap, "%s", d);
-        return n < 0 || (size_t)n >= cap ? eng_fail(ENG_EINVAL, "NNBENCH_CACHE_DIR: path too long") : ENG_OK;
-    }
-    if (prof_calibration_path(buf, cap))
-        return eng_fail(ENG_EINVAL, "no cache directory: set NNBENCH_CACHE_DIR, XDG_CACHE_HOME or HOME");
-    char *slash = strrchr(buf, '/');
-    if (slash) *slash = '\0';
-    return ENG_OK;
-}
 
 static int cache_path(char *buf, size_t cap)
 {
