@@ -114,11 +114,12 @@ void cli_show_model(store *s, long long run)
     free(ck);
     store_quant *q = NULL;
     if (store_quants_list(s, run, &q, &n) || !n) { free(q); return; }
+    /* scheme and kernel are text any SQLite client may have written: shown visibly */
     printf("  int8 quantizations (newest first): fp32 -> int8\n");
     for (size_t i = 0; i < n; i++) {
         char fb[32], ib[32], fa[32], ia[32], fl[32], il[32];
         printf("    #%lld %s, calibrate %ld, %s: bytes %s -> %s (%.3fx), acc %s -> %s, loss %s -> %s\n",
-               q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
+               q[i].id, cli_text(q[i].scheme), q[i].calibrate, cli_text(q[i].kernel), prof_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
                prof_fmt_bytes(ib, sizeof ib, (double)q[i].int8_bytes),
                q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
                prof_fmt_num(fa, sizeof fa, q[i].fp32_acc), prof_fmt_num(ia, sizeof ia, q[i].int8_acc),
