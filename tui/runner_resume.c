@@ -17,7 +17,7 @@ const char *runner_resume_refusal(const store_run *r, char *buf, size_t cap)
     return buf;
 }
 
-/* A test hook (tests/e2e/resume_race.sh): with NNBENCH_TEST_HOLD_RESUME=PATH a resume that
+/* A test hook (tests/e2e/resume_trust.sh): with NNBENCH_TEST_HOLD_RESUME=PATH a resume that
  * passed its status check and loaded its checkpoint creates PATH.held and waits (at most
  * 60 s) for PATH to exist before it reopens the run, so a test can let another process
  * resume and finish the same run in between, deterministically. */
