@@ -19,6 +19,16 @@ static long long mk_run(store *s)
     return id;
 }
 
+/* A new database NAME in a new temporary directory dir (600 bytes), its path in p (700). */
+static store *open_new(char *dir, char *p, const char *name)
+{
+    tmp_dir(dir, 600);
+    snprintf(p, 700, "%s/%s", dir, name);
+    store *s = NULL;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    return s;
+}
+
 static long long count(const char *path, const char *sql)
 {
     sqlite3 *db;
@@ -36,10 +46,7 @@ static void test_checkpoints(void **state)
 {
     (void)state;
     char dir[600], p[700];
-    tmp_dir(dir, sizeof dir);
-    snprintf(p, sizeof p, "%s/ck.db", dir);
-    store *s;
-    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    store *s = open_new(dir, p, "ck.db");
     long long run = mk_run(s);
     store_checkpoint meta;
     void *data;
@@ -135,10 +142,7 @@ static void test_checkpoint_off_the_caller(void **state)
 {
     (void)state;
     char dir[600], p[700];
-    tmp_dir(dir, sizeof dir);
-    snprintf(p, sizeof p, "%s/cklock.db", dir);
-    store *s;
-    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    store *s = open_new(dir, p, "cklock.db");
     long long run = mk_run(s);
     lock_holder h = lock_holder_start(p);
     enum { N = 200000 };
@@ -183,10 +187,7 @@ static void test_reopen_only_resumable(void **state)
 {
     (void)state;
     char dir[600], p[700];
-    tmp_dir(dir, sizeof dir);
-    snprintf(p, sizeof p, "%s/reopen.db", dir);
-    store *s;
-    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    store *s = open_new(dir, p, "reopen.db");
     long long run = mk_run(s);
     for (int k = 1; k <= 5; k++)
         assert_int_equal(store_metric_add(s, run, 10 * k, k, 0.1 * k, 0.1 * k, "train_loss", 1.0 / k), STORE_OK);
