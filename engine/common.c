@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -57,6 +58,16 @@ int eng_open_input(const char *path, long long max_bytes, const char *what, long
     return fd;
 }
 
+static volatile sig_atomic_t builds_stopped;
+
+void eng_stop_builds(void) { builds_stopped = 1; }
+int eng_builds_stopped(void) { return builds_stopped != 0; }
+
+int eng_build_stop_error(const char *what)
+{
+    return eng_fail(ENG_ESTOPPED, "%s: stopped while building (stop requested); nothing was trained", what);
+}
+
 const char *eng_run_status_name(eng_run_status s)
 {
     static const char *const names[] = { "running", "finished", "failed", "diverged",
@@ -100,4 +111,17 @@ eng_sink eng_sink_tee_make(eng_sink_tee *tee)
                        .progress = tee_progress, .run_end = tee_end,
                        .ops_live = every > 0 ? tee_ops_live : NULL, .ops_live_every_s = every,
                        .checkpoint = tee_checkpoint };
+}
+
+int eng_mkdirs(const char *dir)
+{
+    char p[512];
+    if ((size_t)snprintf(p, sizeof p, "%s", dir) >= sizeof p) { errno = ENAMETOOLONG; return -1; }
+    for (char *s = p + 1; *s; s++)
+        if (*s == '/') {
+            *s = '\0';
+            if (mkdir(p, 0755) != 0 && errno != EEXIST) return -1;
+            *s = '/';
+        }
+    return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }

@@ -61,6 +61,8 @@ static const char *const E_COMPRESS[] = { "none", "fp16", "int8", NULL };
 static const int V_COMPRESS[] = { ENG_COMPRESS_NONE, ENG_COMPRESS_FP16, ENG_COMPRESS_INT8 };
 static const char *const E_BALANCE[] = { "even", "measured", NULL };
 static const int V_BALANCE[] = { ENG_BALANCE_EVEN, ENG_BALANCE_MEASURED };
+static const char *const E_GEMM[] = { "auto", "openblas", "onednn", NULL };
+static const int V_GEMM[] = { ENG_GEMM_POLICY_AUTO, ENG_GEMM_POLICY_OPENBLAS, ENG_GEMM_POLICY_ONEDNN };
 static const char *const E_READOUT[] = { "none", "tomography", NULL };
 static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
 
@@ -133,7 +135,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -172,6 +174,9 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "cosine/linear schedules: the floor the rate decays to")                                     \
     X("train", "threads", K_INT, train.threads, 0, 1024, NULL, NULL, "integer >= 0", "0",         \
       "OpenBLAS threads; 0 = as the environment sets them (OPENBLAS_NUM_THREADS)")                 \
+    X("train", "gemm", K_ENUM, train.gemm, 0, 0, E_GEMM, V_GEMM, "auto, openblas, onednn", "auto",  \
+      "fp32 GEMM backend: auto = per shape class, the fastest one that passed its check on this machine "\
+      "(measured once, cached); openblas or onednn force one (a backend that fails its check is skipped with a note)") \
     X("train", "eval_every", K_INT, train.eval_every, 0, 1e9, NULL, NULL, "integer >= 0", "0",    \
       "steps between test-set evaluations; 0 = at the end of each epoch (always also at the end)") \
     X("train", "log_every", K_INT, train.log_every, 1, 1e9, NULL, NULL, "integer >= 1", "1",      \
@@ -411,6 +416,51 @@ static int parse_act(const char *s, eng_act *out)
     return -1;
 }
 
+/* conv:F:K[:ACT][:pad=P][:stride=S] (options in any order after K) from parts[0..np) into
+ * L; -1 with why (the caller adds the layer's number and text). */
+#define LAYER_PARTS 6
+static int parse_conv(char *const *parts, int np, eng_layer_spec *L, char *why, size_t cap)
+{
+    long long a = 0, b = 0, v = 0;
+    L->kind = ENG_LAYER_CONV;
+    L->stride = 1;
+    int bad = np < 3 || np > LAYER_PARTS || parse_long(parts[1], &a) || a < 1 || a > 100000 ||
+              parse_long(parts[2], &b) || b < 1 || b > 64;
+    int seen_act = 0, seen_pad = 0, seen_stride = 0;
+    for (int i = 3; i < np && !bad; i++) {
+        const char *p = parts[i];
+        int is_pad = !strncmp(p, "pad=", 4), is_stride = !strncmp(p, "stride=", 7);
+        if (!is_pad && !is_stride) {
+            bad = seen_act++ || parse_act(p, &L->act);
+            continue;
+        }
+        if ((is_pad ? seen_pad++ : seen_stride++)) {
+            snprintf(why, cap, "%s is given twice", is_pad ? "pad" : "stride");
+            return -1;
+        }
+        const char *num = p + (is_pad ? 4 : 7);
+        if (is_pad && (parse_long(num, &v) || v < 0 || v >= b)) {
+            snprintf(why, cap, "pad must be an integer in 0..%lld (less than the kernel: a wider border only adds "
+                     "outputs that see nothing but zeros)", b - 1);
+            return -1;
+        }
+        if (is_stride && (parse_long(num, &v) || v < 1 || v > 64)) {
+            snprintf(why, cap, "stride must be an integer in 1..64");
+            return -1;
+        }
+        *(is_pad ? &L->pad : &L->stride) = (int)v;
+    }
+    if (bad) {
+        /* the wording of the plain form predates pad and stride; docs/engine.md has both */
+        snprintf(why, cap, "expected conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of relu, tanh, "
+                 "sigmoid, gelu, none");
+        return -1;
+    }
+    L->units = (int)a;
+    L->kernel = (int)b;
+    return 0;
+}
+
 /* Parses "dense:16:tanh, conv:8:5:relu, pool, flatten, dense:10" into mc->layers. */
 static int parse_layers(const char *value, eng_model_config *mc, char *why, size_t cap)
 {
@@ -426,10 +476,10 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         if (n == ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
         eng_layer_spec *L = &mc->layers[n];
         memset(L, 0, sizeof *L);
-        char *parts[5] = { 0 };
+        char *parts[LAYER_PARTS + 1] = { 0 };
         int np = 0;
         char *s2 = NULL;
-        for (char *p = strtok_r(t, ":", &s2); p && np < 5; p = strtok_r(NULL, ":", &s2)) parts[np++] = trim(p);
+        for (char *p = strtok_r(t, ":", &s2); p && np <= LAYER_PARTS; p = strtok_r(NULL, ":", &s2)) parts[np++] = trim(p);
         long long a = 0, b = 0;
         const char *expect = NULL;
         if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
@@ -445,22 +495,34 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
             if (np == 3 && !strcmp(parts[2], "maxk")) { L->act = ENG_ACT_MAXK; L->k = (int)b; }
             L->units = (int)a;
         } else if (!strcmp(parts[0], "conv")) {
-            L->kind = ENG_LAYER_CONV;
-            if (np < 3 || np > 4 || parse_long(parts[1], &a) || a < 1 || a > 100000 ||
-                parse_long(parts[2], &b) || b < 1 || b > 64 || (np == 4 && parse_act(parts[3], &L->act)))
-                expect = "conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of relu, tanh, sigmoid, gelu, none";
-            L->units = (int)a;
-            L->kernel = (int)b;
+            char cw[300];
+            if (parse_conv(parts, np, L, cw, sizeof cw)) {
+                snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, cw, orig);
+                return -1;
+            }
         } else if (!strcmp(parts[0], "pool")) {
             L->kind = ENG_LAYER_POOL;
             L->kernel = 2;
             if (np > 2 || (np == 2 && strcmp(parts[1], "2"))) expect = "pool or pool:2 (2x2 max-pool)";
+        } else if (!strcmp(parts[0], "avgpool")) {
+            /* avgpool[:K[:S]]: KxK mean, stride S (default K); K defaults to 2 */
+            L->kind = ENG_LAYER_AVGPOOL;
+            L->kernel = 2;
+            if (np > 3 || (np >= 2 && (parse_long(parts[1], &a) || a < 1 || a > 64)) ||
+                (np == 3 && (parse_long(parts[2], &b) || b < 1 || b > 64)))
+                expect = "avgpool, avgpool:K or avgpool:K:S (KxK mean, stride S, default S = K; 1 <= K, S <= 64)";
+            if (np >= 2) L->kernel = (int)a;
+            L->stride = np == 3 ? (int)b : L->kernel;
+        } else if (!strcmp(parts[0], "gap")) {
+            L->kind = ENG_LAYER_GAP;
+            if (np != 1) expect = "gap (global average pooling: the mean of each channel)";
         } else if (!strcmp(parts[0], "flatten")) {
             L->kind = ENG_LAYER_FLATTEN;
             if (np != 1) expect = "flatten";
         } else expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
         if (expect) { snprintf(why, cap, "layer %d: expected %s, got '%s'", n + 1, expect, orig); return -1; }
-        if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL) && n > 0) {
+        if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_AVGPOOL ||
+             L->kind == ENG_LAYER_GAP) && n > 0) {
             for (int j = 0; j < n; j++)
                 if (mc->layers[j].kind == ENG_LAYER_DENSE || mc->layers[j].kind == ENG_LAYER_FLATTEN) {
                     snprintf(why, cap, "layer %d: '%s' cannot follow a dense or flatten layer (the data is flat by then)", n + 1, orig);
@@ -471,8 +533,8 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
     }
     if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
     if (mc->layers[n - 1].kind != ENG_LAYER_DENSE && mc->layers[n - 1].kind != ENG_LAYER_SAGE) {
-        snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'",
-                 mc->layers[n - 1].kind == ENG_LAYER_CONV ? "conv" : mc->layers[n - 1].kind == ENG_LAYER_POOL ? "pool" : "flatten");
+        static const char *const kinds[ENG_LAYER_KINDS] = { "dense", "conv", "pool", "flatten", "sage", "avgpool", "gap" };
+        snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'", kinds[mc->layers[n - 1].kind]);
         return -1;
     }
     mc->n_layers = n;
@@ -911,14 +973,20 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     }
 
     /* Defaults that depend on other keys; kv then shows what the run really uses. */
-    struct { const char *key; char *field; size_t cap; } paths[] = {
-        { "path", c->data.path, sizeof c->data.path },
-        { "labels", c->data.labels, sizeof c->data.labels },
-        { "test_path", c->data.test_path, sizeof c->data.test_path },
-        { "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+    struct { const char *sec, *key; char *field; size_t cap; } paths[] = {
+        { "data", "path", c->data.path, sizeof c->data.path },
+        { "data", "labels", c->data.labels, sizeof c->data.labels },
+        { "data", "test_path", c->data.test_path, sizeof c->data.test_path },
+        { "data", "test_labels", c->data.test_labels, sizeof c->data.test_labels },
+        { "graph", "edges", c->graph.edges, sizeof c->graph.edges },
+        { "graph", "node_features", c->graph.node_features, sizeof c->graph.node_features },
+        { "graph", "labels", c->graph.labels, sizeof c->graph.labels },
+        { "graph", "train_mask", c->graph.train_mask, sizeof c->graph.train_mask },
+        { "graph", "val_mask", c->graph.val_mask, sizeof c->graph.val_mask },
+        { "graph", "test_mask", c->graph.test_mask, sizeof c->graph.test_mask },
     };
     for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        setting *v = &vals[find_key("data", paths[i].key)];
+        setting *v = &vals[find_key(paths[i].sec, paths[i].key)];
         if (resolve_data_path(st->path, paths[i].field, paths[i].cap, v)) {
             where(loc, sizeof loc, st->path, v, sets, n_sets);
             return eng_fail(ENG_EINVAL, "%s: key '%s': '%s' taken from the experiment file's directory is longer than %zu characters",
@@ -1001,6 +1069,22 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
             CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
         if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
             CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
+        /* Keys the graph training loop (engine/gnn.c) does not honour: refused, never
+         * silently ignored. Checkpoints: a graph run stores none (nothing to resume). */
+        eng_augment aug;
+        char aw[8];
+        int aug_on = !eng_augment_parse(c->data.augment, &aug, aw, sizeof aw) && eng_augment_on(&aug);
+        struct { const char *sec, *key; int used; } ignored[] = {
+            { "train", "checkpoint_every", vals[find_key("train", "checkpoint_every")].line != 0 },
+            { "train", "gradient", c->train.n_gradient > 0 }, { "train", "telemetry", c->train.telemetry },
+            { "data", "augment", aug_on }, { "data", "prefetch", c->data.prefetch },
+            { "data", "read_mbps", c->data.read_mbps > 0 }, { "data", "read_latency_ms", c->data.read_latency_ms > 0 },
+        };
+        for (size_t i = 0; graph && i < sizeof ignored / sizeof ignored[0]; i++)
+            if (ignored[i].used)
+                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (their training "
+                      "loop has no checkpoints, gradient transforms, telemetry, augmentation or input pipeline); remove it",
+                      ignored[i].sec, ignored[i].key);
     }
 #undef CROSS
 
@@ -1222,9 +1306,23 @@ int eng_experiment_select(eng_experiment *ex, const char *name)
     return ENG_OK;
 }
 
-const char *eng_config_value(const eng_config *c, const char *key)
+static const eng_kv *kv_of(const eng_config *c, const char *key)
 {
     for (size_t i = 0; i < c->n_kv; i++)
-        if (!strcmp(c->kv[i].key, key)) return c->kv[i].value;
+        if (!strcmp(c->kv[i].key, key)) return &c->kv[i];
     return NULL;
+}
+
+const char *eng_config_value(const eng_config *c, const char *key)
+{
+    const eng_kv *kv = kv_of(c, key);
+    return kv ? kv->value : NULL;
+}
+
+void eng_config_where(const eng_config *c, const char *key, char *buf, size_t cap)
+{
+    const eng_kv *kv = kv_of(c, key);
+    if (kv && kv->line > 0) snprintf(buf, cap, "%s:%d", c->path, kv->line);
+    else if (kv && kv->line < 0) snprintf(buf, cap, "--set %s=%s", key, kv->value);
+    else snprintf(buf, cap, "%s", c->path);
 }

@@ -93,7 +93,7 @@ static int split_fields(char *line, char **fields, int max)
     return n;
 }
 
-static int parse_number(const char *s, double *out)
+int eng_parse_number(const char *s, double *out)
 {
     if (!*s) return 0;
     char *end;
@@ -159,7 +159,7 @@ static int csv_parse(const char *path, int skip, int header, int ref_cols, const
             else if (header == -1) {
                 double dummy;
                 for (int i = 0; i < nf && !is_header; i++)
-                    if (!parse_number(fields[i], &dummy)) is_header = 1;
+                    if (!eng_parse_number(fields[i], &dummy)) is_header = 1;
             }
             if (is_header) continue;
         }
@@ -178,7 +178,7 @@ static int csv_parse(const char *path, int skip, int header, int ref_cols, const
         }
         double *row = t->v + (size_t)t->rows * (size_t)t->cols;
         for (int i = 0; i < nf; i++)
-            if (!parse_number(fields[i], &row[i])) {
+            if (!eng_parse_number(fields[i], &row[i])) {
                 rc = eng_fail(ENG_EFORMAT, "%s:%d: column %d: expected a number, got '%.40s'",
                               path, lineno, i + 1, fields[i]);
                 goto done;

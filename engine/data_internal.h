@@ -53,11 +53,17 @@ int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split);
  * without prefetch. For the profiler's byte counts, tests and measurements. */
 void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller);
 
+/* A whole field as a finite number: 1 and *out, or 0 for text, an empty field, nan or inf
+ * (the one number check of the CSV and graph loaders). */
+int eng_parse_number(const char *s, double *out);
+
 /* Input files: each must be a regular file (not /dev/zero, a FIFO or a directory, which
  * would grow memory without end or block forever) no larger than its cap. */
 #define ENG_MAX_CONFIG_BYTES (1LL << 20)    /* an experiment file */
 #define ENG_MAX_CSV_BYTES (1LL << 30)       /* a CSV dataset */
 #define ENG_MAX_IDX_BYTES (4LL << 30)       /* an IDX file, gzipped or not, on disk */
+#define ENG_MAX_GRAPH_BYTES (4LL << 30)     /* a graph file: edges, features, labels, a mask */
+#define ENG_GRAPH_MAX_LINE (1 << 22)        /* bytes of one line of a graph file */
 /* Opens path for reading; checks after the open (fstat of the open descriptor, so no
  * race with a rename) that it is a regular file of at most max_bytes. what names the
  * file in messages ("experiment file"). Returns the descriptor (caller closes) and the

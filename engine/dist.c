@@ -183,9 +183,12 @@ F16C_ATTR static void add_f16c(const uint16_t *a, uint16_t *b, size_t n)
     }
     for (; i < n; i++) b[i] = f2h(h2f(a[i]) + h2f(b[i]));
 }
+#include <cpuid.h>
+/* CPUID leaf 1, ECX bit 29: clang's __builtin_cpu_supports does not know "f16c" (make fuzz). */
 static int use_f16c(void)
 {
-    return eng_isa_current() != ENG_ISA_GENERIC && __builtin_cpu_supports("f16c");
+    unsigned a, b, c = 0, d;
+    return eng_isa_current() != ENG_ISA_GENERIC && __get_cpuid(1, &a, &b, &c, &d) && (c & bit_F16C);
 }
 #else
 static int use_f16c(void) { return 0; }
@@ -662,6 +665,137 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
     return ENG_OK;
 }
 
+/* ---- agreeing before a variant's first step --------------------------------------------- */
+
+static int g_disagreed;   /* the last agreement failed: no run to exchange profiles of */
+
+#define AGREE_MSG 480
+typedef struct {
+    uint64_t hash;        /* FNV-1a of config_text */
+    int32_t failed;       /* this rank could not set up the variant: msg says why */
+    int32_t leaving;      /* ... nor run any variant (its experiment did not load) */
+    int32_t text_len;     /* bytes of config_text (0: none) */
+    char msg[AGREE_MSG];
+} agree_rec;
+
+/* Every resolved key as "key=value\n" (sorted, as cfg->kv is), after the variant's name;
+ * without dist.world_size, which only a created run has. NUL-terminated; caller frees. */
+static char *config_text(const eng_config *cfg, size_t *len)
+{
+    size_t line = sizeof cfg->kv->key + sizeof cfg->kv->value + 2, cap = line * (cfg->n_kv + 1);
+    char *t = malloc(cap);
+    if (!t) return NULL;
+    size_t n = (size_t)snprintf(t, cap, "(variant)=%s\n", cfg->variant);
+    for (size_t i = 0; i < cfg->n_kv && n < cap; i++)
+        if (strcmp(cfg->kv[i].key, "dist.world_size"))
+            n += (size_t)snprintf(t + n, cap - n, "%s=%s\n", cfg->kv[i].key, cfg->kv[i].value);
+    *len = n < cap ? n : cap - 1;
+    return t;
+}
+
+static uint64_t fnv1a(const char *s, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+    return h;
+}
+
+/* The value of key (a "key=" prefix) in a config text, up to its newline; NULL if absent. */
+static const char *text_value(const char *t, const char *key, size_t klen, int *vlen)
+{
+    for (const char *p = t; *p;) {
+        const char *nl = strchr(p, '\n');
+        if (!nl) break;
+        if ((size_t)(nl - p) > klen && !strncmp(p, key, klen) && p[klen] == '=') {
+            *vlen = (int)(nl - p - (long)klen - 1);
+            return p + klen + 1;
+        }
+        p = nl + 1;
+    }
+    return NULL;
+}
+
+/* The first key (in rank 0's order) whose value differs between rank 0's text a and rank
+ * r's text b, or the first key only one of them has. */
+static void first_difference(const char *a, const char *b, int r, char *out, size_t cap)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        const char *x = pass ? b : a, *y = pass ? a : b;
+        for (const char *p = x; *p;) {
+            const char *nl = strchr(p, '\n'), *eq = memchr(p, '=', nl ? (size_t)(nl - p) : 0);
+            if (!nl || !eq) break;
+            size_t klen = (size_t)(eq - p);
+            int xl = (int)(nl - eq - 1), yl = 0;
+            const char *yv = text_value(y, p, klen, &yl);
+            if (!yv || yl != xl || strncmp(yv, eq + 1, (size_t)xl)) {
+                const char *v0 = pass ? yv : eq + 1, *vr = pass ? eq + 1 : yv;
+                int l0 = pass ? yl : xl, lr = pass ? xl : yl;
+                snprintf(out, cap, "%.*s is '%.*s' on rank 0 but '%.*s' on rank %d", (int)klen, p, v0 ? l0 : 8,
+                         v0 ? v0 : "(absent)", vr ? lr : 8, vr ? vr : "(absent)", r);
+                return;
+            }
+            p = nl + 1;
+        }
+    }
+    snprintf(out, cap, "rank %d's keys hash differently from rank 0's", r);
+}
+
+/* The ranks' records are in; the first differing rank's config text goes to every rank,
+ * and rank 0 names the first key that differs. */
+static int disagreement(const agree_rec *all, int differ, char *text, double timeout)
+{
+    int n = all[differ].text_len;
+    char *other = g_rank == differ ? text : malloc((size_t)n + 1);
+    if (!other) { g_broken = 1; return eng_fail(ENG_ENOMEM, "mpi: out of memory comparing the ranks' configurations"); }
+    MPI_Request req;
+    int rc = MPI_Ibcast(other, n, MPI_BYTE, differ, MPI_COMM_WORLD, &req) != MPI_SUCCESS
+                 ? start_failed("comparing the ranks' configurations")
+                 : wait_req(&req, timeout, "comparing the ranks' configurations");
+    other[n] = 0;
+    char what[700] = "rank 0 names the key";
+    if (!rc && g_rank == 0) first_difference(text, other, differ, what, sizeof what);
+    if (other != text) free(other);
+    if (rc) return rc;
+    return eng_fail(ENG_EINVAL, "mpi: the ranks' configurations differ: %s; every rank must run the same experiment "
+                    "(the same file, variant and --set values)", what);
+}
+
+int eng_dist_agree(const eng_config *cfg, const char *local_error)
+{
+    if (!g_inited || g_world < 2) return ENG_OK;
+    double timeout = cfg && cfg->dist.timeout_s > 0 ? cfg->dist.timeout_s : 30;
+    size_t len = 0;
+    char *text = cfg ? config_text(cfg, &len) : NULL;
+    agree_rec mine, *all = calloc((size_t)g_world, sizeof *all);
+    memset(&mine, 0, sizeof mine);
+    mine.failed = local_error || !text;
+    mine.leaving = !cfg;
+    mine.text_len = text ? (int32_t)len : 0;
+    mine.hash = text ? fnv1a(text, len) : 0;
+    snprintf(mine.msg, sizeof mine.msg, "%s", local_error ? local_error : text ? "" : "out of memory");
+    int rc = ENG_OK;
+    MPI_Request req;
+    if (!all) rc = start_failed("the agreement before the first step (out of memory)");
+    else if (MPI_Iallgather(&mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, MPI_COMM_WORLD,
+                            &req) != MPI_SUCCESS)
+        rc = start_failed("the agreement before the first step");
+    else
+        rc = wait_req(&req, timeout, "the agreement before the first step");
+    int differ = -1, failed = -1;
+    for (int r = 0; !rc && r < g_world; r++) {
+        if (differ < 0 && all[r].text_len && all[0].text_len && all[r].hash != all[0].hash) differ = r;
+        if (failed < 0 && all[r].failed) failed = r;
+        if (all[r].leaving) g_broken = 1;   /* that rank runs no further variant: the job ends */
+    }
+    if (!rc && differ > 0) rc = disagreement(all, differ, text, timeout);
+    else if (!rc && failed >= 0)
+        rc = eng_fail(ENG_EINVAL, "mpi: rank %d could not start: %s", failed, all[failed].msg);
+    g_disagreed = rc != ENG_OK;
+    free(all);
+    free(text);
+    return rc;
+}
+
 /* ---- the rank sink -------------------------------------------------------------------- */
 
 enum { TAG_ROWS_N = 101, TAG_ROWS = 102 };
@@ -671,7 +805,7 @@ static int dist_op_stats(void *ud, const prof_row *rows, size_t n, const prof_su
     eng_dist_sink_state *st = ud;
     double timeout = 30;
     if (g_rank != 0) {
-        if (g_broken) return 0;
+        if (g_broken || g_disagreed) return 0;
         long long cnt = (long long)n;
         MPI_Request req;
         if (MPI_Isend(&cnt, 1, MPI_LONG_LONG, 0, TAG_ROWS_N, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
@@ -684,7 +818,7 @@ static int dist_op_stats(void *ud, const prof_row *rows, size_t n, const prof_su
     }
     const eng_sink *in = st->inner;
     if (!in || !in->op_stats) return 0;
-    if (g_broken) return in->op_stats(in->ud, rows, n, sum);
+    if (g_broken || g_disagreed) return in->op_stats(in->ud, rows, n, sum);
     /* Rank 0's rows as they are, then every other rank's as "rankK:name". */
     prof_row *all = malloc(n * sizeof *all);
     if (n && !all) return eng_fail(ENG_ESINK, "mpi: out of memory for the profiles");

@@ -49,6 +49,38 @@ const char *eng_error(void);
  * for sinks that want their message to surface through eng_error(). */
 int eng_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* ---- fp32 GEMM backends and the OpenBLAS core (gemm*.c) -----------------------------
+ * Every fp32 GEMM of the engine goes through one entry point with two backends, OpenBLAS
+ * and oneDNN (dnnl_sgemm). Before a backend serves a shape class (transposes and the binary
+ * magnitude of M, N, K) a child process checks it against a double reference and times it;
+ * train.gemm = auto then lets the fastest that passed serve each class. Results are cached
+ * per machine and thread count. A run records what served it (eng_gemm_describe). */
+
+/* Call first in main(). When the user has not set OPENBLAS_CORETYPE, picks the fastest
+ * OpenBLAS core that passes its check on this CPU (GEMM and LAPACK; measured once per
+ * machine in child processes, cached) and, when it is not the core OpenBLAS loaded with,
+ * re-executes the program with OPENBLAS_CORETYPE set to it (OpenBLAS reads it only when it
+ * loads). Returns when nothing is to be done; eng_openblas_core_note says what happened.
+ * NNBENCH_OPENBLAS_CANDIDATES=A,B restricts the cores tried; NNBENCH_OPENBLAS_SELECT=off
+ * keeps the core as loaded, =force also treats a set OPENBLAS_CORETYPE as unset (tests). */
+void eng_openblas_core_select(char **argv);
+const char *eng_openblas_core_note(void);
+/* The last prepared choice: "onednn 6/8, openblas 2/8 shape classes; auto, 2 threads, ..."
+ * and per class "NN 128x256x784 onednn 57.0 GF/s (openblas 26.9); ...". */
+void eng_gemm_describe(char *buf, size_t cap);
+void eng_gemm_describe_classes(char *buf, size_t cap);
+/* Why a backend was skipped in the last choice ("" when none was). */
+const char *eng_gemm_notes(void);
+/* nnbench sysinfo --calibrate: forgets this machine's cached choices, measures the
+ * standard shapes (the Fashion MLP's at batch 128) again at 1..threads threads, and writes
+ * one line per thread count into buf. */
+int eng_gemm_calibrate(int threads, char *buf, size_t cap);
+/* What the cache knows of this machine, one line per thread count, into buf. */
+void eng_gemm_cached(char *buf, size_t cap);
+/* Best and mean GFLOP/s of an n x n x n sgemm through the entry point (the backend the
+ * choice gives that class at `threads` threads, named into backend), over reps calls. */
+int eng_gemm_square_rate(int n, int reps, int threads, double *best, double *mean, char *backend, size_t cap);
+
 /* ---- instruction-set paths of the vectorised kernels (isa.c) ------------------------
  * The activation kernels (ops.c) and the MaxK / CBSR kernels (sparse.c) are compiled once
  * per path; one path serves them all, chosen on first use: NNBENCH_ISA if set, else the
@@ -126,14 +158,20 @@ typedef struct {
  * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
 typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
-               ENG_LAYER_SAGE /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */ } eng_layer_kind;
+               ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */
+               ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
+               ENG_LAYER_GAP      /* global average pooling: C x H x W -> C */ } eng_layer_kind;
+#define ENG_LAYER_KINDS 7
 
 typedef struct {
     eng_layer_kind kind;
     int units;     /* dense: outputs; conv: filters */
-    int kernel;    /* conv: square kernel size (stride 1, no padding); pool: 2 */
+    int kernel;    /* conv: square kernel size; pool: 2; avgpool: K (0 means 2) */
     eng_act act;
     int k;         /* maxk: values kept per row (1 <= k <= units) */
+    int pad;       /* conv: zeros added on every side of the input (0 <= pad < kernel) */
+    int stride;    /* conv: step between receptive fields, 0 means 1 (a zeroed spec is valid);
+                      avgpool: 0 means the kernel */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
@@ -153,6 +191,9 @@ typedef enum { ENG_SCHED_CONSTANT, ENG_SCHED_STEP, ENG_SCHED_COSINE, ENG_SCHED_L
 typedef enum { ENG_GRAD_ZNORM, ENG_GRAD_CENTRALIZE, ENG_GRAD_CLIP_NORM, ENG_GRAD_CLIP_VALUE } eng_grad_kind;
 #define ENG_MAX_GRAD_TRANSFORMS 8
 
+/* train.gemm: which fp32 GEMM backend serves the model (engine/gemm*.c). */
+typedef enum { ENG_GEMM_POLICY_AUTO = 0, ENG_GEMM_POLICY_OPENBLAS = 1, ENG_GEMM_POLICY_ONEDNN = 2 } eng_gemm_policy;
+
 typedef struct {
     eng_optimizer optimizer;
     double lr;
@@ -169,6 +210,7 @@ typedef struct {
     double gamma;          /* step schedule: factor */
     double min_lr;         /* cosine/linear: floor */
     int threads;           /* BLAS threads; 0 = leave as the environment sets it */
+    eng_gemm_policy gemm;  /* fp32 GEMM backend choice */
     int eval_every;        /* steps between test evaluations; 0 = once per epoch */
     int log_every;         /* steps between logged train metrics (default 1) */
     long checkpoint_every; /* steps between checkpoints; 0 = at the end of each epoch */
@@ -271,6 +313,9 @@ typedef struct {
 
 /* The resolved value of key ("train.lr") in c, or NULL: the one lookup of config keys. */
 const char *eng_config_value(const eng_config *c, const char *key);
+/* Where key's value came from, for messages: "FILE:LINE", "--set key=value", or "FILE"
+ * for a default. */
+void eng_config_where(const eng_config *c, const char *key, char *buf, size_t cap);
 
 typedef struct {
     char path[512];
@@ -403,6 +448,9 @@ typedef struct {
     long total_steps;
     int n_train, n_test;
     long resumed_step;           /* 0, or the checkpoint's step when the run was resumed */
+    const char *gemm;            /* what served the fp32 GEMMs (eng_gemm_describe), or NULL */
+    const char *gemm_classes;    /* per shape class (eng_gemm_describe_classes), or NULL */
+    const char *gemm_notes;      /* backends skipped for failing their check, or "" */
     int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
                                   * train_loss/train_acc/lr logged at resumed_step were that
                                   * interval's partial mean and are logged again later */
@@ -503,6 +551,15 @@ eng_model *eng_run_model(eng_run *r);
 const eng_dataset *eng_run_dataset(const eng_run *r);
 /* Thread- and signal-safe: the run stops at the next step boundary. */
 void eng_run_request_stop(eng_run *r);
+/* Async-signal-safe, for this whole process from then on: long builds inside
+ * eng_run_create (graph generation and loading, CSR building, sampler and partition
+ * figures) stop at their next check with ENG_ESTOPPED, so that a stop that arrives before
+ * there is a run to stop is honoured within about a second. For `nnbench run`, whose
+ * signal ends every variant; a process that starts more runs afterwards does not call it. */
+void eng_stop_builds(void);
+int eng_builds_stopped(void);
+/* ENG_ESTOPPED with "WHAT: stopped while building (stop requested)" in eng_error(). */
+int eng_build_stop_error(const char *what);
 void eng_run_destroy(eng_run *r);
 
 /* ---- data-parallel training on MPI (engine/dist.c, the only includer of mpi.h) ------ *
@@ -530,6 +587,16 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
 /* Collective (every rank calls it): the median over reps of the time of an in-place
  * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
 int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);
+/* Collective, once per variant before its first step (eng_run_train calls it; a rank
+ * whose eng_run_create failed calls it with its message, and a rank whose experiment did
+ * not load with cfg NULL): every rank's outcome and a hash of its resolved config (every
+ * key, after variant overrides and --set, and the variant's name), waited for at most
+ * cfg's dist.timeout_s. ENG_OK when every rank set up the same config; else ENG_EINVAL
+ * with, in this order, "mpi: the ranks' configurations differ: train.lr is '0.1' on rank 0
+ * but '0.2' on rank 1; ..." (on rank 0; the first differing key) or "mpi: rank 1 could not
+ * start: <its message>" (the first failing rank's); ENG_EIO when a rank did not answer.
+ * After a rank that leaves (cfg NULL), eng_dist_broken() is true on every rank. */
+int eng_dist_agree(const eng_config *cfg, const char *local_error);
 /* Collective: returns when every rank has called it (ENG_EIO after dist.timeout_s's
  * default of 30 s, or when the job is being stopped). No-op in one process. */
 int eng_dist_barrier(void);

@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #define U64(x) ((uint64_t)(x))
 
@@ -165,10 +167,74 @@ void eng_gnn_free(eng_gnn *m)
     prof_free(m);
 }
 
+/* ---- the memory estimate ---------------------------------------------------------------- */
+
+/* What one process may allocate: physical memory, or less under ulimit -v / -d. */
+static double memory_limit(void)
+{
+    double lim = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGE_SIZE);
+    int which[2] = { RLIMIT_AS, RLIMIT_DATA };
+    for (int i = 0; i < 2; i++) {
+        struct rlimit rl;
+        if (!getrlimit(which[i], &rl) && rl.rlim_cur != RLIM_INFINITY && (double)rl.rlim_cur < lim)
+            lim = (double)rl.rlim_cur;
+    }
+    return lim;
+}
+
+int eng_gnn_check_memory(const eng_config *cfg, int64_t n, int64_t entries, int64_t drawn, int f, int classes,
+                         double limit)
+{
+    const eng_model_config *mc = &cfg->model;
+    double N = (double)n, M = (double)entries, F = f;
+    /* the graph itself (CSR, features, labels, split), and what building it adds at its
+     * peak: the drawn edge list and the CSR's fill pointers */
+    double graph = 8 * (N + 1) + 4 * M + 4 * N * F + 5 * N, build = 8 * (double)drawn + 8 * N;
+    /* eng_gnn_create's buffers: every layer's activations for all n nodes (a block has at
+     * most n rows), the split ids, the gathered inputs and the loss's rows */
+    double act = 4 * N * (5 + F + 3.0 * classes);
+    for (int l = 0, in = f; l < mc->n_layers; l++) {
+        const eng_layer_spec *sp = &mc->layers[l];
+        double out = sp->units, k = sp->act == ENG_ACT_MAXK ? sp->k : 0;
+        act += 4 * N * (4.0 * in + 2 * out + (sp->act == ENG_ACT_NONE ? 0 : 2 * (k ? k : out)) + k);
+        in = sp->units;
+    }
+    /* METIS k-way: its coarsened copies of the graph; ~10x the CSR in 32-bit indices is a
+     * round upper figure (libmetis does not say), far below the activations of a model */
+    double metis = cfg->graph.partition == ENG_PART_METIS ? 40 * (N + M) : 0;
+    double total = graph + (build > act + metis ? build : act + metis);
+    if (limit <= 0) limit = memory_limit();
+    if (total <= limit) return ENG_OK;
+    char part[64] = "";
+    if (metis > 0) snprintf(part, sizeof part, "; METIS about %.0f MB", metis / 1048576);
+    return eng_fail(ENG_ENOMEM, "graph: out of memory: the graph is too big: %.0f nodes with %.0f edge entries and %d "
+                    "features take an estimated %.0f MB (the graph %.0f MB; building it %.0f MB more; activations of the "
+                    "%d sage layers for every node %.0f MB%s), over the %.0f MB this process may use (physical memory, "
+                    "ulimit -v/-d); use fewer graph.nodes (or a smaller graph.scale, degree, features or layers)",
+                    N, M, f, total / 1048576, graph / 1048576, build / 1048576, mc->n_layers, act / 1048576, part,
+                    limit / 1048576);
+}
+
+/* Before a generator builds anything: the sizes it will build, estimated. */
+static int check_generated(const eng_config *cfg)
+{
+    const eng_graph_config *gc = &cfg->graph;
+    int64_t n, drawn;
+    if (gc->source == ENG_GRAPH_SBM) {
+        n = gc->nodes;
+        drawn = (int64_t)(gc->degree * (double)n / 2.0 + 0.5);
+    } else {
+        n = (int64_t)1 << gc->scale;
+        drawn = (int64_t)gc->edge_factor * n;
+    }
+    return eng_gnn_check_memory(cfg, n, 2 * drawn, drawn, gc->features, gc->classes, 0);
+}
+
 static int load_graph(const eng_config *cfg, eng_graph **out, char *name, size_t cap)
 {
     const eng_graph_config *gc = &cfg->graph;
-    int rc;
+    int rc = gc->source == ENG_GRAPH_FILE ? ENG_OK : check_generated(cfg);
+    if (rc) return rc;
     eng_graph *g = NULL;
     switch (gc->source) {
     case ENG_GRAPH_SBM:
@@ -192,15 +258,22 @@ static int load_graph(const eng_config *cfg, eng_graph **out, char *name, size_t
         }
         snprintf(name, cap, "rmat(scale=%d, ef=%d)", gc->scale, gc->edge_factor);
         break;
-    default:
-        rc = eng_graph_load_edges(gc->edges, gc->undirected, 0, &g);
+    default: {
+        /* The features file fixes the node count (one row per node): the edge list's ids
+         * are checked against it before anything is sized by them. */
+        int32_t n = 0;
+        rc = eng_graph_count_rows(gc->node_features, &n);
+        if (!rc && n < 1) rc = eng_fail(ENG_EFORMAT, "%s: no feature rows (one row per node)", gc->node_features);
+        if (!rc) rc = eng_graph_load_edges(gc->edges, gc->undirected, n, &g);
         if (!rc) rc = eng_graph_load_features(g, gc->node_features);
         if (!rc) rc = eng_graph_load_labels(g, gc->labels);
         if (!rc && gc->train_mask[0]) rc = eng_graph_load_mask(g, gc->train_mask, ENG_SPLIT_TRAIN);
         if (!rc && gc->val_mask[0]) rc = eng_graph_load_mask(g, gc->val_mask, ENG_SPLIT_VAL);
         if (!rc && gc->test_mask[0]) rc = eng_graph_load_mask(g, gc->test_mask, ENG_SPLIT_TEST);
+        if (!rc) rc = eng_gnn_check_memory(cfg, g->n, g->m, 0, g->f, g->classes, 0);
         snprintf(name, cap, "%s", eng_data_basename(gc->edges));
         break;
+    }
     }
     if (!rc && !g->split) rc = eng_graph_random_split(g, gc->train_fraction, gc->val_fraction, cfg->seed);
     if (rc) { eng_graph_free(g); return rc; }
@@ -645,6 +718,12 @@ int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const en
         res->error = err;
         if (sink->run_end) sink->run_end(sink->ud, res);
         return ENG_ESINK;
+    }
+    /* data-parallel (each rank trains the whole graph): the ranks agree on the config and
+     * hear each other's set-up errors before the first step, as eng_run_train's do */
+    if (eng_dist_world() > 1 && (rc = eng_dist_agree(cfg, NULL))) {
+        res->status = ENG_RUN_FAILED;
+        snprintf(err, errcap, "before the first step: %s", eng_error());
     }
     c.t0 = now_s();
     /* the graph's and the partition's figures, once, at step 0 */

@@ -5,11 +5,19 @@
 #include "rng.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "data_internal.h"
 
 #define ENG_STREAM_GRAPH 0x47525048ull /* "GRPH" */
+/* Every 2^20 iterations of a build loop: was a stop requested (eng_stop_builds)? A few ms
+ * apart, so a SIGTERM during a graph of 10^8 nodes is obeyed within a second. */
+#define STOP_CHECK(i) (((i) & 0xfffff) == 0 && eng_builds_stopped())
 
 void eng_graph_free(eng_graph *g)
 {
@@ -51,6 +59,7 @@ int eng_graph_build_csr(eng_graph *g, const int32_t *src, const int32_t *dst, in
     }
     /* counting sort by destination (row = the node that aggregates) */
     for (int64_t i = 0; i < m; i++) {
+        if (STOP_CHECK(i)) { prof_free(ptr); prof_free(col); return eng_build_stop_error("graph"); }
         ptr[dst[i] + 1]++;
         if (undirected) ptr[src[i] + 1]++;
     }
@@ -66,6 +75,7 @@ int eng_graph_build_csr(eng_graph *g, const int32_t *src, const int32_t *dst, in
     /* per row: sort, drop self-loops and repeats, compact in place */
     int64_t out = 0, loops = 0, dups = 0;
     for (int32_t v = 0; v < n; v++) {
+        if (STOP_CHECK(v)) { prof_free(ptr); prof_free(col); return eng_build_stop_error("graph"); }
         int64_t a = ptr[v], b = ptr[v + 1];
         sort_i32(col + a, b - a);
         ptr[v] = out;
@@ -95,35 +105,73 @@ typedef struct {
     char *line;
     size_t cap;
     long no;
+    long long size;       /* the file's size in bytes */
+    int rc;               /* a read error or an over-long line: the loader stops with it */
 } reader;
 
+/* Opens a graph file: a regular file of at most ENG_MAX_GRAPH_BYTES (eng_open_input: not
+ * /dev/zero, a FIFO or a directory, which would grow one line without end or block). */
 static int rd_open(reader *r, const char *path)
 {
     memset(r, 0, sizeof *r);
     r->path = path;
-    r->f = fopen(path, "r");
-    if (!r->f) return eng_fail(ENG_EIO, "%s: cannot open: %s", path, strerror(errno));
+    int fd = eng_open_input(path, ENG_MAX_GRAPH_BYTES, "graph file", &r->size);
+    if (fd < 0) return ENG_EIO;
+    r->f = fdopen(fd, "r");
+    if (!r->f) { close(fd); return eng_fail(ENG_ENOMEM, "%s: out of memory", path); }
     return ENG_OK;
 }
 
-/* Next line that is not blank or a '#' comment, without its newline; NULL at the end. */
+/* Next line that is not blank or a '#' comment, without its newline; NULL at the end or
+ * on an error (r->rc set). Lines are at most ENG_GRAPH_MAX_LINE bytes: one that is longer
+ * is not a graph file's line, and a bound keeps a file without newlines from taking its
+ * whole size as one buffer. */
 static char *rd_next(reader *r)
 {
     for (;;) {
-        ssize_t len = getline(&r->line, &r->cap, r->f);
-        if (len < 0) return NULL;
+        size_t len = 0;
+        int c = EOF;
+        for (;;) {
+            if (len + 1 >= r->cap) {   /* room for this byte and the NUL, also of an empty line */
+                if (r->cap >= ENG_GRAPH_MAX_LINE) {
+                    r->rc = eng_fail(ENG_EFORMAT, "%s:%ld: a line longer than %d bytes: not a graph file's line "
+                                     "(one edge, feature row or label per line)", r->path, r->no + 1, ENG_GRAPH_MAX_LINE);
+                    return NULL;
+                }
+                size_t nc = r->cap ? 2 * r->cap : 256;
+                char *t = realloc(r->line, nc);
+                if (!t) { r->rc = eng_fail(ENG_ENOMEM, "%s: out of memory", r->path); return NULL; }
+                r->line = t;
+                r->cap = nc;
+            }
+            if ((c = getc_unlocked(r->f)) == EOF || c == '\n') break;
+            if (!c) {
+                r->rc = eng_fail(ENG_EFORMAT, "%s:%ld: a NUL byte: not a text file", r->path, r->no + 1);
+                return NULL;
+            }
+            r->line[len++] = (char)c;
+        }
+        if (ferror(r->f)) {
+            r->rc = eng_fail(ENG_EIO, "%s:%ld: read error: %s", r->path, r->no + 1, strerror(errno));
+            return NULL;
+        }
+        if (c == EOF && len == 0) return NULL;
         r->no++;
-        while (len > 0 && (r->line[len - 1] == '\n' || r->line[len - 1] == '\r')) r->line[--len] = 0;
+        if (eng_builds_stopped()) { r->rc = eng_build_stop_error(r->path); return NULL; }
+        while (len > 0 && r->line[len - 1] == '\r') len--;
+        r->line[len] = 0;
         char *p = r->line;
         while (*p == ' ' || *p == '\t') p++;
         if (*p && *p != '#') return p;
     }
 }
 
-static void rd_close(reader *r)
+/* Closes r; returns its read error (ENG_OK when none). */
+static int rd_close(reader *r)
 {
     if (r->f) fclose(r->f);
     free(r->line);
+    return r->rc;
 }
 
 /* Splits a line in place: at commas if it has any, else at tabs if it has any, else at
@@ -177,7 +225,7 @@ static int parse_id(const char *s, long long *v)
     return 0;
 }
 
-int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_graph **out)
+int eng_graph_load_edges(const char *path, int undirected, int32_t n_nodes, eng_graph **out)
 {
     *out = NULL;
     reader r;
@@ -205,6 +253,14 @@ int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_gr
                           INT32_MAX - 1, a, b);
             break;
         }
+        /* Checked here, before the CSR is sized by the largest id: one stray id of 2^27
+         * would otherwise allocate for 2^27 nodes before anything else is compared. */
+        if (n_nodes > 0 && (a >= n_nodes || b >= n_nodes)) {
+            rc = eng_fail(ENG_EFORMAT, "%s:%ld: node %lld is past the graph's %d nodes (ids 0..%d: one feature row "
+                          "per node); fix the id or add its feature row", path, r.no, a >= n_nodes ? a : b, n_nodes,
+                          n_nodes - 1);
+            break;
+        }
         if (m == cap) {
             int32_t *s2 = prof_malloc((size_t)cap * 2 * sizeof *src), *d2 = prof_malloc((size_t)cap * 2 * sizeof *dst);
             if (s2) memcpy(s2, src, (size_t)cap * sizeof *src);
@@ -220,7 +276,8 @@ int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_gr
         if (a > maxid) maxid = a;
         if (b > maxid) maxid = b;
     }
-    rd_close(&r);
+    int rrc = rd_close(&r);
+    if (!rc) rc = rrc;
     if (!rc && m == 0) rc = eng_fail(ENG_EFORMAT, "%s: no edges (expected lines 'src,dst')", path);
     eng_graph *g = NULL;
     if (!rc) {
@@ -228,7 +285,7 @@ int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_gr
         if (!g) rc = eng_fail(ENG_ENOMEM, "%s: out of memory", path);
     }
     if (!rc) {
-        g->n = (int32_t)(maxid + 1 > n_min ? maxid + 1 : n_min);
+        g->n = (int32_t)(maxid + 1 > n_nodes ? maxid + 1 : n_nodes);
         rc = eng_graph_build_csr(g, src, dst, m, undirected);
     }
     prof_free(src);
@@ -236,6 +293,33 @@ int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_gr
     if (rc) { eng_graph_free(g); return rc; }
     *out = g;
     return ENG_OK;
+}
+
+/* A first row whose first field is text (not even nan or inf) is a header. */
+static int header_field(const char *s)
+{
+    char *end;
+    strtod(s, &end);
+    return end == s || *end;
+}
+
+int eng_graph_count_rows(const char *path, int32_t *n)
+{
+    *n = 0;
+    reader r;
+    int rc = rd_open(&r, path);
+    if (rc) return rc;
+    long long rows = 0;
+    char *p;
+    while ((p = rd_next(&r))) {
+        char *f0;
+        if (rows == 0 && fields_of(p, &f0, 1) >= 1 && header_field(f0)) { rows = -1; continue; }
+        if (rows < 0) rows = 0;
+        if (++rows >= INT32_MAX) { r.rc = eng_fail(ENG_EFORMAT, "%s:%ld: more than %d rows", path, r.no, INT32_MAX - 1); break; }
+    }
+    rc = rd_close(&r);
+    if (!rc) *n = (int32_t)(rows > 0 ? rows : 0);
+    return rc;
 }
 
 int eng_graph_load_features(eng_graph *g, const char *path)
@@ -248,7 +332,7 @@ int eng_graph_load_features(eng_graph *g, const char *path)
     float *feat = NULL;
     char *p;
     char **fl = NULL;
-    int flcap = 0;
+    int flcap = 0, header = 0;
     while (!rc && (p = rd_next(&r))) {
         int nf = count_fields(p);
         if (nf > flcap) {
@@ -258,12 +342,18 @@ int eng_graph_load_features(eng_graph *g, const char *path)
             flcap = nf;
         }
         nf = fields_of(p, fl, flcap);
-        char *end;
-        double v0 = strtod(fl[0], &end);
-        (void)v0;
-        if (row == 0 && !f && (end == fl[0] || *end)) continue; /* a header */
+        if (row == 0 && !f && !header && header_field(fl[0])) { header = 1; continue; }
         if (!f) {
             f = nf;
+            /* A row of f numbers takes at least 2f bytes (a digit and a separator or the
+             * newline each): a file too small for one row per node is refused before
+             * n x f floats are allocated for it. */
+            if ((double)g->n * 2.0 * f > (double)r.size + 1) {
+                rc = eng_fail(ENG_EFORMAT, "%s:%ld: %d features per row (as this row) for %d nodes need at least %.0f "
+                              "bytes, but the file has %lld: it cannot hold one row per node", path, r.no, f, g->n,
+                              (double)g->n * 2.0 * f, r.size);
+                break;
+            }
             feat = prof_malloc((size_t)g->n * (size_t)f * sizeof *feat);
             if (!feat) { rc = eng_fail(ENG_ENOMEM, "%s: out of memory for %d x %d features", path, g->n, f); break; }
         }
@@ -276,17 +366,18 @@ int eng_graph_load_features(eng_graph *g, const char *path)
             break;
         }
         for (int j = 0; j < f; j++) {
-            errno = 0;
-            double v = strtod(fl[j], &end);
-            if (end == fl[j] || *end || errno) {
-                rc = eng_fail(ENG_EFORMAT, "%s:%ld: column %d: expected a number, got '%s'", path, r.no, j + 1, fl[j]);
+            double v;
+            if (!eng_parse_number(fl[j], &v) || fabs(v) > FLT_MAX) {
+                rc = eng_fail(ENG_EFORMAT, "%s:%ld: column %d: expected a finite number in float range (nan and inf "
+                              "are refused, as in CSV files), got '%.40s'", path, r.no, j + 1, fl[j]);
                 break;
             }
             feat[(size_t)row * f + j] = (float)v;
         }
         row++;
     }
-    rd_close(&r);
+    int rrc = rd_close(&r);
+    if (!rc) rc = rrc;
     free(fl);
     if (!rc && row != g->n)
         rc = eng_fail(ENG_EFORMAT, "%s: %d feature rows, but the graph has %d nodes (one row per node, in id order)",
@@ -333,7 +424,8 @@ int eng_graph_load_labels(eng_graph *g, const char *path)
         if (b > maxl) maxl = (int32_t)b;
         row++;
     }
-    rd_close(&r);
+    int rrc = rd_close(&r);
+    if (!rc) rc = rrc;
     if (!rc && row != g->n)
         rc = eng_fail(ENG_EFORMAT, "%s: %d labels, but the graph has %d nodes (every node needs one)", path, row, g->n);
     if (rc) { prof_free(lab); return rc; }
@@ -377,8 +469,8 @@ int eng_graph_load_mask(eng_graph *g, const char *path, int which)
         }
         g->split[a] = (uint8_t)which;
     }
-    rd_close(&r);
-    return rc;
+    int rrc = rd_close(&r);
+    return rc ? rc : rrc;
 }
 
 int eng_graph_random_split(eng_graph *g, double train, double val, uint64_t seed)
@@ -427,6 +519,7 @@ int eng_graph_sbm(int32_t n, int c, double deg, double homophily, int f, double 
     /* community i % c; members of community k are k, k + c, k + 2c, ... */
     for (int32_t v = 0; v < n; v++) g->label[v] = v % c;
     for (int64_t e = 0; e < m; e++) {
+        if (STOP_CHECK(e)) break;
         int32_t a = (int32_t)eng_rng_below(&r, (uint64_t)n), b;
         int k = a % c;
         int32_t size_k = (n - k + c - 1) / c;
@@ -440,10 +533,10 @@ int eng_graph_sbm(int32_t n, int c, double deg, double homophily, int f, double 
     }
     /* centroids: N(0, 1) per coordinate; features centroid + noise * N(0, 1) */
     for (size_t i = 0; i < (size_t)c * f; i++) cent[i] = (float)eng_rng_normal(&r);
-    for (int32_t v = 0; v < n; v++)
+    for (int32_t v = 0; v < n && !eng_builds_stopped(); v++)
         for (int j = 0; j < f; j++)
             g->feat[(size_t)v * f + j] = cent[(size_t)(v % c) * f + j] + (float)(noise * eng_rng_normal(&r));
-    int rc = eng_graph_build_csr(g, src, dst, m, 1);
+    int rc = eng_builds_stopped() ? eng_build_stop_error("graph: sbm") : eng_graph_build_csr(g, src, dst, m, 1);
     prof_free(src); prof_free(dst); prof_free(cent);
     if (rc) { eng_graph_free(g); return rc; }
     *out = g;
@@ -470,6 +563,7 @@ int eng_graph_rmat(int scale, int edge_factor, uint64_t seed, eng_graph **out)
     /* each level picks a quadrant from 16 random bits: four levels per 64-bit draw */
     const uint32_t A = (uint32_t)(0.57 * 65536), AB = (uint32_t)(0.76 * 65536), ABC = (uint32_t)(0.95 * 65536);
     for (int64_t e = 0; e < m; e++) {
+        if (STOP_CHECK(e)) break;
         uint32_t u = 0, v = 0;
         uint64_t bits = 0;
         for (int l = 0; l < scale; l++) {
@@ -485,7 +579,7 @@ int eng_graph_rmat(int scale, int edge_factor, uint64_t seed, eng_graph **out)
         src[e] = (int32_t)u;
         dst[e] = (int32_t)v;
     }
-    int rc = eng_graph_build_csr(g, src, dst, m, 1);
+    int rc = eng_builds_stopped() ? eng_build_stop_error("graph: rmat") : eng_graph_build_csr(g, src, dst, m, 1);
     prof_free(src); prof_free(dst);
     if (rc) { eng_graph_free(g); return rc; }
     *out = g;

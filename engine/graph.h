@@ -38,13 +38,20 @@ void eng_graph_free(eng_graph *g); /* frees the arrays and g itself; NULL is fin
  * undirected adds dst -> src too. Self-loops and duplicates are dropped and counted. */
 int eng_graph_build_csr(eng_graph *g, const int32_t *src, const int32_t *dst, int64_t m, int undirected);
 
-/* Loads an edge list: one "src,dst" per line (comma, tab or blanks between), '#' comments
+/* Graph files (edges, features, labels, masks) must be regular files of at most
+ * ENG_MAX_GRAPH_BYTES with lines of at most ENG_GRAPH_MAX_LINE bytes (data_internal.h);
+ * every loader stops with ENG_ESTOPPED once eng_stop_builds() was called.
+ *
+ * Loads an edge list: one "src,dst" per line (comma, tab or blanks between), '#' comments
  * and blank lines skipped, an optional header (a first line that is not two integers).
- * n = 1 + the largest id unless n_min is larger. Errors name FILE:LINE. *out: free with
- * eng_graph_free. */
-int eng_graph_load_edges(const char *path, int undirected, int32_t n_min, eng_graph **out);
-/* Node features: one line per node in id order, f numbers each (optional header).
- * The file must have exactly g->n rows. */
+ * n_nodes 0: n = 1 + the largest id; else the graph has exactly n_nodes nodes and an id
+ * >= n_nodes is an error at its line, found before anything is sized by it. Errors name
+ * FILE:LINE. *out: free with eng_graph_free. */
+int eng_graph_load_edges(const char *path, int undirected, int32_t n_nodes, eng_graph **out);
+/* Data rows of a features file (the node count: one row per node), without its header. */
+int eng_graph_count_rows(const char *path, int32_t *n);
+/* Node features: one line per node in id order, f finite numbers each (optional header;
+ * nan and inf refused as the CSV loader refuses them). The file must have exactly g->n rows. */
 int eng_graph_load_features(eng_graph *g, const char *path);
 /* Labels: one integer >= 0 per line in node order, or "node,label" pairs (any order,
  * every node once). */
@@ -131,6 +138,14 @@ typedef struct {
     int64_t input_nodes;          /* nodes whose features the step read */
 } eng_gnn_step_stats;
 
+/* The memory a graph run of cfg's model takes for a graph of n nodes, `entries` CSR
+ * entries (directed; both directions of an undirected edge), f features and `classes`
+ * classes, built from `drawn` generated edges (0 for a loaded graph): estimated, against
+ * limit bytes (0: this process's, physical memory or ulimit -v/-d). ENG_ENOMEM with
+ * "graph: out of memory: the graph is too big: ..." (the model's "parameters are too big"
+ * style: the parts, and what to change) when over it. */
+int eng_gnn_check_memory(const eng_config *cfg, int64_t n, int64_t entries, int64_t drawn, int f, int classes,
+                         double limit);
 /* Loads or generates the graph, builds the sage layers, the sampler (sampled mode), the
  * optimizer and the partition figures (graph.partition). Free with eng_gnn_free. */
 int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out);

@@ -107,12 +107,44 @@ typedef enum {
     ENG_OP_MAXK = 11,          /* sparse.c: top-k per row, output in CBSR */
     ENG_OP_CBSR_DENSE = 12,    /* sparse.c: CBSR input x dense W */
     ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
+    ENG_OP_AVGPOOL = 14,       /* KxK mean, stride S */
+    ENG_OP_GAP = 15,           /* global average pooling: per channel mean over H x W */
     ENG_OP_COUNT
 } eng_op_id;
 
 typedef enum { ENG_FWD = 0, ENG_BWD = 1 } eng_dir;
 
 typedef struct eng_node eng_node;
+
+/* ---- the fp32 GEMM entry point (gemm.c) ----------------------------------------------
+ * Every fp32 GEMM of the engine goes through eng_sgemm: C[M x N] = alpha·op(A)·op(B) +
+ * beta·C, row-major, op(X) = X (t = 0) or X^T (t = 1), lda/ldb/ldc the row strides of the
+ * matrices as stored (cblas' conventions). Each shape class (transposes and the binary
+ * magnitude of M, N, K) is served by the backend eng_gemm_prepare chose for it: OpenBLAS
+ * (the core it runs), or oneDNN's dnnl_sgemm; a class nobody prepared runs on OpenBLAS. */
+void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+               int ldb, float beta, float *C, int ldc);
+
+/* One GEMM an op issues (the shapes eng_gemm_prepare measures before a run). */
+typedef struct {
+    int ta, tb, M, N, K;
+} eng_gemm_shape;
+#define ENG_OP_MAX_GEMMS 4
+/* Chooses the backend of every shape class among shapes[n] for `threads` threads under
+ * pol (gemm_choose.c): cached results where the cache has them, a probe in a child process
+ * for the rest; fills the class table eng_sgemm reads. ENG_EINVAL when no backend passed
+ * its check on some class. */
+int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n);
+void eng_gemm_set_threads(int n);
+int eng_gemm_threads(void);
+/* The GEMM shapes one forward + backward of m on `rows` rows issues; the count written. */
+int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap);
+
+/* ---- small shared helpers (common.c) -------------------------------------------------- */
+/* $NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench. */
+int eng_cache_dir(char *buf, size_t cap);
+/* mkdir -p; 0 or -1 (errno). */
+int eng_mkdirs(const char *dir);
 
 /* One entry of the op table (ops.c). forward/backward work on `rows` rows of the node's
  * buffers; flops/bytes are the software counters of one such call, from shapes only
@@ -123,6 +155,9 @@ typedef struct {
     void (*backward)(eng_node *n, int rows);
     uint64_t (*flops)(const eng_node *n, int rows, eng_dir dir);
     uint64_t (*bytes)(const eng_node *n, int rows, eng_dir dir);
+    /* The eng_sgemm calls one forward + backward of `rows` rows makes (at most
+     * ENG_OP_MAX_GEMMS distinct shapes, written to out); the count. NULL: none. */
+    int (*gemms)(const eng_node *n, int rows, eng_gemm_shape *out);
 } eng_op;
 
 extern const eng_op eng_ops[ENG_OP_COUNT];
@@ -134,7 +169,7 @@ struct eng_node {
     int layer;                  /* index into m->layers; -1 for the loss node */
     int in_shape[3], out_shape[3]; /* C,H,W of one row */
     size_t in_size, out_size;   /* per row */
-    int kernel;                 /* conv2d: K */
+    int kernel, pad, stride;    /* conv2d: K, zero padding per side, stride (>= 1); avgpool: K, S */
     const float *x;             /* input  [rows x in_size] */
     float *y;                   /* output [rows x out_size]; == x for bias and flatten (in place) */
     float *dx;                  /* dL/dx, written by backward; NULL = not needed (first layer) */
@@ -211,7 +246,7 @@ typedef struct {
     char name[24];              /* "dense1", "conv2", "pool1", "flatten1" (count per kind) */
     int in_shape[3], out_shape[3];
     size_t in_size, out_size;   /* per row */
-    int kernel;                 /* conv */
+    int kernel, pad, stride;    /* conv */
     size_t w_off, n_w, b_off, n_b; /* offsets/counts in params and grads */
     float *w, *b, *dw, *db;     /* NULL when the layer has no parameters */
     const float *x;             /* input of the last forward [rows x in_size] */

@@ -39,6 +39,8 @@ static const char *kind_name(eng_layer_kind k)
     case ENG_LAYER_POOL: return "pool";
     case ENG_LAYER_FLATTEN: return "flatten";
     case ENG_LAYER_SAGE: return "sage";
+    case ENG_LAYER_AVGPOOL: return "avgpool";
+    case ENG_LAYER_GAP: return "gap";
     }
     return "?";
 }
@@ -58,11 +60,61 @@ static eng_node *add_node(eng_model *m, eng_op_id op, int layer, const int in_sh
     return n;
 }
 
+/* A conv layer's output shape and its conv2d + bias nodes (plan's case). */
+static int plan_conv(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L, const int shape[3], int out[3])
+{
+    int F = sp->units, K = sp->kernel, pad = sp->pad, st = sp->stride ? sp->stride : 1;
+    if (F <= 0 || K <= 0)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): conv needs filters > 0 and kernel > 0, got conv:%d:%d",
+                        i + 1, L->name, F, K);
+    if (pad < 0 || pad >= K || st < 0)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): conv:%d:%d needs 0 <= pad < kernel and stride >= 1, "
+                        "got pad=%d stride=%d", i + 1, L->name, F, K, pad, sp->stride);
+    if (shape[1] + 2 * pad < K || shape[2] + 2 * pad < K)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): a %dx%d kernel with pad %d does not fit its %dx%dx%d "
+                        "input (conv needs image input: C,H,W with H + 2*pad and W + 2*pad >= kernel); "
+                        "use a smaller kernel, more padding or fewer pooling layers before it",
+                        i + 1, L->name, K, K, pad, shape[0], shape[1], shape[2]);
+    /* PyTorch's sizes: positions past the last whole window are dropped */
+    out[0] = F; out[1] = (shape[1] + 2 * pad - K) / st + 1; out[2] = (shape[2] + 2 * pad - K) / st + 1;
+    L->kernel = K;
+    L->pad = pad;
+    L->stride = st;
+    L->n_w = (size_t)F * shape[0] * K * K;
+    L->n_b = (size_t)F;
+    eng_node *cn = add_node(m, ENG_OP_CONV2D, i, shape, out);
+    cn->kernel = K;
+    cn->pad = pad;
+    cn->stride = st;
+    add_node(m, ENG_OP_BIAS, i, out, out);
+    return ENG_OK;
+}
+
+/* An avgpool layer's output shape and node (plan's case). */
+static int plan_avgpool(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L, const int shape[3], int out[3])
+{
+    int K = sp->kernel ? sp->kernel : 2, st = sp->stride ? sp->stride : K;
+    if (K < 1 || st < 1)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): avgpool needs kernel >= 1 and stride >= 1, got avgpool:%d:%d",
+                        i + 1, L->name, K, st);
+    if (shape[1] < K || shape[2] < K)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): a %dx%d average pool does not fit its %dx%dx%d input; "
+                        "use a smaller kernel or fewer pooling layers before it",
+                        i + 1, L->name, K, K, shape[0], shape[1], shape[2]);
+    out[0] = shape[0]; out[1] = (shape[1] - K) / st + 1; out[2] = (shape[2] - K) / st + 1;
+    L->kernel = K;
+    L->stride = st;
+    eng_node *pn = add_node(m, ENG_OP_AVGPOOL, i, shape, out);
+    pn->kernel = K;
+    pn->stride = st;
+    return ENG_OK;
+}
+
 /* Shapes and nodes of every layer; parameter offsets. No allocation. */
 static int plan(eng_model *m, const eng_model_config *mc)
 {
     int shape[3] = { m->in_shape[0], m->in_shape[1], m->in_shape[2] };
-    int counts[4] = { 0 }, has_params = 0;
+    int counts[ENG_LAYER_KINDS] = { 0 }, has_params = 0;
     size_t off = 0;
     for (int i = 0; i < mc->n_layers; i++) {
         const eng_layer_spec *sp = &mc->layers[i];
@@ -72,7 +124,7 @@ static int plan(eng_model *m, const eng_model_config *mc)
         L->act = sp->act;
         if (sp->kind == ENG_LAYER_SAGE)
             return eng_fail(ENG_EINVAL, "model: layer %d is a sage layer: it needs graph data (data.source = graph)", i + 1);
-        if ((unsigned)sp->kind > ENG_LAYER_FLATTEN)
+        if ((unsigned)sp->kind >= ENG_LAYER_KINDS)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown kind %d", i + 1, (int)sp->kind);
         if ((unsigned)sp->act > ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown activation %d", i + 1, (int)sp->act);
@@ -99,20 +151,8 @@ static int plan(eng_model *m, const eng_model_config *mc)
             break;
         }
         case ENG_LAYER_CONV: {
-            int F = sp->units, K = sp->kernel;
-            if (F <= 0 || K <= 0)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s): conv needs filters > 0 and kernel > 0, got conv:%d:%d",
-                                i + 1, L->name, F, K);
-            if (shape[1] < K || shape[2] < K)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s): a %dx%d kernel does not fit its %dx%dx%d input "
-                                "(conv needs image input: C,H,W with H,W >= kernel)",
-                                i + 1, L->name, K, K, shape[0], shape[1], shape[2]);
-            out[0] = F; out[1] = shape[1] - K + 1; out[2] = shape[2] - K + 1;
-            L->kernel = K;
-            L->n_w = (size_t)F * shape[0] * K * K;
-            L->n_b = (size_t)F;
-            add_node(m, ENG_OP_CONV2D, i, shape, out)->kernel = K;
-            add_node(m, ENG_OP_BIAS, i, out, out);
+            int rc = plan_conv(m, sp, i, L, shape, out);
+            if (rc) return rc;
             break;
         }
         case ENG_LAYER_POOL:
@@ -129,10 +169,20 @@ static int plan(eng_model *m, const eng_model_config *mc)
             out[0] = 1; out[1] = 1; out[2] = (int)L->in_size;
             add_node(m, ENG_OP_FLATTEN, i, shape, out);
             break;
+        case ENG_LAYER_AVGPOOL: {
+            int rc = plan_avgpool(m, sp, i, L, shape, out);
+            if (rc) return rc;
+            break;
+        }
+        case ENG_LAYER_GAP:
+            out[0] = shape[0]; out[1] = 1; out[2] = 1;
+            add_node(m, ENG_OP_GAP, i, shape, out);
+            break;
         case ENG_LAYER_SAGE: return ENG_EINVAL; /* refused above */
         }
         if (sp->act != ENG_ACT_NONE) {
-            if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN)
+            if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN || sp->kind == ENG_LAYER_AVGPOOL ||
+                sp->kind == ENG_LAYER_GAP)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
                                 i + 1, L->name, eng_act_name(sp->act));
             if (sp->act == ENG_ACT_MAXK) {
@@ -334,12 +384,24 @@ static void make_summary(eng_model *m)
         switch (L->kind) {
         case ENG_LAYER_DENSE: w = snprintf(s + len, cap - len, "%sdense(%zu->%zu)", sep, L->in_size, L->out_size); break;
         case ENG_LAYER_CONV:
-            w = snprintf(s + len, cap - len, "%sconv(%dx%dx%d->%dx%dx%d k%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2], L->kernel);
+            w = snprintf(s + len, cap - len, "%sconv(%dx%dx%d->%dx%dx%d k%d", sep, a[0], a[1], a[2], b[0], b[1], b[2], L->kernel);
+            if (w > 0) len += (size_t)w;
+            /* the defaults keep the summary stored with earlier runs */
+            w = L->pad && len < cap ? snprintf(s + len, cap - len, " p%d", L->pad) : 0;
+            if (w > 0) len += (size_t)w;
+            w = L->stride > 1 && len < cap ? snprintf(s + len, cap - len, " s%d", L->stride) : 0;
+            if (w > 0) len += (size_t)w;
+            w = len < cap ? snprintf(s + len, cap - len, ")") : 0;
             break;
         case ENG_LAYER_POOL:
             w = snprintf(s + len, cap - len, "%spool(%dx%dx%d->%dx%dx%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2]);
             break;
         case ENG_LAYER_FLATTEN: w = snprintf(s + len, cap - len, "%sflatten(%dx%dx%d->%zu)", sep, a[0], a[1], a[2], L->out_size); break;
+        case ENG_LAYER_AVGPOOL:
+            w = snprintf(s + len, cap - len, "%savgpool(%dx%dx%d->%dx%dx%d k%d s%d)", sep, a[0], a[1], a[2], b[0], b[1], b[2],
+                         L->kernel, L->stride);
+            break;
+        case ENG_LAYER_GAP: w = snprintf(s + len, cap - len, "%sgap(%dx%dx%d->%d)", sep, a[0], a[1], a[2], b[0]); break;
         case ENG_LAYER_SAGE: break; /* never built here (engine/gnn.c) */
         }
         if (w > 0) len += (size_t)w;
@@ -528,3 +590,16 @@ float *eng_model_params(eng_model *m) { return m->params; }
 float *eng_model_grads(eng_model *m) { return m->grads; }
 size_t eng_model_n_params(const eng_model *m) { return m->n_params; }
 const char *eng_model_summary(const eng_model *m) { return m->summary; }
+
+int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const eng_node *nd = &m->nodes[i];
+        if (!eng_ops[nd->op].gemms) continue;
+        eng_gemm_shape g[ENG_OP_MAX_GEMMS];
+        int k = eng_ops[nd->op].gemms(nd, rows, g);
+        for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
+    }
+    return n;
+}

@@ -85,6 +85,7 @@ int eng_part_traffic(const eng_graph *g, const int32_t *part, const int *fanouts
         for (int32_t v = 0; v < g->n; v++)
             if (part[v] == p) members[n++] = v;
         for (int b = 0; b < batches && n >= batch && !rc; b++) {
+            if (eng_builds_stopped()) { rc = eng_build_stop_error("partition figures"); break; }
             for (int i = 0; i < batch; i++) {   /* a partial shuffle: batch distinct seeds of part p */
                 int32_t j = i + (int32_t)eng_rng_below(&r, (uint64_t)(n - i)), t = members[i];
                 members[i] = members[j]; members[j] = t;

@@ -224,12 +224,15 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         return eng_fail(ENG_EINVAL, "quantize: the data has %zu inputs per sample, the model %zu", ds->in_size, m->in_size);
     for (int i = 0; i < m->n_layers; i++) {
         const eng_layer *l = &m->layers[i];
-        if (l->kind == ENG_LAYER_SAGE)
-            return eng_fail(ENG_EINVAL, "quantize: layer %s is a GraphSAGE layer; the int8 path covers dense, conv, pool "
-                            "and flatten layers", l->name);
+        if (l->kind == ENG_LAYER_SAGE || l->kind == ENG_LAYER_AVGPOOL || l->kind == ENG_LAYER_GAP)
+            return eng_fail(ENG_EINVAL, "quantize: layer %s is a %s layer; the int8 path covers dense, conv, pool "
+                            "and flatten layers", l->name, l->kind == ENG_LAYER_SAGE ? "GraphSAGE" : "average-pooling");
         if (l->act == ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "quantize: layer %s has a maxk activation; the int8 path covers relu, tanh, "
                             "sigmoid, gelu and none", l->name);
+        if (l->kind == ENG_LAYER_CONV && (l->pad || l->stride > 1))
+            return eng_fail(ENG_EINVAL, "quantize: layer %s has pad=%d stride=%d; the int8 im2col covers convolutions "
+                            "without padding and with stride 1", l->name, l->pad, l->stride);
     }
     int percentile = scheme == ENG_QSCHEME_PERCENTILE;
 
@@ -481,6 +484,8 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
             L->y = (uint8_t *)cur;
             break;
         case ENG_LAYER_SAGE:   /* refused by eng_quantize */
+        case ENG_LAYER_AVGPOOL:
+        case ENG_LAYER_GAP:
             break;
         }
         if (L->kind == ENG_LAYER_DENSE || L->kind == ENG_LAYER_CONV) {
@@ -625,9 +630,15 @@ static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int b
     return rows / t;
 }
 
+/* The fp32 side runs on the GEMM backends chosen for its shapes, as training does: the
+ * int8 ratio is formed against the fastest verified fp32 baseline. */
 double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs)
 {
-    return batch <= m->max_batch ? sps_loop(m, NULL, ds, batch, secs) : NAN;
+    if (batch > m->max_batch) return NAN;
+    eng_gemm_shape sh[ENG_MAX_NODES * ENG_OP_MAX_GEMMS];
+    int n = eng_model_gemm_shapes(m, batch < ds->n_test ? batch : ds->n_test, sh, (int)(sizeof sh / sizeof sh[0]));
+    if (eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, openblas_get_num_threads(), sh, n)) return NAN;
+    return sps_loop(m, NULL, ds, batch, secs);
 }
 
 double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs)

@@ -45,6 +45,7 @@ struct eng_run {
     eng_loop_state resume;
     eng_run_result res;
     char err[512];
+    char gemm[256], gemm_classes[1024]; /* what serves the model's GEMMs (eng_gemm_describe) */
 };
 
 static double now_s(void)
@@ -227,6 +228,13 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
 
     if ((rc = check_labels(&r->cfg, ds))) { eng_run_destroy(r); return rc; }
     rc = eng_model_build(&r->cfg.model, ds->in_shape, r->n_out, r->batch, r->cfg.seed, prof, &r->m);
+    if (rc == ENG_EINVAL && !strncmp(eng_error(), "model: layer ", 13)) {
+        /* a layer that does not fit the data's shape: say which line to change */
+        char msg[1024], loc[700];
+        snprintf(msg, sizeof msg, "%s", eng_error());
+        eng_config_where(&r->cfg, "model.layers", loc, sizeof loc);
+        eng_fail(rc, "%s: key 'layers': %s", loc, msg);
+    }
     if (rc) { eng_run_destroy(r); return rc; }
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(&r->cfg, r->m, prof, &r->nt);
     else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
@@ -424,6 +432,21 @@ static int emit_shares(const eng_run *r, loop_ctx *c, double wall)
     return 0;
 }
 
+/* Chooses the GEMM backend of every shape class the model issues: training batches, the
+ * last short batch and the test chunks. */
+static int prepare_gemm(eng_run *r)
+{
+    eng_gemm_shape sh[4 * ENG_MAX_NODES * ENG_OP_MAX_GEMMS];
+    int rows[3] = { r->batch, r->ds->n_train % r->batch, r->ds->n_test % r->batch }, n = 0;
+    for (int i = 0; i < 3; i++)
+        if (rows[i] > 0) n += eng_model_gemm_shapes(r->m, rows[i], sh + n, (int)(sizeof sh / sizeof sh[0]) - n);
+    int rc = eng_gemm_prepare(r->cfg.train.gemm, r->threads, sh, n);
+    if (rc) return rc;
+    eng_gemm_describe(r->gemm, sizeof r->gemm);
+    eng_gemm_describe_classes(r->gemm_classes, sizeof r->gemm_classes);
+    return ENG_OK;
+}
+
 int eng_run_train(eng_run *r, const eng_sink *sink)
 {
     if (r->trained) return eng_fail(ENG_EINVAL, "run: already trained; create a new run");
@@ -441,11 +464,18 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                              .final_test_loss = NAN, .final_test_acc = NAN, .best_test_acc = NAN,
                              .steps_to_target = -1, .wall_to_target = NAN, .hybrid_to_target = NAN,
                              .kappa_first = NAN, .kappa_last = NAN };
+    int rc = prepare_gemm(r);
+    if (rc) {
+        snprintf(r->err, sizeof r->err, "%s", eng_error());
+        res->status = ENG_RUN_FAILED;
+        res->error = r->err;
+        return rc;
+    }
     eng_run_info info = { .cfg = cfg, .experiment_text = r->text, .dataset = ds->name,
                           .model_summary = eng_model_summary(r->m), .n_params = eng_model_n_params(r->m),
                           .threads = r->threads, .total_steps = r->total_steps,
-                          .n_train = ds->n_train, .n_test = ds->n_test };
-    int rc = ENG_OK;
+                          .n_train = ds->n_train, .n_test = ds->n_test, .gemm = r->gemm,
+                          .gemm_classes = r->gemm_classes, .gemm_notes = eng_gemm_notes() };
     loop_ctx c = { .r = r, .sink = sink, .ckpt_step = -1 };
     const eng_loop_state *R = r->resumed ? &r->resume : NULL;
     if (R) {
@@ -496,10 +526,12 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                          .best_test_acc = res->best_test_acc, .steps_to_target = res->steps_to_target,    \
                          .wall_to_target = res->wall_to_target, .hybrid_to_target = res->hybrid_to_target }
 
-    /* Data-parallel: every rank starts its first step together, and the profiler marks
-     * that instant so that the ranks' traces line up when joined. */
+    /* Data-parallel: every rank starts its first step together, having agreed that all
+     * of them set up the same config (a rank that could not gives its reason here, so the
+     * stored run has it), and the profiler marks that instant so that the ranks' traces
+     * line up when joined. */
     if (r->dist) {
-        if ((rc = eng_dist_barrier())) {
+        if ((rc = eng_dist_agree(cfg, NULL))) {
             res->status = ENG_RUN_FAILED;
             snprintf(r->err, sizeof r->err, "before the first step: %s", eng_error());
         }

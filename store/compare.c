@@ -155,7 +155,37 @@ void store_compare_free(store_compare *c)
     free(c->self_total_ns);
     free(c->quantum_s);
     free(c->metric);
+    free(c->kernels);
     free(c);
+}
+
+/* The kernels cell: the GEMM choice up to its first ';' ("onednn 8/8 shape classes") made
+ * short, and the OpenBLAS core; "-" for runs stored before the choice was recorded. */
+static void kernels_cell(const store_kv *sys, size_t n, char *out, size_t cap)
+{
+    const char *g = store_kv_find(sys, n, "gemm"), *core = store_kv_find(sys, n, "blas_core");
+    if (!g) { snprintf(out, cap, "%s%.40s", core ? "openblas " : "-", core ? core : ""); return; }
+    size_t len = strcspn(g, ";");
+    const char *sc = strstr(g, " shape classes");
+    if (sc && (size_t)(sc - g) < len) len = (size_t)(sc - g);
+    snprintf(out, cap, "%.*s, %.20s", (int)(len > 40 ? 40 : len), g, core ? core : "?");
+}
+
+static void kernels_load(store_compare *c, store *s, const long long *ids)
+{
+    int differ = 0;
+    for (size_t i = 0; i < c->n; i++) {
+        store_kv *sys = NULL;
+        size_t ns = 0;
+        if (store_sysinfo_get(s, ids[i], &sys, &ns)) ns = 0;
+        kernels_cell(sys, ns, c->kernels[i], sizeof c->kernels[i]);
+        free(sys);
+        differ |= i && strcmp(c->kernels[i], c->kernels[0]);
+    }
+    c->kernels_note[0] = 0;
+    if (differ)
+        snprintf(c->kernels_note, sizeof c->kernels_note,
+                 "note: these runs ran on different kernels (row \"kernels\"): their times compare the kernels too");
 }
 
 /* A key's last dotted part ("train.lr" -> "lr"), enough in a label. */
@@ -255,19 +285,14 @@ static long reach(const store_series *sr, const char *key, double target)
     return -1;
 }
 
-int store_compare_rows(store_compare *c, const store_cmp_opts *o)
+/* The rows of each section; -1 out of memory. */
+#define ROW(sec, label) do { if (!(w = row_add(c, cap, sec, label))) return -1; } while (0)
+#define EACH for (size_t i = 0; i < c->n; i++)
+
+static int rows_run(store_compare *c, size_t *cap)
 {
-    store_cmp_opts dflt = { .target = NAN };
-    if (!o) o = &dflt;
-    for (size_t r = 0; r < c->n_rows; r++) free(c->rows[r].cells);
-    free(c->rows);
-    c->rows = NULL;
-    c->n_rows = 0;
-    size_t cap = 0, n = c->n;
     store_cmp_row *w;
     char lab[64], a[32], b[32];
-#define ROW(sec, label) do { if (!(w = row_add(c, &cap, sec, label))) goto oom; } while (0)
-#define EACH for (size_t i = 0; i < n; i++)
     ROW(STORE_CMP_RUN, "run");
     EACH snprintf(w->cells[i], 64, "#%lld", c->runs[i].id);
     ROW(STORE_CMP_RUN, "name");
@@ -278,6 +303,9 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     EACH prof_text_fit(w->cells[i], 64, c->runs[i].optimizer[0] ? c->runs[i].optimizer : "-", 63, 0);
     ROW(STORE_CMP_RUN, "dataset");
     EACH prof_text_fit(w->cells[i], 64, c->runs[i].dataset[0] ? c->runs[i].dataset : "-", 63, 0);
+    ROW(STORE_CMP_RUN, "kernels");
+    EACH prof_text_fit(w->cells[i], 64, c->kernels[i], 63, 0);
+    w->differs = c->kernels_note[0] != 0;
 
     static const struct { const char *label; size_t off; } reals[] = {
         { "final train loss", offsetof(store_run, final_train_loss) },
@@ -316,6 +344,13 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     ROW(STORE_CMP_RESULT, "quantum/all solves");
     EACH { if (c->runs[i].solves > 0) snprintf(w->cells[i], 64, "%ld/%ld", c->runs[i].quantum_solves, c->runs[i].solves); else snprintf(w->cells[i], 64, "-"); }
 
+    return 0;
+}
+
+static int rows_time(store_compare *c, const store_cmp_opts *o, size_t *cap)
+{
+    store_cmp_row *w;
+    char lab[64];
     ROW(STORE_CMP_TIME, "wall time");
     EACH prof_fmt_duration(w->cells[i], 64, c->runs[i].wall_s);
     ROW(STORE_CMP_TIME, "(sim) quantum time");
@@ -355,6 +390,12 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         prof_fmt_duration(rh->cells[i], 64, step < 0 ? NAN : hybrid);
     }
 
+    return 0;
+}
+
+static int rows_config(store_compare *c, const store_cmp_opts *o, size_t *cap)
+{
+    store_cmp_row *w;
     /* Config: the union of keys in key order (every run's list is sorted by key). */
     const char **keys = NULL;
     size_t nk = 0, kcap = 0;
@@ -366,7 +407,7 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
         if (nk == kcap) {
             size_t nc = kcap ? kcap * 2 : 64;
             const char **nkp = realloc(keys, nc * sizeof *nkp);
-            if (!nkp) { free(keys); goto oom; }
+            if (!nkp) { free(keys); return -1; }
             keys = nkp;
             kcap = nc;
         }
@@ -379,12 +420,12 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     for (size_t k = 0; k < nk; k++) {
         int differs = 0;
         const char *v0 = store_kv_find(c->params[0], c->n_params[0], keys[k]);
-        for (size_t j = 1; j < n && !differs; j++) {
+        for (size_t j = 1; j < c->n && !differs; j++) {
             const char *vj = store_kv_find(c->params[j], c->n_params[j], keys[k]);
             differs = !v0 || !vj ? v0 != vj : strcmp(v0, vj) != 0;
         }
-        if (!differs && !o->all_keys && n > 1) continue;
-        if (!(w = row_add(c, &cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); goto oom; }
+        if (!differs && !o->all_keys && c->n > 1) continue;
+        if (!(w = row_add(c, cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); return -1; }
         w->differs = differs;
         EACH {
             const char *v = store_kv_find(c->params[i], c->n_params[i], keys[k]);
@@ -393,6 +434,13 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
     }
     free(keys);
 
+    return 0;
+}
+
+static int rows_ops(store_compare *c, size_t *cap)
+{
+    store_cmp_row *w;
+    char lab[64];
     for (int k = 0; k < 3; k++) {
         int any = 0;
         EACH any |= (size_t)k < c->n_ops[i];
@@ -412,11 +460,23 @@ int store_compare_rows(store_compare *c, const store_cmp_opts *o)
                      prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
         }
     }
+    return 0;
+}
 #undef ROW
 #undef EACH
+
+int store_compare_rows(store_compare *c, const store_cmp_opts *o)
+{
+    store_cmp_opts dflt = { .target = NAN };
+    if (!o) o = &dflt;
+    for (size_t r = 0; r < c->n_rows; r++) free(c->rows[r].cells);
+    free(c->rows);
+    c->rows = NULL;
+    c->n_rows = 0;
+    size_t cap = 0;
+    if (rows_run(c, &cap) || rows_time(c, o, &cap) || rows_config(c, o, &cap) || rows_ops(c, &cap))
+        return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     return STORE_OK;
-oom:
-    return store_fail(STORE_ENOMEM, "out of memory comparing runs");
 }
 
 int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp_opts *o, store_compare **out)
@@ -435,8 +495,9 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
     c->self_total_ns = calloc(n, sizeof *c->self_total_ns);
     c->quantum_s = calloc(n, sizeof *c->quantum_s);
     c->metric = calloc(n, sizeof *c->metric);
+    c->kernels = calloc(n, sizeof *c->kernels);
     if (!c->runs || !c->label || !c->short_label || !c->params || !c->n_params || !c->ops || !c->n_ops ||
-        !c->self_total_ns || !c->quantum_s || !c->metric) {
+        !c->self_total_ns || !c->quantum_s || !c->metric || !c->kernels) {
         store_compare_free(c);
         return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     }
@@ -463,6 +524,7 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
         free(ev);
     }
     if (!st) {
+        kernels_load(c, s, ids);
         make_labels(c);
         st = store_compare_rows(c, o);
     }

@@ -486,7 +486,9 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
     int sec = -1;
     for (size_t r = 0; r < c->n_rows; r++) {
         const store_cmp_row *x = &c->rows[r];
-        if (x->section == STORE_CMP_RUN && x->section == (store_cmp_section)sec) continue;
+        /* the header names the runs; of the Run rows only the kernels are not in it */
+        int kernels = x->section == STORE_CMP_RUN && !strcmp(x->label, "kernels");
+        if (x->section == STORE_CMP_RUN && x->section == (store_cmp_section)sec && !kernels) continue;
         if ((int)x->section != sec) {
             sec = (int)x->section;
             if (sec != STORE_CMP_RUN) {
@@ -495,7 +497,7 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
                 for (size_t i = 1; i < cols; i++) cells[i] = "";
                 tw_row_head(t, cells, (int)cols);
             }
-            if (sec == STORE_CMP_RUN) continue;
+            if (sec == STORE_CMP_RUN && !kernels) continue;
         }
         const char *cells[MAXC];
         cells[0] = x->label;
@@ -506,6 +508,7 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
     int any_config = 0;
     for (size_t r = 0; r < c->n_rows; r++) any_config |= c->rows[r].section == STORE_CMP_CONFIG;
     if (!any_config) para(t, "All runs share the same config.");
+    if (c->kernels_note[0]) para(t, c->kernels_note);
     if (c->n + 1 > MAXC) {
         char b[160];
         snprintf(b, sizeof b, "(the table shows the first %d of %zu runs)", MAXC - 1, c->n);

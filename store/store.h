@@ -292,7 +292,7 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
 
 /* ---- comparison: the one model behind `compare`, the workbench's Compare screen and the
  * reports (compare.c). Rows come in one order, with one set of words:
- *   run     run, name, status, optimizer, dataset
+ *   run     run, name, status, optimizer, dataset, kernels (what served the fp32 GEMMs)
  *   result  final/best losses and accuracies, [the chosen metric], steps, samples/s,
  *           peak memory, linear solves
  *   time    wall time, (sim) quantum time, (sim) hybrid time, the target, steps / wall
@@ -339,6 +339,10 @@ typedef struct {
     store_series *metric;     /* the chosen metric per run (n 0 when absent) */
     char metric_key[64];
     int have_metric;          /* some run has points of metric_key */
+    char (*kernels)[64];      /* "onednn 8/8, Haswell" from the run's system record, or "-" */
+    /* Set when the runs ran on different kernels (GEMM backend or OpenBLAS core): their
+     * times then compare the kernels too, and every renderer says so under the table. */
+    char kernels_note[160];
     store_cmp_row *rows;
     size_t n_rows;
 } store_compare;

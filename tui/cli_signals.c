@@ -17,6 +17,7 @@ static void on_stop(int sig)
 {
     if (sig == SIGTERM && stop_dist) eng_dist_request_abort(); /* mpirun tears the job down: a rank died */
     else stop_sig = sig;
+    eng_stop_builds(); /* a graph still being built (no run to stop yet) stops too */
     eng_run *r = stop_run;
     if (r) eng_run_request_stop(r);
 }

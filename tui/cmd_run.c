@@ -71,6 +71,9 @@ static int pr_begin(void *ud, const eng_run_info *info)
     p->t0 = mono_s();
     p->last_draw = 0;
     p->acc = NAN;
+    /* what serves the GEMMs, on a terminal; a backend skipped for failing its check always */
+    if (p->tty && info->gemm) fprintf(stderr, "%s: kernels %s\n", cli_text(p->label), info->gemm);
+    if (info->gemm_notes && info->gemm_notes[0]) fprintf(stderr, "%s: note: %s\n", cli_text(p->label), info->gemm_notes);
     return 0;
 }
 
@@ -105,6 +108,28 @@ static void pr_end(void *ud, const eng_run_result *res)
 }
 
 static int dist_rank; /* this process's MPI rank; 0 without mpirun */
+
+/* This process runs no variant: says why (rank 0's stderr is the console; the others'
+ * reason reaches it through the agreement before the first step, eng_dist_agree). */
+static void leave_job(const char *why)
+{
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", why);
+    fprintf(stderr, "%s\n", cli_text(msg));
+    eng_dist_agree(NULL, msg);
+}
+
+/* A data-parallel job that broke (a rank died, rank 0 perhaps): rank 0 may be gone with its
+ * run still 'running'. A rank of the same host opening the database for writing runs the
+ * store's crash marking (the run of a process that is gone is recorded as crashed, with
+ * that reason); rank 0's process is reaped by mpirun before it tears the job down, and
+ * the marking leaves a live rank 0's run alone. Ranks of other hosts cannot see rank 0's
+ * process or may not reach the file: there the next writer of the database records it. */
+static void record_rank0_gone(const char *db_path)
+{
+    store *db = NULL;
+    if (!store_open(db_path, STORE_OPEN_WRITE, &db)) store_close(db);
+}
 
 /* ---- the summary ------------------------------------------------------------------------ */
 
@@ -357,6 +382,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     snprintf(r->error, sizeof r->error, "%s", o->error);
     fputs(o->prof_warnings, stderr); /* the profiler never prints: we say its warnings */
     if (!o->created) {
+        if (o->rc == ENG_ESTOPPED) r->status = ENG_RUN_INTERRUPTED; /* stopped while its graph was built */
         fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
         if (o->rc == ENG_EINVAL && !o->profiler_failed) c->any_config = 1;
         else c->any_failed = 1;
@@ -534,17 +560,18 @@ static int run_main(int argc, char **argv)
 
     eng_experiment *ex = NULL;
     if (eng_experiment_load(file, sets, n_sets, &ex)) {
-        fprintf(stderr, "%s\n", cli_text(eng_error()));
+        leave_job(eng_error());
         free(sets);
         return 2;
     }
     free(sets);
     if (variant && eng_experiment_select(ex, variant)) {
-        fprintf(stderr, "%s\n", cli_text(eng_error()));
+        leave_job(eng_error());
         eng_experiment_free(ex);
         return 2;
     }
 
+    int rank_db = dist_rank != 0 && !no_db; /* rank 0 stores in db_path; this rank may record it gone */
     if (dist_rank != 0) { no_db = 1; report = NULL; } /* rank 0 stores the runs */
     /* The store is opened before any training: a read-only or corrupt database refuses now. */
     const char *db_path = cli_db_path(db_flag);
@@ -596,6 +623,7 @@ static int run_main(int argc, char **argv)
                            .done = run_done, .sink = &pr_sink };
     runner_summary rsum;
     runner_run(ex, db_sink, &hooks, &rsum);
+    if (rank_db && eng_dist_broken()) record_rank0_gone(db_path);
     size_t n_rows = rc_.n_rows, n_ids = rc_.n_ids;
     int any_failed = rc_.any_failed, any_config = rc_.any_config;
     cli_stop_restore();

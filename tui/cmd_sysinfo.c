@@ -15,52 +15,31 @@ void cmd_sysinfo_help(FILE *f)
                "PAPI lists, which hardware and software events the profiler can really count\n"
                "(and, if none, why not), the BLAS library, core and threads, and the stored\n"
                "calibration.\n\n"
-               "  --calibrate  time cblas_sgemm N x N x N (default 1024) REPS times (default 10),\n"
-               "               keep the best rate as this machine's peak GFLOP/s, used by the\n"
-               "               profile table's \"%% peak\" column; saved in\n"
-               "               $XDG_CACHE_HOME/nnbench/calibration (or ~/.cache/nnbench/calibration)\n"
+               "  --calibrate  time an N x N x N sgemm (default 1024) REPS times (default 10) on\n"
+               "               the fastest verified backend, keep the best rate as this machine's\n"
+               "               peak GFLOP/s (the profile table's \"%% peak\" column), saved in\n"
+               "               $XDG_CACHE_HOME/nnbench/calibration (or ~/.cache/nnbench/calibration);\n"
+               "               and redo the GEMM backend choice: forget the cached choices of this\n"
+               "               machine and measure the Fashion MLP's shapes at 1..threads threads\n"
                "  --json       the same as one JSON object\n");
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Best and mean rate of n^3 sgemm over reps (after one warm-up call). */
+/* Best and mean rate of n^3 sgemm over reps (after one warm-up call), through the engine's
+ * GEMM entry point: the backend chosen for that shape class on this machine. */
 static int calibrate(int n, int reps, prof_calibration *c)
 {
-    size_t nn = (size_t)n * (size_t)n;
-    float *a = prof_malloc(nn * sizeof *a), *b = prof_malloc(nn * sizeof *b),
-          *out = prof_malloc(nn * sizeof *out);
-    if (!a || !b || !out) {
-        fprintf(stderr, "nnbench sysinfo: out of memory for three %dx%d matrices; try --size 512\n", n, n);
-        prof_free(a), prof_free(b), prof_free(out);
+    char backend[32];
+    memset(c, 0, sizeof *c);
+    int threads = openblas_get_num_threads();
+    if (eng_gemm_square_rate(n, reps, threads, &c->peak_gflops, &c->mean_gflops, backend, sizeof backend)) {
+        fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(eng_error()));
         return 1;
     }
-    for (size_t i = 0; i < nn; i++) {
-        a[i] = (float)((i * 7919u) % 1000) / 1000.0f - 0.5f;
-        b[i] = (float)((i * 104729u) % 1000) / 1000.0f - 0.5f;
-    }
-    double flops = 2.0 * n * (double)n * n, best = 0, sum = 0;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, out, n);
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, out, n);
-        double g = flops / (now_s() - t0) / 1e9;
-        sum += g;
-        if (g > best) best = g;
-    }
-    prof_free(a), prof_free(b), prof_free(out);
-    memset(c, 0, sizeof *c);
-    c->peak_gflops = best;
-    c->mean_gflops = sum / reps;
     c->m = c->n = c->k = n;
     c->reps = reps;
-    c->threads = openblas_get_num_threads();
-    snprintf(c->core, sizeof c->core, "%s", openblas_get_corename());
+    c->threads = threads;
+    if (strcmp(backend, "openblas")) snprintf(c->core, sizeof c->core, "%.20s", backend);
+    else snprintf(c->core, sizeof c->core, "openblas %.20s", openblas_get_corename());
     time_t t = time(NULL);
     struct tm tm;
     gmtime_r(&t, &tm);
@@ -128,7 +107,11 @@ static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibrat
     prof_json_kstr(&j, "core", openblas_get_corename());
     prof_json_kint(&j, "threads", openblas_get_num_threads());
     prof_json_kstr(&j, "OPENBLAS_CORETYPE", coretype);
+    prof_json_kstr(&j, "core_choice", eng_openblas_core_note());
     prof_json_close(&j);
+    char gemm[2048];
+    eng_gemm_cached(gemm, sizeof gemm);
+    prof_json_kstr(&j, "gemm", gemm);
     prof_json_key(&j, "calibration");
     if (!have_cal) {
         prof_json_null(&j);
@@ -184,6 +167,11 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
     printf("BLAS:        OpenBLAS (%s)\n             core %s, %d threads, OPENBLAS_CORETYPE=%s\n",
            openblas_get_config(), openblas_get_corename(), openblas_get_num_threads(),
            coretype[0] ? coretype : "(unset)");
+    printf("             core choice: %s\n", eng_openblas_core_note());
+    char gemm[2048];
+    eng_gemm_cached(gemm, sizeof gemm);
+    printf("GEMM:        fp32 backends openblas, onednn; per shape class the fastest that passed its check\n");
+    for (char *line = strtok(gemm, "\n"); line; line = strtok(NULL, "\n")) printf("             %s\n", line);
     /* the engine's vectorised kernels (engine/isa.c): the path in use, and why */
     const char *forced = getenv("NNBENCH_ISA");
     int isa_bad = eng_isa_init();
@@ -228,8 +216,14 @@ int cmd_sysinfo(int argc, char **argv)
     prof_calibration_path(cal_path, sizeof cal_path);
     if (do_cal) {
         if (!json)
-            fprintf(stderr, "calibrating: cblas_sgemm %dx%dx%d, %d reps, %d threads, core %s ...\n",
-                    size, size, size, reps, openblas_get_num_threads(), openblas_get_corename());
+            fprintf(stderr, "calibrating: the GEMM backends on the Fashion MLP's shapes, then sgemm %dx%dx%d, %d reps, "
+                    "%d threads ...\n", size, size, size, reps, openblas_get_num_threads());
+        char lines[1024];
+        if (eng_gemm_calibrate(openblas_get_num_threads(), lines, sizeof lines)) {
+            fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(eng_error()));
+            return 1;
+        }
+        if (!json) fputs(lines, stdout);
         if (calibrate(size, reps, &cal)) return 1;
         if (prof_calibration_save(&cal)) {
             fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(prof_error()));

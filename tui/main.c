@@ -8,6 +8,8 @@
 
 int main(int argc, char **argv)
 {
+    /* Before anything uses BLAS: may re-execute this program on a faster verified core. */
+    eng_openblas_core_select(argv);
     if (argc < 2) {
         char *targv[] = { "tui", NULL };
         return cmd_tui(1, targv);

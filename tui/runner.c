@@ -27,6 +27,7 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
             out.rc = ENG_EINVAL;
             out.profiler_failed = 1;
             snprintf(out.error, sizeof out.error, "profiler: %s", prof_error());
+            eng_dist_agree(cfg, out.error); /* data-parallel: the others hear why before their first step */
             sum->failed++;
             if (h->done) h->done(h->ud, &out, NULL);
             continue;
@@ -36,6 +37,7 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
         out.rc = eng_run_create(cfg, ex->text, prof, &run);
         if (out.rc) {
             snprintf(out.error, sizeof out.error, "%s", eng_error());
+            eng_dist_agree(cfg, out.error); /* data-parallel: the others hear why before their first step */
             if (out.rc == ENG_EINVAL) sum->config_errors++;
             else sum->failed++;
             if (h->done) h->done(h->ud, &out, prof);

@@ -63,9 +63,9 @@ static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ..
 }
 
 /* Facts about this machine that explain a run's speed (see BENCH-NOTES.md). */
-static int put_system(store *db, long long run, int threads)
+static int put_system(store *db, long long run, int threads, const eng_run_info *info)
 {
-    store_kv kv[12];
+    store_kv kv[16];
     size_t n = 0;
     char cpu[256];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
@@ -81,6 +81,10 @@ static int put_system(store *db, long long run, int threads)
     kv_set(kv, &n, "env.OPENBLAS_CORETYPE", "%s", ct ? ct : "(unset)");
     const char *nt = getenv("OPENBLAS_NUM_THREADS");
     kv_set(kv, &n, "env.OPENBLAS_NUM_THREADS", "%s", nt ? nt : "(unset)");
+    kv_set(kv, &n, "blas_core_choice", "%s", eng_openblas_core_note());
+    if (info && info->gemm) kv_set(kv, &n, "gemm", "%s", info->gemm);
+    if (info && info->gemm_classes) kv_set(kv, &n, "gemm_classes", "%s", info->gemm_classes);
+    if (info && info->gemm_notes && info->gemm_notes[0]) kv_set(kv, &n, "gemm_notes", "%s", info->gemm_notes);
     kv_set(kv, &n, "nnbench_version", "%s", NNBENCH_VERSION);
     return store_sysinfo_put(db, run, kv, n);
 }
@@ -146,7 +150,7 @@ static int on_begin(void *ud, const eng_run_info *info)
     int rc = store_params_put(s->db, s->run, kv, cfg->n_kv);
     free(kv);
     if (rc) return fail_sink(s, "config");
-    if (put_system(s->db, s->run, info->threads)) return fail_sink(s, "system info");
+    if (put_system(s->db, s->run, info->threads, info)) return fail_sink(s, "system info");
     return 0;
 }
 

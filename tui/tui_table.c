@@ -401,6 +401,7 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
         snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG], all_keys ? "all keys" : "keys that differ");
         if (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", head) || tui_lines_add(lines, n, "%s", "  (all runs share the same config)")) return -1;
     }
+    if (c->kernels_note[0] && (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", c->kernels_note))) return -1;
     return 0;
 }
 

@@ -1,6 +1,8 @@
 /* mlp_bench.c — rows 1 and 3 of `make bench`: the Fashion-MNIST MLP (784-256-128-10, batch
- * 128, SGD+momentum, one epoch) as a bare cblas_sgemm loop, as the GEMM-only bound, and
- * through nnbench's engine with profiling off and on; contenders interleaved, ratios per rep.
+ * 128, SGD+momentum, one epoch) as a bare loop over the same GEMM calls (through the engine's
+ * entry point, on the kernels the engine chose), as the GEMM-only bound of each backend
+ * (OpenBLAS, oneDNN, and the per-class choice), and through nnbench's engine with profiling
+ * off and on; contenders interleaved, ratios per rep.
  *
  * Output: "ENV key value" lines, then "ROW<TAB>section<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute
  * <TAB>goal<TAB>verdict" lines that tests/bench/run.sh turns into the one table.
@@ -18,7 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../engine/engine.h"
+#include "../../engine/gemm_internal.h"
 #include "bench.h"
 #include "../../profiler/profiler.h"
 
@@ -202,11 +204,11 @@ static void bias_relu(float *restrict h, const float *restrict b, int rows, int 
 /* x[rows x IN] -> z[rows x OUT] logits (3 sgemm). */
 static void bare_forward(bare_net *m, const float *x, int rows)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H1, IN, 1.0f, x, IN, m->w1, H1, 0.0f, m->h1, H1);
+    eng_sgemm(0, 0, rows, H1, IN, 1.0f, x, IN, m->w1, H1, 0.0f, m->h1, H1);
     bias_relu(m->h1, m->b1, rows, H1);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, H2, H1, 1.0f, m->h1, H1, m->w2, H2, 0.0f, m->h2, H2);
+    eng_sgemm(0, 0, rows, H2, H1, 1.0f, m->h1, H1, m->w2, H2, 0.0f, m->h2, H2);
     bias_relu(m->h2, m->b2, rows, H2);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, OUT, H2, 1.0f, m->h2, H2, m->w3, OUT, 0.0f, m->z, OUT);
+    eng_sgemm(0, 0, rows, OUT, H2, 1.0f, m->h2, H2, m->w3, OUT, 0.0f, m->z, OUT);
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < OUT; c++) m->z[r * OUT + c] += m->b3[c];
 }
@@ -249,15 +251,15 @@ static void relu_mask(float *restrict d, const float *restrict h, size_t n)
 /* Backward from dz (5 sgemm: 3 weight gradients, 2 input gradients; none for the data). */
 static void bare_backward(bare_net *m, const float *x, int rows)
 {
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H2, OUT, rows, 1.0f, m->h2, H2, m->dz, OUT, 0.0f, m->gw3, OUT);
+    eng_sgemm(1, 0, H2, OUT, rows, 1.0f, m->h2, H2, m->dz, OUT, 0.0f, m->gw3, OUT);
     col_sum(m->dz, rows, OUT, m->gb3);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, H2, OUT, 1.0f, m->dz, OUT, m->w3, OUT, 0.0f, m->dh2, H2);
+    eng_sgemm(0, 1, rows, H2, OUT, 1.0f, m->dz, OUT, m->w3, OUT, 0.0f, m->dh2, H2);
     relu_mask(m->dh2, m->h2, (size_t)rows * H2);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H1, H2, rows, 1.0f, m->h1, H1, m->dh2, H2, 0.0f, m->gw2, H2);
+    eng_sgemm(1, 0, H1, H2, rows, 1.0f, m->h1, H1, m->dh2, H2, 0.0f, m->gw2, H2);
     col_sum(m->dh2, rows, H2, m->gb2);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, H1, H2, 1.0f, m->dh2, H2, m->w2, H2, 0.0f, m->dh1, H1);
+    eng_sgemm(0, 1, rows, H1, H2, 1.0f, m->dh2, H2, m->w2, H2, 0.0f, m->dh1, H1);
     relu_mask(m->dh1, m->h1, (size_t)rows * H1);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IN, H1, rows, 1.0f, x, IN, m->dh1, H1, 0.0f, m->gw1, H1);
+    eng_sgemm(1, 0, IN, H1, rows, 1.0f, x, IN, m->dh1, H1, 0.0f, m->gw1, H1);
     col_sum(m->dh1, rows, H1, m->gb1);
 }
 
@@ -316,9 +318,35 @@ static epoch_result bare_epoch(const dataset *tr, const dataset *te, uint64_t se
     return res;
 }
 
-/* The GEMM-only bound: the step's 8 sgemm calls (full batches) timed alone, as many steps
- * as an epoch has. No elementwise work, no gather: the best any loop over them can do. */
-static double gemm_bound(int n_train, uint64_t seed)
+/* The step's 8 GEMM calls at a full batch (what the bare loop and the engine issue). */
+static const eng_gemm_shape step_shapes[8] = {
+    { 0, 0, BATCH, H1, IN }, { 0, 0, BATCH, H2, H1 }, { 0, 0, BATCH, OUT, H2 }, { 1, 0, H2, OUT, BATCH },
+    { 0, 1, BATCH, H2, OUT }, { 1, 0, H1, H2, BATCH }, { 0, 1, BATCH, H1, H2 }, { 1, 0, IN, H1, BATCH },
+};
+
+/* Chooses the kernels of the bare loop's calls as the engine chooses them for its own. */
+static int prepare_bare(int threads, int n_train)
+{
+    eng_gemm_shape sh[16];
+    memcpy(sh, step_shapes, sizeof step_shapes);
+    int n = 8, last = n_train % BATCH;
+    for (int i = 0; last && i < 8; i++) {
+        sh[n] = step_shapes[i]; /* the rows are M of the NN/NT calls, K of the TN ones */
+        if (sh[n].ta) sh[n].K = last;
+        else sh[n].M = last;
+        n++;
+    }
+    if (eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, threads, sh, n)) {
+        fprintf(stderr, "mlp_bench: %s\n", eng_error());
+        return -1;
+    }
+    return 0;
+}
+
+/* The GEMM-only bound: the step's 8 GEMM calls (full batches) timed alone, as many steps
+ * as an epoch has, on one backend (be >= 0) or on the per-class choice (be < 0). No
+ * elementwise work, no gather: the best any loop over these kernels can do. */
+static double gemm_bound(int n_train, uint64_t seed, int be)
 {
     bare_net m;
     double sps = 0.0;
@@ -328,24 +356,28 @@ static double gemm_bound(int n_train, uint64_t seed)
         for (int i = 0; i < BATCH * OUT; i++) m.dz[i] = (float)(rng_uniform(&s) - 0.5) / BATCH;
         memset(m.h1, 0, sizeof(float) * BATCH * H1);
         memset(m.h2, 0, sizeof(float) * BATCH * H2);
+        const float *A[8] = { m.x, m.h1, m.h2, m.h2, m.dz, m.h1, m.dh2, m.x };
+        const float *B[8] = { m.w1, m.w2, m.w3, m.dz, m.w3, m.dh2, m.w2, m.dh1 };
+        float *C[8] = { m.h1, m.h2, m.z, m.gw3, m.dh2, m.gw2, m.dh1, m.gw1 };
+        gemm_call calls[8];
+        for (int j = 0; j < 8; j++) {
+            const eng_gemm_shape *g = &step_shapes[j];
+            calls[j] = (gemm_call){ g->ta, g->tb, g->M, g->N, g->K, 1.0f, A[j], g->ta ? g->M : g->K, B[j],
+                                    g->tb ? g->K : g->N, 0.0f, C[j], g->N };
+        }
         int steps = (n_train + BATCH - 1) / BATCH;
         double t0 = now_s();
-        for (int k = 0; k < steps; k++) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BATCH, H1, IN, 1.0f, m.x, IN, m.w1, H1, 0.0f, m.h1, H1);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BATCH, H2, H1, 1.0f, m.h1, H1, m.w2, H2, 0.0f, m.h2, H2);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BATCH, OUT, H2, 1.0f, m.h2, H2, m.w3, OUT, 0.0f, m.z, OUT);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H2, OUT, BATCH, 1.0f, m.h2, H2, m.dz, OUT, 0.0f, m.gw3, OUT);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, H2, OUT, 1.0f, m.dz, OUT, m.w3, OUT, 0.0f, m.dh2, H2);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, H1, H2, BATCH, 1.0f, m.h1, H1, m.dh2, H2, 0.0f, m.gw2, H2);
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BATCH, H1, H2, 1.0f, m.dh2, H2, m.w2, H2, 0.0f, m.dh1, H1);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, IN, H1, BATCH, 1.0f, m.x, IN, m.dh1, H1, 0.0f, m.gw1, H1);
-        }
+        for (int k = 0; k < steps; k++)
+            for (int j = 0; j < 8; j++) {
+                const gemm_call *c = &calls[j];
+                if (be >= 0) eng_gemm_run((eng_gemm_backend)be, c);
+                else eng_sgemm(c->ta, c->tb, c->M, c->N, c->K, 1.0f, c->A, c->lda, c->B, c->ldb, 0.0f, c->C, c->ldc);
+            }
         sps = (double)steps * BATCH / (now_s() - t0);
     }
     bare_free(&m);
     return sps;
 }
-
 
 /* ---- nnbench: the same model through the public engine API --------------------------- */
 
@@ -430,8 +462,77 @@ static int usage(void)
     return 2;
 }
 
+/* One thread count: reps of bare loop, engine, engine profiled and the GEMM-only bounds
+ * (each backend, and the choice), interleaved; the rows. eng gets the engine's samples/s
+ * per rep. 1 when a contender failed. */
+static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, const dataset *te, int n_train,
+                         int n_test, double *eng)
+{
+    double bare[MAX_REPS], engp[MAX_REPS], acc_b[MAX_REPS], acc_e[MAX_REPS], bound[3][MAX_REPS];
+    double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS], best[MAX_REPS];
+    static const char *const bname[3] = { "openblas", "onednn", "chosen" };
+    for (int k = 0; k < reps; k++) {
+        uint64_t sd = seed + (uint64_t)k;
+        openblas_set_num_threads(t);
+        if (prepare_bare(t, tr->n)) return 1;
+        epoch_result b = bare_epoch(tr, te, sd);
+        epoch_result e = engine_epoch(n_train, n_test, t, sd, 0);
+        epoch_result ep = engine_epoch(n_train, n_test, t, sd, 1);
+        openblas_set_num_threads(t);
+        if (prepare_bare(t, tr->n)) return 1;
+        best[k] = 0;
+        for (int be = 0; be < 3; be++) {
+            bound[be][k] = gemm_bound(tr->n, sd, be < 2 ? be : -1);
+            if (bound[be][k] > best[k]) best[k] = bound[be][k];
+        }
+        bare[k] = b.samples_per_s, eng[k] = e.samples_per_s, engp[k] = ep.samples_per_s;
+        acc_b[k] = b.test_acc, acc_e[k] = e.test_acc;
+        if (!(bare[k] > 0 && eng[k] > 0 && engp[k] > 0 && best[k] > 0)) {
+            fprintf(stderr, "mlp_bench: %dT rep %d: a contender failed (see above)\n", t, k + 1);
+            return 1;
+        }
+        r_eb[k] = eng[k] / bare[k];
+        r_eg[k] = eng[k] / best[k];
+        r_bg[k] = bare[k] / best[k];
+        r_prof[k] = eng[k] / engp[k]; /* time on / time off */
+        fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), nnbench %.0f/s (acc %.4f), profiled %.0f/s, "
+                "GEMM-only openblas %.0f/s, onednn %.0f/s, chosen %.0f/s\n", t, k + 1, bare[k], acc_b[k], eng[k],
+                acc_e[k], engp[k], bound[0][k], bound[1][k], bound[2][k]);
+    }
+    char label[96], abs_[400], a[32], b[32], c[32], env[200];
+    size_t el = 0;
+    for (int be = 0; be < 3; be++) {
+        kilo(c, sizeof c, stats_of(bound[be], reps).med);
+        el += (size_t)snprintf(env + el, sizeof env - el, "%s%s %s", be ? ", " : "", bname[be], c);
+    }
+    char gd[512];
+    eng_gemm_describe(gd, sizeof gd);
+    printf("ENV\tgemm_bound_%dT\t%s samples/s; the engine: %s\n", t, env, gd);
+    stats se = stats_of(eng, reps), sb = stats_of(bare, reps), sg = stats_of(best, reps), sp = stats_of(engp, reps);
+    kilo(a, sizeof a, se.med); kilo(b, sizeof b, sb.med); kilo(c, sizeof c, sg.med);
+    stats r = stats_of(r_eg, reps);
+    snprintf(label, sizeof label, "nnbench / GEMM-only bound of the fastest backend, %dT", t);
+    snprintf(abs_, sizeof abs_, "nnbench %s vs GEMM-only %s samples/s (8 GEMMs per step; bounds: %s)", a, c, env);
+    row(1, label, r, abs_, ">= 0.90", r.med >= 0.9 ? "met" : "MISSED");
+    r = stats_of(r_eb, reps);
+    snprintf(label, sizeof label, "nnbench / bare loop, %dT", t);
+    snprintf(abs_, sizeof abs_, "nnbench %s vs bare %s samples/s; test acc %.3f vs %.3f", a, b, stats_of(acc_e, reps).med,
+             stats_of(acc_b, reps).med);
+    row(1, label, r, abs_, ">= 0.90", r.med >= 0.9 ? "met" : "MISSED");
+    snprintf(label, sizeof label, "bare loop / GEMM-only bound of the fastest backend, %dT", t);
+    snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s", b, c);
+    row(1, label, stats_of(r_bg, reps), abs_, "-", "info");
+    kilo(c, sizeof c, sp.med);
+    r = stats_of(r_prof, reps);
+    snprintf(label, sizeof label, "nnbench profiler on / off (time), %dT", t);
+    snprintf(abs_, sizeof abs_, "off %s vs on %s samples/s", a, c);
+    row(3, label, r, abs_, "<= 1.03", r.med <= 1.03 ? "met" : "MISSED");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    eng_openblas_core_select(argv); /* the core nnbench itself runs on */
     int quick = 0, reps = 0, n_train = 0, n_threads = 0, threads[4];
     const char *single = NULL;
     uint64_t seed = 1;
@@ -474,6 +575,7 @@ int main(int argc, char **argv)
     if (single) {
         if (strcmp(single, "bare")) { free_set(&tr); free_set(&te); return usage(); }
         openblas_set_num_threads(threads[0]);
+        if (prepare_bare(threads[0], tr.n)) { free_set(&tr); free_set(&te); return 1; }
         epoch_result r = bare_epoch(&tr, &te, seed);
         printf("RESULT\tbare\t%d\t%.1f\t%.4f\n", threads[0], r.samples_per_s, r.test_acc);
         free_set(&tr); free_set(&te);
@@ -482,62 +584,24 @@ int main(int argc, char **argv)
 
     printf("ENV\topenblas_core\t%s\n", openblas_get_corename());
     printf("ENV\topenblas_config\t%s\n", openblas_get_config());
+    printf("ENV\topenblas_core_choice\t%s\n", eng_openblas_core_note());
     printf("ENV\topenblas_threads\t%d\n", openblas_get_num_threads()); /* as the environment left it */
     printf("ENV\ttrain_samples\t%d\n", tr.n);
     printf("ENV\treps\t%d\n", reps);
     int failed = 0;
-    for (int ti = 0; ti < n_threads; ti++) {
-        int t = threads[ti];
-        double bare[MAX_REPS], gemm[MAX_REPS], eng[MAX_REPS], engp[MAX_REPS], acc_b[MAX_REPS], acc_e[MAX_REPS];
-        double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS];
-        /* Interleaved A B C D, A B C D, ...: bare loop, engine, engine profiled, GEMM bound;
-         * each rep with its own seed (shared by the contenders); ratios within a rep. */
-        for (int k = 0; k < reps; k++) {
-            uint64_t sd = seed + (uint64_t)k;
-            openblas_set_num_threads(t);
-            epoch_result b = bare_epoch(&tr, &te, sd);
-            epoch_result e = engine_epoch(n_train, n_test, t, sd, 0);
-            epoch_result ep = engine_epoch(n_train, n_test, t, sd, 1);
-            openblas_set_num_threads(t);
-            gemm[k] = gemm_bound(tr.n, sd);
-            bare[k] = b.samples_per_s;
-            eng[k] = e.samples_per_s;
-            engp[k] = ep.samples_per_s;
-            acc_b[k] = b.test_acc;
-            acc_e[k] = e.test_acc;
-            if (!(bare[k] > 0 && eng[k] > 0 && engp[k] > 0 && gemm[k] > 0)) {
-                fprintf(stderr, "mlp_bench: %dT rep %d: a contender failed (see above)\n", t, k + 1);
-                failed = 1;
-                break;
-            }
-            r_eb[k] = eng[k] / bare[k];
-            r_eg[k] = eng[k] / gemm[k];
-            r_bg[k] = bare[k] / gemm[k];
-            r_prof[k] = eng[k] / engp[k]; /* time on / time off */
-            fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), nnbench %.0f/s (acc %.4f), "
-                    "profiled %.0f/s, GEMM-only %.0f/s\n",
-                    t, k + 1, bare[k], acc_b[k], eng[k], acc_e[k], engp[k], gemm[k]);
-        }
-        if (failed) break;
-        char label[96], abs_[200], a[32], b[32], c[32];
-        stats se = stats_of(eng, reps), sb = stats_of(bare, reps), sg = stats_of(gemm, reps), sp = stats_of(engp, reps);
-        kilo(a, sizeof a, se.med); kilo(b, sizeof b, sb.med); kilo(c, sizeof c, sg.med);
-        stats r = stats_of(r_eb, reps);
-        snprintf(label, sizeof label, "nnbench / bare loop, %dT", t);
-        snprintf(abs_, sizeof abs_, "nnbench %s vs bare %s samples/s; test acc %.3f vs %.3f", a, b,
-                 stats_of(acc_e, reps).med, stats_of(acc_b, reps).med);
-        row(1, label, r, abs_, ">= 0.90", r.med >= 0.9 ? "met" : "MISSED");
-        snprintf(label, sizeof label, "nnbench / GEMM-only bound, %dT", t);
-        snprintf(abs_, sizeof abs_, "nnbench %s vs GEMM-only %s samples/s (8 sgemm per step)", a, c);
-        row(1, label, stats_of(r_eg, reps), abs_, "-", "info");
-        snprintf(label, sizeof label, "bare loop / GEMM-only bound, %dT", t);
-        snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s", b, c);
-        row(1, label, stats_of(r_bg, reps), abs_, "-", "info");
-        kilo(c, sizeof c, sp.med);
-        r = stats_of(r_prof, reps);
-        snprintf(label, sizeof label, "nnbench profiler on / off (time), %dT", t);
-        snprintf(abs_, sizeof abs_, "off %s vs on %s samples/s", a, c);
-        row(3, label, r, abs_, "<= 1.03", r.med <= 1.03 ? "met" : "MISSED");
+    double eng_by_t[4][MAX_REPS];
+    for (int ti = 0; ti < n_threads && !failed; ti++)
+        failed = bench_threads(threads[ti], reps, seed, &tr, &te, n_train, n_test, eng_by_t[ti]);
+    if (!failed && n_threads > 1 && threads[0] == 1) {
+        double r[MAX_REPS];
+        for (int k = 0; k < reps; k++) r[k] = eng_by_t[1][k] / eng_by_t[0][k];
+        stats sr = stats_of(r, reps);
+        char label[96], abs_[160], a[32], b[32];
+        kilo(a, sizeof a, stats_of(eng_by_t[1], reps).med);
+        kilo(b, sizeof b, stats_of(eng_by_t[0], reps).med);
+        snprintf(label, sizeof label, "nnbench %dT / 1T (two threads pay)", threads[1]);
+        snprintf(abs_, sizeof abs_, "%dT %s vs 1T %s samples/s (rep k against rep k)", threads[1], a, b);
+        row(1, label, sr, abs_, ">= 1.35", sr.med >= 1.35 ? "met" : "MISSED");
     }
     free_set(&tr);
     free_set(&te);

@@ -1,6 +1,6 @@
 /* sparse_bench.c — MaxK and the CBSR x dense kernel against their dense baselines, one
  * BLAS thread, contenders interleaved A B A B within each repetition.
- *   row 7a: CBSR x dense (B x d, k per row) · W [d x o]  vs  cblas_sgemm of the dense shape
+ *   row 7a: CBSR x dense (B x d, k per row) · W [d x o]  vs  the dense sgemm (eng_sgemm: the backend nnbench chose)
  *   row 7b: the MaxK pair — maxk fwd + CBSR multiply fwd + its bwd (dW, dvalues) + maxk bwd —
  *           vs relu fwd + sgemm fwd + sgemm bwd (dW, dx) + relu bwd: the activation and the
  *           next layer's multiply, which is what MaxK changes (the layer's own multiply
@@ -39,6 +39,7 @@ static eng_node node_of(eng_op_id op, size_t in, size_t out)
 
 int main(int argc, char **argv)
 {
+    eng_openblas_core_select(argv);
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     int reps = quick ? 3 : 7, inner = quick ? 5 : 20;
     openblas_set_num_threads(1);
@@ -67,11 +68,21 @@ int main(int argc, char **argv)
     mk.x = x; mk.y = val; mk.idx = idx; mk.dy = dval; mk.dx = dx;
     cb.x = val; cb.idx = idx; cb.y = y; cb.w = w; cb.dw = dw; cb.dy = dy; cb.dx = dval;
 
+    /* the dense baseline on the backends nnbench chooses for these shapes (as a run would) */
+    eng_gemm_shape sh[ENG_OP_MAX_GEMMS];
+    int nsh = eng_ops[ENG_OP_DENSE].gemms(&dense, B, sh);
+    if (eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 1, sh, nsh)) {
+        fprintf(stderr, "sparse_bench: %s\n", eng_error());
+        return 1;
+    }
+    char gd[256];
+    eng_gemm_describe(gd, sizeof gd);
+    printf("ENV\tsparse_gemm\t%s\n", gd);
     double r1[16], r2[16], t_sg = 0, t_cb = 0, t_dn = 0, t_mk = 0;
     for (int rep = 0; rep < reps; rep++) {
         double t0 = now_s();
         for (int i = 0; i < inner; i++)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, O, D, 1.0f, a, D, w, O, 0.0f, y, O);
+            eng_sgemm(0, 0, B, O, D, 1.0f, a, D, w, O, 0.0f, y, O);
         double t1 = now_s();
         for (int i = 0; i < inner; i++) eng_cbsr_mm(val, idx, B, K, w, O, y);
         double t2 = now_s();

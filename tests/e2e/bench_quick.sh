@@ -33,10 +33,14 @@ for v in OPENBLAS_NUM_THREADS OMP_NUM_THREADS OPENBLAS_L2_SIZE; do
     grep -q "^Environment: .*$v=" "$tmp/out" || fail "environment line lacks $v"
 done
 grep -q '^| # | row | median | min..max | absolute (medians) | goal | verdict |$' "$tmp/out" || fail "no table header"
+grep -q '^GEMM-only bound of the MLP step, 1T: openblas .*, onednn .*, chosen .* samples/s; the engine: ' "$tmp/out" \
+    || fail "the header does not print each backend's GEMM-only bound"
+grep -q '^OpenBLAS core choice: .' "$tmp/out" || fail "the header does not print the core choice"
 
 # Rows: | sec | label | median | min..max | absolute | goal | verdict |
 grep '^| [0-9][0-9]* |' "$tmp/out" >"$tmp/rows"
-for label in "nnbench / bare loop, 1T" "nnbench / GEMM-only bound, 1T" "bare loop / GEMM-only bound, 1T" \
+for label in "nnbench / bare loop, 1T" "nnbench / GEMM-only bound of the fastest backend, 1T" \
+             "bare loop / GEMM-only bound of the fastest backend, 1T" \
              "nnbench profiler on / off (time), 1T" "Newton step / gradient step, block n=256" \
              "solve time vs n, fitted exponent" "step time vs parameters, fitted exponent" \
              "peak memory vs parameters, fitted exponent"; do

@@ -203,8 +203,9 @@ wait_for "[ Compare this batch: 6 runs ]"
 keys c
 wait_for "newton-vs-sgd: 6 runs   metric: train_loss"
 wait_for "#4 momentum"
-wait_for "Time ((sim): simulated clock"
+wait_for "kernels "
 keys NPage
+wait_for "Time ((sim): simulated clock"
 wait_for "(sim) hybrid time"
 wait_for "(sim) quantum time"
 wait_for "(sim) hybrid to target"

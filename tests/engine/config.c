@@ -329,6 +329,66 @@ static void test_error_messages(void **state)
     free(big);
 }
 
+/* conv:F:K[:ACT][:pad=P][:stride=S]: the options in any order, the defaults, and each bad
+ * value named with its bound. */
+static void test_conv_options(void **state)
+{
+    (void)state;
+    const char *p = write_ini("[model]\nlayers = conv:8:3:relu:pad=1:stride=2, conv:4:5:stride=3:pad=4:tanh, "
+                              "conv:2:3, flatten, dense:2\n");
+    eng_experiment *ex = NULL;
+    assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
+    const eng_layer_spec *L = ex->variants[0].model.layers;
+    assert_int_equal(L[0].kernel, 3);
+    assert_int_equal(L[0].pad, 1);
+    assert_int_equal(L[0].stride, 2);
+    assert_int_equal(L[0].act, ENG_ACT_RELU);
+    assert_int_equal(L[1].pad, 4);
+    assert_int_equal(L[1].stride, 3);
+    assert_int_equal(L[1].act, ENG_ACT_TANH);
+    assert_int_equal(L[2].pad, 0);
+    assert_int_equal(L[2].stride, 1);
+    assert_int_equal(L[2].act, ENG_ACT_NONE);
+    eng_experiment_free(ex);
+
+    static const char *const pad_msg = "pad must be an integer in 0..2 (less than the kernel: a wider border only adds "
+                                       "outputs that see nothing but zeros)";
+    static const struct { const char *layer, *why; } bad[] = {
+        { "conv:8:3:pad=3", NULL },
+        { "conv:8:3:pad=-1", NULL },
+        { "conv:8:3:relu:stride=0", "stride must be an integer in 1..64" },
+        { "conv:8:3:pad=1:pad=1", "pad is given twice" },
+        { "conv:8:3:relu:tanh", "expected conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of relu, tanh, "
+                                "sigmoid, gelu, none" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char ini[128], msg[400];
+        snprintf(ini, sizeof ini, "[model]\nlayers = %s, flatten, dense:2\n", bad[i].layer);
+        snprintf(msg, sizeof msg, ":2: key 'layers': layer 1: %s, got '%s'", bad[i].why ? bad[i].why : pad_msg,
+                 bad[i].layer);
+        expect_error(ini, NULL, 0, ENG_EINVAL, msg);
+    }
+    p = write_ini("[model]\nlayers = conv:8:3, avgpool, avgpool:3, avgpool:3:1, gap, dense:2\n");
+    assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
+    L = ex->variants[0].model.layers;
+    assert_true(L[1].kind == ENG_LAYER_AVGPOOL && L[1].kernel == 2 && L[1].stride == 2);
+    assert_true(L[2].kind == ENG_LAYER_AVGPOOL && L[2].kernel == 3 && L[2].stride == 3);
+    assert_true(L[3].kind == ENG_LAYER_AVGPOOL && L[3].kernel == 3 && L[3].stride == 1);
+    assert_int_equal(L[4].kind, ENG_LAYER_GAP);
+    eng_experiment_free(ex);
+    expect_error("[model]\nlayers = conv:8:3, avgpool:0, dense:2\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': layer 2: expected avgpool, avgpool:K or avgpool:K:S (KxK mean, stride S, default "
+                 "S = K; 1 <= K, S <= 64), got 'avgpool:0'");
+    expect_error("[model]\nlayers = dense:8, gap, dense:2\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': layer 2: 'gap' cannot follow a dense or flatten layer (the data is flat by then)");
+    expect_error("[model]\nlayers = conv:8:3, gap\n", NULL, 0, ENG_EINVAL,
+                 ":2: key 'layers': the last layer must be dense (it gives the outputs), got 'gap'");
+    const char *set[] = { "model.layers=conv:8:3:stride=x, flatten, dense:2" };
+    expect_error("[model]\nlayers = dense:2\n", set, 1, ENG_EINVAL,
+                 "--set model.layers=conv:8:3:stride=x, flatten, dense:2: key 'layers': layer 1: stride must be an "
+                 "integer in 1..64, got 'conv:8:3:stride=x'");
+}
+
 static void test_missing_file(void **state)
 {
     (void)state;
@@ -522,6 +582,26 @@ static void test_relative_data_paths(void **state)
     eng_data_free(ds);
     eng_experiment_free(ex);
 
+    /* issue 22 #17: the graph's files are looked up the same way (edges, features,
+     * labels and the masks) */
+    f = fopen(ini, "w");
+    assert_non_null(f);
+    fprintf(f, "[data]\nsource = graph\n[graph]\nsource = file\nedges = d/train.csv\nnode_features = d/train.csv\n"
+               "labels = d/train.csv\ntrain_mask = d/train.csv\nval_mask = %s\ntest_mask = missing.txt\n"
+               "fanouts = 5\n[model]\nlayers = sage:2\n", cwd_file);
+    fclose(f);
+    if (eng_experiment_load(ini, NULL, 0, &ex)) fail_msg("%s", eng_error());
+    c = &ex->variants[0];
+    assert_string_equal(c->graph.edges, csv);
+    assert_string_equal(c->graph.node_features, csv);
+    assert_string_equal(c->graph.labels, csv);
+    assert_string_equal(c->graph.train_mask, csv);
+    assert_string_equal(kv_find(c, "graph.edges")->value, csv);
+    assert_string_equal(c->graph.val_mask, cwd_file);
+    snprintf(want, sizeof want, "%s/missing.txt", dir);
+    assert_string_equal(c->graph.test_mask, want);
+    eng_experiment_free(ex);
+
     assert_int_equal(unlink(cwd_file), 0);
     assert_int_equal(unlink(csv), 0);
     assert_int_equal(unlink(ini), 0);
@@ -551,6 +631,7 @@ int test_engine_config(void)
         cmocka_unit_test_teardown(test_set_overrides, teardown),
         cmocka_unit_test_teardown(test_set_errors, teardown),
         cmocka_unit_test_teardown(test_error_messages, teardown),
+        cmocka_unit_test_teardown(test_conv_options, teardown),
         cmocka_unit_test(test_missing_file),
         cmocka_unit_test_teardown(test_select, teardown),
         cmocka_unit_test_teardown(test_key_docs_cover_parser, teardown),

@@ -167,6 +167,12 @@ static void test_graph_config_errors(void **state)
         { "model.layers=dense:8:relu, dense:4", "needs sage layers only" },
         { "graph.source=file", "file needs graph.edges" },
         { "graph.train_fraction=0.9", "must be below 1" },
+        /* issue 22 #16, #21: keys the graph loop ignores are refused, not ignored */
+        { "train.checkpoint_every=5", "graph runs (data.source = graph) do not use train.checkpoint_every" },
+        { "train.gradient=clip_norm", "do not use train.gradient" },
+        { "train.telemetry=true", "do not use train.telemetry" },
+        { "data.augment=flip", "do not use data.augment" },
+        { "data.prefetch=true", "do not use data.prefetch" },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         eng_experiment *ex;
@@ -186,6 +192,33 @@ static void test_graph_config_errors(void **state)
     eng_gnn *m;
     assert_int_equal(eng_gnn_create(&ex->variants[0], NULL, &m), ENG_EINVAL);
     assert_non_null(strstr(eng_error(), "end the layers with sage:4"));
+    eng_experiment_free(ex);
+}
+
+/* Issue 22 #10: the memory a graph run will take is estimated before anything is built; an
+ * SBM of 10^6 nodes with the sample's model (sage:64:relu, sage:4, 16 features, degree 10)
+ * took 2.8 GB when measured: the estimate must be of that size, and a limit below it refuses
+ * with the parts and what to change. The limit is given, so no machine's memory matters. */
+static void test_memory_estimate(void **state)
+{
+    (void)state;
+    const char *sets[] = { "graph.nodes=1000000", "graph.partition=none" };
+    eng_experiment *ex = load(sets, 2);
+    const eng_config *c = &ex->variants[0];
+    assert_int_equal(eng_gnn_check_memory(c, 1000000, 10000000, 5000000, 16, 4, 3.5e9), ENG_OK);
+    assert_int_equal(eng_gnn_check_memory(c, 1000000, 10000000, 5000000, 16, 4, 2.0e9), ENG_ENOMEM);
+    assert_non_null(strstr(eng_error(), "graph: out of memory: the graph is too big: 1000000 nodes"));
+    assert_non_null(strstr(eng_error(), "use fewer graph.nodes"));
+    /* the run refuses before building: 10^8 nodes of 10^5 features (40 PB) fit no machine */
+    eng_experiment_free(ex);
+    const char *huge[] = { "graph.nodes=100000000", "graph.features=100000", "graph.partition=metis" };
+    ex = load(huge, 3);
+    eng_gnn *m = NULL;
+    size_t before = prof_mem_peak();
+    assert_int_equal(eng_gnn_create(&ex->variants[0], NULL, &m), ENG_ENOMEM);
+    assert_non_null(strstr(eng_error(), "the graph is too big: 100000000 nodes"));
+    assert_non_null(strstr(eng_error(), "METIS about"));
+    assert_true(prof_mem_peak() - before < (1u << 20));
     eng_experiment_free(ex);
 }
 
@@ -234,6 +267,7 @@ int test_engine_gnn(void)
         cmocka_unit_test(test_grad_sage_models),
         cmocka_unit_test(test_graph_config_errors),
         cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_memory_estimate),
     };
     return cmocka_run_group_tests_name("engine_gnn", tests, NULL, NULL);
 }

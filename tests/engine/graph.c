@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../engine/data_internal.h"
 #include "../../engine/graph.h"
 
 static char tmpdir[64];
@@ -82,10 +85,10 @@ static void test_load_edges(void **state)
     assert_int_equal(eng_graph_load_edges(bad, 0, 0, &h), ENG_EFORMAT);
     assert_non_null(strstr(eng_error(), "b2.csv:1: node ids must be in"));
     assert_int_equal(eng_graph_load_edges("/nonexistent/e.csv", 0, 0, &h), ENG_EIO);
-    bad = write_tmp("f2.csv", "1,2\n3\n");
+    bad = write_tmp("f2.csv", "1,2\n3\n5,6\n7,8\n9,10\n11,12\n13,14\n15,16\n17,18\n19,20\n");
     assert_int_equal(eng_graph_load_features(g, bad), ENG_EFORMAT);
     assert_non_null(strstr(eng_error(), "f2.csv:2: expected 2 features"));
-    bad = write_tmp("f3.csv", "1,2\n3,4\n");
+    bad = write_tmp("f3.csv", "# two rows, and a comment long enough for ten\n1,2\n3,4\n");
     assert_int_equal(eng_graph_load_features(g, bad), ENG_EFORMAT);
     assert_non_null(strstr(eng_error(), "2 feature rows, but the graph has 10 nodes"));
     bad = write_tmp("l2.csv", "0\n1\nq\n");
@@ -93,6 +96,94 @@ static void test_load_edges(void **state)
     assert_non_null(strstr(eng_error(), "l2.csv:3:"));
     assert_int_equal(eng_graph_random_split(g, 0.9, 0.2, 1), ENG_EINVAL);
     eng_graph_free(g);
+}
+
+
+/* Issue 22 #9: a graph file must be a regular file (not /dev/zero: one endless line; not a
+ * FIFO: blocks forever), lines are bounded, and edge ids are checked against the node count
+ * (the features file's rows) before the CSR is sized by them. */
+static void test_loader_limits(void **state)
+{
+    (void)state;
+    eng_graph *g = NULL;
+    assert_int_equal(eng_graph_load_edges("/dev/zero", 0, 0, &g), ENG_EIO);
+    assert_non_null(strstr(eng_error(), "/dev/zero: is a character device, not a regular file"));
+    char fifo[160];
+    write_tmp("x", "");
+    snprintf(fifo, sizeof fifo, "%s/fifo", tmpdir);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    eng_graph *h = prof_calloc(1, sizeof *h);
+    h->n = 3;
+    assert_int_equal(eng_graph_load_features(h, fifo), ENG_EIO);   /* returns: no writer needed */
+    assert_non_null(strstr(eng_error(), "a FIFO (named pipe), not a regular file"));
+    assert_int_equal(eng_graph_load_labels(h, "/dev/zero"), ENG_EIO);
+    /* a line without end is cut at ENG_GRAPH_MAX_LINE, not read into one buffer */
+    char *big = malloc((size_t)ENG_GRAPH_MAX_LINE + 16);
+    memset(big, '1', (size_t)ENG_GRAPH_MAX_LINE + 8);
+    big[ENG_GRAPH_MAX_LINE + 8] = 0;
+    const char *lp = write_tmp("long.csv", big);
+    free(big);
+    assert_int_equal(eng_graph_load_edges(lp, 0, 0, &g), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "long.csv:1: a line longer than"));
+    /* a file that starts with an empty line (make fuzz found the reader writing its
+     * terminator before it had a buffer) */
+    assert_int_equal(eng_graph_load_edges(write_tmp("blank.csv", "\n0,1\n"), 0, 0, &g), ENG_OK);
+    assert_int_equal(g->n, 2);
+    eng_graph_free(g);
+    /* one stray id far past the nodes: refused at its line, nothing sized by it */
+    const char *ep = write_tmp("stray.csv", "0,1\n1,2\n2,134217728\n");
+    size_t before = prof_mem_peak();
+    assert_int_equal(eng_graph_load_edges(ep, 0, 3, &g), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "stray.csv:3: node 134217728 is past the graph's 3 nodes"));
+    assert_true(prof_mem_peak() - before < (1u << 20));
+    /* the node count comes from the features file's data rows (header and comments aside) */
+    int32_t n = -1;
+    assert_int_equal(eng_graph_count_rows(write_tmp("fc.csv", "a,b\n# c\n1,2\n\n3,4\n5,6\n"), &n), ENG_OK);
+    assert_int_equal(n, 3);
+    /* a features file too small for one row per node is refused before n x f is allocated */
+    h->n = 1000000;
+    before = prof_mem_peak();
+    assert_int_equal(eng_graph_load_features(h, write_tmp("wide.csv", "1,2,3,4,5,6,7,8\n")), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "cannot hold one row per node"));
+    assert_true(prof_mem_peak() - before < (1u << 20));
+    eng_graph_free(h);
+}
+
+/* Issue 22 #21: nan and inf are refused in graph features, as the CSV loader refuses them. */
+static void test_features_finite(void **state)
+{
+    (void)state;
+    eng_graph *h = prof_calloc(1, sizeof *h);
+    h->n = 2;
+    const char *bad[] = { "1,2\nnan,4\n", "1,inf\n3,4\n", "1,2\n3,-INF\n", "1,1e39\n3,4\n" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(eng_graph_load_features(h, write_tmp("nf.csv", bad[i])), ENG_EFORMAT);
+        assert_non_null(strstr(eng_error(), "expected a finite number"));
+    }
+    assert_int_equal(eng_graph_load_features(h, write_tmp("ok.csv", "x,y\n1,2e3\n-3.5,4\n")), ENG_OK);
+    assert_true(h->feat[1] == 2000.0f && h->feat[2] == -3.5f);
+    eng_graph_free(h);
+}
+
+/* Issue 22 #10: a stop requested while a graph is built ends the build (the flag is for the
+ * whole process from then on: checked in a child). */
+static void test_build_stops(void **state)
+{
+    (void)state;
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        eng_stop_builds();
+        eng_graph *g = NULL;
+        int a = eng_graph_sbm(3000000, 4, 4, 0.8, 2, 1, 1, &g);
+        int b = eng_graph_rmat(20, 4, 1, &g);
+        int c = eng_graph_load_edges(write_tmp("stop.csv", "0,1\n"), 0, 0, &g);
+        _exit(a == ENG_ESTOPPED && b == ENG_ESTOPPED && c == ENG_ESTOPPED && strstr(eng_error(), "stopped while building")
+                  ? 0 : 1);
+    }
+    int st = 0;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void assert_same_graph(const eng_graph *a, const eng_graph *b)
@@ -243,6 +334,9 @@ int test_engine_graph(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_load_edges),
+        cmocka_unit_test(test_loader_limits),
+        cmocka_unit_test(test_features_finite),
+        cmocka_unit_test(test_build_stops),
         cmocka_unit_test(test_generators),
         cmocka_unit_test(test_samplers),
     };

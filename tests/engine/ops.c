@@ -545,12 +545,14 @@ static void test_grad_mse(void **state)
     h_free(&h);
 }
 
-static void conv_setup(harness *h, int rows, int C, int H, int W, int F, int K, int chunk)
+static void conv_setup_ps(harness *h, int rows, int C, int H, int W, int F, int K, int pad, int st, int chunk)
 {
-    int in[3] = { C, H, W }, out[3] = { F, H - K + 1, W - K + 1 };
+    int in[3] = { C, H, W }, out[3] = { F, (H + 2 * pad - K) / st + 1, (W + 2 * pad - K) / st + 1 };
     h_init(h, ENG_OP_CONV2D, rows, in, out, 0);
     eng_node *n = &h->n;
     n->kernel = K;
+    n->pad = pad;
+    n->stride = st;
     n->chunk = chunk;
     n->n_w = (size_t)F * C * K * K;
     n->w = calloc(n->n_w, sizeof(float));
@@ -558,6 +560,39 @@ static void conv_setup(harness *h, int rows, int C, int H, int W, int F, int K, 
     size_t P = (size_t)out[1] * out[2];
     n->col = calloc((size_t)C * K * K * P * chunk, sizeof(float));
     n->dcol = calloc((size_t)C * K * K * P * chunk, sizeof(float));
+}
+
+static void conv_setup(harness *h, int rows, int C, int H, int W, int F, int K, int chunk)
+{
+    conv_setup_ps(h, rows, C, H, W, F, K, 0, 1, chunk);
+}
+
+/* Max |y - direct convolution in double| over the last forward of h (zero padding). */
+static double conv_vs_direct(harness *h)
+{
+    eng_node *n = &h->n;
+    int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2], K = n->kernel;
+    int F = n->out_shape[0], OH = n->out_shape[1], OW = n->out_shape[2], pad = n->pad, st = n->stride;
+    memcpy(h->xbuf, h->x0, (size_t)h->rows * n->in_size * sizeof(float));
+    eng_ops[ENG_OP_CONV2D].forward(n, h->rows);
+    double worst = 0.0;
+    for (int r = 0; r < h->rows; r++)
+        for (int f = 0; f < F; f++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    double s = 0.0;
+                    for (int c = 0; c < C; c++)
+                        for (int i = 0; i < K; i++)
+                            for (int j = 0; j < K; j++) {
+                                int ih = oh * st - pad + i, iw = ow * st - pad + j;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                s += (double)n->w[((f * C + c) * K + i) * K + j] *
+                                     h->x0[(size_t)r * n->in_size + (size_t)(c * H + ih) * W + iw];
+                            }
+                    double d = fabs(s - n->y[r * n->out_size + ((size_t)f * OH + oh) * OW + ow]);
+                    if (d > worst) worst = d;
+                }
+    return worst;
 }
 
 static void test_grad_conv2d(void **state)
@@ -568,25 +603,7 @@ static void test_grad_conv2d(void **state)
     conv_setup(&h, 3, 2, 5, 6, 3, 3, 2);
     h_random(&h, 40, 1.0);
     assert_true(h_check(&h, "conv2d") < TOL);
-
-    /* against a direct convolution in double */
-    eng_node *n = &h.n;
-    memcpy(h.xbuf, h.x0, 3 * n->in_size * sizeof(float));
-    eng_ops[ENG_OP_CONV2D].forward(n, 3);
-    double worst = 0.0;
-    for (int r = 0; r < 3; r++)
-        for (int f = 0; f < 3; f++)
-            for (int oh = 0; oh < 3; oh++)
-                for (int ow = 0; ow < 4; ow++) {
-                    double s = 0.0;
-                    for (int c = 0; c < 2; c++)
-                        for (int i = 0; i < 3; i++)
-                            for (int j = 0; j < 3; j++)
-                                s += (double)n->w[((f * 2 + c) * 3 + i) * 3 + j] *
-                                     h.x0[r * 60 + c * 30 + (oh + i) * 6 + ow + j];
-                    double d = fabs(s - n->y[r * n->out_size + (size_t)f * 12 + (size_t)oh * 4 + (size_t)ow]);
-                    if (d > worst) worst = d;
-                }
+    double worst = conv_vs_direct(&h);
     printf("  conv2d vs direct convolution: max abs diff %.2e\n", worst);
     assert_true(worst < 1e-5);
     h_free(&h);
@@ -597,6 +614,35 @@ static void test_grad_conv2d(void **state)
     h_random(&h, 41, 1.0);
     assert_true(h_check(&h, "conv2d (kept im2col)") < TOL);
     h_free(&h);
+}
+
+/* Padding and stride: K = 3 and 5 with pad 1 and stride 2, and sizes where the last
+ * window does not fit (rows/columns dropped), each against finite differences and a
+ * direct convolution, in chunks that split the rows. */
+static void test_grad_conv2d_pad_stride(void **state)
+{
+    (void)state;
+    static const struct { int C, H, W, F, K, pad, st, rows, chunk; } cases[] = {
+        { 2, 5, 6, 3, 3, 1, 1, 3, 2 },   /* "same" 3x3 */
+        { 2, 7, 6, 3, 3, 1, 2, 3, 2 },   /* 3x3, pad 1, stride 2 (odd height) */
+        { 1, 8, 7, 2, 5, 1, 2, 2, 1 },   /* 5x5, pad 1, stride 2 */
+        { 2, 6, 6, 2, 5, 2, 1, 2, 2 },   /* "same" 5x5 */
+        { 3, 7, 8, 2, 3, 0, 2, 2, 1 },   /* stride 2 without padding: a column dropped */
+        { 1, 5, 4, 2, 2, 1, 3, 3, 3 },   /* stride larger than the kernel: inputs skipped */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        harness h;
+        conv_setup_ps(&h, cases[i].rows, cases[i].C, cases[i].H, cases[i].W, cases[i].F, cases[i].K, cases[i].pad,
+                      cases[i].st, cases[i].chunk);
+        h_random(&h, 70 + i, 1.0);
+        char label[64];
+        snprintf(label, sizeof label, "conv2d k%d p%d s%d", cases[i].K, cases[i].pad, cases[i].st);
+        assert_true(h_check(&h, label) < TOL);
+        double worst = conv_vs_direct(&h);
+        printf("  %s vs direct convolution: max abs diff %.2e\n", label, worst);
+        assert_true(worst < 1e-5);
+        h_free(&h);
+    }
 }
 
 static void test_grad_maxpool(void **state)
@@ -620,6 +666,62 @@ static void test_grad_maxpool(void **state)
     for (int rr = 0; rr < 2; rr++)
         for (int c = 0; c < 2; c++)
             for (int j = 0; j < 4; j++) assert_true(h.gx[rr * 40 + c * 20 + 4 * 4 + j] == 0.0f);
+    h_free(&h);
+}
+
+/* Average pooling: tiling windows, overlapping ones (S < K: inputs receive several
+ * gradients), windows that skip inputs (S > K) and odd sizes whose last row/column is
+ * dropped (zero gradient); each against finite differences and a mean computed here. */
+static void test_grad_avgpool(void **state)
+{
+    (void)state;
+    static const struct { int C, H, W, K, S; } cases[] = {
+        { 2, 4, 6, 2, 2 }, { 2, 5, 5, 2, 2 }, { 1, 7, 6, 3, 2 }, { 2, 5, 4, 3, 1 }, { 1, 7, 7, 2, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int K = cases[i].K, S = cases[i].S, H = cases[i].H, W = cases[i].W, C = cases[i].C;
+        int in[3] = { C, H, W }, out[3] = { C, (H - K) / S + 1, (W - K) / S + 1 };
+        harness h;
+        h_init(&h, ENG_OP_AVGPOOL, 2, in, out, 0);
+        h.n.kernel = K;
+        h.n.stride = S;
+        h_random(&h, 80 + i, 1.0);
+        char label[64];
+        snprintf(label, sizeof label, "avgpool k%d s%d %dx%d", K, S, H, W);
+        assert_true(h_check(&h, label) < TOL);
+        h_objective(&h);                      /* y of the unperturbed input */
+        double worst = 0.0;
+        for (int r = 0; r < 2; r++)
+            for (int c = 0; c < C; c++)
+                for (int oh = 0; oh < out[1]; oh++)
+                    for (int ow = 0; ow < out[2]; ow++) {
+                        double m = 0.0;
+                        for (int a = 0; a < K; a++)
+                            for (int b = 0; b < K; b++)
+                                m += h.x0[(size_t)r * h.n.in_size + (size_t)(c * H + oh * S + a) * W + ow * S + b];
+                        double d = fabs(m / (K * K) - h.n.y[(size_t)r * h.n.out_size + (size_t)(c * out[1] + oh) * out[2] + ow]);
+                        if (d > worst) worst = d;
+                    }
+        assert_true(worst < 1e-6);
+        h_free(&h);
+    }
+}
+
+static void test_grad_gap(void **state)
+{
+    (void)state;
+    int in[3] = { 3, 4, 5 }, out[3] = { 3, 1, 1 };
+    harness h;
+    h_init(&h, ENG_OP_GAP, 2, in, out, 0);
+    h_random(&h, 90, 1.0);
+    assert_true(h_check(&h, "gap") < TOL);
+    h_objective(&h);
+    for (int r = 0; r < 2; r++)
+        for (int c = 0; c < 3; c++) {
+            double m = 0.0;
+            for (int k = 0; k < 20; k++) m += h.x0[r * 60 + c * 20 + k];
+            assert_true(fabs(m / 20 - h.n.y[r * 3 + c]) < 1e-6);
+        }
     h_free(&h);
 }
 
@@ -647,9 +749,18 @@ static eng_model_config cfg_of(const char *layers, eng_loss_kind loss)
         char kind[16] = "", act[16] = "";
         int a = 0, b = 0;
         while (*tok == ' ') tok++;
-        if (sscanf(tok, "conv:%d:%d:%15s", &a, &b, act) >= 2) { s->kind = ENG_LAYER_CONV; s->units = a; s->kernel = b; }
+        char opts[64] = "";
+        if (sscanf(tok, "conv:%d:%d:%15[^:]%63s", &a, &b, act, opts) >= 2) {
+            s->kind = ENG_LAYER_CONV; s->units = a; s->kernel = b;
+            const char *o;
+            if ((o = strstr(opts, "pad="))) s->pad = atoi(o + 4);
+            if ((o = strstr(opts, "stride="))) s->stride = atoi(o + 7);
+        }
         else if (sscanf(tok, "dense:%d:%15s", &a, act) >= 1) { s->kind = ENG_LAYER_DENSE; s->units = a; }
+        else if (sscanf(tok, "avgpool:%d:%d", &a, &b) >= 1) { s->kind = ENG_LAYER_AVGPOOL; s->kernel = a; s->stride = b; }
         else if (sscanf(tok, "%15s", kind) == 1 && !strcmp(kind, "pool")) s->kind = ENG_LAYER_POOL;
+        else if (!strcmp(kind, "avgpool")) s->kind = ENG_LAYER_AVGPOOL;
+        else if (!strcmp(kind, "gap")) s->kind = ENG_LAYER_GAP;
         else s->kind = ENG_LAYER_FLATTEN;
         s->act = !strcmp(act, "relu") ? ENG_ACT_RELU : !strcmp(act, "tanh") ? ENG_ACT_TANH
                : !strcmp(act, "sigmoid") ? ENG_ACT_SIGMOID : !strcmp(act, "gelu") ? ENG_ACT_GELU : ENG_ACT_NONE;
@@ -748,6 +859,12 @@ static void test_grad_model_cnn(void **state)
     assert_true(model_check("cnn", "conv:3:3:tanh, pool, flatten, dense:5:relu, dense:3",
                             ENG_LOSS_SOFTMAX_XENT, in, 3, 4, 1e-2f) < TOL);
     assert_true(model_check("cnn-relu", "conv:4:3:relu, pool, conv:2:2:gelu, flatten, dense:3",
+                            ENG_LOSS_SOFTMAX_XENT, in, 3, 3, 1e-2f) < TOL);
+    /* average pooling and global average pooling inside a model */
+    assert_true(model_check("cnn-avgpool-gap", "conv:4:3:tanh:pad=1, avgpool:3:2, conv:3:2:gelu, gap, dense:3",
+                            ENG_LOSS_SOFTMAX_XENT, in, 3, 3, 1e-2f) < TOL);
+    /* padding and stride inside a model: 8x8 -> 4x4 (k3 p1 s2) -> 4x4 (k3 p1) -> 2x2 */
+    assert_true(model_check("cnn-pad-stride", "conv:3:3:tanh:pad=1:stride=2, conv:2:3:gelu:pad=1, pool, flatten, dense:3",
                             ENG_LOSS_SOFTMAX_XENT, in, 3, 3, 1e-2f) < TOL);
 }
 
@@ -942,6 +1059,20 @@ static void test_flops_bytes(void **state)
     expect(&q, 2, ENG_FWD, 18, 48);
     expect(&q, 2, ENG_BWD, 12, 72);
 
+    /* avgpool 2x5x5 -> 2x2x2 with 3x3 windows, stride 2, 3 rows: O = 24 outputs */
+    eng_node ap = shaped(ENG_OP_AVGPOOL, 2, 5, 5, 2, 2, 2);
+    ap.kernel = 3;
+    ap.stride = 2;
+    expect(&ap, 3, ENG_BWD, 0, 0);                     /* first layer: no dx, nothing done */
+    ap.dx = &dummy;
+    expect(&ap, 3, ENG_FWD, 24 * 9, 4 * (150 + 24));
+    expect(&ap, 3, ENG_BWD, 24 * 10, 4 * (300 + 24));
+    /* gap 3x4x4 -> 3, 2 rows */
+    eng_node g = shaped(ENG_OP_GAP, 3, 4, 4, 3, 1, 1);
+    g.dx = &dummy;
+    expect(&g, 2, ENG_FWD, 96, 4 * (96 + 6));
+    expect(&g, 2, ENG_BWD, 6, 4 * (96 + 6));
+
     eng_node f = shaped(ENG_OP_FLATTEN, 2, 3, 3, 1, 1, 18);
     expect(&f, 5, ENG_FWD, 0, 0);
 }
@@ -1015,12 +1146,38 @@ static void test_build_summary_and_errors(void **state)
     assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_EINVAL);
     printf("  %s\n", eng_error());
     assert_non_null(strstr(eng_error(), "does not fit"));
+    /* padding makes it fit: 1x1x2 padded to 3x4 -> 1x2 */
+    mc = cfg_of("conv:4:3:relu:pad=1, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_OK);
+    assert_string_equal(eng_model_summary(m), "conv(1x1x2->4x1x2 k3 p1) relu, dense(8->2)  [58 params]");
+    eng_model_free(m);
+    /* pooling layers describe themselves; an average pool larger than its input is refused */
+    int img8[3] = { 2, 8, 8 };
+    mc = cfg_of("conv:4:3:relu:pad=1:stride=2, avgpool:3:1, gap, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_OK);
+    assert_string_equal(eng_model_summary(m), "conv(2x8x8->4x4x4 k3 p1 s2) relu, avgpool(4x4x4->4x2x2 k3 s1), "
+                                              "gap(4x2x2->4), dense(4->2)  [86 params]");
+    assert_string_equal(m->layers[1].name, "avgpool1");
+    eng_model_free(m);
+    mc = cfg_of("conv:4:3:relu:stride=2, avgpool:5:1, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "layer 2 (avgpool1): a 5x5 average pool does not fit its 4x3x3 input"));
+    /* values the config parser refuses, built by hand: named, not run */
+    mc = cfg_of("conv:4:3:relu:pad=3, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_EINVAL);
+    printf("  %s\n", eng_error());
+    assert_non_null(strstr(eng_error(), "needs 0 <= pad < kernel and stride >= 1, got pad=3 stride=0"));
+    mc = cfg_of("conv:4:3:relu:pad=1:stride=-1, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    assert_int_equal(eng_model_build(&mc, in, 2, 8, 1, NULL, &m), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "got pad=1 stride=-1"));
 
     int img[3] = { 1, 28, 28 };
     mc = cfg_of("conv:8:5:relu, pool, conv:16:5:relu, pool, flatten, dense:64:relu, dense:10", ENG_LOSS_SOFTMAX_XENT);
     assert_int_equal(eng_model_build(&mc, img, 10, 16, 1, NULL, &m), ENG_OK);
     printf("  %s\n", eng_model_summary(m));
     assert_string_equal(m->layers[2].name, "conv2");
+    /* the summary of the defaults is what runs stored before pad and stride existed */
+    assert_non_null(strstr(eng_model_summary(m), "conv(1x28x28->8x24x24 k5) relu, pool(8x24x24->8x12x12)"));
     assert_string_equal(m->layers[3].name, "pool2");
     assert_int_equal(m->layers[4].out_size, 16 * 4 * 4);
     eng_model_free(m);
@@ -1126,7 +1283,10 @@ int test_engine_ops(void)
         cmocka_unit_test(test_softmax_values),
         cmocka_unit_test(test_grad_mse),
         cmocka_unit_test(test_grad_conv2d),
+        cmocka_unit_test(test_grad_conv2d_pad_stride),
         cmocka_unit_test(test_grad_maxpool),
+        cmocka_unit_test(test_grad_avgpool),
+        cmocka_unit_test(test_grad_gap),
         cmocka_unit_test(test_grad_flatten),
         cmocka_unit_test(test_grad_model_cnn),
         cmocka_unit_test(test_grad_model_mlp_mse),

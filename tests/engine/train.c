@@ -280,6 +280,16 @@ static void test_run_create_errors(void **state)
     assert_non_null(strstr(eng_error(), "dense:2"));
     eng_experiment_free(ex);
 
+    /* a layer that does not fit the data's shape is reported where the layers were set */
+    const char *conv_sets[] = { "model.layers=conv:2:5:pad=1, flatten, dense:2" };
+    ex = load(SPIRALS, conv_sets, 1);
+    assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &run), ENG_EINVAL);
+    assert_null(run);
+    printf("  %s\n", eng_error());
+    assert_non_null(strstr(eng_error(), "--set model.layers=conv:2:5:pad=1, flatten, dense:2: key 'layers': "
+                                        "model: layer 1 (conv1): a 5x5 kernel with pad 1 does not fit its 1x1x2 input"));
+    eng_experiment_free(ex);
+
     /* softmax_xent on a CSV with real-valued targets is only known once the data is read */
     char csv[] = "/tmp/nnbench-train-XXXXXX.csv";
     int fd = mkstemps(csv, 4);

@@ -215,11 +215,8 @@ static void test_text_fits_terminal(void **state)
     print_rows(tty);
     fclose(tty);
     n = 0;
-    for (ssize_t k; n < sizeof buf - 1 && (k = read(m, buf + n, sizeof buf - 1 - n)) > 0;) {
-        n += (size_t)k;
-        if (strstr(buf, "left out") && memchr(strstr(buf, "left out"), '\n', n - (size_t)(strstr(buf, "left out") - buf))) break;
-        buf[n] = 0;
-    }
+    /* the slave is closed: the master reads everything written, then fails (EIO) */
+    for (ssize_t k; n < sizeof buf - 1 && (k = read(m, buf + n, sizeof buf - 1 - n)) > 0;) n += (size_t)k;
     buf[n] = 0;
     close(m);
     assert_true(widest_line(buf) <= 60);

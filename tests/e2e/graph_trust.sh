@@ -1,0 +1,99 @@
+#!/bin/sh
+# graph_trust.sh — graph runs refuse what they cannot use and stop when asked (issue 22):
+# graph files must be regular files (/dev/zero and a FIFO are refused at once); a stray node
+# id is refused at its line; nan features are refused as in CSV; relative graph paths are
+# found next to the .ini from any directory (#17); keys the graph loop ignores are refused
+# at FILE:LINE and eval/quantize/export-model/resume say why a graph run has no checkpoint
+# (#16); data.augment = flip is refused (#21); SIGTERM while a large graph is being built
+# ends the run within a few seconds, not after the build (#10).
+. "$(dirname "$0")/lib/check.sh"
+cd "$TOP" || exit 1
+db="$tmp/g.db"
+mkdir -p "$tmp/exp/g"
+# a 4-node ring, two features, two classes
+printf 'src,dst\n0,1\n1,2\n2,3\n3,0\n' >"$tmp/exp/g/edges.csv"
+printf 'a,b\n1,0\n0,1\n1,0\n0,1\n' >"$tmp/exp/g/feat.csv"
+printf '0\n1\n0\n1\n' >"$tmp/exp/g/lab.csv"
+cat >"$tmp/exp/ring.ini" <<'INI'
+[data]
+source = graph
+[graph]
+source = file
+edges = g/edges.csv
+node_features = g/feat.csv
+labels = g/lab.csv
+train_fraction = 0.5
+val_fraction = 0.2
+mode = full
+[model]
+layers = sage:4:relu, sage:2
+[train]
+optimizer = adam
+lr = 0.01
+max_steps = 3
+INI
+run_in() { (cd "$1" && shift && "$NNBENCH" "$@"); }
+if run_in / run "$tmp/exp/ring.ini" --db "$db" >"$tmp/out" 2>&1; then
+    ok "relative graph paths are found next to the .ini (run from /)"
+else
+    bad "relative graph paths next to the .ini"; sed 's/^/  | /' "$tmp/out"
+fi
+[ "$(sqlite3 "$db" "select value from params where key='graph.edges'")" = "$tmp/exp/g/edges.csv" ] &&
+    ok "the stored graph.edges is the resolved path" || bad "stored graph.edges: $(sqlite3 "$db" "select value from params where key='graph.edges'")"
+
+# #16: the commands that need a checkpoint say why a graph run has none
+for c in eval quantize "export-model --int8 -o $tmp/x.c" resume; do
+    # shellcheck disable=SC2086
+    if "$NNBENCH" $c 1 --db "$db" >"$tmp/out" 2>&1; then bad "$c of a graph run accepted"
+    elif grep -q "is a graph run (data.source = graph): graph runs store no checkpoints" "$tmp/out"; then ok "$c: says a graph run takes no checkpoints"
+    else bad "$c: $(cat "$tmp/out")"; fi
+done
+# #16, #21: keys the graph loop ignores are refused at FILE:LINE
+for kv in "checkpoint_every = 5:train" "gradient = clip_norm:train" "telemetry = true:train" "augment = flip:data"; do
+    key=${kv%%:*}; sec=${kv##*:}
+    sed "s/^\[$sec\]\$/[$sec]\n$key/" "$tmp/exp/ring.ini" >"$tmp/exp/k.ini"
+    line=$(grep -n "^$key\$" "$tmp/exp/k.ini" | cut -d: -f1)
+    name=${key%% *}
+    "$NNBENCH" run "$tmp/exp/k.ini" --no-db >"$tmp/out" 2>&1; code=$?
+    if [ $code = 2 ] && grep -q "k.ini:$line: key '$name': graph runs (data.source = graph) do not use $sec.$name" "$tmp/out"; then
+        ok "$sec.$name refused at k.ini:$line (exit 2)"
+    else
+        bad "$sec.$name: exit $code: $(cat "$tmp/out")"
+    fi
+done
+
+# #9: /dev/zero and a FIFO are refused at once; a stray id at its line; #21: nan features
+mkfifo "$tmp/fifo"
+for f in /dev/zero "$tmp/fifo"; do
+    for k in edges node_features labels; do
+        timeout 10 "$NNBENCH" run "$tmp/exp/ring.ini" --no-db --set "graph.$k=$f" >"$tmp/out" 2>&1; code=$?
+        if [ $code = 1 ] && grep -q "$f: is a .*, not a regular file" "$tmp/out"; then ok "graph.$k = $f refused"
+        else bad "graph.$k = $f: exit $code: $(head -c 300 "$tmp/out")"; fi
+    done
+done
+printf 'src,dst\n0,1\n1,134217728\n' >"$tmp/stray.csv"
+"$NNBENCH" run "$tmp/exp/ring.ini" --no-db --set graph.edges="$tmp/stray.csv" >"$tmp/out" 2>&1
+grep -q "stray.csv:3: node 134217728 is past the graph's 4 nodes" "$tmp/out" && ok "a stray node id is refused at its line" ||
+    bad "stray id: $(cat "$tmp/out")"
+printf '1,0\n0,nan\n1,0\n0,1\n' >"$tmp/nan.csv"
+"$NNBENCH" run "$tmp/exp/ring.ini" --no-db --set graph.node_features="$tmp/nan.csv" >"$tmp/out" 2>&1
+grep -q "nan.csv:2: column 2: expected a finite number" "$tmp/out" && ok "nan features refused" || bad "nan: $(cat "$tmp/out")"
+
+# #10: SIGTERM while a 2*10^7-node SBM is built (several seconds) stops it within a second
+"$NNBENCH" run samples/graphsage-sbm.ini --db "$tmp/s.db" --variant fused --set graph.nodes=20000000 --set graph.degree=2 \
+    --set graph.features=1 --set graph.classes=2 --set model.layers=sage:2 --set graph.fanouts=2 \
+    --set graph.partition=none --set train.max_steps=1 >"$tmp/out" 2>&1 &
+p=$!
+sleep 1
+t0=$(date +%s%N)
+kill -TERM $p
+wait $p; code=$?
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+limit=3000   # the build alone takes several seconds (about 20 s to train); under sanitizers exiting is slower
+[ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=8000
+if [ $code = 143 ] && [ $ms -lt $limit ] && grep -q "stopped while building" "$tmp/out"; then
+    ok "SIGTERM during the graph build: exit 143 after $ms ms"
+else
+    bad "SIGTERM during the build: exit $code after $ms ms: $(cat "$tmp/out")"
+fi
+[ $fails = 0 ]

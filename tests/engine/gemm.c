@@ -1,0 +1,225 @@
+/* gemm.c (tests) — the fp32 GEMM entry point (engine/gemm*.c): every backend forced on
+ * every transpose, padded strides, alpha/beta and thread count against a double reference;
+ * the probe's verdicts (a backend made to compute a wrong element, or to crash, is skipped
+ * with a note and the run goes on with the other); the per-machine cache (written once,
+ * read back without a probe, an unreadable line reported and rewritten); one backend for
+ * the whole model with threads; the config key. Speed is never asserted: machines differ. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../engine/gemm_internal.h"
+
+static char cache_dir[64];
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(cache_dir, sizeof cache_dir, "/tmp/nnbench-gemm-XXXXXX");
+    if (!mkdtemp(cache_dir)) return -1;
+    setenv("NNBENCH_CACHE_DIR", cache_dir, 1);
+    unsetenv("NNBENCH_GEMM_FAIL");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", cache_dir);
+    if (system(cmd)) return -1;
+    unsetenv("NNBENCH_CACHE_DIR");
+    unsetenv("NNBENCH_GEMM_FAIL");
+    eng_gemm_classes_clear();
+    eng_gemm_set_threads(1);
+    return 0;
+}
+
+static float rnd(uint32_t *s)
+{
+    *s = *s * 1664525u + 1013904223u;
+    return (float)(*s >> 8) / 8388608.0f - 1.0f;
+}
+
+/* Max |C - reference| / (sum of |terms| + |beta C0|) over the whole output, and whether the
+ * padding columns of C are untouched. */
+static double check_one(eng_gemm_backend be, int ta, int tb, int M, int N, int K, int *pad_ok)
+{
+    int lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1, ldc = N + 3;
+    size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
+    float *A = malloc(na * 4), *B = malloc(nb * 4), *C = malloc(nc * 4), *C0 = malloc(nc * 4);
+    uint32_t s = 42u;
+    for (size_t i = 0; i < na; i++) A[i] = rnd(&s);
+    for (size_t i = 0; i < nb; i++) B[i] = rnd(&s);
+    for (size_t i = 0; i < nc; i++) C0[i] = C[i] = rnd(&s);
+    for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, be);
+    eng_sgemm(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, -0.5f, C, ldc);
+    double worst = 0;
+    *pad_ok = 1;
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double sum = 0, mag = 0;
+            for (int k = 0; k < K; k++) {
+                double a = ta ? A[(size_t)k * lda + i] : A[(size_t)i * lda + k];
+                double b = tb ? B[(size_t)j * ldb + k] : B[(size_t)k * ldb + j];
+                sum += a * b;
+                mag += fabs(a * b);
+            }
+            double c0 = C0[(size_t)i * ldc + j], ref = 0.75 * sum - 0.5 * c0;
+            double e = fabs(C[(size_t)i * ldc + j] - ref) / (0.75 * mag + 0.5 * fabs(c0) + 1e-30);
+            if (!(e <= worst)) worst = e;
+        }
+        for (int j = N; j < ldc; j++)
+            if (C[(size_t)i * ldc + j] != C0[(size_t)i * ldc + j]) *pad_ok = 0;
+    }
+    free(A), free(B), free(C), free(C0);
+    eng_gemm_classes_clear();
+    return worst;
+}
+
+/* Every backend, forced, on every transpose, with 1 and 3 threads (3: the pool splits
+ * rows or columns into uneven slabs) and shapes that split and that do not. */
+static void test_backends_agree(void **state)
+{
+    (void)state;
+    static const int shapes[][3] = { { 1, 1, 1 }, { 7, 5, 3 }, { 130, 70, 33 }, { 20, 300, 64 }, { 257, 9, 129 } };
+    for (int be = 0; be < ENG_GEMM_NB; be++)
+        for (int th = 1; th <= 3; th += 2) {
+            eng_gemm_set_threads(th);
+            for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+                for (int t = 0; t < 4; t++) {
+                    int pad_ok;
+                    double e = check_one((eng_gemm_backend)be, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], &pad_ok);
+                    if (e > ENG_GEMM_TOL || !pad_ok)
+                        print_error("%s %d threads t=%d %dx%dx%d: error %g, padding %s\n",
+                                    eng_gemm_backend_name((eng_gemm_backend)be), th, t, shapes[s][0], shapes[s][1],
+                                    shapes[s][2], e, pad_ok ? "kept" : "written");
+                    assert_true(e <= ENG_GEMM_TOL);
+                    assert_true(pad_ok);
+                }
+        }
+    eng_gemm_set_threads(1);
+}
+
+static const eng_gemm_shape mlp[] = { { 0, 0, 128, 256, 784 }, { 1, 0, 784, 256, 128 }, { 0, 1, 128, 784, 256 },
+                                      { 0, 0, 128, 10, 128 } };
+#define N_MLP ((int)(sizeof mlp / sizeof mlp[0]))
+
+static long cache_mtime_ns(void)
+{
+    char p[128];
+    snprintf(p, sizeof p, "%s/gemm-choices", cache_dir);
+    struct stat st;
+    return stat(p, &st) ? -1 : st.st_mtim.tv_sec * 1000000000L + st.st_mtim.tv_nsec;
+}
+
+/* Both backends pass here (any machine: they are correct libraries); the choice and the
+ * cache follow; a second prepare reads the cache and starts no probe. */
+static void test_prepare_and_cache(void **state)
+{
+    (void)state;
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 1, mlp, N_MLP), ENG_OK);
+    assert_string_equal(eng_gemm_notes(), "");
+    char d[512], cl[1024];
+    eng_gemm_describe(d, sizeof d);
+    eng_gemm_describe_classes(cl, sizeof cl);
+    printf("  %s\n  %s\n", d, cl);
+    assert_non_null(strstr(d, "/4 shape classes; auto, 1 thread"));
+    assert_non_null(strstr(cl, "NN 128x256x784"));
+    long t1 = cache_mtime_ns();
+    assert_true(t1 > 0);
+    usleep(20000);
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 1, mlp, N_MLP), ENG_OK);
+    assert_int_equal(cache_mtime_ns(), t1); /* nothing new measured, nothing written */
+    /* forced: every class on the forced backend */
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_ONEDNN, 1, mlp, N_MLP), ENG_OK);
+    for (int i = 0; i < N_MLP; i++)
+        assert_int_equal(eng_gemm_class_get(eng_gemm_class(mlp[i].ta, mlp[i].tb, mlp[i].M, mlp[i].N, mlp[i].K)),
+                         ENG_GEMM_ONEDNN);
+    eng_gemm_describe(d, sizeof d);
+    assert_non_null(strstr(d, "onednn 4/4 shape classes; onednn forced"));
+    /* with threads, one backend serves the whole model */
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 2, mlp, N_MLP), ENG_OK);
+    eng_gemm_backend first = eng_gemm_class_get(eng_gemm_class(0, 0, 128, 256, 784));
+    for (int i = 1; i < N_MLP; i++)
+        assert_int_equal(eng_gemm_class_get(eng_gemm_class(mlp[i].ta, mlp[i].tb, mlp[i].M, mlp[i].N, mlp[i].K)), first);
+}
+
+/* A backend that fails its check (wrong element; a crash) is skipped with a note; the
+ * other serves; a cache line that does not parse is reported and measured again. */
+static void check_skipped(const char *fail, const char *status)
+{
+    setenv("NNBENCH_GEMM_FAIL", fail, 1);
+    char sub[64];
+    snprintf(sub, sizeof sub, "/tmp/nnbench-gemm-%s-XXXXXX", status);
+    assert_non_null(mkdtemp(sub));
+    setenv("NNBENCH_CACHE_DIR", sub, 1);
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_ONEDNN, 1, mlp, N_MLP), ENG_OK);
+    printf("  %s: %s\n", fail, eng_gemm_notes());
+    char want[128];
+    snprintf(want, sizeof want, "onednn failed its check on 4 of 4 shape classes (%s)", status);
+    assert_non_null(strstr(eng_gemm_notes(), want));
+    for (int i = 0; i < N_MLP; i++)
+        assert_int_equal(eng_gemm_class_get(eng_gemm_class(mlp[i].ta, mlp[i].tb, mlp[i].M, mlp[i].N, mlp[i].K)),
+                         ENG_GEMM_OPENBLAS);
+    /* both failing: the run cannot go on, and says which shape */
+    setenv("NNBENCH_GEMM_FAIL", "openblas,onednn", 1);
+    char c[160];
+    snprintf(c, sizeof c, "rm -rf %s", sub);
+    assert_int_equal(system(c), 0);
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 1, mlp, 1), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "no backend passed its check on NN 128x256x784"));
+    assert_int_equal(system(c), 0);
+    unsetenv("NNBENCH_GEMM_FAIL");
+    setenv("NNBENCH_CACHE_DIR", cache_dir, 1);
+}
+
+static void test_failing_backend_skipped(void **state)
+{
+    (void)state;
+    check_skipped("onednn", "wrong");
+    check_skipped("onednn:crash", "crashed");
+}
+
+static void test_cache_damage(void **state)
+{
+    (void)state;
+    char p[128];
+    snprintf(p, sizeof p, "%s/gemm-choices", cache_dir);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs("v1\tgarbage\n", f);
+    fclose(f);
+    assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 1, mlp, 1), ENG_OK);
+    assert_non_null(strstr(eng_gemm_cache_warning(), "gemm-choices:1: unreadable line dropped"));
+    f = fopen(p, "r");
+    assert_non_null(f);
+    char line[1024];
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) {
+        assert_null(strstr(line, "garbage"));
+        lines++;
+    }
+    fclose(f);
+    assert_int_equal(lines, 2); /* one class, two backends */
+}
+
+int test_engine_gemm(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_backends_agree),
+        cmocka_unit_test(test_prepare_and_cache),
+        cmocka_unit_test(test_failing_backend_skipped),
+        cmocka_unit_test(test_cache_damage),
+    };
+    return cmocka_run_group_tests_name("engine_gemm", tests, setup, teardown);
+}
