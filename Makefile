@@ -27,7 +27,7 @@ TEST_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/$(m)/*.c),$(m)))
 TEST_BINS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)
 # Fuzz targets (tests/fuzz/NAME.c): linked with replay.c into BUILD/fuzz/NAME for the corpus
 # replay of `make test`/`make check`, with libFuzzer into build-fuzz/fuzzer/NAME by `make fuzz`.
-FUZZ_TARGETS := config idx csv store graph_edges graph_features graph_labels cache
+FUZZ_TARGETS := config idx csv store graph_edges graph_features graph_labels cache ckpt
 FUZZ_BINS := $(FUZZ_TARGETS:%=$(BUILD)/fuzz/%)
 FUZZ_S ?= 60
 .SECONDARY: $(FUZZ_TARGETS:%=$(BUILD)/tests/fuzz/%.o) $(BUILD)/tests/fuzz/replay.o

@@ -15,6 +15,7 @@
  */
 #include "internal.h"
 
+#include <math.h>
 #include <string.h>
 
 #define ENG_CKPT_VERSION 1u
@@ -84,6 +85,19 @@ size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap)
     return total;
 }
 
+/* The index of the first non-finite float of the n at p (unaligned bytes), or -1. A NaN
+ * or inf weight with a valid checksum is a diverged or crafted state: every user of it
+ * (eval, quantize, export, resume) would compute garbage or overflow an integer. */
+static long first_non_finite(const unsigned char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        float x;
+        memcpy(&x, p + i * sizeof x, sizeof x);
+        if (!isfinite(x)) return (long)i;
+    }
+    return -1;
+}
+
 typedef struct { const unsigned char *p; } rd;
 static void get(rd *r, void *v, size_t n) { memcpy(v, r->p, n); r->p += n; }
 static int64_t get_i64(rd *r) { int64_t v; get(r, &v, 8); return v; }
@@ -135,6 +149,21 @@ int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only)
                             (unsigned long long)c->seed, c->total_steps, c->n_train, c->batch, c->optimizer);
         if (((flags & 1) != 0) != (c->m != NULL) || ((flags & 2) != 0) != (c->v != NULL))
             return eng_fail(ENG_EINVAL, "checkpoint: its optimizer state does not match the optimizer's");
+    }
+    /* Checked in the record, before anything is copied out: a refused record leaves the
+     * model as it was. */
+    const char *what[3] = { "parameter", (flags & 1) ? "optimizer moment m" : "optimizer moment v",
+                            "optimizer moment v" };
+    const unsigned char *arr = b + FIXED_BYTES;
+    for (size_t a = 0; a < (params_only ? 1 : arrays); a++, arr += (size_t)n_params * sizeof(float)) {
+        long bad = first_non_finite(arr, (size_t)n_params);
+        if (bad >= 0) {
+            float x;
+            memcpy(&x, arr + (size_t)bad * sizeof x, sizeof x);
+            return eng_fail(ENG_EFORMAT, "checkpoint: %s %ld of %llu is %s: the record holds a non-finite state "
+                            "(a diverged or damaged run) and cannot be used", what[a], bad,
+                            (unsigned long long)n_params, isnan(x) ? "nan" : "inf");
+        }
     }
     eng_loop_state L;
     memset(&L, 0, sizeof L);

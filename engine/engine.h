@@ -22,6 +22,7 @@
 #define NNBENCH_ENGINE_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "../profiler/profiler.h"
@@ -654,10 +655,13 @@ double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, d
 double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs);
 /* Threads of the int8 and fp32 inference (OpenBLAS and oneDNN), for measurements. */
 void eng_inference_threads(int n);
-/* Writes a self-contained C file (no includes beyond <stdint.h>, <math.h>): the int8 arrays,
- * scales and `int PREFIX_predict(const float *x)` / `void PREFIX_logits(const float *x,
- * float *out)` doing the same integer inference as eng_qmodel_forward, bit for bit. */
-int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *prefix);
+/* Writes a self-contained C file to f (no includes beyond <stdint.h>, <math.h>): the int8
+ * arrays, scales and `int PREFIX_predict(const float *x)` / `void PREFIX_logits(const float
+ * *x, float *out)` doing the same integer inference as eng_qmodel_forward, bit for bit.
+ * prefix is a C identifier of any length. ENG_EINVAL, before writing anything, when a scale
+ * is not finite (a diverged model); ENG_EIO when f reports a write error. The caller opens
+ * and closes f (through a temporary file: a failed export leaves no half file). */
+int eng_qmodel_export_c(const eng_qmodel *q, FILE *f, const char *prefix);
 
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;

@@ -5,34 +5,53 @@
  * operations on the same values). */
 #include "quant_internal.h"
 
-#include <errno.h>
+#include <math.h>
 #include <stdio.h>
-#include <string.h>
 
 /* Before element i of an initializer list, n to a line. */
 static const char *sep(int i, int n) { return i == 0 ? "\n    " : i % n ? "," : ",\n    "; }
 
-static void arr_i8(FILE *f, const char *name, const int8_t *w, int N, int K, int Kp)
+/* Arrays are named PREFIX_LAYER_WHAT, written straight to f: any prefix length a user
+ * gives is the name the code refers to. */
+static void arr_i8(FILE *f, const char *px, const char *layer, const int8_t *w, int N, int K, int Kp)
 {
-    fprintf(f, "static const int8_t %s[%d] = {", name, N * K);
+    fprintf(f, "static const int8_t %s_%s_w[%d] = {", px, layer, N * K);
     for (int c = 0, i = 0; c < N; c++)
         for (int k = 0; k < K; k++, i++) fprintf(f, "%s%d", sep(i, 24), w[(size_t)c * Kp + k]);
     fprintf(f, "\n};\n");
 }
 
 /* v[n] as an array of C type `type` (int32_t, or uint8_t for values known to fit). */
-static void arr_int(FILE *f, const char *type, const char *name, const int32_t *v, int n)
+static void arr_int(FILE *f, const char *type, const char *px, const char *layer, const char *what, const int32_t *v,
+                    int n)
 {
-    fprintf(f, "static const %s %s[%d] = {", type, name, n);
+    fprintf(f, "static const %s %s_%s_%s[%d] = {", type, px, layer, what, n);
     for (int i = 0; i < n; i++) fprintf(f, "%s%ld", sep(i, 12), (long)v[i]);
     fprintf(f, "\n};\n");
 }
 
-static void arr_f32(FILE *f, const char *name, const float *v, int n)
+static void arr_f32(FILE *f, const char *px, const char *layer, const char *what, const float *v, int n)
 {
-    fprintf(f, "static const float %s[%d] = {", name, n);
+    fprintf(f, "static const float %s_%s_%s[%d] = {", px, layer, what, n);
     for (int i = 0; i < n; i++) fprintf(f, "%s%af", sep(i, 6), (double)v[i]);
     fprintf(f, "\n};\n");
+}
+
+/* Every float the file holds must be a C literal: a diverged model's inf or NaN scale would
+ * be printed as "inff" or "nanf" and the file would not compile. */
+static int check_finite(const eng_qmodel *q)
+{
+    const char *where = NULL;
+    if (!isfinite(q->in_scale)) where = "input";
+    for (int i = 0; i < q->n_layers && !where; i++) {
+        const eng_qlayer *L = &q->layers[i];
+        if (L->last && !isfinite(L->out_scale)) where = L->name;
+        for (int c = 0; L->deq && L->last && L->act == ENG_ACT_NONE && c < L->N && !where; c++)
+            if (!isfinite(L->deq[c])) where = L->name;
+    }
+    if (!where) return ENG_OK;
+    return eng_fail(ENG_EINVAL, "export: the int8 model's scale at %s is not finite: the model's values overflow "
+                    "float (a diverged run?); nothing was written", where);
 }
 
 static const char helpers[] =
@@ -80,10 +99,10 @@ static const char helpers[] =
     "            }\n"
     "}\n\n";
 
-int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
+int eng_qmodel_export_c(const eng_qmodel *q, FILE *f, const char *px)
 {
-    FILE *f = fopen(path, "w");
-    if (!f) return eng_fail(ENG_EIO, "%s: cannot write: %s", path, strerror(errno));
+    int rc = check_finite(q);
+    if (rc) return rc;
     size_t maxbuf = q->in_size, maxacc = 1;
     for (int i = 0; i < q->n_layers; i++) {
         const eng_qlayer *L = &q->layers[i];
@@ -99,18 +118,17 @@ int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
                "#include <math.h>\n#include <stdint.h>\n\n",
             px, NNBENCH_VERSION, px, px, q->bytes);
     fprintf(f, "#define %s_IN %zu\n#define %s_OUT %d\n\n", px, q->in_size, px, q->n_out);
-    char nm[96];
     for (int i = 0; i < q->n_layers; i++) {
         const eng_qlayer *L = &q->layers[i];
         if (L->kind != ENG_LAYER_DENSE && L->kind != ENG_LAYER_CONV) continue;
         fprintf(f, "/* %s: %d outputs x %d inputs */\n", L->name, L->N, L->K);
-        snprintf(nm, sizeof nm, "%s_%s_w", px, L->name); arr_i8(f, nm, L->w, L->N, L->K, L->Kp);
-        snprintf(nm, sizeof nm, "%s_%s_bias", px, L->name); arr_int(f, "int32_t", nm, L->bias, L->N);
+        arr_i8(f, px, L->name, L->w, L->N, L->K, L->Kp);
+        arr_int(f, "int32_t", px, L->name, "bias", L->bias, L->N);
         if (eng_qlayer_dequantizes(L)) { /* the arrays eng_qlayer_bytes counts */
-            snprintf(nm, sizeof nm, "%s_%s_deq", px, L->name); arr_f32(f, nm, L->deq, L->N);
+            arr_f32(f, px, L->name, "deq", L->deq, L->N);
         } else {
-            snprintf(nm, sizeof nm, "%s_%s_mult", px, L->name); arr_int(f, "int32_t", nm, L->mult, L->N);
-            snprintf(nm, sizeof nm, "%s_%s_shift", px, L->name); arr_int(f, "uint8_t", nm, L->shift, L->N);
+            arr_int(f, "int32_t", px, L->name, "mult", L->mult, L->N);
+            arr_int(f, "uint8_t", px, L->name, "shift", L->shift, L->N);
         }
         if (L->has_lut) {
             fprintf(f, "static const uint8_t %s_%s_lut[256] = {", px, L->name);
@@ -141,13 +159,11 @@ int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
                         L->out_size, px, L->name, L->P);
                 continue;
             }
-            char val[96];
-            if (L->has_lut) snprintf(val, sizeof val, "%s_%s_lut[v]", px, L->name);
-            else snprintf(val, sizeof val, "v");
             fprintf(f, "    for (int i = 0; i < %zu; i++) {\n"
                        "        int v = q_requant(acc[i], %s_%s_mult[i / %d], %s_%s_shift[i / %d], %d, %d);\n"
-                       "        nxt[i] = (uint8_t)%s;\n    }\n    t = cur; cur = nxt; nxt = t;\n",
-                    L->out_size, px, L->name, L->P, px, L->name, L->P, L->has_lut ? L->pre_zp : L->out_zp, L->lo, val);
+                       "        nxt[i] = (uint8_t)%s%s%s%s;\n    }\n    t = cur; cur = nxt; nxt = t;\n",
+                    L->out_size, px, L->name, L->P, px, L->name, L->P, L->has_lut ? L->pre_zp : L->out_zp, L->lo,
+                    L->has_lut ? px : "", L->has_lut ? "_" : "", L->has_lut ? L->name : "", L->has_lut ? "_lut[v]" : "v");
         }
         if (L->last)
             fprintf(f, "    for (int i = 0; i < %zu; i++) out[i] = %af * (float)((int)cur[i] - %d);\n",
@@ -156,7 +172,5 @@ int eng_qmodel_export_c(const eng_qmodel *q, const char *path, const char *px)
     fprintf(f, "}\n\nint %s_predict(const float *x)\n{\n    float out[%d];\n    %s_logits(x, out);\n"
                "    int best = 0;\n    for (int i = 1; i < %d; i++)\n        if (out[i] > out[best]) best = i;\n"
                "    return best;\n}\n", px, q->n_out, px, q->n_out);
-    int bad = ferror(f);
-    if (fclose(f) || bad) return eng_fail(ENG_EIO, "%s: write error (disk full?)", path);
-    return ENG_OK;
+    return ferror(f) ? eng_fail(ENG_EIO, "write error (disk full?)") : ENG_OK;
 }

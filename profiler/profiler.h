@@ -303,15 +303,18 @@ int prof_text_is_hostile(uint32_t cp);
 const char *prof_text_find_unsafe(const char *s);
 enum { PROF_TEXT_KEEP_NL = 1,   /* leave '\n' and '\t' as they are (multi-line messages) */
        PROF_TEXT_RIGHT = 2 };   /* prof_text_pad: align right */
+/* Terminal cells of code point c: 2 for East Asian wide and fullwidth characters and
+ * emoji, else 1 (whatever the locale). Widths below are in cells. */
+int prof_text_cell_width(uint32_t c);
 /* Copies src into dst (cap bytes, always NUL-terminated) with each hostile character
- * written as \x1b or \u202e and each invalid byte as \xff, at most max_chars characters
- * (code points; an escape counts its length). Never cuts inside an escape (also one
- * already in src, from text made visible before) or a UTF-8 sequence. Returns the
- * characters written. */
+ * written as \x1b or \u202e and each invalid byte as \xff, at most max_chars cells (a
+ * wide character counts two, an escape its length). Never cuts inside an escape (also one
+ * already in src, from text made visible before) or a UTF-8 sequence. Returns the cells
+ * written. */
 size_t prof_text_fit(char *dst, size_t cap, const char *src, size_t max_chars, int flags);
 /* prof_text_fit without a length limit; returns dst, for use inside printf arguments. */
 const char *prof_text_visible(char *dst, size_t cap, const char *src);
-/* Characters (code points; an invalid byte counts one) in s. */
+/* Cells s takes on a terminal (prof_text_cell_width; an invalid byte counts one). */
 size_t prof_text_chars(const char *s);
 /* A table cell: src made visible, cut to width characters and padded with spaces to
  * width (left-aligned, or right with PROF_TEXT_RIGHT) — printf's %-*.*s counts bytes and

@@ -62,6 +62,22 @@ const char *prof_text_find_unsafe(const char *s)
     return NULL;
 }
 
+int prof_text_cell_width(uint32_t c)
+{
+    /* East Asian Wide and Fullwidth ranges and the emoji blocks terminals draw two cells
+     * wide (after Markus Kuhn's wcwidth); everything else counts one, so a width is never
+     * underestimated (combining marks count one: a line may come out a cell short, never
+     * long). Here, not wcwidth(3): the answer must not depend on the locale. */
+    static const uint32_t wide[][2] = {
+        { 0x1100, 0x115f }, { 0x2329, 0x232a }, { 0x2e80, 0x303e }, { 0x3040, 0xa4cf }, { 0xac00, 0xd7a3 },
+        { 0xf900, 0xfaff }, { 0xfe10, 0xfe19 }, { 0xfe30, 0xfe6f }, { 0xff00, 0xff60 }, { 0xffe0, 0xffe6 },
+        { 0x1f300, 0x1f64f }, { 0x1f680, 0x1f6ff }, { 0x1f900, 0x1f9ff }, { 0x1fa70, 0x1faff },
+        { 0x20000, 0x2fffd }, { 0x30000, 0x3fffd } };
+    for (size_t i = 0; i < sizeof wide / sizeof wide[0]; i++)
+        if (c >= wide[i][0] && c <= wide[i][1]) return 2;
+    return 1;
+}
+
 /* The visible form of one character: itself, or \xHH / \uHHHH; 0 = keep the bytes. */
 static int escape_of(uint32_t c, size_t len, int invalid, int flags, char *out)
 {
@@ -95,7 +111,7 @@ size_t prof_text_fit(char *dst, size_t cap, const char *src, size_t max_chars, i
         char esc[8];
         int e = escape_of(c, l, invalid, flags, esc);
         const char *piece = e ? esc : src + i;
-        size_t plen = e ? (size_t)e : l, pchars = e ? (size_t)e : 1;
+        size_t plen = e ? (size_t)e : l, pchars = e ? (size_t)e : (size_t)prof_text_cell_width(c);
         size_t vis = e ? 0 : visible_escape(src + i, n - i);
         if (vis) plen = pchars = l = vis;   /* text made visible before: cut it whole too */
         if (o + plen >= cap || chars + pchars > max_chars) break; /* never half a piece */
@@ -116,13 +132,14 @@ const char *prof_text_visible(char *dst, size_t cap, const char *src)
 
 size_t prof_text_chars(const char *s)
 {
-    size_t n = strlen(s), i = 0, chars = 0;
+    size_t n = strlen(s), i = 0, cells = 0;
     while (i < n) {
-        size_t l = prof_utf8_decode(s + i, n - i, NULL);
+        uint32_t c;
+        size_t l = prof_utf8_decode(s + i, n - i, &c);
         i += l ? l : 1;
-        chars++;
+        cells += l ? (size_t)prof_text_cell_width(c) : 1;
     }
-    return chars;
+    return cells;
 }
 
 int prof_text_pad(char *dst, size_t cap, const char *src, size_t width, int flags)

@@ -110,12 +110,44 @@ int store_checkpoints_list(store *s, long long run, store_checkpoint **out, size
     return collect(s, q, sizeof **out, decode_checkpoint, (void **)out, n, "listing checkpoints");
 }
 
+int store_run_resumable(store_run_status st)
+{
+    return st == STORE_RUN_CRASHED || st == STORE_RUN_INTERRUPTED || st == STORE_RUN_FAILED;
+}
+
+/* The run's status as the write transaction sees it: another process may have resumed (or
+ * finished) it since the caller last read it. */
+static int status_now(store *s, long long run, store_run_status *out)
+{
+    sqlite3_stmt *q;
+    int st = prep(s, "SELECT status FROM runs WHERE id=?1", &q, "reopening a run");
+    if (st) return st;
+    sqlite3_bind_int64(q, 1, run);
+    int rc = sqlite3_step(q);
+    if (rc == SQLITE_ROW) {
+        const char *name = (const char *)sqlite3_column_text(q, 0);
+        if (!name || store_status_parse(name, out)) *out = STORE_RUN_RUNNING; /* unknown: never reopened */
+    }
+    sqlite3_finalize(q);
+    if (rc == SQLITE_DONE) return store_fail(STORE_ENOTFOUND, "no run %lld in %s", run, s->path);
+    return rc == SQLITE_ROW ? STORE_OK : store_sql_fail(s, rc, "reopening a run");
+}
+
 int store_run_reopen(store *s, long long run, long from_step, const char *const *keys)
 {
     if (s->readonly) return store_fail(STORE_EREADONLY, "resuming run %lld: %s was opened read-only", run, s->path);
     int st = store_flush(s);
     if (st) return st;
     if ((st = store_txn_begin(s))) return st;
+    /* Checked inside the write transaction (BEGIN IMMEDIATE): two resumes of one crashed
+     * run both pass their first check, and only the first to get here may reopen it. */
+    store_run_status now;
+    if ((st = status_now(s, run, &now))) goto fail;
+    if (!store_run_resumable(now)) {
+        st = store_fail(STORE_EINVAL, "run %lld is already %s (another process resumed it); nothing resumed", run,
+                        store_status_name(now));
+        goto fail;
+    }
     sqlite3_stmt *q;
     if ((st = prep(s, "UPDATE runs SET status='running', error=NULL, ended=NULL, host=?2, pid=?3 WHERE id=?1",
                    &q, "reopening a run"))) goto fail;
@@ -123,7 +155,6 @@ int store_run_reopen(store *s, long long run, long from_step, const char *const 
     sqlite3_bind_text(q, 2, s->host, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(q, 3, (sqlite3_int64)getpid());
     if ((st = run_step(s, q, "reopening a run"))) goto fail;
-    if (sqlite3_changes(s->db) == 0) { st = store_fail(STORE_ENOTFOUND, "no run %lld in %s", run, s->path); goto fail; }
     static const char *const drops[] = { "DELETE FROM metrics WHERE run=?1 AND step>?2",
                                          "DELETE FROM solver_events WHERE run=?1 AND step>?2" };
     for (size_t i = 0; i < sizeof drops / sizeof drops[0]; i++) {

@@ -403,9 +403,14 @@ int store_checkpoint_put(store *s, long long run, long step, int epoch, const vo
 int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void **data, size_t *len);
 /* A run's checkpoints without their data, newest first. Free with free(). */
 int store_checkpoints_list(store *s, long long run, store_checkpoint **out, size_t *n);
+/* The statuses a resume may reopen: crashed, interrupted, failed. */
+int store_run_resumable(store_run_status st);
 /* Resume: makes a run 'running' again for this process (status, error, ended, host, pid)
  * and drops what it logged after step from_step (metrics, solver events); keys
- * (NULL-terminated, may be NULL) are also dropped at from_step itself. */
+ * (NULL-terminated, may be NULL) are also dropped at from_step itself. All in one write
+ * transaction that first reads the status again: STORE_EINVAL ("run 3 is already
+ * finished ...; nothing resumed"), with no row changed, when it is not resumable (another
+ * process resumed it since the caller looked). */
 int store_run_reopen(store *s, long long run, long from_step, const char *const *keys);
 
 /* One quantization of a run (mirrors the quantizations table; NAN/-1 unknown). */

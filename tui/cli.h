@@ -106,6 +106,16 @@ int cli_store_sink_close(cli_store_sink *s, char *err, size_t cap);
  * a new one. */
 void cli_store_sink_resume(cli_store_sink *s, long long run);
 
+/* Stop signals of the training commands (cli_signals.c): cli_stop_install makes SIGINT,
+ * SIGTERM and SIGHUP stop the run given to cli_stop_target at its next step (stored as
+ * interrupted, with its checkpoint); under mpirun with several ranks (dist_job) SIGTERM
+ * aborts the job instead. cli_stop_signal is the signal that stopped us (exit 128 + it), 0
+ * if none; cli_stop_restore puts the previous handlers back. */
+void cli_stop_install(int dist_job);
+void cli_stop_restore(void);
+void cli_stop_target(eng_run *r);
+int cli_stop_signal(void);
+
 /* Before any training: 0 if out can be written (an existing writable file, or a new one in
  * an existing writable directory) and is not the database at db_path (NULL: no database)
  * or its -wal/-shm; else -1 with the reason in err. (runner_store.c) */

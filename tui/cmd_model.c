@@ -2,7 +2,6 @@
  * interrupted run from its last checkpoint, into the same run id), `nnbench eval`
  * (evaluate the stored model), and the int8 ones in cmd_quant.c. */
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,11 +121,12 @@ void cli_show_model(store *s, long long run)
     free(ck);
     store_quant *q = NULL;
     if (store_quants_list(s, run, &q, &n) || !n) { free(q); return; }
+    /* scheme and kernel are text any SQLite client may have written: shown visibly */
     printf("  int8 quantizations (newest first): fp32 -> int8\n");
     for (size_t i = 0; i < n; i++) {
         char fb[32], ib[32], fa[32], ia[32], fl[32], il[32];
         printf("    #%lld %s, calibrate %ld, %s: bytes %s -> %s (%.3fx), acc %s -> %s, loss %s -> %s\n",
-               q[i].id, q[i].scheme, q[i].calibrate, q[i].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
+               q[i].id, cli_text(q[i].scheme), q[i].calibrate, cli_text(q[i].kernel), prof_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
                prof_fmt_bytes(ib, sizeof ib, (double)q[i].int8_bytes),
                q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
                prof_fmt_num(fa, sizeof fa, q[i].fp32_acc), prof_fmt_num(ia, sizeof ia, q[i].int8_acc),
@@ -139,15 +139,6 @@ void cli_show_model(store *s, long long run)
 }
 
 /* ---- resume ------------------------------------------------------------------------------ */
-
-static eng_run *volatile resume_run;
-
-static void on_sigint(int sig)
-{
-    (void)sig;
-    eng_run *r = resume_run;
-    if (r) eng_run_request_stop(r);
-}
 
 static int resume_begin(void *ud, size_t v, const eng_config *cfg)
 {
@@ -163,7 +154,7 @@ static int resume_begin(void *ud, size_t v, const eng_config *cfg)
 static void resume_running(void *ud, eng_run *run)
 {
     (void)ud;
-    resume_run = run;
+    cli_stop_target(run);
     const char *note = run ? eng_run_data_note(run) : NULL;
     if (note) fprintf(stderr, "nnbench resume: note: %s\n", cli_text(note));
 }
@@ -177,7 +168,9 @@ void cmd_resume_help(FILE *f)
         "final loss equal an uninterrupted run's (bit for bit at 1 thread). Checkpoints are\n"
         "taken every train.checkpoint_every steps (default: each epoch), at the end and when a\n"
         "run is stopped; newton runs take none.\n\n"
-        "Exit status: 0 finished; 1 failed (or nothing to resume); 2 bad usage; 130 interrupted.\n");
+        "Exit status: 0 finished; 1 failed (or nothing to resume); 2 bad usage; 128+N stopped\n"
+        "by signal N: 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (stored as interrupted, with a\n"
+        "checkpoint: resume it again).\n");
 }
 
 int cmd_resume(int argc, char **argv)
@@ -193,14 +186,11 @@ int cmd_resume(int argc, char **argv)
     if (!spec) { fprintf(stderr, "nnbench resume: which run? usage: nnbench resume RUN\n"); return 2; }
     runner_resumed r;
     runner_hooks h = { .ud = &r, .begin = resume_begin, .running = resume_running };
-    struct sigaction sa, old;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old);
+    /* SIGINT, SIGTERM and SIGHUP stop it as they stop `run`: checkpoint, 'interrupted' */
+    cli_stop_install(0);
     int code = runner_resume(cli_db_path(db_flag), spec, &h, &r);
-    sigaction(SIGINT, &old, NULL);
+    cli_stop_restore();
+    if (cli_stop_signal() && code == 130) code = 128 + cli_stop_signal();
     const runner_variant *o = &r.out;
     if (!o->created) {
         fprintf(stderr, "nnbench resume: %s\n", o->error);

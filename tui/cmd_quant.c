@@ -75,6 +75,7 @@ typedef struct {
     prof_t *prof;
     eng_model *m128;          /* the fp32 model for batches up to BIG_BATCH */
     double own_sps[2], dnnl_sps[2]; /* int8 samples/s at batch BIG_BATCH and 1; NAN if not measured */
+    double fp32_loss, fp32_acc;     /* the fp32 model on the test set */
     char own_name[16];
 } quant_job;
 
@@ -103,6 +104,12 @@ static int job_load(const char *db_path, const char *spec, const qopts *o, int t
     const eng_dataset *ds = eng_run_dataset(run);
     if (ds->n_test < 1) {
         snprintf(err, cap, "run %lld's data has no test set to measure the int8 model on", j->st.id);
+        return 1;
+    }
+    /* eval's check, for quantize and export-model alike: a model whose test loss is not
+     * finite (a diverged run) is refused before it is quantized or written out. */
+    if (eng_run_evaluate(run, &j->fp32_loss, &j->fp32_acc)) {
+        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
         return 1;
     }
     eng_inference_threads(1);
@@ -174,8 +181,9 @@ int cli_quantize(const char *db_path, const char *spec, const qopts *o, int stor
     rec.fp32_bytes = (long long)(eng_model_n_params(m) * sizeof(float));
     rec.int8_bytes = (long long)eng_qmodel_bytes(j.q);
     say(progress, ud, "evaluating fp32 and int8 on the test set");
-    if (eng_run_evaluate(run, &rec.fp32_loss, &rec.fp32_acc) ||
-        eng_qmodel_evaluate(j.q, ds->x_test, ds->y_test, ds->t_test, ds->n_test, &rec.int8_loss, &rec.int8_acc)) {
+    rec.fp32_loss = j.fp32_loss;
+    rec.fp32_acc = j.fp32_acc;
+    if (eng_qmodel_evaluate(j.q, ds->x_test, ds->y_test, ds->t_test, ds->n_test, &rec.int8_loss, &rec.int8_acc)) {
         snprintf(err, cap, "%s", eng_error());
         job_free(&j);
         return 1;
@@ -355,6 +363,48 @@ void cmd_export_model_help(FILE *f)
         "                    class, float logits[out]) to check a build of the file against.\n");
 }
 
+/* The first n test samples with nnbench's int8 logits and predictions (--vectors): int32
+ * n, in, out; then per sample float x[in], int32 class, float logits[out]. */
+static int write_vectors(FILE *f, const quant_job *j, int n)
+{
+    const eng_dataset *ds = eng_run_dataset(j->st.run);
+    int in = (int)ds->in_size, no = n_outputs(ds);
+    float *lg = malloc((size_t)no * sizeof(float));
+    if (!lg) return eng_fail(ENG_ENOMEM, "out of memory");
+    int32_t hdr[3] = { n, in, no };
+    fwrite(hdr, sizeof hdr, 1, f);
+    for (int r = 0; r < n; r++) {
+        const float *x = ds->x_test + (size_t)r * in;
+        eng_qmodel_forward(j->q, x, 1, lg);
+        int32_t best = 0;
+        for (int c = 1; c < no; c++) if (lg[c] > lg[best]) best = c;
+        fwrite(x, sizeof(float), (size_t)in, f);
+        fwrite(&best, sizeof best, 1, f);
+        fwrite(lg, sizeof(float), (size_t)no, f);
+    }
+    free(lg);
+    return ferror(f) ? eng_fail(ENG_EIO, "write error (disk full?)") : ENG_OK;
+}
+
+/* One output of export-model: the C file (prefix given) or n test vectors, written as
+ * reports are (store_output: never the database, a temporary file renamed into place, so a
+ * failed export leaves the previous file as it was). Prints the reason; non-zero if failed. */
+static int export_write(const char *db_path, const char *path, const quant_job *j, const char *prefix, int n)
+{
+    store_output so;
+    if (store_output_open(db_path, path, &so)) {
+        fprintf(stderr, "nnbench export-model: %s\n", cli_text(store_error()));
+        return 1;
+    }
+    int rc = prefix ? eng_qmodel_export_c(j->q, so.f, prefix) : write_vectors(so.f, j, n);
+    if (rc) fprintf(stderr, "nnbench export-model: %s: %s\n", cli_text(path), eng_error());
+    if (store_output_close(&so, rc ? STORE_EIO : STORE_OK) && !rc) {
+        fprintf(stderr, "nnbench export-model: %s\n", cli_text(store_error()));
+        rc = 1;
+    }
+    return rc != 0;
+}
+
 int cmd_export_model(int argc, char **argv)
 {
     const char *db_flag = NULL, *spec = NULL, *out = NULL, *prefix = "nnb", *vec_path = NULL;
@@ -388,36 +438,27 @@ int cmd_export_model(int argc, char **argv)
             fprintf(stderr, "nnbench export-model: --prefix '%s' is not a C identifier\n", prefix);
             return 2;
         }
+    const char *db_path = cli_db_path(db_flag);
+    /* Before any work: neither output may be the database (or a link to it). */
+    const char *outs[2] = { out, vec_path };
+    for (int k = 0; k < 2 && outs[k]; k++) {
+        char err[1024];
+        if (cli_output_check(db_path, outs[k], err, sizeof err)) {
+            fprintf(stderr, "nnbench export-model: %s; nothing was written\n", cli_text(err));
+            return 1;
+        }
+    }
     quant_job j;
     char err[1024];
-    int code = job_load(cli_db_path(db_flag), spec, &o, 0, &j, err, sizeof err);
+    int code = job_load(db_path, spec, &o, 0, &j, err, sizeof err);
     if (code) { fprintf(stderr, "nnbench export-model: %s\n", err); job_free(&j); return code; }
-    if (eng_qmodel_export_c(j.q, out, prefix)) {
-        fprintf(stderr, "nnbench export-model: %s\n", eng_error());
-        job_free(&j);
-        return 1;
-    }
+    if (export_write(db_path, out, &j, prefix, 0)) { job_free(&j); return 1; }
     printf("run %lld: int8 model (%s, %d calibration samples, %zu bytes) written to %s\n", j.st.id,
            scheme_name(o.scheme), o.calibrate, eng_qmodel_bytes(j.q), out);
     if (vec_path) {
         const eng_dataset *ds = eng_run_dataset(j.st.run);
-        int n = n_vec < ds->n_test ? (int)n_vec : ds->n_test, in = (int)ds->in_size, no = n_outputs(ds);
-        FILE *f = fopen(vec_path, "wb");
-        float *lg = malloc((size_t)no * sizeof(float));
-        if (!f || !lg) { fprintf(stderr, "nnbench export-model: %s: cannot write\n", vec_path); if (f) fclose(f); free(lg); job_free(&j); return 1; }
-        int32_t hdr[3] = { n, in, no };
-        fwrite(hdr, sizeof hdr, 1, f);
-        for (int r = 0; r < n; r++) {
-            const float *x = ds->x_test + (size_t)r * in;
-            eng_qmodel_forward(j.q, x, 1, lg);
-            int32_t best = 0;
-            for (int c = 1; c < no; c++) if (lg[c] > lg[best]) best = c;
-            fwrite(x, sizeof(float), (size_t)in, f);
-            fwrite(&best, sizeof best, 1, f);
-            fwrite(lg, sizeof(float), (size_t)no, f);
-        }
-        free(lg);
-        if (fclose(f)) { fprintf(stderr, "nnbench export-model: %s: write error\n", vec_path); job_free(&j); return 1; }
+        int n = n_vec < ds->n_test ? (int)n_vec : ds->n_test;
+        if (export_write(db_path, vec_path, &j, NULL, n)) { job_free(&j); return 1; }
         printf("%d test vectors with nnbench's int8 predictions written to %s\n", n, vec_path);
     }
     job_free(&j);

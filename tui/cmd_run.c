@@ -2,7 +2,6 @@
  * progress on a terminal, prints a summary (table or JSON), profiles and stores the runs. */
 #include <errno.h>
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,22 +105,6 @@ static void pr_end(void *ud, const eng_run_result *res)
     progress *p = ud;
     if (p->tty && p->drawn) { fprintf(stderr, "\r\033[K"); fflush(stderr); }
     p->drawn = 0;
-}
-
-/* ---- Ctrl-C, SIGTERM, SIGHUP ------------------------------------------------------------- */
-
-static eng_run *volatile current_run;
-static volatile sig_atomic_t interrupted; /* the signal that stopped us, 0 if none */
-static volatile sig_atomic_t dist_job;    /* under mpirun with more than one rank */
-static const int stop_signals[3] = { SIGINT, SIGTERM, SIGHUP };
-
-static void on_sigint(int sig)
-{
-    if (sig == SIGTERM && dist_job) eng_dist_request_abort(); /* mpirun tears the job down: a rank died */
-    else interrupted = sig;
-    eng_stop_builds(); /* a graph still being built (no run to stop yet) stops too */
-    eng_run *r = current_run;
-    if (r) eng_run_request_stop(r);
 }
 
 static int dist_rank; /* this process's MPI rank; 0 without mpirun */
@@ -356,7 +339,7 @@ static int run_begin(void *ud, size_t v, const eng_config *cfg)
 {
     run_ctx *c = ud;
     (void)v;
-    if (interrupted) return 1;
+    if (cli_stop_signal()) return 1;
     row *r = &c->rows[c->n_rows++];
     snprintf(r->variant, sizeof r->variant, "%s", cfg->variant[0] ? cfg->variant : cfg->name);
     r->optimizer = opt_name(cfg->train.optimizer);
@@ -388,10 +371,9 @@ static int run_profile(void *ud, size_t v, const eng_config *cfg, prof_options *
 static void run_running(void *ud, eng_run *run)
 {
     run_ctx *c = ud;
-    current_run = run;
+    cli_stop_target(run);
     const char *note = run ? eng_run_data_note(run) : NULL;
     if (note) fprintf(stderr, "variant %s: note: %s\n", c->rows[c->n_rows - 1].variant, cli_text(note));
-    if (run && interrupted) eng_run_request_stop(run);
 }
 
 static void run_done(void *ud, const runner_variant *o, prof_t *prof)
@@ -629,14 +611,7 @@ static int run_main(int argc, char **argv)
     }
     /* SIGTERM and SIGHUP (kill, a closed terminal) stop the run as Ctrl-C does: the tail
      * is flushed and the run is stored as interrupted. */
-    struct sigaction sa, old_sa[3];
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
-    sigemptyset(&sa.sa_mask);
-    dist_job = eng_dist_world() > 1;
-    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &old_sa[i]);
-    interrupted = 0;
+    cli_stop_install(eng_dist_world() > 1);
 
     progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
     eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
@@ -653,9 +628,9 @@ static int run_main(int argc, char **argv)
     if (rank_db && eng_dist_broken()) record_rank0_gone(db_path);
     size_t n_rows = rc_.n_rows, n_ids = rc_.n_ids;
     int any_failed = rc_.any_failed, any_config = rc_.any_config;
-    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &old_sa[i], NULL);
+    cli_stop_restore();
 
-    int code = interrupted ? 128 + interrupted : any_config ? 2 : any_failed ? 1 : 0;
+    int code = cli_stop_signal() ? 128 + cli_stop_signal() : any_config ? 2 : any_failed ? 1 : 0;
     if (json) print_json(ex, rows, n_rows, code);
     else print_table(rows, n_rows);
     fflush(stdout);

@@ -4,12 +4,14 @@
 #include "runner.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 const char *runner_resume_refusal(const store_run *r, char *buf, size_t cap)
 {
-    if (r->status != STORE_RUN_FINISHED && r->status != STORE_RUN_RUNNING && r->status != STORE_RUN_DIVERGED)
-        return NULL;
+    if (store_run_resumable(r->status)) return NULL;
     snprintf(buf, cap, "run %lld is %s; only crashed, interrupted or failed runs are resumed%s", r->id,
              store_status_name(r->status), r->status == STORE_RUN_RUNNING ? " (its process is still alive)" : "");
     return buf;
@@ -33,6 +35,22 @@ static int data_refusal(const cli_stored *st, char *err, size_t cap, char *warn,
              "resume it, or start a new run on this data (nnbench run)",
              st->id, path[0] ? path : "its generator", path[0] ? " holds" : " gives", why);
     return 1;
+}
+
+/* A test hook (tests/e2e/resume_trust.sh): with NNBENCH_TEST_HOLD_RESUME=PATH a resume that
+ * passed its status check and loaded its checkpoint creates PATH.held and waits (at most
+ * 60 s) for PATH to exist before it reopens the run, so a test can let another process
+ * resume and finish the same run in between, deterministically. */
+static void test_hold(void)
+{
+    const char *path = getenv("NNBENCH_TEST_HOLD_RESUME");
+    if (!path || !*path) return;
+    char held[1100];
+    snprintf(held, sizeof held, "%s.held", path);
+    FILE *f = fopen(held, "w");
+    if (f) fclose(f);
+    struct timespec tick = { 0, 100000000 };
+    for (int i = 0; i < 600 && access(path, F_OK); i++) nanosleep(&tick, NULL);
 }
 
 int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, runner_resumed *r)
@@ -64,6 +82,7 @@ int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, 
         cli_stored_free(&st);
         return r->code;
     }
+    test_hold();
     cli_store_sink *ss = cli_store_sink_open(db_path, o->error, sizeof o->error);
     if (!ss) { cli_stored_free(&st); return r->code; }
     if (h->begin && h->begin(h->ud, 0, o->cfg)) {
@@ -81,6 +100,15 @@ int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, 
     if (h->running) h->running(h->ud, st.run);
     o->rc = eng_run_train(st.run, &sink);
     if (h->running) h->running(h->ud, NULL);
+    if (cli_store_sink_run_id(ss) != st.id) {
+        /* the reopen was refused (another process resumed the run meanwhile): no row of
+         * the run was changed and nothing trained */
+        snprintf(o->error, sizeof o->error, "%s", cli_store_sink_error(ss));
+        o->rc = ENG_ESINK;
+        cli_store_sink_close(ss, NULL, 0);
+        cli_stored_free(&st);
+        return r->code;
+    }
     o->created = 1;
     o->res = *eng_run_result_get(st.run);
     if (o->res.error) snprintf(o->error, sizeof o->error, "%s", o->res.error);

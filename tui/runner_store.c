@@ -97,14 +97,17 @@ static int fail_sink(cli_store_sink *s, const char *what)
 }
 
 /* A resumed run continues its own row: what it logged after the checkpoint is dropped
- * (it is logged again), and so are the partial-interval points an interruption logged. */
+ * (it is logged again), and so are the partial-interval points an interruption logged.
+ * s->run is set only once the run is reopened: cli_store_sink_run_id then tells the caller
+ * whether anything was resumed. */
 static int reopen(cli_store_sink *s, const eng_run_info *info)
 {
     static const char *const partial[] = { "train_loss", "train_acc", "lr", NULL };
-    s->run = s->resume_run;
+    long long run = s->resume_run;
     s->resume_run = 0;
-    if (store_run_reopen(s->db, s->run, info->resumed_step, info->resumed_partial ? partial : NULL))
+    if (store_run_reopen(s->db, run, info->resumed_step, info->resumed_partial ? partial : NULL))
         return fail_sink(s, "reopening the run");
+    s->run = run;
     s->active = 1;
     return 0;
 }

@@ -24,10 +24,17 @@ static size_t utf8_len(const unsigned char *s)
     return n;
 }
 
+/* Terminal cells of the character of l bytes at s (a wide one takes two). */
+static int char_cells(const char *s, size_t l)
+{
+    uint32_t c;
+    return prof_utf8_decode(s, l, &c) == l ? prof_text_cell_width(c) : 1;
+}
+
 int tui_text_width(const char *s)
 {
     int w = 0;
-    while (*s) { s += utf8_len((const unsigned char *)s); w++; }
+    for (size_t l; *s; s += l) { l = utf8_len((const unsigned char *)s); w += char_cells(s, l); }
     return w;
 }
 
@@ -73,15 +80,22 @@ int tui_fit_middle(const char *s, int width, int right, int utf8, char *out, siz
     char b[1024];
     size_t o = 0;
     const char *p = s;
-    for (int i = 0; i < head && o + 4 < sizeof b; i++) {
+    /* whole characters (a wide one is two cells) while they fit in head, then in tail */
+    for (int used = 0; *p;) {
         size_t l = utf8_len((const unsigned char *)p);
+        int w = char_cells(p, l);
+        if (used + w > head || o + l + 4 >= sizeof b) break;
         memcpy(b + o, p, l);
-        o += l; p += l;
+        o += l; p += l; used += w;
     }
     if (utf8) { memcpy(b + o, "\xe2\x80\xa6", 3); o += 3; }
     else b[o++] = '~';
     p = s;
-    for (int i = 0; i < tw - tail; i++) p += utf8_len((const unsigned char *)p);
+    for (int rest = tw; *p && rest > tail;) {
+        size_t l = utf8_len((const unsigned char *)p);
+        rest -= char_cells(p, l);
+        p += l;
+    }
     snprintf(b + o, sizeof b - o, "%s", p);
     return tui_fit(b, width, right, utf8, out, outsz);
 }

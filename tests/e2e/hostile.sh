@@ -1,9 +1,10 @@
 #!/bin/sh
 # hostile.sh — hostile text and files stay inert: names holding escape sequences, bidi
 # controls, Latin-1 bytes, HTML and spreadsheet formulas (written into the database as
-# another SQLite client could) are shown visibly by list/show/compare, escaped in the
-# Markdown/HTML reports, valid in JSON and guarded in CSV; `run` refuses such names, a
-# Latin-1 file, /dev/zero and a FIFO, each at once and with a clear message.
+# another SQLite client could, also in a quantization's scheme and kernel) are shown
+# visibly by list/show/compare, escaped in the Markdown/HTML reports, valid in JSON and
+# guarded in CSV; `run` refuses such names, a Latin-1 file, /dev/zero and a FIFO, each at
+# once and with a clear message.
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 T=$(mktemp -d /tmp/nnbench-e2e-hostile.XXXXXX)
@@ -44,6 +45,14 @@ grep -q 'x\\x1b\]0;pwned\\x07' "$T/list" || { cat "$T/list"; fail "list does not
 no_raw "$T/show" show
 grep -q 'abc\\u202efed' "$T/show" || { cat "$T/show"; fail "show does not show U+202E visibly"; }
 grep -q 'bad \\x1b\[31mred' "$T/show" || fail "show does not show the error visibly"
+# A quantization record's scheme and kernel, as another client may have written them.
+sqlite3 "$DB" "INSERT INTO quantizations(run, step, scheme, calibrate, kernel, fp32_bytes, int8_bytes)
+  VALUES(1, 3, 'mi' || char(27) || ']0;t' || char(7) || 'n', 10, 'av' || char(27) || '[2Jx2', 100, 30)" ||
+    fail "writing a hostile quantization"
+"$NNBENCH" show 1 --db "$DB" >"$T/show" 2>&1 || fail "show of a hostile quantization exited $?"
+no_raw "$T/show" "show's quantizations"
+grep -q 'mi\\x1b\]0;t\\x07n, calibrate 10, av\\x1b\[2Jx2' "$T/show" ||
+    { grep '#' "$T/show"; fail "show does not show the quantization's scheme and kernel visibly"; }
 "$NNBENCH" compare 1 2 --db "$DB" >"$T/cmp" 2>&1 || fail "compare exited $?"
 no_raw "$T/cmp" compare
 # compare cuts names to its columns: whatever the cut, the output is valid UTF-8

@@ -81,6 +81,46 @@ static void test_record_round_trip(void **state)
     free(buf);
 }
 
+/* A record with a NaN weight (or an inf optimizer moment) and a valid checksum, as a
+ * diverged run or a crafted file holds: refused at load, naming what and where, and the
+ * model it was to be read into is left as it was (quantize used to overflow an integer on
+ * such weights, engine/qgemm.c). */
+static void test_record_non_finite(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    static float p[N], m[N], v[N], p2[N], m2[N], v2[N];
+    fill(p, N, 0.25f); fill(m, N, -1.5f); fill(v, N, 3.0f);
+    long t = 5, t2 = 0;
+    eng_ckpt c = { .seed = 1, .total_steps = 50, .n_params = N, .n_train = 32, .batch = 8,
+                   .optimizer = ENG_OPT_ADAM, .params = p, .m = m, .v = v, .opt_t = &t };
+    size_t len = eng_ckpt_size(&c);
+    unsigned char *buf = malloc(len);
+    eng_ckpt d = c;
+    d.params = p2; d.m = m2; d.v = v2; d.opt_t = &t2;
+    const float bad[3] = { NAN, INFINITY, -INFINITY };
+    for (int k = 0; k < 3; k++) {
+        p[17] = bad[k];
+        assert_int_equal(eng_ckpt_write(&c, buf, len), len);
+        for (size_t i = 0; i < N; i++) p2[i] = 1.0f;
+        for (int params_only = 0; params_only < 2; params_only++) {
+            assert_int_equal(eng_ckpt_read(&d, buf, len, params_only), ENG_EFORMAT);
+            assert_non_null(strstr(eng_error(), "parameter 17 of 300 is"));
+            assert_non_null(strstr(eng_error(), k ? "inf" : "nan"));
+            for (size_t i = 0; i < N; i++) assert_true(p2[i] == 1.0f);   /* untouched */
+        }
+        p[17] = 0.5f;
+    }
+    v[299] = INFINITY;
+    assert_int_equal(eng_ckpt_write(&c, buf, len), len);
+    assert_int_equal(eng_ckpt_read(&d, buf, len, 0), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "optimizer moment v 299"));
+    /* eval, quantize and export read the parameters only: the moments do not matter there */
+    assert_int_equal(eng_ckpt_read(&d, buf, len, 1), ENG_OK);
+    assert_memory_equal(p, p2, sizeof p);
+    free(buf);
+}
+
 /* A sink that records every logged value (but throughput) and keeps every checkpoint. */
 typedef struct {
     char keys[8192][16];
@@ -240,6 +280,7 @@ int test_engine_checkpoint(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_round_trip),
+        cmocka_unit_test(test_record_non_finite),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_stop_then_resume),
     };

@@ -160,13 +160,10 @@ static void paths_agree(eng_qmodel *q, const eng_dataset *ds)
  * "static const TYPE NAME[COUNT] = {" declaration, TYPE's size times COUNT. */
 static size_t exported_array_bytes(const eng_qmodel *q)
 {
-    char path[] = "/tmp/nnbench-quant-bytes-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    close(fd);
-    assert_int_equal(eng_qmodel_export_c(q, path, "m"), ENG_OK);
-    FILE *f = fopen(path, "r");
+    FILE *f = tmpfile();
     assert_non_null(f);
+    assert_int_equal(eng_qmodel_export_c(q, f, "m"), ENG_OK);
+    rewind(f);
     static const struct { const char *type; size_t size; } types[] = {
         { "int8_t", 1 }, { "uint8_t", 1 }, { "int32_t", 4 }, { "float", 4 },
     };
@@ -183,7 +180,6 @@ static size_t exported_array_bytes(const eng_qmodel *q)
         arrays++;
     }
     fclose(f);
-    unlink(path);
     assert_true(arrays > 0);
     return total;
 }
@@ -229,6 +225,50 @@ static void test_dense_error_bounds(void **state)
     assert_true(qp->in_scale <= q->in_scale);
     compare(m, qp, ds, 0.05, 0.95);
     eng_qmodel_free(qp);
+    eng_qmodel_free(q);
+    eng_model_free(m);
+    free_data(ds);
+}
+
+/* The C writer's guarantee: every float it prints is a C literal. A non-finite scale (a
+ * diverged model: "inff" once made a file that did not compile) is refused before anything
+ * is written; names use the whole prefix, however long. */
+static void test_export_refuses_non_finite(void **state)
+{
+    (void)state;
+    eng_dataset *ds = make_data(1, 1, 8, 100, 3);
+    eng_layer_spec sp[] = { { ENG_LAYER_DENSE, 6, 0, ENG_ACT_RELU, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    eng_model *m = build(sp, 2, ds, 16);
+    eng_qmodel *q = NULL;
+    assert_int_equal(eng_quantize(m, ds, 100, ENG_QSCHEME_MINMAX, 16, NULL, &q), ENG_OK);
+    char px[101];
+    memset(px, 'p', 100);
+    px[100] = 0;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    assert_int_equal(eng_qmodel_export_c(q, f, px), ENG_OK);
+    long len = ftell(f);
+    char *text = malloc((size_t)len + 1);
+    rewind(f);
+    assert_int_equal(fread(text, 1, (size_t)len, f), (size_t)len);
+    text[len] = 0;
+    char decl[160];
+    snprintf(decl, sizeof decl, "static const int8_t %s_dense1_w[", px);   /* the whole prefix */
+    assert_non_null(strstr(text, decl));
+    free(text);
+    fclose(f);
+    float *scales[3] = { &q->in_scale, &q->layers[1].deq[2], &q->layers[1].deq[0] };
+    const float bad[3] = { INFINITY, NAN, -INFINITY };
+    for (int k = 0; k < 3; k++) {
+        float keep = *scales[k];
+        *scales[k] = bad[k];
+        f = tmpfile();
+        assert_int_equal(eng_qmodel_export_c(q, f, "nnb"), ENG_EINVAL);
+        assert_non_null(strstr(eng_error(), "not finite"));
+        assert_int_equal(ftell(f), 0);   /* nothing written */
+        fclose(f);
+        *scales[k] = keep;
+    }
     eng_qmodel_free(q);
     eng_model_free(m);
     free_data(ds);
@@ -308,6 +348,7 @@ int test_engine_quant(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gemm_paths_exact),
         cmocka_unit_test(test_dense_error_bounds),
+        cmocka_unit_test(test_export_refuses_non_finite),
         cmocka_unit_test(test_conv_pool),
         ISA_PATH_TESTS(test_input_codes_path),
     };

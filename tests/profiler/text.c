@@ -89,7 +89,14 @@ static void test_fit_cuts_whole(void **state)
     /* by characters: é counts one */
     assert_int_equal(prof_text_fit(b, sizeof b, "\xc3\xa9\xc3\xa9\xc3\xa9", 2, 0), 2);
     assert_string_equal(b, "\xc3\xa9\xc3\xa9");
-    assert_int_equal(prof_text_chars("\xc3\xa9\xe4\xb8\xad" "a\xff"), 4);
+    /* by cells: 中 (U+4E2D) and 🚀 (U+1F680) take two, and are never cut in half */
+    assert_int_equal(prof_text_chars("\xc3\xa9\xe4\xb8\xad" "a\xff"), 5);
+    assert_int_equal(prof_text_fit(b, sizeof b, "a\xe4\xb8\xad\xe4\xb8\xad", 4, 0), 3);
+    assert_string_equal(b, "a\xe4\xb8\xad");
+    assert_int_equal(prof_text_fit(b, sizeof b, "\xf0\x9f\x9a\x80x", 2, 0), 2);
+    assert_string_equal(b, "\xf0\x9f\x9a\x80");
+    assert_int_equal(prof_text_cell_width(0xff21), 2);   /* fullwidth A */
+    assert_int_equal(prof_text_cell_width(0xe9), 1);
     /* text made visible before is cut whole as well */
     assert_int_equal(prof_text_fit(b, sizeof b, "ab\\u202ecd", 5, 0), 2);
     assert_string_equal(b, "ab");

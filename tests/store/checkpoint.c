@@ -19,6 +19,16 @@ static long long mk_run(store *s)
     return id;
 }
 
+/* A new database NAME in a new temporary directory dir (600 bytes), its path in p (700). */
+static store *open_new(char *dir, char *p, const char *name)
+{
+    tmp_dir(dir, 600);
+    snprintf(p, 700, "%s/%s", dir, name);
+    store *s = NULL;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    return s;
+}
+
 static long long count(const char *path, const char *sql)
 {
     sqlite3 *db;
@@ -36,10 +46,7 @@ static void test_checkpoints(void **state)
 {
     (void)state;
     char dir[600], p[700];
-    tmp_dir(dir, sizeof dir);
-    snprintf(p, sizeof p, "%s/ck.db", dir);
-    store *s;
-    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    store *s = open_new(dir, p, "ck.db");
     long long run = mk_run(s);
     store_checkpoint meta;
     void *data;
@@ -135,10 +142,7 @@ static void test_checkpoint_off_the_caller(void **state)
 {
     (void)state;
     char dir[600], p[700];
-    tmp_dir(dir, sizeof dir);
-    snprintf(p, sizeof p, "%s/cklock.db", dir);
-    store *s;
-    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    store *s = open_new(dir, p, "cklock.db");
     long long run = mk_run(s);
     lock_holder h = lock_holder_start(p);
     enum { N = 200000 };
@@ -175,11 +179,53 @@ static void test_checkpoint_off_the_caller(void **state)
     rm_rf(dir);
 }
 
+/* Two resumes of one crashed run both pass their first status check; the second to reopen
+ * finds the run running (or already finished again) and must change nothing: not the
+ * status, not the points the first one logged. The reopen reads the status inside its own
+ * write transaction. */
+static void test_reopen_only_resumable(void **state)
+{
+    (void)state;
+    char dir[600], p[700];
+    store *s = open_new(dir, p, "reopen.db");
+    long long run = mk_run(s);
+    for (int k = 1; k <= 5; k++)
+        assert_int_equal(store_metric_add(s, run, 10 * k, k, 0.1 * k, 0.1 * k, "train_loss", 1.0 / k), STORE_OK);
+    assert_int_equal(store_flush(s), STORE_OK);
+    static const struct { store_run_status st; const char *name; } cases[] = {
+        { STORE_RUN_FINISHED, "finished" }, { STORE_RUN_RUNNING, "running" }, { STORE_RUN_DIVERGED, "diverged" } };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        assert_int_equal(store_run_set_status(s, run, cases[i].st, NULL), STORE_OK);
+        assert_int_equal(store_run_reopen(s, run, 20, NULL), STORE_EINVAL);
+        char want[64];
+        snprintf(want, sizeof want, "is already %s", cases[i].name);
+        assert_non_null(strstr(store_error(), want));
+        assert_non_null(strstr(store_error(), "nothing resumed"));
+        char q[128];
+        snprintf(q, sizeof q, "SELECT count(*) FROM runs WHERE status='%s'", cases[i].name);
+        assert_int_equal(count(p, q), 1);
+        assert_int_equal(count(p, "SELECT count(*) FROM metrics"), 5);   /* none dropped */
+    }
+    /* crashed, interrupted and failed runs are reopened */
+    const store_run_status ok[] = { STORE_RUN_CRASHED, STORE_RUN_INTERRUPTED, STORE_RUN_FAILED };
+    for (int i = 0; i < 3; i++) {
+        assert_true(store_run_resumable(ok[i]));
+        assert_int_equal(store_run_set_status(s, run, ok[i], "stopped"), STORE_OK);
+        assert_int_equal(store_run_reopen(s, run, 50 - 10 * i, NULL), STORE_OK);
+        assert_int_equal(count(p, "SELECT count(*) FROM runs WHERE status='running'"), 1);
+    }
+    assert_int_equal(count(p, "SELECT count(*) FROM metrics"), 3);   /* those after step 30 dropped */
+    assert_int_equal(store_run_reopen(s, 999, 0, NULL), STORE_ENOTFOUND);
+    store_close(s);
+    rm_rf(dir);
+}
+
 int test_store_checkpoint(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoints),
         cmocka_unit_test(test_checkpoint_off_the_caller),
+        cmocka_unit_test(test_reopen_only_resumable),
     };
     return cmocka_run_group_tests_name("store_checkpoint", tests, NULL, NULL);
 }
