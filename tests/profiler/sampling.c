@@ -42,6 +42,14 @@ static void call(prof_t *p, int id, uint64_t dur_ns, double cores)
     prof_end(p, id, 0, 0);
 }
 
+/* The profile by scope (malloc'd). */
+static prof_row *rows_of(prof_t *p, size_t *n)
+{
+    prof_row *rows = NULL;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, n), 0);
+    return rows;
+}
+
 static const prof_row *row_named(const prof_row *rows, size_t n, const char *name)
 {
     for (size_t i = 0; i < n; i++)
@@ -67,9 +75,8 @@ static void test_sampled_cpu_sums_right(void **state)
     for (int i = 0; i < 20; i++) call(p, longc, 300000, 1.5); /* 300 us: above the gap */
     prof_summary s;
     prof_summary_get(p, &s);
-    prof_row *rows;
     size_t n;
-    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    prof_row *rows = rows_of(p, &n);
     const prof_row *sr = row_named(rows, n, "short"), *lr = row_named(rows, n, "long");
     double want = 1.5 * (double)wall, got = (double)sr->cpu_ns;
     uint64_t short_reads = s.cpu_reads - 20;
@@ -94,9 +101,8 @@ static void test_sampling_does_not_alias(void **state)
     prof_t *p = fake_prof(100);
     int id = prof_register(p, "alternating", NULL, PROF_OP);
     for (int i = 0; i < 20000; i++) call(p, id, 25000, i % 2 ? 3.0 : 1.0);
-    prof_row *rows;
     size_t n;
-    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    prof_row *rows = rows_of(p, &n);
     double cpu = (double)rows[0].cpu_ns / (double)rows[0].total_ns;
     printf("alternating 1/3 cores: cpu %.3f (true 2.000)\n", cpu);
     assert_true(cpu > 1.8 && cpu < 2.2);
@@ -114,9 +120,8 @@ static void test_first_call_sampled(void **state)
     int once = prof_register(p, "once", NULL, PROF_PHASE);
     prof_register(p, "never", NULL, PROF_PHASE);
     call(p, once, 500, 2.0);
-    prof_row *rows;
     size_t n;
-    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    prof_row *rows = rows_of(p, &n);
     assert_int_equal(row_named(rows, n, "once")->cpu_ns, 1000);
     assert_int_equal(row_named(rows, n, "never")->cpu_ns, 0);
     free(rows);
