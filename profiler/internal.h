@@ -14,6 +14,14 @@ void prof_internal_clock_use_papi(int on);
 int prof_internal_papi_ready(const char **why);
 /* The clock in use and why ("PAPI_get_real_nsec (25 ns per call)" or the fallback reason). */
 const char *prof_internal_clock_note(void);
+/* Test hook: while set, prof_now_ns returns *wall and the process CPU clock reads *cpu
+ * (both advanced by the test), as a real read would: each read adds cpu_read_ns to *cpu
+ * and returns the value halfway through. Profilers created meanwhile take cpu_read_ns as
+ * the cost of one read (it sets how often short scopes read it). NULL, NULL restores the
+ * real clocks. Single-threaded tests only. */
+void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t *cpu, double cpu_read_ns);
+/* profiler.c -> mem.c: the wall clock part of it. */
+void prof_internal_fake_wall(const volatile uint64_t *wall);
 /* Sets the message prof_error() returns (for sysinfo.c). */
 void prof_internal_set_error(const char *msg);
 

@@ -23,6 +23,7 @@ _Static_assert(sizeof(block_header) <= PROF_ALIGN, "header must fit in one align
 
 static atomic_size_t mem_live, mem_peak, mem_total;
 static atomic_int clock_papi;
+static const volatile uint64_t *fake_wall; /* prof_internal_fake_clocks (tests) */
 
 static void note_alloc(size_t n)
 {
@@ -90,8 +91,11 @@ void prof_internal_clock_use_papi(int on)
     atomic_store_explicit(&clock_papi, on, memory_order_relaxed);
 }
 
+void prof_internal_fake_wall(const volatile uint64_t *wall) { fake_wall = wall; }
+
 uint64_t prof_now_ns(void)
 {
+    if (fake_wall) return *fake_wall;
     if (atomic_load_explicit(&clock_papi, memory_order_relaxed))
         return (uint64_t)PAPI_get_real_nsec();
     struct timespec ts;

@@ -22,6 +22,11 @@
 #define NHW 6                     /* the hardware-counter columns of prof_row */
 #define NCTR (NHW + 4)            /* ... then the software-event columns */
 #define TRACE_DEFAULT_CAP 65536
+/* The process CPU clock is a syscall (0.1-1.3 us on the VMs measured, more than most op
+ * bodies): a scope reads it on one call per CPU_GAP_READS reads' worth of its own wall
+ * time, so that its two reads cost it about 2/CPU_GAP_READS = 0.2 % of its time (scopes at
+ * least that long read it on every call). */
+#define CPU_GAP_READS 1000.0
 
 /* The prof_row counter columns, in the order of its int64_t fields from cycles on. */
 enum { C_CYC, C_INS, C_L1D, C_L2, C_L3, C_FP, C_TASK, C_FAULTS, C_CSW, C_MIGR };
@@ -56,7 +61,9 @@ typedef struct {
     long long ru[2];              /* self faults and context switches from getrusage */
     int64_t self_mem, peak_mem;
     uint64_t cpu_ns, cpu_wall_ns; /* process CPU time and wall time of the sampled calls */
-    uint32_t cpu_every;           /* sample the CPU clock every Nth call (0: not decided) */
+    uint64_t cpu_since_ns;        /* wall time of the calls since (and with) the last sampled one */
+    uint64_t cpu_next_ns;         /* the next call is sampled once cpu_since_ns reaches this (0: the
+                                     first call is) */
 } scope_stat;
 
 typedef struct {
@@ -95,6 +102,9 @@ struct prof {
     char warnings[1200];     /* prof_warnings: lines for the caller to print */
     double peak_gflops;
     double cpu_clock_ns;     /* cost of one process CPU clock read, measured at create */
+    uint64_t cpu_gap_ns;     /* mean wall time of a scope between its sampled calls */
+    uint64_t cpu_bias_ns;    /* CPU time a sampled call's own two reads add (subtracted) */
+    uint64_t cpu_rng;        /* xorshift state that jitters the gaps */
     uint64_t cpu_reads;      /* sampled calls (two reads each), for the overhead figure */
     /* trace */
     char *trace_path;
@@ -107,6 +117,9 @@ struct prof {
 };
 
 static _Thread_local char err_buf[512];
+/* prof_internal_fake_clocks: the test's CPU clock and the cost it stands for. */
+static volatile uint64_t *fake_cpu;
+static double fake_cpu_cost;
 /* The profiler whose innermost scope gets this thread's allocations charged to it. */
 static _Thread_local prof_t *tls_active;
 
@@ -626,6 +639,7 @@ static uint64_t proc_cpu_ns(void);
 /* ns per process CPU clock read, best of a few bursts. */
 static double cpu_clock_cost(void)
 {
+    if (fake_cpu) return fake_cpu_cost;
     double best = 1e30;
     for (int r = 0; r < 5; r++) {
         uint64_t t0 = prof_now_ns();
@@ -636,11 +650,29 @@ static double cpu_clock_cost(void)
     return best;
 }
 
+/* CPU time a sampled call's own two reads add to its delta: each read takes the clock
+ * somewhere inside a syscall, so c1 - c0 holds about one syscall more than the wall time
+ * between them (which excludes the reads). The least of a few pairs read as prof_begin and
+ * prof_end do (other threads' time arrives in tick-sized steps, which the least avoids). */
+static uint64_t cpu_read_bias(void)
+{
+    uint64_t best = UINT64_MAX;
+    for (int i = 0; i < 16; i++) {
+        uint64_t c0 = proc_cpu_ns(), t0 = prof_now_ns(), t1 = prof_now_ns(), c1 = proc_cpu_ns();
+        uint64_t d = c1 > c0 ? c1 - c0 : 0, w = t1 - t0;
+        d = d > w ? d - w : 0;
+        if (d < best) best = d;
+    }
+    return best;
+}
+
 static void calibrate_overhead(prof_t *p)
 {
-    /* Best of a few bursts of empty scopes: the cost of one begin+end pair. */
+    /* Best of a few bursts of empty scopes: the cost of one begin+end pair without CPU clock
+     * reads (the summary adds the reads actually made). */
     const int burst = 200, rounds = 5;
     double best = 0;
+    p->scopes[MAX_SCOPES].cpu_next_ns = UINT64_MAX;
     for (int r = 0; r < rounds; r++) {
         uint64_t t0 = prof_now_ns();
         for (int i = 0; i < burst; i++) {
@@ -696,6 +728,9 @@ prof_t *prof_create(const prof_options *opt)
     if (prof_calibration_load(&cal) == 0) p->peak_gflops = cal.peak_gflops;
     tls_active = p;
     p->cpu_clock_ns = cpu_clock_cost();
+    p->cpu_gap_ns = (uint64_t)(CPU_GAP_READS * p->cpu_clock_ns);
+    p->cpu_bias_ns = cpu_read_bias();
+    p->cpu_rng = 0x9e3779b97f4a7c15u; /* fixed: the same clocks give the same samples */
     calibrate_overhead(p);
     /* The summary's memory figures are per profiler (per run), not since process start. */
     prof_mem_reset_peak();
@@ -742,21 +777,27 @@ int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind
  * per-thread counts would miss the workers, whose inherited counts arrive only at exit. */
 static uint64_t proc_cpu_ns(void)
 {
+    if (fake_cpu) { /* a read uses fake_cpu_cost of CPU and takes the clock halfway through */
+        uint64_t v = *fake_cpu + (uint64_t)fake_cpu_cost / 2;
+        *fake_cpu += (uint64_t)fake_cpu_cost;
+        return v;
+    }
     struct timespec ts;
     if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts)) return 0;
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Every how many calls a scope reads the CPU clock: each call while its mean duration is
- * at least 200 clock reads (two reads per call: under 1% of it), else as rarely as keeps
- * the reads near 1% of its time. Recomputed as the mean settles; deterministic. */
-static uint32_t cpu_sample_every(const prof_t *p, const scope_stat *s)
+/* The wall time of a scope until its next sampled call: uniform in [gap/2, 3 gap/2), mean
+ * the gap. The jitter keeps a fixed gap from locking onto a pattern of the calls (every
+ * 4th call of a scope whose odd calls differ would see only even ones). */
+static uint64_t cpu_next_gap(prof_t *p)
 {
-    double mean = s->calls ? (double)s->total_ns / (double)s->calls : 0;
-    double budget = 200.0 * p->cpu_clock_ns;
-    if (mean >= budget || mean <= 0) return 1;
-    double every = budget / mean;
-    return every > 1000 ? 1000 : (uint32_t)every + 1;
+    uint64_t x = p->cpu_rng;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    p->cpu_rng = x;
+    return p->cpu_gap_ns ? p->cpu_gap_ns / 2 + x % p->cpu_gap_ns : 0;
 }
 
 void prof_begin(prof_t *p, int id)
@@ -776,10 +817,10 @@ void prof_begin(prof_t *p, int id)
         f->ru_child[0] = f->ru_child[1] = 0;
         thread_rusage(f->ru0);
     }
-    /* The process CPU clock is a syscall (~0.1-0.3 us): short scopes read it on every Nth
-     * call only, N chosen so that it costs them about 1% (see cpu_sample_every). */
+    /* The process CPU clock is a syscall: a call reads it once the scope has run for a gap
+     * (CPU_GAP_READS) since its last sampled call; the first call always does. */
     scope_stat *s = &p->scopes[id];
-    f->cpu0 = s->cpu_every <= 1 || s->calls % s->cpu_every == 0 ? proc_cpu_ns() : 0;
+    f->cpu0 = s->cpu_since_ns >= s->cpu_next_ns ? proc_cpu_ns() : 0;
     p->cpu_reads += f->cpu0 != 0;
     f->t0 = prof_now_ns(); /* last, so the profiler's own work stays outside the scope */
 }
@@ -819,11 +860,15 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
     frame *f = &p->stack[--p->depth];
     frame *parent = p->depth ? &p->stack[p->depth - 1] : NULL;
     scope_stat *s = &p->scopes[id];
+    uint64_t dur = t1 - f->t0;
     if (f->cpu0) {
-        uint64_t c1 = proc_cpu_ns();
-        s->cpu_ns += c1 > f->cpu0 ? c1 - f->cpu0 : 0;
-        s->cpu_wall_ns += t1 - f->t0;
+        uint64_t c1 = proc_cpu_ns(), d = c1 > f->cpu0 ? c1 - f->cpu0 : 0;
+        s->cpu_ns += d > p->cpu_bias_ns ? d - p->cpu_bias_ns : 0;
+        s->cpu_wall_ns += dur;
+        s->cpu_since_ns = 0;
+        s->cpu_next_ns = cpu_next_gap(p);
     }
+    s->cpu_since_ns += dur;
     if (p->n_ctr) {
         long long c1[NCTR];
         PAPI_read(p->eventset, c1);
@@ -842,14 +887,12 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
             if (parent) parent->ru_child[k] += d;
         }
     }
-    uint64_t dur = t1 - f->t0;
     uint64_t self = dur > f->child_ns ? dur - f->child_ns : 0;
     if (s->calls == 0 || dur < s->min_ns) s->min_ns = dur;
     if (dur > s->max_ns) s->max_ns = dur;
     s->calls++;
     s->total_ns += dur;
     s->self_ns += self;
-    if (s->calls == 1 || s->calls % 64 == 0) s->cpu_every = cpu_sample_every(p, s);
     if (flops | bytes) {
         s->flops += flops;
         s->bytes += bytes;
@@ -990,8 +1033,7 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     s->total_alloc_bytes -= p->alloc_base;
     for (int i = 0; i < p->n_scopes; i++) s->total_self_ns += p->scopes[i].self_ns;
     s->events = p->events;
-    /* The calibrated pair cost has the CPU clock amortised as for the shortest scopes;
-     * longer scopes read it more often (see cpu_sample_every): add those reads. */
+    /* The calibrated pair cost has no CPU clock read in it: add the reads made. */
     s->overhead_ns = (uint64_t)(p->ns_per_event * (double)p->events + 2.0 * p->cpu_clock_ns * (double)p->cpu_reads);
     s->hw_counters = p->n_hw;
     s->sw_counters = p->n_sw;
@@ -1001,6 +1043,8 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     snprintf(s->counters_used, sizeof s->counters_used, "%s", p->counters_used);
     s->peak_gflops = p->peak_gflops;
     s->ns_per_event = p->ns_per_event;
+    s->cpu_reads = p->cpu_reads;
+    s->ns_per_cpu_read = p->cpu_clock_ns;
     s->unbalanced = p->unbalanced;
     if (!papi_ok) prof_internal_say(s->clock, sizeof s->clock, "clock_gettime(CLOCK_MONOTONIC): PAPI unavailable: %s", papi_init_error);
     else prof_internal_say(s->clock, sizeof s->clock, "%s", clock_note);
@@ -1125,6 +1169,14 @@ const char *prof_internal_clock_note(void)
 {
     prof_internal_papi_ready(NULL);
     return papi_ok ? clock_note : "clock_gettime(CLOCK_MONOTONIC): PAPI unavailable";
+}
+
+void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t *cpu, double cpu_read_ns)
+{
+    prof_internal_papi_ready(NULL); /* PAPI's set-up times the real clocks: before the fake */
+    fake_cpu = cpu;
+    fake_cpu_cost = cpu_read_ns;
+    prof_internal_fake_wall(wall);
 }
 
 void prof_internal_set_error(const char *msg)

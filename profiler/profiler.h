@@ -20,8 +20,9 @@
  * FP ops). Where no hardware event can be added (perf_event disabled, or a VM without a PMU)
  * it falls back to the kernel's software events through the same PAPI event set
  * (perf::TASK-CLOCK, PAGE-FAULTS, CONTEXT-SWITCHES, CPU-MIGRATIONS): these count the thread
- * that created the profiler. Independently of PAPI, every scope also reads the process CPU
- * clock (all threads: OpenBLAS workers, the prefetch thread) for the `cpu` column.
+ * that created the profiler. Independently of PAPI, every scope also samples the process
+ * CPU clock (all threads: OpenBLAS workers, the prefetch thread) for the `cpu` column: its
+ * first call, then about one call per 1000 reads' worth of its wall time (see cpu_ns).
  * prof_summary.hw_note / sw_note say what is counted and, if nothing, why not.
  * Environment: NNBENCH_PAPI_DISABLE=perf_event[,COMPONENT...] disables PAPI components before
  * PAPI initialises (forces the "no counters" path); NNBENCH_PROF_HW_EVENTS=A,B replaces the
@@ -88,8 +89,9 @@ typedef struct {
     int64_t self_mem;         /* bytes allocated inside the scope itself */
     int64_t peak_mem;         /* peak live bytes seen while the scope was open */
     /* process CPU time (every thread) while the scope was open (nested scopes included),
-     * scaled from the calls that read the clock (short scopes sample every Nth call);
-     * -1 when unknown. The `cpu` column is cpu_ns / total_ns: 1.00 = one core busy. */
+     * estimated from a sample of the calls (the first, then about one per 1000 clock reads'
+     * worth of the scope's wall time; long scopes: every call), scaled by total_ns over their
+     * wall time; -1 when unknown. The `cpu` column is cpu_ns / total_ns: 1.00 = one core. */
     int64_t cpu_ns;
 } prof_row;
 
@@ -106,7 +108,10 @@ typedef struct {
     size_t peak_bytes, live_bytes, total_alloc_bytes; /* since prof_create (it resets the peak) */
     size_t peak_rss;          /* process peak RSS, bytes */
     double peak_gflops;       /* calibrated sgemm peak, 0 if not calibrated */
-    double ns_per_event;      /* measured cost of one begin+end pair (at prof_create) */
+    double ns_per_event;      /* measured cost of one begin+end pair (at prof_create), without
+                                 CPU clock reads */
+    uint64_t cpu_reads;       /* scope calls that read the process CPU clock (twice each) */
+    double ns_per_cpu_read;   /* measured cost of one process CPU clock read */
     uint64_t unbalanced;      /* prof_end calls that did not match the open scope (ignored) */
     char clock[160];          /* "PAPI_get_real_nsec" or "clock_gettime (PAPI unavailable: ...)" */
 } prof_summary;

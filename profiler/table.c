@@ -107,7 +107,7 @@ const prof_col_def prof_cols[PROF_COL_N] = {
     [PROF_COL_PEAK_PCT] = { "% peak", "GFLOP/s as a share of the calibrated sgemm peak (nnbench sysinfo --calibrate)", 6, 6, 1, 1 },
     [PROF_COL_IPC] = { "IPC", "instructions / cycles (hardware counters)", 5, 4, 1, 1 },
     [PROF_COL_L1MISS] = { "L1 miss/kFLOP", "L1 data-cache misses per 1000 FLOPs (hardware counters)", 13, 6, 1, 1 },
-    [PROF_COL_CPU] = { "cpu", "CPU time of every thread / total (1.00 = one core busy)", 5, 4, 1, 1 },
+    [PROF_COL_CPU] = { "cpu", "CPU time of every thread / total, from a sample of the calls (1.00 = one core busy)", 5, 4, 1, 1 },
     [PROF_COL_FAULTS] = { "faults", "page faults of the profiling thread (perf software events, else getrusage: the Counters note says which)", 7, 6, 1, 1 },
     [PROF_COL_CSW] = { "csw", "context switches of the profiling thread (perf software events, else getrusage: the Counters note says which)", 6, 4, 1, 1 },
     [PROF_COL_BYTES] = { "bytes", "bytes the op read and wrote, counted from shapes", 9, 7, 1, 0 },
@@ -420,12 +420,15 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
                 double pct = 100.0 * (double)sorted[i].flops / (double)sorted[i].total_ns / sum->peak_gflops;
                 if (pct > max_pct) max_pct = pct;
             }
-        char t1[24], t2[24], t3[24], b1[24], b2[24], b3[24];
+        char t1[24], t2[24], t3[24], t4[24], b1[24], b2[24], b3[24], reads[96] = "";
         double profiled = (double)sum->total_self_ns;
-        fprintf(f, "Self time total: %s; profiler overhead: %s (%.2f%% of it; %llu scopes x %s)\n",
+        if (sum->cpu_reads)
+            snprintf(reads, sizeof reads, ", %llu of them reading the CPU clock (2 x %s)",
+                     (unsigned long long)sum->cpu_reads, prof_fmt_duration(t4, sizeof t4, sum->ns_per_cpu_read * 1e-9));
+        fprintf(f, "Self time total: %s; profiler overhead: %s (%.2f%% of it; %llu scopes x %s%s)\n",
                 prof_fmt_duration(t1, sizeof t1, profiled * 1e-9), prof_fmt_duration(t2, sizeof t2, (double)sum->overhead_ns * 1e-9),
                 profiled > 0 ? 100.0 * (double)sum->overhead_ns / profiled : 0.0,
-                (unsigned long long)sum->events, prof_fmt_duration(t3, sizeof t3, sum->ns_per_event * 1e-9));
+                (unsigned long long)sum->events, prof_fmt_duration(t3, sizeof t3, sum->ns_per_event * 1e-9), reads);
         fprintf(f, "Memory: peak %s live, %s allocated in all, peak RSS %s\n",
                 prof_fmt_bytes(b1, sizeof b1, (double)sum->peak_bytes),
                 prof_fmt_bytes(b2, sizeof b2, (double)sum->total_alloc_bytes),
@@ -437,7 +440,7 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
         if (sum->hw_note[0]) {
             /* What is counted and why not, one line each; cpu needs no PAPI. */
             fprintf(f, "Counters: %s\n          %s\n", sum->hw_note, sum->sw_note);
-            fprintf(f, "          cpu = CPU time of every thread (process CPU clock) / wall time (total); "
+            fprintf(f, "          cpu = CPU time of every thread (process CPU clock, sampled calls) / wall time (total); "
                        "faults, csw: the profiling thread only (%s)\n",
                     strstr(sum->sw_note, "getrusage") ? "getrusage(RUSAGE_THREAD) of the thread that ran the scope"
                                                       : "perf events count the thread that opened them");

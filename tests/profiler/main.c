@@ -730,6 +730,7 @@ static void test_sysinfo(void **state)
 int test_profiler_counters(void);
 int test_profiler_text(void); /* text.c */
 int test_profiler_optable(void); /* optable.c */
+int test_profiler_sampling(void); /* sampling.c */
 
 int main(void)
 {
@@ -754,5 +755,6 @@ int main(void)
     failed += test_profiler_counters(); /* counters.c */
     failed += test_profiler_text();
     failed += test_profiler_optable();
+    failed += test_profiler_sampling();
     return failed ? 1 : 0;
 }
