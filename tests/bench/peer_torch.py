@@ -6,6 +6,10 @@ as tests/bench/mlp_bench.c, on the same gz IDX files.
 
   peer_torch.py train [--seed S] [--n-train N] [--n-test N]
       one epoch; prints "RESULT<TAB>torch<TAB>T<TAB>samples/s<TAB>test_acc"
+  peer_torch.py train-cnn [--seed S] [--n-train N] [--n-test N]
+      one epoch of samples/fashion-mnist-cnn.ini's model (conv 6x5x5 relu, 2x2 max pool,
+      conv 16x5x5 relu, pool, dense 64 relu, dense 10; batch 64, SGD lr 0.05 momentum 0.9);
+      prints "RESULT<TAB>torch_cnn<TAB>T<TAB>samples/s<TAB>test_acc"
   peer_torch.py profiler-cost [--reps R] [--n-train N]
       torch.profiler's cost on the same loop (profile_memory=True), off/on interleaved;
       prints "RESULT<TAB>torch_profiler<TAB>median<TAB>min<TAB>max<TAB>loop_off_s<TAB>loop_on_s<TAB>whole_on_s"
@@ -66,16 +70,35 @@ def make_model(seed):
     return model
 
 
-def train_epoch(model, opt, x, y, seed):
+def make_cnn(seed):
+    """The model of samples/fashion-mnist-cnn.ini, He-normal weights, zero biases."""
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 28, 28)),
+        torch.nn.Conv2d(1, 6, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(6, 16, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(),
+        torch.nn.Linear(256, 64), torch.nn.ReLU(),
+        torch.nn.Linear(64, 10))
+    with torch.no_grad():
+        for m in model:
+            if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+                fan_in = m.weight[0].numel()
+                m.weight.normal_(0.0, (2.0 / fan_in) ** 0.5)
+                m.bias.zero_()
+    return model
+
+
+def train_epoch(model, opt, x, y, seed, batch=BATCH):
     """One epoch; returns the wall time of the training loop alone."""
     n = x.shape[0]
     g = torch.Generator().manual_seed(seed)
-    xb_buf = torch.empty(BATCH, 784)
-    yb_buf = torch.empty(BATCH, dtype=torch.int64)
+    xb_buf = torch.empty(batch, 784)
+    yb_buf = torch.empty(batch, dtype=torch.int64)
     t0 = time.perf_counter()
     perm = torch.randperm(n, generator=g)
-    for i in range(0, n, BATCH):
-        idx = perm[i:i + BATCH]
+    for i in range(0, n, batch):
+        idx = perm[i:i + batch]
         rows = idx.shape[0]
         xb = torch.index_select(x, 0, idx, out=xb_buf[:rows])
         yb = torch.index_select(y, 0, idx, out=yb_buf[:rows])
@@ -100,6 +123,14 @@ def run_train(args, xtr, ytr, xte, yte):
     dt = train_epoch(model, opt, xtr, ytr, args.seed)
     acc = accuracy(model, xte, yte)
     print(f"RESULT\ttorch\t{torch.get_num_threads()}\t{xtr.shape[0] / dt:.1f}\t{acc:.4f}", flush=True)
+
+
+def run_train_cnn(args, xtr, ytr, xte, yte):
+    model = make_cnn(args.seed)
+    opt = torch.optim.SGD(model.parameters(), lr=LR, momentum=MOMENTUM)
+    dt = train_epoch(model, opt, xtr, ytr, args.seed, batch=64)
+    acc = accuracy(model, xte, yte)
+    print(f"RESULT\ttorch_cnn\t{torch.get_num_threads()}\t{xtr.shape[0] / dt:.1f}\t{acc:.4f}", flush=True)
 
 
 def run_profiler_cost(args, xtr, ytr):
@@ -129,7 +160,7 @@ def run_profiler_cost(args, xtr, ytr):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["train", "profiler-cost"])
+    ap.add_argument("mode", choices=["train", "train-cnn", "profiler-cost"])
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
@@ -138,9 +169,9 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     xtr, ytr = load("train", args.n_train)
-    if args.mode == "train":
+    if args.mode in ("train", "train-cnn"):
         xte, yte = load("t10k", args.n_test)
-        run_train(args, xtr, ytr, xte, yte)
+        (run_train if args.mode == "train" else run_train_cnn)(args, xtr, ytr, xte, yte)
     else:
         run_profiler_cost(args, xtr, ytr)
 

@@ -21,6 +21,7 @@ case "$BUILD" in
     /*) bin="$BUILD/bench" ;;
     *) bin="$top/$BUILD/bench" ;;
 esac
+nnb="$(dirname "$bin")/nnbench"
 PY=${NNBENCH_PYTHON:-/usr/bin/python3}   # Debian's python3, where python3-torch installs
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
@@ -66,6 +67,11 @@ col() { awk -F'\t' -v c="$1" '{ print $c }'; }
 # one set in the environment), so the comparison is of the frameworks, not the cores.
 obcore=$(awk -F'\t' '$2 == "openblas_core" { print $3; exit }' "$tmp/env")
 if [ "$mode" = peers ]; then
+    emit() { # label, ratio stats, absolute, goal, verdict-test (awk expr on x = median)
+        printf '2\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" \
+            "$(echo "$2" | awk -F'\t' -v g="$4" "{ x = \$1; print g == \"-\" ? \"info\" : ($5) ? \"met\" : \"MISSED\" }")" >>"$rows"
+    }
+    kk() { awk -v v="$1" 'BEGIN { printf "%.1fk", v / 1000 }'; }
     if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
         echo "bench: $PY cannot import torch and numpy (make bench-peers installs python3-torch python3-numpy)" >&2
         failed="${failed:-} peer_torch"
@@ -99,15 +105,32 @@ if [ "$mode" = peers ]; then
             rb=$(awk -F'\t' '{ a = $1 > $2 ? $1 : $2; b = $3 > $4 ? $3 : $4; print a / b }' "$tmp/peerrep" | med)
             da=$(awk -F'\t' '{ print 100 * ($5 - $6) }' "$tmp/peerrep" | med)
             an=$(col 5 <"$tmp/peerrep" | med | col 1); at=$(col 6 <"$tmp/peerrep" | med | col 1)
-            emit() { # label, ratio stats, absolute, goal, verdict-test (awk expr on x = median)
-                printf '2\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" \
-                    "$(echo "$2" | awk -F'\t' -v g="$4" "{ x = \$1; print g == \"-\" ? \"info\" : ($5) ? \"met\" : \"MISSED\" }")" >>"$rows"
-            }
-            kk() { awk -v v="$1" 'BEGIN { printf "%.1fk", v / 1000 }'; }
             emit "nnbench / PyTorch, 1T (torch: OpenBLAS 1T, core $obcore)" "$r1" "nnbench $(kk "$k1") vs torch $(kk "$p1") samples/s" "-" "1"
             emit "nnbench / PyTorch, 2T (torch: OpenBLAS 2T, core $obcore)" "$r2" "nnbench $(kk "$k2") vs torch $(kk "$p2") samples/s" "-" "1"
             emit "nnbench / PyTorch, each at its best" "$rb" "best of 1T/2T per rep on each side" ">= 2.00" "x >= 2.0"
             emit "test accuracy nnbench - PyTorch, points (1T)" "$da" "nnbench $an vs torch $at after 1 epoch" "within 1" "x <= 1 && x >= -1"
+        fi
+        # The Fashion CNN (samples/fashion-mnist-cnn.ini, one epoch of its 20000 images, 1T on
+        # each side: PyTorch's convolutions are its own or oneDNN's, nnbench's as it chooses).
+        : >"$tmp/cnn"
+        for k in $(seq 1 $reps); do
+            echo "bench: CNN peers rep $k/$reps" >&2
+            "$nnb" run "$top/samples/fashion-mnist-cnn.ini" --no-db --json --seed $k --set train.epochs=1 \
+                --set train.threads=1 2>/dev/null | "$PY" -c 'import json, sys
+v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))' >"$tmp/cnn_nn" ||
+                echo "0	0" >"$tmp/cnn_nn"
+            env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" train-cnn \
+                --threads 1 --seed $k --n-train 20000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }' >"$tmp/cnn_t"
+            paste "$tmp/cnn_nn" "$tmp/cnn_t" >>"$tmp/cnn"
+        done
+        if [ "$(awk -F'\t' 'NF == 4 && $1 > 0 && $3 > 0' "$tmp/cnn" | wc -l)" -ne $reps ]; then
+            echo "bench: a CNN peer run failed:" >&2; cat "$tmp/cnn" >&2
+            failed="${failed:-} cnn_peers"
+        else
+            rc=$(awk -F'\t' '{ print $1 / $3 }' "$tmp/cnn" | med)
+            emit "Fashion CNN: nnbench / PyTorch, 1T (torch: its own convolutions)" "$rc" \
+                "nnbench $(kk "$(col 1 <"$tmp/cnn" | med | col 1)") vs torch $(kk "$(col 3 <"$tmp/cnn" | med | col 1)") samples/s; test acc $(col 2 <"$tmp/cnn" | med | col 1) vs $(col 4 <"$tmp/cnn" | med | col 1)" \
+                ">= 2.00" "x >= 2.0"
         fi
         echo "bench: torch.profiler cost" >&2
         OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 --n-train 20000 >"$tmp/tp" 2>"$tmp/tperr" ||
