@@ -1,0 +1,440 @@
+/* conv.c — the conv2d op: zero padding and stride, NCHW per row, by two algorithms that
+ * n->conv_algo picks between (model.conv_algo; docs/engine.md, "Convolutions"):
+ *  - im2col + one sgemm per row (any stride);
+ *  - direct (stride 1 only): vectorised loops over the padded input, no GEMM.
+ * Both compute the same sums in a different order, so they agree to rounding, not bits. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize")
+#endif
+#define _POSIX_C_SOURCE 200809L
+
+#include "internal.h"
+
+#include <string.h>
+#include <time.h>
+
+#define U64(x) ((uint64_t)(x))
+
+/* ---- conv2d: zero padding and stride, NCHW per row; im2col + sgemm -----------------------
+ * Output size per axis: (H + 2·pad - K) / stride + 1 (positions past the last whole window
+ * are dropped, as PyTorch does). For a chunk of S rows, col is [C*K*K, S*P] (column s*P + p
+ * is the receptive field of output position p of row s, zeros where it overhangs the
+ * padded border). Row s's output is y_s[F, P] = W[F, CKK] · col[:, s*P..], one sgemm per
+ * row written straight into y (no transpose pass). Backward: dW += dy_s · col_s^T and
+ * dcol_s = W^T · dy_s per row, then col2im adds dcol into dx. Backward reuses the
+ * forward's col when the node keeps its own (col_kept), else rebuilds it. */
+
+typedef struct { int C, H, W, F, K, OH, OW, pad, st; size_t P, CKK; } conv_dims;
+
+static conv_dims conv_get(const eng_node *n)
+{
+    conv_dims d = { n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0],
+                    n->kernel, n->out_shape[1], n->out_shape[2], n->pad, n->stride > 0 ? n->stride : 1, 0, 0 };
+    d.P = (size_t)d.OH * d.OW;
+    d.CKK = (size_t)d.C * d.K * d.K;
+    return d;
+}
+
+/* The outputs o in [*lo, *hi) whose input index o·st - pad + k lies in [0, n); the rest
+ * of the out outputs read the zero border. */
+static void conv_span(int out, int n, int k, int st, int pad, int *lo, int *hi)
+{
+    int a = pad - k, b = n + pad - k;   /* o·st >= a and o·st < b */
+    *lo = a <= 0 ? 0 : (a + st - 1) / st;
+    *hi = b <= 0 ? 0 : (b + st - 1) / st;
+    if (*hi > out) *hi = out;
+    if (*lo > *hi) *lo = *hi;
+}
+
+/* One (c, ki, kj) row of im2col for one sample, dst[OH x OW] from the channel plane xs
+ * (add = 0), or the reverse, xs += dst at the same places (add = 1: col2im). Without
+ * padding and with stride 1 every row is a plain shifted copy: that case gets loops with
+ * no bounds (the general ones made the Fashion CNN's im2col 1.7x and col2im 1.9x slower). */
+static inline __attribute__((always_inline)) void conv_row(const conv_dims *d, int ki, int kj, float *restrict xs,
+                                                           float *restrict dst, int add)
+{
+    int OW = d->OW, st = d->st, off = kj - d->pad;
+    if (d->pad == 0 && st == 1) {
+        for (int oh = 0; oh < d->OH; oh++) {
+            float *restrict o = dst + (size_t)oh * OW, *restrict xr = xs + (size_t)(oh + ki) * d->W + kj;
+            /* rows are short (OW floats): a plain loop beats a memcpy call each */
+            if (add) for (int ow = 0; ow < OW; ow++) xr[ow] += o[ow];
+            else for (int ow = 0; ow < OW; ow++) o[ow] = xr[ow];
+        }
+        return;
+    }
+    int lo, hi;
+    conv_span(OW, d->W, kj, st, d->pad, &lo, &hi);
+    for (int oh = 0; oh < d->OH; oh++) {
+        float *restrict o = dst + (size_t)oh * OW;
+        int ih = oh * st - d->pad + ki;
+        if (ih < 0 || ih >= d->H) {
+            if (!add) memset(o, 0, (size_t)OW * sizeof(float));
+            continue;
+        }
+        float *restrict xr = xs + (size_t)ih * d->W;
+        if (add) {
+            for (int ow = lo; ow < hi; ow++) xr[ow * st + off] += o[ow];
+            continue;
+        }
+        for (int ow = 0; ow < lo; ow++) o[ow] = 0.0f;
+        for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow * st + off];
+        for (int ow = hi; ow < OW; ow++) o[ow] = 0.0f;
+    }
+}
+
+/* im2col (add = 0: col from x) or col2im (add = 1: x += col) over S rows; inlined into
+ * the two callers so that add is a constant. */
+static inline __attribute__((always_inline)) void conv_cols(const conv_dims *d, float *x, size_t in_size, int S,
+                                                            float *col, int add)
+{
+    size_t ld = (size_t)S * d->P;
+    for (int c = 0; c < d->C; c++)
+        for (int ki = 0; ki < d->K; ki++)
+            for (int kj = 0; kj < d->K; kj++) {
+                float *crow = col + ((size_t)(c * d->K + ki) * d->K + kj) * ld;
+                for (int s = 0; s < S; s++)
+                    conv_row(d, ki, kj, x + (size_t)s * in_size + (size_t)c * d->H * d->W, crow + (size_t)s * d->P, add);
+            }
+}
+
+static void im2col(const conv_dims *d, const float *x, size_t in_size, int S, float *col)
+{
+    conv_cols(d, (float *)x, in_size, S, col, 0); /* x is only read when add = 0 */
+}
+
+static void col2im_add(const conv_dims *d, const float *dcol, int S, float *dx, size_t in_size)
+{
+    conv_cols(d, dx, in_size, S, (float *)dcol, 1); /* col is only read when add = 1 */
+}
+
+static void im2col_fwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    int P = (int)d.P, CKK = (int)d.CKK;
+    for (int r0 = 0; r0 < rows; r0 += n->chunk) {
+        int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
+        int ld = S * P;
+        im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
+        for (int s = 0; s < S; s++)
+            eng_sgemm(0, 0, d.F, P, CKK, 1.0f, n->w, CKK, n->col + (size_t)s * P, ld, 0.0f,
+                      n->y + (size_t)(r0 + s) * n->out_size, P);
+    }
+}
+
+static void im2col_bwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    int P = (int)d.P, CKK = (int)d.CKK;
+    for (int r0 = 0; r0 < rows; r0 += n->chunk) {
+        int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
+        int ld = S * P;
+        if (!(n->col_kept && r0 == 0 && S == rows))
+            im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
+        for (int s = 0; s < S; s++) {
+            const float *dy = n->dy + (size_t)(r0 + s) * n->out_size;
+            eng_sgemm(0, 1, d.F, CKK, P, 1.0f, dy, P, n->col + (size_t)s * P, ld,
+                      r0 == 0 && s == 0 ? 0.0f : 1.0f, n->dw, CKK);
+            if (n->dx) eng_sgemm(1, 0, CKK, P, d.F, 1.0f, n->w, CKK, dy, P, 0.0f, n->dcol + (size_t)s * P, ld);
+        }
+        if (n->dx) {
+            float *dx = n->dx + (size_t)r0 * n->in_size;
+            memset(dx, 0, (size_t)S * n->in_size * sizeof(float));
+            col2im_add(&d, n->dcol, S, dx, n->in_size);
+        }
+    }
+}
+
+
+/* ---- direct convolution (stride 1) ----------------------------------------------------
+ * y[f][oh][ow] = sum over c, ki, kj (in that order) of w[f][c][ki][kj] · xp[c][oh+ki][ow+kj],
+ * xp being the input with its zero border, copied once per row (sample) into planes whose
+ * rows are wide enough that every DCONV_V-float load of the inner loop stays inside: no
+ * edge cases there, and the lanes past OW are computed and dropped. DCONV_NF filters share
+ * each loaded input vector (their accumulators stay in registers). Backward: dW by the same
+ * loops with dy (zero past OW) in place of w, each weight's vector reduced at the end; dx is
+ * the forward kernel run on dy padded by K-1-pad with the kernel rotated by 180 degrees and
+ * the roles of C and F swapped (the "full" correlation). The vector type is GCC's generic
+ * one: every ISA path lowers the same lane-wise multiply and add, never fused
+ * (-ffp-contract=off), and sums in the same order, so all paths give the same bits. */
+#define DCONV_V 16
+#define DCONV_NF 4
+typedef float dconv_v __attribute__((vector_size(DCONV_V * sizeof(float))));
+
+static int round_up(int a, int m) { return (a + m - 1) / m * m; }
+
+/* One direct pass: C input planes of Hp x Wp (zero border included), OH x OW outputs, KxK. */
+typedef struct { int C, Hp, Wp, K, OH, OW; } dconv_geo;
+
+/* y[f][OH x OW] for the DCONV_NF filters packed in wpk (wpk[(c·K + ki)·K + kj][f]); the
+ * first nf of them are stored. */
+ENG_ISA_BODY dconv_fwd_block_body(const float *restrict xp, const float *restrict wpk, dconv_geo g,
+                                  float *restrict y, int nf)
+{
+    size_t plane = (size_t)g.Hp * g.Wp, yplane = (size_t)g.OH * g.OW;
+    for (int oh = 0; oh < g.OH; oh++)
+        for (int ow0 = 0; ow0 < g.OW; ow0 += DCONV_V) {
+            dconv_v a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
+            const float *wp = wpk;
+            for (int c = 0; c < g.C; c++)
+                for (int ki = 0; ki < g.K; ki++) {
+                    const float *xr = xp + c * plane + (size_t)(oh + ki) * g.Wp + ow0;
+                    for (int kj = 0; kj < g.K; kj++, wp += DCONV_NF) {
+                        dconv_v xv;
+                        memcpy(&xv, xr + kj, sizeof xv);
+                        a0 += xv * wp[0];
+                        a1 += xv * wp[1];
+                        a2 += xv * wp[2];
+                        a3 += xv * wp[3];
+                    }
+                }
+            size_t nb = (size_t)(g.OW - ow0 < DCONV_V ? g.OW - ow0 : DCONV_V) * sizeof(float);
+            float *yo = y + (size_t)oh * g.OW + ow0;
+            memcpy(yo, &a0, nb);
+            if (nf > 1) memcpy(yo + yplane, &a1, nb);
+            if (nf > 2) memcpy(yo + 2 * yplane, &a2, nb);
+            if (nf > 3) memcpy(yo + 3 * yplane, &a3, nb);
+        }
+}
+ENG_ISA_KERNEL(dconv_fwd_block, (const float *restrict xp, const float *restrict wpk, dconv_geo g, float *restrict y, int nf),
+               (xp, wpk, g, y, nf))
+
+/* The lanes of v summed in lane order (the same on every path). */
+static inline __attribute__((always_inline)) float dconv_hsum(dconv_v v)
+{
+    float s = 0.0f;
+    for (int i = 0; i < DCONV_V; i++) s += v[i];
+    return s;
+}
+
+/* dw[f·ldw + (c·K + ki)·K + kj] = (add ? dw : 0) + sum over oh, ow of dyp[f][oh][ow] ·
+ * xp[c][oh+ki][ow+kj] for the DCONV_NF filters at dyp (planes OH x OWp, zero past OW, so
+ * the lanes past OW add zeros); g.OW is OWp here. The first nf filters are stored. */
+ENG_ISA_BODY dconv_dw_block_body(const float *restrict xp, const float *restrict dyp, dconv_geo g,
+                                 float *restrict dw, size_t ldw, int nf, int add)
+{
+    size_t plane = (size_t)g.Hp * g.Wp, dplane = (size_t)g.OH * g.OW;
+    for (int c = 0; c < g.C; c++)
+        for (int ki = 0; ki < g.K; ki++)
+            for (int kj = 0; kj < g.K; kj++) {
+                dconv_v a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
+                for (int oh = 0; oh < g.OH; oh++) {
+                    const float *xr = xp + c * plane + (size_t)(oh + ki) * g.Wp + kj;
+                    const float *d = dyp + (size_t)oh * g.OW;
+                    for (int ow0 = 0; ow0 < g.OW; ow0 += DCONV_V) {
+                        dconv_v xv, d0, d1, d2, d3;
+                        memcpy(&xv, xr + ow0, sizeof xv);
+                        memcpy(&d0, d + ow0, sizeof xv);
+                        memcpy(&d1, d + dplane + ow0, sizeof xv);
+                        memcpy(&d2, d + 2 * dplane + ow0, sizeof xv);
+                        memcpy(&d3, d + 3 * dplane + ow0, sizeof xv);
+                        a0 += d0 * xv;
+                        a1 += d1 * xv;
+                        a2 += d2 * xv;
+                        a3 += d3 * xv;
+                    }
+                }
+                float s[DCONV_NF] = { dconv_hsum(a0), dconv_hsum(a1), dconv_hsum(a2), dconv_hsum(a3) };
+                size_t k = (size_t)(c * g.K + ki) * g.K + kj;
+                for (int f = 0; f < nf; f++) dw[f * ldw + k] = add ? dw[f * ldw + k] + s[f] : s[f];
+            }
+}
+ENG_ISA_KERNEL(dconv_dw_block, (const float *restrict xp, const float *restrict dyp, dconv_geo g, float *restrict dw, size_t ldw, int nf, int add),
+               (xp, dyp, g, dw, ldw, nf, add))
+
+/* Packs W [F x C·K·K] for dconv_fwd_block in blocks of DCONV_NF output filters: forward
+ * (rot = 0) filter f, channel c, tap (ki, kj) = w[f][c][ki][kj]; dx (rot = 1) filter c,
+ * channel f, tap (ki, kj) = w[f][c][K-1-ki][K-1-kj]. Filters past the last are zero. */
+static void dconv_pack(const float *w, int F, int C, int K, int rot, float *wpk)
+{
+    int nout = rot ? C : F, nin = rot ? F : C, KK = K * K;
+    for (int o = 0; o < round_up(nout, DCONV_NF); o++)
+        for (int i = 0; i < nin; i++)
+            for (int t = 0; t < KK; t++) {
+                float v = 0.0f;
+                if (o < nout) v = rot ? w[((size_t)i * C + o) * KK + (KK - 1 - t)] : w[((size_t)o * C + i) * KK + t];
+                wpk[(((size_t)(o / DCONV_NF) * nin + i) * KK + t) * DCONV_NF + o % DCONV_NF] = v;
+            }
+}
+
+/* Copies C planes H x W from src to dst's planes (Hp x Wp) at row and column offset pad;
+ * the rest of dst (the zero border) is left as the caller zeroed it. */
+static void dconv_pad(const float *src, int C, int H, int W, int pad, float *dst, int Hp, int Wp)
+{
+    for (int c = 0; c < C; c++)
+        for (int h = 0; h < H; h++)
+            memcpy(dst + ((size_t)c * Hp + h + pad) * Wp + pad, src + ((size_t)c * H + h) * W, (size_t)W * sizeof(float));
+}
+
+/* y [F planes of g.OH x g.OW] from the padded input xp and the packed filters wpk. */
+static void dconv_run(const float *xp, const float *wpk, dconv_geo g, int F, float *y)
+{
+    size_t wblock = (size_t)g.C * g.K * g.K * DCONV_NF, yplane = (size_t)g.OH * g.OW;
+    for (int f0 = 0; f0 < F; f0 += DCONV_NF)
+        dconv_fwd_block_isa[eng_isa_current()](xp, wpk + (size_t)(f0 / DCONV_NF) * wblock, g, y + f0 * yplane,
+                                               F - f0 < DCONV_NF ? F - f0 : DCONV_NF);
+}
+
+/* The direct pass geometries of a node: forward over x padded by pad, and dx over dy padded
+ * by K-1-pad; with the workspace layout [packed weights | xp | dyp | dq]. */
+typedef struct { dconv_geo fx, bx; int OWp; size_t wpk, xp, dyp, dq; } dconv_plan;
+
+static dconv_plan dconv_plan_of(const conv_dims *d)
+{
+    dconv_plan p;
+    int K = d->K, q = K - 1 - d->pad;
+    p.fx = (dconv_geo){ d->C, d->H + 2 * d->pad, round_up(d->OW, DCONV_V) + K - 1, K, d->OH, d->OW };
+    p.bx = (dconv_geo){ d->F, d->OH + 2 * q, round_up(d->W, DCONV_V) + K - 1, K, d->H, d->W };
+    p.OWp = round_up(d->OW, DCONV_V);
+    size_t fwd_w = (size_t)round_up(d->F, DCONV_NF) * d->CKK, bwd_w = (size_t)round_up(d->C, DCONV_NF) * d->F * K * K;
+    p.wpk = fwd_w > bwd_w ? fwd_w : bwd_w;
+    p.xp = (size_t)d->C * p.fx.Hp * p.fx.Wp;
+    p.dyp = (size_t)round_up(d->F, DCONV_NF) * d->OH * p.OWp;
+    p.dq = (size_t)d->F * p.bx.Hp * p.bx.Wp;
+    return p;
+}
+
+static void direct_fwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    dconv_plan p = dconv_plan_of(&d);
+    float *wpk = n->col, *xp = wpk + p.wpk;
+    dconv_pack(n->w, d.F, d.C, d.K, 0, wpk);
+    memset(xp, 0, p.xp * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        dconv_pad(n->x + (size_t)r * n->in_size, d.C, d.H, d.W, d.pad, xp, p.fx.Hp, p.fx.Wp);
+        dconv_run(xp, wpk, p.fx, d.F, n->y + (size_t)r * n->out_size);
+    }
+}
+
+static void direct_bwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    dconv_plan p = dconv_plan_of(&d);
+    float *wpk = n->col, *xp = wpk + p.wpk, *dyp = xp + p.xp, *dq = dyp + p.dyp;
+    int q = d.K - 1 - d.pad;
+    dconv_geo gw = p.fx;
+    gw.OW = p.OWp;
+    if (n->dx) dconv_pack(n->w, d.F, d.C, d.K, 1, wpk);
+    memset(xp, 0, (p.xp + p.dyp + p.dq) * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        const float *dy = n->dy + (size_t)r * n->out_size;
+        dconv_pad(n->x + (size_t)r * n->in_size, d.C, d.H, d.W, d.pad, xp, p.fx.Hp, p.fx.Wp);
+        dconv_pad(dy, d.F, d.OH, d.OW, 0, dyp, d.OH, p.OWp);
+        for (int f0 = 0; f0 < d.F; f0 += DCONV_NF)
+            dconv_dw_block_isa[eng_isa_current()](xp, dyp + (size_t)f0 * d.OH * p.OWp, gw, n->dw + f0 * d.CKK, d.CKK,
+                                                  d.F - f0 < DCONV_NF ? d.F - f0 : DCONV_NF, r > 0);
+        if (!n->dx) continue;
+        dconv_pad(dy, d.F, d.OH, d.OW, q, dq, p.bx.Hp, p.bx.Wp);
+        dconv_run(dq, wpk, p.bx, d.C, n->dx + (size_t)r * n->in_size);
+    }
+}
+
+/* ---- the op: dispatch, counters, workspace, choice ------------------------------------ */
+
+static int use_direct(const eng_node *n) { return n->conv_algo == ENG_CONV_DIRECT && n->stride <= 1; }
+
+void eng_conv_fwd(eng_node *n, int rows)
+{
+    if (use_direct(n)) direct_fwd(n, rows);
+    else im2col_fwd(n, rows);
+}
+
+void eng_conv_bwd(eng_node *n, int rows)
+{
+    if (use_direct(n)) direct_bwd(n, rows);
+    else im2col_bwd(n, rows);
+}
+
+size_t eng_conv_ws_floats(const eng_node *n, int chunk)
+{
+    conv_dims d = conv_get(n);
+    size_t col = d.CKK * d.P * (size_t)chunk;
+    if (d.st != 1) return col;
+    dconv_plan p = dconv_plan_of(&d);
+    size_t direct = p.wpk + p.xp + p.dyp + p.dq;
+    return direct > col ? direct : col;
+}
+
+int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
+{
+    (void)rows;
+    if (use_direct(n)) return 0; /* no GEMM at all */
+    conv_dims d = conv_get(n);
+    int P = (int)d.P, CKK = (int)d.CKK;
+    g[0] = (eng_gemm_shape){ 0, 0, d.F, P, CKK };
+    g[1] = (eng_gemm_shape){ 0, 1, d.F, CKK, P };
+    g[2] = (eng_gemm_shape){ 1, 0, CKK, P, d.F };
+    return n->dx ? 3 : 2;
+}
+
+/* Both algorithms count the convolution's own multiply-adds (the direct one also computes
+ * the lanes past OW and the filters past F up to its blocks, uncounted; im2col's dx adds
+ * the col2im sums). */
+uint64_t eng_conv_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    conv_dims d = conv_get(n);
+    uint64_t g = 2 * U64(rows) * U64(d.F) * d.CKK * d.P;
+    if (dir == ENG_FWD || !n->dx) return g;
+    return 2 * g + (use_direct(n) ? 0 : U64(rows) * d.CKK * d.P);
+}
+
+/* direct: fwd reads x and writes + reads xp per row, reads W, writes y; bwd also copies dy
+ * into dyp (and dq for dx), writes dW (reads it again after the first row) and dx. */
+static uint64_t direct_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    conv_dims d = conv_get(n);
+    dconv_plan p = dconv_plan_of(&d);
+    uint64_t B = U64(rows), x = B * n->in_size, w = U64(d.F) * d.CKK, yo = B * d.F * d.P;
+    if (dir == ENG_FWD) return 4 * (x + 2 * B * p.xp + w + yo);
+    uint64_t e = x + 2 * B * p.xp + yo + 2 * B * p.dyp + (2 * B - 1) * w;
+    if (n->dx) e += w + yo + 2 * B * p.dq + x;
+    return 4 * e;
+}
+
+uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    if (use_direct(n)) return direct_bytes(n, rows, dir);
+    conv_dims d = conv_get(n);
+    uint64_t B = U64(rows), x = B * n->in_size, col = B * d.CKK * d.P, w = U64(d.F) * d.CKK;
+    uint64_t yo = B * d.F * d.P;
+    if (dir == ENG_FWD) return 4 * (x + 2 * col + w + yo); /* im2col; sgemm reads W, col, writes y */
+    /* dW sgemm: read dy, col; write dW (+ rebuilding col: read x, write col) */
+    uint64_t e = yo + col + w;
+    if (!(n->col_kept && rows <= n->chunk)) e += x + col;
+    if (n->dx)
+        e += w + yo + col /* sgemm: read W, dy; write dcol */ + x /* zero dx */ + 2 * col /* col2im */;
+    return 4 * e;
+}
+
+static double conv_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The fastest of reps forward + backward passes under algo, after one warm-up pass. The
+ * minimum, not the mean: on a shared machine the other loads only ever add time. */
+static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
+{
+    n->conv_algo = algo;
+    double best = 1e300;
+    for (int r = -1; r < reps; r++) {
+        double t0 = conv_now();
+        eng_conv_fwd(n, rows);
+        eng_conv_bwd(n, rows);
+        double t = conv_now() - t0;
+        if (r >= 0 && t < best) best = t;
+    }
+    return best;
+}
+
+void eng_conv_choose(eng_node *n, int rows, int reps)
+{
+    n->conv_algo = ENG_CONV_IM2COL;
+    if (n->stride > 1) return;
+    double direct = conv_time(n, ENG_CONV_DIRECT, rows, reps);
+    double im2col = conv_time(n, ENG_CONV_IM2COL, rows, reps);
+    n->conv_algo = direct < im2col ? ENG_CONV_DIRECT : ENG_CONV_IM2COL;
+}
