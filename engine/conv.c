@@ -207,17 +207,22 @@ static inline __attribute__((always_inline)) float dconv_hsum(dconv_v v)
     return s;
 }
 
-/* dw[f·ldw + (c·K + ki)·K + kj] = (add ? dw : 0) + sum over oh, ow of dyp[f][oh][ow] ·
- * xp[c][oh+ki][ow+kj] for the DCONV_NF filters at dyp (planes OH x OWp, zero past OW, so
- * the lanes past OW add zeros); g.OW is OWp here. The first nf filters are stored. */
-ENG_ISA_BODY dconv_dw_block_body(const float *restrict xp, const float *restrict dyp, dconv_geo g,
-                                 float *restrict dw, size_t ldw, int nf, int add)
+/* acc[k·NF + f] += the lanes of sum over oh, ow of dyp[f][oh][ow] · xp[c][oh+ki][ow+kj], k =
+ * (c·K + ki)·K + kj, for the DCONV_NF filters at dyp (planes OH x OWp, zero past OW, so the
+ * lanes past OW add zeros); g.OW is OWp here. The lanes are summed once after the last row
+ * (dconv_dw_reduce): reducing per row cost more than the products on small planes. */
+ENG_ISA_BODY dconv_dw_block_body(const float *restrict xp, const float *restrict dyp, dconv_geo g, float *restrict acc)
 {
     size_t plane = (size_t)g.Hp * g.Wp, dplane = (size_t)g.OH * g.OW;
+    float *ap = acc;
     for (int c = 0; c < g.C; c++)
         for (int ki = 0; ki < g.K; ki++)
-            for (int kj = 0; kj < g.K; kj++) {
-                dconv_v a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
+            for (int kj = 0; kj < g.K; kj++, ap += DCONV_NF * DCONV_V) {
+                dconv_v a0, a1, a2, a3;
+                memcpy(&a0, ap, sizeof a0);
+                memcpy(&a1, ap + DCONV_V, sizeof a1);
+                memcpy(&a2, ap + 2 * DCONV_V, sizeof a2);
+                memcpy(&a3, ap + 3 * DCONV_V, sizeof a3);
                 for (int oh = 0; oh < g.OH; oh++) {
                     const float *xr = xp + c * plane + (size_t)(oh + ki) * g.Wp + kj;
                     const float *d = dyp + (size_t)oh * g.OW;
@@ -234,13 +239,27 @@ ENG_ISA_BODY dconv_dw_block_body(const float *restrict xp, const float *restrict
                         a3 += d3 * xv;
                     }
                 }
-                float s[DCONV_NF] = { dconv_hsum(a0), dconv_hsum(a1), dconv_hsum(a2), dconv_hsum(a3) };
-                size_t k = (size_t)(c * g.K + ki) * g.K + kj;
-                for (int f = 0; f < nf; f++) dw[f * ldw + k] = add ? dw[f * ldw + k] + s[f] : s[f];
+                memcpy(ap, &a0, sizeof a0);
+                memcpy(ap + DCONV_V, &a1, sizeof a1);
+                memcpy(ap + 2 * DCONV_V, &a2, sizeof a2);
+                memcpy(ap + 3 * DCONV_V, &a3, sizeof a3);
             }
 }
-ENG_ISA_KERNEL(dconv_dw_block, (const float *restrict xp, const float *restrict dyp, dconv_geo g, float *restrict dw, size_t ldw, int nf, int add),
-               (xp, dyp, g, dw, ldw, nf, add))
+ENG_ISA_KERNEL(dconv_dw_block, (const float *restrict xp, const float *restrict dyp, dconv_geo g, float *restrict acc),
+               (xp, dyp, g, acc))
+
+/* dw [F x CKK] from the lane accumulators of dconv_dw_block (blocks of DCONV_NF filters),
+ * each weight's lanes summed in lane order (the same on every path). */
+static void dconv_dw_reduce(const float *acc, int F, size_t CKK, float *dw)
+{
+    for (int f = 0; f < F; f++)
+        for (size_t k = 0; k < CKK; k++) {
+            const float *a = acc + (((size_t)(f / DCONV_NF) * CKK + k) * DCONV_NF + f % DCONV_NF) * DCONV_V;
+            float s = 0.0f;
+            for (int i = 0; i < DCONV_V; i++) s += a[i];
+            dw[(size_t)f * CKK + k] = s;
+        }
+}
 
 /* Packs W [F x C·K·K] for dconv_fwd_block in blocks of DCONV_NF output filters: forward
  * (rot = 0) filter f, channel c, tap (ki, kj) = w[f][c][ki][kj]; dx (rot = 1) filter c,
@@ -276,8 +295,8 @@ static void dconv_run(const float *xp, const float *wpk, dconv_geo g, int F, flo
 }
 
 /* The direct pass geometries of a node: forward over x padded by pad, and dx over dy padded
- * by K-1-pad; with the workspace layout [packed weights | xp | dyp | dq]. */
-typedef struct { dconv_geo fx, bx; int OWp; size_t wpk, xp, dyp, dq; } dconv_plan;
+ * by K-1-pad; with the workspace layout [packed weights | xp | dyp | dq | dW lanes]. */
+typedef struct { dconv_geo fx, bx; int OWp; size_t wpk, xp, dyp, dq, acc; } dconv_plan;
 
 static dconv_plan dconv_plan_of(const conv_dims *d)
 {
@@ -291,6 +310,7 @@ static dconv_plan dconv_plan_of(const conv_dims *d)
     p.xp = (size_t)d->C * p.fx.Hp * p.fx.Wp;
     p.dyp = (size_t)round_up(d->F, DCONV_NF) * d->OH * p.OWp;
     p.dq = (size_t)d->F * p.bx.Hp * p.bx.Wp;
+    p.acc = (size_t)round_up(d->F, DCONV_NF) * d->CKK * DCONV_V;
     return p;
 }
 
@@ -311,23 +331,23 @@ static void direct_bwd(eng_node *n, int rows)
 {
     conv_dims d = conv_get(n);
     dconv_plan p = dconv_plan_of(&d);
-    float *wpk = n->col, *xp = wpk + p.wpk, *dyp = xp + p.xp, *dq = dyp + p.dyp;
+    float *wpk = n->col, *xp = wpk + p.wpk, *dyp = xp + p.xp, *dq = dyp + p.dyp, *acc = dq + p.dq;
     int q = d.K - 1 - d.pad;
     dconv_geo gw = p.fx;
     gw.OW = p.OWp;
     if (n->dx) dconv_pack(n->w, d.F, d.C, d.K, 1, wpk);
-    memset(xp, 0, (p.xp + p.dyp + p.dq) * sizeof(float));
+    memset(xp, 0, (p.xp + p.dyp + p.dq + p.acc) * sizeof(float));
     for (int r = 0; r < rows; r++) {
         const float *dy = n->dy + (size_t)r * n->out_size;
         dconv_pad(n->x + (size_t)r * n->in_size, d.C, d.H, d.W, d.pad, xp, p.fx.Hp, p.fx.Wp);
         dconv_pad(dy, d.F, d.OH, d.OW, 0, dyp, d.OH, p.OWp);
         for (int f0 = 0; f0 < d.F; f0 += DCONV_NF)
-            dconv_dw_block_isa[eng_isa_current()](xp, dyp + (size_t)f0 * d.OH * p.OWp, gw, n->dw + f0 * d.CKK, d.CKK,
-                                                  d.F - f0 < DCONV_NF ? d.F - f0 : DCONV_NF, r > 0);
+            dconv_dw_block_isa[eng_isa_current()](xp, dyp + (size_t)f0 * d.OH * p.OWp, gw, acc + (size_t)f0 * d.CKK * DCONV_V);
         if (!n->dx) continue;
         dconv_pad(dy, d.F, d.OH, d.OW, q, dq, p.bx.Hp, p.bx.Wp);
         dconv_run(dq, wpk, p.bx, d.C, n->dx + (size_t)r * n->in_size);
     }
+    dconv_dw_reduce(acc, d.F, d.CKK, n->dw);
 }
 
 /* ---- the op: dispatch, counters, workspace, choice ------------------------------------ */
@@ -352,7 +372,7 @@ size_t eng_conv_ws_floats(const eng_node *n, int chunk)
     size_t col = d.CKK * d.P * (size_t)chunk;
     if (d.st != 1) return col;
     dconv_plan p = dconv_plan_of(&d);
-    size_t direct = p.wpk + p.xp + p.dyp + p.dq;
+    size_t direct = p.wpk + p.xp + p.dyp + p.dq + p.acc;
     return direct > col ? direct : col;
 }
 
@@ -380,14 +400,15 @@ uint64_t eng_conv_flops(const eng_node *n, int rows, eng_dir dir)
 }
 
 /* direct: fwd reads x and writes + reads xp per row, reads W, writes y; bwd also copies dy
- * into dyp (and dq for dx), writes dW (reads it again after the first row) and dx. */
+ * into dyp (and dq for dx), reads and writes the dW lane accumulators per row, writes dW
+ * and dx. */
 static uint64_t direct_bytes(const eng_node *n, int rows, eng_dir dir)
 {
     conv_dims d = conv_get(n);
     dconv_plan p = dconv_plan_of(&d);
     uint64_t B = U64(rows), x = B * n->in_size, w = U64(d.F) * d.CKK, yo = B * d.F * d.P;
     if (dir == ENG_FWD) return 4 * (x + 2 * B * p.xp + w + yo);
-    uint64_t e = x + 2 * B * p.xp + yo + 2 * B * p.dyp + (2 * B - 1) * w;
+    uint64_t e = x + 2 * B * p.xp + yo + 2 * B * p.dyp + 2 * B * p.acc + p.acc + w;
     if (n->dx) e += w + yo + 2 * B * p.dq + x;
     return 4 * e;
 }
