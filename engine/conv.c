@@ -163,16 +163,41 @@ typedef float dconv_v __attribute__((vector_size(DCONV_V * sizeof(float))));
 
 static int round_up(int a, int m) { return (a + m - 1) / m * m; }
 
-/* One direct pass: C input planes of Hp x Wp (zero border included), OH x OW outputs, KxK. */
-typedef struct { int C, Hp, Wp, K, OH, OW; } dconv_geo;
+/* One direct pass: C input planes of Hp x Wp (zero border included), OH x OW outputs, KxK.
+ * half: OW <= DCONV_V/2, so each vector holds two output rows (oh in the low half, oh+1 in
+ * the high half) instead of one row and unused lanes (the Fashion CNN's conv2 has OW = 8). */
+typedef struct { int C, Hp, Wp, K, OH, OW, half; } dconv_geo;
+#define DCONV_H (DCONV_V / 2)
+typedef float dconv_h __attribute__((vector_size(DCONV_H * sizeof(float))));
+
+/* *v from p (half: DCONV_H floats from p and DCONV_H from p + step, the next row). */
+static inline __attribute__((always_inline)) void dconv_load(dconv_v *v, const float *p, size_t step, int half)
+{
+    if (!half) {
+        memcpy(v, p, sizeof *v);
+        return;
+    }
+    dconv_h lo, hi;
+    memcpy(&lo, p, sizeof lo);
+    memcpy(&hi, p + step, sizeof hi);
+    /* a register concatenation: two stores and one wide load through memory would stall */
+    *v = __builtin_shufflevector(lo, hi, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+
+/* Stores nb bytes of *v at y (half: and of its high half at y + OW, when second). */
+static inline __attribute__((always_inline)) void dconv_store(float *y, const dconv_v *v, size_t nb, int OW, int second)
+{
+    memcpy(y, v, nb);
+    if (second) memcpy(y + OW, (const float *)v + DCONV_H, nb);
+}
 
 /* y[f][OH x OW] for the DCONV_NF filters packed in wpk (wpk[(c·K + ki)·K + kj][f]); the
- * first nf of them are stored. */
-ENG_ISA_BODY dconv_fwd_block_body(const float *restrict xp, const float *restrict wpk, dconv_geo g,
-                                  float *restrict y, int nf)
+ * first nf of them are stored. half is g.half, a constant at each call. */
+static inline __attribute__((always_inline)) void dconv_fwd_rows(const float *restrict xp, const float *restrict wpk,
+                                                                 dconv_geo g, float *restrict y, int nf, int half)
 {
     size_t plane = (size_t)g.Hp * g.Wp, yplane = (size_t)g.OH * g.OW;
-    for (int oh = 0; oh < g.OH; oh++)
+    for (int oh = 0; oh < g.OH; oh += 1 + half)
         for (int ow0 = 0; ow0 < g.OW; ow0 += DCONV_V) {
             dconv_v a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 };
             const float *wp = wpk;
@@ -181,7 +206,7 @@ ENG_ISA_BODY dconv_fwd_block_body(const float *restrict xp, const float *restric
                     const float *xr = xp + c * plane + (size_t)(oh + ki) * g.Wp + ow0;
                     for (int kj = 0; kj < g.K; kj++, wp += DCONV_NF) {
                         dconv_v xv;
-                        memcpy(&xv, xr + kj, sizeof xv);
+                        dconv_load(&xv, xr + kj, (size_t)g.Wp, half);
                         a0 += xv * wp[0];
                         a1 += xv * wp[1];
                         a2 += xv * wp[2];
@@ -189,12 +214,20 @@ ENG_ISA_BODY dconv_fwd_block_body(const float *restrict xp, const float *restric
                     }
                 }
             size_t nb = (size_t)(g.OW - ow0 < DCONV_V ? g.OW - ow0 : DCONV_V) * sizeof(float);
+            int second = half && oh + 1 < g.OH;
             float *yo = y + (size_t)oh * g.OW + ow0;
-            memcpy(yo, &a0, nb);
-            if (nf > 1) memcpy(yo + yplane, &a1, nb);
-            if (nf > 2) memcpy(yo + 2 * yplane, &a2, nb);
-            if (nf > 3) memcpy(yo + 3 * yplane, &a3, nb);
+            dconv_store(yo, &a0, nb, g.OW, second);
+            if (nf > 1) dconv_store(yo + yplane, &a1, nb, g.OW, second);
+            if (nf > 2) dconv_store(yo + 2 * yplane, &a2, nb, g.OW, second);
+            if (nf > 3) dconv_store(yo + 3 * yplane, &a3, nb, g.OW, second);
         }
+}
+
+ENG_ISA_BODY dconv_fwd_block_body(const float *restrict xp, const float *restrict wpk, dconv_geo g,
+                                  float *restrict y, int nf)
+{
+    if (g.half) dconv_fwd_rows(xp, wpk, g, y, nf, 1);
+    else dconv_fwd_rows(xp, wpk, g, y, nf, 0);
 }
 ENG_ISA_KERNEL(dconv_fwd_block, (const float *restrict xp, const float *restrict wpk, dconv_geo g, float *restrict y, int nf),
                (xp, wpk, g, y, nf))
@@ -207,43 +240,60 @@ static inline __attribute__((always_inline)) float dconv_hsum(dconv_v v)
     return s;
 }
 
-/* acc[k·NF + f] += the lanes of sum over oh, ow of dyp[f][oh][ow] · xp[c][oh+ki][ow+kj], k =
- * (c·K + ki)·K + kj, for the DCONV_NF filters at dyp (planes OH x OWp, zero past OW, so the
- * lanes past OW add zeros); g.OW is OWp here. The lanes are summed once after the last row
- * (dconv_dw_reduce): reducing per row cost more than the products on small planes. */
+/* The dW lane accumulators of tap (ki, kj) (and of (ki, kj+1) when two, a constant at
+ * each call) at ap, for the DCONV_NF filters at dyp: += dyp[f][oh][ow0..] · xr[oh·Wp + ow0
+ * (+1)..] over every oh and vector ow0. Two taps share each dy load and keep 8 independent
+ * sums in flight (4 wait on the add latency). */
+static inline __attribute__((always_inline)) void dconv_dw_taps(const float *restrict xr, const float *restrict dyp,
+                                                                dconv_geo g, float *restrict ap, int two, int half)
+{
+    size_t dplane = (size_t)g.OH * g.OW;
+    const size_t vb = sizeof(dconv_v);
+    dconv_v a0, a1, a2, a3, b0 = { 0 }, b1 = { 0 }, b2 = { 0 }, b3 = { 0 };
+    memcpy(&a0, ap, vb); memcpy(&a1, ap + DCONV_V, vb); memcpy(&a2, ap + 2 * DCONV_V, vb); memcpy(&a3, ap + 3 * DCONV_V, vb);
+    float *bp = ap + DCONV_NF * DCONV_V;
+    if (two) { memcpy(&b0, bp, vb); memcpy(&b1, bp + DCONV_V, vb); memcpy(&b2, bp + 2 * DCONV_V, vb); memcpy(&b3, bp + 3 * DCONV_V, vb); }
+    for (int oh = 0; oh < g.OH; oh += 1 + half) {
+        const float *xrow = xr + (size_t)oh * g.Wp, *d = dyp + (size_t)oh * g.OW;
+        for (int ow0 = 0; ow0 < g.OW; ow0 += DCONV_V) {
+            dconv_v x0, x1 = { 0 }, d0, d1, d2, d3;
+            dconv_load(&x0, xrow + ow0, (size_t)g.Wp, half);
+            if (two) dconv_load(&x1, xrow + ow0 + 1, (size_t)g.Wp, half);
+            memcpy(&d0, d + ow0, vb);
+            memcpy(&d1, d + dplane + ow0, vb);
+            memcpy(&d2, d + 2 * dplane + ow0, vb);
+            memcpy(&d3, d + 3 * dplane + ow0, vb);
+            a0 += d0 * x0; a1 += d1 * x0; a2 += d2 * x0; a3 += d3 * x0;
+            if (two) { b0 += d0 * x1; b1 += d1 * x1; b2 += d2 * x1; b3 += d3 * x1; }
+        }
+    }
+    memcpy(ap, &a0, vb); memcpy(ap + DCONV_V, &a1, vb); memcpy(ap + 2 * DCONV_V, &a2, vb); memcpy(ap + 3 * DCONV_V, &a3, vb);
+    if (two) { memcpy(bp, &b0, vb); memcpy(bp + DCONV_V, &b1, vb); memcpy(bp + 2 * DCONV_V, &b2, vb); memcpy(bp + 3 * DCONV_V, &b3, vb); }
+}
+
+/* acc[(k·NF + f)·V ..] += the lanes of sum over oh, ow of dyp[f][oh][ow] · xp[c][oh+ki][ow+kj],
+ * k = (c·K + ki)·K + kj, for the DCONV_NF filters at dyp (planes OH x OWp, zero past OW, so
+ * the lanes past OW add zeros); g.OW is OWp and g.OH the rows of a dyp plane here (half:
+ * OWp = DCONV_V/2 and an even number of rows, so two rows are one contiguous vector). The lanes are summed once after the last
+ * row (dconv_dw_reduce): reducing per row cost more than the products on small planes. */
 ENG_ISA_BODY dconv_dw_block_body(const float *restrict xp, const float *restrict dyp, dconv_geo g, float *restrict acc)
 {
-    size_t plane = (size_t)g.Hp * g.Wp, dplane = (size_t)g.OH * g.OW;
+    size_t plane = (size_t)g.Hp * g.Wp;
     float *ap = acc;
     for (int c = 0; c < g.C; c++)
-        for (int ki = 0; ki < g.K; ki++)
-            for (int kj = 0; kj < g.K; kj++, ap += DCONV_NF * DCONV_V) {
-                dconv_v a0, a1, a2, a3;
-                memcpy(&a0, ap, sizeof a0);
-                memcpy(&a1, ap + DCONV_V, sizeof a1);
-                memcpy(&a2, ap + 2 * DCONV_V, sizeof a2);
-                memcpy(&a3, ap + 3 * DCONV_V, sizeof a3);
-                for (int oh = 0; oh < g.OH; oh++) {
-                    const float *xr = xp + c * plane + (size_t)(oh + ki) * g.Wp + kj;
-                    const float *d = dyp + (size_t)oh * g.OW;
-                    for (int ow0 = 0; ow0 < g.OW; ow0 += DCONV_V) {
-                        dconv_v xv, d0, d1, d2, d3;
-                        memcpy(&xv, xr + ow0, sizeof xv);
-                        memcpy(&d0, d + ow0, sizeof xv);
-                        memcpy(&d1, d + dplane + ow0, sizeof xv);
-                        memcpy(&d2, d + 2 * dplane + ow0, sizeof xv);
-                        memcpy(&d3, d + 3 * dplane + ow0, sizeof xv);
-                        a0 += d0 * xv;
-                        a1 += d1 * xv;
-                        a2 += d2 * xv;
-                        a3 += d3 * xv;
-                    }
-                }
-                memcpy(ap, &a0, sizeof a0);
-                memcpy(ap + DCONV_V, &a1, sizeof a1);
-                memcpy(ap + 2 * DCONV_V, &a2, sizeof a2);
-                memcpy(ap + 3 * DCONV_V, &a3, sizeof a3);
+        for (int ki = 0; ki < g.K; ki++) {
+            const float *xr = xp + c * plane + (size_t)ki * g.Wp;
+            int kj = 0;
+            for (; kj + 1 < g.K; kj += 2, ap += 2 * DCONV_NF * DCONV_V) {
+                if (g.half) dconv_dw_taps(xr + kj, dyp, g, ap, 1, 1);
+                else dconv_dw_taps(xr + kj, dyp, g, ap, 1, 0);
             }
+            if (kj < g.K) {
+                if (g.half) dconv_dw_taps(xr + kj, dyp, g, ap, 0, 1);
+                else dconv_dw_taps(xr + kj, dyp, g, ap, 0, 0);
+                ap += DCONV_NF * DCONV_V;
+            }
+        }
 }
 ENG_ISA_KERNEL(dconv_dw_block, (const float *restrict xp, const float *restrict dyp, dconv_geo g, float *restrict acc),
                (xp, dyp, g, acc))
@@ -296,20 +346,24 @@ static void dconv_run(const float *xp, const float *wpk, dconv_geo g, int F, flo
 
 /* The direct pass geometries of a node: forward over x padded by pad, and dx over dy padded
  * by K-1-pad; with the workspace layout [packed weights | xp | dyp | dq | dW lanes]. */
-typedef struct { dconv_geo fx, bx; int OWp; size_t wpk, xp, dyp, dq, acc; } dconv_plan;
+typedef struct { dconv_geo fx, bx, gw; size_t wpk, xp, dyp, dq, acc; } dconv_plan;
 
 static dconv_plan dconv_plan_of(const conv_dims *d)
 {
     dconv_plan p;
     int K = d->K, q = K - 1 - d->pad;
-    p.fx = (dconv_geo){ d->C, d->H + 2 * d->pad, round_up(d->OW, DCONV_V) + K - 1, K, d->OH, d->OW };
-    p.bx = (dconv_geo){ d->F, d->OH + 2 * q, round_up(d->W, DCONV_V) + K - 1, K, d->H, d->W };
-    p.OWp = round_up(d->OW, DCONV_V);
+    p.fx = (dconv_geo){ d->C, d->H + 2 * d->pad, round_up(d->OW, DCONV_V) + K - 1, K, d->OH, d->OW, d->OW <= DCONV_H };
+    p.bx = (dconv_geo){ d->F, d->OH + 2 * q, round_up(d->W, DCONV_V) + K - 1, K, d->H, d->W, d->W <= DCONV_H };
+    /* dW: dy planes of OHr x OWp, zero past OH and OW */
+    p.gw = p.fx;
+    p.gw.OW = p.fx.half ? DCONV_H : round_up(d->OW, DCONV_V);
+    p.gw.OH = p.fx.half ? round_up(d->OH, 2) : d->OH;
     size_t fwd_w = (size_t)round_up(d->F, DCONV_NF) * d->CKK, bwd_w = (size_t)round_up(d->C, DCONV_NF) * d->F * K * K;
     p.wpk = fwd_w > bwd_w ? fwd_w : bwd_w;
-    p.xp = (size_t)d->C * p.fx.Hp * p.fx.Wp;
-    p.dyp = (size_t)round_up(d->F, DCONV_NF) * d->OH * p.OWp;
-    p.dq = (size_t)d->F * p.bx.Hp * p.bx.Wp;
+    /* + one row: with half, an odd OH reads the row past the last plane (results dropped) */
+    p.xp = (size_t)d->C * p.fx.Hp * p.fx.Wp + (size_t)p.fx.Wp;
+    p.dyp = (size_t)round_up(d->F, DCONV_NF) * p.gw.OH * p.gw.OW;
+    p.dq = (size_t)d->F * p.bx.Hp * p.bx.Wp + (size_t)p.bx.Wp;
     p.acc = (size_t)round_up(d->F, DCONV_NF) * d->CKK * DCONV_V;
     return p;
 }
@@ -333,16 +387,15 @@ static void direct_bwd(eng_node *n, int rows)
     dconv_plan p = dconv_plan_of(&d);
     float *wpk = n->col, *xp = wpk + p.wpk, *dyp = xp + p.xp, *dq = dyp + p.dyp, *acc = dq + p.dq;
     int q = d.K - 1 - d.pad;
-    dconv_geo gw = p.fx;
-    gw.OW = p.OWp;
     if (n->dx) dconv_pack(n->w, d.F, d.C, d.K, 1, wpk);
     memset(xp, 0, (p.xp + p.dyp + p.dq + p.acc) * sizeof(float));
     for (int r = 0; r < rows; r++) {
         const float *dy = n->dy + (size_t)r * n->out_size;
         dconv_pad(n->x + (size_t)r * n->in_size, d.C, d.H, d.W, d.pad, xp, p.fx.Hp, p.fx.Wp);
-        dconv_pad(dy, d.F, d.OH, d.OW, 0, dyp, d.OH, p.OWp);
+        dconv_pad(dy, d.F, d.OH, d.OW, 0, dyp, p.gw.OH, p.gw.OW);
         for (int f0 = 0; f0 < d.F; f0 += DCONV_NF)
-            dconv_dw_block_isa[eng_isa_current()](xp, dyp + (size_t)f0 * d.OH * p.OWp, gw, acc + (size_t)f0 * d.CKK * DCONV_V);
+            dconv_dw_block_isa[eng_isa_current()](xp, dyp + (size_t)f0 * p.gw.OH * p.gw.OW, p.gw,
+                                                  acc + (size_t)f0 * d.CKK * DCONV_V);
         if (!n->dx) continue;
         dconv_pad(dy, d.F, d.OH, d.OW, q, dq, p.bx.Hp, p.bx.Wp);
         dconv_run(dq, wpk, p.bx, d.C, n->dx + (size_t)r * n->in_size);

@@ -648,7 +648,8 @@ static void test_grad_conv2d_pad_stride(void **state)
 
 /* Stride-1 shapes for the direct algorithm: the Fashion CNN's two convolutions, and padded
  * ones where F is not a multiple of the filter block (4), W and OW not multiples of the
- * vector (16), C > 1, and an output row longer than one vector. */
+ * vector (16), C > 1, an output row longer than one vector, and rows of at most 8 (two
+ * rows per vector) with an odd number of them. */
 static const struct { int C, H, W, F, K, pad, rows; const char *what; } dconv_cases[] = {
     { 1, 28, 28, 6, 5, 0, 3, "fashion conv1 1x28x28 k5" },
     { 6, 12, 12, 16, 5, 0, 3, "fashion conv2 6x12x12 k5" },
@@ -656,6 +657,7 @@ static const struct { int C, H, W, F, K, pad, rows; const char *what; } dconv_ca
     { 2, 11, 19, 7, 5, 2, 2, "k5 p2 C2 F7 W19" },
     { 5, 6, 35, 3, 3, 2, 2, "k3 p2 C5 F3 W35" },
     { 2, 4, 5, 1, 1, 0, 2, "k1 C2 F1" },
+    { 2, 7, 5, 6, 3, 1, 3, "k3 p1 C2 F6 7x5 (odd OH)" },
 };
 #define DCONV_CASES (sizeof dconv_cases / sizeof dconv_cases[0])
 
