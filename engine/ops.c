@@ -30,6 +30,8 @@
  *                bwd  2·B·F·CKK·P                        B·F·P + B·CKK·P + F·CKK
  *                                                        (+ B·CHW + B·CKK·P when im2col is rebuilt)
  *                     (+2·B·F·CKK·P + B·CKK·P for dx)    (+ F·CKK + B·F·P + B·CKK·P + B·CHW + 2·B·CKK·P for dx)
+ *                (im2col above; the direct algorithm's bytes are in engine/conv.c, direct_bytes,
+ *                 and its dx counts 2·B·F·CKK·P FLOPs: no col2im sums)
  *  maxpool       fwd  3·B·O                              6·B·O
  *                bwd  0                                  B·in + 3·B·O
  *  avgpool       fwd  B·O·K²                             B·in + B·O
