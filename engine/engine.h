@@ -176,6 +176,9 @@ typedef struct {
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
 typedef enum { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER } eng_init_kind;
+/* model.conv_algo: how conv2d layers compute (engine/conv.c). im2col is 0 so that a zeroed
+ * config keeps the algorithm models had before the key existed. */
+typedef enum { ENG_CONV_IM2COL = 0, ENG_CONV_DIRECT = 1, ENG_CONV_AUTO = 2 } eng_conv_algo;
 
 #define ENG_MAX_LAYERS 32
 typedef struct {
@@ -183,6 +186,7 @@ typedef struct {
     eng_layer_spec layers[ENG_MAX_LAYERS];
     eng_loss_kind loss;
     eng_init_kind init;    /* auto: He before relu/gelu, Xavier otherwise */
+    eng_conv_algo conv_algo; /* auto: per conv layer, the faster on its shape at build */
 } eng_model_config;
 
 typedef enum { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON } eng_optimizer;

@@ -192,6 +192,7 @@ struct eng_node {
      * is shared by the conv nodes and backward rebuilds it. */
     float *col, *dcol;
     int chunk, col_kept;
+    eng_conv_algo conv_algo;    /* conv2d: ENG_CONV_IM2COL or ENG_CONV_DIRECT (never auto) */
     /* loss nodes: x = logits, dx = dL/dlogits, y = softmax probabilities (softmax_xent) */
     const int32_t *labels;      /* class per row, or NULL */
     const float *targets;       /* [rows x out_size] targets, or NULL */
@@ -233,6 +234,20 @@ void eng_aggregate_fwd(eng_node *n, int rows);
 void eng_aggregate_bwd(eng_node *n, int rows);
 uint64_t eng_aggregate_flops(const eng_node *n, int rows, eng_dir dir);
 uint64_t eng_aggregate_bytes(const eng_node *n, int rows, eng_dir dir);
+
+/* conv.c: the conv2d op (zero padding, stride; im2col + sgemm, or direct for stride 1, by
+ * n->conv_algo), exposed for the op table, the model and the tests. */
+void eng_conv_fwd(eng_node *n, int rows);
+void eng_conv_bwd(eng_node *n, int rows);
+uint64_t eng_conv_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir);
+int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+/* Floats of n->col (and of n->dcol) the node needs for `chunk` rows under either algorithm. */
+size_t eng_conv_ws_floats(const eng_node *n, int chunk);
+/* Times `reps` forward + backward passes of `rows` rows with each algorithm the node can
+ * run (its buffers must be wired; their contents are overwritten) and sets n->conv_algo
+ * to the faster. Stride > 1: im2col, untimed. */
+void eng_conv_choose(eng_node *n, int rows, int reps);
 
 /* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
  * the one call site of every op, also for graph models (gnn.c). */

@@ -250,8 +250,8 @@ static int allocate(eng_model *m)
         if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
         if (n->op == ENG_OP_CONV2D) {
             n->chunk = conv_chunk(n, m->max_batch);
-            size_t P = n->out_size / (size_t)n->out_shape[0], S = (size_t)n->chunk;
-            size_t c = (size_t)n->in_shape[0] * n->kernel * n->kernel * P * S;
+            /* room for either algorithm: auto may time both on this workspace */
+            size_t c = eng_conv_ws_floats(n, n->chunk);
             if (c > col) col = c;
             /* a whole batch fits: keep this layer's im2col for its backward */
             n->col_kept = n->chunk == m->max_batch;
@@ -307,7 +307,7 @@ static int allocate(eng_model *m)
             n->dcol = ws_dcol;
             if (n->col_kept) {
                 n->col = p;
-                p += round16((size_t)n->in_shape[0] * n->kernel * n->kernel * (n->out_size / (size_t)n->out_shape[0]) * (size_t)n->chunk);
+                p += round16(eng_conv_ws_floats(n, n->chunk));
             } else {
                 n->col = ws_col;
             }
@@ -372,6 +372,45 @@ static void init_params(eng_model *m, uint64_t seed)
     }
 }
 
+/* " direct", or " im2col" when auto chose it; nothing for an im2col model that asked for
+ * it (or predates model.conv_algo), so the summaries stored with earlier runs stay as they were. */
+static int conv_algo_tag(const eng_model *m, const eng_layer *L, char *s, size_t cap)
+{
+    eng_conv_algo a = m->nodes[L->node_first].conv_algo;
+    if (a == ENG_CONV_DIRECT) return snprintf(s, cap, " direct");
+    return m->cfg.conv_algo == ENG_CONV_AUTO ? snprintf(s, cap, " im2col") : 0;
+}
+
+/* model.conv_algo on every conv2d node: the given algorithm (stride > 1: im2col, the only
+ * one there), or for auto the faster of the two on the node's shape with max_batch rows,
+ * timed on the model's own buffers before the parameters are set (it overwrites
+ * activations, gradients and workspace; the parameters are still zero). A first layer
+ * has no input buffer yet: a zeroed one stands in. */
+#define CONV_CHOOSE_REPS 3
+
+static int choose_conv_algos(eng_model *m)
+{
+    float *zeros = NULL;
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        if (n->op != ENG_OP_CONV2D) continue;
+        if (m->cfg.conv_algo != ENG_CONV_AUTO) {
+            n->conv_algo = n->stride > 1 ? ENG_CONV_IM2COL : m->cfg.conv_algo;
+            continue;
+        }
+        const float *x = n->x;
+        if (!x) {
+            if (!zeros) zeros = prof_calloc((size_t)m->max_batch * n->in_size, sizeof(float));
+            if (!zeros) return eng_fail(ENG_ENOMEM, "model: out of memory timing the conv algorithms");
+            n->x = zeros;
+        }
+        eng_conv_choose(n, m->max_batch, CONV_CHOOSE_REPS);
+        n->x = x;
+    }
+    prof_free(zeros);
+    return ENG_OK;
+}
+
 static void make_summary(eng_model *m)
 {
     char *s = m->summary;
@@ -390,6 +429,8 @@ static void make_summary(eng_model *m)
             w = L->pad && len < cap ? snprintf(s + len, cap - len, " p%d", L->pad) : 0;
             if (w > 0) len += (size_t)w;
             w = L->stride > 1 && len < cap ? snprintf(s + len, cap - len, " s%d", L->stride) : 0;
+            if (w > 0) len += (size_t)w;
+            w = len < cap ? conv_algo_tag(m, L, s + len, cap - len) : 0;
             if (w > 0) len += (size_t)w;
             w = len < cap ? snprintf(s + len, cap - len, ")") : 0;
             break;
@@ -463,6 +504,7 @@ int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out
     m->prof = prof;
     int rc = plan(m, mc);
     if (!rc) rc = allocate(m);
+    if (!rc) rc = choose_conv_algos(m);
     if (!rc && prof) rc = register_scopes(m);
     if (rc) { eng_model_free(m); return rc; }
     init_params(m, seed);

@@ -30,6 +30,8 @@
  *                bwd  2·B·F·CKK·P                        B·F·P + B·CKK·P + F·CKK
  *                                                        (+ B·CHW + B·CKK·P when im2col is rebuilt)
  *                     (+2·B·F·CKK·P + B·CKK·P for dx)    (+ F·CKK + B·F·P + B·CKK·P + B·CHW + 2·B·CKK·P for dx)
+ *                (im2col above; the direct algorithm's bytes are in engine/conv.c, direct_bytes,
+ *                 and its dx counts 2·B·F·CKK·P FLOPs: no col2im sums)
  *  maxpool       fwd  3·B·O                              6·B·O
  *                bwd  0                                  B·in + 3·B·O
  *  avgpool       fwd  B·O·K²                             B·in + B·O
@@ -506,169 +508,6 @@ static uint64_t mse_bytes(const eng_node *n, int rows, eng_dir dir)
     return 4 * (e + t + (dir == ENG_BWD ? e : 0));
 }
 
-/* ---- conv2d: zero padding and stride, NCHW per row; im2col + sgemm -----------------------
- * Output size per axis: (H + 2·pad - K) / stride + 1 (positions past the last whole window
- * are dropped, as PyTorch does). For a chunk of S rows, col is [C*K*K, S*P] (column s*P + p
- * is the receptive field of output position p of row s, zeros where it overhangs the
- * padded border). Row s's output is y_s[F, P] = W[F, CKK] · col[:, s*P..], one sgemm per
- * row written straight into y (no transpose pass). Backward: dW += dy_s · col_s^T and
- * dcol_s = W^T · dy_s per row, then col2im adds dcol into dx. Backward reuses the
- * forward's col when the node keeps its own (col_kept), else rebuilds it. */
-
-typedef struct { int C, H, W, F, K, OH, OW, pad, st; size_t P, CKK; } conv_dims;
-
-static conv_dims conv_get(const eng_node *n)
-{
-    conv_dims d = { n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0],
-                    n->kernel, n->out_shape[1], n->out_shape[2], n->pad, n->stride > 0 ? n->stride : 1, 0, 0 };
-    d.P = (size_t)d.OH * d.OW;
-    d.CKK = (size_t)d.C * d.K * d.K;
-    return d;
-}
-
-/* The outputs o in [*lo, *hi) whose input index o·st - pad + k lies in [0, n); the rest
- * of the out outputs read the zero border. */
-static void conv_span(int out, int n, int k, int st, int pad, int *lo, int *hi)
-{
-    int a = pad - k, b = n + pad - k;   /* o·st >= a and o·st < b */
-    *lo = a <= 0 ? 0 : (a + st - 1) / st;
-    *hi = b <= 0 ? 0 : (b + st - 1) / st;
-    if (*hi > out) *hi = out;
-    if (*lo > *hi) *lo = *hi;
-}
-
-/* One (c, ki, kj) row of im2col for one sample, dst[OH x OW] from the channel plane xs
- * (add = 0), or the reverse, xs += dst at the same places (add = 1: col2im). Without
- * padding and with stride 1 every row is a plain shifted copy: that case gets loops with
- * no bounds (the general ones made the Fashion CNN's im2col 1.7x and col2im 1.9x slower). */
-static inline __attribute__((always_inline)) void conv_row(const conv_dims *d, int ki, int kj, float *restrict xs,
-                                                           float *restrict dst, int add)
-{
-    int OW = d->OW, st = d->st, off = kj - d->pad;
-    if (d->pad == 0 && st == 1) {
-        for (int oh = 0; oh < d->OH; oh++) {
-            float *restrict o = dst + (size_t)oh * OW, *restrict xr = xs + (size_t)(oh + ki) * d->W + kj;
-            /* rows are short (OW floats): a plain loop beats a memcpy call each */
-            if (add) for (int ow = 0; ow < OW; ow++) xr[ow] += o[ow];
-            else for (int ow = 0; ow < OW; ow++) o[ow] = xr[ow];
-        }
-        return;
-    }
-    int lo, hi;
-    conv_span(OW, d->W, kj, st, d->pad, &lo, &hi);
-    for (int oh = 0; oh < d->OH; oh++) {
-        float *restrict o = dst + (size_t)oh * OW;
-        int ih = oh * st - d->pad + ki;
-        if (ih < 0 || ih >= d->H) {
-            if (!add) memset(o, 0, (size_t)OW * sizeof(float));
-            continue;
-        }
-        float *restrict xr = xs + (size_t)ih * d->W;
-        if (add) {
-            for (int ow = lo; ow < hi; ow++) xr[ow * st + off] += o[ow];
-            continue;
-        }
-        for (int ow = 0; ow < lo; ow++) o[ow] = 0.0f;
-        for (int ow = lo; ow < hi; ow++) o[ow] = xr[ow * st + off];
-        for (int ow = hi; ow < OW; ow++) o[ow] = 0.0f;
-    }
-}
-
-/* im2col (add = 0: col from x) or col2im (add = 1: x += col) over S rows; inlined into
- * the two callers so that add is a constant. */
-static inline __attribute__((always_inline)) void conv_cols(const conv_dims *d, float *x, size_t in_size, int S,
-                                                            float *col, int add)
-{
-    size_t ld = (size_t)S * d->P;
-    for (int c = 0; c < d->C; c++)
-        for (int ki = 0; ki < d->K; ki++)
-            for (int kj = 0; kj < d->K; kj++) {
-                float *crow = col + ((size_t)(c * d->K + ki) * d->K + kj) * ld;
-                for (int s = 0; s < S; s++)
-                    conv_row(d, ki, kj, x + (size_t)s * in_size + (size_t)c * d->H * d->W, crow + (size_t)s * d->P, add);
-            }
-}
-
-static void im2col(const conv_dims *d, const float *x, size_t in_size, int S, float *col)
-{
-    conv_cols(d, (float *)x, in_size, S, col, 0); /* x is only read when add = 0 */
-}
-
-static void col2im_add(const conv_dims *d, const float *dcol, int S, float *dx, size_t in_size)
-{
-    conv_cols(d, dx, in_size, S, (float *)dcol, 1); /* col is only read when add = 1 */
-}
-
-static void conv_fwd(eng_node *n, int rows)
-{
-    conv_dims d = conv_get(n);
-    int P = (int)d.P, CKK = (int)d.CKK;
-    for (int r0 = 0; r0 < rows; r0 += n->chunk) {
-        int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
-        int ld = S * P;
-        im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
-        for (int s = 0; s < S; s++)
-            eng_sgemm(0, 0, d.F, P, CKK, 1.0f, n->w, CKK, n->col + (size_t)s * P, ld, 0.0f,
-                      n->y + (size_t)(r0 + s) * n->out_size, P);
-    }
-}
-
-static void conv_bwd(eng_node *n, int rows)
-{
-    conv_dims d = conv_get(n);
-    int P = (int)d.P, CKK = (int)d.CKK;
-    for (int r0 = 0; r0 < rows; r0 += n->chunk) {
-        int S = rows - r0 < n->chunk ? rows - r0 : n->chunk;
-        int ld = S * P;
-        if (!(n->col_kept && r0 == 0 && S == rows))
-            im2col(&d, n->x + (size_t)r0 * n->in_size, n->in_size, S, n->col);
-        for (int s = 0; s < S; s++) {
-            const float *dy = n->dy + (size_t)(r0 + s) * n->out_size;
-            eng_sgemm(0, 1, d.F, CKK, P, 1.0f, dy, P, n->col + (size_t)s * P, ld,
-                      r0 == 0 && s == 0 ? 0.0f : 1.0f, n->dw, CKK);
-            if (n->dx) eng_sgemm(1, 0, CKK, P, d.F, 1.0f, n->w, CKK, dy, P, 0.0f, n->dcol + (size_t)s * P, ld);
-        }
-        if (n->dx) {
-            float *dx = n->dx + (size_t)r0 * n->in_size;
-            memset(dx, 0, (size_t)S * n->in_size * sizeof(float));
-            col2im_add(&d, n->dcol, S, dx, n->in_size);
-        }
-    }
-}
-
-static int conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
-{
-    (void)rows;
-    conv_dims d = conv_get(n);
-    int P = (int)d.P, CKK = (int)d.CKK;
-    g[0] = (eng_gemm_shape){ 0, 0, d.F, P, CKK };
-    g[1] = (eng_gemm_shape){ 0, 1, d.F, CKK, P };
-    g[2] = (eng_gemm_shape){ 1, 0, CKK, P, d.F };
-    return n->dx ? 3 : 2;
-}
-
-static uint64_t conv_flops(const eng_node *n, int rows, eng_dir dir)
-{
-    conv_dims d = conv_get(n);
-    uint64_t g = 2 * U64(rows) * U64(d.F) * d.CKK * d.P;
-    if (dir == ENG_FWD || !n->dx) return g;
-    return 2 * g + U64(rows) * d.CKK * d.P;
-}
-
-static uint64_t conv_bytes(const eng_node *n, int rows, eng_dir dir)
-{
-    conv_dims d = conv_get(n);
-    uint64_t B = U64(rows), x = B * n->in_size, col = B * d.CKK * d.P, w = U64(d.F) * d.CKK;
-    uint64_t yo = B * d.F * d.P;
-    if (dir == ENG_FWD) return 4 * (x + 2 * col + w + yo); /* im2col; sgemm reads W, col, writes y */
-    /* dW sgemm: read dy, col; write dW (+ rebuilding col: read x, write col) */
-    uint64_t e = yo + col + w;
-    if (!(n->col_kept && rows <= n->chunk)) e += x + col;
-    if (n->dx)
-        e += w + yo + col /* sgemm: read W, dy; write dcol */ + x /* zero dx */ + 2 * col /* col2im */;
-    return 4 * e;
-}
-
 /* ---- 2x2 max-pool, stride 2 (odd trailing rows/columns are dropped) ------------------- */
 
 static void pool_fwd(eng_node *n, int rows)
@@ -844,7 +683,7 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
     [ENG_OP_GELU] = { "gelu", gelu_fwd, gelu_bwd, gelu_flops, act_bytes },
     [ENG_OP_SOFTMAX_XENT] = { "softmax_xent", xent_fwd, xent_bwd, xent_flops, xent_bytes },
     [ENG_OP_MSE] = { "mse", mse_fwd, mse_bwd, mse_flops, mse_bytes },
-    [ENG_OP_CONV2D] = { "conv2d", conv_fwd, conv_bwd, conv_flops, conv_bytes, conv_gemms },
+    [ENG_OP_CONV2D] = { "conv2d", eng_conv_fwd, eng_conv_bwd, eng_conv_flops, eng_conv_bytes, eng_conv_gemms },
     [ENG_OP_MAXPOOL] = { "maxpool", pool_fwd, pool_bwd, pool_flops, pool_bytes },
     [ENG_OP_FLATTEN] = { "flatten", flat_run, flat_run, zero_count, zero_count },
     [ENG_OP_MAXK] = { "maxk", eng_maxk_fwd, eng_maxk_bwd, eng_maxk_flops, eng_maxk_bytes },

@@ -383,6 +383,17 @@ static void test_conv_options(void **state)
                  ":2: key 'layers': layer 2: 'gap' cannot follow a dense or flatten layer (the data is flat by then)");
     expect_error("[model]\nlayers = conv:8:3, gap\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'layers': the last layer must be dense (it gives the outputs), got 'gap'");
+    /* model.conv_algo: auto by default, the two algorithms by name, anything else named */
+    p = write_ini("[model]\nlayers = conv:8:3, flatten, dense:2\n");
+    assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
+    assert_int_equal(ex->variants[0].model.conv_algo, ENG_CONV_AUTO);
+    eng_experiment_free(ex);
+    const char *algo[] = { "model.conv_algo=direct" };
+    assert_int_equal(eng_experiment_load(p, algo, 1, &ex), ENG_OK);
+    assert_int_equal(ex->variants[0].model.conv_algo, ENG_CONV_DIRECT);
+    eng_experiment_free(ex);
+    expect_error("[model]\nlayers = conv:8:3, flatten, dense:2\nconv_algo = winograd\n", NULL, 0, ENG_EINVAL,
+                 ":3: key 'conv_algo': expected one of auto, im2col, direct, got 'winograd'");
     const char *set[] = { "model.layers=conv:8:3:stride=x, flatten, dense:2" };
     expect_error("[model]\nlayers = dense:2\n", set, 1, ENG_EINVAL,
                  "--set model.layers=conv:8:3:stride=x, flatten, dense:2: key 'layers': layer 1: stride must be an "

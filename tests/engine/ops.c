@@ -557,9 +557,8 @@ static void conv_setup_ps(harness *h, int rows, int C, int H, int W, int F, int 
     n->n_w = (size_t)F * C * K * K;
     n->w = calloc(n->n_w, sizeof(float));
     n->dw = calloc(n->n_w, sizeof(float));
-    size_t P = (size_t)out[1] * out[2];
-    n->col = calloc((size_t)C * K * K * P * chunk, sizeof(float));
-    n->dcol = calloc((size_t)C * K * K * P * chunk, sizeof(float));
+    n->col = calloc(eng_conv_ws_floats(n, chunk), sizeof(float));
+    n->dcol = calloc(eng_conv_ws_floats(n, chunk), sizeof(float));
 }
 
 static void conv_setup(harness *h, int rows, int C, int H, int W, int F, int K, int chunk)
@@ -641,6 +640,127 @@ static void test_grad_conv2d_pad_stride(void **state)
         double worst = conv_vs_direct(&h);
         printf("  %s vs direct convolution: max abs diff %.2e\n", label, worst);
         assert_true(worst < 1e-5);
+        h_free(&h);
+    }
+}
+
+/* ---- the direct convolution (model.conv_algo = direct) -------------------------------- */
+
+/* Stride-1 shapes for the direct algorithm: the Fashion CNN's two convolutions, and padded
+ * ones where F is not a multiple of the filter block (4), W and OW not multiples of the
+ * vector (16), C > 1, an output row longer than one vector, and rows of at most 8 (two
+ * rows per vector) with an odd number of them. */
+static const struct { int C, H, W, F, K, pad, rows; const char *what; } dconv_cases[] = {
+    { 1, 28, 28, 6, 5, 0, 3, "fashion conv1 1x28x28 k5" },
+    { 6, 12, 12, 16, 5, 0, 3, "fashion conv2 6x12x12 k5" },
+    { 3, 9, 13, 5, 3, 1, 2, "k3 p1 C3 F5 W13" },
+    { 2, 11, 19, 7, 5, 2, 2, "k5 p2 C2 F7 W19" },
+    { 5, 6, 35, 3, 3, 2, 2, "k3 p2 C5 F3 W35" },
+    { 2, 4, 5, 1, 1, 0, 2, "k1 C2 F1" },
+    { 2, 7, 5, 6, 3, 1, 3, "k3 p1 C2 F6 7x5 (odd OH)" },
+};
+#define DCONV_CASES (sizeof dconv_cases / sizeof dconv_cases[0])
+
+static void dconv_setup(harness *h, size_t i, uint64_t seed)
+{
+    conv_setup_ps(h, dconv_cases[i].rows, dconv_cases[i].C, dconv_cases[i].H, dconv_cases[i].W, dconv_cases[i].F,
+                  dconv_cases[i].K, dconv_cases[i].pad, 1, 2);
+    h_random(h, seed, 1.0);
+    memcpy(h->n.dy, h->r, (size_t)h->rows * h->n.out_size * sizeof(float));
+}
+
+/* One forward + backward of h's node under algo: y, dx, dW concatenated into out. */
+static void dconv_pass(harness *h, eng_conv_algo algo, float *out)
+{
+    eng_node *n = &h->n;
+    size_t ny = (size_t)h->rows * n->out_size, nx = (size_t)h->rows * n->in_size;
+    n->conv_algo = algo;
+    memcpy(h->xbuf, h->x0, nx * sizeof(float));
+    memcpy(n->dy, h->r, ny * sizeof(float));
+    eng_ops[ENG_OP_CONV2D].forward(n, h->rows);
+    eng_ops[ENG_OP_CONV2D].backward(n, h->rows);
+    memcpy(out, n->y, ny * sizeof(float));
+    memcpy(out + ny, n->dx, nx * sizeof(float));
+    memcpy(out + ny + nx, n->dw, n->n_w * sizeof(float));
+}
+
+/* Max |a - b| over n values, relative to max |b| (the sums' scale); prints both. */
+static double dconv_err(const char *what, const char *part, const float *a, const float *b, size_t n)
+{
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]);
+        if (d > worst) worst = d;
+        if (fabs((double)b[i]) > scale) scale = fabs((double)b[i]);
+    }
+    double rel = scale > 0 ? worst / scale : worst;
+    printf("  %-26s %-3s max abs %.2e  rel %.2e (of max |value| %.3g)\n", what, part, worst, rel, scale);
+    return rel;
+}
+
+/* direct vs im2col + sgemm, forward (y), backward (dx, dW): the same sums in another order,
+ * so they agree to float rounding: within 1e-5 of the largest value of each tensor. */
+static void test_conv_direct_vs_im2col(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < DCONV_CASES; i++) {
+        harness h;
+        dconv_setup(&h, i, 90 + i);
+        size_t ny = (size_t)h.rows * h.n.out_size, nx = (size_t)h.rows * h.n.in_size, tot = ny + nx + h.n.n_w;
+        float *a = malloc(tot * sizeof(float)), *b = malloc(tot * sizeof(float));
+        dconv_pass(&h, ENG_CONV_IM2COL, a);
+        dconv_pass(&h, ENG_CONV_DIRECT, b);
+        assert_true(dconv_err(dconv_cases[i].what, "y", b, a, ny) < 1e-5);
+        assert_true(dconv_err(dconv_cases[i].what, "dx", b + ny, a + ny, nx) < 1e-5);
+        assert_true(dconv_err(dconv_cases[i].what, "dW", b + ny + nx, a + ny + nx, h.n.n_w) < 1e-5);
+        free(a); free(b);
+        h_free(&h);
+    }
+}
+
+/* Every ISA path of the direct kernels gives the generic path's bits. */
+static void test_conv_direct_path_bits(void **state)
+{
+    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
+    for (size_t i = 0; i < DCONV_CASES; i++) {
+        harness h;
+        dconv_setup(&h, i, 110 + i);
+        size_t tot = (size_t)h.rows * (h.n.out_size + h.n.in_size) + h.n.n_w;
+        float *want = malloc(tot * sizeof(float)), *got = malloc(tot * sizeof(float));
+        ISA_UNDER(ENG_ISA_GENERIC, dconv_pass(&h, ENG_CONV_DIRECT, want));
+        memset(got, 0xa5, tot * sizeof(float));
+        dconv_pass(&h, ENG_CONV_DIRECT, got);
+        for (size_t k = 0; k < tot; k++)
+            if (memcmp(&want[k], &got[k], sizeof(float)))
+                fail_msg("%s on path %s: value %zu (of y, dx, dW) is %a, the generic path's %a", dconv_cases[i].what,
+                         eng_isa_name(p), k, (double)got[k], (double)want[k]);
+        printf("  %-26s %s: %zu values (y, dx, dW), the same bits as generic\n", dconv_cases[i].what, eng_isa_name(p), tot);
+        free(want); free(got);
+        h_free(&h);
+    }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
+/* Finite differences through the direct path (dx and dW), on shapes that cover padding, F
+ * not a multiple of 4 and rows longer than one vector. The op is linear, so a central
+ * difference errs only by the float rounding of the objective, which grows with |y|; the
+ * direct loops round each multiply and add (no FMA), about twice as often as the GEMM, so
+ * x is drawn at 1/4 scale (d/dx does not depend on x) to keep that noise under TOL. */
+static void test_grad_conv2d_direct(void **state)
+{
+    (void)state;
+    static const struct { int C, H, W, F, K, pad; } cases[] = {
+        { 2, 5, 6, 3, 3, 1 }, { 2, 6, 6, 2, 5, 2 }, { 1, 4, 18, 5, 3, 1 }, { 2, 6, 7, 4, 3, 0 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        harness h;
+        conv_setup_ps(&h, 2, cases[i].C, cases[i].H, cases[i].W, cases[i].F, cases[i].K, cases[i].pad, 1, 2);
+        h_random(&h, 130 + i, 0.25);
+        h.n.conv_algo = ENG_CONV_DIRECT;
+        char label[64];
+        snprintf(label, sizeof label, "direct k%d p%d C%d F%d W%d", cases[i].K, cases[i].pad, cases[i].C, cases[i].F,
+                 cases[i].W);
+        assert_true(h_check(&h, label) < TOL);
         h_free(&h);
     }
 }
@@ -1183,6 +1303,54 @@ static void test_build_summary_and_errors(void **state)
     eng_model_free(m);
 }
 
+/* model.conv_algo: direct shows in the summary and issues no GEMM; stride 2 stays on
+ * im2col whatever was asked; auto picks one of the two by timing and says which. */
+static void test_conv_algo_select(void **state)
+{
+    (void)state;
+    int img[3] = { 1, 28, 28 };
+    const char *layers = "conv:6:5:relu, pool, conv:16:5:relu, pool, flatten, dense:64:relu, dense:10";
+    eng_model_config mc = cfg_of(layers, ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    eng_gemm_shape g[32];
+    assert_int_equal(eng_model_build(&mc, img, 10, 16, 1, NULL, &m), ENG_OK);
+    int n_im2col = eng_model_gemm_shapes(m, 16, g, 32);
+    assert_null(strstr(eng_model_summary(m), "direct"));
+    eng_model_free(m);
+    mc.conv_algo = ENG_CONV_DIRECT;
+    assert_int_equal(eng_model_build(&mc, img, 10, 16, 1, NULL, &m), ENG_OK);
+    printf("  %s\n", eng_model_summary(m));
+    assert_non_null(strstr(eng_model_summary(m), "conv(1x28x28->6x24x24 k5 direct) relu"));
+    assert_non_null(strstr(eng_model_summary(m), "conv(6x12x12->16x8x8 k5 direct) relu"));
+    /* the dense layers' GEMMs remain; the convs' 2 (conv1: no dx) + 3 shapes are gone */
+    int n_direct = eng_model_gemm_shapes(m, 16, g, 32);
+    printf("  GEMM shapes: im2col model %d, direct model %d\n", n_im2col, n_direct);
+    assert_int_equal(n_im2col - n_direct, 5);
+    eng_model_free(m);
+
+    int img8[3] = { 2, 8, 8 };
+    mc = cfg_of("conv:4:3:relu:pad=1:stride=2, conv:3:3:relu:pad=1, flatten, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    mc.conv_algo = ENG_CONV_DIRECT;
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_OK);
+    assert_non_null(strstr(eng_model_summary(m), "conv(2x8x8->4x4x4 k3 p1 s2) relu, conv(4x4x4->3x4x4 k3 p1 direct) relu"));
+    assert_int_equal(m->nodes[m->layers[0].node_first].conv_algo, ENG_CONV_IM2COL);
+    eng_model_free(m);
+
+    mc.conv_algo = ENG_CONV_AUTO;
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_OK);
+    printf("  auto: %s\n", eng_model_summary(m));
+    assert_non_null(strstr(eng_model_summary(m), "conv(2x8x8->4x4x4 k3 p1 s2 im2col) relu"));
+    eng_conv_algo picked = m->nodes[m->layers[1].node_first].conv_algo;
+    assert_non_null(strstr(eng_model_summary(m), picked == ENG_CONV_DIRECT ? "k3 p1 direct)" : "k3 p1 im2col)"));
+    /* timing left nothing behind: the parameters are the seed's, as with a fixed algorithm */
+    eng_model *fixed;
+    mc.conv_algo = ENG_CONV_IM2COL;
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &fixed), ENG_OK);
+    assert_memory_equal(eng_model_params(m), eng_model_params(fixed), eng_model_n_params(m) * sizeof(float));
+    eng_model_free(fixed);
+    eng_model_free(m);
+}
+
 static void test_init(void **state)
 {
     (void)state;
@@ -1284,6 +1452,10 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_mse),
         cmocka_unit_test(test_grad_conv2d),
         cmocka_unit_test(test_grad_conv2d_pad_stride),
+        cmocka_unit_test(test_conv_direct_vs_im2col),
+        ISA_PATH_TESTS(test_conv_direct_path_bits),
+        cmocka_unit_test(test_grad_conv2d_direct),
+        cmocka_unit_test(test_conv_algo_select),
         cmocka_unit_test(test_grad_maxpool),
         cmocka_unit_test(test_grad_avgpool),
         cmocka_unit_test(test_grad_gap),
