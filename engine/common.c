@@ -141,3 +141,43 @@ int eng_mkdirs(const char *dir)
         }
     return mkdir(p, 0755) != 0 && errno != EEXIST ? -1 : 0;
 }
+
+/* The choices file `name` in the cache directory: "KEY<TAB>VALUE" lines, the last one of a
+ * key wins, appended with one write (O_APPEND: concurrent processes do not interleave). */
+static int choice_path(const char *name, char *buf, size_t cap)
+{
+    char dir[512];
+    if (eng_cache_dir(dir, sizeof dir)) return -1;
+    return (size_t)snprintf(buf, cap, "%s/%s", dir, name) < cap ? 0 : -1;
+}
+
+int eng_choice_get(const char *name, const char *key, char *val, size_t cap)
+{
+    char path[600], line[1024];
+    if (choice_path(name, path, sizeof path)) return 0;
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t kl = strlen(key);
+    int found = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, kl) && line[kl] == '\t') {
+            line[strcspn(line, "\n")] = 0;
+            snprintf(val, cap, "%s", line + kl + 1);
+            found = 1;
+        }
+    fclose(f);
+    return found;
+}
+
+void eng_choice_put(const char *name, const char *key, const char *val)
+{
+    char path[600], dir[512], line[1024];
+    if (choice_path(name, path, sizeof path) || eng_cache_dir(dir, sizeof dir)) return;
+    eng_mkdirs(dir);
+    int n = snprintf(line, sizeof line, "%s\t%s\n", key, val);
+    if (n < 0 || (size_t)n >= sizeof line) return;
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    if (write(fd, line, (size_t)n) != n) { /* a lost line is measured again next time */ }
+    close(fd);
+}

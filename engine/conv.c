@@ -10,6 +10,8 @@
 
 #include "internal.h"
 
+#include <cblas.h>
+
 #include <string.h>
 #include <time.h>
 
@@ -231,14 +233,6 @@ ENG_ISA_BODY dconv_fwd_block_body(const float *restrict xp, const float *restric
 }
 ENG_ISA_KERNEL(dconv_fwd_block, (const float *restrict xp, const float *restrict wpk, dconv_geo g, float *restrict y, int nf),
                (xp, wpk, g, y, nf))
-
-/* The lanes of v summed in lane order (the same on every path). */
-static inline __attribute__((always_inline)) float dconv_hsum(dconv_v v)
-{
-    float s = 0.0f;
-    for (int i = 0; i < DCONV_V; i++) s += v[i];
-    return s;
-}
 
 /* The dW lane accumulators of tap (ki, kj) (and of (ki, kj+1) when two, a constant at
  * each call) at ap, for the DCONV_NF filters at dyp: += dyp[f][oh][ow0..] · xr[oh·Wp + ow0
@@ -504,11 +498,26 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
     return best;
 }
 
+/* The pick is cached per machine, kernel path, GEMM threads, layer shape and rows
+ * (conv-choices in the cache directory; the threads are BLAS's, set before the model is built), as the GEMM choice is: the same model on the same
+ * machine runs the same algorithm, so its runs repeat bit for bit and a resumed or
+ * data-parallel run computes as the first one did. */
 void eng_conv_choose(eng_node *n, int rows, int reps)
 {
     n->conv_algo = ENG_CONV_IM2COL;
     if (n->stride > 1) return;
+    char cpu[160], key[400], val[32];
+    if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
+    snprintf(key, sizeof key, "v1 %s|%s|%dT|C%d H%d W%d F%d K%d P%d|rows %d", cpu, eng_isa_name(eng_isa_current()),
+             openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad, rows);
+    for (char *p = key; *p; p++)
+        if (*p == '\t' || *p == '\n') *p = ' ';
+    if (eng_choice_get("conv-choices", key, val, sizeof val)) {
+        n->conv_algo = !strcmp(val, "direct") ? ENG_CONV_DIRECT : ENG_CONV_IM2COL;
+        return;
+    }
     double direct = conv_time(n, ENG_CONV_DIRECT, rows, reps);
     double im2col = conv_time(n, ENG_CONV_IM2COL, rows, reps);
     n->conv_algo = direct < im2col ? ENG_CONV_DIRECT : ENG_CONV_IM2COL;
+    eng_choice_put("conv-choices", key, n->conv_algo == ENG_CONV_DIRECT ? "direct" : "im2col");
 }

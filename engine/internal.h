@@ -145,6 +145,11 @@ int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int
 int eng_cache_dir(char *buf, size_t cap);
 /* mkdir -p; 0 or -1 (errno). */
 int eng_mkdirs(const char *dir);
+/* Measured choices kept per machine, so that runs on one machine repeat bit for bit: the
+ * value stored for key in the cache directory's file `name` (1 found, 0 not), and storing
+ * one (failures are silent: the choice is measured again next time). */
+int eng_choice_get(const char *name, const char *key, char *val, size_t cap);
+void eng_choice_put(const char *name, const char *key, const char *val);
 
 /* One entry of the op table (ops.c). forward/backward work on `rows` rows of the node's
  * buffers; flops/bytes are the software counters of one such call, from shapes only

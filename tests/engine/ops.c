@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 
 #include "../../engine/internal.h"
@@ -1336,8 +1337,32 @@ static void test_conv_algo_select(void **state)
     assert_int_equal(m->nodes[m->layers[0].node_first].conv_algo, ENG_CONV_IM2COL);
     eng_model_free(m);
 
+    /* auto: measured once per machine and shape, then read back (runs repeat bit for bit) */
+    char dir[] = "/tmp/nnbench-conv-choice-XXXXXX", path[64], line[512];
+    assert_non_null(mkdtemp(dir));
+    setenv("NNBENCH_CACHE_DIR", dir, 1);
+    snprintf(path, sizeof path, "%s/conv-choices", dir);
     mc.conv_algo = ENG_CONV_AUTO;
     assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_OK);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int lines = 0;
+    while (fgets(line, sizeof line, f)) lines++;
+    fclose(f);
+    assert_int_equal(lines, 1); /* the stride-1 layer; stride 2 is im2col untimed */
+    /* a stored choice is obeyed: write the other algorithm for that key, build again */
+    line[strcspn(line, "\t")] = 0;
+    int was_direct = m->nodes[m->layers[1].node_first].conv_algo == ENG_CONV_DIRECT;
+    eng_model_free(m);
+    f = fopen(path, "a");
+    assert_non_null(f);
+    fprintf(f, "%s\t%s\n", line, was_direct ? "im2col" : "direct");
+    fclose(f);
+    assert_int_equal(eng_model_build(&mc, img8, 2, 8, 1, NULL, &m), ENG_OK);
+    assert_int_equal(m->nodes[m->layers[1].node_first].conv_algo, was_direct ? ENG_CONV_IM2COL : ENG_CONV_DIRECT);
+    unlink(path);
+    rmdir(dir);
+    unsetenv("NNBENCH_CACHE_DIR");
     printf("  auto: %s\n", eng_model_summary(m));
     assert_non_null(strstr(eng_model_summary(m), "conv(2x8x8->4x4x4 k3 p1 s2 im2col) relu"));
     eng_conv_algo picked = m->nodes[m->layers[1].node_first].conv_algo;
