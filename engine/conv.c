@@ -425,13 +425,12 @@ size_t eng_conv_ws_floats(const eng_node *n, int chunk)
 
 int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
-    (void)rows;
     if (use_direct(n)) return 0; /* no GEMM at all */
     conv_dims d = conv_get(n);
     int P = (int)d.P, CKK = (int)d.CKK;
-    g[0] = (eng_gemm_shape){ 0, 0, d.F, P, CKK };
-    g[1] = (eng_gemm_shape){ 0, 1, d.F, CKK, P };
-    g[2] = (eng_gemm_shape){ 1, 0, CKK, P, d.F };
+    g[0] = (eng_gemm_shape){ 0, 0, d.F, P, CKK, rows }; /* one call per sample */
+    g[1] = (eng_gemm_shape){ 0, 1, d.F, CKK, P, rows };
+    g[2] = (eng_gemm_shape){ 1, 0, CKK, P, d.F, rows };
     return n->dx ? 3 : 2;
 }
 

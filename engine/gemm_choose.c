@@ -28,7 +28,7 @@ typedef struct {
     int cls;
     eng_gemm_shape s;
     int be;                           /* the backend serving it */
-    double flops;                     /* of all the calls of this class the model makes */
+    double flops;                     /* of all the calls of this class the model makes, weighted */
     eng_gemm_result r[ENG_GEMM_NB];   /* status -1: not measured */
 } choice;
 
@@ -154,7 +154,7 @@ static int collect(const eng_gemm_shape *shapes, int n)
         const eng_gemm_shape *s = &shapes[i];
         if (s->M < 1 || s->N < 1 || s->K < 1) continue;
         int cls = eng_gemm_class(s->ta, s->tb, s->M, s->N, s->K), j;
-        double f = 2.0 * s->M * (double)s->N * s->K;
+        double f = 2.0 * s->M * (double)s->N * s->K * (s->calls > 0 ? s->calls : 1);
         for (j = 0; j < chosen.n && chosen.c[j].cls != cls; j++) {}
         if (j < chosen.n) { chosen.c[j].flops += f; continue; }
         if (chosen.n == MAX_CLASSES) return eng_fail(ENG_EINVAL, "gemm: more than %d shape classes", MAX_CLASSES);
@@ -325,8 +325,8 @@ void eng_gemm_describe_classes(char *buf, size_t cap)
 
 /* The Fashion MLP step at batch 128: the shapes calibrate measures. */
 static const eng_gemm_shape std_shapes[] = {
-    { 0, 0, 128, 256, 784 }, { 0, 0, 128, 128, 256 }, { 0, 0, 128, 10, 128 }, { 1, 0, 784, 256, 128 },
-    { 1, 0, 256, 128, 128 }, { 1, 0, 128, 10, 128 },  { 0, 1, 128, 256, 128 }, { 0, 1, 128, 128, 10 },
+    { 0, 0, 128, 256, 784, 1 }, { 0, 0, 128, 128, 256, 1 }, { 0, 0, 128, 10, 128, 1 }, { 1, 0, 784, 256, 128, 1 },
+    { 1, 0, 256, 128, 128, 1 }, { 1, 0, 128, 10, 128, 1 },  { 0, 1, 128, 256, 128, 1 }, { 0, 1, 128, 128, 10, 1 },
 };
 
 int eng_gemm_calibrate(int threads, char *buf, size_t cap)
@@ -404,7 +404,7 @@ void eng_gemm_cached(char *buf, size_t cap)
 
 int eng_gemm_square_rate(int n, int reps, int threads, double *best, double *mean, char *backend, size_t cap)
 {
-    eng_gemm_shape s = { 0, 0, n, n, n };
+    eng_gemm_shape s = { 0, 0, n, n, n, 1 };
     int rc = eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, threads, &s, 1);
     if (rc) return rc;
     snprintf(backend, cap, "%s", eng_gemm_backend_name(chosen.c[0].be >= 0 ? (eng_gemm_backend)chosen.c[0].be : ENG_GEMM_OPENBLAS));

@@ -20,8 +20,8 @@ const char *eng_openblas_core_note(void) { return core_note; }
 
 /* The shapes a core is judged on: the Fashion MLP step's at batch 128, and one square. */
 static const eng_gemm_shape core_shapes[] = {
-    { 0, 0, 128, 256, 784 }, { 1, 0, 784, 256, 128 }, { 0, 1, 128, 784, 256 },
-    { 0, 0, 128, 128, 256 }, { 0, 0, 512, 512, 512 },
+    { 0, 0, 128, 256, 784, 1 }, { 1, 0, 784, 256, 128, 1 }, { 0, 1, 128, 784, 256, 1 },
+    { 0, 0, 128, 128, 256, 1 }, { 0, 0, 512, 512, 512, 1 },
 };
 #define N_CORE_SHAPES ((int)(sizeof core_shapes / sizeof core_shapes[0]))
 

@@ -125,9 +125,13 @@ typedef struct eng_node eng_node;
 void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc);
 
-/* One GEMM an op issues (the shapes eng_gemm_prepare measures before a run). */
+/* One GEMM an op issues (the shapes eng_gemm_prepare measures before a run). calls: how
+ * often it runs relative to the others (0 counts as 1): with several threads the backend
+ * serving the whole model is the one with the least time over the calls, so an epoch's
+ * one short last batch must not weigh as much as its hundreds of full ones. */
 typedef struct {
     int ta, tb, M, N, K;
+    double calls;
 } eng_gemm_shape;
 #define ENG_OP_MAX_GEMMS 4
 /* Chooses the backend of every shape class among shapes[n] for `threads` threads under

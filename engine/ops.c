@@ -80,9 +80,9 @@ static void dense_bwd(eng_node *n, int rows)
 static int dense_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
-    g[0] = (eng_gemm_shape){ 0, 0, rows, out, in };
-    g[1] = (eng_gemm_shape){ 1, 0, in, out, rows };
-    g[2] = (eng_gemm_shape){ 0, 1, rows, in, out };
+    g[0] = (eng_gemm_shape){ 0, 0, rows, out, in, 1 };
+    g[1] = (eng_gemm_shape){ 1, 0, in, out, rows, 1 };
+    g[2] = (eng_gemm_shape){ 0, 1, rows, in, out, 1 };
     return n->dx ? 3 : 2;
 }
 

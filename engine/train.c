@@ -444,9 +444,17 @@ static int emit_shares(const eng_run *r, loop_ctx *c, double wall)
 static int prepare_gemm(eng_run *r)
 {
     eng_gemm_shape sh[4 * ENG_MAX_NODES * ENG_OP_MAX_GEMMS];
-    int rows[3] = { r->batch, r->ds->n_train % r->batch, r->ds->n_test % r->batch }, n = 0;
-    for (int i = 0; i < 3; i++)
-        if (rows[i] > 0) n += eng_model_gemm_shapes(r->m, rows[i], sh + n, (int)(sizeof sh / sizeof sh[0]) - n);
+    const eng_dataset *ds = r->ds;
+    /* rows of the calls and how many of them an epoch makes (evaluation included) */
+    int rows[3] = { r->batch, ds->n_train % r->batch, ds->n_test % r->batch };
+    double calls[3] = { (double)(ds->n_train / r->batch) + (double)(ds->n_test / r->batch), 1, 1 };
+    int n = 0;
+    for (int i = 0; i < 3; i++) {
+        if (rows[i] <= 0) continue;
+        int k = eng_model_gemm_shapes(r->m, rows[i], sh + n, (int)(sizeof sh / sizeof sh[0]) - n);
+        for (int j = n; j < n + k; j++) sh[j].calls = calls[i];
+        n += k;
+    }
     int rc = eng_gemm_prepare(r->cfg.train.gemm, r->threads, sh, n);
     if (rc) return rc;
     eng_gemm_describe(r->gemm, sizeof r->gemm);

@@ -320,8 +320,8 @@ static epoch_result bare_epoch(const dataset *tr, const dataset *te, uint64_t se
 
 /* The step's 8 GEMM calls at a full batch (what the bare loop and the engine issue). */
 static const eng_gemm_shape step_shapes[8] = {
-    { 0, 0, BATCH, H1, IN }, { 0, 0, BATCH, H2, H1 }, { 0, 0, BATCH, OUT, H2 }, { 1, 0, H2, OUT, BATCH },
-    { 0, 1, BATCH, H2, OUT }, { 1, 0, H1, H2, BATCH }, { 0, 1, BATCH, H1, H2 }, { 1, 0, IN, H1, BATCH },
+    { 0, 0, BATCH, H1, IN, 1 }, { 0, 0, BATCH, H2, H1, 1 }, { 0, 0, BATCH, OUT, H2, 1 }, { 1, 0, H2, OUT, BATCH, 1 },
+    { 0, 1, BATCH, H2, OUT, 1 }, { 1, 0, H1, H2, BATCH, 1 }, { 0, 1, BATCH, H1, H2, 1 }, { 1, 0, IN, H1, BATCH, 1 },
 };
 
 /* Chooses the kernels of the bare loop's calls as the engine chooses them for its own. */
@@ -330,8 +330,9 @@ static int prepare_bare(int threads, int n_train)
     eng_gemm_shape sh[16];
     memcpy(sh, step_shapes, sizeof step_shapes);
     int n = 8, last = n_train % BATCH;
+    for (int i = 0; i < 8; i++) sh[i].calls = n_train / BATCH; /* the full batches of an epoch */
     for (int i = 0; last && i < 8; i++) {
-        sh[n] = step_shapes[i]; /* the rows are M of the NN/NT calls, K of the TN ones */
+        sh[n] = step_shapes[i]; /* the rows are M of the NN/NT calls, K of the TN ones; once */
         if (sh[n].ta) sh[n].K = last;
         else sh[n].M = last;
         n++;

@@ -110,8 +110,8 @@ static void test_backends_agree(void **state)
     eng_gemm_set_threads(1);
 }
 
-static const eng_gemm_shape mlp[] = { { 0, 0, 128, 256, 784 }, { 1, 0, 784, 256, 128 }, { 0, 1, 128, 784, 256 },
-                                      { 0, 0, 128, 10, 128 } };
+static const eng_gemm_shape mlp[] = { { 0, 0, 128, 256, 784, 1 }, { 1, 0, 784, 256, 128, 1 }, { 0, 1, 128, 784, 256, 1 },
+                                      { 0, 0, 128, 10, 128, 1 } };
 #define N_MLP ((int)(sizeof mlp / sizeof mlp[0]))
 
 static long cache_mtime_ns(void)
