@@ -252,6 +252,8 @@ static int pick(eng_gemm_policy pol, int threads)
             len += (size_t)snprintf(chosen.notes + len, sizeof chosen.notes - len,
                                     "%s%s failed its check on %d of %d shape classes (%s) and was skipped there",
                                     len ? "; " : "", eng_gemm_backend_name((eng_gemm_backend)b), failed[b], chosen.n, status_names[fail_st[b]]);
+    if (cache.bad[0] && len < sizeof chosen.notes)
+        snprintf(chosen.notes + len, sizeof chosen.notes - len, "%s%s", len ? "; " : "", cache.bad);
     return ENG_OK;
 }
 
