@@ -58,7 +58,10 @@ typedef struct {
     prof_kind kind;
     uint64_t calls, total_ns, self_ns, min_ns, max_ns, flops, bytes;
     long long ctr[NCTR];          /* self counts, by event-set position */
-    long long ru[2];              /* self faults and context switches from getrusage */
+    long long ru[2];              /* self faults and context switches from getrusage, of the sampled calls */
+    long long ru_first[2];        /* ... of the first call (always sampled; first-touch faults
+                                   * land there, so it is kept out of the scaling) */
+    uint64_t first_ns;            /* the first call's wall time */
     int64_t self_mem, peak_mem;
     uint64_t cpu_ns, cpu_wall_ns; /* process CPU time and wall time of the sampled calls */
     uint64_t cpu_since_ns;        /* wall time of the calls since (and with) the last sampled one */
@@ -813,14 +816,16 @@ void prof_begin(prof_t *p, int id)
         memset(f->child_c, 0, sizeof f->child_c);
         PAPI_read(p->eventset, f->c0);
     }
-    if (p->ru_on) {
+    /* The process CPU clock is a syscall: a call reads it once the scope has run for a gap
+     * (CPU_GAP_READS) since its last sampled call; the first call always does. getrusage
+     * (faults, csw: two more syscalls) is read on the same sampled calls. */
+    scope_stat *s = &p->scopes[id];
+    int sample = s->cpu_since_ns >= s->cpu_next_ns;
+    if (p->ru_on && sample) {
         f->ru_child[0] = f->ru_child[1] = 0;
         thread_rusage(f->ru0);
     }
-    /* The process CPU clock is a syscall: a call reads it once the scope has run for a gap
-     * (CPU_GAP_READS) since its last sampled call; the first call always does. */
-    scope_stat *s = &p->scopes[id];
-    f->cpu0 = s->cpu_since_ns >= s->cpu_next_ns ? proc_cpu_ns() : 0;
+    f->cpu0 = sample ? proc_cpu_ns() : 0;
     p->cpu_reads += f->cpu0 != 0;
     f->t0 = prof_now_ns(); /* last, so the profiler's own work stays outside the scope */
 }
@@ -878,16 +883,18 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
             if (parent) parent->child_c[i] += d;
         }
     }
-    if (p->ru_on) {
+    if (p->ru_on && f->cpu0) {
         long long r1[2];
         thread_rusage(r1);
         for (int k = 0; k < 2; k++) {
             long long d = r1[k] - f->ru0[k];
             s->ru[k] += d - f->ru_child[k];
+            if (!s->calls) s->ru_first[k] = d - f->ru_child[k];
             if (parent) parent->ru_child[k] += d;
         }
     }
     uint64_t self = dur > f->child_ns ? dur - f->child_ns : 0;
+    if (s->calls == 0) s->first_ns = dur;
     if (s->calls == 0 || dur < s->min_ns) s->min_ns = dur;
     if (dur > s->max_ns) s->max_ns = dur;
     s->calls++;
@@ -945,9 +952,13 @@ static void row_from(const prof_t *p, prof_row *r, const scope_stat *s)
     int64_t *cols = &r->cycles;
     for (int c = 0; c < NCTR; c++) cols[c] = -1;
     for (int i = 0; i < p->n_ctr; i++) cols[p->slot_of[i]] = s->ctr[i];
-    if (p->ru_on) {
-        r->faults = s->ru[0];
-        r->csw = s->ru[1];
+    if (p->ru_on && s->cpu_wall_ns) {
+        /* sampled like cpu: the first call as it was, the other sampled calls scaled to all
+         * the others by wall time */
+        uint64_t rest_wall = s->cpu_wall_ns > s->first_ns ? s->cpu_wall_ns - s->first_ns : 0;
+        double k = rest_wall ? (double)(s->total_ns - s->first_ns) / (double)rest_wall : 0;
+        r->faults = s->ru_first[0] + (int64_t)((double)(s->ru[0] - s->ru_first[0]) * k + 0.5);
+        r->csw = s->ru_first[1] + (int64_t)((double)(s->ru[1] - s->ru_first[1]) * k + 0.5);
     }
     r->self_mem = s->self_mem;
     r->peak_mem = s->peak_mem;
