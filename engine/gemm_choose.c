@@ -257,6 +257,30 @@ static int pick(eng_gemm_policy pol, int threads)
     return ENG_OK;
 }
 
+/* oneDNN compiles a kernel the first time a process meets a shape (tens of milliseconds
+ * for a small model's shapes): one call per class it serves, here, keeps that out of the
+ * first training steps and their profile. */
+static void warm_up(void)
+{
+    size_t need = 0;
+    for (int i = 0; i < chosen.n; i++) {
+        const eng_gemm_shape *s = &chosen.c[i].s;
+        size_t m = (size_t)s->M * s->K + (size_t)s->K * s->N + (size_t)s->M * s->N;
+        if (chosen.c[i].be == ENG_GEMM_ONEDNN && m > need) need = m;
+    }
+    float *buf = need ? calloc(need, sizeof *buf) : NULL;
+    if (!buf) return;
+    for (int i = 0; i < chosen.n; i++) {
+        const eng_gemm_shape *s = &chosen.c[i].s;
+        if (chosen.c[i].be != ENG_GEMM_ONEDNN) continue;
+        const float *A = buf, *B = buf + (size_t)s->M * s->K;
+        float *C = buf + (size_t)s->M * s->K + (size_t)s->K * s->N;
+        gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, s->ta ? s->M : s->K, B, s->tb ? s->K : s->N, 0.0f, C, s->N };
+        eng_gemm_run(ENG_GEMM_ONEDNN, &c);
+    }
+    free(buf);
+}
+
 int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n)
 {
     if (threads < 1) threads = 1;
@@ -281,7 +305,9 @@ int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *sha
     }
     free(others);
     if (rc) return rc;
-    return pick(pol, threads);
+    if ((rc = pick(pol, threads))) return rc;
+    warm_up();
+    return ENG_OK;
 }
 
 const char *eng_gemm_notes(void) { return chosen.notes; }

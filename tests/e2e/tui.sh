@@ -66,7 +66,7 @@ keys C-u true Enter
 keys Down Enter
 wait_for "run #1 spirals-mlp/sgd finished"
 wait_for "[ Open run #1 ]"
-wait_for "tanh.fwd"
+wait_for "dense.fwd"
 
 step "the run is listed"
 keys Escape
