@@ -374,11 +374,10 @@ int eng_gemm_calibrate(int threads, char *buf, size_t cap)
         int want[ENG_GEMM_NB] = { 1, 1 };
         if ((rc = measure_missing(t, want)) < 0) break;
         rc = pick(ENG_GEMM_POLICY_AUTO, t);
-        double secs[ENG_GEMM_NB] = { 0 }, best = 0, flops = 0;
+        double secs[ENG_GEMM_NB] = { 0 }, best = 0;
         for (int i = 0; i < chosen.n; i++) {
             const choice *c = &chosen.c[i];
             double f = 2.0 * c->s.M * (double)c->s.N * c->s.K;
-            flops += f;
             for (int b = 0; b < ENG_GEMM_NB; b++)
                 secs[b] += c->r[b].status == ENG_GEMM_OK ? f / (c->r[b].gflops * 1e9) : 1e30;
             if (c->be >= 0) best += f / (c->r[c->be].gflops * 1e9);
@@ -389,7 +388,6 @@ int eng_gemm_calibrate(int threads, char *buf, size_t cap)
                                     "chosen per class %.1fk samples/s\n", t, t == 1 ? "" : "s",
                                     secs[0] < 1e29 ? 128 / secs[0] / 1e3 : 0.0, secs[1] < 1e29 ? 128 / secs[1] / 1e3 : 0.0,
                                     best > 0 ? 128 / best / 1e3 : 0.0);
-        (void)flops;
     }
     cache_save(path, others, others_len);
     free(others);
