@@ -952,7 +952,7 @@ static void row_from(const prof_t *p, prof_row *r, const scope_stat *s)
     int64_t *cols = &r->cycles;
     for (int c = 0; c < NCTR; c++) cols[c] = -1;
     for (int i = 0; i < p->n_ctr; i++) cols[p->slot_of[i]] = s->ctr[i];
-    if (p->ru_on && s->cpu_wall_ns) {
+    if (p->ru_on) {
         /* sampled like cpu: the first call as it was, the other sampled calls scaled to all
          * the others by wall time */
         uint64_t rest_wall = s->cpu_wall_ns > s->first_ns ? s->cpu_wall_ns - s->first_ns : 0;
