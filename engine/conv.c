@@ -13,7 +13,6 @@
 #include <cblas.h>
 
 #include <string.h>
-#include <time.h>
 
 #define U64(x) ((uint64_t)(x))
 
@@ -474,13 +473,6 @@ uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir)
     return 4 * e;
 }
 
-static double conv_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* The fastest of reps forward + backward passes under algo, after one warm-up pass. The
  * minimum, not the mean: on a shared machine the other loads only ever add time. */
 static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
@@ -488,10 +480,10 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
     n->conv_algo = algo;
     double best = 1e300;
     for (int r = -1; r < reps; r++) {
-        double t0 = conv_now();
+        uint64_t t0 = prof_now_ns();
         eng_conv_fwd(n, rows);
         eng_conv_bwd(n, rows);
-        double t = conv_now() - t0;
+        double t = (double)(prof_now_ns() - t0);
         if (r >= 0 && t < best) best = t;
     }
     return best;

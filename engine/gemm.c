@@ -149,6 +149,8 @@ static void *pool_main(void *arg)
 static int pool_grow(int n)
 {
     if (n > POOL_MAX) n = POOL_MAX;
+    int have = __atomic_load_n(&pool.nthreads, __ATOMIC_ACQUIRE);
+    if (have >= n - 1) return have + 1; /* every call after the first: no lock */
     pthread_mutex_lock(&pool.mu);
     while (pool.nthreads < n - 1) {
         pthread_attr_t at;
@@ -157,7 +159,7 @@ static int pool_grow(int n)
         int rc = pthread_create(&pool.tid[pool.nthreads], &at, pool_main, (void *)(intptr_t)(pool.nthreads + 1));
         pthread_attr_destroy(&at);
         if (rc) break;
-        pool.nthreads++;
+        __atomic_store_n(&pool.nthreads, pool.nthreads + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&pool.mu);
     return pool.nthreads + 1;

@@ -4,7 +4,7 @@
  * verified on the machine (GEMM against a double reference, dgemm and a Cholesky through
  * LAPACK) in a child process, timed, and the program re-executes itself with the fastest
  * one — only when the user has not set OPENBLAS_CORETYPE. Cached per CPU model and OpenBLAS
- * version in the cache directory, file openblas-core. */
+ * version in the cache directory, file openblas-core (eng_choice_get/put). */
 #include "gemm_internal.h"
 
 #include <cblas.h>
@@ -36,49 +36,23 @@ static void core_key(char *buf, size_t cap)
         if (*p == '\t' || *p == '\n' || *p == ' ') *p = '_';
 }
 
-static int core_cache_path(char *buf, size_t cap)
-{
-    char dir[512];
-    if (eng_cache_dir(dir, sizeof dir)) return -1;
-    return (size_t)snprintf(buf, cap, "%s/openblas-core", dir) < cap ? 0 : -1;
-}
-
-/* The cached choice for this machine: 1 found (core, rates), 0 none. */
+/* The cached choice for this machine (eng_choice_get: file openblas-core): 1 found. */
 static int core_cache_get(char *core, size_t cap, double *best, double *loaded)
 {
-    char path[600], key[400], line[800], k[400], c[64];
-    if (core_cache_path(path, sizeof path)) return 0;
+    char key[400], val[160], c[64];
     core_key(key, sizeof key);
-    FILE *f = fopen(path, "r");
-    if (!f) return 0;
-    int found = 0;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "v1\t%399[^\t]\t%63s\t%lf\t%lf", k, c, best, loaded) == 4 && !strcmp(k, key)) {
-            snprintf(core, cap, "%s", c);
-            found = 1;
-        }
-    fclose(f);
-    return found;
+    if (!eng_choice_get("openblas-core", key, val, sizeof val) || sscanf(val, "%63s %lf %lf", c, best, loaded) != 3)
+        return 0;
+    snprintf(core, cap, "%s", c);
+    return 1;
 }
 
 static void core_cache_put(const char *core, double best, double loaded)
 {
-    char path[600], dir[512], key[400], tmp[640], line[800], k[400];
-    if (core_cache_path(path, sizeof path) || eng_cache_dir(dir, sizeof dir)) return;
-    eng_mkdirs(dir);
+    char key[400], val[160];
     core_key(key, sizeof key);
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *out = fopen(tmp, "w");
-    if (!out) return;
-    FILE *in = fopen(path, "r");
-    if (in) {
-        while (fgets(line, sizeof line, in))
-            if (!(sscanf(line, "v1\t%399[^\t]", k) == 1 && !strcmp(k, key)) && !strncmp(line, "v1\t", 3))
-                fputs(line, out);
-        fclose(in);
-    }
-    fprintf(out, "v1\t%s\t%s\t%.3f\t%.3f\n", key, core, best, loaded);
-    if (fclose(out) || rename(tmp, path)) unlink(tmp);
+    snprintf(val, sizeof val, "%.63s %.3f %.3f", core, best, loaded);
+    eng_choice_put("openblas-core", key, val);
 }
 
 /* Candidate cores for this CPU, comma-separated. */
