@@ -379,7 +379,16 @@ static int export_histograms(monitor_tb *w, tb_point *pt, size_t n, double t0)
     return rc;
 }
 
-/* Every point of every key as a scalar; the keys with a kind ("grad_norm/T") kept in *pt. */
+/* The telemetry kinds (eng_telemetry's keys): only these become histograms, as live. */
+static int is_telemetry(const char *key)
+{
+    static const char *const kinds[] = { "grad_norm/", "grad_mean/", "grad_std/", "grad_max/", "update_ratio/", "zero_frac/" };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (!strncmp(key, kinds[i], strlen(kinds[i]))) return 1;
+    return 0;
+}
+
+/* Every point of every key as a scalar; the telemetry keys' points kept in *pt. */
 static int export_scalars(store *s, long long id, monitor_tb *w, char **keys, size_t nk, double t0,
                           tb_point **pt, size_t *npt, char *err, size_t cap)
 {
@@ -390,7 +399,7 @@ static int export_scalars(store *s, long long id, monitor_tb *w, char **keys, si
         int rc = 0;
         for (size_t i = 0; i < sr.n && !rc; i++) {
             rc = monitor_tb_scalar(w, keys[k], sr.step[i], t0 + sr.wall[i], sr.value[i]);
-            if (rc || !kind_len(keys[k])) continue;
+            if (rc || !is_telemetry(keys[k])) continue;
             if (*npt == cap_pt) {
                 tb_point *q = realloc(*pt, (cap_pt = cap_pt * 2 + 256) * sizeof *q);
                 if (!q) { rc = -1; errno = ENOMEM; break; }

@@ -77,6 +77,12 @@ if [ -x "$bindir/bench/grad_bench" ]; then
         grep -qF "| gradient $t: step on / off" "$tmp/rows" || fail "gradient row '$t' missing (grad_bench is built)"
     done
 fi
+if [ -x "$bindir/bench/monitor_bench" ]; then
+    for label in "Prometheus /metrics scraped every 100 ms: training time on / off" \
+                 "live TensorBoard event files: training time on / off"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "monitor row '$label' missing (monitor_bench is built)"
+    done
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
