@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "../../tui/monitor.h"
+#include "../../quantum/quantum.h"
 #include "../../tui/runner.h"
 
 static void test_prom_label(void **st)
@@ -115,6 +116,51 @@ static void test_snapshot_never_waits(void **st)
     s.progress(s.ud, 7, 100, 1, 0.3, 10.0);
     t = monitor_prom_text(m);
     assert_non_null(strstr(t, "nnbench_step{run=\"snap\",rank=\"0\"} 7\n"));
+    free(t);
+    assert_int_equal(monitor_close(m, err, sizeof err), 0);
+    rm_tree(dir);
+    free(dir);
+}
+
+/* Metric keys as labels, and the Newton series from solver events. */
+static void test_metric_and_newton_series(void **st)
+{
+    (void)st;
+    char *dir = tmpdir_make();
+    eng_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.name, sizeof cfg.name, "n\"1");
+    snprintf(cfg.variant, sizeof cfg.variant, "q");
+    snprintf(cfg.monitor.tensorboard, sizeof cfg.monitor.tensorboard, "%s", dir);
+    monitor *m = NULL;
+    char err[512];
+    assert_int_equal(monitor_open(&cfg, 0, &m, err, sizeof err), 0);
+    eng_sink s = monitor_sink(m);
+    eng_metric e = { .step = 4, .epoch = 1, .wall_s = 2.0, .hybrid_s = 2.5, .key = "train_loss", .value = 0.75 };
+    assert_int_equal(s.metric(s.ud, &e), 0);
+    e.key = "odd\"key\n";
+    e.value = 3;
+    assert_int_equal(s.metric(s.ud, &e), 0);
+    struct qm_solve_event q;
+    memset(&q, 0, sizeof q);
+    q.route = QM_ROUTE_QUANTUM;
+    q.simulated_quantum_ns = 5e8;
+    q.kappa_used = 42;
+    assert_int_equal(s.solver(s.ud, &q), 0);
+    q.route = QM_ROUTE_CLASSICAL;
+    q.measured_classical_ns = 1e9;
+    assert_int_equal(s.solver(s.ud, &q), 0);
+    char *t = monitor_prom_text(m);
+    const char *L = "{run=\"n\\\"1/q\",rank=\"0\"";
+    char want[256];
+    const char *const lines[] = { "nnbench_train_loss%s} 0.75\n", "nnbench_metric%s,key=\"odd\\\"key\\n\"} 3\n",
+                                  "nnbench_hybrid_clock_seconds%s} 2.5\n", "nnbench_solves_total%s,route=\"quantum\"} 1\n",
+                                  "nnbench_solve_seconds_total%s,route=\"classical\"} 1\n", "nnbench_kappa%s} 42\n",
+                                  "# TYPE nnbench_solves_total counter\n" };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        snprintf(want, sizeof want, lines[i], L);
+        if (!strstr(t, want)) fail_msg("missing: %s\nin:\n%s", want, t);
+    }
     free(t);
     assert_int_equal(monitor_close(m, err, sizeof err), 0);
     rm_tree(dir);
@@ -244,7 +290,7 @@ int test_tui_monitor(void)
     const struct CMUnitTest t[] = {
         cmocka_unit_test(test_prom_label), cmocka_unit_test(test_addr_parse), cmocka_unit_test(test_crc32c),
         cmocka_unit_test(test_snapshot_never_waits), cmocka_unit_test(test_tb_frames_and_tags),
-        cmocka_unit_test(test_monitor_fails_before_training),
+        cmocka_unit_test(test_monitor_fails_before_training), cmocka_unit_test(test_metric_and_newton_series),
     };
     return cmocka_run_group_tests_name("tui_monitor", t, NULL, NULL);
 }
