@@ -8,11 +8,13 @@
 # must decode the same records. Values are compared with the database: every stored metric
 # point (float32), the wall times of the export, and per telemetry step a histogram of each
 # kind over the layers (count, sum, min, max). A directory that cannot be written fails the
-# run before training (exit 1, the reason, no run row); export never changes the database.
+# run before training (exit 1, the reason, no run row); export never changes the database;
+# a stopped run resumed from its checkpoint writes a second event file up to its last step.
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 T=$(mktemp -d /tmp/nnbench-e2e-tb.XXXXXX)
-trap 'rm -rf "$T"' EXIT
+rp=
+trap '[ -n "$rp" ] && kill -9 "$rp" 2>/dev/null; rm -rf "$T"' EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$T/out" ] && tail -n 15 "$T/out" >&2; exit 1; }
 ok() { echo "ok: $*"; }
 PY=/usr/bin/python3
@@ -201,3 +203,34 @@ n=$(sqlite3 "$T/db2" "SELECT count(*) FROM runs" 2>/dev/null || echo 0)
 "$NNBENCH" export 1 --db "$T/db" --tensorboard "$T/afile/x" >"$T/out" 2>&1 && fail "export into a file's subdirectory succeeded"
 grep -q "cannot write event files" "$T/out" || fail "export: no reason given"
 ok "an unwritable directory fails the run before training (exit 1, no run row) and the export"
+
+# A stopped run resumed from its checkpoint writes on into the same directory: the stored
+# config's [monitor] serves the resume as it served the run (a second event file).
+sed 's/^epochs = 4$/epochs = 4000\ncheckpoint_every = 50\nthreads = 1/' "$T/e.ini" >"$T/r.ini"
+"$NNBENCH" run "$T/r.ini" --db "$T/r.db" --tensorboard "$T/res" >"$T/out" 2>&1 &
+rp=$!
+i=0
+while [ "$(sqlite3 "$T/r.db" "SELECT count(*) FROM checkpoints" 2>/dev/null || echo 0)" -lt 1 ]; do
+    i=$((i+1)); [ $i -ge 600 ] && { kill -9 $rp; fail "no checkpoint in 60 s"; }
+    sleep 0.1
+done
+kill -TERM $rp 2>/dev/null || fail "the run ended before it could be stopped: make it longer"
+wait $rp
+rp=
+"$NNBENCH" resume 1 --db "$T/r.db" >"$T/out" 2>&1 || fail "resume"
+n=$(ls "$T"/res/*/events.out.tfevents.* | wc -l)
+[ "$n" = 2 ] || fail "resume: $n event files, want 2 (the run's and the resume's)"
+last=$(sqlite3 "$T/r.db" "SELECT max(step) FROM metrics WHERE key='train_loss'")
+$PY - "$T" "$last" "$(ls -t "$T"/res/*/events.out.tfevents.* | head -n 1)" <<'PYEOF' || fail "the resume's event file lacks the last train_loss"
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+import tb_pb2
+d, at, steps = open(sys.argv[3], "rb").read(), 0, []
+while at < len(d):
+    (n,) = struct.unpack_from("<Q", d, at)
+    e = tb_pb2.Event.FromString(d[at + 12:at + 12 + n])
+    steps += [e.step for v in e.summary.value if v.tag == "train_loss"]
+    at += 16 + n
+sys.exit(0 if steps and max(steps) == int(sys.argv[2]) else "train_loss steps %s, last stored %s" % (steps[-3:], sys.argv[2]))
+PYEOF
+ok "a resumed run writes its own event file beside the run's"
