@@ -214,6 +214,9 @@ while [ "$(sqlite3 "$T/r.db" "SELECT count(*) FROM checkpoints" 2>/dev/null || e
     i=$((i+1)); [ $i -ge 600 ] && { kill -9 $rp; fail "no checkpoint in 60 s"; }
     sleep 0.1
 done
+# Export of the run while it is being written: it answers, and the run goes on.
+"$NNBENCH" export 1 --db "$T/r.db" --tensorboard "$T/mid" >"$T/out" 2>&1 || fail "export of a running run"
+[ -s "$(ls "$T"/mid/*/events.out.tfevents.* | head -n 1)" ] || fail "export of a running run wrote nothing"
 kill -TERM $rp 2>/dev/null || fail "the run ended before it could be stopped: make it longer"
 wait $rp
 rp=
