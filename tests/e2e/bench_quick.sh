@@ -4,8 +4,8 @@
 # core and the environment as set; the rows of sections 1, 3, 5, 6 (4 when store_bench is
 # built, 7 graphs and MaxK, 8 the input pipeline, 9 MPI when mpirun is there, 10 int8 when
 # quant_bench is, 11 the gradient lab when grad_bench is, 12 the monitor when monitor_bench
-# is) are present; every
-# median and min..max is numeric with min <= median <= max; goals carry a verdict.
+# is) are present; every median and min..max is numeric with min <= median <= max; goals
+# carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
     echo "bench_quick: skipped under sanitizers (timings under ASan say nothing, and the"
