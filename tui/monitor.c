@@ -22,8 +22,9 @@
 #define MON_KEYS_MAX 128
 #define MON_OPS_MAX 512
 
-/* What a scrape shows. The scalar part is copied at every publication; ops only when they
- * changed (ops_live hands them about once a second). */
+/* What a scrape shows, in three parts: the per-step figures (up to n_keys), copied at every
+ * publication; the metric keys and values, copied when a metric came; the op rows, when
+ * ops_live handed new ones (about once a second). */
 typedef struct {
     long step, total_steps;
     int epoch, world, ended;
@@ -35,7 +36,7 @@ typedef struct {
     size_t n_keys, dropped_keys;
     char keys[MON_KEYS_MAX][64];
     double vals[MON_KEYS_MAX];     /* last value of each metric key */
-    size_t n_ops;                  /* (last member before ops: the scalar part ends here) */
+    size_t n_ops;
     prof_row ops[MON_OPS_MAX];
 } mon_snap;
 
@@ -43,7 +44,7 @@ struct monitor {
     char run[200];                 /* the `run` label: name or name/variant */
     int rank;
     mon_snap work;                 /* the training thread's own */
-    int ops_dirty;
+    int keys_dirty, ops_dirty;     /* parts of work not published yet */
     pthread_mutex_t lock;          /* guards pub; the training thread only try-locks it */
     mon_snap pub;
     struct MHD_Daemon *httpd;
@@ -58,11 +59,14 @@ struct monitor {
 static void publish(monitor *m)
 {
     if (pthread_mutex_trylock(&m->lock)) return; /* a scrape is copying: the next one carries it */
-    memcpy(&m->pub, &m->work, offsetof(mon_snap, ops));
+    memcpy(&m->pub, &m->work, offsetof(mon_snap, n_keys));
+    if (m->keys_dirty)
+        memcpy(&m->pub.n_keys, &m->work.n_keys, offsetof(mon_snap, n_ops) - offsetof(mon_snap, n_keys));
     if (m->ops_dirty) {
+        m->pub.n_ops = m->work.n_ops;
         memcpy(m->pub.ops, m->work.ops, m->work.n_ops * sizeof m->work.ops[0]);
-        m->ops_dirty = 0;
     }
+    m->keys_dirty = m->ops_dirty = 0;
     pthread_mutex_unlock(&m->lock);
 }
 
@@ -111,6 +115,7 @@ static int on_metric(void *ud, const eng_metric *e)
         snprintf(w->keys[w->n_keys++], sizeof w->keys[0], "%s", e->key);
     if (k < w->n_keys) w->vals[k] = e->value;
     else w->dropped_keys++;
+    m->keys_dirty = 1;
     publish(m);
     if (m->tb) {
         tb_check(m, monitor_tb_scalar(m->tb, e->key, e->step, m->t0_unix + e->wall_s, e->value));

@@ -108,14 +108,19 @@ static void test_snapshot_never_waits(void **st)
     alarm(5);
     monitor_test_hold(m, 1);
     s.progress(s.ud, 6, 100, 1, 0.4, 10.0);
+    eng_metric e = { .step = 6, .epoch = 1, .key = "train_loss", .value = 0.4 };
+    assert_int_equal(s.metric(s.ud, &e), 0);
     monitor_test_hold(m, 0);
     alarm(0);
     t = monitor_prom_text(m);
     assert_non_null(strstr(t, "nnbench_step{run=\"snap\",rank=\"0\"} 5\n"));
+    assert_null(strstr(t, "nnbench_train_loss"));
     free(t);
+    /* The next step's publication carries the metric that came while the lock was held. */
     s.progress(s.ud, 7, 100, 1, 0.3, 10.0);
     t = monitor_prom_text(m);
     assert_non_null(strstr(t, "nnbench_step{run=\"snap\",rank=\"0\"} 7\n"));
+    assert_non_null(strstr(t, "nnbench_train_loss{run=\"snap\",rank=\"0\"} 0.40000000000000002\n"));
     free(t);
     assert_int_equal(monitor_close(m, err, sizeof err), 0);
     rm_tree(dir);
