@@ -83,20 +83,29 @@ static void rm_tree(const char *d)
     assert_int_equal(system(cmd), 0);
 }
 
+/* A monitor of run name/variant writing event files under dir (no endpoint: its text is
+ * read with monitor_prom_text). */
+static monitor *open_in(const char *dir, const char *name, const char *variant)
+{
+    eng_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    snprintf(cfg.name, sizeof cfg.name, "%s", name);
+    snprintf(cfg.variant, sizeof cfg.variant, "%s", variant);
+    snprintf(cfg.monitor.tensorboard, sizeof cfg.monitor.tensorboard, "%s", dir);
+    monitor *m = NULL;
+    char err[512];
+    if (monitor_open(&cfg, 0, &m, err, sizeof err)) fail_msg("%s", err);
+    assert_non_null(m);
+    return m;
+}
+
 static void on_alarm(int sig) { (void)sig; fail_msg("the sink waited for the snapshot lock"); }
 
 static void test_snapshot_never_waits(void **st)
 {
     (void)st;
-    char *dir = tmpdir_make();
-    eng_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    snprintf(cfg.name, sizeof cfg.name, "snap");
-    snprintf(cfg.monitor.tensorboard, sizeof cfg.monitor.tensorboard, "%s", dir);
-    monitor *m = NULL;
-    char err[512];
-    assert_int_equal(monitor_open(&cfg, 0, &m, err, sizeof err), 0);
-    assert_non_null(m);
+    char *dir = tmpdir_make(), err[512];
+    monitor *m = open_in(dir, "snap", "");
     eng_sink s = monitor_sink(m);
     s.progress(s.ud, 5, 100, 1, 0.5, 10.0);
     char *t = monitor_prom_text(m);
@@ -131,15 +140,8 @@ static void test_snapshot_never_waits(void **st)
 static void test_metric_and_newton_series(void **st)
 {
     (void)st;
-    char *dir = tmpdir_make();
-    eng_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    snprintf(cfg.name, sizeof cfg.name, "n\"1");
-    snprintf(cfg.variant, sizeof cfg.variant, "q");
-    snprintf(cfg.monitor.tensorboard, sizeof cfg.monitor.tensorboard, "%s", dir);
-    monitor *m = NULL;
-    char err[512];
-    assert_int_equal(monitor_open(&cfg, 0, &m, err, sizeof err), 0);
+    char *dir = tmpdir_make(), err[512];
+    monitor *m = open_in(dir, "n\"1", "q");
     eng_sink s = monitor_sink(m);
     eng_metric e = { .step = 4, .epoch = 1, .wall_s = 2.0, .hybrid_s = 2.5, .key = "train_loss", .value = 0.75 };
     assert_int_equal(s.metric(s.ud, &e), 0);
