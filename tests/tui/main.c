@@ -517,6 +517,7 @@ static void test_suggest(void **st)
 }
 
 int test_tui_runner(void); /* runner.c */
+int test_tui_monitor(void); /* monitor.c */
 
 int main(void)
 {
@@ -534,5 +535,6 @@ int main(void)
     failed += cmocka_run_group_tests_name("tui_table", table, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_keys", keys, NULL, NULL);
     failed += test_tui_runner();
+    failed += test_tui_monitor();
     return failed ? 1 : 0;
 }
