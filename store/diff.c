@@ -155,7 +155,7 @@ int store_diff_load(store *s, const store_compare *c, size_t a, size_t b, store_
 static const char *signed_duration(char *b, size_t cap, double s)
 {
     char t[32];
-    if (!isfinite(s)) return prof_fmt_duration(b, cap, s);
+    if (!isfinite(s) || fabs(s) < 0.5e-9) return prof_fmt_duration(b, cap, isfinite(s) ? 0 : s); /* no "-0 ns" */
     prof_fmt_duration(t, sizeof t, fabs(s));
     snprintf(b, cap, "%s%s", s > 0 ? "+" : s < 0 ? "-" : "", t);
     return b;
