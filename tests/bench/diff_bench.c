@@ -120,12 +120,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "diff_bench: rep %d: %.2f ms wall, %.2f ms CPU, %zu rows\n", r + 1, wall[r], cpu[r], rows);
     }
     fclose(sink);
-    char aux[1200];
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path);
-    unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path);
-    unlink(aux);
+    bench_remove_db(path);
     stats w = stats_of(wall, reps), c = stats_of(cpu, reps);
     printf("ENV\tdiff_bench_steps\t%ld\n", steps);
     printf("ROW\t12\tnnbench diff A B, two runs of %ldk steps (2 ranks x 40 scopes): time / 100 ms goal\t%.4f\t%.4f\t%.4f\t"
