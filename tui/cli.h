@@ -65,20 +65,20 @@ const char *cli_suggest(const char *word, const char *const *cands, size_t n);
 int cli_unknown_command(const char *name);
 int cli_unknown_option(const char *cmd, const char *opt);
 
-/* Store access shared by the read commands (cmd_store.c): open for reading (writable when
+/* Store access shared by the read commands (cli.c): open for reading (writable when
  * allowed so crashed runs get marked), and resolve run specs ("12", "#12", "last"). Both
  * print the reason and return NULL on failure; the ids are malloc'd. */
 struct store;
 struct store *cli_open_store(const char *db_flag, int flags);
 long long *cli_resolve_runs(struct store *s, char **specs, size_t n);
 
-/* The terminal of standard output (cmd_store.c): colour unless NO_COLOR or not a tty,
+/* The terminal of standard output (cli.c): colour unless NO_COLOR or not a tty,
  * UTF-8 from the locale, width from the tty or $COLUMNS (100 when unknown). */
 int cli_use_color(void);
 int cli_use_utf8(void);
 int cli_term_width(void);
 
-/* `show`'s lines on a run's checkpoints and int8 quantizations (cmd_model.c). */
+/* `show`'s lines on a run's checkpoints and int8 quantizations (cli.c). */
 void cli_show_model(struct store *s, long long run);
 
 /* The database path (runner_store.c): --db PATH (removed from argv by the caller), else $NNBENCH_DB,
@@ -123,11 +123,11 @@ int cli_output_check(const char *db_path, const char *out, char *err, size_t cap
 
 /* s made safe to print on a terminal: control and bidi characters shown as \x1b, \u202e
  * (prof_text_visible). Returns one of 8 static buffers used in turn, so up to 8 calls may
- * appear in one printf; at most 2047 bytes. (cmd_store.c) */
+ * appear in one printf; at most 2047 bytes. (cli.c) */
 const char *cli_text(const char *s);
 
 /* Writes a report of the given runs to path; format from the extension (.md .html .json
- * .csv). Prints the reason and returns non-zero on error. (cmd_store.c) */
+ * .csv). Prints the reason and returns non-zero on error. (cli.c) */
 int cli_report_write(const char *db_path, const long long *run_ids, size_t n, const char *path);
 
 #endif

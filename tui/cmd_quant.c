@@ -46,7 +46,6 @@ static int qopt_parse(const char *cmd, int argc, char **argv, int *i, qopts *o)
 
 static int n_outputs(const eng_dataset *ds) { return ds->classification ? ds->n_classes : ds->n_targets; }
 
-const char *cli_qscheme_name(eng_qscheme s) { return s == ENG_QSCHEME_PERCENTILE ? "percentile" : "minmax"; }
 #define scheme_name cli_qscheme_name
 
 void cmd_quantize_help(FILE *f)
@@ -65,175 +64,6 @@ void cmd_quantize_help(FILE *f)
         "               onednn. Without it both the own kernel and oneDNN's int8 matmul are\n"
         "               timed at batch %d and the faster is used; both times are printed.\n",
         BIG_BATCH, BIG_BATCH);
-}
-
-/* Loads, quantizes twice (profiled for the accuracy pass, unprofiled for timing), chooses
- * the kernel. */
-typedef struct {
-    cli_stored st;
-    eng_qmodel *q, *qt;       /* profiled / timing */
-    prof_t *prof;
-    eng_model *m128;          /* the fp32 model for batches up to BIG_BATCH */
-    double own_sps[2], dnnl_sps[2]; /* int8 samples/s at batch BIG_BATCH and 1; NAN if not measured */
-    double fp32_loss, fp32_acc;     /* the fp32 model on the test set */
-    char own_name[16];
-} quant_job;
-
-static void job_free(quant_job *j)
-{
-    eng_qmodel_free(j->q);
-    eng_qmodel_free(j->qt);
-    eng_model_free(j->m128);
-    prof_destroy(j->prof);
-    cli_stored_free(&j->st);
-}
-
-
-
-static int job_load(const char *db_path, const char *spec, const qopts *o, int timing, quant_job *j, char *err, size_t cap)
-{
-    memset(j, 0, sizeof *j);
-    j->own_sps[0] = j->own_sps[1] = j->dnnl_sps[0] = j->dnnl_sps[1] = NAN;
-    int code = cli_stored_open(db_path, spec, NULL, 0, 1, &j->st, err, cap);
-    if (code) return code;
-    eng_run *run = j->st.run;
-    if (eng_run_load_params(run, j->st.ckpt, j->st.ckpt_len)) {
-        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
-        return 1;
-    }
-    const eng_dataset *ds = eng_run_dataset(run);
-    if (ds->n_test < 1) {
-        snprintf(err, cap, "run %lld's data has no test set to measure the int8 model on", j->st.id);
-        return 1;
-    }
-    /* eval's check, for quantize and export-model alike: a model whose test loss is not
-     * finite (a diverged run) is refused before it is quantized or written out. */
-    if (eng_run_evaluate(run, &j->fp32_loss, &j->fp32_acc)) {
-        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
-        return 1;
-    }
-    eng_inference_threads(1);
-    prof_options po = { .counters = "none", .quiet = 1 };
-    if (timing && !(j->prof = prof_create(&po))) {
-        snprintf(err, cap, "profiler: %s", prof_error());
-        return 1;
-    }
-    eng_model *m = eng_run_model(run);
-    if (eng_quantize(m, ds, o->calibrate, o->scheme, BIG_BATCH, j->prof, &j->q) ||
-        (timing && eng_quantize(m, ds, o->calibrate, o->scheme, BIG_BATCH, NULL, &j->qt))) {
-        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
-        return 1;
-    }
-    if (o->kernel) {
-        if (eng_qmodel_set_kernel(j->q, o->kernel) || (j->qt && eng_qmodel_set_kernel(j->qt, o->kernel))) {
-            snprintf(err, cap, "%s", eng_error());
-            return 2;
-        }
-    } else if (timing) {
-        /* the own kernel against oneDNN's matmul, at each batch size: each is used where it
-         * measured faster */
-        snprintf(j->own_name, sizeof j->own_name, "%s", eng_qmodel_kernel(j->qt));
-        int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-        for (int b = 0; b < 2; b++) j->own_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
-        if (!eng_qmodel_set_kernel(j->qt, "onednn"))
-            for (int b = 0; b < 2; b++) j->dnnl_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
-        const char *pick[2];
-        for (int b = 0; b < 2; b++) pick[b] = j->dnnl_sps[b] > j->own_sps[b] ? "onednn" : j->own_name;
-        eng_qmodel_set_kernels(j->qt, pick[0], pick[1]);
-        eng_qmodel_set_kernels(j->q, pick[0], pick[1]);
-    }
-    return 0;
-}
-
-void cli_quant_result_free(cli_quant_result *r)
-{
-    free(r->ops);
-    r->ops = NULL;
-    r->n_ops = 0;
-}
-
-static void say(void (*progress)(void *, const char *), void *ud, const char *stage)
-{
-    if (progress) progress(ud, stage);
-}
-
-int cli_quantize(const char *db_path, const char *spec, const qopts *o, int store_it,
-                 void (*progress)(void *ud, const char *stage), void *ud, cli_quant_result *out)
-{
-    memset(out, 0, sizeof *out);
-    char *err = out->error;
-    size_t cap = sizeof out->error;
-    say(progress, ud, "loading the run and calibrating");
-    quant_job j;
-    int code = job_load(db_path, spec, o, 1, &j, err, cap);
-    if (code) { job_free(&j); return code; }
-    eng_run *run = j.st.run;
-    const eng_dataset *ds = eng_run_dataset(run);
-    eng_model *m = eng_run_model(run);
-    store_quant rec;
-    memset(&rec, 0, sizeof rec);
-    rec.run = j.st.id;
-    rec.created = NAN;
-    rec.step = j.st.meta.step;
-    snprintf(rec.scheme, sizeof rec.scheme, "%s", scheme_name(o->scheme));
-    rec.calibrate = o->calibrate < ds->n_train ? o->calibrate : ds->n_train;
-    snprintf(rec.kernel, sizeof rec.kernel, "%s", eng_qmodel_kernel(j.q));
-    rec.fp32_bytes = (long long)(eng_model_n_params(m) * sizeof(float));
-    rec.int8_bytes = (long long)eng_qmodel_bytes(j.q);
-    say(progress, ud, "evaluating fp32 and int8 on the test set");
-    rec.fp32_loss = j.fp32_loss;
-    rec.fp32_acc = j.fp32_acc;
-    if (eng_qmodel_evaluate(j.q, ds->x_test, ds->y_test, ds->t_test, ds->n_test, &rec.int8_loss, &rec.int8_acc)) {
-        snprintf(err, cap, "%s", eng_error());
-        job_free(&j);
-        return 1;
-    }
-    /* throughput, one thread: the fp32 engine's forward against the int8 path */
-    if (eng_model_clone(m, BIG_BATCH, &j.m128)) {
-        snprintf(err, cap, "%s", eng_error());
-        job_free(&j);
-        return 1;
-    }
-    say(progress, ud, "measuring inference samples/s (batch 1 and 128, 1 thread)");
-    int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-    rec.fp32_sps_b1 = eng_model_inference_sps(j.m128, ds, 1, 0.4);
-    rec.int8_sps_b1 = eng_qmodel_inference_sps(j.qt, ds, 1, 0.4);
-    rec.fp32_sps_b128 = eng_model_inference_sps(j.m128, ds, big, 0.4);
-    rec.int8_sps_b128 = eng_qmodel_inference_sps(j.qt, ds, big, 0.4);
-
-    prof_row *rows = NULL;
-    size_t nr = 0;
-    store_quant_op *ops = NULL;
-    size_t nops = 0;
-    if (!prof_rows(j.prof, PROF_BY_SCOPE, &rows, &nr)) {
-        prof_rows_sort(rows, nr, PROF_SORT_SELF);
-        ops = calloc(nr ? nr : 1, sizeof *ops);
-        for (size_t i = 0; ops && i < nr; i++) {
-            if (rows[i].kind != PROF_OP || !rows[i].calls) continue;
-            ops[nops++] = rows[i];   /* the store keeps name, layer, calls, total and self */
-        }
-    }
-    free(rows);
-    if (store_it) {
-        say(progress, ud, "storing the quantization record");
-        store *db = NULL;
-        if (store_open(db_path, STORE_OPEN_WRITE, &db) || store_quant_put(db, &rec, ops, nops, &rec.id)) {
-            snprintf(err, cap, "%s", store_error());
-            code = 1;
-        } else {
-            out->stored = 1;
-        }
-        store_close(db);
-    }
-    out->rec = rec;
-    out->ops = ops;
-    out->n_ops = nops;
-    out->big = big;
-    out->n_test = ds->n_test;
-    snprintf(out->own_name, sizeof out->own_name, "%s", j.own_name);
-    for (int b = 0; b < 2; b++) { out->own_sps[b] = j.own_sps[b]; out->dnnl_sps[b] = j.dnnl_sps[b]; }
-    job_free(&j);
-    return code;
 }
 
 int cmd_quantize(int argc, char **argv)
@@ -365,7 +195,7 @@ void cmd_export_model_help(FILE *f)
 
 /* The first n test samples with nnbench's int8 logits and predictions (--vectors): int32
  * n, in, out; then per sample float x[in], int32 class, float logits[out]. */
-static int write_vectors(FILE *f, const quant_job *j, int n)
+static int write_vectors(FILE *f, const cli_quant_job *j, int n)
 {
     const eng_dataset *ds = eng_run_dataset(j->st.run);
     int in = (int)ds->in_size, no = n_outputs(ds);
@@ -389,7 +219,7 @@ static int write_vectors(FILE *f, const quant_job *j, int n)
 /* One output of export-model: the C file (prefix given) or n test vectors, written as
  * reports are (store_output: never the database, a temporary file renamed into place, so a
  * failed export leaves the previous file as it was). Prints the reason; non-zero if failed. */
-static int export_write(const char *db_path, const char *path, const quant_job *j, const char *prefix, int n)
+static int export_write(const char *db_path, const char *path, const cli_quant_job *j, const char *prefix, int n)
 {
     store_output so;
     if (store_output_open(db_path, path, &so)) {
@@ -448,19 +278,19 @@ int cmd_export_model(int argc, char **argv)
             return 1;
         }
     }
-    quant_job j;
+    cli_quant_job j;
     char err[1024];
-    int code = job_load(db_path, spec, &o, 0, &j, err, sizeof err);
-    if (code) { fprintf(stderr, "nnbench export-model: %s\n", err); job_free(&j); return code; }
-    if (export_write(db_path, out, &j, prefix, 0)) { job_free(&j); return 1; }
+    int code = cli_quant_job_load(db_path, spec, &o, 0, &j, err, sizeof err);
+    if (code) { fprintf(stderr, "nnbench export-model: %s\n", err); cli_quant_job_free(&j); return code; }
+    if (export_write(db_path, out, &j, prefix, 0)) { cli_quant_job_free(&j); return 1; }
     printf("run %lld: int8 model (%s, %d calibration samples, %zu bytes) written to %s\n", j.st.id,
            scheme_name(o.scheme), o.calibrate, eng_qmodel_bytes(j.q), out);
     if (vec_path) {
         const eng_dataset *ds = eng_run_dataset(j.st.run);
         int n = n_vec < ds->n_test ? (int)n_vec : ds->n_test;
-        if (export_write(db_path, vec_path, &j, NULL, n)) { job_free(&j); return 1; }
+        if (export_write(db_path, vec_path, &j, NULL, n)) { cli_quant_job_free(&j); return 1; }
         printf("%d test vectors with nnbench's int8 predictions written to %s\n", n, vec_path);
     }
-    job_free(&j);
+    cli_quant_job_free(&j);
     return 0;
 }

@@ -16,31 +16,6 @@
 
 /* ---- shared helpers ---------------------------------------------------------------- */
 
-int cli_use_color(void)
-{
-    const char *nc = getenv("NO_COLOR");
-    return isatty(STDOUT_FILENO) && !(nc && *nc);
-}
-
-int cli_use_utf8(void)
-{
-    const char *vars[] = { "LC_ALL", "LC_CTYPE", "LANG" };
-    for (int i = 0; i < 3; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
-    }
-    return 0;
-}
-
-int cli_term_width(void)
-{
-    size_t t = prof_text_columns(stdout);
-    if (t >= 40) return (int)t;
-    const char *c = getenv("COLUMNS");
-    int w = c ? atoi(c) : 0;
-    return w >= 40 ? w : 100;
-}
-
 static const char *status_color(store_run_status s)
 {
     switch (s) {
@@ -59,14 +34,6 @@ static void run_name(const store_run *r, char *b, size_t cap)
     char full[sizeof r->name + sizeof r->variant + 2];
     snprintf(full, sizeof full, "%s%s%s", r->name, r->variant[0] ? "/" : "", r->variant);
     prof_text_fit(b, cap, full, (size_t)-1, 0);
-}
-
-const char *cli_text(const char *s)
-{
-    static char ring[8][2048];
-    static int k;
-    k = (k + 1) % 8;
-    return prof_text_visible(ring[k], sizeof ring[k], s ? s : "");
 }
 
 /* "--opt VALUE" or "--opt=VALUE" at argv[*i]; 1 if matched (value in *out), -1 if the
@@ -89,31 +56,6 @@ static int usage_error(const char *cmd, const char *fmt, const char *arg)
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\n(see nnbench %s --help)\n", cmd);
     return 2;
-}
-
-/* Opens for reading: writable when allowed (so crashed runs get marked), else read-only. */
-store *cli_open_store(const char *db_path, int flags)
-{
-    store *s;
-    if (store_open(cli_db_path(db_path), flags, &s)) {
-        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
-        return NULL;
-    }
-    return s;
-}
-
-/* Resolves run specs ("12", "#12", "last"); prints the reason on failure. */
-long long *cli_resolve_runs(store *s, char **specs, size_t n)
-{
-    long long *ids = calloc(n ? n : 1, sizeof *ids);
-    if (!ids) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
-    for (size_t i = 0; i < n; i++)
-        if (store_run_resolve(s, specs[i], &ids[i])) {
-            fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
-            free(ids);
-            return NULL;
-        }
-    return ids;
 }
 
 /* ---- list -------------------------------------------------------------------------- */
@@ -567,17 +509,6 @@ out:
 }
 
 /* ---- report / export --------------------------------------------------------------- */
-
-int cli_report_write(const char *db_path, const long long *run_ids, size_t n, const char *path)
-{
-    store *s = cli_open_store(db_path, 0);
-    if (!s) return 1;
-    int rc = store_report_write(s, run_ids, n, path);
-    if (rc) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
-    else fprintf(stderr, "wrote %s (%zu run%s)\n", path, n, n == 1 ? "" : "s");
-    store_close(s);
-    return rc ? 1 : 0;
-}
 
 static const char report_help[] =
     "usage: nnbench report RUN... -o FILE [--db PATH]\n\n"
