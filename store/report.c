@@ -979,3 +979,12 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     store_compare_free(c);
     return store_output_close(&out, st);
 }
+
+/* `nnbench export`: the CSV report alone, through the same safe output file. */
+int store_export_csv(store *s, const long long *ids, size_t n, const char *path)
+{
+    store_output o;
+    int st = store_output_open(s->path, path, &o);
+    if (st) return st;
+    return store_output_close(&o, store_report_csv(s, ids, n, o.f));
+}
