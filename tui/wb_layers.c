@@ -28,7 +28,7 @@ static struct {
 /* Monochrome ramp, low to high; with colours each level also gets a background colour. */
 static const char ramp[] = " .:-=+*#%@";
 #define N_LEVELS 10
-#define PAIR_HEAT 40
+#define WB_PAIR_HEAT 40
 
 void wb_layers_free(void)
 {
@@ -99,14 +99,14 @@ static void init_heat_pairs(wb_app *a)
     /* cold to hot: blue, cyan, green, yellow, red, magenta over the ramp's levels */
     static const short bg[N_LEVELS] = { COLOR_BLUE, COLOR_BLUE, COLOR_CYAN, COLOR_CYAN, COLOR_GREEN,
                                         COLOR_GREEN, COLOR_YELLOW, COLOR_YELLOW, COLOR_RED, COLOR_MAGENTA };
-    for (int i = 0; i < N_LEVELS; i++) init_pair((short)(PAIR_HEAT + i), COLOR_BLACK, bg[i]);
+    for (int i = 0; i < N_LEVELS; i++) init_pair((short)(WB_PAIR_HEAT + i), COLOR_BLACK, bg[i]);
     done = 1;
 }
 
 static void cell(wb_app *a, int y, int x, int level)
 {
     char c[2] = { level < 0 ? ' ' : ramp[level], 0 };
-    int at = a->color && level >= 0 ? COLOR_PAIR(PAIR_HEAT + level) : 0;
+    int at = a->color && level >= 0 ? COLOR_PAIR(WB_PAIR_HEAT + level) : 0;
     if (at) attron(at);
     mvaddstr(y, x, c);
     if (at) attroff(at);
