@@ -37,7 +37,7 @@ int cmd_export(int argc, char **argv);
 void cmd_export_help(FILE *f);
 int cmd_solves(int argc, char **argv);    /* cmd_solves.c */
 void cmd_solves_help(FILE *f);
-int cmd_tui(int argc, char **argv);       /* wb_app.c */
+int cmd_tui(int argc, char **argv);       /* cmd_tui.c */
 void cmd_tui_help(FILE *f);
 int cmd_resume(int argc, char **argv);    /* cmd_model.c */
 void cmd_resume_help(FILE *f);

@@ -11,12 +11,16 @@
 #include "../engine/engine.h"
 #include "../store/store.h"
 #include "chart.h"
+#include "model_load.h"
 #include "tui.h"
 
 typedef struct wb_app wb_app;
 
 /* Colour pairs: 1-6 the chart series (same order as tui_series_ansi), then UI roles. */
 enum { WB_PAIR_TITLE = 10, WB_PAIR_STATUS, WB_PAIR_GOOD, WB_PAIR_BAD, WB_PAIR_WARN, WB_PAIR_RUNNING, WB_PAIR_DIM };
+/* The Layers tab's heat map: WB_HEAT_LEVELS pairs from WB_PAIR_HEAT. */
+#define WB_PAIR_HEAT 40
+#define WB_HEAT_LEVELS 10
 
 /* A screen. Panels live in a stack: the top one is drawn and gets the keys. */
 typedef struct wb_panel {
@@ -41,6 +45,22 @@ typedef struct {
 #define WB_MAX_COMPARE 8   /* runs on the Compare screen (6 marked, or a batch of up to 8) */
 
 enum { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TRAIN_ACC, WB_LIVE_TEST_ACC, WB_LIVE_N };
+
+enum { WB_JOB_NONE, WB_JOB_RESUME, WB_JOB_QUANT };
+
+/* The Run screen's Resume or Quantize job on the worker (wb_model.c); one at a time:
+ * wb_live_running is checked before one starts. Written by the UI thread before the worker
+ * starts; stage under the live mutex. */
+typedef struct {
+    int kind;
+    long long run;
+    char spec[32];
+    long from_step;
+    cli_qopts o;
+    char stage[160];         /* what a quantization is doing now */
+    int announced;           /* its result was shown as a message */
+    unsigned gen;            /* finished jobs (the Int8 tab reloads after one) */
+} wb_job;
 
 /* The training run started from New run; everything below mu is shared with the worker. */
 typedef struct {
@@ -69,6 +89,7 @@ typedef struct {
     /* Inputs (set before the thread starts, owned by it). */
     eng_experiment *ex;
     char db_path[512];
+    wb_job job;              /* a Resume or Quantize (wb_model.c) */
 } wb_live;
 
 struct wb_app {
@@ -98,6 +119,8 @@ struct wb_app {
     /* Run / Compare */
     long long open_id;
     wb_live live;
+    /* Opens the help on a screen's keys (set by cmd_tui.c: the frame names no screen). */
+    void (*open_help)(wb_app *a, unsigned screen);
 };
 
 extern wb_panel wb_runs_panel, wb_run_panel, wb_compare_panel, wb_new_panel, wb_help_panel;
@@ -111,6 +134,10 @@ int wb_confirm(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Single-line input in a framed box above the footer row (the status bar keeps its hints);
  * 1 = accepted. on_change (may be NULL) sees each edit. */
 int wb_prompt(wb_app *a, const char *label, char *buf, size_t n, void (*on_change)(wb_app *, const char *));
+/* Runs the frame on the terminal until the user quits: the panel at the bottom of the stack
+ * (pushed by the caller) is loaded through its reload and follows the database. 0, or 1
+ * when the terminal cannot be set up (said on stderr). The worker is joined on return. */
+int wb_app_run(wb_app *a, int no_color);
 
 /* ---- wb_draw.c: drawing helpers the screens share ------------------------------------- */
 double wb_now(void);                      /* monotonic seconds */
@@ -159,12 +186,22 @@ void wb_new_free(wb_app *a);               /* the New run form (kept while the w
 void wb_open_help(wb_app *a, unsigned screen); /* the keys of `screen` first */
 
 /* ---- wb_layers.c (the Run screen's Layers tab) ----------------------------------- */
-void wb_layers_load(wb_app *a, long long run); /* the run's layer telemetry series */
-void wb_layers_free(void);
+#define WB_LAYER_STATS 6
+#define WB_LAYER_ROWS 128
+/* The tab's state, part of the Run screen's (zeroed = empty, first statistic). */
+typedef struct {
+    int stat;                   /* statistic shown in the heat map */
+    /* per statistic: the row names (tensor "dense1.W" or layer "dense1") and their series */
+    int n[WB_LAYER_STATS];
+    char name[WB_LAYER_STATS][WB_LAYER_ROWS][40];
+    store_series s[WB_LAYER_STATS][WB_LAYER_ROWS];
+} wb_layers_view;
+void wb_layers_load(wb_app *a, wb_layers_view *v, long long run); /* the run's layer telemetry series */
+void wb_layers_clear(wb_layers_view *v);       /* frees the series; keeps the statistic */
 /* Draws the tab in rows y0..y1; *scroll is the first row of its table (clamped). */
-void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll);
-int wb_layers_rows(void);                      /* rows of its table, for scrolling */
-int wb_layers_key(wb_app *a, tui_action act);  /* v: the next statistic */
+void wb_layers_draw(wb_app *a, wb_layers_view *v, int y0, int y1, int *scroll);
+int wb_layers_rows(const wb_layers_view *v);   /* rows of its table, for scrolling */
+int wb_layers_key(wb_app *a, wb_layers_view *v, tui_action act); /* v: the next statistic */
 /* Layer telemetry keys of the runs, union, sorted; free with store_strings_free. */
 size_t wb_layers_metric_keys(store *db, const long long *runs, int n, char ***out);
 
@@ -189,10 +226,19 @@ void *wb_live_train(void *l);
 /* ---- wb_model.c (the Run screen's Resume and Quantize, and its Int8 tab) --------------- */
 /* R, Q and K on the Run screen of run r; 1 if act was one of them. */
 int wb_model_key(wb_app *a, tui_action act, const store_run *r);
+/* The Int8 tab's text, part of the Run screen's state (zeroed = not loaded: run ids start
+ * at 1); reloaded when the run changes, a job ends, or every 2 s. */
+typedef struct {
+    long long run;
+    unsigned gen;
+    double at;
+    char **l;
+    size_t n;
+} wb_quant_view;
 /* The Int8 tab in rows y0..y1: the run's quantizations, fp32 vs int8 side by side. */
-void wb_quant_draw(wb_app *a, const store_run *r, int y0, int y1, int *scroll);
-int wb_quant_rows(void);                       /* rows of its text, for scrolling */
-void wb_quant_free(void);                      /* the tab's text (at leaving the Run screen) */
+void wb_quant_draw(wb_app *a, wb_quant_view *qv, const store_run *r, int y0, int y1, int *scroll);
+int wb_quant_rows(const wb_quant_view *qv);    /* rows of its text, for scrolling */
+void wb_quant_free(wb_quant_view *qv);         /* the tab's text */
 /* Shows the result of a Resume or Quantize that ended (the Run screen calls it as it draws). */
 void wb_model_tick(wb_app *a);
 /* Why Resume is not offered for r (a sentence), or NULL when it is. */

@@ -1,8 +1,7 @@
-/* wb_app.c — `nnbench tui`: the ncurses workbench's frame — terminal set-up and
- * restore (exit, Ctrl-C, crash signals), the panel stack, status bar, dialogs, resize,
- * the Runs screen and the help screen. Other screens: wb_screens.c, wb_newrun.c.
+/* wb_app.c — the ncurses workbench's frame: terminal set-up and restore (exit, Ctrl-C,
+ * crash signals), the panel stack, title and status bar, dialogs, resize, the main loop.
+ * It names no screen: cmd_tui.c pushes the first one, panels push the others.
  */
-#include "cli.h"
 #include "wb.h"
 
 #include <curses.h>
@@ -318,10 +317,11 @@ static void loop(wb_app *a)
             a->last_poll = now;
             if (!store_watch_token(a->db, &tok) && tok != a->token) {
                 a->token = tok;
-                wb_reload_runs(a);
-                /* Screens showing one run reload it when the database moved. */
-                wb_panel *p = top_panel(a);
-                if (p->reload) p->reload(a);
+                /* The first screen (the runs list) always follows the database; the one
+                 * on top too when it shows stored data. */
+                wb_panel *base = a->stack[0], *p = top_panel(a);
+                if (base->reload) base->reload(a);
+                if (p != base && p->reload) p->reload(a);
             }
         }
         draw_all(a);
@@ -348,7 +348,7 @@ static void loop(wb_app *a)
             if (want_quit(a)) a->quit = 1;
             break;
         case TUI_ACT_HELP:
-            wb_open_help(a, p->screen);
+            if (a->open_help) a->open_help(a, p->screen);
             break;
         case TUI_ACT_BACK: wb_pop(a); break;
         default: break;
@@ -356,54 +356,8 @@ static void loop(wb_app *a)
     }
 }
 
-void cmd_tui_help(FILE *f)
+int wb_app_run(wb_app *a, int no_color)
 {
-    fprintf(f, "usage: nnbench tui [--db PATH] [--no-color]\n\n"
-               "The ncurses workbench on the database (default ./nnbench.db, or $NNBENCH_DB).\n"
-               "Press ? inside for the keys. NO_COLOR in the environment also gives monochrome.\n"
-               "  --keys-markdown   print the key table as Markdown (for docs/workbench.md) and exit\n");
-}
-
-int cmd_tui(int argc, char **argv)
-{
-    const char *db_flag = NULL;
-    int no_color = getenv("NO_COLOR") && *getenv("NO_COLOR");
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strncmp(argv[i], "--db=", 5)) db_flag = argv[i] + 5;
-        else if (!strcmp(argv[i], "--no-color")) no_color = 1;
-        else if (!strcmp(argv[i], "--keys-markdown")) { tui_keys_markdown(stdout); return 0; }
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_tui_help(stdout); return 0; }
-        else if (!strcmp(argv[i], "tui")) continue; /* `nnbench --db X` passes argv from main */
-        else {
-            if (argv[i][0] == '-') return cli_unknown_option("tui", argv[i]);
-            fprintf(stderr, "nnbench tui: unexpected argument '%s' (see nnbench tui --help)\n", argv[i]);
-            return 2;
-        }
-    }
-    if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
-        fprintf(stderr, "nnbench tui: needs a terminal (stdin and stdout must be a tty); "
-                        "for scripts use `nnbench list`, `show`, `compare`\n");
-        return 2;
-    }
-    static wb_app app;
-    wb_app *a = &app;
-    memset(a, 0, sizeof *a);
-    snprintf(a->db_path, sizeof a->db_path, "%s", cli_db_path(db_flag));
-    if (store_open(a->db_path, STORE_OPEN_CREATE, &a->db)) {
-        /* A read-only place still deserves a look at its runs. */
-        if (store_open(a->db_path, 0, &a->db)) {
-            fprintf(stderr, "nnbench tui: %s\n", store_error());
-            return 1;
-        }
-    }
-    pthread_mutex_init(&a->live.mu, NULL);
-    a->sort_col = TUI_RC_ID;
-    a->sort_desc = 1;
-    a->smooth_idx = 0;
-    a->token = 0;
-    a->last_poll = -1;
-
     setlocale(LC_ALL, "");
     const char *cs = nl_langinfo(CODESET);
     a->utf8 = cs && (!strcmp(cs, "UTF-8") || !strcmp(cs, "utf8"));
@@ -411,7 +365,6 @@ int cmd_tui(int argc, char **argv)
     install_signals();
     if (!initscr()) {
         restore_signals();
-        store_close(a->db);
         fprintf(stderr, "nnbench tui: cannot initialise the terminal (TERM=%s)\n", getenv("TERM") ? getenv("TERM") : "");
         return 1;
     }
@@ -423,19 +376,12 @@ int cmd_tui(int argc, char **argv)
     timeout(100);
     a->color = !no_color && has_colors();
     wb_colours_init(a);
-    wb_push(a, &wb_runs_panel);
     on_resize(a);
-    wb_reload_runs(a);
+    if (a->stack[0]->reload) a->stack[0]->reload(a);
     loop(a);
     wb_live_join(a);
     curses_on = 0;
     endwin();
     restore_signals();
-    while (a->depth > 1) wb_pop(a);
-    wb_live_free(a);
-    wb_new_free(a);
-    free(a->all);
-    free(a->view);
-    store_close(a->db);
     return 0;
 }

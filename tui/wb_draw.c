@@ -36,6 +36,10 @@ void wb_colours_init(wb_app *a)
     init_pair(WB_PAIR_WARN, COLOR_YELLOW, -1);
     init_pair(WB_PAIR_RUNNING, COLOR_CYAN, -1);
     init_pair(WB_PAIR_DIM, COLOR_BLUE, -1);
+    /* the Layers heat map, cold to hot: blue, cyan, green, yellow, red, magenta */
+    static const short bg[WB_HEAT_LEVELS] = { COLOR_BLUE, COLOR_BLUE, COLOR_CYAN, COLOR_CYAN, COLOR_GREEN,
+                                              COLOR_GREEN, COLOR_YELLOW, COLOR_YELLOW, COLOR_RED, COLOR_MAGENTA };
+    for (int i = 0; i < WB_HEAT_LEVELS; i++) init_pair((short)(WB_PAIR_HEAT + i), COLOR_BLACK, bg[i]);
 }
 
 int wb_series_attr(wb_app *a, int s)

@@ -57,6 +57,8 @@ typedef struct {
     int op_sort, op_desc;    /* a prof_sort; 1: reversed */
     int rank_view;           /* Profile tab of a data-parallel run: -1 every rank, grouped; k: rank k */
     prof_balance balance;    /* across ranks, from every kind of row */
+    wb_layers_view layers;   /* the Layers tab */
+    wb_quant_view quant;     /* the Int8 tab */
 } run_state;
 #define rv (*(run_state *)wb_run_panel.st)
 
@@ -69,8 +71,8 @@ static void run_unload(void)
     rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
     tui_lines_clear(&rv.cfg, &rv.n_cfg);
     tui_lines_clear(&rv.sys, &rv.n_sys);
-    wb_layers_free();
-    wb_quant_free();
+    wb_layers_clear(&rv.layers);
+    wb_quant_free(&rv.quant);
     rv.have = 0;
 }
 
@@ -142,7 +144,7 @@ static void run_load(wb_app *a)
     if (rv.rank_view >= rv.balance.ranks) rv.rank_view = -1;
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
-    wb_layers_load(a, id);
+    wb_layers_load(a, &rv.layers, id);
 
     store_kv *kv = NULL;
     size_t n = 0;
@@ -425,8 +427,8 @@ static void run_draw(wb_app *a)
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
     case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
     case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
-    case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, y0, y1, &rv.scroll); break;
-    case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.run, y0, y1, &rv.scroll); break;
+    case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, &rv.layers, y0, y1, &rv.scroll); break;
+    case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.quant, &rv.run, y0, y1, &rv.scroll); break;
     }
     wb_model_tick(a);
 }
@@ -457,7 +459,7 @@ static int run_key(wb_app *a, tui_action act, int ch)
             return 1;
         }
         if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic and the Profile tab's rank"); return 1; }
-        return wb_layers_key(a, act);
+        return wb_layers_key(a, &rv.layers, act);
     case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE: case TUI_ACT_STOP:
         if (rv.have && wb_model_key(a, act, &rv.run) == 2) { rv.tab = TAB_INT8; rv.scroll = 0; }
         return 1;
@@ -466,7 +468,7 @@ static int run_key(wb_app *a, tui_action act, int ch)
     if (wb_chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
               : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev
-              : rv.tab == TAB_LAYERS ? wb_layers_rows() : rv.tab == TAB_INT8 ? wb_quant_rows() : 0;
+              : rv.tab == TAB_LAYERS ? wb_layers_rows(&rv.layers) : rv.tab == TAB_INT8 ? wb_quant_rows(&rv.quant) : 0;
     /* the Layers table clamps the scroll to its own height when it draws */
     return wb_scroll_key(act, &rv.scroll, total, rv.tab == TAB_LAYERS ? 1 : page);
 }

@@ -270,4 +270,5 @@ static int runs_key(wb_app *a, tui_action act, int ch)
     return 1;
 }
 
-wb_panel wb_runs_panel = { .title = "Runs", .screen = TUI_SCR_RUNS, .draw = runs_draw, .key = runs_key };
+wb_panel wb_runs_panel = { .title = "Runs", .screen = TUI_SCR_RUNS, .draw = runs_draw, .key = runs_key,
+                           .reload = wb_reload_runs };
