@@ -2,6 +2,7 @@
  * interrupted run from its last checkpoint, into the same run id), `nnbench eval`
  * (evaluate the stored model), and the int8 ones in cmd_quant.c. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,16 +47,17 @@ void cmd_resume_help(FILE *f)
         "checkpoint: resume it again).\n");
 }
 
+typedef struct { const char *db; } resume_opts;
+static const cli_opt resume_opt[] = { CLI_OPT_VALUE("--db", NULL, resume_opts, db) };
+const cli_spec cmd_resume_spec = { "resume", cmd_resume_help, resume_opt, CLI_N(resume_opt) };
+
 int cmd_resume(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_resume_help(stdout); return 0; }
-        else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (argv[i][0] == '-') return cli_unknown_option("resume", argv[i]);
-        else if (!spec) spec = argv[i];
-        else { fprintf(stderr, "nnbench resume: one run at a time (got '%s' and '%s')\n", spec, argv[i]); return 2; }
-    }
+    resume_opts opt = { 0 };
+    int n_pos, rc = cli_parse(&cmd_resume_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench resume: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL;
     if (!spec) { fprintf(stderr, "nnbench resume: which run? usage: nnbench resume RUN\n"); return 2; }
     runner_resumed r;
     runner_hooks h = { .ud = &r, .begin = resume_begin, .running = resume_running };
@@ -89,21 +91,21 @@ void cmd_eval_help(FILE *f)
         "The inputs are normalised with the statistics of the run's own training set.\n");
 }
 
+typedef struct { const char *db, *data, *labels; int json; } eval_opts;
+static const cli_opt eval_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, eval_opts, db), CLI_OPT_VALUE("--data", NULL, eval_opts, data),
+    CLI_OPT_VALUE("--labels", NULL, eval_opts, labels), CLI_OPT_FLAG("--json", NULL, eval_opts, json),
+};
+const cli_spec cmd_eval_spec = { "eval", cmd_eval_help, eval_opt, CLI_N(eval_opt) };
+
 int cmd_eval(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL, *data = NULL, *labels = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_eval_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--data") && i + 1 < argc) data = argv[++i];
-        else if (!strcmp(a, "--labels") && i + 1 < argc) labels = argv[++i];
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (a[0] == '-') return cli_unknown_option("eval", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench eval: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
+    eval_opts opt = { 0 };
+    int n_pos, rc = cli_parse(&cmd_eval_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench eval: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL, *data = opt.data, *labels = opt.labels;
+    int json = opt.json;
     if (!spec) { fprintf(stderr, "nnbench eval: which run? usage: nnbench eval RUN [--data FILE]\n"); return 2; }
     if (labels && !data) { fprintf(stderr, "nnbench eval: --labels goes with --data (the images file)\n"); return 2; }
     char set_path[600], set_labels[600], set_n[32];

@@ -4,6 +4,7 @@
  * as a quantization record of the run; `nnbench export-model RUN --int8`: the same int8
  * model as a self-contained C file. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,31 +17,23 @@
 #define BIG_BATCH CLI_QUANT_BIG_BATCH
 typedef cli_qopts qopts;
 
-/* Parses the options quantize and export-model share; 1 = consumed (i advanced), 0 = not
- * ours, -1 = bad value (message printed). */
-static int qopt_parse(const char *cmd, int argc, char **argv, int *i, qopts *o)
+/* --calibrate N and --scheme minmax|percentile, which quantize and export-model share: their
+ * options structs start with the qopts. */
+static int qopt_value(void *opts, const char *cmd, const char *name, char **vals)
 {
-    const char *a = argv[*i];
-    if (!strcmp(a, "--calibrate") || !strcmp(a, "--scheme") || !strcmp(a, "--kernel")) {
-        if (*i + 1 >= argc) { fprintf(stderr, "nnbench %s: %s needs a value\n", cmd, a); return -1; }
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--calibrate")) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 10000000) {
-                fprintf(stderr, "nnbench %s: --calibrate: expected a number of training samples >= 1, got '%s'\n", cmd, v);
-                return -1;
-            }
-            o->calibrate = (int)n;
-        } else if (!strcmp(a, "--scheme")) {
-            if (!strcmp(v, "minmax")) o->scheme = ENG_QSCHEME_MINMAX;
-            else if (!strcmp(v, "percentile")) o->scheme = ENG_QSCHEME_PERCENTILE;
-            else { fprintf(stderr, "nnbench %s: --scheme: expected minmax or percentile, got '%s'\n", cmd, v); return -1; }
-        } else {
-            o->kernel = v;
+    qopts *o = opts;
+    const char *v = vals[0];
+    if (!strcmp(name, "--calibrate")) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 10000000) {
+            fprintf(stderr, "nnbench %s: --calibrate: expected a number of training samples >= 1, got '%s'\n", cmd, v);
+            return 2;
         }
-        return 1;
-    }
+        o->calibrate = (int)n;
+    } else if (!strcmp(v, "minmax")) o->scheme = ENG_QSCHEME_MINMAX;
+    else if (!strcmp(v, "percentile")) o->scheme = ENG_QSCHEME_PERCENTILE;
+    else { fprintf(stderr, "nnbench %s: --scheme: expected minmax or percentile, got '%s'\n", cmd, v); return 2; }
     return 0;
 }
 
@@ -66,24 +59,23 @@ void cmd_quantize_help(FILE *f)
         BIG_BATCH, BIG_BATCH);
 }
 
+typedef struct { qopts q; const char *db; int json, no_store; } quantize_opts;
+static const cli_opt quantize_opt[] = {
+    CLI_OPT_CALL("--calibrate", qopt_value, 1), CLI_OPT_CALL("--scheme", qopt_value, 1),
+    CLI_OPT_VALUE("--kernel", NULL, quantize_opts, q.kernel), CLI_OPT_VALUE("--db", NULL, quantize_opts, db),
+    CLI_OPT_FLAG("--json", NULL, quantize_opts, json), CLI_OPT_FLAG("--no-store", NULL, quantize_opts, no_store),
+};
+const cli_spec cmd_quantize_spec = { "quantize", cmd_quantize_help, quantize_opt, CLI_N(quantize_opt) };
+
 int cmd_quantize(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL;
-    int json = 0, no_store = 0;
-    qopts o = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = qopt_parse("quantize", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_quantize_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--no-store")) no_store = 1;
-        else if (a[0] == '-') return cli_unknown_option("quantize", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
+    quantize_opts opt = { .q = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE } };
+    int n_pos, rc = cli_parse(&cmd_quantize_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL;
+    int json = opt.json, no_store = opt.no_store;
+    qopts o = opt.q;
     if (!spec) { fprintf(stderr, "nnbench quantize: which run? usage: nnbench quantize RUN\n"); return 2; }
     const char *db_path = cli_db_path(db_flag);
     cli_quant_result qr;
@@ -235,32 +227,37 @@ static int export_write(const char *db_path, const char *path, const cli_quant_j
     return rc != 0;
 }
 
+typedef struct { qopts q; const char *db, *out, *prefix, *vec_path; int int8; long n_vec; } export_model_opts;
+
+/* --vectors N FILE: N test vectors with their outputs, for a harness to check the C file. */
+static int vectors_value(void *opts, const char *cmd, const char *name, char **vals)
+{
+    export_model_opts *o = opts;
+    char *end;
+    o->n_vec = strtol(vals[0], &end, 10);
+    if (*end || o->n_vec < 1) { fprintf(stderr, "nnbench %s: %s: expected N >= 1, got '%s'\n", cmd, name, vals[0]); return 2; }
+    o->vec_path = vals[1];
+    return 0;
+}
+
+static const cli_opt export_model_opt[] = {
+    CLI_OPT_CALL("--calibrate", qopt_value, 1), CLI_OPT_CALL("--scheme", qopt_value, 1),
+    CLI_OPT_VALUE("--db", NULL, export_model_opts, db),
+    CLI_OPT_FLAG("--int8", NULL, export_model_opts, int8), CLI_OPT_VALUE("-o", NULL, export_model_opts, out),
+    CLI_OPT_VALUE("--prefix", NULL, export_model_opts, prefix), CLI_OPT_CALL("--vectors", vectors_value, 2),
+};
+const cli_spec cmd_export_model_spec = { "export-model", cmd_export_model_help, export_model_opt, CLI_N(export_model_opt) };
+
 int cmd_export_model(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL, *out = NULL, *prefix = "nnb", *vec_path = NULL;
-    int int8 = 0;
-    long n_vec = 0;
-    qopts o = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = qopt_parse("export-model", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_export_model_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--int8")) int8 = 1;
-        else if (!strcmp(a, "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(a, "--prefix") && i + 1 < argc) prefix = argv[++i];
-        else if (!strcmp(a, "--vectors") && i + 2 < argc) {
-            char *end;
-            n_vec = strtol(argv[++i], &end, 10);
-            if (*end || n_vec < 1) { fprintf(stderr, "nnbench export-model: --vectors: expected N >= 1, got '%s'\n", argv[i]); return 2; }
-            vec_path = argv[++i];
-        }
-        else if (a[0] == '-') return cli_unknown_option("export-model", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench export-model: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
+    export_model_opts opt = { .q = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE }, .prefix = "nnb" };
+    int n_pos, rc = cli_parse(&cmd_export_model_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench export-model: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL, *out = opt.out, *prefix = opt.prefix, *vec_path = opt.vec_path;
+    int int8 = opt.int8;
+    long n_vec = opt.n_vec;
+    qopts o = opt.q;
     if (!spec || !out) { fprintf(stderr, "nnbench export-model: usage: nnbench export-model RUN --int8 -o FILE.c\n"); return 2; }
     if (!int8) { fprintf(stderr, "nnbench export-model: only --int8 export exists; add --int8\n"); return 2; }
     for (const char *c = prefix; *c; c++)

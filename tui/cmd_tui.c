@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "wb.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,23 +17,26 @@ void cmd_tui_help(FILE *f)
                "  --keys-markdown   print the key table as Markdown (for docs/workbench.md) and exit\n");
 }
 
+typedef struct { const char *db; int no_color; } tui_opts;
+static void keys_markdown(void) { tui_keys_markdown(stdout); }
+static const cli_opt tui_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, tui_opts, db), CLI_OPT_FLAG("--no-color", NULL, tui_opts, no_color),
+    CLI_OPT_ACTION("--keys-markdown", keys_markdown),
+};
+const cli_spec cmd_tui_spec = { "tui", cmd_tui_help, tui_opt, CLI_N(tui_opt) };
+
 int cmd_tui(int argc, char **argv)
 {
-    const char *db_flag = NULL;
-    int no_color = getenv("NO_COLOR") && *getenv("NO_COLOR");
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strncmp(argv[i], "--db=", 5)) db_flag = argv[i] + 5;
-        else if (!strcmp(argv[i], "--no-color")) no_color = 1;
-        else if (!strcmp(argv[i], "--keys-markdown")) { tui_keys_markdown(stdout); return 0; }
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_tui_help(stdout); return 0; }
-        else if (!strcmp(argv[i], "tui")) continue; /* `nnbench --db X` passes argv from main */
-        else {
-            if (argv[i][0] == '-') return cli_unknown_option("tui", argv[i]);
-            fprintf(stderr, "nnbench tui: unexpected argument '%s' (see nnbench tui --help)\n", argv[i]);
-            return 2;
-        }
+    tui_opts o = { 0 };
+    int n_pos, rc = cli_parse(&cmd_tui_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    for (int i = 1; i <= n_pos; i++) {
+        if (!strcmp(argv[i], "tui")) continue; /* `nnbench --db X` passes argv from main */
+        fprintf(stderr, "nnbench tui: unexpected argument '%s' (see nnbench tui --help)\n", argv[i]);
+        return 2;
     }
+    const char *db_flag = o.db;
+    int no_color = o.no_color || (getenv("NO_COLOR") && *getenv("NO_COLOR"));
     if (!isatty(STDIN_FILENO) || !isatty(STDOUT_FILENO)) {
         fprintf(stderr, "nnbench tui: needs a terminal (stdin and stdout must be a tty); "
                         "for scripts use `nnbench list`, `show`, `compare`\n");
