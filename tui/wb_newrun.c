@@ -209,7 +209,8 @@ static void draw_field(wb_app *a, int y, int f, const char *label, const char *v
     if (sel) attroff(A_REVERSE);
 }
 
-static void new_draw(wb_app *a)
+/* The form: file, variant, the keys, Start, Open, Compare, the error. Returns the next row. */
+static int new_draw_form(wb_app *a)
 {
     int y = 2;
     char v[PATH_MAX + 128];
@@ -254,19 +255,34 @@ static void new_draw(wb_app *a)
         attroff(wb_status_attr(a, STORE_RUN_FAILED));
     }
     y++;
+    return y;
+}
 
-    /* Live part: progress, ETA, curves, ops. Copies are taken under the lock. */
-    int running = wb_live_running(a);
-    pthread_mutex_lock(&l->mu);
-    int have = running || l->finished;
-    long step = l->step, total = l->total;
-    double loss = l->loss, sps = l->sps, t0 = l->t_start;
-    int vi = l->variant_idx, nvar = l->n_variants, epoch = l->epoch;
+/* What the live part shows, copied under the worker's lock. */
+typedef struct {
+    int running, have;
+    long step, total;
+    double loss, sps, t0;
+    int vi, nvar, epoch;
     char label[192], result[512];
-    snprintf(label, sizeof label, "%s", l->label);
-    snprintf(result, sizeof result, "%s", l->result);
     wb_series cp[WB_LIVE_N];
-    memset(cp, 0, sizeof cp);
+    prof_row *ops;
+    size_t n_ops;
+} live_view;
+
+static void live_view_take(wb_app *a, live_view *lv)
+{
+    wb_live *l = &a->live;
+    memset(lv, 0, sizeof *lv);
+    lv->running = wb_live_running(a);
+    pthread_mutex_lock(&l->mu);
+    int have = lv->have = lv->running || l->finished;
+    lv->step = l->step; lv->total = l->total;
+    lv->loss = l->loss; lv->sps = l->sps; lv->t0 = l->t_start;
+    lv->vi = l->variant_idx; lv->nvar = l->n_variants; lv->epoch = l->epoch;
+    snprintf(lv->label, sizeof lv->label, "%s", l->label);
+    snprintf(lv->result, sizeof lv->result, "%s", l->result);
+    wb_series *cp = lv->cp;
     for (int i = 0; i < WB_LIVE_N && have; i++) {
         size_t n = l->live[i].n;
         cp[i].n = n;
@@ -279,72 +295,96 @@ static void new_draw(wb_app *a)
         memcpy(cp[i].hybrid, l->live[i].hybrid, n * sizeof(double));
         memcpy(cp[i].value, l->live[i].value, n * sizeof(double));
     }
-    size_t n_ops = have ? l->n_ops : 0;
-    prof_row *ops = n_ops ? malloc(n_ops * sizeof *ops) : NULL;
-    if (ops) memcpy(ops, l->ops, n_ops * sizeof *ops);
-    else n_ops = 0;
+    lv->n_ops = have ? l->n_ops : 0;
+    lv->ops = lv->n_ops ? malloc(lv->n_ops * sizeof *lv->ops) : NULL;
+    if (lv->ops) memcpy(lv->ops, l->ops, lv->n_ops * sizeof *lv->ops);
+    else lv->n_ops = 0;
     pthread_mutex_unlock(&l->mu);
+}
 
-    if (have) {
-        char line[512], eta[32] = "-";
-        double frac = total > 0 ? (double)step / (double)total : 0;
-        double el = wb_now() - t0;
-        if (running && step > 0 && total > step) prof_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
-        if (running && total <= 0)
-            snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
-        else if (running)
-            snprintf(line, sizeof line, "%s  (variant %d/%d)  step %ld/%ld  epoch %d  loss %.4g  %.0f samples/s  ETA %s",
-                     label, vi + 1, nvar, step, total, epoch + 1, loss, sps, eta);
-        else snprintf(line, sizeof line, "%s", result);
-        attron(A_BOLD);
-        wb_text(a, y++, 2, a->cols - 4, 0, line);
-        attroff(A_BOLD);
-        int bw = a->cols - 14;
-        attron(wb_series_attr(a, 0));
-        wb_bar(a, y, 2, bw, running ? frac : (step > 0 ? frac : 0));
-        attroff(wb_series_attr(a, 0));
-        snprintf(line, sizeof line, "%5.1f%%", 100 * frac);
-        wb_text(a, y++, bw + 3, 8, 0, line);
-        y++;
-        int rem = a->rows - 2 - y + 1;
-        int ops_h = n_ops ? (rem / 3 < 8 ? (rem >= 16 ? 8 : 0) : rem / 3) : 0;
-        int ch = rem - ops_h;
-        if (ch >= 6) {
-            tui_series s[3];
-            size_t ns = 0;
-            static const char *const nm[3] = { "train loss", "test loss", "test acc" };
-            static const int idx[3] = { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TEST_ACC };
-            for (int i = 0; i < 3; i++) {
-                if (!cp[idx[i]].n) continue;
-                s[ns].label = nm[i];
-                s[ns].x = wb_pick_x(a->x_axis, cp[idx[i]].step, cp[idx[i]].wall, cp[idx[i]].hybrid);
-                s[ns].y = cp[idx[i]].value;
-                s[ns].n = cp[idx[i]].n;
-                ns++;
-            }
-            tui_chart_opts o = { .width = a->cols - 2, .height = ch, .utf8 = a->utf8, .mono = !a->color,
-                                 .log_y = a->log_y, .x_scale = a->x_scale,
-                                 .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
-                                 .y_label = "live", .title = "loss / accuracy" };
-            tui_canvas c;
-            if (!tui_chart_draw(s, ns, &o, &c)) { wb_draw_canvas(a, y, 1, &c); tui_canvas_free(&c); }
-            y += ch;
-        }
-        if (ops_h) {
-            /* the op-table model of the Profile tab, its first columns (the profile so far) */
-            attron(A_DIM);
-            wb_text(a, y++, 1, a->cols - 2, 0, "profile so far (ops by self time)");
-            attroff(A_DIM);
-            prof_table t;
-            prof_table_init(&t, ops, n_ops, 0, 0);
-            for (int c = PROF_COL_AVG; c < PROF_COL_N; c++) t.show[c] = c == PROF_COL_CALLS || (c == PROF_COL_CPU && t.show[c]);
-            int page = ops_h - 2;
-            if (page > a->rows - 2 - y) page = a->rows - 2 - y;
-            wb_draw_op_table(a, &t, y, page, 0);
-        }
-    }
+static void live_view_free(live_view *lv)
+{
+    wb_series *cp = lv->cp;
     for (int i = 0; i < WB_LIVE_N; i++) { free(cp[i].step); free(cp[i].wall); free(cp[i].hybrid); free(cp[i].value); }
-    free(ops);
+    free(lv->ops);
+}
+
+/* The live part from row y: progress, ETA, curves, ops. */
+static void new_draw_live(wb_app *a, const live_view *lv, int y)
+{
+    int running = lv->running;
+    long step = lv->step, total = lv->total;
+    double loss = lv->loss, sps = lv->sps, t0 = lv->t0;
+    int vi = lv->vi, nvar = lv->nvar, epoch = lv->epoch;
+    const char *label = lv->label, *result = lv->result;
+    const wb_series *cp = lv->cp;
+    const prof_row *ops = lv->ops;
+    size_t n_ops = lv->n_ops;
+    char line[512], eta[32] = "-";
+    double frac = total > 0 ? (double)step / (double)total : 0;
+    double el = wb_now() - t0;
+    if (running && step > 0 && total > step) prof_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
+    if (running && total <= 0)
+        snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
+    else if (running)
+        snprintf(line, sizeof line, "%s  (variant %d/%d)  step %ld/%ld  epoch %d  loss %.4g  %.0f samples/s  ETA %s",
+                 label, vi + 1, nvar, step, total, epoch + 1, loss, sps, eta);
+    else snprintf(line, sizeof line, "%s", result);
+    attron(A_BOLD);
+    wb_text(a, y++, 2, a->cols - 4, 0, line);
+    attroff(A_BOLD);
+    int bw = a->cols - 14;
+    attron(wb_series_attr(a, 0));
+    wb_bar(a, y, 2, bw, running ? frac : (step > 0 ? frac : 0));
+    attroff(wb_series_attr(a, 0));
+    snprintf(line, sizeof line, "%5.1f%%", 100 * frac);
+    wb_text(a, y++, bw + 3, 8, 0, line);
+    y++;
+    int rem = a->rows - 2 - y + 1;
+    int ops_h = n_ops ? (rem / 3 < 8 ? (rem >= 16 ? 8 : 0) : rem / 3) : 0;
+    int ch = rem - ops_h;
+    if (ch >= 6) {
+        tui_series s[3];
+        size_t ns = 0;
+        static const char *const nm[3] = { "train loss", "test loss", "test acc" };
+        static const int idx[3] = { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TEST_ACC };
+        for (int i = 0; i < 3; i++) {
+            if (!cp[idx[i]].n) continue;
+            s[ns].label = nm[i];
+            s[ns].x = wb_pick_x(a->x_axis, cp[idx[i]].step, cp[idx[i]].wall, cp[idx[i]].hybrid);
+            s[ns].y = cp[idx[i]].value;
+            s[ns].n = cp[idx[i]].n;
+            ns++;
+        }
+        tui_chart_opts o = { .width = a->cols - 2, .height = ch, .utf8 = a->utf8, .mono = !a->color,
+                             .log_y = a->log_y, .x_scale = a->x_scale,
+                             .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
+                             .y_label = "live", .title = "loss / accuracy" };
+        tui_canvas c;
+        if (!tui_chart_draw(s, ns, &o, &c)) { wb_draw_canvas(a, y, 1, &c); tui_canvas_free(&c); }
+        y += ch;
+    }
+    if (ops_h) {
+        /* the op-table model of the Profile tab, its first columns (the profile so far) */
+        attron(A_DIM);
+        wb_text(a, y++, 1, a->cols - 2, 0, "profile so far (ops by self time)");
+        attroff(A_DIM);
+        prof_table t;
+        prof_table_init(&t, ops, n_ops, 0, 0);
+        for (int c = PROF_COL_AVG; c < PROF_COL_N; c++) t.show[c] = c == PROF_COL_CALLS || (c == PROF_COL_CPU && t.show[c]);
+        int page = ops_h - 2;
+        if (page > a->rows - 2 - y) page = a->rows - 2 - y;
+        wb_draw_op_table(a, &t, y, page, 0);
+    }
+}
+
+static void new_draw(wb_app *a)
+{
+    int y = new_draw_form(a);
+    live_view lv;
+    live_view_take(a, &lv);
+    if (lv.have) new_draw_live(a, &lv, y);
+    live_view_free(&lv);
 }
 
 static int new_key(wb_app *a, tui_action act, int ch)
