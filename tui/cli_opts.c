@@ -80,16 +80,19 @@ static int unknown_option(const cli_spec *sp, const char *opt)
     return 2;
 }
 
-/* The option argv[i] names ("--opt", "--opt=V" for one taking values, or its alias), with
- * the inline value in *inl (NULL when none); NULL when it is none of the spec's. */
+/* The option argv[i] names ("--opt" or its alias, "--opt=V" or "-o=V" for one taking a
+ * value), with the inline value in *inl (NULL when none); NULL when it is none of the spec's. */
 static const cli_opt *find(const cli_spec *sp, const char *a, const char **inl)
 {
     *inl = NULL;
     for (size_t k = 0; k < sp->n_opts; k++) {
         const cli_opt *o = &sp->opts[k];
         if (!strcmp(a, o->name) || (o->alias && !strcmp(a, o->alias))) return o;
-        size_t l = strlen(o->name);
-        if (takes_value(o) && o->nvals <= 1 && !strncmp(a, o->name, l) && a[l] == '=') { *inl = a + l + 1; return o; }
+        for (int n = 0; n < 2 && takes_value(o) && o->nvals <= 1; n++) {
+            const char *nm = n ? o->alias : o->name;
+            size_t l = nm ? strlen(nm) : 0;
+            if (l && !strncmp(a, nm, l) && a[l] == '=') { *inl = a + l + 1; return o; }
+        }
     }
     return NULL;
 }

@@ -531,10 +531,10 @@ static int t_pair(void *opts, const char *cmd, const char *name, char **vals)
     return strcmp(vals[0], "bad") ? 0 : 2;
 }
 
-static void t_help(FILE *f) { fputs("usage: t [--db P] [--json] [--pair A B] [-y]\n", f); }
+static void t_help(FILE *f) { fputs("usage: t [--db P] [--json] [--pair A B]\n", f); }
 
 static const cli_opt t_opt[] = {
-    CLI_OPT_VALUE("--db", NULL, t_opts, db), CLI_OPT_FLAG("--json", "-j", t_opts, json),
+    CLI_OPT_VALUE("--db", "-d", t_opts, db), CLI_OPT_FLAG("--json", "-j", t_opts, json),
     CLI_OPT_CALL("--pair", t_pair, 2),
 };
 static const cli_spec t_spec = { "t", t_help, t_opt, CLI_N(t_opt) };
@@ -556,6 +556,10 @@ static void test_parse(void **st)
     assert_int_equal(o.calls, 1);
     assert_string_equal(o.pair[0], "p");
     assert_string_equal(o.pair[1], "q");
+    char *a8[] = { "t", "-d=z.db", NULL }; /* an alias takes its value inline too */
+    assert_int_equal(cli_parse(&t_spec, &o, 2, a8, &n_pos), -1);
+    assert_string_equal(o.db, "z.db");
+    assert_int_equal(n_pos, 0);
     /* usage errors exit 2: a missing value (of two), an unknown option, a callback's refusal */
     char *a2[] = { "t", "--pair", "p", NULL };
     assert_int_equal(cli_parse(&t_spec, &o, 3, a2, &n_pos), 2);
