@@ -1,6 +1,8 @@
 /* cli.c — helpers every command shares (no command of its own): the terminal (colour,
  * UTF-8, width), text made safe to print, opening the store and resolving run specs, a
- * report file, a stored run loaded with its error printed, `show`'s model lines. */
+ * report file, a stored run loaded with its error printed, `show`'s model lines, and
+ * this program started again under mpirun (--ranks of run and allreduce). */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,4 +120,38 @@ long long *cli_resolve_runs(store *s, char **specs, size_t n)
             return NULL;
         }
     return ids;
+}
+
+/* ---- mpirun on this program ---------------------------------------------------------- */
+
+int cli_mpirun_self(int argc, char **argv, int at)
+{
+    char *end;
+    long n = strtol(argv[at + 1], &end, 10);
+    if (*end || n < 1 || n > 1024) {
+        fprintf(stderr, "nnbench: --ranks: expected a number of ranks from 1 to 1024, got '%s'\n", argv[at + 1]);
+        return 2;
+    }
+    /* This binary, resolved now: /proc/self/exe in mpirun's hands would name mpirun. */
+    static char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) { fprintf(stderr, "nnbench: --ranks: cannot find this program: %s\n", strerror(errno)); return 1; }
+    self[len] = '\0';
+    char **av = calloc((size_t)argc + 8, sizeof *av);
+    if (!av) { fprintf(stderr, "nnbench: out of memory\n"); return 1; }
+    int k = 0;
+    av[k++] = "mpirun";
+    if (geteuid() == 0) av[k++] = "--allow-run-as-root"; /* Open MPI refuses root without it */
+    av[k++] = "--oversubscribe";                          /* N may exceed the cores */
+    av[k++] = "-np";
+    av[k++] = argv[at + 1];
+    av[k++] = self;
+    for (int i = 0; i < argc; i++)
+        if (i != at && i != at + 1) av[k++] = argv[i];
+    av[k] = NULL;
+    fflush(NULL);
+    execvp("mpirun", av);
+    fprintf(stderr, "nnbench: --ranks: cannot start mpirun: %s (install openmpi-bin: make deps)\n", strerror(errno));
+    free(av);
+    return 1;
 }

@@ -20,7 +20,7 @@ void cmd_allreduce_help(FILE *f);
 int cmd_project(int argc, char **argv);   /* cmd_project.c */
 void cmd_project_help(FILE *f);
 /* Replaces this process by mpirun -np argv[at+1] running this program with argv minus the
- * two arguments at `at` (--ranks N). Returns only on failure (2 bad N, 1 no mpirun). */
+ * two arguments at `at` (--ranks N). Returns only on failure (2 bad N, 1 no mpirun). (cli.c) */
 int cli_mpirun_self(int argc, char **argv, int at);
 int cmd_sysinfo(int argc, char **argv);   /* cmd_sysinfo.c */
 void cmd_sysinfo_help(FILE *f);
