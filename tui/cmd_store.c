@@ -1,5 +1,5 @@
 /* cmd_store.c — the commands that read the database: list, show, compare (table + terminal
- * chart), report, export, delete; and cli_report_write for `nnbench run --report`. */
+ * chart), report, export, delete. */
 #include <errno.h>
 #include <stddef.h>
 #include <math.h>

@@ -1,6 +1,6 @@
 /* wb_newrun.c — the New run screen: pick an experiment file and a variant, edit a few
  * keys (they become --set style overrides), start; training runs on a worker thread
- * that writes the store and feeds the screen (progress, ETA, live curves, op table).
+ * (wb_live.c) that writes the store and feeds the screen (progress, ETA, live curves, op table).
  */
 #include "cli.h"
 #include "runner.h"

@@ -1,6 +1,5 @@
-/* wb_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System, Layers) and the
- * Compare screen of the workbench, both read from the store.
- */
+/* wb_run.c — the Run screen of the workbench: one stored run in tabs (Curves, Profile,
+ * Solver, Config, System, Layers, Int8), read from the store; its state lives in its panel. */
 #include "wb.h"
 
 #include <curses.h>
