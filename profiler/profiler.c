@@ -122,7 +122,6 @@ struct prof {
     int n_tracks;             /* prof_counter_register'd counter tracks */
 };
 
-static _Thread_local char err_buf[512];
 /* prof_internal_fake_clocks: the test's CPU clock and the cost it stands for. */
 static volatile uint64_t *fake_cpu;
 static double fake_cpu_cost;
@@ -136,16 +135,6 @@ static int papi_ok;                 /* PAPI_library_init succeeded */
 static char papi_init_error[160];
 static char papi_disabled_by_env[256]; /* components NNBENCH_PAPI_DISABLE switched off */
 static papi_handle_t sde_handle;
-
-const char *prof_error(void) { return err_buf; }
-
-void prof_internal_say(char *buf, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, n, fmt, ap);
-    va_end(ap);
-}
 
 static long long sde_read_live(void *arg) { (void)arg; return (long long)prof_mem_live(); }
 static long long sde_read_peak(void *arg) { (void)arg; return (long long)prof_mem_peak(); }
@@ -701,13 +690,13 @@ prof_t *prof_create(const prof_options *opt)
     long first = opt->trace_first, last = opt->trace_last;
     if (first == 0 && last == 0) { first = 1; last = 5; }
     if (opt->trace_path && (last < first)) {
-        snprintf(err_buf, sizeof err_buf, "profiler: trace steps %ld:%ld: the last step is "
+        prof_internal_errorf("profiler: trace steps %ld:%ld: the last step is "
                  "before the first; write A:B with A <= B", first, last);
         return NULL;
     }
     prof_t *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err_buf, sizeof err_buf, "profiler: out of memory (%zu bytes)", sizeof *p);
+        prof_internal_errorf("profiler: out of memory (%zu bytes)", sizeof *p);
         return NULL;
     }
     p->quiet = opt->quiet;
@@ -720,7 +709,7 @@ prof_t *prof_create(const prof_options *opt)
         p->trace_path = strdup(opt->trace_path);
         p->trace = malloc(p->trace_cap * sizeof *p->trace);
         if (!p->trace_path || !p->trace) {
-            snprintf(err_buf, sizeof err_buf, "profiler: out of memory for a trace buffer of "
+            prof_internal_errorf("profiler: out of memory for a trace buffer of "
                      "%zu events", p->trace_cap);
             free(p->trace_path);
             free(p->trace);
@@ -768,7 +757,7 @@ int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind
 {
     if (!p || !name) return -1;
     if (p->n_scopes >= MAX_SCOPES) {
-        snprintf(err_buf, sizeof err_buf, "profiler: more than %d scopes; '%s' not registered",
+        prof_internal_errorf("profiler: more than %d scopes; '%s' not registered",
                  MAX_SCOPES, name);
         return -1;
     }
@@ -1016,12 +1005,12 @@ int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n)
     *rows = NULL;
     *n = 0;
     if (!p) {
-        snprintf(err_buf, sizeof err_buf, "profiler: no profiler (profiling is off)");
+        prof_internal_errorf("profiler: no profiler (profiling is off)");
         return -1;
     }
     prof_row *out = calloc(p->n_scopes ? (size_t)p->n_scopes : 1, sizeof *out);
     if (!out) {
-        snprintf(err_buf, sizeof err_buf, "profiler: out of memory for %d rows", p->n_scopes);
+        prof_internal_errorf("profiler: out of memory for %d rows", p->n_scopes);
         return -1;
     }
     size_t m = 0;
@@ -1166,14 +1155,14 @@ static void trace_event(prof_json *j, const prof_t *p, const trace_ev *e)
 int prof_trace_write(prof_t *p, const char *path)
 {
     if (!p || !p->trace) {
-        snprintf(err_buf, sizeof err_buf, "profiler: no trace recorded: tracing is enabled by "
+        prof_internal_errorf("profiler: no trace recorded: tracing is enabled by "
                  "prof_options.trace_path (--trace FILE)");
         return -1;
     }
     if (!path) path = p->trace_path;
     FILE *f = fopen(path, "w");
     if (!f) {
-        snprintf(err_buf, sizeof err_buf, "profiler: cannot write trace '%s': %s", path, strerror(errno));
+        prof_internal_errorf("profiler: cannot write trace '%s': %s", path, strerror(errno));
         return -1;
     }
     prof_json j;
@@ -1198,11 +1187,11 @@ int prof_trace_write(prof_t *p, const char *path)
     prof_json_close(&j);
     if (prof_json_end(&j) && !ferror(f)) {
         fclose(f);
-        snprintf(err_buf, sizeof err_buf, "profiler: trace '%s': the JSON writer was misused (a bug)", path);
+        prof_internal_errorf("profiler: trace '%s': the JSON writer was misused (a bug)", path);
         return -1;
     }
     if (ferror(f) | fclose(f)) {
-        snprintf(err_buf, sizeof err_buf, "profiler: writing trace '%s' failed: %s", path, strerror(errno));
+        prof_internal_errorf("profiler: writing trace '%s' failed: %s", path, strerror(errno));
         return -1;
     }
     p->trace_written = 1;
@@ -1221,9 +1210,4 @@ void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t 
     fake_cpu = cpu;
     fake_cpu_cost = cpu_read_ns;
     prof_internal_fake_wall(wall);
-}
-
-void prof_internal_set_error(const char *msg)
-{
-    snprintf(err_buf, sizeof err_buf, "%s", msg);
 }

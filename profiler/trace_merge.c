@@ -249,6 +249,6 @@ int prof_trace_merge(const char *dst, const char *const *srcs, const char *const
     }
     for (size_t i = 0; s && i < n; i++) { free(s[i].text); free(s[i].ar); }
     free(s);
-    if (rc) prof_internal_set_error(merge_err);
+    if (rc) prof_internal_errorf("%s", merge_err);
     return rc;
 }

@@ -281,10 +281,9 @@ static void json_kv(prof_json *j, const char *k, const store_kv *kv, size_t n)
     prof_json_close(j);
 }
 
-static void json_run(prof_json *j, const rep_run *x)
+/* The run's row: identity, status, counts and figures. */
+static void json_run_row(prof_json *j, const store_run *r)
 {
-    const store_run *r = &x->r;
-    prof_json_object(j);
     prof_json_kint(j, "id", r->id);
     prof_json_kstr(j, "name", r->name);
     prof_json_kstr(j, "variant", r->variant);
@@ -318,8 +317,11 @@ static void json_run(prof_json *j, const rep_run *x)
         { "wall_to_target", r->wall_to_target }, { "hybrid_to_target", r->hybrid_to_target },
         { "kappa_first", r->kappa_first }, { "kappa_last", r->kappa_last } };
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) prof_json_knum(j, reals[i].k, reals[i].v);
-    json_kv(j, "params", x->params, x->n_params);
-    json_kv(j, "system", x->sys, x->n_sys);
+}
+
+/* Every stored metric series, by key: step, epoch, wall, hybrid time and value arrays. */
+static void json_metrics(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "metrics");
     prof_json_object(j);
     for (size_t k = 0; k < x->n_keys; k++) {
@@ -345,6 +347,10 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_ops(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "ops");
     prof_json_array(j);
     for (size_t i = 0; i < x->n_ops; i++) {
@@ -364,6 +370,10 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_profile(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "profile");
     if (x->has_prof) {
         const store_profile *p = &x->prof;
@@ -383,6 +393,10 @@ static void json_run(prof_json *j, const rep_run *x)
     } else {
         prof_json_null(j);
     }
+}
+
+static void json_solver_events(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "solver_events");
     prof_json_array(j);
     for (size_t i = 0; i < x->n_ev; i++) {
@@ -405,6 +419,10 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_quants(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "quantizations");
     prof_json_array(j);
     for (size_t i = 0; i < x->n_quants; i++) {
@@ -425,6 +443,19 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_run(prof_json *j, const rep_run *x)
+{
+    prof_json_object(j);
+    json_run_row(j, &x->r);
+    json_kv(j, "params", x->params, x->n_params);
+    json_kv(j, "system", x->sys, x->n_sys);
+    json_metrics(j, x);
+    json_ops(j, x);
+    json_profile(j, x);
+    json_solver_events(j, x);
+    json_quants(j, x);
     prof_json_close(j);
 }
 
@@ -1135,4 +1166,13 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     store_diff_free(d);
     store_compare_free(c);
     return store_output_close(&out, st);
+}
+
+/* `nnbench export`: the CSV report alone, through the same safe output file. */
+int store_export_csv(store *s, const long long *ids, size_t n, const char *path)
+{
+    store_output o;
+    int st = store_output_open(s->path, path, &o);
+    if (st) return st;
+    return store_output_close(&o, store_report_csv(s, ids, n, o.f));
 }

@@ -126,32 +126,23 @@ static int diff_print(store *s, const long long ids[2], int format, size_t rows)
     return st ? 1 : 0;
 }
 
+typedef struct { const char *db, *rows; int json, csv; } diff_opts;
+static const cli_opt diff_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, diff_opts, db), CLI_OPT_VALUE("--rows", NULL, diff_opts, rows),
+    CLI_OPT_FLAG("--json", NULL, diff_opts, json), CLI_OPT_FLAG("--csv", NULL, diff_opts, csv),
+};
+const cli_spec cmd_diff_spec = { "diff", cmd_diff_help, diff_opt, CLI_N(diff_opt) };
+
 int cmd_diff(int argc, char **argv)
 {
-    const char *db = NULL, *rows_s = NULL;
-    char *specs[2];
-    int nspec = 0, format = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(diff_help, stdout); return 0; }
-        if (!strcmp(a, "--json") || !strcmp(a, "--csv")) {
-            int f = a[2] == 'j' ? 1 : 2;
-            if (format && format != f) return diff_usage("--json and --csv: give one of them%s", "");
-            format = f;
-            continue;
-        }
-        const char **val = !strncmp(a, "--db", 4) && (!a[4] || a[4] == '=') ? &db
-                         : !strncmp(a, "--rows", 6) && (!a[6] || a[6] == '=') ? &rows_s : NULL;
-        if (val) {
-            const char *eq = strchr(a, '=');
-            if (!eq && i + 1 >= argc) return diff_usage("%s needs a value", a);
-            *val = eq ? eq + 1 : argv[++i];
-            continue;
-        }
-        if (a[0] == '-' && a[1] && !(a[1] >= '0' && a[1] <= '9')) return cli_unknown_option("diff", a);
-        if (nspec == 2) return diff_usage("two runs, A and B ('%s' is a third)", a);
-        specs[nspec++] = argv[i];
-    }
+    diff_opts o = { 0 };
+    int nspec, rc = cli_parse(&cmd_diff_spec, &o, argc, argv, &nspec);
+    if (rc >= 0) return rc;
+    if (o.json && o.csv) return diff_usage("--json and --csv: give one of them%s", "");
+    int format = o.json ? 1 : o.csv ? 2 : 0;
+    const char *db = o.db, *rows_s = o.rows;
+    char **specs = argv + 1;
+    if (nspec > 2) return diff_usage("two runs, A and B ('%s' is a third)", argv[3]);
     if (nspec < 2) return diff_usage("which runs? give two ids from nnbench list: nnbench diff A B%s", "");
     long rows = 0;
     if (rows_s) {
