@@ -41,6 +41,7 @@
  *  flatten       both 0                                  0
  *  maxk, cbsr_dense                                      see sparse.c
  *  aggregate                                             see gnn.c
+ *  embed, posenc, layernorm, attn_*, linformer_proj, resadd, ffn, meanpool   see attention.c
  * with n = elements per row, nb = bias length, K = classes, T = targets per row,
  * conv: C,H,W input, F filters, KxK kernel, P = OH·OW output positions with
  * OH = (H + 2·pad - K)/stride + 1 (OW alike), CKK = C·K·K, CHW = C·H·W;
@@ -693,4 +694,17 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
                            eng_aggregate_bytes, NULL },
     [ENG_OP_AVGPOOL] = { "avgpool", avgpool_fwd, avgpool_bwd, avgpool_flops, avgpool_bytes, NULL },
     [ENG_OP_GAP] = { "gap", gap_fwd, gap_bwd, gap_flops, gap_bytes, NULL },
+    /* sequence ops: attention.c */
+    [ENG_OP_EMBED] = { "embed", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_POSENC] = { "posenc", eng_posenc_fwd, eng_posenc_bwd, eng_posenc_flops, eng_posenc_bytes, NULL },
+    [ENG_OP_LAYERNORM] = { "layernorm", eng_layernorm_fwd, eng_layernorm_bwd, eng_layernorm_flops, eng_layernorm_bytes, NULL },
+    [ENG_OP_ATTN_QKV] = { "attn_qkv", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_ATTN_SCORES] = { "attn_scores", eng_attn_scores_fwd, eng_attn_scores_bwd, eng_attn_scores_flops, eng_attn_scores_bytes, eng_attn_scores_gemms },
+    [ENG_OP_ATTN_SOFTMAX] = { "attn_softmax", eng_attn_softmax_fwd, eng_attn_softmax_bwd, eng_attn_softmax_flops, eng_attn_softmax_bytes, NULL },
+    [ENG_OP_ATTN_WSUM] = { "attn_wsum", eng_attn_wsum_fwd, eng_attn_wsum_bwd, eng_attn_wsum_flops, eng_attn_wsum_bytes, eng_attn_wsum_gemms },
+    [ENG_OP_ATTN_OUT] = { "attn_out", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_LINFORMER_PROJ] = { "linformer_proj", eng_linformer_fwd, eng_linformer_bwd, eng_linformer_flops, eng_linformer_bytes, eng_linformer_gemms },
+    [ENG_OP_RESADD] = { "resadd", eng_resadd_fwd, eng_resadd_bwd, eng_resadd_flops, eng_resadd_bytes, NULL },
+    [ENG_OP_FFN] = { "ffn", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_MEANPOOL] = { "meanpool", eng_meanpool_fwd, eng_meanpool_bwd, eng_meanpool_flops, eng_meanpool_bytes, NULL },
 };

@@ -1,0 +1,302 @@
+/* attention.c (tests) — the sequence layers: finite-difference gradients of every sequence
+ * op inside small models (full and Linformer attention, sinusoidal and learned positions),
+ * the attention output against a naive reference, Linformer with E = F = I equal to full
+ * attention, the memory charged to attn_scores, and the layer and key parsing. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../engine/internal.h"
+#include "../../engine/rng.h"
+
+/* Differences of a float forward carry noise of about 1e-5 in absolute terms here (the
+ * loss's rounding / 2 eps), so a gradient is compared relative to its size, but never to
+ * less than 1% of the largest gradient of the model: a wrong backward is off by far more. */
+#define GRAD_TOL 5e-3
+#define GRAD_FLOOR_SHARE 1e-2
+
+static eng_layer_spec seq(eng_seq_kind k, int units, int heads, int ff)
+{
+    return (eng_layer_spec){ .kind = ENG_LAYER_SEQ, .seq = k, .units = units, .heads = heads, .ff = ff };
+}
+
+/* embed:8, posenc, layernorm, encoder:heads=2:ff=12, meanpool, dense:3 */
+static eng_model_config small_cfg(eng_attn_kind attn, int k, int learned)
+{
+    eng_model_config mc = { 0 };
+    mc.loss = ENG_LOSS_SOFTMAX_XENT;
+    mc.attn = attn;
+    mc.attn_k = k;
+    mc.layers[0] = seq(ENG_SEQ_EMBED, 8, 0, 0);
+    mc.layers[1] = seq(ENG_SEQ_POSENC, 0, 0, 0);
+    mc.layers[1].learned = learned;
+    mc.layers[2] = seq(ENG_SEQ_LAYERNORM, 0, 0, 0);
+    mc.layers[3] = seq(ENG_SEQ_ENCODER, 0, 2, 12);
+    mc.layers[4] = seq(ENG_SEQ_ENCODER, 0, 2, 12);
+    mc.layers[5] = seq(ENG_SEQ_MEANPOOL, 0, 0, 0);
+    mc.layers[6] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    mc.n_layers = 7;
+    return mc;
+}
+
+static void fill(float *v, size_t n, eng_rng *r, double scale)
+{
+    for (size_t i = 0; i < n; i++) v[i] = (float)(scale * eng_rng_normal(r));
+}
+
+/* worst relative difference of backward's gradients (parameters, then input) against
+ * central differences of the model's loss */
+static double grad_check(const char *label, const eng_model_config *mc, const int in[3], int rows)
+{
+    eng_model *m;
+    assert_int_equal(eng_model_build(mc, in, 3, rows, 7, NULL, &m), ENG_OK);
+    assert_int_equal(eng_model_enable_input_grad(m), ENG_OK);
+    size_t np = eng_model_n_params(m), nx = (size_t)rows * in[0] * in[1] * in[2], nt = np + nx;
+    float *x = malloc(nx * sizeof(float)), *ana = malloc(nt * sizeof(float));
+    int32_t lab[8];
+    eng_rng r;
+    eng_rng_seed(&r, 3, 3);
+    fill(x, nx, &r, 1.0);
+    for (int i = 0; i < rows; i++) lab[i] = (int32_t)eng_rng_below(&r, 3);
+    float *p = eng_model_params(m);
+    /* biases and shifts start at 0 and gains at 1: move them so every term is exercised */
+    for (size_t i = 0; i < np; i++) p[i] += (float)(0.1 * eng_rng_normal(&r));
+    eng_model_forward(m, x, rows, lab, NULL, NULL);
+    eng_model_backward(m);
+    memcpy(ana, eng_model_grads(m), np * sizeof(float));
+    memcpy(ana + np, m->dinput, nx * sizeof(float));
+    double worst = 0.0, wn = 0.0, floor = 0.0;
+    size_t wi = 0;
+    for (size_t i = 0; i < nt; i++) floor = fmax(floor, GRAD_FLOOR_SHARE * fabs(ana[i]));
+    const float eps = 1e-2f;
+    for (size_t i = 0; i < nt; i++) {
+        float *v = i < np ? &p[i] : &x[i - np], keep = *v;
+        *v = keep + eps;
+        double fp = eng_model_forward(m, x, rows, lab, NULL, NULL);
+        *v = keep - eps;
+        double fm = eng_model_forward(m, x, rows, lab, NULL, NULL);
+        *v = keep;
+        double num = (fp - fm) / (2.0 * eps), den = fabs(num) + fabs(ana[i]);
+        double d = fabs(num - ana[i]) / (den > floor ? den : floor);
+        if (d > worst) { worst = d; wi = i; wn = num; }
+    }
+    printf("  worst at %zu (%s): analytic %.6g numeric %.6g\n", wi, wi < np ? "param" : "input", ana[wi], wn);
+    printf("  %-22s %s: max rel diff %.2e over %zu values\n", label, eng_model_summary(m), worst, nt);
+    free(x);
+    free(ana);
+    eng_model_free(m);
+    return worst;
+}
+
+static void test_grad_full(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 5, 4 };
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    assert_true(grad_check("full, sinusoidal", &mc, in, 2) < GRAD_TOL);
+    mc = small_cfg(ENG_ATTN_FULL, 0, 1);
+    assert_true(grad_check("full, learned", &mc, in, 3) < GRAD_TOL);
+}
+
+static void test_grad_linformer(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 6, 3 };
+    eng_model_config mc = small_cfg(ENG_ATTN_LINFORMER, 3, 0);
+    assert_true(grad_check("linformer k=3", &mc, in, 2) < GRAD_TOL);
+}
+
+static const eng_node *find_op(const eng_model *m, eng_op_id op)
+{
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].op == op) return &m->nodes[i];
+    return NULL;
+}
+
+/* softmax(Q_h K_h^T / sqrt(dh)) V_h per head, in double, from the attn_qkv node's output,
+ * against the attn_wsum node's */
+static void test_attention_reference(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 7, 5 }, rows = 2;
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 3, rows, 11, NULL, &m), ENG_OK);
+    float x[2 * 7 * 5];
+    int32_t lab[2] = { 0, 2 };
+    eng_rng r;
+    eng_rng_seed(&r, 1, 1);
+    fill(x, sizeof x / sizeof *x, &r, 1.0);
+    eng_model_forward(m, x, rows, lab, NULL, NULL);
+    const eng_node *qkv = find_op(m, ENG_OP_ATTN_QKV), *ws = find_op(m, ENG_OP_ATTN_WSUM);
+    int n = 7, d = 8, H = 2, dh = 4;
+    double worst = 0.0;
+    for (int b = 0; b < rows; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < n; i++) {
+                const float *q = qkv->y + ((size_t)b * n + i) * 3 * d + h * dh;
+                double s[7], mx = -INFINITY, sum = 0.0;
+                for (int j = 0; j < n; j++) {
+                    const float *k = qkv->y + ((size_t)b * n + j) * 3 * d + d + h * dh;
+                    s[j] = 0.0;
+                    for (int c = 0; c < dh; c++) s[j] += (double)q[c] * k[c];
+                    s[j] /= sqrt((double)dh);
+                    if (s[j] > mx) mx = s[j];
+                }
+                for (int j = 0; j < n; j++) sum += (s[j] = exp(s[j] - mx));
+                for (int c = 0; c < dh; c++) {
+                    double o = 0.0;
+                    for (int j = 0; j < n; j++) o += s[j] / sum * qkv->y[((size_t)b * n + j) * 3 * d + 2 * d + h * dh + c];
+                    double got = ws->y[((size_t)b * n + i) * d + h * dh + c];
+                    if (fabs(got - o) > worst) worst = fabs(got - o);
+                }
+            }
+    printf("  attention vs double reference: max abs diff %.2e\n", worst);
+    assert_true(worst < 1e-5);
+    eng_model_free(m);
+}
+
+/* Linformer with k = n and E = F = identity attends exactly as full attention: the same
+ * parameters otherwise (copied around E, F) give the same logits. */
+static void test_linformer_identity(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 6, 4 }, rows = 2, n = 6;
+    eng_model_config fc = small_cfg(ENG_ATTN_FULL, 0, 0), lc = small_cfg(ENG_ATTN_LINFORMER, n, 0);
+    eng_model *fm, *lm;
+    assert_int_equal(eng_model_build(&fc, in, 3, rows, 5, NULL, &fm), ENG_OK);
+    assert_int_equal(eng_model_build(&lc, in, 3, rows, 5, NULL, &lm), ENG_OK);
+    assert_int_equal(lm->n_params, fm->n_params + 2 * 2 * (size_t)n * n);
+    /* walk both models' nodes: parameters match node by node, E and F set to I */
+    int j = 0;
+    for (int i = 0; i < lm->n_nodes; i++) {
+        eng_node *ln = &lm->nodes[i];
+        if (ln->op == ENG_OP_LINFORMER_PROJ) {
+            memset(ln->w, 0, ln->n_w * sizeof(float));
+            for (int t = 0; t < 2 * n; t++) ln->w[(size_t)t * n + t % n] = 1.0f;
+            continue;
+        }
+        eng_node *fn = &fm->nodes[j++];
+        assert_int_equal(fn->op, ln->op);
+        if (fn->n_w) memcpy(ln->w, fn->w, fn->n_w * sizeof(float));
+        if (fn->n_b) memcpy(ln->b, fn->b, fn->n_b * sizeof(float));
+    }
+    float x[2 * 6 * 4];
+    int32_t lab[2] = { 1, 0 };
+    eng_rng r;
+    eng_rng_seed(&r, 2, 2);
+    fill(x, sizeof x / sizeof *x, &r, 1.0);
+    double a = eng_model_forward(fm, x, rows, lab, NULL, NULL), b = eng_model_forward(lm, x, rows, lab, NULL, NULL);
+    double worst = 0.0;
+    for (int i = 0; i < rows * 3; i++) worst = fmax(worst, fabs(fm->logits[i] - lm->logits[i]));
+    printf("  linformer(E=F=I) vs full: loss %.6f vs %.6f, max logit diff %.2e\n", b, a, worst);
+    assert_true(worst < 1e-5);
+    eng_model_free(fm);
+    eng_model_free(lm);
+}
+
+/* The op table's memory column holds the probabilities and their gradient on attn_scores
+ * (B x heads x n x m floats, twice), and its FLOPs follow the documented formula. */
+static void test_scores_memory_and_flops(void **state)
+{
+    (void)state;
+    prof_t *p = prof_create(&(prof_options){ .quiet = 1 });
+    assert_non_null(p);
+    int in[3] = { 1, 16, 4 }, rows = 3;
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 3, rows, 5, p, &m), ENG_OK);
+    float x[3 * 16 * 4] = { 0 };
+    int32_t lab[3] = { 0, 1, 2 };
+    eng_model_forward(m, x, rows, lab, NULL, NULL);
+    prof_row *pr;
+    size_t nr;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &pr, &nr), 0);
+    int seen = 0;
+    for (size_t i = 0; i < nr; i++) {
+        if (strcmp(pr[i].name, "attn_scores.fwd") || strcmp(pr[i].layer, "encoder1")) continue;
+        seen = 1;
+        assert_int_equal(pr[i].self_mem, 2 * 4 * rows * 2 * 16 * 16);
+        assert_int_equal(pr[i].flops, 2ull * rows * 16 * 16 * 8 + (uint64_t)rows * 2 * 16 * 16);
+    }
+    assert_true(seen);
+    free(pr);
+    eng_model_free(m);
+    prof_destroy(p);
+}
+
+static void test_build_errors(void **state)
+{
+    (void)state;
+    eng_model *m;
+    int in[3] = { 1, 5, 4 };
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    mc.layers[3].heads = 3; /* 3 does not divide 8 */
+    assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "do not divide the width 8"));
+    int img[3] = { 2, 5, 4 };
+    mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    assert_int_equal(eng_model_build(&mc, img, 3, 2, 1, NULL, &m), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "needs a sequence input"));
+    mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    for (int i = 0; i < 20; i++) mc.layers[3 + i] = seq(ENG_SEQ_ENCODER, 0, 2, 8);
+    mc.layers[23] = seq(ENG_SEQ_MEANPOOL, 0, 0, 0);
+    mc.layers[24] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    mc.n_layers = 25;
+    assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "fewer encoder layers"));
+}
+
+/* The layer syntax (with "* N" repetition) and model.attention, through the real loader. */
+static void test_parsing(void **state)
+{
+    (void)state;
+    const char *ok[] = { "model.layers=embed:16, posenc:learned, encoder:heads=2:ff=32 * 3, layernorm, meanpool, dense:2",
+                         "model.attention=linformer:k=7" };
+    eng_experiment *ex;
+    assert_int_equal(eng_experiment_load("samples/spirals-mlp.ini", ok, 2, &ex), ENG_OK);
+    const eng_model_config *mc = &ex->variants[0].model;
+    assert_int_equal(mc->n_layers, 8);
+    assert_int_equal(mc->layers[2].seq, ENG_SEQ_ENCODER);
+    assert_int_equal(mc->layers[5].seq, ENG_SEQ_LAYERNORM);
+    assert_int_equal(mc->layers[4].heads, 2);
+    assert_int_equal(mc->layers[4].ff, 32);
+    assert_int_equal(mc->layers[1].learned, 1);
+    assert_int_equal(mc->attn, ENG_ATTN_LINFORMER);
+    assert_int_equal(mc->attn_k, 7);
+    eng_experiment_free(ex);
+    const char *bad[][2] = {
+        { "model.layers=embed, dense:2", "embed:WIDTH" },
+        { "model.layers=encoder:heads=0, dense:2", "encoder[:heads=H][:ff=F]" },
+        { "model.layers=posenc:sine, dense:2", "posenc:learned" },
+        { "model.layers=dense:4 * 0, dense:2", "LAYER * N" },
+        { "model.attention=linformer:k=0", "linformer:k=K" },
+        { "model.attention=sparse", "expected full" },
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_not_equal(eng_experiment_load("samples/spirals-mlp.ini", &bad[i][0], 1, &ex), ENG_OK);
+        if (!strstr(eng_error(), bad[i][1])) printf("  unexpected message: %s\n", eng_error());
+        assert_non_null(strstr(eng_error(), bad[i][1]));
+    }
+}
+
+int test_engine_attention(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_grad_full),
+        cmocka_unit_test(test_grad_linformer),
+        cmocka_unit_test(test_attention_reference),
+        cmocka_unit_test(test_linformer_identity),
+        cmocka_unit_test(test_scores_memory_and_flops),
+        cmocka_unit_test(test_build_errors),
+        cmocka_unit_test(test_parsing),
+    };
+    return cmocka_run_group_tests_name("engine_attention", tests, NULL, NULL);
+}
