@@ -1079,9 +1079,6 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         char aw[200];
         if (eng_attn_parse(c->model.attention, &c->model, aw, sizeof aw)) CROSS("model", "attention", "%s", aw);
     }
-    if (c->data.sequence != ENG_SEQ_VIEW_NONE && c->data.source != ENG_DATA_IDX)
-        CROSS("data", "sequence", "reads image data (data.source = idx) as a sequence; data.source = %s, set sequence = none",
-              E_SOURCE[c->data.source]);
     if (c->data.sequence > ENG_SEQ_VIEW_ROWS && c->data.augment[0] && strcmp(c->data.augment, "none"))
         CROSS("data", "augment", "shifts and flips images, but data.sequence = %s has reordered them; use sequence = rows "
               "or augment = none", E_SEQVIEW[c->data.sequence]);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../engine/data_internal.h"
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
 
@@ -287,6 +288,78 @@ static void test_parsing(void **state)
     }
 }
 
+/* data.sequence = patches: position p of a row is the p-th 4x4 block of the image, row-major
+ * (an 8x13 image: 2x3 patches, the 13th column dropped); pixels and rows only reshape. */
+static void test_sequence_views(void **state)
+{
+    (void)state;
+    enum { H = 8, W = 13, N = 3 };
+    float img[N * H * W], x[N * H * W];
+    for (int i = 0; i < N * H * W; i++) img[i] = (float)i;
+    eng_dataset ds = { .in_shape = { 1, H, W }, .in_size = H * W, .n_train = 2, .n_test = 1 };
+    memcpy(x, img, sizeof x);
+    ds.x_train = x;
+    ds.x_test = x + 2 * H * W;
+    eng_data_config dc = { .sequence = ENG_SEQ_VIEW_PATCHES };
+    assert_int_equal(eng_data_seq_view(&dc, &ds), ENG_OK);
+    assert_int_equal(ds.in_shape[1], 6);
+    assert_int_equal(ds.in_shape[2], 16);
+    assert_int_equal(ds.in_size, 96);
+    for (int r = 0; r < N; r++) {
+        const float *row = r < 2 ? ds.x_train + (size_t)r * ds.in_size : ds.x_test;
+        for (int p = 0; p < 6; p++)
+            for (int k = 0; k < 16; k++) {
+                int y = (p / 3) * 4 + k / 4, c = (p % 3) * 4 + k % 4;
+                assert_true(row[p * 16 + k] == img[r * H * W + y * W + c]);
+            }
+    }
+    eng_dataset px = { .in_shape = { 1, H, W }, .in_size = H * W, .n_train = 1, .x_train = x };
+    dc.sequence = ENG_SEQ_VIEW_PIXELS;
+    assert_int_equal(eng_data_seq_view(&dc, &px), ENG_OK);
+    assert_int_equal(px.in_shape[1], H * W);
+    assert_int_equal(px.in_shape[2], 1);
+    eng_dataset flat = { .in_shape = { 1, 1, 5 }, .in_size = 5, .n_train = 1, .x_train = x };
+    dc.sequence = ENG_SEQ_VIEW_ROWS;
+    assert_int_equal(eng_data_seq_view(&dc, &flat), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "data.sequence: needs single-channel images"));
+}
+
+/* markers: exactly two flagged positions, one in each outer quarter, label = tokens equal;
+ * both labels occur about equally often */
+static void test_markers(void **state)
+{
+    (void)state;
+    eng_data_config dc = { .source = ENG_DATA_MARKERS, .n = 400, .seq_len = 64, .test_fraction = 0.25 };
+    eng_dataset *ds;
+    assert_int_equal(eng_data_load(&dc, 3, &ds), ENG_OK);
+    assert_int_equal(ds->in_shape[1], 64);
+    assert_int_equal(ds->in_shape[2], 5);
+    int ones = 0;
+    for (int r = 0; r < ds->n_train; r++) {
+        const float *x = ds->x_train + (size_t)r * ds->in_size;
+        int at[2], nf = 0, tok[2];
+        for (int p = 0; p < 64; p++) {
+            const float *v = x + p * 5;
+            float sum = v[0] + v[1] + v[2] + v[3];
+            assert_true(sum == 1.0f);
+            if (v[4] == 1.0f) {
+                assert_true(nf < 2);
+                at[nf] = p;
+                tok[nf++] = v[0] ? 0 : v[1] ? 1 : v[2] ? 2 : 3;
+            }
+        }
+        assert_int_equal(nf, 2);
+        assert_true(at[0] < 16 && at[1] >= 48);
+        assert_int_equal(ds->y_train[r], tok[0] == tok[1]);
+        ones += ds->y_train[r];
+    }
+    assert_true(ones > ds->n_train / 3 && ones < 2 * ds->n_train / 3);
+    eng_data_free(ds);
+    dc.seq_len = 4;
+    assert_int_equal(eng_data_load(&dc, 3, &ds), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "seq_len >= 8"));
+}
+
 int test_engine_attention(void)
 {
     const struct CMUnitTest tests[] = {
@@ -297,6 +370,8 @@ int test_engine_attention(void)
         cmocka_unit_test(test_scores_memory_and_flops),
         cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_parsing),
+        cmocka_unit_test(test_sequence_views),
+        cmocka_unit_test(test_markers),
     };
     return cmocka_run_group_tests_name("engine_attention", tests, NULL, NULL);
 }
