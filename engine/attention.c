@@ -297,9 +297,15 @@ static const float *attn_q(const eng_attn *a, int b, int h)
 }
 
 /* S[b,h] [n x m] = Q_h K_h^T / sqrt(dh) */
+static void lsh_scores_fwd(eng_node *n, int rows);
+static void lsh_scores_bwd(eng_node *n, int rows);
+static void lsh_wsum_fwd(eng_node *n, int rows);
+static void lsh_wsum_bwd(eng_node *n, int rows);
+
 void eng_attn_scores_fwd(eng_node *n, int rows)
 {
     const eng_attn *a = n->attn;
+    if (a->idx) { lsh_scores_fwd(n, rows); return; }
     int dh = a->d / a->heads;
     float scale = 1.0f / sqrtf((float)dh);
     for (int b = 0; b < rows; b++)
@@ -314,6 +320,7 @@ void eng_attn_scores_fwd(eng_node *n, int rows)
 void eng_attn_scores_bwd(eng_node *n, int rows)
 {
     const eng_attn *a = n->attn;
+    if (a->idx) { lsh_scores_bwd(n, rows); return; }
     int dh = a->d / a->heads, ld = 3 * a->d;
     float scale = 1.0f / sqrtf((float)dh);
     for (int b = 0; b < rows; b++)
@@ -344,6 +351,7 @@ uint64_t eng_attn_scores_bytes(const eng_node *n, int rows, eng_dir dir)
 int eng_attn_scores_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
     const eng_attn *a = n->attn;
+    if (a->kind == ENG_ATTN_LSH) return 0; /* gathers, no GEMM */
     int dh = a->d / a->heads;
     double calls = (double)rows * a->heads;
     g[0] = (eng_gemm_shape){ 0, 1, a->n, a->m, dh, calls };
@@ -392,6 +400,7 @@ uint64_t eng_attn_softmax_bytes(const eng_node *n, int rows, eng_dir dir)
 void eng_attn_wsum_fwd(eng_node *n, int rows)
 {
     const eng_attn *a = n->attn;
+    if (a->idx) { lsh_wsum_fwd(n, rows); return; }
     int dh = a->d / a->heads;
     for (int b = 0; b < rows; b++)
         for (int h = 0; h < a->heads; h++) {
@@ -406,6 +415,7 @@ void eng_attn_wsum_fwd(eng_node *n, int rows)
 void eng_attn_wsum_bwd(eng_node *n, int rows)
 {
     const eng_attn *a = n->attn;
+    if (a->idx) { lsh_wsum_bwd(n, rows); return; }
     int dh = a->d / a->heads;
     for (int b = 0; b < rows; b++)
         for (int h = 0; h < a->heads; h++) {
@@ -431,12 +441,190 @@ uint64_t eng_attn_wsum_bytes(const eng_node *n, int rows, eng_dir dir)
 int eng_attn_wsum_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
     const eng_attn *a = n->attn;
+    if (a->kind == ENG_ATTN_LSH) return 0;
     int dh = a->d / a->heads;
     double calls = (double)rows * a->heads;
     g[0] = (eng_gemm_shape){ 0, 0, a->n, dh, a->m, calls };
     g[1] = (eng_gemm_shape){ 0, 1, a->n, a->m, dh, calls };
     g[2] = (eng_gemm_shape){ 1, 0, a->m, dh, a->n, calls };
     return 3;
+}
+
+/* ---- Reformer LSH attention (Kitaev et al. 2020) -------------------------------------
+ * Shared QK: the keys are the queries (the K columns of attn_qkv go unused, their gradient
+ * is 0). Each round hashes every query by a fixed random rotation R [dh x buckets/2]:
+ * bucket = argmax [qR, -qR]; positions are sorted by (bucket, position) and cut into chunks
+ * of `chunk` = ceil(n / buckets); a query's keys are the positions of its own chunk and the
+ * previous one, itself masked (unless it would have no key at all). The rounds' key lists
+ * are concatenated into one softmax (duplicates across rounds are not corrected), so
+ * attn_scores, attn_softmax and attn_wsum run on m = rounds x 2 x chunk gathered keys per
+ * query: O(n·m) time and memory. The hash is piecewise constant: no gradient flows through
+ * it (lsh_hash.bwd does nothing). The rotations are drawn once at build from the layer. */
+
+/* the rotations do not depend on the run seed: the same model hashes the same way */
+#define LSH_SEED 0x4c534831ull /* "LSH1" */
+
+static float *lsh_rot(const eng_node *n) { return n->ws; }
+
+static void lsh_round(const eng_attn *a, const float *rot, int b, int h, int r, int32_t *bucket, int32_t *perm,
+                      int32_t *count, int32_t *list)
+{
+    int N = a->n, dh = a->d / a->heads, half = a->buckets / 2, c = a->chunk, W = a->m;
+    const float *R = rot + (size_t)r * dh * half;
+    for (int i = 0; i < N; i++) {
+        const float *q = attn_q(a, b, h) + (size_t)i * 3 * a->d;
+        float best = -INFINITY;
+        int arg = 0;
+        for (int j = 0; j < half; j++) {
+            float v = 0.0f;
+            for (int t = 0; t < dh; t++) v += q[t] * R[(size_t)t * half + j];
+            if (v > best) { best = v; arg = j; }
+            if (-v > best) { best = -v; arg = j + half; }
+        }
+        bucket[i] = arg;
+    }
+    /* counting sort: stable, so positions stay ascending inside a bucket */
+    memset(count, 0, (size_t)(a->buckets + 1) * sizeof(int32_t));
+    for (int i = 0; i < N; i++) count[bucket[i] + 1]++;
+    for (int k = 0; k < a->buckets; k++) count[k + 1] += count[k];
+    for (int i = 0; i < N; i++) perm[count[bucket[i]]++] = i;
+    for (int s = 0; s < N; s++) {
+        int i = perm[s], ch = s / c, lo = (ch - 1) * c;
+        int32_t *row = list + (size_t)i * W + (size_t)r * 2 * c;
+        for (int t = lo > 0 ? lo : 0; t < (ch + 1) * c && t < N; t++) row[t - lo] = perm[t] == i ? -1 : perm[t];
+    }
+}
+
+void eng_lsh_hash_fwd(eng_node *n, int rows)
+{
+    const eng_attn *a = n->attn;
+    int N = a->n, W = a->m;
+    int32_t *bucket = a->idx + (size_t)n->attn->heads * rows * N * W, *perm = bucket + N, *count = perm + N;
+    (void)rows;
+    for (int b = 0; b < rows; b++)
+        for (int h = 0; h < a->heads; h++) {
+            int32_t *list = a->idx + ((size_t)b * a->heads + h) * N * W;
+            for (size_t k = 0; k < (size_t)N * W; k++) list[k] = -1;
+            for (int r = 0; r < a->rounds; r++) lsh_round(a, lsh_rot(n), b, h, r, bucket, perm, count, list);
+            for (int i = 0; i < N; i++) {
+                int32_t *row = list + (size_t)i * W, any = 0;
+                for (int w = 0; w < W; w++) any |= row[w] >= 0;
+                if (!any) row[0] = i;
+            }
+        }
+}
+
+void eng_lsh_hash_bwd(eng_node *n, int rows) { (void)n; (void)rows; }
+
+/* per query and round: dh·(buckets/2) multiply-adds and buckets compares; then the sort */
+uint64_t eng_lsh_hash_flops(const eng_node *n, int rows, eng_dir dir)
+{
+    const eng_attn *a = n->attn;
+    if (dir == ENG_BWD) return 0;
+    uint64_t per = U64(a->d / a->heads) * a->buckets + a->buckets + 4;
+    return U64(rows) * a->heads * a->n * a->rounds * per;
+}
+
+uint64_t eng_lsh_hash_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    const eng_attn *a = n->attn;
+    if (dir == ENG_BWD) return 0;
+    return 4 * (U64(rows) * a->n * a->d * a->rounds + U64(rows) * a->heads * a->n * a->m);
+}
+
+/* S[i, w] = q_i · q_idx[w] / sqrt(dh), -inf where masked */
+static void lsh_scores_fwd(eng_node *n, int rows)
+{
+    const eng_attn *a = n->attn;
+    int dh = a->d / a->heads, ld = 3 * a->d, W = a->m;
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int b = 0; b < rows; b++)
+        for (int h = 0; h < a->heads; h++) {
+            size_t base = ((size_t)b * a->heads + h) * a->n * W;
+            const float *q0 = attn_q(a, b, h);
+            for (int i = 0; i < a->n; i++)
+                for (int w = 0; w < W; w++) {
+                    int32_t j = a->idx[base + (size_t)i * W + w];
+                    float v = 0.0f;
+                    for (int t = 0; t < dh && j >= 0; t++) v += q0[(size_t)i * ld + t] * q0[(size_t)j * ld + t];
+                    n->y[base + (size_t)i * W + w] = j >= 0 ? v * scale : -INFINITY;
+                }
+        }
+}
+
+/* dq_i += dS[i,w] q_j / sqrt(dh) and dq_j += dS[i,w] q_i / sqrt(dh); K's gradient is 0 */
+static void lsh_scores_bwd(eng_node *n, int rows)
+{
+    const eng_attn *a = n->attn;
+    int dh = a->d / a->heads, ld = 3 * a->d, W = a->m;
+    float scale = 1.0f / sqrtf((float)dh);
+    for (int b = 0; b < rows; b++)
+        for (size_t i = 0; i < (size_t)a->n; i++)
+            memset(a->dqkv + ((size_t)b * a->n + i) * ld, 0, 2 * (size_t)a->d * sizeof(float));
+    for (int b = 0; b < rows; b++)
+        for (int h = 0; h < a->heads; h++) {
+            size_t base = ((size_t)b * a->heads + h) * a->n * W, off = (size_t)b * a->n * ld + (size_t)h * dh;
+            const float *q0 = a->qkv + off;
+            float *dq0 = a->dqkv + off;
+            for (int i = 0; i < a->n; i++)
+                for (int w = 0; w < W; w++) {
+                    int32_t j = a->idx[base + (size_t)i * W + w];
+                    if (j < 0) continue;
+                    float g = n->dy[base + (size_t)i * W + w] * scale;
+                    for (int t = 0; t < dh; t++) {
+                        dq0[(size_t)i * ld + t] += g * q0[(size_t)j * ld + t];
+                        dq0[(size_t)j * ld + t] += g * q0[(size_t)i * ld + t];
+                    }
+                }
+        }
+}
+
+/* ctx_i = sum_w P[i,w] v_idx[w] */
+static void lsh_wsum_fwd(eng_node *n, int rows)
+{
+    const eng_attn *a = n->attn;
+    int dh = a->d / a->heads, ld = 3 * a->d, W = a->m;
+    for (int b = 0; b < rows; b++)
+        for (int h = 0; h < a->heads; h++) {
+            size_t base = ((size_t)b * a->heads + h) * a->n * W;
+            const float *v0 = a->v + b * a->kv_row + (size_t)h * dh;
+            for (int i = 0; i < a->n; i++) {
+                float *ctx = n->y + ((size_t)b * a->n + i) * a->d + (size_t)h * dh;
+                memset(ctx, 0, (size_t)dh * sizeof(float));
+                for (int w = 0; w < W; w++) {
+                    int32_t j = a->idx[base + (size_t)i * W + w];
+                    float p = n->x[base + (size_t)i * W + w];
+                    for (int t = 0; t < dh && j >= 0; t++) ctx[t] += p * v0[(size_t)j * ld + t];
+                }
+            }
+        }
+}
+
+/* dP[i,w] = dctx_i · v_idx[w]; dv_idx[w] += P[i,w] dctx_i */
+static void lsh_wsum_bwd(eng_node *n, int rows)
+{
+    const eng_attn *a = n->attn;
+    int dh = a->d / a->heads, ld = 3 * a->d, W = a->m;
+    for (int b = 0; b < rows; b++)
+        for (size_t i = 0; i < (size_t)a->n; i++)
+            memset(a->dv + b * a->kv_row + i * ld, 0, (size_t)a->d * sizeof(float));
+    for (int b = 0; b < rows; b++)
+        for (int h = 0; h < a->heads; h++) {
+            size_t base = ((size_t)b * a->heads + h) * a->n * W, kv = b * a->kv_row + (size_t)h * dh;
+            for (int i = 0; i < a->n; i++) {
+                const float *dctx = n->dy + ((size_t)b * a->n + i) * a->d + (size_t)h * dh;
+                for (int w = 0; w < W; w++) {
+                    size_t e = base + (size_t)i * W + w;
+                    int32_t j = a->idx[e];
+                    float acc = 0.0f, p = n->x[e];
+                    for (int t = 0; t < dh && j >= 0; t++) {
+                        acc += dctx[t] * a->v[kv + (size_t)j * ld + t];
+                        a->dv[kv + (size_t)j * ld + t] += p * dctx[t];
+                    }
+                    n->dx[e] = acc;
+                }
+            }
+        }
 }
 
 /* ---- Linformer: K' = E^T K, V' = F^T V along the sequence (n -> k rows) ---------------
@@ -533,17 +721,29 @@ static int plan_encoder(eng_model *m, const eng_layer_spec *sp, int i, eng_layer
     if (d % H)
         return eng_fail(ENG_EINVAL, "model: layer %d (%s): %d heads do not divide the width %d; use a head count "
                         "that divides it, or an embed width that the heads divide", i + 1, L->name, H, d);
-    int lin = mc->attn == ENG_ATTN_LINFORMER, k = lin ? mc->attn_k : n;
-    if (mc->attn != ENG_ATTN_FULL && !lin)
-        return eng_fail(ENG_EINVAL, "model: layer %d (%s): attention kind %d is not implemented (model.attention "
-                        "= full or linformer:k=K)", i + 1, L->name, (int)mc->attn);
+    int lin = mc->attn == ENG_ATTN_LINFORMER, lsh = mc->attn == ENG_ATTN_LSH, k = lin ? mc->attn_k : n;
+    int nb = mc->attn_buckets, rounds = mc->attn_rounds, chunk = lsh && nb > 0 ? (n + nb - 1) / nb : 0;
+    if (mc->attn != ENG_ATTN_FULL && !lin && !lsh)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): unknown attention kind %d", i + 1, L->name, (int)mc->attn);
     if (k < 1)
         return eng_fail(ENG_EINVAL, "model: layer %d (%s): linformer needs k >= 1, got %d", i + 1, L->name, k);
+    if (lsh && (nb < 2 || nb % 2 || rounds < 1))
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): lsh needs an even number of buckets >= 2 and rounds >= 1, "
+                        "got buckets=%d rounds=%d", i + 1, L->name, nb, rounds);
+    if (lsh) k = rounds * 2 * chunk;
     size_t D = (size_t)d, F = (size_t)ff;
     int cur[3] = { 1, n, d };
     chain(m, ENG_OP_LAYERNORM, i, cur, 1, n, d, D, D)->accum = 1;
     chain(m, ENG_OP_ATTN_QKV, i, cur, 1, n, 3 * d, 3 * D * D, 3 * D);
     if (lin) chain(m, ENG_OP_LINFORMER_PROJ, i, cur, 2, k, d, 2 * (size_t)n * k, 0);
+    if (lsh) {
+        /* its output is the key lists, kept in its workspace; y is a placeholder */
+        eng_node *hn = seq_node(m, ENG_OP_LSH_HASH, i, cur, (int[3]){ 1, 1, 1 }, 0, 0);
+        hn->kernel = nb;
+        hn->stride = rounds;
+        hn->k = k;
+        hn->pad = H;
+    }
     chain(m, ENG_OP_ATTN_SCORES, i, cur, H, n, k, 0, 0);
     chain(m, ENG_OP_ATTN_SOFTMAX, i, cur, H, n, k, 0, 0);
     chain(m, ENG_OP_ATTN_WSUM, i, cur, 1, n, d, 0, 0);
@@ -561,6 +761,9 @@ static int plan_encoder(eng_model *m, const eng_layer_spec *sp, int i, eng_layer
     a->m = k;
     a->d = d;
     a->heads = H;
+    a->buckets = nb;
+    a->rounds = rounds;
+    a->chunk = chunk;
     return ENG_OK;
 }
 
@@ -611,6 +814,11 @@ size_t eng_seq_ws_floats(const eng_node *n, int max_batch)
 {
     if (n->op == ENG_OP_LAYERNORM) return 2 * (size_t)max_batch * n->in_shape[1];
     if (n->op == ENG_OP_POSENC && !n->n_w) return n->out_size;
+    if (n->op == ENG_OP_LSH_HASH) {
+        /* rotations, key lists, then one round's buckets, order and counts */
+        size_t N = (size_t)n->in_shape[1], dh = (size_t)n->in_shape[2] / 3 / n->pad;
+        return (size_t)n->stride * dh * (n->kernel / 2) + (size_t)max_batch * n->pad * N * n->k + 2 * N + n->kernel + 1;
+    }
     return 0;
 }
 
@@ -633,6 +841,13 @@ void eng_seq_wire(eng_model *m, eng_layer *L)
             a->k = n->y + a->d; a->v = n->y + 2 * a->d; a->dk = n->dy + a->d; a->dv = n->dy + 2 * a->d;
             a->ldkv = 3 * a->d;
             a->kv_row = (size_t)a->n * 3 * a->d;
+        }
+        if (n->op == ENG_OP_LSH_HASH) {
+            size_t nrot = (size_t)n->stride * (a->d / a->heads) * (n->kernel / 2);
+            eng_rng r;
+            eng_rng_seed(&r, LSH_SEED, (uint64_t)first->layer);
+            for (size_t k = 0; k < nrot; k++) n->ws[k] = (float)eng_rng_normal(&r);
+            a->idx = (int32_t *)(n->ws + nrot);
         }
         if (n->op == ENG_OP_LINFORMER_PROJ) {
             size_t kd = (size_t)a->m * a->d;
@@ -679,6 +894,9 @@ int eng_seq_summary(const eng_model *m, const eng_layer *L, char *s, size_t cap)
         {
             const eng_attn *at = &m->attn[first->layer];
             int ff = first[L->n_nodes - 4].out_shape[2];
+            if (at->kind == ENG_ATTN_LSH)
+                return snprintf(s, cap, "encoder(%dx%d h%d ff%d lsh b%d r%d c%d)", a[1], a[2], at->heads, ff, at->buckets,
+                                at->rounds, at->chunk);
             if (at->kind == ENG_ATTN_LINFORMER)
                 return snprintf(s, cap, "encoder(%dx%d h%d ff%d linformer k%d)", a[1], a[2], at->heads, ff, at->m);
             return snprintf(s, cap, "encoder(%dx%d h%d ff%d full)", a[1], a[2], at->heads, ff);
@@ -772,6 +990,16 @@ int eng_attn_parse(const char *s, eng_model_config *mc, char *why, size_t cap)
         mc->attn = ENG_ATTN_LINFORMER;
         return 0;
     }
-    snprintf(why, cap, "expected full or linformer:k=K (K >= 1: the rows keys and values are projected to), got '%s'", s);
+    if (!strncmp(buf, "lsh:", 4)) {
+        char *b = buf + 4, *colon = strchr(b, ':');
+        if (colon) *colon = '\0';
+        if (colon && !parse_pos(b, "buckets", &mc->attn_buckets) && !parse_pos(colon + 1, "rounds", &mc->attn_rounds) &&
+            mc->attn_buckets % 2 == 0) {
+            mc->attn = ENG_ATTN_LSH;
+            return 0;
+        }
+    }
+    snprintf(why, cap, "expected full, linformer:k=K (K >= 1: the rows keys and values are projected to) or "
+             "lsh:buckets=B:rounds=R (B even, R >= 1), got '%s'", s);
     return -1;
 }

@@ -145,8 +145,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
       "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); sequence layers embed:D, posenc[:learned], layernorm, encoder[:heads=H][:ff=F], meanpool (docs/attention.md); LAYER * N repeats a layer; the last layer gives the outputs") \
-    X("model", "attention", K_STR, model.attention, 0, 0, NULL, NULL, "full, linformer:k=K", "full",  \
-      "how encoder layers attend: full softmax(QK^T)V, or Linformer (keys and values projected along the sequence to K rows by learned n x K matrices E, F shared by the heads of a layer); docs/attention.md") \
+    X("model", "attention", K_STR, model.attention, 0, 0, NULL, NULL, "full, linformer:k=K, lsh:buckets=B:rounds=R", "full",  \
+      "how encoder layers attend: full softmax(QK^T)V, Linformer (keys and values projected along the sequence to K rows by learned n x K matrices E, F shared by the heads of a layer), or Reformer LSH (shared QK hashed into B buckets by random rotations, R rounds, sorted and chunked: each query attends to its own and the previous chunk); docs/attention.md") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \

@@ -122,6 +122,7 @@ typedef enum {
     ENG_OP_RESADD = 25,        /* residual: y = x + the block input */
     ENG_OP_FFN = 26,           /* per-position linear + bias (the encoder's MLP) */
     ENG_OP_MEANPOOL = 27,      /* mean over the positions */
+    ENG_OP_LSH_HASH = 28,      /* Reformer LSH: buckets by random rotations, sorted, chunked key lists */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -243,6 +244,10 @@ typedef struct eng_attn {
     float *k, *v, *dk, *dv;     /* the first sample's K and V (and gradients) */
     int ldkv;
     size_t kv_row;
+    /* LSH (m = rounds x 2 x chunk key slots per query): the key positions of each query
+     * [B x heads x n x m], -1 = masked; keys are the queries themselves (shared QK) */
+    int32_t *idx;
+    int buckets, rounds, chunk;
 } eng_attn;
 
 /* attention.c: the sequence ops (entries of eng_ops; formulas in attention.c). seqlin serves
@@ -261,6 +266,7 @@ ENG_SEQ_OP_DECL(attn_wsum)
 ENG_SEQ_OP_DECL(linformer)
 ENG_SEQ_OP_DECL(resadd)
 ENG_SEQ_OP_DECL(meanpool)
+ENG_SEQ_OP_DECL(lsh_hash)
 int eng_seqlin_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
 int eng_attn_scores_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
 int eng_attn_wsum_gemms(const eng_node *n, int rows, eng_gemm_shape *g);

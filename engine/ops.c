@@ -707,4 +707,5 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
     [ENG_OP_RESADD] = { "resadd", eng_resadd_fwd, eng_resadd_bwd, eng_resadd_flops, eng_resadd_bytes, NULL },
     [ENG_OP_FFN] = { "ffn", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
     [ENG_OP_MEANPOOL] = { "meanpool", eng_meanpool_fwd, eng_meanpool_bwd, eng_meanpool_flops, eng_meanpool_bytes, NULL },
+    [ENG_OP_LSH_HASH] = { "lsh_hash", eng_lsh_hash_fwd, eng_lsh_hash_bwd, eng_lsh_hash_flops, eng_lsh_hash_bytes, NULL },
 };
