@@ -146,6 +146,9 @@ fi
 # ---- 6: scaling ------------------------------------------------------------------------
 [ -x "$bin/scaling_bench" ] && section "$bin/scaling_bench" $quick
 
+# ---- 10: attention as n grows: full vs Linformer vs LSH (docs/attention.md) ------------
+[ -x "$bin/attention_bench" ] && section "$bin/attention_bench" $quick
+
 # ---- 7: MaxK / CBSR kernels and graph sampling (issue 16) -------------------------------
 [ -x "$bin/sparse_bench" ] && section "$bin/sparse_bench" $quick
 [ -x "$bin/graph_bench" ] && section "$bin/graph_bench" $quick
