@@ -2,9 +2,9 @@
  * `make bench`. One encoder layer (embed:32, posenc, encoder:heads=2:ff=64, meanpool,
  * dense:2) on the markers task (data.source = markers) at n = 256, 512, ... for each
  * attention variant: full, linformer (k = 64), lsh (chunks of 32: buckets = n/32, 2 rounds).
- * Per n: the step time (forward + backward, median of the reps), the attention time (the
- * attn_scores, attn_softmax, attn_wsum, linformer_proj and lsh_hash scopes, forward and
- * backward, per step), the attention memory (those scopes' memory column: the buffers they
+ * Per n: the step time (forward + backward, median of the reps after a warm-up step), the
+ * attention time (the attn_scores, attn_softmax, attn_wsum, linformer_proj and lsh_hash
+ * scopes' self time, forward and backward, median per step), the attention memory (those scopes' memory column: the buffers they
  * hold) and the run's peak memory; then the log-log exponent of each against n.
  * Batch 1, BLAS 1-threaded (train.threads = 1's setting), the same seed for every size.
  *
@@ -42,6 +42,21 @@ static int is_attention_scope(const char *name)
     return 0;
 }
 
+/* The attention scopes' self time so far (ns) and memory column (bytes). */
+static void attention_sums(prof_t *p, double *ns, double *bytes)
+{
+    prof_row *rows;
+    size_t nr;
+    *ns = *bytes = 0.0;
+    if (prof_rows(p, PROF_BY_SCOPE, &rows, &nr)) return;
+    for (size_t i = 0; i < nr; i++)
+        if (is_attention_scope(rows[i].name)) {
+            *ns += (double)rows[i].self_ns;
+            *bytes += (double)rows[i].self_mem;
+        }
+    free(rows);
+}
+
 static int measure(int var, int n, int reps, point *out)
 {
     eng_data_config dc = { .source = ENG_DATA_MARKERS, .n = 4, .seq_len = n };
@@ -68,27 +83,23 @@ static int measure(int var, int n, int reps, point *out)
         eng_data_free(ds);
         return -1;
     }
-    double t[64];
+    /* the first step is a warm-up (first touch of the buffers); each later one is timed
+     * whole and, through the profiler's running sums, for its attention scopes alone */
+    double t[64], at[64], before = 0.0, after, bytes;
     for (int r = 0; r <= reps && r < 64; r++) {
         double t0 = now_s();
         eng_model_forward(m, ds->x_train + (size_t)(r % ds->n_train) * ds->in_size, 1,
                           ds->y_train + r % ds->n_train, NULL, NULL);
         eng_model_backward(m);
-        if (r) t[r - 1] = now_s() - t0; /* the first is a warm-up */
+        double t1 = now_s();
+        attention_sums(p, &after, &bytes);
+        if (r) { t[r - 1] = t1 - t0; at[r - 1] = 1e-9 * (after - before); }
+        before = after;
     }
     out->step_s = stats_of(t, reps).med;
+    out->attn_s = stats_of(at, reps).med;
+    out->attn_bytes = bytes;
     out->peak_bytes = (double)(prof_mem_peak() - live0);
-    prof_row *rows;
-    size_t nr;
-    out->attn_s = out->attn_bytes = 0.0;
-    if (!prof_rows(p, PROF_BY_SCOPE, &rows, &nr)) {
-        for (size_t i = 0; i < nr; i++)
-            if (is_attention_scope(rows[i].name)) {
-                out->attn_s += 1e-9 * (double)rows[i].self_ns / (reps + 1);
-                out->attn_bytes += (double)rows[i].self_mem;
-            }
-        free(rows);
-    }
     eng_model_free(m);
     prof_destroy(p);
     eng_data_free(ds);
