@@ -689,17 +689,9 @@ static const char *const SEQ_NAMES[] = { "embed", "posenc", "layernorm", "encode
 static eng_node *seq_node(eng_model *m, eng_op_id op, int layer, const int in[3], const int out[3], size_t nw,
                           size_t nb)
 {
-    eng_node *n = &m->nodes[m->n_nodes++];
-    memset(n, 0, sizeof *n);
-    n->op = op;
-    n->layer = layer;
-    memcpy(n->in_shape, in, sizeof n->in_shape);
-    memcpy(n->out_shape, out, sizeof n->out_shape);
-    n->in_size = (size_t)in[0] * in[1] * in[2];
-    n->out_size = (size_t)out[0] * out[1] * out[2];
+    eng_node *n = eng_model_add_node(m, op, layer, in, out);
     n->n_w = nw;
     n->n_b = nb;
-    n->prof_fwd = n->prof_bwd = -1;
     return n;
 }
 

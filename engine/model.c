@@ -64,6 +64,11 @@ static eng_node *add_node(eng_model *m, eng_op_id op, int layer, const int in_sh
     return n;
 }
 
+eng_node *eng_model_add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3], const int out_shape[3])
+{
+    return add_node(m, op, layer, in_shape, out_shape);
+}
+
 /* A conv layer's output shape and its conv2d + bias nodes (plan's case). */
 static int plan_conv(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L, const int shape[3], int out[3])
 {

@@ -155,44 +155,74 @@ static const eng_node *find_op(const eng_model *m, eng_op_id op)
     return NULL;
 }
 
-/* softmax(Q_h K_h^T / sqrt(dh)) V_h per head, in double, from the attn_qkv node's output,
- * against the attn_wsum node's */
-static void test_attention_reference(void **state)
+/* Builds mc on in, runs one forward of `rows` random rows (seeded), returns the model. */
+static eng_model *forward_random(const eng_model_config *mc, const int in[3], int rows, uint64_t seed)
 {
-    (void)state;
-    int in[3] = { 1, 7, 5 }, rows = 2;
-    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
     eng_model *m;
-    assert_int_equal(eng_model_build(&mc, in, 3, rows, 11, NULL, &m), ENG_OK);
-    float x[2 * 7 * 5];
-    int32_t lab[2] = { 0, 2 };
+    assert_int_equal(eng_model_build(mc, in, 3, rows, seed, NULL, &m), ENG_OK);
+    size_t nx = (size_t)rows * in[1] * in[2];
+    float *x = malloc(nx * sizeof(float));
+    int32_t lab[4] = { 0, 2, 1, 0 };
     eng_rng r;
-    eng_rng_seed(&r, 1, 1);
-    fill(x, sizeof x / sizeof *x, &r, 1.0);
+    eng_rng_seed(&r, seed, seed);
+    fill(x, nx, &r, 1.0);
     eng_model_forward(m, x, rows, lab, NULL, NULL);
+    free(x);
+    return m;
+}
+
+/* The largest difference between the attn_wsum output of encoder layer `l` and, in double,
+ * softmax over each query's keys of q·k / sqrt(dh) times v, from the attn_qkv output: all
+ * positions (full), or the LSH key lists (whose keys are the queries: shared QK). Also
+ * checks each list: keys in range, at least one, the query itself only when alone. */
+static double reference_diff(const eng_model *m, int l, int rows)
+{
+    const eng_attn *a = &m->attn[l];
     const eng_node *qkv = find_op(m, ENG_OP_ATTN_QKV), *ws = find_op(m, ENG_OP_ATTN_WSUM);
-    int n = 7, d = 8, H = 2, dh = 4;
-    double worst = 0.0;
+    int n = a->n, d = a->d, H = a->heads, dh = d / H, W = a->idx ? a->m : n, kcol = a->idx ? 0 : d;
+    double worst = 0.0, *s = malloc((size_t)W * sizeof(double));
     for (int b = 0; b < rows; b++)
         for (int h = 0; h < H; h++)
             for (int i = 0; i < n; i++) {
+                const int32_t *keys = a->idx ? a->idx + (((size_t)b * H + h) * n + i) * W : NULL;
                 const float *q = qkv->y + ((size_t)b * n + i) * 3 * d + h * dh;
-                double s[7], mx = -INFINITY, sum = 0.0;
-                for (int j = 0; j < n; j++) {
-                    const float *k = qkv->y + ((size_t)b * n + j) * 3 * d + d + h * dh;
-                    s[j] = 0.0;
-                    for (int c = 0; c < dh; c++) s[j] += (double)q[c] * k[c];
-                    s[j] /= sqrt((double)dh);
-                    if (s[j] > mx) mx = s[j];
+                double mx = -INFINITY, sum = 0.0;
+                int valid = 0, self = 0;
+                for (int w = 0; w < W; w++) {
+                    int j = keys ? keys[w] : w;
+                    assert_true(j >= -1 && j < n);
+                    s[w] = 0.0;
+                    if (j < 0) continue;
+                    valid++;
+                    self += j == i;
+                    const float *k = qkv->y + ((size_t)b * n + j) * 3 * d + kcol + h * dh;
+                    for (int c = 0; c < dh; c++) s[w] += (double)q[c] * k[c];
+                    s[w] /= sqrt((double)dh);
+                    if (s[w] > mx) mx = s[w];
                 }
-                for (int j = 0; j < n; j++) sum += (s[j] = exp(s[j] - mx));
+                assert_true(valid >= 1);
+                assert_true(!keys || !self || valid == 1);
+                for (int w = 0; w < W; w++) sum += (s[w] = keys && keys[w] < 0 ? 0.0 : exp(s[w] - mx));
                 for (int c = 0; c < dh; c++) {
                     double o = 0.0;
-                    for (int j = 0; j < n; j++) o += s[j] / sum * qkv->y[((size_t)b * n + j) * 3 * d + 2 * d + h * dh + c];
-                    double got = ws->y[((size_t)b * n + i) * d + h * dh + c];
-                    if (fabs(got - o) > worst) worst = fabs(got - o);
+                    for (int w = 0; w < W; w++) {
+                        int j = keys ? keys[w] : w;
+                        if (j >= 0) o += s[w] / sum * qkv->y[((size_t)b * n + j) * 3 * d + 2 * d + h * dh + c];
+                    }
+                    worst = fmax(worst, fabs(o - ws->y[((size_t)b * n + i) * d + h * dh + c]));
                 }
             }
+    free(s);
+    return worst;
+}
+
+static void test_attention_reference(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 7, 5 };
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    eng_model *m = forward_random(&mc, in, 2, 11);
+    double worst = reference_diff(m, 3, 2);
     printf("  attention vs double reference: max abs diff %.2e\n", worst);
     assert_true(worst < 1e-5);
     eng_model_free(m);
@@ -237,58 +267,19 @@ static void test_linformer_identity(void **state)
     eng_model_free(lm);
 }
 
-/* LSH key lists: per round at most 2 x chunk keys, never the query itself unless it has no
- * other key, every key a position; attn_wsum equals softmax over the listed keys of
- * q_i·q_j / sqrt(dh) times v_j, computed here in double. */
+/* LSH: chunks of ceil(20/4) = 5, 3 rounds of own + previous chunk = 30 key slots; the
+ * output over those lists against the double reference. */
 static void test_lsh_lists(void **state)
 {
     (void)state;
-    int in[3] = { 1, 20, 5 }, rows = 2, n = 20, d = 8, H = 2, dh = 4;
+    int in[3] = { 1, 20, 5 };
     eng_model_config mc = small_cfg(ENG_ATTN_LSH, 0, 0);
     mc.attn_buckets = 4;
     mc.attn_rounds = 3;
-    eng_model *m;
-    assert_int_equal(eng_model_build(&mc, in, 3, rows, 4, NULL, &m), ENG_OK);
-    float x[2 * 20 * 5];
-    int32_t lab[2] = { 0, 1 };
-    eng_rng r;
-    eng_rng_seed(&r, 9, 9);
-    fill(x, sizeof x / sizeof *x, &r, 1.0);
-    eng_model_forward(m, x, rows, lab, NULL, NULL);
-    const eng_attn *a = &m->attn[3];
-    assert_int_equal(a->chunk, 5);
-    assert_int_equal(a->m, 3 * 2 * 5);
-    const eng_node *qkv = find_op(m, ENG_OP_ATTN_QKV), *ws = find_op(m, ENG_OP_ATTN_WSUM);
-    double worst = 0.0;
-    for (int b = 0; b < rows; b++)
-        for (int h = 0; h < H; h++)
-            for (int i = 0; i < n; i++) {
-                const int32_t *row = a->idx + (((size_t)b * H + h) * n + i) * a->m;
-                double s[30], mx = -INFINITY, sum = 0.0;
-                int valid = 0, self = 0;
-                const float *q = qkv->y + ((size_t)b * n + i) * 3 * d + h * dh;
-                for (int w = 0; w < a->m; w++) {
-                    assert_true(row[w] >= -1 && row[w] < n);
-                    s[w] = -INFINITY;
-                    if (row[w] < 0) continue;
-                    valid++;
-                    self += row[w] == i;
-                    const float *k = qkv->y + ((size_t)b * n + row[w]) * 3 * d + h * dh;
-                    s[w] = 0.0;
-                    for (int c = 0; c < dh; c++) s[w] += (double)q[c] * k[c];
-                    s[w] /= 2.0;
-                    if (s[w] > mx) mx = s[w];
-                }
-                assert_true(valid >= 1);
-                assert_true(!self || valid == 1);
-                for (int w = 0; w < a->m; w++) sum += (s[w] = row[w] < 0 ? 0.0 : exp(s[w] - mx));
-                for (int c = 0; c < dh; c++) {
-                    double o = 0.0;
-                    for (int w = 0; w < a->m; w++)
-                        if (row[w] >= 0) o += s[w] / sum * qkv->y[((size_t)b * n + row[w]) * 3 * d + 2 * d + h * dh + c];
-                    worst = fmax(worst, fabs(o - ws->y[((size_t)b * n + i) * d + h * dh + c]));
-                }
-            }
+    eng_model *m = forward_random(&mc, in, 2, 4);
+    assert_int_equal(m->attn[3].chunk, 5);
+    assert_int_equal(m->attn[3].m, 3 * 2 * 5);
+    double worst = reference_diff(m, 3, 2);
     printf("  lsh attention vs double reference over its key lists: max abs diff %.2e\n", worst);
     assert_true(worst < 1e-5);
     eng_model_free(m);
