@@ -37,6 +37,12 @@
  * Linformer E, F [n x k] each (shared by the heads of the layer); Wo [d x d], bo [d]; LN2
  * gain, shift; W1 [d x ff], b1 [ff]; W2 [ff x d], b2 [d].
  */
+/* The elementwise loops vectorize only at -O3 by default (as in ops.c); no float sum is
+ * reassociated without -ffast-math, so the bits stay the same. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("tree-vectorize")
+#endif
+
 #include "internal.h"
 #include "rng.h"
 
@@ -360,18 +366,26 @@ int eng_attn_scores_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
     return 3;
 }
 
-/* In place (y == x, dx == dy): P = softmax of each score row; dS = P·(dP - sum(dP·P)). */
-void eng_attn_softmax_fwd(eng_node *n, int rows)
+/* In place (y == x, dx == dy): P = softmax of each score row; dS = P·(dP - sum(dP·P)).
+ * exp by ops.c's branch-free exp_nonpos (x - max <= 0; a masked -inf gives 0), compiled per
+ * instruction-set path: libm's expf kept the loop scalar. */
+ENG_ISA_BODY softmax_rows_body(size_t R, size_t m, float *restrict y)
 {
-    size_t m = (size_t)n->attn->m, R = (size_t)rows * n->attn->heads * n->attn->n;
     for (size_t r = 0; r < R; r++) {
-        float *restrict p = n->y + r * m;
+        float *restrict p = y + r * m;
         float mx = p[0], s = 0.0f;
         for (size_t j = 1; j < m; j++) mx = p[j] > mx ? p[j] : mx;
-        for (size_t j = 0; j < m; j++) { p[j] = expf(p[j] - mx); s += p[j]; }
+        for (size_t j = 0; j < m; j++) p[j] = exp_nonpos(p[j] - mx);
+        for (size_t j = 0; j < m; j++) s += p[j];
         float inv = 1.0f / s;
         for (size_t j = 0; j < m; j++) p[j] *= inv;
     }
+}
+ENG_ISA_KERNEL_AVX2(softmax_rows, (size_t R, size_t m, float *restrict y), (R, m, y))
+
+void eng_attn_softmax_fwd(eng_node *n, int rows)
+{
+    softmax_rows_isa[eng_isa_current()]((size_t)rows * n->attn->heads * n->attn->n, (size_t)n->attn->m, n->y);
 }
 
 void eng_attn_softmax_bwd(eng_node *n, int rows)

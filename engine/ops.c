@@ -157,42 +157,7 @@ static uint64_t bias_bytes(const eng_node *n, int rows, eng_dir dir)
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_K 0.044715f
 
-static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
-
-/* c ? a : b on bits. A float ?: stays a branch at -O2: with trapping math GCC will not
- * if-convert a compare that may raise "invalid", and the loop then does not vectorize. */
-static inline float select_f(int c, float a, float b)
-{
-    uint32_t m = -(uint32_t)c;
-    return u2f((f2u(a) & m) | (f2u(b) & ~m));
-}
-
-/* exp(x) for x <= 0 (and NaN), subnormal results included. x = -m ln2 + r
- * with m = round(-x log2 e) read from the mantissa of a float shifted by 1.5*2^23 (no
- * float-to-int conversion, which is undefined for NaN); r by Cody-Waite (ln2 = HI + LO,
- * m * HI exact); e^r = 1 + r + r^2 Q(r) on |r| <= ln2/2 (Chebyshev fit, error 8e-9).
- * 2^-m is applied as two normal powers of two so results down to 2^-149 stay right. */
-#define EXP_SHIFT 12582912.0f          /* 1.5 * 2^23 */
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_LN2_HI 0.693359375f
-#define EXP_LN2_LO (-2.12194440054690583e-4f)
-static inline float exp_nonpos(float x)
-{
-    x = select_f(x < -104.0f, -104.0f, x); /* exp(-104) rounds to 0; keeps m in [0, 150] */
-    float t = EXP_SHIFT - x * EXP_LOG2E;
-    uint32_t m = f2u(t) - f2u(EXP_SHIFT);
-    float mf = t - EXP_SHIFT;
-    float r = (x + mf * EXP_LN2_HI) + mf * EXP_LN2_LO;
-    float q = 1.392617611993558e-3f;
-    q = q * r + 8.363173074513711e-3f;
-    q = q * r + 4.1666554662050534e-2f;
-    q = q * r + 1.666657702559799e-1f;
-    q = q * r + 0.5f;
-    float p = 1.0f + (r + (r * r) * q);
-    uint32_t m1 = m >> 1, m2 = m - m1;
-    return p * u2f((127u - m1) << 23) * u2f((127u - m2) << 23);
-}
+/* f2u, u2f, select_f and exp_nonpos live in internal.h (attention.c's softmax uses them too). */
 
 /* sigmoid(z) in *s and 1 - sigmoid(z) = sigmoid(-z) in *c, both to full relative precision:
  * from e = exp(-|z|) <= 1, so nothing overflows and no difference of near-equal values. */
