@@ -3,7 +3,7 @@
 # variants, 1 thread, so the outcome is the same on any machine): it learns (test accuracy
 # well above chance), the store holds one row per attention scope and encoder layer
 # (attn_qkv, attn_scores, attn_softmax, attn_wsum, attn_out; linformer_proj only for
-# Linformer), attn_scores' memory column is exactly its [batch x heads x n x m] probabilities
+# Linformer, lsh_hash for LSH), attn_scores' memory column is exactly its [batch x heads x n x m] probabilities
 # and their gradient, and the run's peak memory holds them. Also: data.sequence = rows and
 # the markers source run end to end; a bad attention value is refused with its key.
 set -u
@@ -47,10 +47,20 @@ for pair in "1 49" "2 32"; do
     [ "$peak" -gt $((2 * want)) ] || fail "run $1: peak memory $peak does not hold the attention matrices ($((2 * want)))"
 done
 
+# LSH: its hash scope per encoder, and 2 x 2 x 7 = 28 keys per query (buckets 8 over 49)
+"$NNBENCH" run "$S" --variant lsh --db "$DB" --set data.n=500 --set data.n_test=200 --set train.epochs=0 \
+    --set train.max_steps=5 --set train.threads=1 >"$T/out" 2>&1 || fail "training variant lsh"
+run=$(q "SELECT max(id) FROM runs")
+[ "$(q "SELECT count(*) FROM op_stats WHERE run = $run AND name = 'lsh_hash.fwd' AND calls > 0")" = 2 ] ||
+    fail "lsh run lacks lsh_hash rows for both encoders"
+want=$((2 * 64 * 4 * 49 * 28 * 4))
+got=$(q "SELECT group_concat(self_mem) FROM op_stats WHERE run = $run AND name = 'attn_scores.fwd'")
+[ "$got" = "$want,$want" ] || fail "lsh: attn_scores memory $got, expected $want per layer"
+
 # rows of 28 pixels, and the long-sequence task: both run and store
 "$NNBENCH" run "$S" --variant full --db "$DB" --set data.sequence=rows --set data.n=500 --set data.n_test=200 \
     --set train.epochs=0 --set train.max_steps=5 >"$T/out" 2>&1 || fail "sequence = rows"
-"$NNBENCH" show 3 --db "$DB" >"$T/out" 2>&1
+"$NNBENCH" show 4 --db "$DB" >"$T/out" 2>&1
 grep -q "embed(28x28->28x64)" "$T/out" || fail "rows: the model summary does not show 28 positions of 28"
 cat >"$T/m.ini" <<INI
 [data]
@@ -67,7 +77,7 @@ batch = 16
 epochs = 1
 INI
 "$NNBENCH" run "$T/m.ini" --db "$DB" >"$T/out" 2>&1 || fail "markers run"
-"$NNBENCH" show 4 --db "$DB" >"$T/out" 2>&1
+"$NNBENCH" show 5 --db "$DB" >"$T/out" 2>&1
 grep -q "encoder(256x16 h2 ff32 linformer k16)" "$T/out" || fail "markers: no linformer encoder over 256 positions in the summary"
 
 "$NNBENCH" run "$T/m.ini" --db "$DB" --set model.attention=linformer:k=-3 >"$T/out" 2>&1
