@@ -862,6 +862,10 @@ void eng_seq_wire(eng_model *m, eng_layer *L)
             a->kv_row = 2 * kd;
         }
     }
+    /* the whole block is the layer's one weight tensor for the per-layer gradient
+     * transforms (znorm) and telemetry ("encoder1.W") */
+    L->w = m->params + L->w_off;
+    L->dw = m->grads + L->w_off;
     L->z = last->y;
     L->dz = last->dy;
 }

@@ -315,6 +315,35 @@ static void test_scores_memory_and_flops(void **state)
     prof_destroy(p);
 }
 
+/* Regression: the per-layer gradient transforms and telemetry read L->w / L->dw, NULL for
+ * sequence layers before they pointed at the layer's block (znorm crashed); centralize,
+ * which needs a matrix per layer, refuses them by name. */
+static void test_gradient_transforms(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 5, 4 };
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    eng_model *m = forward_random(&mc, in, 2, 3);
+    eng_model_backward(m);
+    eng_train_config tc = { .n_gradient = 1, .gradient = { ENG_GRAD_ZNORM }, .znorm_eps = 1e-8 };
+    eng_grad *g;
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    eng_grad_apply(g);
+    const eng_layer *L = &m->layers[3];
+    double mean, var;
+    eng_grad_stats(L->dw, L->n_w, &mean, &var, NULL, NULL);
+    assert_true(fabs(mean) < 1e-4 && fabs(var - 1.0) < 1e-3); /* the encoder's block, z-scored */
+    eng_grad_free(g);
+    eng_telem *t;
+    assert_int_equal(eng_telem_create(m, NULL, &t), ENG_OK);
+    eng_telem_before(t);
+    eng_telem_free(t);
+    tc.gradient[0] = ENG_GRAD_CENTRALIZE;
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "layer embed1 is a sequence layer"));
+    eng_model_free(m);
+}
+
 static void test_build_errors(void **state)
 {
     (void)state;
@@ -453,6 +482,7 @@ int test_engine_attention(void)
         cmocka_unit_test(test_lsh_lists),
         cmocka_unit_test(test_linformer_identity),
         cmocka_unit_test(test_scores_memory_and_flops),
+        cmocka_unit_test(test_gradient_transforms),
         cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_parsing),
         cmocka_unit_test(test_sequence_views),
