@@ -155,19 +155,20 @@ static const eng_node *find_op(const eng_model *m, eng_op_id op)
     return NULL;
 }
 
-/* Builds mc on in, runs one forward of `rows` random rows (seeded), returns the model. */
+/* Builds mc on in, runs one forward of `rows` (<= 4) random rows (seeded), returns the
+ * model. The input and labels stay in static storage: a backward after it reads them. */
 static eng_model *forward_random(const eng_model_config *mc, const int in[3], int rows, uint64_t seed)
 {
+    static float x[4 * 64];
+    static const int32_t lab[4] = { 0, 2, 1, 0 };
     eng_model *m;
-    assert_int_equal(eng_model_build(mc, in, 3, rows, seed, NULL, &m), ENG_OK);
     size_t nx = (size_t)rows * in[1] * in[2];
-    float *x = malloc(nx * sizeof(float));
-    int32_t lab[4] = { 0, 2, 1, 0 };
+    assert_true(rows <= 4 && nx <= sizeof x / sizeof *x);
+    assert_int_equal(eng_model_build(mc, in, 3, rows, seed, NULL, &m), ENG_OK);
     eng_rng r;
     eng_rng_seed(&r, seed, seed);
     fill(x, nx, &r, 1.0);
     eng_model_forward(m, x, rows, lab, NULL, NULL);
-    free(x);
     return m;
 }
 
