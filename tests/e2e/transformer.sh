@@ -3,9 +3,11 @@
 # variants, 1 thread, so the outcome is the same on any machine): it learns (test accuracy
 # well above chance), the store holds one row per attention scope and encoder layer
 # (attn_qkv, attn_scores, attn_softmax, attn_wsum, attn_out; linformer_proj only for
-# Linformer, lsh_hash for LSH), attn_scores' memory column is exactly its [batch x heads x n x m] probabilities
-# and their gradient, and the run's peak memory holds them. Also: data.sequence = rows and
-# the markers source run end to end; a bad attention value is refused with its key.
+# Linformer, lsh_hash for LSH), attn_scores' memory column is exactly its
+# [batch x heads x n x m] probabilities and their gradient, and the run's peak memory holds
+# them; samples/attention-scaling.ini at n = 1024 stores full attention's n^2 memory against
+# Linformer's. Also: data.sequence = rows and the markers source run end to end; a bad
+# attention value is refused with its key.
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 T=$(mktemp -d /tmp/nnbench-e2e-attn.XXXXXX)
@@ -79,6 +81,20 @@ INI
 "$NNBENCH" run "$T/m.ini" --db "$DB" >"$T/out" 2>&1 || fail "markers run"
 "$NNBENCH" show 5 --db "$DB" >"$T/out" 2>&1
 grep -q "encoder(256x16 h2 ff32 linformer k16)" "$T/out" || fail "markers: no linformer encoder over 256 positions in the summary"
+
+# the scaling sample at n = 1024: full attention's n^2 against Linformer's n x 64, in the
+# memory column (1 x 2 heads x 1024 x m floats, twice) and in the stored peak memory
+SC="$NNBENCH_TOP/samples/attention-scaling.ini"
+for v in full-n1024 linformer-n1024; do
+    "$NNBENCH" run "$SC" --variant $v --db "$DB" >"$T/out" 2>&1 || fail "attention-scaling variant $v"
+done
+mem() { q "SELECT o.self_mem FROM op_stats o JOIN runs r ON r.id = o.run WHERE r.variant = '$1' AND o.name = 'attn_scores.fwd'"; }
+peak() { q "SELECT peak_bytes FROM runs WHERE variant = '$1'"; }
+[ "$(mem full-n1024)" = $((2 * 2 * 1024 * 1024 * 4)) ] || fail "full n=1024: attn_scores memory $(mem full-n1024)"
+[ "$(mem linformer-n1024)" = $((2 * 2 * 1024 * 64 * 4)) ] || fail "linformer n=1024: attn_scores memory $(mem linformer-n1024)"
+# (Linformer's E, F and their optimizer state take back part of the 15 MiB difference)
+[ "$(peak full-n1024)" -gt $(($(peak linformer-n1024) + 8 * 1048576)) ] ||
+    fail "full attention's peak memory $(peak full-n1024) is not 8 MiB above Linformer's $(peak linformer-n1024)"
 
 "$NNBENCH" run "$T/m.ini" --db "$DB" --set model.attention=linformer:k=-3 >"$T/out" 2>&1
 [ $? -ne 0 ] && grep -q "key 'attention'" "$T/out" || fail "a bad model.attention was not refused at its key"
