@@ -401,6 +401,25 @@ static void test_parsing(void **state)
     }
 }
 
+/* The attention samples load: the Fashion transformer's four variants, the scaling
+ * sample's 15 (n and attention per variant). */
+static void test_samples(void **state)
+{
+    (void)state;
+    eng_experiment *ex;
+    assert_int_equal(eng_experiment_load("samples/transformer-fashion.ini", NULL, 0, &ex), ENG_OK);
+    assert_int_equal(ex->n_variants, 4);
+    assert_int_equal(ex->variants[0].model.n_layers, 7);
+    assert_int_equal(ex->variants[0].data.sequence, ENG_SEQ_VIEW_PATCHES);
+    assert_int_equal(ex->variants[3].model.attn, ENG_ATTN_LSH);
+    eng_experiment_free(ex);
+    assert_int_equal(eng_experiment_load("samples/attention-scaling.ini", NULL, 0, &ex), ENG_OK);
+    assert_int_equal(ex->n_variants, 15);
+    assert_int_equal(ex->variants[14].data.seq_len, 4096);
+    assert_int_equal(ex->variants[14].model.attn_buckets, 128);
+    eng_experiment_free(ex);
+}
+
 /* data.sequence = patches: position p of a row is the p-th 4x4 block of the image, row-major
  * (an 8x13 image: 2x3 patches, the 13th column dropped); pixels and rows only reshape. */
 static void test_sequence_views(void **state)
@@ -486,6 +505,7 @@ int test_engine_attention(void)
         cmocka_unit_test(test_gradient_transforms),
         cmocka_unit_test(test_build_errors),
         cmocka_unit_test(test_parsing),
+        cmocka_unit_test(test_samples),
         cmocka_unit_test(test_sequence_views),
         cmocka_unit_test(test_markers),
     };
