@@ -228,6 +228,11 @@ int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_
             return eng_fail(ENG_EINVAL, "gradient clip_norm: clip_norm must be > 0, got %g", tc->clip_norm);
         if (tc->gradient[i] == ENG_GRAD_CLIP_VALUE && !(tc->clip_value > 0))
             return eng_fail(ENG_EINVAL, "gradient clip_value: clip_value must be > 0, got %g", tc->clip_value);
+        for (int l = 0; l < m->n_layers && tc->gradient[i] == ENG_GRAD_CENTRALIZE; l++)
+            if (m->layers[l].kind == ENG_LAYER_SEQ)
+                return eng_fail(ENG_EINVAL, "gradient centralize: layer %s is a sequence layer, whose parameters are "
+                                "several matrices and vectors in one block; centralize covers dense and conv layers "
+                                "(use znorm or clipping)", m->layers[l].name);
     }
     eng_grad *g = prof_calloc(1, sizeof *g);
     if (!g) return eng_fail(ENG_ENOMEM, "gradient: out of memory");

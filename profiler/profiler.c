@@ -943,6 +943,12 @@ void prof_internal_charge(size_t n, size_t live)
     if (live > f->peak_live) f->peak_live = live;
 }
 
+void prof_charge(prof_t *p, int id, size_t bytes)
+{
+    if (!p || id < 0 || id >= p->n_scopes) return;
+    p->scopes[id].self_mem += (int64_t)bytes;
+}
+
 void prof_step(prof_t *p, long step)
 {
     p->step = step;

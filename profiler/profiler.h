@@ -300,6 +300,10 @@ void prof_mem_reset_peak(void);
 size_t prof_peak_rss(void);
 /* Bytes ever allocated through prof_malloc/prof_calloc in this process. */
 size_t prof_mem_total(void);
+/* Charges bytes to scope id's self memory as if allocated inside it: for buffers an op
+ * owns that were carved from one block at build time (an attention layer's score matrices),
+ * so the op table's memory column shows what the op holds. Nothing for p NULL or id < 0. */
+void prof_charge(prof_t *p, int id, size_t bytes);
 
 /* Wall clock in ns (PAPI_get_real_nsec once PAPI is initialised, else CLOCK_MONOTONIC). */
 uint64_t prof_now_ns(void);
