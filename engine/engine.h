@@ -160,8 +160,11 @@ typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_AC
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
                ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */
                ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
-               ENG_LAYER_GAP      /* global average pooling: C x H x W -> C */ } eng_layer_kind;
-#define ENG_LAYER_KINDS 7
+               ENG_LAYER_GAP,     /* global average pooling: C x H x W -> C */
+               ENG_LAYER_BN,      /* batch normalization: per channel (C x H x W) or per feature (flat) */
+               ENG_LAYER_RES_BEGIN, /* res( ... ): where a residual block's shortcut leaves the chain */
+               ENG_LAYER_RES      /* ... ):ACT: shortcut added to the block's output, then ACT */ } eng_layer_kind;
+#define ENG_LAYER_KINDS 10
 
 typedef struct {
     eng_layer_kind kind;
@@ -292,7 +295,7 @@ typedef struct {
 /* One resolved key of a variant: "train.lr" = "0.1", from FILE:LINE. */
 typedef struct {
     char key[64];
-    char value[256];
+    char value[1024];     /* a ResNet's model.layers runs to several hundred characters */
     int line;             /* 0 = default, -1 = command line */
 } eng_kv;
 
@@ -417,6 +420,10 @@ float *eng_model_grads(eng_model *m);
 size_t eng_model_n_params(const eng_model *m);
 /* Human summary: "dense(2->16) tanh, dense(16->16) tanh, dense(16->2)  [354 params]". */
 const char *eng_model_summary(const eng_model *m);
+/* Training mode (the default after build) or evaluation mode: batch-norm layers normalise
+ * with the batch's statistics and update their running statistics in training, and use the
+ * running statistics (nothing updated) in evaluation. Other layers behave the same in both. */
+void eng_model_set_training(eng_model *m, int training);
 
 /* ---- optimizers and schedules ------------------------------------------------------ */
 

@@ -109,6 +109,9 @@ typedef enum {
     ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
     ENG_OP_AVGPOOL = 14,       /* KxK mean, stride S */
     ENG_OP_GAP = 15,           /* global average pooling: per channel mean over H x W */
+    ENG_OP_BATCHNORM = 16,     /* norm.c: per channel (or feature) batch normalization */
+    ENG_OP_RES_FORK = 17,      /* residual.c: where a shortcut leaves; backward adds its gradient */
+    ENG_OP_RES_ADD = 18,       /* residual.c: y = x + shortcut (identity or 1x1 projection) */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -209,6 +212,17 @@ struct eng_node {
     int correct;                /* rows whose argmax matched the label (labels only) */
     /* profiler scope ids (-1 when profiling is off) */
     int prof_fwd, prof_bwd;
+    /* batchnorm: running mean [C] then running variance [C] (in m->stats), the last
+     * training forward's batch mean and 1/sqrt(var + eps) [C] each in save; training: the
+     * mode of the next forward (1: batch statistics, updating the running ones) */
+    float *stats, *save;
+    int training;
+    /* res_add: peer is the block's res_fork node (the shortcut is peer->x); dskip [rows x
+     * peer->in_size] is dL/dshortcut, written by res_add's backward and added by the fork's.
+     * With a projection (w != NULL): W [F x C], b [F], stride; col holds the strided
+     * shortcut [rows x C*P] of the last forward and dcol one row's gradient of it [C*P]. */
+    struct eng_node *peer;
+    float *dskip;
 };
 
 /* Elementwise derivatives of an activation at pre-activation z with a = act(z):
@@ -258,6 +272,34 @@ size_t eng_conv_ws_floats(const eng_node *n, int chunk);
  * to the faster. Stride > 1: im2col, untimed. */
 void eng_conv_choose(eng_node *n, int rows, int reps);
 
+/* norm.c: the batchnorm op (ENG_BN_EPS inside the square root, running statistics updated
+ * with momentum ENG_BN_MOMENTUM and the unbiased batch variance, as PyTorch's BatchNorm). */
+#define ENG_BN_EPS 1e-5f
+#define ENG_BN_MOMENTUM 0.1f
+void eng_bn_fwd(eng_node *n, int rows);
+void eng_bn_bwd(eng_node *n, int rows);
+uint64_t eng_bn_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_bn_bytes(const eng_node *n, int rows, eng_dir dir);
+/* Channels a batchnorm node normalises: C of a C x H x W input, or every feature of a flat
+ * (1 x 1 x N) one. */
+int eng_bn_channels(const eng_node *n);
+
+/* residual.c: the res_fork and res_add ops. */
+void eng_res_fork_fwd(eng_node *n, int rows);
+void eng_res_fork_bwd(eng_node *n, int rows);
+uint64_t eng_res_fork_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_res_fork_bytes(const eng_node *n, int rows, eng_dir dir);
+void eng_res_add_fwd(eng_node *n, int rows);
+void eng_res_add_bwd(eng_node *n, int rows);
+uint64_t eng_res_add_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_res_add_bytes(const eng_node *n, int rows, eng_dir dir);
+int eng_res_add_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+/* Channels and positions of a residual shape: C x (H·W), or N x 1 for a flat one. */
+void eng_res_dims(const int shape[3], int *C, int *P);
+/* The projection stride taking a shortcut of shape in to out (1x1 conv: (H-1)/S + 1 == OH
+ * and the same for W), or 0 when there is none. */
+int eng_res_proj_stride(const int in[3], const int out[3]);
+
 /* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
  * the one call site of every op, also for graph models (gnn.c). */
 void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows);
@@ -277,6 +319,7 @@ typedef struct {
     float *z, *dz;              /* pre-activation and its gradient [rows x out_size] */
     float *a, *da;              /* post-activation and its gradient (== z, dz without act) */
     int node_first, n_nodes;    /* its nodes: m->nodes[node_first .. +n_nodes) */
+    int res_begin;              /* res: the index of its block's res( layer */
 } eng_layer;
 
 #define ENG_MAX_NODES (3 * ENG_MAX_LAYERS + 1)
@@ -302,7 +345,10 @@ struct eng_model {
     prof_t *prof;               /* NULL = profiling off */
     void *arena;                /* activations + workspaces: one block */
     int32_t *iarena;            /* argmax indices: one block */
-    char summary[1024];
+    float *stats;               /* batchnorm running mean and variance, per bn layer in order */
+    size_t n_stats;
+    int training;               /* eng_model_set_training */
+    char summary[2048];
 };
 
 /* Makes backward also compute dL/d(input) into m->dinput [max_batch x in_size]. Allocates
@@ -353,6 +399,8 @@ typedef struct {
     float *m, *v;               /* n_params each, or NULL (the optimizer has none) */
     long *opt_t;                /* optimizer step count, or NULL */
     eng_loop_state loop;
+    uint64_t n_stats;           /* batchnorm running statistics (0 and NULL: none) */
+    float *stats;
 } eng_ckpt;
 
 /* Bytes of the record for c's shape. */

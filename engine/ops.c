@@ -693,4 +693,8 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
                            eng_aggregate_bytes, NULL },
     [ENG_OP_AVGPOOL] = { "avgpool", avgpool_fwd, avgpool_bwd, avgpool_flops, avgpool_bytes, NULL },
     [ENG_OP_GAP] = { "gap", gap_fwd, gap_bwd, gap_flops, gap_bytes, NULL },
+    [ENG_OP_BATCHNORM] = { "batchnorm", eng_bn_fwd, eng_bn_bwd, eng_bn_flops, eng_bn_bytes, NULL },
+    [ENG_OP_RES_FORK] = { "res_fork", eng_res_fork_fwd, eng_res_fork_bwd, eng_res_fork_flops, eng_res_fork_bytes, NULL },
+    [ENG_OP_RES_ADD] = { "res_add", eng_res_add_fwd, eng_res_add_bwd, eng_res_add_flops, eng_res_add_bytes,
+                         eng_res_add_gemms },
 };
