@@ -183,7 +183,7 @@ typedef enum { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER } eng_init_kind;
  * config keeps the algorithm models had before the key existed. */
 typedef enum { ENG_CONV_IM2COL = 0, ENG_CONV_DIRECT = 1, ENG_CONV_AUTO = 2 } eng_conv_algo;
 
-#define ENG_MAX_LAYERS 32
+#define ENG_MAX_LAYERS 64        /* a ResNet-14: 40 layers (each res( ) counts 2 besides its layers) */
 typedef struct {
     int n_layers;
     eng_layer_spec layers[ENG_MAX_LAYERS];
