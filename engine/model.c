@@ -457,7 +457,7 @@ static int allocate(eng_model *m)
     return ENG_OK;
 }
 
-/* He (normal, std sqrt(2/fan_in)) before relu/gelu, Xavier (uniform ±sqrt(6/(fan_in+fan_out)))
+/* He (normal, std sqrt(2/fan_in)) before relu/gelu or batch norm, Xavier (uniform ±sqrt(6/(fan_in+fan_out)))
  * otherwise, unless the config forces one; biases stay 0. One stream per layer. */
 static void init_params(eng_model *m, uint64_t seed)
 {
@@ -477,9 +477,14 @@ static void init_params(eng_model *m, uint64_t seed)
             fan_in = (double)L->in_size;
             fan_out = (double)L->out_size;
         }
+        /* before batch norm the scale is normalised away, except in the running statistics:
+         * Xavier's small outputs (variance ~0.01 for a first conv) take the running variance
+         * from its 1 at start to the truth only after ~50 steps, so an early evaluation sees
+         * a wrong scale; He keeps them of order 1 (and matches PyTorch's peer) */
+        int before_bn = i + 1 < m->n_layers && m->layers[i + 1].kind == ENG_LAYER_BN;
         int he = m->cfg.init == ENG_INIT_HE ||
                  (m->cfg.init == ENG_INIT_AUTO &&
-                  (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU || L->act == ENG_ACT_MAXK));
+                  (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU || L->act == ENG_ACT_MAXK || before_bn));
         eng_rng r;
         eng_rng_seed(&r, seed, ENG_STREAM_INIT + (uint64_t)i);
         if (he) {

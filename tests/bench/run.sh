@@ -132,6 +132,33 @@ v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v
                 "nnbench $(kk "$(col 1 <"$tmp/cnn" | med | col 1)") vs torch $(kk "$(col 3 <"$tmp/cnn" | med | col 1)") samples/s; test acc $(col 2 <"$tmp/cnn" | med | col 1) vs $(col 4 <"$tmp/cnn" | med | col 1)" \
                 ">= 2.00" "x >= 2.0"
         fi
+        # The ResNet (samples/resnet-fashion.ini, variant adam, one epoch of its 10000 images,
+        # no telemetry or profiling): each side at its best of 1 and 2 threads (torch with
+        # OpenBLAS at the same count), per rep.
+        : >"$tmp/rn"
+        for k in $(seq 1 $reps); do
+            echo "bench: ResNet peers rep $k/$reps" >&2
+            line=""
+            for t in 1 2; do
+                v=$("$nnb" run "$top/samples/resnet-fashion.ini" --variant adam --no-db --json --seed $k \
+                    --set train.max_steps=0 --set train.epochs=1 --set train.eval_every=0 --set train.telemetry=false \
+                    --set profile.enabled=false --set train.threads=$t 2>/dev/null | "$PY" -c 'import json, sys
+v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))') || v="0	0"
+                w=$(env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=$t "$PY" "$top/tests/bench/peer_torch.py" train-resnet \
+                    --threads $t --seed $k --n-train 10000 --n-test 2000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }')
+                line="$line${line:+	}$v	${w:-0	0}"
+            done
+            echo "$line" >>"$tmp/rn"   # nn1 acc1 torch1 tacc1 nn2 acc2 torch2 tacc2
+        done
+        if [ "$(awk -F'\t' 'NF == 8 && $1 > 0 && $3 > 0 && $5 > 0 && $7 > 0' "$tmp/rn" | wc -l)" -ne $reps ]; then
+            echo "bench: a ResNet peer run failed:" >&2; cat "$tmp/rn" >&2
+            failed="${failed:-} resnet_peers"
+        else
+            rr=$(awk -F'\t' '{ a = $1 > $5 ? $1 : $5; b = $3 > $7 ? $3 : $7; print a / b }' "$tmp/rn" | med)
+            emit "ResNet (resnet-fashion.ini): nnbench / PyTorch, each at its best of 1T/2T" "$rr" \
+                "nnbench 1T $(kk "$(col 1 <"$tmp/rn" | med | col 1)"), 2T $(kk "$(col 5 <"$tmp/rn" | med | col 1)") vs torch 1T $(kk "$(col 3 <"$tmp/rn" | med | col 1)"), 2T $(kk "$(col 7 <"$tmp/rn" | med | col 1)") samples/s; test acc (1T) $(col 2 <"$tmp/rn" | med | col 1) vs $(col 4 <"$tmp/rn" | med | col 1)" \
+                ">= 1.50" "x >= 1.5"
+        fi
         echo "bench: torch.profiler cost" >&2
         OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 --n-train 20000 >"$tmp/tp" 2>"$tmp/tperr" ||
             { tail -n 5 "$tmp/tperr" >&2; failed="${failed:-} torch_profiler"; }

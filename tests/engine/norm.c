@@ -385,6 +385,24 @@ static void test_model_train_eval(void **state)
     eng_experiment_free(ex);
 }
 
+/* auto init: He before batch norm (std sqrt(2/64) = 0.177 here; Xavier would give 0.079) */
+static void test_init_before_bn(void **state)
+{
+    (void)state;
+    eng_experiment *ex = load_layers("dense:256, bn:relu, dense:2", NULL);
+    int in[3] = { 1, 1, 64 };
+    eng_model *m;
+    assert_int_equal(eng_model_build(&ex->variants[0].model, in, 2, 4, 1, NULL, &m), ENG_OK);
+    double s2 = 0;
+    for (size_t i = 0; i < m->layers[0].n_w; i++) s2 += (double)m->layers[0].w[i] * m->layers[0].w[i];
+    double sd = sqrt(s2 / (double)m->layers[0].n_w);
+    printf("  dense before bn: weight std %.4f (He %.4f)\n", sd, sqrt(2.0 / 64));
+    assert_true(fabs(sd - sqrt(2.0 / 64)) < 0.01);
+    for (int c = 0; c < 256; c++) assert_true(m->layers[1].w[c] == 1.0f && m->layers[1].b[c] == 0.0f);
+    eng_model_free(m);
+    eng_experiment_free(ex);
+}
+
 static void expect_layers_error(const char *layers, const char *want)
 {
     char text[1024];
@@ -599,6 +617,7 @@ int test_engine_norm(void)
         cmocka_unit_test(test_res_grad),
         cmocka_unit_test(test_model_grad),
         cmocka_unit_test(test_model_train_eval),
+        cmocka_unit_test(test_init_before_bn),
         cmocka_unit_test(test_syntax),
         cmocka_unit_test(test_flops_bytes),
         cmocka_unit_test(test_ckpt_stats),
