@@ -1015,7 +1015,7 @@ static int resolve_data_path(const char *exp_path, char *field, size_t cap, sett
     struct stat sb;
     if (stat(cand, &sb) != 0 && stat(field, &sb) == 0) return 0;
     memcpy(field, cand, (size_t)len + 1);
-    /* kv holds 255 characters: a longer path is reported as written (it is still used) */
+    /* kv holds 1023 characters: a longer path is reported as written (it is still used) */
     if ((size_t)len < sizeof v->value) memcpy(v->value, cand, (size_t)len + 1);
     return 0;
 }
