@@ -72,6 +72,9 @@ if [ "$mode" = peers ]; then
             "$(echo "$2" | awk -F'\t' -v g="$4" "{ x = \$1; print g == \"-\" ? \"info\" : ($5) ? \"met\" : \"MISSED\" }")" >>"$rows"
     }
     kk() { awk -v v="$1" 'BEGIN { printf "%.1fk", v / 1000 }'; }
+    # "samples/s<TAB>test acc" of the first variant of `nnbench run --json` on stdin
+    sps_acc() { "$PY" -c 'import json, sys
+v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))'; }
     if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
         echo "bench: $PY cannot import torch and numpy (make bench-peers installs python3-torch python3-numpy)" >&2
         failed="${failed:-} peer_torch"
@@ -116,8 +119,7 @@ if [ "$mode" = peers ]; then
         for k in $(seq 1 $reps); do
             echo "bench: CNN peers rep $k/$reps" >&2
             "$nnb" run "$top/samples/fashion-mnist-cnn.ini" --no-db --json --seed $k --set train.epochs=1 \
-                --set train.threads=1 2>/dev/null | "$PY" -c 'import json, sys
-v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))' >"$tmp/cnn_nn" ||
+                --set train.threads=1 2>/dev/null | sps_acc >"$tmp/cnn_nn" ||
                 echo "0	0" >"$tmp/cnn_nn"
             env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" train-cnn \
                 --threads 1 --seed $k --n-train 20000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }' >"$tmp/cnn_t"
@@ -142,8 +144,7 @@ v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v
             for t in 1 2; do
                 v=$("$nnb" run "$top/samples/resnet-fashion.ini" --variant adam --no-db --json --seed $k \
                     --set train.max_steps=0 --set train.epochs=1 --set train.eval_every=0 --set train.telemetry=false \
-                    --set profile.enabled=false --set train.threads=$t 2>/dev/null | "$PY" -c 'import json, sys
-v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))') || v="0	0"
+                    --set profile.enabled=false --set train.threads=$t 2>/dev/null | sps_acc) || v="0	0"
                 w=$(env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=$t "$PY" "$top/tests/bench/peer_torch.py" train-resnet \
                     --threads $t --seed $k --n-train 10000 --n-test 2000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }')
                 line="$line${line:+	}$v	${w:-0	0}"

@@ -74,6 +74,16 @@ static double fd_check(const chain *c, const char *what, float *v, const float *
     return d;
 }
 
+/* fd_check of "LABEL PART" into *worst. */
+static void fd_part(const chain *c, const char *label, const char *part, float *v, const float *analytic, size_t count,
+                    double *worst)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s %s", label, part);
+    double d = fd_check(c, what, v, analytic, count);
+    if (d > *worst) *worst = d;
+}
+
 static float *copy_of(const float *a, size_t n)
 {
     float *c = malloc(n * sizeof(float));
@@ -124,14 +134,10 @@ static double bn_grad(const int shape[3], int rows, int training, const char *la
     memcpy(t.dy, r, e * sizeof(float));
     eng_ops[ENG_OP_BATCHNORM].backward(&t.n, rows);
     float *ax = copy_of(t.dx, e), *aw = copy_of(t.dw, C), *ab = copy_of(t.db, C);
-    char what[80];
-    double worst = 0.0, d;
-    snprintf(what, sizeof what, "%s d/dx", label);
-    d = fd_check(&c, what, t.x, ax, e); if (d > worst) worst = d;
-    snprintf(what, sizeof what, "%s d/dgamma", label);
-    d = fd_check(&c, what, t.w, aw, C); if (d > worst) worst = d;
-    snprintf(what, sizeof what, "%s d/dbeta", label);
-    d = fd_check(&c, what, t.b, ab, C); if (d > worst) worst = d;
+    double worst = 0.0;
+    fd_part(&c, label, "d/dx", t.x, ax, e, &worst);
+    fd_part(&c, label, "d/dgamma", t.w, aw, C, &worst);
+    fd_part(&c, label, "d/dbeta", t.b, ab, C, &worst);
     free(ax); free(aw); free(ab); free(r);
     bn_free(&t);
     return worst;
@@ -252,18 +258,13 @@ static double res_grad(const int in[3], const int out[3], int rows, const char *
     eng_ops[ENG_OP_RES_ADD].backward(&t.add, rows);
     eng_ops[ENG_OP_RES_FORK].backward(&t.fork, rows);
     float *ax = copy_of(t.dx, ey), *as = copy_of(t.ds, es);
-    char what[80];
-    double worst = 0.0, d;
-    snprintf(what, sizeof what, "%s d/dx (branch)", label);
-    d = fd_check(&c, what, t.x, ax, ey); if (d > worst) worst = d;
-    snprintf(what, sizeof what, "%s d/dshortcut", label);
-    d = fd_check(&c, what, t.s, as, es); if (d > worst) worst = d;
+    double worst = 0.0;
+    fd_part(&c, label, "d/dx (branch)", t.x, ax, ey, &worst);
+    fd_part(&c, label, "d/dshortcut", t.s, as, es, &worst);
     if (t.w) {
         float *aw = copy_of(t.dw, t.add.n_w), *ab = copy_of(t.db, t.add.n_b);
-        snprintf(what, sizeof what, "%s d/dW", label);
-        d = fd_check(&c, what, t.w, aw, t.add.n_w); if (d > worst) worst = d;
-        snprintf(what, sizeof what, "%s d/db", label);
-        d = fd_check(&c, what, t.b, ab, t.add.n_b); if (d > worst) worst = d;
+        fd_part(&c, label, "d/dW", t.w, aw, t.add.n_w, &worst);
+        fd_part(&c, label, "d/db", t.b, ab, t.add.n_b, &worst);
         free(aw); free(ab);
     }
     free(ax); free(as); free(r);
@@ -296,13 +297,22 @@ static eng_experiment *load_layers(const char *layers, const char *extra)
     return ex;
 }
 
+/* The model of `layers` (and the extra .ini text) for inputs of shape in; *ex keeps its
+ * config (free both). */
+static eng_model *build(const char *layers, const char *extra, const int in[3], int n_out, int rows, eng_experiment **ex)
+{
+    *ex = load_layers(layers, extra);
+    eng_model *m = NULL;
+    if (eng_model_build(&(*ex)->variants[0].model, in, n_out, rows, 7, NULL, &m)) fail_msg("%s", eng_error());
+    return m;
+}
+
 /* Numeric gradient of the loss w.r.t. every parameter and input vs backward (training
  * mode: batch statistics; tanh only, no kinks). */
 static double model_grad(const char *label, const char *layers, const int in[3], int n_out, int rows)
 {
-    eng_experiment *ex = load_layers(layers, NULL);
-    eng_model *m;
-    assert_int_equal(eng_model_build(&ex->variants[0].model, in, n_out, rows, 7, NULL, &m), ENG_OK);
+    eng_experiment *ex;
+    eng_model *m = build(layers, NULL, in, n_out, rows, &ex);
     assert_int_equal(eng_model_enable_input_grad(m), ENG_OK);
     size_t in_size = (size_t)in[0] * in[1] * in[2], np = eng_model_n_params(m), nx = (size_t)rows * in_size;
     float *x = malloc(nx * sizeof(float));
@@ -357,10 +367,9 @@ static void test_model_grad(void **state)
 static void test_model_train_eval(void **state)
 {
     (void)state;
-    eng_experiment *ex = load_layers("dense:4, bn:tanh, dense:2", NULL);
     int in[3] = { 1, 1, 3 };
-    eng_model *m;
-    assert_int_equal(eng_model_build(&ex->variants[0].model, in, 2, 8, 1, NULL, &m), ENG_OK);
+    eng_experiment *ex;
+    eng_model *m = build("dense:4, bn:tanh, dense:2", NULL, in, 2, 8, &ex);
     assert_int_equal(m->n_stats, 8);
     for (int c = 0; c < 4; c++) { assert_true(m->stats[c] == 0.0f); assert_true(m->stats[4 + c] == 1.0f); }
     float x[24];
@@ -389,10 +398,9 @@ static void test_model_train_eval(void **state)
 static void test_init_before_bn(void **state)
 {
     (void)state;
-    eng_experiment *ex = load_layers("dense:256, bn:relu, dense:2", NULL);
     int in[3] = { 1, 1, 64 };
-    eng_model *m;
-    assert_int_equal(eng_model_build(&ex->variants[0].model, in, 2, 4, 1, NULL, &m), ENG_OK);
+    eng_experiment *ex;
+    eng_model *m = build("dense:256, bn:relu, dense:2", NULL, in, 2, 4, &ex);
     double s2 = 0;
     for (size_t i = 0; i < m->layers[0].n_w; i++) s2 += (double)m->layers[0].w[i] * m->layers[0].w[i];
     double sd = sqrt(s2 / (double)m->layers[0].n_w);
@@ -589,24 +597,23 @@ static void test_run_load_stats(void **state)
     eng_experiment_free(ex);
 }
 
+static void expect_newton_refusal(const char *layers, const char *want)
+{
+    int in[3] = { 1, 1, 2 };
+    eng_experiment *ex;
+    eng_model *m = build(layers, "[train]\noptimizer = newton\n", in, 2, 8, &ex);
+    eng_newton *nt = NULL;
+    assert_int_equal(eng_newton_create(&ex->variants[0], m, NULL, &nt), ENG_EINVAL);
+    if (!strstr(eng_error(), want)) fail_msg("got '%s', want '%s'", eng_error(), want);
+    eng_model_free(m);
+    eng_experiment_free(ex);
+}
+
 static void test_newton_refuses(void **state)
 {
     (void)state;
-    eng_experiment *ex = load_layers("dense:4, bn:tanh, dense:2", "[train]\noptimizer = newton\n");
-    int in[3] = { 1, 1, 2 };
-    eng_model *m;
-    assert_int_equal(eng_model_build(&ex->variants[0].model, in, 2, 8, 1, NULL, &m), ENG_OK);
-    eng_newton *nt = NULL;
-    assert_int_equal(eng_newton_create(&ex->variants[0], m, NULL, &nt), ENG_EINVAL);
-    assert_non_null(strstr(eng_error(), "newton: layer bn1 is a batch-norm layer"));
-    eng_model_free(m);
-    eng_experiment_free(ex);
-    ex = load_layers("dense:4, res(dense:4:tanh), dense:2", "[train]\noptimizer = newton\n");
-    assert_int_equal(eng_model_build(&ex->variants[0].model, in, 2, 8, 1, NULL, &m), ENG_OK);
-    assert_int_equal(eng_newton_create(&ex->variants[0], m, NULL, &nt), ENG_EINVAL);
-    assert_non_null(strstr(eng_error(), "newton: layer res1.in is a residual-block layer"));
-    eng_model_free(m);
-    eng_experiment_free(ex);
+    expect_newton_refusal("dense:4, bn:tanh, dense:2", "newton: layer bn1 is a batch-norm layer");
+    expect_newton_refusal("dense:4, res(dense:4:tanh), dense:2", "newton: layer res1.in is a residual-block layer");
 }
 
 int test_engine_norm(void)
