@@ -167,6 +167,27 @@ static int res_step(res_stack *st, const eng_layer_spec *sp, int i, eng_layer *L
     return ENG_OK;
 }
 
+/* Layer i's activation node, after its other nodes (plan's step). */
+static int plan_act(eng_model *m, const eng_model_config *mc, int i, const eng_layer *L, const int out[3])
+{
+    const eng_layer_spec *sp = &mc->layers[i];
+    if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN || sp->kind == ENG_LAYER_AVGPOOL ||
+        sp->kind == ENG_LAYER_GAP || sp->kind == ENG_LAYER_RES_BEGIN)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
+                        i + 1, L->name, eng_act_name(sp->act));
+    if (sp->act == ENG_ACT_MAXK) {
+        int units = out[0] * out[1] * out[2];
+        if (sp->kind != ENG_LAYER_DENSE || sp->k < 1 || sp->k > units)
+            return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d needs a dense layer and 1 <= k <= %d units",
+                            i + 1, L->name, sp->k, units);
+        if (i + 1 >= mc->n_layers || mc->layers[i + 1].kind != ENG_LAYER_DENSE)
+            return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
+                            "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
+    }
+    add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
+    return ENG_OK;
+}
+
 /* Shapes and nodes of every layer; parameter offsets. No allocation. */
 static int plan(eng_model *m, const eng_model_config *mc)
 {
@@ -254,20 +275,8 @@ static int plan(eng_model *m, const eng_model_config *mc)
         case ENG_LAYER_SAGE: return ENG_EINVAL; /* refused above */
         }
         if (sp->act != ENG_ACT_NONE) {
-            if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN || sp->kind == ENG_LAYER_AVGPOOL ||
-                sp->kind == ENG_LAYER_GAP || sp->kind == ENG_LAYER_RES_BEGIN)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
-                                i + 1, L->name, eng_act_name(sp->act));
-            if (sp->act == ENG_ACT_MAXK) {
-                int units = out[0] * out[1] * out[2];
-                if (sp->kind != ENG_LAYER_DENSE || sp->k < 1 || sp->k > units)
-                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d needs a dense layer and 1 <= k <= %d units",
-                                    i + 1, L->name, sp->k, units);
-                if (i + 1 >= mc->n_layers || mc->layers[i + 1].kind != ENG_LAYER_DENSE)
-                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
-                                    "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
-            }
-            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
+            int rc = plan_act(m, mc, i, L, out);
+            if (rc) return rc;
         }
         L->n_nodes = m->n_nodes - L->node_first;
         memcpy(L->out_shape, out, sizeof out);
