@@ -7,6 +7,9 @@
  *     dense:16:tanh  ->  [dense] [bias] [tanh]
  *     conv:8:5:relu  ->  [conv2d] [bias] [relu]
  *     pool           ->  [maxpool]          flatten -> [flatten]
+ *     bn:relu        ->  [batchnorm] [relu]
+ *     res(A, B):relu ->  [res_fork] A's nodes B's nodes [res_add] [relu]   (two layers,
+ *                        res1.in and res1; res_add reads the fork's input as the shortcut)
  * followed by one loss node ([softmax_xent] or [mse]) that reads the last layer's output
  * (the logits). Every node is run by ONE function (model.c: run_node), which is where the
  * profiler scopes and the FLOP/byte counters attach.
@@ -45,7 +48,9 @@
  * through the layers (not the loss) into m->grads and every L->dz/L->da: use it for
  * Jacobian-vector products (Gauss-Newton, Fisher with sampled labels).
  * Parameter layout: layers in order, each W then b; a layer without parameters (pool,
- * flatten) has n_w == n_b == 0.
+ * flatten, res_fork, an identity res) has n_w == n_b == 0; bn: W = gamma [C], b = beta [C];
+ * a res with a projection shortcut: W [F x C], b [F]. Batch norm's running statistics are
+ * not parameters: they live in m->stats (checkpointed beside the parameters).
  */
 #ifndef NNBENCH_ENGINE_INTERNAL_H
 #define NNBENCH_ENGINE_INTERNAL_H
