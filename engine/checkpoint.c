@@ -11,7 +11,10 @@
  *   32     seed u64, total_steps i64, n_params u64, n_train i32, batch i32, optimizer i32,
  *          flags i32 (1: m present, 2: v present), opt_t i64,
  *          the loop state (eng_loop_state, field by field: i64 or f64),
- *          params f32[n_params], then m f32[n_params] and v f32[n_params] when present.
+ *          params f32[n_params], then m f32[n_params] and v f32[n_params] when present,
+ *          then (flag 4: the model has batch norm) n_stats u64 and the running statistics
+ *          f32[n_stats]. Records without flag 4 are those written before batch norm existed:
+ *          still version 1, read as before.
  */
 #include "internal.h"
 
@@ -39,10 +42,13 @@ static uint64_t fnv1a(const unsigned char *p, size_t n)
 #define LOOP_BYTES (0 LOOP_FIELDS(COUNT_ONE, COUNT_ONE))
 #define FIXED_BYTES (ENG_CKPT_HEADER + 8 + 8 + 8 + 4 * 4 + 8 + LOOP_BYTES)
 
+/* The trailing batch-norm section: its count and floats, or nothing. */
+static size_t stats_bytes(uint64_t n_stats) { return n_stats ? 8 + (size_t)n_stats * sizeof(float) : 0; }
+
 size_t eng_ckpt_size(const eng_ckpt *c)
 {
     size_t arrays = 1 + (c->m != NULL) + (c->v != NULL);
-    return FIXED_BYTES + arrays * (size_t)c->n_params * sizeof(float);
+    return FIXED_BYTES + arrays * (size_t)c->n_params * sizeof(float) + stats_bytes(c->n_stats);
 }
 
 typedef struct { unsigned char *p; } wr;
@@ -69,7 +75,7 @@ size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap)
     put_i32(&w, c->n_train);
     put_i32(&w, c->batch);
     put_i32(&w, c->optimizer);
-    put_i32(&w, (c->m ? 1 : 0) | (c->v ? 2 : 0));
+    put_i32(&w, (c->m ? 1 : 0) | (c->v ? 2 : 0) | (c->n_stats ? 4 : 0));
     put_i64(&w, c->opt_t ? *c->opt_t : 0);
     const eng_loop_state *L = &c->loop;
 #define W_L(f) put_i64(&w, (int64_t)L->f);
@@ -79,6 +85,10 @@ size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap)
     put(&w, c->params, nb);
     if (c->m) put(&w, c->m, nb);
     if (c->v) put(&w, c->v, nb);
+    if (c->n_stats) {
+        put_u64(&w, c->n_stats);
+        put(&w, c->stats, (size_t)c->n_stats * sizeof(float));
+    }
     unsigned char *b = buf;
     uint64_t sum = fnv1a(b + ENG_CKPT_HEADER, total - ENG_CKPT_HEADER);
     memcpy(b + 24, &sum, 8);
@@ -137,9 +147,21 @@ int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only)
                         "it belongs to another model", (unsigned long long)n_params,
                         (unsigned long long)c->n_params);
     size_t arrays = 1 + ((flags & 1) != 0) + ((flags & 2) != 0);
-    if (len != FIXED_BYTES + arrays * (size_t)n_params * sizeof(float))
+    size_t body = FIXED_BYTES + arrays * (size_t)n_params * sizeof(float);
+    uint64_t n_stats = 0;
+    if ((flags & 4) && len >= body + 8) memcpy(&n_stats, b + body, 8);
+    if (n_stats > (len - body) / sizeof(float) || len != body + stats_bytes(n_stats) || ((flags & 4) && !n_stats))
         return eng_fail(ENG_EFORMAT, "checkpoint: %zu bytes do not fit %llu parameters", len,
                         (unsigned long long)n_params);
+    if (n_stats != c->n_stats)
+        return eng_fail(ENG_EINVAL, "checkpoint: holds %llu batch-norm statistics, the model has %llu: "
+                        "it belongs to another model", (unsigned long long)n_stats, (unsigned long long)c->n_stats);
+    if (n_stats) {
+        long bad = first_non_finite(b + body + 8, (size_t)n_stats);
+        if (bad >= 0)
+            return eng_fail(ENG_EFORMAT, "checkpoint: batch-norm statistic %ld of %llu is not finite: the record "
+                            "holds a diverged or damaged state and cannot be used", bad, (unsigned long long)n_stats);
+    }
     if (!params_only) {
         if (seed != c->seed || total_steps != c->total_steps || n_train != c->n_train ||
             batch != c->batch || optimizer != c->optimizer)
@@ -172,6 +194,8 @@ int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only)
     LOOP_FIELDS(R_L, R_D)
     size_t nb = (size_t)n_params * sizeof(float);
     get(&r, c->params, nb);
+    /* the running statistics are part of the model: eval, export and resume all need them */
+    if (n_stats) memcpy(c->stats, b + body + 8, (size_t)n_stats * sizeof(float));
     if (params_only) { c->loop = L; return ENG_OK; }
     if (flags & 1) get(&r, c->m, nb);
     if (flags & 2) get(&r, c->v, nb);

@@ -144,7 +144,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); sequence layers embed:D, posenc[:learned], layernorm, encoder[:heads=H][:ff=F], meanpool (docs/attention.md); LAYER * N repeats a layer; the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten, bn[:ACT] (batch normalization), res(LAYERS)[:ACT] (residual block: shortcut added to LAYERS' output before ACT; a 1x1 projection when the shape changes); ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); sequence layers embed:D, posenc[:learned], layernorm, encoder[:heads=H][:ff=F], meanpool (docs/attention.md); LAYER * N repeats a layer; the last layer gives the outputs") \
     X("model", "attention", K_STR, model.attention, 0, 0, NULL, NULL, "full, linformer:k=K, lsh:buckets=B:rounds=R", "full",  \
       "how encoder layers attend: full softmax(QK^T)V, Linformer (keys and values projected along the sequence to K rows by learned n x K matrices E, F shared by the heads of a layer), or Reformer LSH (shared QK hashed into B buckets by random rotations, R rounds, sorted and chunked: each query attends to its own and the previous chunk); docs/attention.md") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
@@ -478,96 +478,190 @@ static int parse_conv(char *const *parts, int np, eng_layer_spec *L, char *why, 
     return 0;
 }
 
-/* Parses "dense:16:tanh, conv:8:5:relu, pool, flatten, dense:10" into mc->layers. */
+/* One layer "dense:16:tanh", "conv:8:5:relu:pad=1", "bn:relu", ... (t is modified) into
+ * mc->layers[n]; -1 with why. */
+static int parse_layer(char *t, int n, eng_model_config *mc, char *why, size_t cap)
+{
+    char orig[128];
+    copy_str(orig, sizeof orig, t);
+    eng_layer_spec *L = &mc->layers[n];
+    memset(L, 0, sizeof *L);
+    char *parts[LAYER_PARTS + 1] = { 0 };
+    int np = 0;
+    char *s2 = NULL;
+    for (char *p = strtok_r(t, ":", &s2); p && np <= LAYER_PARTS; p = strtok_r(NULL, ":", &s2)) parts[np++] = trim(p);
+    long long a = 0, b = 0;
+    const char *expect = NULL;
+    if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
+    else if (!strcmp(parts[0], "dense") || !strcmp(parts[0], "sage")) {
+        L->kind = parts[0][0] == 's' ? ENG_LAYER_SAGE : ENG_LAYER_DENSE;
+        /* maxk:K (or maxkK) keeps the K largest of each row: engine/sparse.c */
+        if (np == 4 && !strcmp(parts[2], "maxk") && !parse_long(parts[3], &b)) { parts[2] = "maxk"; np = 3; }
+        else if (np == 3 && !strncmp(parts[2], "maxk", 4) && parts[2][4] && !parse_long(parts[2] + 4, &b)) parts[2] = "maxk";
+        if (np < 2 || np > 3 || parse_long(parts[1], &a) || a < 1 || a > 1000000 ||
+            (np == 3 && strcmp(parts[2], "maxk") && parse_act(parts[2], &L->act)) ||
+            (np == 3 && !strcmp(parts[2], "maxk") && (b < 1 || b > a)))
+            expect = "dense:UNITS[:ACT] (or sage:UNITS[:ACT]) with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none, maxkK (1 <= K <= UNITS)";
+        if (np == 3 && !strcmp(parts[2], "maxk")) { L->act = ENG_ACT_MAXK; L->k = (int)b; }
+        L->units = (int)a;
+    } else if (!strcmp(parts[0], "conv")) {
+        char cw[300];
+        if (parse_conv(parts, np, L, cw, sizeof cw)) {
+            snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, cw, orig);
+            return -1;
+        }
+    } else if (!strcmp(parts[0], "pool")) {
+        L->kind = ENG_LAYER_POOL;
+        L->kernel = 2;
+        if (np > 2 || (np == 2 && strcmp(parts[1], "2"))) expect = "pool or pool:2 (2x2 max-pool)";
+    } else if (!strcmp(parts[0], "avgpool")) {
+        /* avgpool[:K[:S]]: KxK mean, stride S (default K); K defaults to 2 */
+        L->kind = ENG_LAYER_AVGPOOL;
+        L->kernel = 2;
+        if (np > 3 || (np >= 2 && (parse_long(parts[1], &a) || a < 1 || a > 64)) ||
+            (np == 3 && (parse_long(parts[2], &b) || b < 1 || b > 64)))
+            expect = "avgpool, avgpool:K or avgpool:K:S (KxK mean, stride S, default S = K; 1 <= K, S <= 64)";
+        if (np >= 2) L->kernel = (int)a;
+        L->stride = np == 3 ? (int)b : L->kernel;
+    } else if (!strcmp(parts[0], "gap")) {
+        L->kind = ENG_LAYER_GAP;
+        if (np != 1) expect = "gap (global average pooling: the mean of each channel)";
+    } else if (!strcmp(parts[0], "bn")) {
+        L->kind = ENG_LAYER_BN;
+        if (np > 2 || (np == 2 && parse_act(parts[1], &L->act)))
+            expect = "bn or bn:ACT (batch normalization, then ACT one of relu, tanh, sigmoid, gelu, none)";
+    } else if (!strcmp(parts[0], "flatten")) {
+        L->kind = ENG_LAYER_FLATTEN;
+        if (np != 1) expect = "flatten";
+    } else {
+        char sw[200];
+        int rc = eng_seq_layer_parse(parts, np, L, sw, sizeof sw);
+        if (rc < 0) { snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, sw, orig); return -1; }
+        if (rc > 0)
+            expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], bn[:ACT], res(LAYERS)[:ACT], pool, flatten, or a sequence "
+                     "layer (embed:D, posenc, layernorm, encoder, meanpool)";
+    }
+    if (expect) { snprintf(why, cap, "layer %d: expected %s, got '%s'", n + 1, expect, orig); return -1; }
+    if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_AVGPOOL ||
+         L->kind == ENG_LAYER_GAP) && n > 0) {
+        for (int j = 0; j < n; j++)
+            if (mc->layers[j].kind == ENG_LAYER_DENSE || mc->layers[j].kind == ENG_LAYER_FLATTEN) {
+                snprintf(why, cap, "layer %d: '%s' cannot follow a dense or flatten layer (the data is flat by then)", n + 1, orig);
+                return -1;
+            }
+    }
+    return 0;
+}
+
+/* "LAYER * N" repeats a layer N times (encoder:heads=4 * 6): cuts " * N" off t and returns
+ * N (1 without a star); -1 with why. */
+static int parse_repeat(char *t, int n, char *why, size_t cap)
+{
+    char *star = strchr(t, '*');
+    if (!star) return 1;
+    long long reps = 0;
+    char orig[128];
+    copy_str(orig, sizeof orig, t);
+    *star = '\0';
+    if (parse_long(trim(star + 1), &reps) || reps < 1 || reps > ENG_MAX_LAYERS) {
+        snprintf(why, cap, "layer %d: expected LAYER * N with N in 1..%d, got '%s'", n + 1, ENG_MAX_LAYERS, orig);
+        return -1;
+    }
+    char *e = star;
+    while (e > t && (e[-1] == ' ' || e[-1] == '\t')) *--e = '\0';
+    return (int)reps;
+}
+
+/* Residual blocks nest at most this deep. */
+#define RES_DEPTH 4
+
+/* The ")[:ACT]" closing a residual block at *pp (just past the ')'): the act, *pp past it. */
+static int parse_res_close(char **pp, eng_layer_spec *L, char *why, size_t cap)
+{
+    char *p = *pp;
+    memset(L, 0, sizeof *L);
+    L->kind = ENG_LAYER_RES;
+    while (*p == ' ' || *p == '\t') p++;
+    if (*p == ':') {
+        size_t len = strcspn(p + 1, ",)");
+        char act[32];
+        copy_str(act, sizeof act, p + 1);
+        if (len < sizeof act) act[len] = '\0';
+        if (len >= sizeof act || parse_act(trim(act), &L->act)) {
+            snprintf(why, cap, "a residual block ends with ')' or '):ACT' with ACT one of relu, tanh, sigmoid, gelu, "
+                     "none, got ')%.*s'", (int)(len + 1 < 40 ? len + 1 : 40), p);
+            return -1;
+        }
+        p += 1 + len;
+    }
+    *pp = p;
+    return 0;
+}
+
+/* Parses "conv:8:3:pad=1, bn:relu, res(conv:8:3:pad=1, bn:relu, conv:8:3:pad=1, bn):relu, gap,
+ * dense:10" into mc->layers: a residual block res(...) becomes a RES_BEGIN layer, its
+ * layers, and a RES layer carrying the block's activation. */
 static int parse_layers(const char *value, eng_model_config *mc, char *why, size_t cap)
 {
-    char buf[256];
+    char buf[1024];
     copy_str(buf, sizeof buf, value);
-    int n = 0;
-    char *save = NULL;
+    int n = 0, depth = 0, open_at[RES_DEPTH], closed = 0; /* closed: a block just ended at p */
     if (!*trim(buf)) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got ''"); return -1; }
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *t = trim(tok);
-        char orig[128];
-        copy_str(orig, sizeof orig, t);
-        /* "LAYER * N" repeats a layer N times (encoder:heads=4 * 6) */
-        long long reps = 1;
-        char *star = strchr(t, '*');
-        if (star) {
-            *star = '\0';
-            if (parse_long(trim(star + 1), &reps) || reps < 1 || reps > ENG_MAX_LAYERS) {
-                snprintf(why, cap, "layer %d: expected LAYER * N with N in 1..%d, got '%s'", n + 1, ENG_MAX_LAYERS, orig);
-                return -1;
-            }
-            t = trim(t);
+    char *p = buf;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') p++;
+        if (!strncmp(p, "res", 3) && p[3 + strspn(p + 3, " \t")] == '(') {
+            if (depth == RES_DEPTH) { snprintf(why, cap, "residual blocks nest at most %d deep", RES_DEPTH); return -1; }
+            if (n == ENG_MAX_LAYERS) break;
+            memset(&mc->layers[n], 0, sizeof mc->layers[n]);
+            mc->layers[n].kind = ENG_LAYER_RES_BEGIN;
+            open_at[depth++] = n++;
+            p = strchr(p, '(') + 1;
+            continue;
         }
-        if (n + reps > ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
-        eng_layer_spec *L = &mc->layers[n];
-        memset(L, 0, sizeof *L);
-        char *parts[LAYER_PARTS + 1] = { 0 };
-        int np = 0;
-        char *s2 = NULL;
-        for (char *p = strtok_r(t, ":", &s2); p && np <= LAYER_PARTS; p = strtok_r(NULL, ":", &s2)) parts[np++] = trim(p);
-        long long a = 0, b = 0;
-        const char *expect = NULL;
-        if (np == 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
-        else if (!strcmp(parts[0], "dense") || !strcmp(parts[0], "sage")) {
-            L->kind = parts[0][0] == 's' ? ENG_LAYER_SAGE : ENG_LAYER_DENSE;
-            /* maxk:K (or maxkK) keeps the K largest of each row: engine/sparse.c */
-            if (np == 4 && !strcmp(parts[2], "maxk") && !parse_long(parts[3], &b)) { parts[2] = "maxk"; np = 3; }
-            else if (np == 3 && !strncmp(parts[2], "maxk", 4) && parts[2][4] && !parse_long(parts[2] + 4, &b)) parts[2] = "maxk";
-            if (np < 2 || np > 3 || parse_long(parts[1], &a) || a < 1 || a > 1000000 ||
-                (np == 3 && strcmp(parts[2], "maxk") && parse_act(parts[2], &L->act)) ||
-                (np == 3 && !strcmp(parts[2], "maxk") && (b < 1 || b > a)))
-                expect = "dense:UNITS[:ACT] (or sage:UNITS[:ACT]) with UNITS >= 1 and ACT one of relu, tanh, sigmoid, gelu, none, maxkK (1 <= K <= UNITS)";
-            if (np == 3 && !strcmp(parts[2], "maxk")) { L->act = ENG_ACT_MAXK; L->k = (int)b; }
-            L->units = (int)a;
-        } else if (!strcmp(parts[0], "conv")) {
-            char cw[300];
-            if (parse_conv(parts, np, L, cw, sizeof cw)) {
-                snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, cw, orig);
-                return -1;
-            }
-        } else if (!strcmp(parts[0], "pool")) {
-            L->kind = ENG_LAYER_POOL;
-            L->kernel = 2;
-            if (np > 2 || (np == 2 && strcmp(parts[1], "2"))) expect = "pool or pool:2 (2x2 max-pool)";
-        } else if (!strcmp(parts[0], "avgpool")) {
-            /* avgpool[:K[:S]]: KxK mean, stride S (default K); K defaults to 2 */
-            L->kind = ENG_LAYER_AVGPOOL;
-            L->kernel = 2;
-            if (np > 3 || (np >= 2 && (parse_long(parts[1], &a) || a < 1 || a > 64)) ||
-                (np == 3 && (parse_long(parts[2], &b) || b < 1 || b > 64)))
-                expect = "avgpool, avgpool:K or avgpool:K:S (KxK mean, stride S, default S = K; 1 <= K, S <= 64)";
-            if (np >= 2) L->kernel = (int)a;
-            L->stride = np == 3 ? (int)b : L->kernel;
-        } else if (!strcmp(parts[0], "gap")) {
-            L->kind = ENG_LAYER_GAP;
-            if (np != 1) expect = "gap (global average pooling: the mean of each channel)";
-        } else if (!strcmp(parts[0], "flatten")) {
-            L->kind = ENG_LAYER_FLATTEN;
-            if (np != 1) expect = "flatten";
-        } else {
-            char sw[200];
-            int rc = eng_seq_layer_parse(parts, np, L, sw, sizeof sw);
-            if (rc < 0) { snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, sw, orig); return -1; }
-            if (rc > 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten, or a sequence layer (embed:D, posenc, layernorm, encoder, meanpool)";
+        size_t len = strcspn(p, ",)");
+        char end = p[len];
+        p[len] = '\0';
+        char *t = trim(p);
+        if (*t) {
+            if (n == ENG_MAX_LAYERS) break;
+            int reps = parse_repeat(t, n, why, cap);
+            if (reps < 0 || parse_layer(t, n, mc, why, cap)) return -1;
+            if (n + reps > ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
+            for (int r = 1; r < reps; r++) mc->layers[n + r] = mc->layers[n];
+            n += reps;
+            closed = 0;
+        } else if (n == 0 && !depth) {
+            break;  /* reported below as an empty list */
+        } else if (end != ')' || !depth || !(closed || open_at[depth - 1] == n - 1)) {
+            snprintf(why, cap, "layer %d is empty (two commas in a row, a trailing comma or 'res()')", n + 1);
+            return -1;
         }
-        if (expect) { snprintf(why, cap, "layer %d: expected %s, got '%s'", n + 1, expect, orig); return -1; }
-        if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_AVGPOOL ||
-             L->kind == ENG_LAYER_GAP) && n > 0) {
-            for (int j = 0; j < n; j++)
-                if (mc->layers[j].kind == ENG_LAYER_DENSE || mc->layers[j].kind == ENG_LAYER_FLATTEN) {
-                    snprintf(why, cap, "layer %d: '%s' cannot follow a dense or flatten layer (the data is flat by then)", n + 1, orig);
-                    return -1;
-                }
+        p += len;
+        if (end == ')') {
+            if (!depth) { snprintf(why, cap, "')' after layer %d closes no 'res('", n); return -1; }
+            if (open_at[depth - 1] == n - 1) { snprintf(why, cap, "layer %d: a residual block needs at least one layer inside res( )", n); return -1; }
+            if (n == ENG_MAX_LAYERS) break;
+            p++;
+            if (parse_res_close(&p, &mc->layers[n], why, cap)) return -1;
+            n++;
+            depth--;
+            closed = 1;
+            while (*p == ' ' || *p == '\t') p++;
+            if (*p == ',') { p++; closed = 0; }
+            else if (*p && *p != ')') { snprintf(why, cap, "expected ',' after the residual block ending at layer %d, got '%.20s'", n, p); return -1; }
+            else if (!*p) break;
+            continue;
         }
-        for (long long r = 1; r < reps; r++) mc->layers[n + r] = *L;
-        n += (int)reps;
+        if (!end) break;
+        p++;
     }
+    if (n == ENG_MAX_LAYERS && (*p || depth)) { snprintf(why, cap, "at most %d layers (each res( ) counts 2 besides its layers), got more", ENG_MAX_LAYERS); return -1; }
+    if (depth) { snprintf(why, cap, "'res(' opened at layer %d is not closed: add ')'", open_at[depth - 1] + 1); return -1; }
     if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
     if (mc->layers[n - 1].kind != ENG_LAYER_DENSE && mc->layers[n - 1].kind != ENG_LAYER_SAGE) {
-        static const char *const kinds[ENG_LAYER_KINDS] = { "dense", "conv", "pool", "flatten", "sage", "avgpool", "gap", "sequence" };
+        static const char *const kinds[ENG_LAYER_KINDS] = { "dense", "conv", "pool", "flatten", "sage", "avgpool", "gap",
+                                                            "sequence", "bn", "res(", "res" };
         snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'", kinds[mc->layers[n - 1].kind]);
         return -1;
     }
@@ -697,7 +791,7 @@ static int apply_key(eng_config *c, const keydef *d, const char *value, char *wh
 
 /* ---- parse state -------------------------------------------------------------------- */
 
-typedef struct { int key; char value[256]; int line; } setting;
+typedef struct { int key; char value[1024]; int line; } setting;
 
 #define MAX_LINE 4000
 
@@ -898,7 +992,7 @@ static int handler(void *user, const char *section, const char *name, const char
         }
     }
     /* An indented line after the same key continues its value (inih's multi-line form). */
-    char joined[1024];
+    char joined[2048];
     int continuing = slot->line != 0 && st->last_key == k && st->line_indented;
     if (continuing) snprintf(joined, sizeof joined, "%s %s", slot->value, v);
     else copy_str(joined, sizeof joined, v);
@@ -907,7 +1001,10 @@ static int handler(void *user, const char *section, const char *name, const char
     eng_config scratch;
     memset(&scratch, 0, sizeof scratch);
     char why[512];
-    if (apply_key(&scratch, &defs[k], joined, why, sizeof why))
+    /* a list ending in ',' goes on on the next (indented) line: resolve checks the whole */
+    size_t jl = strlen(joined);
+    int open_list = jl && joined[jl - 1] == ',';
+    if (!open_list && apply_key(&scratch, &defs[k], joined, why, sizeof why))
         return fail_at(st, ENG_EINVAL, st->line, "key '%s': %s", defs[k].key, why);
     copy_str(slot->value, sizeof slot->value, joined);
     if (!continuing) slot->line = st->line;
@@ -919,7 +1016,7 @@ static int handler(void *user, const char *section, const char *name, const char
 
 /* ---- resolving a variant ------------------------------------------------------------ */
 
-typedef struct { int key; char value[256]; char orig[300]; } cli_set;
+typedef struct { int key; char value[1024]; char orig[1100]; } cli_set;
 
 /* "FILE:LINE" for a file value, "--set key=value" for a command-line one. */
 static void where(char *out, size_t cap, const char *path, const setting *s, const cli_set *sets, size_t n_sets)
@@ -928,7 +1025,7 @@ static void where(char *out, size_t cap, const char *path, const setting *s, con
     else if (s->line == 0) snprintf(out, cap, "%s", path);
     else {
         for (size_t i = n_sets; i-- > 0;)
-            if (sets[i].key == s->key) { snprintf(out, cap, "--set %s", sets[i].orig); return; }
+            if (sets[i].key == s->key) { snprintf(out, cap, "--set %.500s", sets[i].orig); return; } /* a message, not data */
         snprintf(out, cap, "--set");
     }
 }
@@ -960,7 +1057,7 @@ static int resolve_data_path(const char *exp_path, char *field, size_t cap, sett
     struct stat sb;
     if (stat(cand, &sb) != 0 && stat(field, &sb) == 0) return 0;
     memcpy(field, cand, (size_t)len + 1);
-    /* kv holds 255 characters: a longer path is reported as written (it is still used) */
+    /* kv holds 1023 characters: a longer path is reported as written (it is still used) */
     if ((size_t)len < sizeof v->value) memcpy(v->value, cand, (size_t)len + 1);
     return 0;
 }
@@ -1146,7 +1243,7 @@ static int parse_set(const char *arg, cli_set *out)
 {
     memset(out, 0, sizeof *out);
     copy_str(out->orig, sizeof out->orig, arg);
-    char buf[512];
+    char buf[1100];
     copy_str(buf, sizeof buf, arg);
     char *eq = strchr(buf, '=');
     if (!eq) return eng_fail(ENG_EINVAL, "--set %s: expected section.key=value (e.g. --set train.lr=0.1)", arg);
@@ -1166,7 +1263,7 @@ static int parse_set(const char *arg, cli_set *out)
     }
     eng_config scratch;
     memset(&scratch, 0, sizeof scratch);
-    char why[512];
+    char why[1400];
     if (strlen(val) >= sizeof out->value)
         return eng_fail(ENG_EINVAL, "--set %s: key '%s': expected a value of at most %zu characters", arg, defs[k].key, sizeof out->value - 1);
     if (apply_key(&scratch, &defs[k], val, why, sizeof why))

@@ -166,8 +166,11 @@ typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTE
                ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */
                ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
                ENG_LAYER_GAP,     /* global average pooling: C x H x W -> C */
-               ENG_LAYER_SEQ      /* sequence layers (engine/attention.c): eng_layer_spec.seq says which */ } eng_layer_kind;
-#define ENG_LAYER_KINDS 8
+               ENG_LAYER_SEQ,     /* sequence layers (engine/attention.c): eng_layer_spec.seq says which */
+               ENG_LAYER_BN,      /* batch normalization: per channel (C x H x W) or per feature (flat) */
+               ENG_LAYER_RES_BEGIN, /* res( ... ): where a residual block's shortcut leaves the chain */
+               ENG_LAYER_RES      /* ... ):ACT: shortcut added to the block's output, then ACT */ } eng_layer_kind;
+#define ENG_LAYER_KINDS 11
 
 /* Sequence layers read one row as n positions of d features ([1 x n x d]; an image
  * [1 x H x W] is H positions of W pixels). */
@@ -202,7 +205,7 @@ typedef enum { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER } eng_init_kind;
  * config keeps the algorithm models had before the key existed. */
 typedef enum { ENG_CONV_IM2COL = 0, ENG_CONV_DIRECT = 1, ENG_CONV_AUTO = 2 } eng_conv_algo;
 
-#define ENG_MAX_LAYERS 32
+#define ENG_MAX_LAYERS 64        /* a ResNet-14: 40 layers (each res( ) counts 2 besides its layers) */
 typedef struct {
     int n_layers;
     eng_layer_spec layers[ENG_MAX_LAYERS];
@@ -324,7 +327,7 @@ typedef struct {
 /* One resolved key of a variant: "train.lr" = "0.1", from FILE:LINE. */
 typedef struct {
     char key[64];
-    char value[256];
+    char value[1024];     /* a ResNet's model.layers runs to several hundred characters */
     int line;             /* 0 = default, -1 = command line */
 } eng_kv;
 
@@ -450,6 +453,10 @@ float *eng_model_grads(eng_model *m);
 size_t eng_model_n_params(const eng_model *m);
 /* Human summary: "dense(2->16) tanh, dense(16->16) tanh, dense(16->2)  [354 params]". */
 const char *eng_model_summary(const eng_model *m);
+/* Training mode (the default after build) or evaluation mode: batch-norm layers normalise
+ * with the batch's statistics and update their running statistics in training, and use the
+ * running statistics (nothing updated) in evaluation. Other layers behave the same in both. */
+void eng_model_set_training(eng_model *m, int training);
 
 /* ---- optimizers and schedules ------------------------------------------------------ */
 

@@ -289,8 +289,10 @@ void eng_grad_apply(eng_grad *g)
         case ENG_GRAD_CENTRALIZE:
             for (int l = 0; l < m->n_layers; l++) {
                 eng_layer *L = &m->layers[l];
-                if (!L->n_w) continue;
-                /* dense W [in x out]: fan-in by column; conv W [F x C*K*K]: by row */
+                /* batch norm's gamma has one weight per channel: no fan-in to centre */
+                if (!L->n_w || L->kind == ENG_LAYER_BN) continue;
+                /* dense W [in x out]: fan-in by column; conv W [F x C*K*K] and a residual
+                 * projection W [F x C]: by row */
                 if (L->kind == ENG_LAYER_DENSE) eng_grad_centralize(L->dw, L->in_size, L->out_size, 1, g->colsum);
                 else eng_grad_centralize(L->dw, L->n_b, L->n_w / L->n_b, 0, NULL);
                 flops += 2 * (uint64_t)L->n_w;

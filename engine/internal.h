@@ -7,6 +7,9 @@
  *     dense:16:tanh  ->  [dense] [bias] [tanh]
  *     conv:8:5:relu  ->  [conv2d] [bias] [relu]
  *     pool           ->  [maxpool]          flatten -> [flatten]
+ *     bn:relu        ->  [batchnorm] [relu]
+ *     res(A, B):relu ->  [res_fork] A's nodes B's nodes [res_add] [relu]   (two layers,
+ *                        res1.in and res1; res_add reads the fork's input as the shortcut)
  * followed by one loss node ([softmax_xent] or [mse]) that reads the last layer's output
  * (the logits). Every node is run by ONE function (model.c: run_node), which is where the
  * profiler scopes and the FLOP/byte counters attach.
@@ -45,7 +48,9 @@
  * through the layers (not the loss) into m->grads and every L->dz/L->da: use it for
  * Jacobian-vector products (Gauss-Newton, Fisher with sampled labels).
  * Parameter layout: layers in order, each W then b; a layer without parameters (pool,
- * flatten) has n_w == n_b == 0.
+ * flatten, res_fork, an identity res) has n_w == n_b == 0; bn: W = gamma [C], b = beta [C];
+ * a res with a projection shortcut: W [F x C], b [F]. Batch norm's running statistics are
+ * not parameters: they live in m->stats (checkpointed beside the parameters).
  */
 #ifndef NNBENCH_ENGINE_INTERNAL_H
 #define NNBENCH_ENGINE_INTERNAL_H
@@ -163,6 +168,9 @@ typedef enum {
     ENG_OP_FFN = 26,           /* per-position linear + bias (the encoder's MLP) */
     ENG_OP_MEANPOOL = 27,      /* mean over the positions */
     ENG_OP_LSH_HASH = 28,      /* Reformer LSH: buckets by random rotations, sorted, chunked key lists */
+    ENG_OP_BATCHNORM = 29,     /* norm.c: per channel (or feature) batch normalization */
+    ENG_OP_RES_FORK = 30,      /* residual.c: where a shortcut leaves; backward adds its gradient */
+    ENG_OP_RES_ADD = 31,       /* residual.c: y = x + shortcut (identity or 1x1 projection) */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -271,6 +279,17 @@ struct eng_node {
     float *ws;
     /* profiler scope ids (-1 when profiling is off) */
     int prof_fwd, prof_bwd;
+    /* batchnorm: running mean [C] then running variance [C] (in m->stats), the last
+     * training forward's batch mean and 1/sqrt(var + eps) [C] each in save; training: the
+     * mode of the next forward (1: batch statistics, updating the running ones) */
+    float *stats, *save;
+    int training;
+    /* res_add: peer is the block's res_fork node (the shortcut is peer->x); dskip [rows x
+     * peer->in_size] is dL/dshortcut, written by res_add's backward and added by the fork's.
+     * With a projection (w != NULL): W [F x C], b [F], stride; col holds the strided
+     * shortcut [rows x C*P] of the last forward and dcol one row's gradient of it [C*P]. */
+    struct eng_node *peer;
+    float *dskip;
 };
 
 /* One encoder layer's attention (attention.c): where its nodes find Q, K, V and put their
@@ -360,6 +379,34 @@ size_t eng_conv_ws_floats(const eng_node *n, int chunk);
  * to the faster. Stride > 1: im2col, untimed. */
 void eng_conv_choose(eng_node *n, int rows, int reps);
 
+/* norm.c: the batchnorm op (ENG_BN_EPS inside the square root, running statistics updated
+ * with momentum ENG_BN_MOMENTUM and the unbiased batch variance, as PyTorch's BatchNorm). */
+#define ENG_BN_EPS 1e-5f
+#define ENG_BN_MOMENTUM 0.1f
+void eng_bn_fwd(eng_node *n, int rows);
+void eng_bn_bwd(eng_node *n, int rows);
+uint64_t eng_bn_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_bn_bytes(const eng_node *n, int rows, eng_dir dir);
+/* Channels a batchnorm node normalises: C of a C x H x W input, or every feature of a flat
+ * (1 x 1 x N) one. */
+int eng_bn_channels(const eng_node *n);
+
+/* residual.c: the res_fork and res_add ops. */
+void eng_res_fork_fwd(eng_node *n, int rows);
+void eng_res_fork_bwd(eng_node *n, int rows);
+uint64_t eng_res_fork_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_res_fork_bytes(const eng_node *n, int rows, eng_dir dir);
+void eng_res_add_fwd(eng_node *n, int rows);
+void eng_res_add_bwd(eng_node *n, int rows);
+uint64_t eng_res_add_flops(const eng_node *n, int rows, eng_dir dir);
+uint64_t eng_res_add_bytes(const eng_node *n, int rows, eng_dir dir);
+int eng_res_add_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+/* Channels and positions of a residual shape: C x (H·W), or N x 1 for a flat one. */
+void eng_res_dims(const int shape[3], int *C, int *P);
+/* The projection stride taking a shortcut of shape in to out (1x1 conv: (H-1)/S + 1 == OH
+ * and the same for W), or 0 when there is none. */
+int eng_res_proj_stride(const int in[3], const int out[3]);
+
 /* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
  * the one call site of every op, also for graph models (gnn.c). */
 void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows);
@@ -379,6 +426,7 @@ typedef struct {
     float *z, *dz;              /* pre-activation and its gradient [rows x out_size] */
     float *a, *da;              /* post-activation and its gradient (== z, dz without act) */
     int node_first, n_nodes;    /* its nodes: m->nodes[node_first .. +n_nodes) */
+    int res_begin;              /* res: the index of its block's res( layer */
 } eng_layer;
 
 /* an encoder layer takes up to 13 nodes (attention.c); room for 8 of them */
@@ -406,7 +454,10 @@ struct eng_model {
     prof_t *prof;               /* NULL = profiling off */
     void *arena;                /* activations + workspaces: one block */
     int32_t *iarena;            /* argmax indices: one block */
-    char summary[1024];
+    float *stats;               /* batchnorm running mean and variance, per bn layer in order */
+    size_t n_stats;
+    int training;               /* eng_model_set_training */
+    char summary[2048];
 };
 
 /* attention.c: the sequence layers' side of model.c (ENG_LAYER_SEQ). plan: checks the
@@ -478,6 +529,8 @@ typedef struct {
     float *m, *v;               /* n_params each, or NULL (the optimizer has none) */
     long *opt_t;                /* optimizer step count, or NULL */
     eng_loop_state loop;
+    uint64_t n_stats;           /* batchnorm running statistics (0 and NULL: none) */
+    float *stats;
 } eng_ckpt;
 
 /* Bytes of the record for c's shape. */

@@ -29,7 +29,8 @@ static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows) { 
 /* Nodes whose output is their input (in place / a view): they own no buffers. */
 static int node_aliases(const eng_node *n)
 {
-    return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN || n->op == ENG_OP_ATTN_SOFTMAX;
+    return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN || n->op == ENG_OP_ATTN_SOFTMAX ||
+           n->op == ENG_OP_RES_FORK;
 }
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
@@ -45,6 +46,8 @@ static const char *kind_name(eng_layer_kind k)
     case ENG_LAYER_AVGPOOL: return "avgpool";
     case ENG_LAYER_GAP: return "gap";
     case ENG_LAYER_SEQ: return "seq"; /* renamed by eng_seq_plan (embed1, encoder1, ...) */
+    case ENG_LAYER_BN: return "bn";
+    case ENG_LAYER_RES_BEGIN: case ENG_LAYER_RES: return "res";
     }
     return "?";
 }
@@ -119,12 +122,86 @@ static int plan_avgpool(eng_model *m, const eng_layer_spec *sp, int i, eng_layer
     return ENG_OK;
 }
 
+/* A bn layer: the shape stays; gamma (W) and beta (b) per channel, and running statistics. */
+static void plan_bn(eng_model *m, int i, eng_layer *L, const int shape[3], int out[3])
+{
+    memcpy(out, shape, 3 * sizeof(int));
+    eng_node *bn = add_node(m, ENG_OP_BATCHNORM, i, shape, out);
+    L->n_w = L->n_b = (size_t)eng_bn_channels(bn);
+    m->n_stats += 2 * L->n_w;
+}
+
+/* The RES layer closing the block opened at layer b: the shortcut (b's input) is added to
+ * the block's output (shape) as it is when the shapes agree, else through a 1x1 projection
+ * with the stride that maps one onto the other. */
+static int plan_res(eng_model *m, int i, int b, eng_layer *L, const int shape[3], int out[3])
+{
+    const eng_layer *B = &m->layers[b];
+    memcpy(out, shape, 3 * sizeof(int));
+    eng_node *add = add_node(m, ENG_OP_RES_ADD, i, shape, out);
+    add->peer = &m->nodes[B->node_first];
+    L->res_begin = b;
+    if (!memcmp(B->in_shape, shape, 3 * sizeof(int))) return ENG_OK;
+    int st = eng_res_proj_stride(B->in_shape, shape), C, F, P;
+    if (!st)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): the residual block turns %dx%dx%d into %dx%dx%d, which "
+                        "no 1x1 projection shortcut with a stride can match; make the block keep the size or "
+                        "shrink it by a stride (conv ...:stride=S with pad = K/2)", i + 1, L->name,
+                        B->in_shape[0], B->in_shape[1], B->in_shape[2], shape[0], shape[1], shape[2]);
+    eng_res_dims(B->in_shape, &C, &P);
+    eng_res_dims(shape, &F, &P);
+    add->stride = L->stride = st;
+    L->n_w = (size_t)F * C;
+    L->n_b = (size_t)F;
+    return ENG_OK;
+}
+
+/* Opens (begin) or closes a residual block in plan: the stack of open blocks, their
+ * numbers (the res layer and its res( share "resN"), and the layer's name. */
+typedef struct { int at[ENG_MAX_LAYERS], num[ENG_MAX_LAYERS], depth, count; } res_stack;
+
+static int res_step(res_stack *st, const eng_layer_spec *sp, int i, eng_layer *L)
+{
+    if (sp->kind == ENG_LAYER_RES_BEGIN) {
+        st->at[st->depth] = i;
+        st->num[st->depth++] = ++st->count;
+        snprintf(L->name, sizeof L->name, "res%d.in", st->count);
+        return ENG_OK;
+    }
+    if (!st->depth)
+        return eng_fail(ENG_EINVAL, "model: layer %d closes a residual block that was never opened (res( missing)", i + 1);
+    snprintf(L->name, sizeof L->name, "res%d", st->num[--st->depth]);
+    return ENG_OK;
+}
+
+/* Layer i's activation node, after its other nodes (plan's step). */
+static int plan_act(eng_model *m, const eng_model_config *mc, int i, const eng_layer *L, const int out[3])
+{
+    const eng_layer_spec *sp = &mc->layers[i];
+    if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN || sp->kind == ENG_LAYER_AVGPOOL ||
+        sp->kind == ENG_LAYER_GAP || sp->kind == ENG_LAYER_RES_BEGIN || sp->kind == ENG_LAYER_SEQ)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
+                        i + 1, L->name, eng_act_name(sp->act));
+    if (sp->act == ENG_ACT_MAXK) {
+        int units = out[0] * out[1] * out[2];
+        if (sp->kind != ENG_LAYER_DENSE || sp->k < 1 || sp->k > units)
+            return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d needs a dense layer and 1 <= k <= %d units",
+                            i + 1, L->name, sp->k, units);
+        if (i + 1 >= mc->n_layers || mc->layers[i + 1].kind != ENG_LAYER_DENSE)
+            return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
+                            "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
+    }
+    add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
+    return ENG_OK;
+}
+
 /* Shapes and nodes of every layer; parameter offsets. No allocation. */
 static int plan(eng_model *m, const eng_model_config *mc)
 {
     int shape[3] = { m->in_shape[0], m->in_shape[1], m->in_shape[2] };
     int counts[ENG_LAYER_KINDS] = { 0 }, has_params = 0;
     size_t off = 0;
+    res_stack rs = { .depth = 0, .count = 0 };
     for (int i = 0; i < mc->n_layers; i++) {
         const eng_layer_spec *sp = &mc->layers[i];
         eng_layer *L = &m->layers[i];
@@ -137,7 +214,12 @@ static int plan(eng_model *m, const eng_model_config *mc)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown kind %d", i + 1, (int)sp->kind);
         if ((unsigned)sp->act > ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "model: layer %d has an unknown activation %d", i + 1, (int)sp->act);
-        snprintf(L->name, sizeof L->name, "%s%d", kind_name(sp->kind), ++counts[sp->kind]);
+        if (sp->kind == ENG_LAYER_RES_BEGIN || sp->kind == ENG_LAYER_RES) {
+            int rc = res_step(&rs, sp, i, L);
+            if (rc) return rc;
+        } else {
+            snprintf(L->name, sizeof L->name, "%s%d", kind_name(sp->kind), ++counts[sp->kind]);
+        }
         memcpy(L->in_shape, shape, sizeof shape);
         L->in_size = (size_t)shape[0] * shape[1] * shape[2];
         L->node_first = m->n_nodes;
@@ -192,23 +274,21 @@ static int plan(eng_model *m, const eng_model_config *mc)
             if (rc) return rc;
             break;
         }
+        case ENG_LAYER_BN: plan_bn(m, i, L, shape, out); break;
+        case ENG_LAYER_RES_BEGIN:
+            memcpy(out, shape, sizeof out);
+            add_node(m, ENG_OP_RES_FORK, i, shape, out);
+            break;
+        case ENG_LAYER_RES: {
+            int rc = plan_res(m, i, rs.at[rs.depth], L, shape, out);
+            if (rc) return rc;
+            break;
+        }
         case ENG_LAYER_SAGE: return ENG_EINVAL; /* refused above */
         }
         if (sp->act != ENG_ACT_NONE) {
-            if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN || sp->kind == ENG_LAYER_AVGPOOL ||
-                sp->kind == ENG_LAYER_GAP || sp->kind == ENG_LAYER_SEQ)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
-                                i + 1, L->name, eng_act_name(sp->act));
-            if (sp->act == ENG_ACT_MAXK) {
-                int units = out[0] * out[1] * out[2];
-                if (sp->kind != ENG_LAYER_DENSE || sp->k < 1 || sp->k > units)
-                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d needs a dense layer and 1 <= k <= %d units",
-                                    i + 1, L->name, sp->k, units);
-                if (i + 1 >= mc->n_layers || mc->layers[i + 1].kind != ENG_LAYER_DENSE)
-                    return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
-                                    "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
-            }
-            add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
+            int rc = plan_act(m, mc, i, L, out);
+            if (rc) return rc;
         }
         L->n_nodes = m->n_nodes - L->node_first;
         memcpy(L->out_shape, out, sizeof out);
@@ -221,6 +301,8 @@ static int plan(eng_model *m, const eng_model_config *mc)
         }
         memcpy(shape, out, sizeof shape);
     }
+    if (rs.depth)
+        return eng_fail(ENG_EINVAL, "model: the residual block opened at layer %d is never closed", rs.at[rs.depth - 1] + 1);
     if (!has_params)
         return eng_fail(ENG_EINVAL, "model: needs at least one dense or conv layer");
     const eng_layer *last = &m->layers[mc->n_layers - 1];
@@ -249,6 +331,43 @@ static int conv_chunk(const eng_node *n, int max_batch)
     return (int)c;
 }
 
+/* Floats of a node's own buffers besides y and dy (batchnorm's saved statistics; a
+ * projection's strided shortcut, its one-row gradient and the shortcut's gradient). */
+static size_t extra_floats(const eng_node *n, size_t B)
+{
+    if (n->op == ENG_OP_BATCHNORM) return round16(2 * (size_t)eng_bn_channels(n));
+    if (n->op != ENG_OP_RES_ADD || !n->stride) return 0;
+    int C, P, F, Pin;
+    eng_res_dims(n->peer->in_shape, &C, &Pin);
+    eng_res_dims(n->out_shape, &F, &P);
+    size_t cp = (size_t)C * P;
+    return round16(B * cp) + round16(cp) + round16(B * n->peer->in_size);
+}
+
+/* Points a node's extra buffers (extra_floats) into the arena at *p and advances it. */
+static void carve_extra(eng_model *m, eng_node *n, float **p, float **stats)
+{
+    size_t B = (size_t)m->max_batch;
+    if (n->op == ENG_OP_BATCHNORM) {
+        n->save = *p;
+        n->stats = *stats;
+        *stats += 2 * (size_t)eng_bn_channels(n);
+        n->training = 1;
+    } else if (n->op == ENG_OP_RES_ADD && n->stride) {
+        int C, P, F, Pin;
+        eng_res_dims(n->peer->in_shape, &C, &Pin);
+        eng_res_dims(n->out_shape, &F, &P);
+        size_t cp = (size_t)C * P;
+        n->col = *p;
+        n->dcol = n->col + round16(B * cp);
+        n->dskip = n->dcol + round16(cp);
+    } else if (n->op == ENG_OP_RES_ADD) {
+        n->dskip = n->dy;   /* identity: dL/dshortcut is dL/dy */
+    }
+    if (n->op == ENG_OP_RES_ADD) n->peer->dskip = n->dskip;
+    *p += extra_floats(n, B);
+}
+
 /* Buffers: sizes first, then one arena carved in order; the same walk assigns pointers. */
 static int allocate(eng_model *m)
 {
@@ -260,6 +379,7 @@ static int allocate(eng_model *m)
             continue;
         }
         if (!node_aliases(n)) floats += 2 * round16(B * n->out_size);
+        floats += extra_floats(n, B);
         if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
         if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
         floats += round16(eng_seq_ws_floats(n, m->max_batch));
@@ -279,7 +399,8 @@ static int allocate(eng_model *m)
     m->grads = prof_calloc(m->n_params + eng_dist_spare(), sizeof(float));
     m->arena = prof_calloc(floats ? floats : 1, sizeof(float));
     m->iarena = ints ? prof_calloc(ints, sizeof(int32_t)) : NULL;
-    if (!m->params || !m->grads || !m->arena || (ints && !m->iarena)) {
+    m->stats = m->n_stats ? prof_calloc(m->n_stats, sizeof(float)) : NULL;
+    if (!m->params || !m->grads || !m->arena || (ints && !m->iarena) || (m->n_stats && !m->stats)) {
         /* Say which part is too big: the fix differs (smaller layers vs a smaller batch). */
         double pmb = 2.0 * (double)m->n_params * sizeof(float) / 1048576.0;   /* + gradients */
         double amb = ((double)floats * sizeof(float) + (double)ints * sizeof(int32_t)) / 1048576.0;
@@ -299,6 +420,7 @@ static int allocate(eng_model *m)
     const float *x = NULL;   /* the input: wired at each forward */
     float *dx = NULL;        /* no gradient for the input unless enabled */
     int32_t *xidx = NULL;    /* CBSR column indices of x (after a maxk node) */
+    float *stats = m->stats;
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         n->x = x;
@@ -314,6 +436,7 @@ static int allocate(eng_model *m)
             n->y = p; p += round16(B * n->out_size);
             n->dy = p; p += round16(B * n->out_size);
         }
+        carve_extra(m, n, &p, &stats);
         if (n->op == ENG_OP_MAXPOOL) { n->argmax = ip; ip += B * n->out_size; }
         if (n->op == ENG_OP_CBSR_DENSE) n->idx = xidx;
         xidx = NULL;
@@ -341,10 +464,11 @@ static int allocate(eng_model *m)
             L->w = m->params + L->w_off; L->b = m->params + L->b_off;
             L->dw = m->grads + L->w_off; L->db = m->grads + L->b_off;
             first->w = L->w; first->dw = L->dw; first->n_w = L->n_w;
-            eng_node *bias = first + 1;
-            bias->b = L->b; bias->db = L->db; bias->n_b = L->n_b;
-            /* the weight node also knows its bias, for anyone inspecting it */
+            /* the weight node also knows its bias, for anyone inspecting it (batchnorm and
+             * res_add apply it themselves: no bias node follows them) */
             first->b = L->b; first->db = L->db; first->n_b = L->n_b;
+            eng_node *bias = L->n_nodes > 1 && first[1].op == ENG_OP_BIAS ? first + 1 : first;
+            bias->b = L->b; bias->db = L->db; bias->n_b = L->n_b;
             L->z = bias->y; L->dz = bias->dy;
         } else {
             L->z = first->y; L->dz = first->dy;
@@ -358,16 +482,20 @@ static int allocate(eng_model *m)
     return ENG_OK;
 }
 
-/* He (normal, std sqrt(2/fan_in)) before relu/gelu, Xavier (uniform ±sqrt(6/(fan_in+fan_out)))
+/* He (normal, std sqrt(2/fan_in)) before relu/gelu or batch norm, Xavier (uniform ±sqrt(6/(fan_in+fan_out)))
  * otherwise, unless the config forces one; biases stay 0. One stream per layer. */
 static void init_params(eng_model *m, uint64_t seed)
 {
     for (int i = 0; i < m->n_layers; i++) {
         eng_layer *L = &m->layers[i];
-        if (!L->n_w) continue;
+        if (!L->n_w || L->kind == ENG_LAYER_BN) continue;
         if (L->kind == ENG_LAYER_SEQ) { eng_seq_init(m, L, seed, i); continue; }
         double fan_in, fan_out;
-        if (L->kind == ENG_LAYER_CONV) {
+        if (L->kind == ENG_LAYER_RES) {
+            /* the projection: a 1x1 convolution, W [F x C] */
+            fan_in = (double)(L->n_w / L->n_b);
+            fan_out = (double)L->n_b;
+        } else if (L->kind == ENG_LAYER_CONV) {
             double kk = (double)L->kernel * L->kernel;
             fan_in = L->in_shape[0] * kk;
             fan_out = L->out_shape[0] * kk;
@@ -375,9 +503,14 @@ static void init_params(eng_model *m, uint64_t seed)
             fan_in = (double)L->in_size;
             fan_out = (double)L->out_size;
         }
+        /* before batch norm the scale is normalised away, except in the running statistics:
+         * Xavier's small outputs (variance ~0.01 for a first conv) take the running variance
+         * from its 1 at start to the truth only after ~50 steps, so an early evaluation sees
+         * a wrong scale; He keeps them of order 1 (and matches PyTorch's peer) */
+        int before_bn = i + 1 < m->n_layers && m->layers[i + 1].kind == ENG_LAYER_BN;
         int he = m->cfg.init == ENG_INIT_HE ||
                  (m->cfg.init == ENG_INIT_AUTO &&
-                  (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU || L->act == ENG_ACT_MAXK));
+                  (L->act == ENG_ACT_RELU || L->act == ENG_ACT_GELU || L->act == ENG_ACT_MAXK || before_bn));
         eng_rng r;
         eng_rng_seed(&r, seed, ENG_STREAM_INIT + (uint64_t)i);
         if (he) {
@@ -388,6 +521,18 @@ static void init_params(eng_model *m, uint64_t seed)
             for (size_t k = 0; k < L->n_w; k++) L->w[k] = (float)(lim * (2.0 * eng_rng_uniform(&r) - 1.0));
         }
         memset(L->b, 0, L->n_b * sizeof(float));
+    }
+}
+
+/* Batch norm starts as the identity (gamma 1, beta 0) with running mean 0 and variance 1,
+ * as PyTorch's. */
+static void init_bn(eng_model *m)
+{
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        if (n->op != ENG_OP_BATCHNORM) continue;
+        size_t C = n->n_w;
+        for (size_t c = 0; c < C; c++) { n->w[c] = 1.0f; n->b[c] = 0.0f; n->stats[c] = 0.0f; n->stats[C + c] = 1.0f; }
     }
 }
 
@@ -437,7 +582,8 @@ static void make_summary(eng_model *m)
     for (int i = 0; i < m->n_layers && len < cap; i++) {
         const eng_layer *L = &m->layers[i];
         const int *a = L->in_shape, *b = L->out_shape;
-        const char *sep = i ? ", " : "";
+        /* nothing between "res(" and the block's first layer, nor before its ")" */
+        const char *sep = i && m->layers[i - 1].kind != ENG_LAYER_RES_BEGIN && L->kind != ENG_LAYER_RES ? ", " : "";
         int w = 0;
         switch (L->kind) {
         case ENG_LAYER_DENSE: w = snprintf(s + len, cap - len, "%sdense(%zu->%zu)", sep, L->in_size, L->out_size); break;
@@ -462,6 +608,11 @@ static void make_summary(eng_model *m)
                          L->kernel, L->stride);
             break;
         case ENG_LAYER_GAP: w = snprintf(s + len, cap - len, "%sgap(%dx%dx%d->%d)", sep, a[0], a[1], a[2], b[0]); break;
+        case ENG_LAYER_BN: w = snprintf(s + len, cap - len, "%sbn(%zu)", sep, L->n_w); break;
+        case ENG_LAYER_RES_BEGIN: w = snprintf(s + len, cap - len, "%sres(", sep); break;
+        case ENG_LAYER_RES:
+            w = L->n_w ? snprintf(s + len, cap - len, " + proj 1x1 s%d)", L->stride) : snprintf(s + len, cap - len, ")");
+            break;
         case ENG_LAYER_SAGE: break; /* never built here (engine/gnn.c) */
         case ENG_LAYER_SEQ: w = len < cap ? snprintf(s + len, cap - len, "%s", sep) : 0;
             if (w > 0) len += (size_t)w;
@@ -532,6 +683,8 @@ int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out
     if (rc) { eng_model_free(m); return rc; }
     eng_seq_charge(m);
     init_params(m, seed);
+    init_bn(m);
+    m->training = 1;
     make_summary(m);
     *out = m;
     return ENG_OK;
@@ -545,7 +698,15 @@ void eng_model_free(eng_model *m)
     prof_free(m->arena);
     prof_free(m->iarena);
     prof_free(m->dinput);
+    prof_free(m->stats);
     prof_free(m);
+}
+
+void eng_model_set_training(eng_model *m, int training)
+{
+    m->training = training != 0;
+    for (int i = 0; i < m->n_nodes; i++)
+        if (m->nodes[i].op == ENG_OP_BATCHNORM) m->nodes[i].training = m->training;
 }
 
 int eng_model_enable_input_grad(eng_model *m)
@@ -577,7 +738,7 @@ static void wire_input(eng_model *m, const float *x)
     for (int i = 0; i < m->n_layers; i++) {
         eng_layer *L = &m->layers[i];
         L->x = x;
-        if (L->kind != ENG_LAYER_FLATTEN) break;
+        if (L->kind != ENG_LAYER_FLATTEN && L->kind != ENG_LAYER_RES_BEGIN) break;
         L->z = L->a = (float *)x;
     }
 }

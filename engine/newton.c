@@ -411,6 +411,10 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
         if (L->act == ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "newton: layer %s uses maxk, whose output is sparse (CBSR); Newton curvature "
                             "is implemented for dense activations only (use relu, or a first-order optimizer)", L->name);
+        if (L->kind == ENG_LAYER_BN || L->kind == ENG_LAYER_RES_BEGIN || L->kind == ENG_LAYER_RES)
+            return eng_fail(ENG_EINVAL, "newton: layer %s is a %s layer; Newton curvature is implemented for a chain "
+                            "of dense layers only (use a first-order optimizer: sgd, momentum, adam, adamw)", L->name,
+                            L->kind == ENG_LAYER_BN ? "batch-norm" : "residual-block");
         if (L->kind == ENG_LAYER_DENSE) idx[nl++] = i;
         else if (L->kind == ENG_LAYER_CONV)
             return eng_fail(ENG_EINVAL, "newton: layer %s is a convolution; Newton curvature is implemented for "

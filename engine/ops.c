@@ -673,4 +673,8 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
     [ENG_OP_FFN] = { "ffn", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
     [ENG_OP_MEANPOOL] = { "meanpool", eng_meanpool_fwd, eng_meanpool_bwd, eng_meanpool_flops, eng_meanpool_bytes, NULL },
     [ENG_OP_LSH_HASH] = { "lsh_hash", eng_lsh_hash_fwd, eng_lsh_hash_bwd, eng_lsh_hash_flops, eng_lsh_hash_bytes, NULL },
+    [ENG_OP_BATCHNORM] = { "batchnorm", eng_bn_fwd, eng_bn_bwd, eng_bn_flops, eng_bn_bytes, NULL },
+    [ENG_OP_RES_FORK] = { "res_fork", eng_res_fork_fwd, eng_res_fork_bwd, eng_res_fork_flops, eng_res_fork_bytes, NULL },
+    [ENG_OP_RES_ADD] = { "res_add", eng_res_add_fwd, eng_res_add_bwd, eng_res_add_flops, eng_res_add_bytes,
+                         eng_res_add_gemms },
 };

@@ -230,6 +230,9 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         if (l->kind == ENG_LAYER_SAGE || l->kind == ENG_LAYER_AVGPOOL || l->kind == ENG_LAYER_GAP)
             return eng_fail(ENG_EINVAL, "quantize: layer %s is a %s layer; the int8 path covers dense, conv, pool "
                             "and flatten layers", l->name, l->kind == ENG_LAYER_SAGE ? "GraphSAGE" : "average-pooling");
+        if (l->kind == ENG_LAYER_BN || l->kind == ENG_LAYER_RES_BEGIN || l->kind == ENG_LAYER_RES)
+            return eng_fail(ENG_EINVAL, "quantize: layer %s is a %s layer; the int8 path covers dense, conv, pool "
+                            "and flatten layers", l->name, l->kind == ENG_LAYER_BN ? "batch-norm" : "residual-block");
         if (l->act == ENG_ACT_MAXK)
             return eng_fail(ENG_EINVAL, "quantize: layer %s has a maxk activation; the int8 path covers relu, tanh, "
                             "sigmoid, gelu and none", l->name);
@@ -488,6 +491,7 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
         case ENG_LAYER_SEQ:
         case ENG_LAYER_AVGPOOL:
         case ENG_LAYER_GAP:
+        case ENG_LAYER_BN: case ENG_LAYER_RES_BEGIN: case ENG_LAYER_RES:
             break;
         }
         if (L->kind == ENG_LAYER_DENSE || L->kind == ENG_LAYER_CONV) {

@@ -172,6 +172,8 @@ static void ckpt_view(eng_run *r, eng_ckpt *ck)
     ck->batch = r->batch;
     ck->optimizer = (int)r->cfg.train.optimizer;
     ck->params = eng_model_params(r->m);
+    ck->n_stats = r->m->n_stats;
+    ck->stats = r->m->stats;
     if (r->opt) eng_optim_state(r->opt, &ck->m, &ck->v, &ck->opt_t);
 }
 
@@ -353,6 +355,8 @@ static void evaluate(eng_run *r, double *loss, double *acc)
     double sum = 0;
     long correct = 0;
     int nt = ds->n_targets > 0 ? ds->n_targets : 1;
+    /* batch norm uses its running statistics here and leaves them as they are */
+    eng_model_set_training(r->m, 0);
     for (int i = 0; i < ds->n_test; i += r->batch) {
         int rows = ds->n_test - i < r->batch ? ds->n_test - i : r->batch;
         int c = 0;
@@ -363,6 +367,7 @@ static void evaluate(eng_run *r, double *loss, double *acc)
         sum += l * rows;
         correct += c;
     }
+    eng_model_set_training(r->m, 1);
     *loss = sum / ds->n_test;
     *acc = ds->classification ? (double)correct / ds->n_test : NAN;
 }

@@ -144,7 +144,7 @@ typedef struct {
     char version[32];         /* nnbench version */
     char optimizer[32];
     char dataset[64];
-    char model[256];          /* model summary */
+    char model[2048];         /* model summary (a ResNet's runs to a thousand characters) */
     long long n_params;
     int threads;
     long total_steps;         /* planned */
@@ -174,7 +174,7 @@ void store_run_clear(store_run *r);
 
 typedef struct {
     char key[64];
-    char value[512];
+    char value[1024];     /* as eng_kv: long model.layers values are kept whole */
 } store_kv;
 
 /* One profiler row: the profiler's own row type (hardware counters, cpu_ns, faults, csw

@@ -16,6 +16,12 @@ as tests/bench/mlp_bench.c, on the same gz IDX files.
       nn.MultiheadAttention (4 heads) and a GELU MLP of 128, layer norm, mean over the
       positions, dense 10; batch 64, Adam lr 0.002);
       prints "RESULT<TAB>torch_transformer<TAB>T<TAB>samples/s<TAB>test_acc"
+  peer_torch.py train-resnet [--seed S] [--n-train N] [--n-test N]
+      one epoch of samples/resnet-fashion.ini's model (3x3 convs with padding 1 and bias,
+      batch norm, three residual blocks of 16, 32, 64 channels, the last two with stride 2
+      and a 1x1 projection shortcut with bias, global average pooling, dense 10; 77898
+      parameters; batch 64, Adam lr 0.001); prints
+      "RESULT<TAB>torch_resnet<TAB>T<TAB>samples/s<TAB>test_acc"
   peer_torch.py profiler-cost [--reps R] [--n-train N]
       torch.profiler's cost on the same loop (profile_memory=True), off/on interleaved;
       prints "RESULT<TAB>torch_profiler<TAB>median<TAB>min<TAB>max<TAB>loop_off_s<TAB>loop_on_s<TAB>whole_on_s"
@@ -139,6 +145,42 @@ class Transformer(torch.nn.Module):
         return self.head(self.ln(h).mean(dim=1))
 
 
+class ResBlock(torch.nn.Module):
+    """res(conv:F:3:pad=1[:stride=S], bn:relu, conv:F:3:pad=1, bn):relu as nnbench builds
+    it: the shortcut is the input, or a 1x1 convolution with stride S and a bias when the
+    shape changes; added before the relu."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(cin, cout, 3, stride=stride, padding=1)
+        self.b1 = torch.nn.BatchNorm2d(cout)
+        self.c2 = torch.nn.Conv2d(cout, cout, 3, padding=1)
+        self.b2 = torch.nn.BatchNorm2d(cout)
+        self.proj = torch.nn.Conv2d(cin, cout, 1, stride=stride) if (cin, stride) != (cout, 1) else None
+
+    def forward(self, x):
+        y = self.b2(self.c2(F.relu(self.b1(self.c1(x)))))
+        return F.relu(y + (self.proj(x) if self.proj is not None else x))
+
+
+def make_resnet(seed):
+    """The model of samples/resnet-fashion.ini, He-normal conv/dense weights, zero biases."""
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 28, 28)),
+        torch.nn.Conv2d(1, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+        ResBlock(16, 16, 1), ResBlock(16, 32, 2), ResBlock(32, 64, 2),
+        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(),
+        torch.nn.Linear(64, 10))
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)):
+                fan_in = m.weight[0].numel()
+                m.weight.normal_(0.0, (2.0 / fan_in) ** 0.5)
+                m.bias.zero_()
+    return model
+
+
 def train_epoch(model, opt, x, y, seed, batch=BATCH):
     """One epoch; returns the wall time of the training loop alone."""
     n = x.shape[0]
@@ -160,6 +202,7 @@ def train_epoch(model, opt, x, y, seed, batch=BATCH):
 
 
 def accuracy(model, x, y):
+    model.eval()   # batch norm: running statistics
     with torch.no_grad():
         correct = 0
         for i in range(0, x.shape[0], BATCH):
@@ -191,6 +234,13 @@ def run_train_transformer(args, xtr, ytr, xte, yte):
     acc = accuracy(model, xte, yte)
     print(f"RESULT\ttorch_transformer\t{torch.get_num_threads()}\t{xtr.shape[0] / dt:.1f}\t{acc:.4f}", flush=True)
 
+def run_train_resnet(args, xtr, ytr, xte, yte):
+    model = make_resnet(args.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=0.001)
+    dt = train_epoch(model, opt, xtr, ytr, args.seed, batch=64)
+    acc = accuracy(model, xte, yte)
+    print(f"RESULT\ttorch_resnet\t{torch.get_num_threads()}\t{xtr.shape[0] / dt:.1f}\t{acc:.4f}", flush=True)
+
 
 def run_profiler_cost(args, xtr, ytr):
     from torch.profiler import ProfilerActivity, profile
@@ -219,7 +269,7 @@ def run_profiler_cost(args, xtr, ytr):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["train", "train-cnn", "train-transformer", "profiler-cost"])
+    ap.add_argument("mode", choices=["train", "train-cnn", "train-transformer", "train-resnet", "profiler-cost"])
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
@@ -228,9 +278,10 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     xtr, ytr = load("train", args.n_train)
-    if args.mode in ("train", "train-cnn", "train-transformer"):
+    if args.mode in ("train", "train-cnn", "train-transformer", "train-resnet"):
         xte, yte = load("t10k", args.n_test)
-        run = {"train": run_train, "train-cnn": run_train_cnn, "train-transformer": run_train_transformer}
+        run = {"train": run_train, "train-cnn": run_train_cnn, "train-transformer": run_train_transformer,
+               "train-resnet": run_train_resnet}
         run[args.mode](args, xtr, ytr, xte, yte)
     else:
         run_profiler_cost(args, xtr, ytr)

@@ -72,6 +72,9 @@ if [ "$mode" = peers ]; then
             "$(echo "$2" | awk -F'\t' -v g="$4" "{ x = \$1; print g == \"-\" ? \"info\" : ($5) ? \"met\" : \"MISSED\" }")" >>"$rows"
     }
     kk() { awk -v v="$1" 'BEGIN { printf "%.1fk", v / 1000 }'; }
+    # "samples/s<TAB>test acc" of the first variant of `nnbench run --json` on stdin
+    sps_acc() { "$PY" -c 'import json, sys
+v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))'; }
     if ! "$PY" -c 'import torch, numpy' 2>/dev/null; then
         echo "bench: $PY cannot import torch and numpy (make bench-peers installs python3-torch python3-numpy)" >&2
         failed="${failed:-} peer_torch"
@@ -120,8 +123,7 @@ if [ "$mode" = peers ]; then
             for k in $(seq 1 $reps); do
                 echo "bench: $name peers rep $k/$reps" >&2
                 "$nnb" run "$top/samples/$sample" --no-db --json --seed $k --set train.epochs=1 \
-                    --set train.threads=1 "$@" 2>/dev/null | "$PY" -c 'import json, sys
-v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))' >"$tmp/sp_nn" ||
+                    --set train.threads=1 "$@" 2>/dev/null | sps_acc >"$tmp/sp_nn" ||
                     echo "0	0" >"$tmp/sp_nn"
                 env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" "$pmode" \
                     --threads 1 --seed $k --n-train 20000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }' >"$tmp/sp_t"
@@ -145,6 +147,32 @@ v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v
         goal=">= 1.50" verdict="x >= 1.5"
         sample_peer "Fashion transformer: nnbench / PyTorch, 1T (torch: nn.MultiheadAttention)" transformer-fashion.ini \
             train-transformer transformer --variant full --set profile.enabled=false
+        # The ResNet (samples/resnet-fashion.ini, variant adam, one epoch of its 10000 images,
+        # no telemetry or profiling): each side at its best of 1 and 2 threads (torch with
+        # OpenBLAS at the same count), per rep.
+        : >"$tmp/rn"
+        for k in $(seq 1 $reps); do
+            echo "bench: ResNet peers rep $k/$reps" >&2
+            line=""
+            for t in 1 2; do
+                v=$("$nnb" run "$top/samples/resnet-fashion.ini" --variant adam --no-db --json --seed $k \
+                    --set train.max_steps=0 --set train.epochs=1 --set train.eval_every=0 --set train.telemetry=false \
+                    --set profile.enabled=false --set train.threads=$t 2>/dev/null | sps_acc) || v="0	0"
+                w=$(env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=$t "$PY" "$top/tests/bench/peer_torch.py" train-resnet \
+                    --threads $t --seed $k --n-train 10000 --n-test 2000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }')
+                line="$line${line:+	}$v	${w:-0	0}"
+            done
+            echo "$line" >>"$tmp/rn"   # nn1 acc1 torch1 tacc1 nn2 acc2 torch2 tacc2
+        done
+        if [ "$(awk -F'\t' 'NF == 8 && $1 > 0 && $3 > 0 && $5 > 0 && $7 > 0' "$tmp/rn" | wc -l)" -ne $reps ]; then
+            echo "bench: a ResNet peer run failed:" >&2; cat "$tmp/rn" >&2
+            failed="${failed:-} resnet_peers"
+        else
+            rr=$(awk -F'\t' '{ a = $1 > $5 ? $1 : $5; b = $3 > $7 ? $3 : $7; print a / b }' "$tmp/rn" | med)
+            emit "ResNet (resnet-fashion.ini): nnbench / PyTorch, each at its best of 1T/2T" "$rr" \
+                "nnbench 1T $(kk "$(col 1 <"$tmp/rn" | med | col 1)"), 2T $(kk "$(col 5 <"$tmp/rn" | med | col 1)") vs torch 1T $(kk "$(col 3 <"$tmp/rn" | med | col 1)"), 2T $(kk "$(col 7 <"$tmp/rn" | med | col 1)") samples/s; test acc (1T) $(col 2 <"$tmp/rn" | med | col 1) vs $(col 4 <"$tmp/rn" | med | col 1)" \
+                ">= 1.50" "x >= 1.5"
+        fi
         echo "bench: torch.profiler cost" >&2
         OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 --n-train 20000 >"$tmp/tp" 2>"$tmp/tperr" ||
             { tail -n 5 "$tmp/tperr" >&2; failed="${failed:-} torch_profiler"; }

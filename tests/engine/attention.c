@@ -359,10 +359,13 @@ static void test_build_errors(void **state)
     assert_int_equal(eng_model_build(&mc, img, 3, 2, 1, NULL, &m), ENG_EINVAL);
     assert_non_null(strstr(eng_error(), "needs a sequence input"));
     mc = small_cfg(ENG_ATTN_FULL, 0, 0);
-    for (int i = 0; i < 20; i++) mc.layers[3 + i] = seq(ENG_SEQ_ENCODER, 0, 2, 8);
-    mc.layers[23] = seq(ENG_SEQ_MEANPOOL, 0, 0, 0);
-    mc.layers[24] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
-    mc.n_layers = 25;
+    /* more encoders than the node table holds, within the layer limit */
+    int n_enc = ENG_MAX_LAYERS - 5;
+    assert_true(n_enc * 13 > ENG_MAX_NODES);
+    for (int i = 0; i < n_enc; i++) mc.layers[3 + i] = seq(ENG_SEQ_ENCODER, 0, 2, 8);
+    mc.layers[3 + n_enc] = seq(ENG_SEQ_MEANPOOL, 0, 0, 0);
+    mc.layers[4 + n_enc] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    mc.n_layers = 5 + n_enc;
     assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_EINVAL);
     assert_non_null(strstr(eng_error(), "fewer encoder layers"));
 }

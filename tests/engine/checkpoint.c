@@ -234,6 +234,10 @@ static void test_resume_equals_uninterrupted(void **state)
     resume_each(NULL, 0);
     const char *mom[] = { "train.optimizer=momentum", "data.prefetch=true" };
     resume_each(mom, 2);
+    /* batch norm's running statistics travel with the checkpoint: the test loss logged
+     * after a resume equals the uninterrupted run's */
+    const char *bn[] = { "model.layers=dense:16, bn:tanh, res(dense:16, bn:tanh, dense:16, bn):tanh, dense:2" };
+    resume_each(bn, 1);
     const char *sgd[] = { "train.optimizer=sgd", "train.schedule=cosine", "train.checkpoint_every=0" };
     (void)sgd; /* checkpoint_every = 0: one per epoch, checked below */
     eng_experiment *ex = load(SPIRALS, sgd, 3);

@@ -304,6 +304,19 @@ static void test_conv_pool(void **state)
     assert_int_equal(eng_quantize(m, ds, 200, ENG_QSCHEME_MINMAX, 70, NULL, &q), ENG_EINVAL);
     assert_non_null(strstr(eng_error(), "conv1 has pad=1 stride=1"));
     eng_model_free(m);
+    /* batch norm and residual blocks have no int8 kernels: refused by name */
+    sp[0].pad = 0;
+    eng_layer_spec bn[] = { sp[0], { .kind = ENG_LAYER_BN, .act = ENG_ACT_RELU }, sp[3], sp[4] };
+    m = build(bn, 4, ds, 50);
+    assert_int_equal(eng_quantize(m, ds, 200, ENG_QSCHEME_MINMAX, 70, NULL, &q), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "quantize: layer bn1 is a batch-norm layer"));
+    eng_model_free(m);
+    eng_layer_spec res[] = { { .kind = ENG_LAYER_RES_BEGIN }, { .kind = ENG_LAYER_CONV, .units = 5, .kernel = 3, .act = ENG_ACT_RELU, .pad = 1 },
+                             { .kind = ENG_LAYER_RES, .act = ENG_ACT_RELU }, sp[3], sp[4] };
+    m = build(res, 5, ds, 50);
+    assert_int_equal(eng_quantize(m, ds, 200, ENG_QSCHEME_MINMAX, 70, NULL, &q), ENG_EINVAL);
+    assert_non_null(strstr(eng_error(), "quantize: layer res1.in is a residual-block layer"));
+    eng_model_free(m);
     free_data(ds);
 }
 
