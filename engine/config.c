@@ -47,8 +47,9 @@ static const char *const E_LOSS[] = { "softmax_xent", "mse", NULL };
 static const int V_LOSS[] = { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE };
 static const char *const E_INIT[] = { "auto", "he", "xavier", NULL };
 static const int V_INIT[] = { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER };
-static const char *const E_CONV[] = { "auto", "im2col", "direct", NULL };
-static const int V_CONV[] = { ENG_CONV_AUTO, ENG_CONV_IM2COL, ENG_CONV_DIRECT };
+static const char *const E_CONV[] = { "auto", "im2col", "direct", "winograd", "winograd4", "fft", NULL };
+static const int V_CONV[] = { ENG_CONV_AUTO, ENG_CONV_IM2COL, ENG_CONV_DIRECT, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4,
+                              ENG_CONV_FFT };
 static const char *const E_OPT[] = { "sgd", "momentum", "adam", "adamw", "newton", NULL };
 static const int V_OPT[] = { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON };
 static const char *const E_SCHED[] = { "constant", "step", "cosine", "linear", NULL };
@@ -142,8 +143,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
       "weight initialisation; auto = He before relu/gelu, Xavier otherwise")                       \
-    X("model", "conv_algo", K_ENUM, model.conv_algo, 0, 0, E_CONV, V_CONV, "auto, im2col, direct", "auto", \
-      "how conv layers compute: im2col + sgemm, or direct loops (stride 1 only; stride > 1 always uses im2col); auto times both per conv layer on its shape with the batch when the model is built and keeps the faster (the model summary names the choice)") \
+    X("model", "conv_algo", K_ENUM, model.conv_algo, 0, 0, E_CONV, V_CONV, "auto, im2col, direct, winograd, winograd4, fft", "auto", \
+      "how conv layers compute: im2col + sgemm; direct loops (stride 1); winograd = F(2x2,3x3), winograd4 = F(4x4,3x3) (3x3 stride 1); fft (FFTW, stride 1); a layer that cannot run the one asked for uses im2col (the model summary says so); auto times every candidate per conv layer on its shape with the batch when the model is built and keeps the fastest (the model summary names the choice)") \
     X("train", "optimizer", K_ENUM, train.optimizer, 0, 0, E_OPT, V_OPT,                              \
       "sgd, momentum, adam, adamw, newton", "sgd", "the optimizer ([newton] and [quantum] apply to newton)") \
     X("train", "lr", K_DBL_POS, train.lr, 0, INF, NULL, NULL, "number > 0", "0.01",                \

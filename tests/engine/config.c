@@ -392,8 +392,17 @@ static void test_conv_options(void **state)
     assert_int_equal(eng_experiment_load(p, algo, 1, &ex), ENG_OK);
     assert_int_equal(ex->variants[0].model.conv_algo, ENG_CONV_DIRECT);
     eng_experiment_free(ex);
-    expect_error("[model]\nlayers = conv:8:3, flatten, dense:2\nconv_algo = winograd\n", NULL, 0, ENG_EINVAL,
-                 ":3: key 'conv_algo': expected one of auto, im2col, direct, got 'winograd'");
+    static const struct { const char *set; eng_conv_algo want; } fast[] = {
+        { "model.conv_algo=winograd", ENG_CONV_WINOGRAD }, { "model.conv_algo=winograd4", ENG_CONV_WINOGRAD4 },
+        { "model.conv_algo=fft", ENG_CONV_FFT },
+    };
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
+        assert_int_equal(eng_experiment_load(p, &fast[i].set, 1, &ex), ENG_OK);
+        assert_int_equal(ex->variants[0].model.conv_algo, fast[i].want);
+        eng_experiment_free(ex);
+    }
+    expect_error("[model]\nlayers = conv:8:3, flatten, dense:2\nconv_algo = winograd8\n", NULL, 0, ENG_EINVAL,
+                 ":3: key 'conv_algo': expected one of auto, im2col, direct, winograd, winograd4, fft, got 'winograd8'");
     const char *set[] = { "model.layers=conv:8:3:stride=x, flatten, dense:2" };
     expect_error("[model]\nlayers = dense:2\n", set, 1, ENG_EINVAL,
                  "--set model.layers=conv:8:3:stride=x, flatten, dense:2: key 'layers': layer 1: stride must be an "
