@@ -65,10 +65,15 @@ static const fft_plans *plans_get(int h, int w)
     return found;
 }
 
-/* The geometry of S rows: planes Hp x Wp, nb bins; workspace parts in floats: Ŵ nb·4FC,
- * X nb·2C·S, Y nb·2F·S and two scratch planes (real, complex; +16 floats each to align
+/* The geometry of S rows: planes Hp x Wp, nb bins; workspace parts in floats (per bin, a
+ * little more than): Ŵ nb·4FC, X nb·2C·S, Y nb·2F·S and two scratch planes (real, complex; +16 floats each to align
  * them). col = [Ŵ | X | Y | planes]; dcol = [G | DY | DX | planes]. */
 typedef struct { conv_dims d; int Hp, Wp, Wc, S; size_t nb, W, X, Y, R, Z; } fft_geo;
+
+/* Floats from one bin's rows x cols matrix to the next: 64 bytes more than its size, so
+ * that the bins a spectrum is scattered over do not all fall into one L1 cache set (their
+ * sizes are often multiples of 4 KB). */
+static size_t bin_stride(int rows, int cols) { return conv_round16((size_t)rows * cols) + 16; }
 
 static fft_geo fft_geo_of(const eng_node *n, int S)
 {
@@ -79,9 +84,9 @@ static fft_geo fft_geo_of(const eng_node *n, int S)
     g.Wc = g.Wp / 2 + 1;
     g.S = S;
     g.nb = (size_t)g.Hp * g.Wc;
-    g.W = conv_round16(g.nb * 4 * g.d.F * g.d.C);
-    g.X = conv_round16(g.nb * 2 * g.d.C * S);
-    g.Y = conv_round16(g.nb * 2 * g.d.F * S);
+    g.W = g.nb * bin_stride(2 * g.d.F, 2 * g.d.C);
+    g.X = g.nb * bin_stride(2 * g.d.C, S);
+    g.Y = g.nb * bin_stride(2 * g.d.F, S);
     g.R = conv_round16((size_t)g.Hp * g.Wp) + 16;
     g.Z = conv_round16(2 * g.nb) + 16;
     return g;
@@ -146,7 +151,7 @@ static void inverse(const fft_geo *g, fft_scratch *s, const float *Z, size_t ldb
 static void filter_spectra(const fft_geo *g, fft_scratch *s, const float *w, float *Wh)
 {
     int F = g->d.F, C = g->d.C, K = g->d.K;
-    size_t ldb = (size_t)4 * F * C, row = (size_t)2 * C;
+    size_t ldb = bin_stride(2 * F, 2 * C), row = (size_t)2 * C;
     for (int f = 0; f < F; f++)
         for (int c = 0; c < C; c++) {
             float *o = Wh + (size_t)f * row + c;
@@ -164,7 +169,7 @@ static void filter_spectra(const fft_geo *g, fft_scratch *s, const float *w, flo
 static void plane_spectra(const fft_geo *g, fft_scratch *s, const float *src, size_t row_size, int P, int h, int w,
                           int off, float *Z)
 {
-    size_t ldb = (size_t)2 * P * g->S;
+    size_t ldb = bin_stride(2 * P, g->S);
     for (int r = 0; r < g->S; r++)
         for (int p = 0; p < P; p++)
             spectrum(g, s, src + r * row_size + (size_t)p * h * w, h, w, w, off, Z + (size_t)p * g->S + r, ldb,
@@ -176,7 +181,7 @@ static void plane_spectra(const fft_geo *g, fft_scratch *s, const float *src, si
 static void plane_inverses(const fft_geo *g, fft_scratch *s, const float *Z, int P, int h, int w, int off, float *dst,
                            size_t row_size)
 {
-    size_t ldb = (size_t)2 * P * g->S;
+    size_t ldb = bin_stride(2 * P, g->S);
     for (int r = 0; r < g->S; r++)
         for (int p = 0; p < P; p++)
             inverse(g, s, Z + (size_t)p * g->S + r, ldb, (size_t)P * g->S, h, w, off, dst + r * row_size + (size_t)p * h * w, w);
@@ -195,8 +200,8 @@ void eng_fft_fwd(eng_node *n, int rows)
         plane_spectra(&g, &s, n->x + (size_t)r0 * n->in_size, n->in_size, C, g.d.H, g.d.W, g.d.pad, X);
         CONV_STAGE_END(n, ENG_FWD, CONV_ST_FFT);
         CONV_STAGE_BEGIN(n, ENG_FWD, CONV_ST_PRODUCT);
-        eng_conv_point_gemms((int)g.nb, 0, 0, 2 * F, S, 2 * C, Wh, 2 * C, (size_t)4 * F * C, X, S, (size_t)2 * C * S,
-                             0.0f, Y, S, (size_t)2 * F * S);
+        eng_conv_point_gemms((int)g.nb, 0, 0, 2 * F, S, 2 * C, Wh, 2 * C, bin_stride(2 * F, 2 * C), X, S,
+                             bin_stride(2 * C, S), 0.0f, Y, S, bin_stride(2 * F, S));
         CONV_STAGE_END(n, ENG_FWD, CONV_ST_PRODUCT);
         CONV_STAGE_BEGIN(n, ENG_FWD, CONV_ST_IFFT);
         plane_inverses(&g, &s, Y, F, g.d.OH, g.d.OW, 0, n->y + (size_t)r0 * n->out_size, n->out_size);
@@ -209,7 +214,7 @@ void eng_fft_fwd(eng_node *n, int rows)
 static void dw_inverse(const fft_geo *g, fft_scratch *s, float *G, float *dw)
 {
     int F = g->d.F, C = g->d.C, K = g->d.K;
-    size_t ldb = (size_t)4 * F * C, row = (size_t)2 * C;
+    size_t ldb = bin_stride(2 * F, 2 * C), row = (size_t)2 * C;
     for (int f = 0; f < F; f++)
         for (int c = 0; c < C; c++) {
             float *q = G + (size_t)f * row + c;
@@ -241,11 +246,11 @@ void eng_fft_bwd(eng_node *n, int rows)
         plane_spectra(&g, &s, n->dy + (size_t)r0 * n->out_size, n->out_size, F, g.d.OH, g.d.OW, 0, DY);
         CONV_STAGE_END(n, ENG_BWD, CONV_ST_FFT);
         CONV_STAGE_BEGIN(n, ENG_BWD, CONV_ST_PRODUCT);
-        eng_conv_point_gemms((int)g.nb, 0, 1, 2 * F, 2 * C, S, DY, S, (size_t)2 * F * S, X, S, (size_t)2 * C * S,
-                             r0 == 0 ? 0.0f : 1.0f, G, 2 * C, (size_t)4 * F * C);
+        eng_conv_point_gemms((int)g.nb, 0, 1, 2 * F, 2 * C, S, DY, S, bin_stride(2 * F, S), X, S, bin_stride(2 * C, S),
+                             r0 == 0 ? 0.0f : 1.0f, G, 2 * C, bin_stride(2 * F, 2 * C));
         if (n->dx)
-            eng_conv_point_gemms((int)g.nb, 1, 0, 2 * C, S, 2 * F, Wh, 2 * C, (size_t)4 * F * C, DY, S,
-                                 (size_t)2 * F * S, 0.0f, DX, S, (size_t)2 * C * S);
+            eng_conv_point_gemms((int)g.nb, 1, 0, 2 * C, S, 2 * F, Wh, 2 * C, bin_stride(2 * F, 2 * C), DY, S,
+                                 bin_stride(2 * F, S), 0.0f, DX, S, bin_stride(2 * C, S));
         CONV_STAGE_END(n, ENG_BWD, CONV_ST_PRODUCT);
         if (!n->dx) continue;
         CONV_STAGE_BEGIN(n, ENG_BWD, CONV_ST_IFFT);

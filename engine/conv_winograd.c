@@ -29,46 +29,60 @@ static const float G4[18] = { 1.0f / 4, 0, 0, -1.0f / 6, -1.0f / 6, -1.0f / 6, -
 static const float AT4[24] = { 1, 1, 1, 1, 1, 0, 0, 1, -1, 2, -2, 0, 0, 1, 1, 4, 4, 0, 0, 1, -1, 8, -8, 1 };
 
 #define WA_MAX 6 /* the largest alpha */
+/* Tiles (or filter pairs) transformed together: every transform step is a vector operation
+ * over WL lanes, one tile per lane, and the transformed tiles of a channel are stored
+ * contiguously, as the GEMMs read them. */
+#define WL 64
 
-/* o[i·os] = sum over j of E(i, j) v[j·vs], i < R, j < Q, with E the R x Q matrix t
- * (tr = 0) or the transpose of the Q x R matrix t (tr = 1). Always inlined with constant
- * tables and sizes: the loops unroll and the zero and unit coefficients fold away, so each
- * transform costs its few adds, as hand-written ones would. */
-static inline __attribute__((always_inline)) void wg_1d(const float *t, int tr, int R, int Q, const float *v, int vs,
+/* o[i·os + l] = sum over j of E(i, j) v[j·vs + l] for every lane l, i < R, j < Q, with E
+ * the R x Q matrix t (tr = 0) or the transpose of the Q x R matrix t (tr = 1). Always
+ * inlined with constant tables and sizes: the i and j loops unroll, so the zero and unit
+ * coefficients fold away and each output is its few vector adds, as hand-written
+ * transforms would be. */
+static inline __attribute__((always_inline)) void wl_1d(const float *t, int tr, int R, int Q, const float *v, int vs,
                                                         float *o, int os)
 {
 #pragma GCC unroll 6
     for (int i = 0; i < R; i++) {
-        float a = 0.0f;
+        float *restrict oi = o + i * os;
         int first = 1;
 #pragma GCC unroll 6
         for (int j = 0; j < Q; j++) {
             float e = tr ? t[j * R + i] : t[i * Q + j];
             if (e == 0.0f) continue;
-            float p = e == 1.0f ? v[j * vs] : e == -1.0f ? -v[j * vs] : e * v[j * vs];
-            a = first ? p : a + p;
+            const float *restrict vj = v + j * vs;
+            if (first && e == 1.0f) for (int l = 0; l < WL; l++) oi[l] = vj[l];
+            else if (first && e == -1.0f) for (int l = 0; l < WL; l++) oi[l] = -vj[l];
+            else if (first) for (int l = 0; l < WL; l++) oi[l] = e * vj[l];
+            else if (e == 1.0f) for (int l = 0; l < WL; l++) oi[l] += vj[l];
+            else if (e == -1.0f) for (int l = 0; l < WL; l++) oi[l] -= vj[l];
+            else for (int l = 0; l < WL; l++) oi[l] += e * vj[l];
             first = 0;
         }
-        o[i * os] = a;
     }
 }
 
-/* out (R x R, row-major) = E · in · Eᵀ for in Q x Q with row stride ldi. */
-static inline __attribute__((always_inline)) void wg_2d(const float *t, int tr, int R, int Q, const float *in, int ldi,
-                                                        float *out)
+/* out = E · in · Eᵀ lane by lane: in is Q x Q, out R x R, element (r, c) at (r·n + c)·WL. */
+static inline __attribute__((always_inline)) void wl_2d(const float *t, int tr, int R, int Q, const float *in, float *out)
 {
-    float tmp[WA_MAX * WA_MAX];
-#pragma GCC unroll 6
-    for (int k = 0; k < Q; k++) wg_1d(t, tr, R, Q, in + k, ldi, tmp + k, Q);
-#pragma GCC unroll 6
-    for (int i = 0; i < R; i++) wg_1d(t, tr, R, Q, tmp + i * Q, 1, out + i * R, 1);
+    float tmp[WA_MAX * WA_MAX * WL];
+    for (int k = 0; k < Q; k++) wl_1d(t, tr, R, Q, in + k * WL, Q * WL, tmp + k * WL, Q * WL);
+    for (int i = 0; i < R; i++) wl_1d(t, tr, R, Q, tmp + i * Q * WL, WL, out + i * R * WL, WL);
+}
+
+/* n <= WL floats from src to dst: a whole vector of lanes as a fixed-size copy (vector
+ * moves; a variable-length memcpy was inlined as rep movsq, 20% of the output transform). */
+static inline __attribute__((always_inline)) void lanes_copy(float *restrict dst, const float *restrict src, int n)
+{
+    if (n == WL) memcpy(dst, src, WL * sizeof(float));
+    else memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
 /* The geometry of S rows: th x tw tiles per image (T), the padded input planes HT x WT
  * (the image at row and column pad, zeros around it, room for every tile), and the
- * workspace parts in floats: U alpha²·F·C, V alpha²·C·S·T, M alpha²·F·S·T, one row's
+ * workspace parts in floats: U alpha²·F·C, V alpha²·C·S·T, M alpha²·F·S·T, the S rows'
  * padded planes. col = [U | V | M | xp]; dcol = [dU | dM | dV | dxp]. */
-typedef struct { conv_dims d; int m, a, th, tw, T, HT, WT, S; size_t N, U, V, M, X; } wino_geo;
+typedef struct { conv_dims d; int m, a, th, tw, T, HT, WT, S; size_t N, vp, mp, U, V, M, X; } wino_geo;
 
 static wino_geo wino_geo_of(const eng_node *n, int m, int S)
 {
@@ -85,9 +99,14 @@ static wino_geo wino_geo_of(const eng_node *n, int m, int S)
     g.N = (size_t)S * g.T;
     size_t a2 = (size_t)g.a * g.a;
     g.U = conv_round16(a2 * g.d.F * g.d.C);
-    g.V = conv_round16(a2 * g.d.C * g.N);
-    g.M = conv_round16(a2 * g.d.F * g.N);
-    g.X = conv_round16((size_t)g.d.C * g.HT * g.WT);
+    /* one point's matrix after another, 64 bytes apart more than their size: strides that
+     * are multiples of 4 KB would put the alpha² rows a transform reads or writes at once
+     * into the same L1 cache set (3x slower transforms on a 28x28 layer) */
+    g.vp = conv_round16((size_t)g.d.C * g.N) + 16;
+    g.mp = conv_round16((size_t)g.d.F * g.N) + 16;
+    g.V = a2 * g.vp;
+    g.M = a2 * g.mp;
+    g.X = conv_round16((size_t)S * g.d.C * g.HT * g.WT);
     return g;
 }
 
@@ -97,46 +116,75 @@ size_t eng_wino_ws_floats(const eng_node *n, int m, int chunk)
     return g.U + g.V + g.M + g.X;
 }
 
-/* U[xi][f][c] = (G w[f][c] Gᵀ)[xi] (dir 0), or dw[f][c] = Gᵀ dU[.][f][c] G (dir 1). */
+/* U[xi][f·C + c] = (G w[f][c] Gᵀ)[xi] (dir 0), or dw[f][c] = Gᵀ dU[.][f·C + c] G (dir 1);
+ * the F·C filter pairs are the lanes. */
 static inline __attribute__((always_inline)) void wino_filter(const wino_geo *g, float *w, float *U, int dir, int m)
 {
     const float *G = m == 2 ? G2 : G4;
     int a = m + 2, FC = g->d.F * g->d.C;
-    for (int fc = 0; fc < FC; fc++) {
-        float t[WA_MAX * WA_MAX], o[WA_MAX * WA_MAX];
+    float D[WA_MAX * WA_MAX * WL] = { 0 }, O[WA_MAX * WA_MAX * WL];
+    for (int p0 = 0; p0 < FC; p0 += WL) {
+        int L = FC - p0 < WL ? FC - p0 : WL;
         if (dir == 0) {
-            wg_2d(G, 0, a, 3, w + (size_t)fc * 9, 3, o);
-            for (int xi = 0; xi < a * a; xi++) U[(size_t)xi * FC + fc] = o[xi];
+            for (int l = 0; l < L; l++)
+                for (int k = 0; k < 9; k++) D[k * WL + l] = w[(size_t)(p0 + l) * 9 + k];
+            wl_2d(G, 0, a, 3, D, O);
+            for (int xi = 0; xi < a * a; xi++) lanes_copy(U + (size_t)xi * FC + p0, O + xi * WL, L);
         } else {
-            for (int xi = 0; xi < a * a; xi++) t[xi] = U[(size_t)xi * FC + fc];
-            wg_2d(G, 1, 3, a, t, a, w + (size_t)fc * 9);
+            for (int xi = 0; xi < a * a; xi++) lanes_copy(D + xi * WL, U + (size_t)xi * FC + p0, L);
+            wl_2d(G, 1, 3, a, D, O);
+            for (int l = 0; l < L; l++)
+                for (int k = 0; k < 9; k++) w[(size_t)(p0 + l) * 9 + k] = O[k * WL + l];
         }
     }
 }
 
-/* V[xi][c][s·T + t] from the S rows at x: each row copied into the padded planes xp, then
- * every tile transformed. */
+
+/* The S rows of images (C x H x W each, row stride in_size) into the padded planes xp
+ * (to_planes = 1; S·C planes, the rest of them zero), or the image part of xp back into
+ * the rows (0). */
+static void planes_copy(const wino_geo *g, float *img, size_t in_size, float *xp, int to_planes)
+{
+    size_t plane = (size_t)g->HT * g->WT, nb = (size_t)g->d.W * sizeof(float);
+    if (to_planes) memset(xp, 0, (size_t)g->S * g->d.C * plane * sizeof(float));
+    for (int s = 0; s < g->S; s++)
+        for (int c = 0; c < g->d.C; c++)
+            for (int h = 0; h < g->d.H; h++) {
+                float *p = xp + ((size_t)s * g->d.C + c) * plane + (size_t)(h + g->d.pad) * g->WT + g->d.pad;
+                float *q = img + (size_t)s * in_size + ((size_t)c * g->d.H + h) * g->d.W;
+                if (to_planes) memcpy(p, q, nb);
+                else memcpy(q, p, nb);
+            }
+}
+
+/* The lanes are the tiles n = s·T + t of all S rows, WL at a time (a small image fills
+ * them from several rows). Tile n's top-left in the padded plane of channel c. */
+static inline float *tile_of(const wino_geo *g, float *xp, int c, size_t n)
+{
+    size_t s = n / (size_t)g->T;
+    int t = (int)(n % (size_t)g->T);
+    return xp + (s * g->d.C + c) * (size_t)g->HT * g->WT + (size_t)(t / g->tw) * g->m * g->WT + (size_t)(t % g->tw) * g->m;
+}
+
+/* V[xi][c][n] from the S rows at x, through the padded planes xp. */
 static inline __attribute__((always_inline)) void wino_input(const wino_geo *g, const float *x, size_t in_size,
                                                              float *xp, float *V, int m)
 {
     const float *BT = m == 2 ? BT2 : BT4;
-    int a = m + 2, C = g->d.C;
-    size_t plane = (size_t)g->HT * g->WT, pstride = (size_t)C * g->N;
-    for (int s = 0; s < g->S; s++) {
-        memset(xp, 0, (size_t)C * plane * sizeof(float));
-        for (int c = 0; c < C; c++)
-            for (int h = 0; h < g->d.H; h++)
-                memcpy(xp + c * plane + (size_t)(h + g->d.pad) * g->WT + g->d.pad,
-                       x + (size_t)s * in_size + ((size_t)c * g->d.H + h) * g->d.W, (size_t)g->d.W * sizeof(float));
-        for (int c = 0; c < C; c++)
-            for (int i = 0; i < g->th; i++)
-                for (int j = 0; j < g->tw; j++) {
-                    float o[WA_MAX * WA_MAX];
-                    wg_2d(BT, 0, a, a, xp + c * plane + (size_t)i * m * g->WT + (size_t)j * m, g->WT, o);
-                    float *v = V + (size_t)c * g->N + (size_t)s * g->T + (size_t)i * g->tw + j;
-                    for (int xi = 0; xi < a * a; xi++) v[xi * pstride] = o[xi];
-                }
-    }
+    int a = m + 2;
+    float D[WA_MAX * WA_MAX * WL] = { 0 }, O[WA_MAX * WA_MAX * WL];
+    planes_copy(g, (float *)x, in_size, xp, 1); /* x is only read */
+    for (int c = 0; c < g->d.C; c++)
+        for (size_t n0 = 0; n0 < g->N; n0 += WL) {
+            int L = g->N - n0 < WL ? (int)(g->N - n0) : WL;
+            for (int l = 0; l < L; l++) {
+                const float *b = tile_of(g, xp, c, n0 + l);
+                for (int u = 0; u < a; u++)
+                    for (int v = 0; v < a; v++) D[(u * a + v) * WL + l] = b[(size_t)u * g->WT + v];
+            }
+            wl_2d(BT, 0, a, a, D, O);
+            for (int xi = 0; xi < a * a; xi++) lanes_copy(V + xi * g->vp + (size_t)c * g->N + n0, O + xi * WL, L);
+        }
 }
 
 /* Forward (dir 0): y tiles = Aᵀ M A, the outputs inside OH x OW kept. Backward (dir 1):
@@ -145,29 +193,33 @@ static inline __attribute__((always_inline)) void wino_output(const wino_geo *g,
                                                               int dir, int m)
 {
     const float *AT = m == 2 ? AT2 : AT4;
-    int a = m + 2, F = g->d.F, OH = g->d.OH, OW = g->d.OW;
-    size_t pstride = (size_t)F * g->N;
-    for (int s = 0; s < g->S; s++)
-        for (int f = 0; f < F; f++)
-            for (int i = 0; i < g->th; i++)
-                for (int j = 0; j < g->tw; j++) {
-                    float *mp = M + (size_t)f * g->N + (size_t)s * g->T + (size_t)i * g->tw + j;
-                    float *yp = y + (size_t)s * out_size + (size_t)f * OH * OW;
-                    float t[WA_MAX * WA_MAX], o[WA_MAX * WA_MAX];
-                    int hi = OH - i * m < m ? OH - i * m : m, wi = OW - j * m < m ? OW - j * m : m;
-                    if (dir == 0) {
-                        for (int xi = 0; xi < a * a; xi++) t[xi] = mp[xi * pstride];
-                        wg_2d(AT, 0, m, a, t, a, o);
-                        for (int u = 0; u < hi; u++)
-                            for (int v = 0; v < wi; v++) yp[(size_t)(i * m + u) * OW + j * m + v] = o[u * m + v];
-                        continue;
-                    }
-                    for (int u = 0; u < m; u++)
-                        for (int v = 0; v < m; v++)
-                            t[u * m + v] = u < hi && v < wi ? yp[(size_t)(i * m + u) * OW + j * m + v] : 0.0f;
-                    wg_2d(AT, 1, a, m, t, m, o);
-                    for (int xi = 0; xi < a * a; xi++) mp[xi * pstride] = o[xi];
+    int a = m + 2, OH = g->d.OH, OW = g->d.OW;
+    float D[WA_MAX * WA_MAX * WL] = { 0 }, O[WA_MAX * WA_MAX * WL];
+    for (int f = 0; f < g->d.F; f++)
+        for (size_t n0 = 0; n0 < g->N; n0 += WL) {
+            int L = g->N - n0 < WL ? (int)(g->N - n0) : WL;
+            float *mp = M + (size_t)f * g->N + n0;
+            if (dir == 0) {
+                for (int xi = 0; xi < a * a; xi++) lanes_copy(D + xi * WL, mp + xi * g->mp, L);
+                wl_2d(AT, 0, m, a, D, O);
+            }
+            for (int l = 0; l < L; l++) {
+                size_t s = (n0 + l) / (size_t)g->T;
+                int t = (int)((n0 + l) % (size_t)g->T), i = t / g->tw * m, j = t % g->tw * m;
+                int hi = OH - i < m ? OH - i : m, wi = OW - j < m ? OW - j : m;
+                float *yt = y + s * out_size + ((size_t)f * OH + i) * OW + j;
+                if (dir == 0) {
+                    for (int u = 0; u < hi; u++)
+                        for (int v = 0; v < wi; v++) yt[(size_t)u * OW + v] = O[(u * m + v) * WL + l];
+                    continue;
                 }
+                for (int u = 0; u < m; u++)
+                    for (int v = 0; v < m; v++) D[(u * m + v) * WL + l] = u < hi && v < wi ? yt[(size_t)u * OW + v] : 0.0f;
+            }
+            if (dir == 0) continue;
+            wl_2d(AT, 1, a, m, D, O);
+            for (int xi = 0; xi < a * a; xi++) lanes_copy(mp + xi * g->mp, O + xi * WL, L);
+        }
 }
 
 /* dx rows (S of C x H x W) from dV: per tile B dV Bᵀ added into the padded planes dxp, the
@@ -176,26 +228,21 @@ static inline __attribute__((always_inline)) void wino_input_adj(const wino_geo 
                                                                  float *dx, size_t in_size, int m)
 {
     const float *BT = m == 2 ? BT2 : BT4;
-    int a = m + 2, C = g->d.C;
-    size_t plane = (size_t)g->HT * g->WT, pstride = (size_t)C * g->N;
-    for (int s = 0; s < g->S; s++) {
-        memset(dxp, 0, (size_t)C * plane * sizeof(float));
-        for (int c = 0; c < C; c++)
-            for (int i = 0; i < g->th; i++)
-                for (int j = 0; j < g->tw; j++) {
-                    float t[WA_MAX * WA_MAX], o[WA_MAX * WA_MAX];
-                    const float *v = dV + (size_t)c * g->N + (size_t)s * g->T + (size_t)i * g->tw + j;
-                    for (int xi = 0; xi < a * a; xi++) t[xi] = v[xi * pstride];
-                    wg_2d(BT, 1, a, a, t, a, o);
-                    float *d = dxp + c * plane + (size_t)i * m * g->WT + (size_t)j * m;
-                    for (int u = 0; u < a; u++)
-                        for (int w = 0; w < a; w++) d[(size_t)u * g->WT + w] += o[u * a + w];
-                }
-        for (int c = 0; c < C; c++)
-            for (int h = 0; h < g->d.H; h++)
-                memcpy(dx + (size_t)s * in_size + ((size_t)c * g->d.H + h) * g->d.W,
-                       dxp + c * plane + (size_t)(h + g->d.pad) * g->WT + g->d.pad, (size_t)g->d.W * sizeof(float));
-    }
+    int a = m + 2;
+    float D[WA_MAX * WA_MAX * WL] = { 0 }, O[WA_MAX * WA_MAX * WL];
+    memset(dxp, 0, (size_t)g->S * g->d.C * g->HT * g->WT * sizeof(float));
+    for (int c = 0; c < g->d.C; c++)
+        for (size_t n0 = 0; n0 < g->N; n0 += WL) {
+            int L = g->N - n0 < WL ? (int)(g->N - n0) : WL;
+            for (int xi = 0; xi < a * a; xi++) lanes_copy(D + xi * WL, dV + xi * g->vp + (size_t)c * g->N + n0, L);
+            wl_2d(BT, 1, a, a, D, O);
+            for (int l = 0; l < L; l++) {
+                float *d = tile_of(g, dxp, c, n0 + l);
+                for (int u = 0; u < a; u++)
+                    for (int v = 0; v < a; v++) d[(size_t)u * g->WT + v] += O[(u * a + v) * WL + l];
+            }
+        }
+    planes_copy(g, dx, in_size, dxp, 0);
 }
 
 /* The four stages with m a constant (two instances each: F(2x2) and F(4x4)). */
@@ -239,7 +286,7 @@ void eng_wino_fwd(eng_node *n, int rows, int m)
         stage_input(&g, n->x + (size_t)r0 * n->in_size, n->in_size, xp, V);
         CONV_STAGE_END(n, ENG_FWD, CONV_ST_INPUT);
         CONV_STAGE_BEGIN(n, ENG_FWD, CONV_ST_GEMM);
-        eng_conv_point_gemms(a2, 0, 0, F, N, C, U, C, (size_t)F * C, V, N, (size_t)C * N, 0.0f, M, N, (size_t)F * N);
+        eng_conv_point_gemms(a2, 0, 0, F, N, C, U, C, (size_t)F * C, V, N, g.vp, 0.0f, M, N, g.mp);
         CONV_STAGE_END(n, ENG_FWD, CONV_ST_GEMM);
         CONV_STAGE_BEGIN(n, ENG_FWD, CONV_ST_OUTPUT);
         stage_output(&g, n->y + (size_t)r0 * n->out_size, n->out_size, M, 0);
@@ -268,11 +315,10 @@ void eng_wino_bwd(eng_node *n, int rows, int m)
         stage_output(&g, n->dy + (size_t)r0 * n->out_size, n->out_size, dM, 1);
         CONV_STAGE_END(n, ENG_BWD, CONV_ST_OUTPUT);
         CONV_STAGE_BEGIN(n, ENG_BWD, CONV_ST_GEMM);
-        eng_conv_point_gemms(a2, 0, 1, F, C, N, dM, N, (size_t)F * N, V, N, (size_t)C * N, r0 == 0 ? 0.0f : 1.0f, dU,
+        eng_conv_point_gemms(a2, 0, 1, F, C, N, dM, N, g.mp, V, N, g.vp, r0 == 0 ? 0.0f : 1.0f, dU,
                              C, (size_t)F * C);
         if (n->dx)
-            eng_conv_point_gemms(a2, 1, 0, C, N, F, U, C, (size_t)F * C, dM, N, (size_t)F * N, 0.0f, dV, N,
-                                 (size_t)C * N);
+            eng_conv_point_gemms(a2, 1, 0, C, N, F, U, C, (size_t)F * C, dM, N, g.mp, 0.0f, dV, N, g.vp);
         CONV_STAGE_END(n, ENG_BWD, CONV_ST_GEMM);
         if (!n->dx) continue;
         CONV_STAGE_BEGIN(n, ENG_BWD, CONV_ST_INPUT);
