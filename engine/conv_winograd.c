@@ -245,29 +245,57 @@ static inline __attribute__((always_inline)) void wino_input_adj(const wino_geo 
     planes_copy(g, dx, in_size, dxp, 0);
 }
 
-/* The four stages with m a constant (two instances each: F(2x2) and F(4x4)). */
-static void stage_filter(const wino_geo *g, float *w, float *U, int dir)
+/* The four stages with m a constant (F(2x2) and F(4x4)), each compiled per instruction-set
+ * path (engine/isa.c; the transforms are lane-wise, so every path rounds alike). */
+ENG_ISA_BODY wino_filter_k_body(const wino_geo *g, float *w, float *U, int dir)
 {
     if (g->m == 2) wino_filter(g, w, U, dir, 2);
     else wino_filter(g, w, U, dir, 4);
 }
+ENG_ISA_KERNEL(wino_filter_k, (const wino_geo *g, float *w, float *U, int dir), (g, w, U, dir))
 
-static void stage_input(const wino_geo *g, const float *x, size_t in_size, float *xp, float *V)
+ENG_ISA_BODY wino_input_k_body(const wino_geo *g, const float *x, size_t in_size, float *xp, float *V)
 {
     if (g->m == 2) wino_input(g, x, in_size, xp, V, 2);
     else wino_input(g, x, in_size, xp, V, 4);
 }
+ENG_ISA_KERNEL(wino_input_k, (const wino_geo *g, const float *x, size_t in_size, float *xp, float *V),
+               (g, x, in_size, xp, V))
 
-static void stage_output(const wino_geo *g, float *y, size_t out_size, float *M, int dir)
+ENG_ISA_BODY wino_output_k_body(const wino_geo *g, float *y, size_t out_size, float *M, int dir)
 {
     if (g->m == 2) wino_output(g, y, out_size, M, dir, 2);
     else wino_output(g, y, out_size, M, dir, 4);
 }
+ENG_ISA_KERNEL(wino_output_k, (const wino_geo *g, float *y, size_t out_size, float *M, int dir),
+               (g, y, out_size, M, dir))
 
-static void stage_input_adj(const wino_geo *g, const float *dV, float *dxp, float *dx, size_t in_size)
+ENG_ISA_BODY wino_input_adj_k_body(const wino_geo *g, const float *dV, float *dxp, float *dx, size_t in_size)
 {
     if (g->m == 2) wino_input_adj(g, dV, dxp, dx, in_size, 2);
     else wino_input_adj(g, dV, dxp, dx, in_size, 4);
+}
+ENG_ISA_KERNEL(wino_input_adj_k, (const wino_geo *g, const float *dV, float *dxp, float *dx, size_t in_size),
+               (g, dV, dxp, dx, in_size))
+
+static void stage_filter(const wino_geo *g, float *w, float *U, int dir)
+{
+    wino_filter_k_isa[eng_isa_current()](g, w, U, dir);
+}
+
+static void stage_input(const wino_geo *g, const float *x, size_t in_size, float *xp, float *V)
+{
+    wino_input_k_isa[eng_isa_current()](g, x, in_size, xp, V);
+}
+
+static void stage_output(const wino_geo *g, float *y, size_t out_size, float *M, int dir)
+{
+    wino_output_k_isa[eng_isa_current()](g, y, out_size, M, dir);
+}
+
+static void stage_input_adj(const wino_geo *g, const float *dV, float *dxp, float *dx, size_t in_size)
+{
+    wino_input_adj_k_isa[eng_isa_current()](g, dV, dxp, dx, in_size);
 }
 
 void eng_wino_fwd(eng_node *n, int rows, int m)
