@@ -23,6 +23,7 @@
  * 1/(C·K·K)), dy ~ N(0,1)); the measured worst cases are in docs/convolution.md. F(2x2)
  * rounds a little more than a GEMM; F(4x4)'s transforms hold 4, 5, 8 and 1/6, ~10x more;
  * the FFT's error grows with log of the plane size, not with K. */
+#define REL_GEMM 1e-6 /* im2col and direct: the baseline, each sum rounded once per term */
 #define REL_WINOGRAD 2e-6
 #define REL_WINOGRAD4 2e-5
 #define REL_FFT 2e-6
@@ -47,7 +48,7 @@ static const conv_case cases[] = {
 #define N_CASES (sizeof cases / sizeof cases[0])
 
 static const struct { eng_conv_algo algo; double rel; } algos[] = {
-    { ENG_CONV_WINOGRAD, REL_WINOGRAD }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4 }, { ENG_CONV_FFT, REL_FFT },
+    { ENG_CONV_IM2COL, REL_GEMM }, { ENG_CONV_DIRECT, REL_GEMM }, { ENG_CONV_WINOGRAD, REL_WINOGRAD }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4 }, { ENG_CONV_FFT, REL_FFT },
 };
 #define N_ALGOS (sizeof algos / sizeof algos[0])
 
@@ -142,7 +143,7 @@ static double rel_err(const char *algo, const char *what, const char *part, cons
     return rel;
 }
 
-/* Each algorithm forced, on every case it can run, forward and backward against the
+/* Each algorithm forced (im2col and direct too, as the baseline), on every case it can run, forward and backward against the
  * reference; the worst relative error of each algorithm over all cases and tensors must
  * stay within its bound. */
 static void test_conv_algos_vs_reference(void **state)
