@@ -138,7 +138,7 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S][:algo=A] (defaults pad=0, stride=1, A = model.conv_algo), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -421,20 +421,33 @@ static int parse_act(const char *s, eng_act *out)
     return -1;
 }
 
-/* conv:F:K[:ACT][:pad=P][:stride=S] (options in any order after K) from parts[0..np) into
- * L; -1 with why (the caller adds the layer's number and text). */
-#define LAYER_PARTS 6
-static int parse_conv(char *const *parts, int np, eng_layer_spec *L, char *why, size_t cap)
+/* conv:F:K[:ACT][:pad=P][:stride=S][:algo=A] (options in any order after K) from
+ * parts[0..np) into L and *algo (model.layer_algo); -1 with why (the caller adds the
+ * layer's number and text). */
+#define LAYER_PARTS 7
+static int parse_conv(char *const *parts, int np, eng_layer_spec *L, unsigned char *algo, char *why, size_t cap)
 {
     long long a = 0, b = 0, v = 0;
     L->kind = ENG_LAYER_CONV;
     L->stride = 1;
     int bad = np < 3 || np > LAYER_PARTS || parse_long(parts[1], &a) || a < 1 || a > 100000 ||
               parse_long(parts[2], &b) || b < 1 || b > 64;
-    int seen_act = 0, seen_pad = 0, seen_stride = 0;
+    int seen_act = 0, seen_pad = 0, seen_stride = 0, seen_algo = 0;
     for (int i = 3; i < np && !bad; i++) {
         const char *p = parts[i];
         int is_pad = !strncmp(p, "pad=", 4), is_stride = !strncmp(p, "stride=", 7);
+        if (!strncmp(p, "algo=", 5)) {
+            /* this layer's model.conv_algo */
+            int k = 0;
+            while (E_CONV[k] && strcmp(E_CONV[k], p + 5)) k++;
+            if (seen_algo++ || !E_CONV[k]) {
+                snprintf(why, cap, seen_algo > 1 ? "algo is given twice"
+                                                 : "algo must be one of auto, im2col, direct, winograd, winograd4, fft");
+                return -1;
+            }
+            *algo = (unsigned char)(1 + V_CONV[k]);
+            continue;
+        }
         if (!is_pad && !is_stride) {
             bad = seen_act++ || parse_act(p, &L->act);
             continue;
@@ -469,6 +482,7 @@ static int parse_conv(char *const *parts, int np, eng_layer_spec *L, char *why, 
 /* Parses "dense:16:tanh, conv:8:5:relu, pool, flatten, dense:10" into mc->layers. */
 static int parse_layers(const char *value, eng_model_config *mc, char *why, size_t cap)
 {
+    memset(mc->layer_algo, 0, sizeof mc->layer_algo); /* a --set layers list replaces the file's */
     char buf[256];
     copy_str(buf, sizeof buf, value);
     int n = 0;
@@ -501,7 +515,7 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
             L->units = (int)a;
         } else if (!strcmp(parts[0], "conv")) {
             char cw[300];
-            if (parse_conv(parts, np, L, cw, sizeof cw)) {
+            if (parse_conv(parts, np, L, &mc->layer_algo[n], cw, sizeof cw)) {
                 snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, cw, orig);
                 return -1;
             }

@@ -187,7 +187,10 @@ typedef struct {
     eng_layer_spec layers[ENG_MAX_LAYERS];
     eng_loss_kind loss;
     eng_init_kind init;    /* auto: He before relu/gelu, Xavier otherwise */
-    eng_conv_algo conv_algo; /* auto: per conv layer, the faster on its shape at build */
+    eng_conv_algo conv_algo; /* auto: per conv layer, the fastest on its shape at build */
+    /* conv layer i's own :algo=X as 1 + its eng_conv_algo; 0 = conv_algo (here, not in the
+     * layer spec, so that specs written out in full stay valid) */
+    unsigned char layer_algo[ENG_MAX_LAYERS];
 } eng_model_config;
 
 typedef enum { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON } eng_optimizer;

@@ -372,17 +372,25 @@ static void init_params(eng_model *m, uint64_t seed)
     }
 }
 
+/* The conv algorithm a conv2d node's layer asks for: its :algo=X, else model.conv_algo. */
+static eng_conv_algo conv_want(const eng_model *m, const eng_node *n)
+{
+    int a = m->cfg.layer_algo[n->layer];
+    return a ? (eng_conv_algo)(a - 1) : m->cfg.conv_algo;
+}
+
 /* The layer's conv algorithm note (eng_conv_tag: what ran, and why a forced one fell back). */
 static int conv_algo_tag(const eng_model *m, const eng_layer *L, char *s, size_t cap)
 {
-    return eng_conv_tag(&m->nodes[L->node_first], m->cfg.conv_algo, s, cap);
+    const eng_node *n = &m->nodes[L->node_first];
+    return eng_conv_tag(n, conv_want(m, n), s, cap);
 }
 
-/* model.conv_algo on every conv2d node (eng_conv_select): the given algorithm (one the
- * layer cannot run falls back to im2col), or for auto the fastest on the node's shape with
- * max_batch rows, timed on the model's own buffers before the parameters are set (it
- * overwrites activations, gradients and workspace; the parameters are still zero). A first
- * layer has no input buffer yet: a zeroed one stands in. */
+/* model.conv_algo, or the layer's :algo=X, on every conv2d node (eng_conv_select): the
+ * given algorithm (one the layer cannot run falls back to im2col), or for auto the fastest
+ * on the node's shape with max_batch rows, timed on the model's own buffers before the
+ * parameters are set (it overwrites activations, gradients and workspace; the parameters
+ * are still zero). A first layer has no input buffer yet: a zeroed one stands in. */
 #define CONV_CHOOSE_REPS 3
 
 static int choose_conv_algos(eng_model *m)
@@ -392,12 +400,12 @@ static int choose_conv_algos(eng_model *m)
         eng_node *n = &m->nodes[i];
         if (n->op != ENG_OP_CONV2D) continue;
         const float *x = n->x;
-        if (!x && m->cfg.conv_algo == ENG_CONV_AUTO) {
+        if (!x && conv_want(m, n) == ENG_CONV_AUTO) {
             if (!zeros) zeros = prof_calloc((size_t)m->max_batch * n->in_size, sizeof(float));
             if (!zeros) return eng_fail(ENG_ENOMEM, "model: out of memory timing the conv algorithms");
             n->x = zeros;
         }
-        int rc = eng_conv_select(n, m->cfg.conv_algo, m->max_batch, CONV_CHOOSE_REPS);
+        int rc = eng_conv_select(n, conv_want(m, n), m->max_batch, CONV_CHOOSE_REPS);
         n->x = x;
         if (rc) { prof_free(zeros); return rc; }
     }

@@ -2,7 +2,8 @@
 # conv_algos.sh — model.conv_algo end to end on Fashion-MNIST: a forced Winograd, F(4x4) or
 # FFT run finishes, stores each fast layer's stage rows (winograd.gemm.fwd, fft.product.bwd,
 # ...) beside its conv2d rows, and its model summary names what each conv layer ran; a 5x5
-# layer under winograd runs im2col and the stored summary says why (docs/convolution.md).
+# layer under winograd runs im2col and the stored summary says why; a layer's :algo=X wins
+# over the model key (docs/convolution.md).
 . "$(dirname "$0")/lib/check.sh"
 export NNBENCH_CACHE_DIR="$tmp/cache"
 db="$tmp/c.db"
@@ -40,5 +41,17 @@ for algo in winograd winograd4 fft; do
         *) bad "$algo: model summary '$(model $id)'" ;;
     esac
 done
+
+# A layer's own :algo=X wins over model.conv_algo.
+id=$((id + 1))
+layers='model.layers=conv:8:3:relu:pad=1:algo=winograd4, pool, conv:8:5:relu:pad=2:algo=fft, pool, flatten, dense:10'
+if run im2col; then
+    case "$(model $id)" in
+        *"k3 p1 winograd4) relu"*"k5 p2 fft) relu"*) ok "per-layer algo=: winograd4 and fft in one model" ;;
+        *) bad "per-layer algo: model summary '$(model $id)'" ;;
+    esac
+    [ "$(rows $id conv2 fft.product.bwd)" = 1 ] && [ "$(rows $id conv1 winograd4.gemm.fwd)" = 1 ] \
+        && ok "per-layer algo=: each layer's stage rows stored" || bad "per-layer algo: stage rows missing"
+else bad "per-layer algo run failed: $(cat "$tmp/e")"; fi
 
 [ "$fails" -eq 0 ]

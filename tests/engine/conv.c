@@ -271,8 +271,8 @@ static eng_model_config conv_model(int F, int K, int pad, int stride, eng_conv_a
 }
 
 /* A forced algorithm the layer cannot run falls back to im2col, and the model summary
- * (stored with the run) says so and why; one it can run is kept and named. auto never
- * picks what the layer cannot run. */
+ * (stored with the run) says so and why; one it can run is kept and named; a layer's
+ * :algo=X overrides model.conv_algo. auto never picks what the layer cannot run. */
 static void test_conv_fallback(void **state)
 {
     (void)state;
@@ -295,6 +295,21 @@ static void test_conv_fallback(void **state)
         assert_non_null(strstr(eng_model_summary(m), cases_fb[i].note));
         eng_model_free(m);
     }
+    /* a layer's :algo=X wins over model.conv_algo, falling back the same way */
+    eng_model_config pl = conv_model(3, 3, 1, 1, ENG_CONV_WINOGRAD);
+    pl.n_layers = 4;
+    pl.layers[3] = pl.layers[2];
+    pl.layers[2] = pl.layers[1];
+    pl.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .pad = 1, .stride = 2 };
+    pl.layer_algo[0] = pl.layer_algo[1] = 1 + ENG_CONV_FFT;
+    eng_model *pm;
+    assert_int_equal(eng_model_build(&pl, in, 2, 4, 1, NULL, &pm), ENG_OK);
+    printf("  per layer: %s\n", eng_model_summary(pm));
+    assert_int_equal(pm->nodes[pm->layers[0].node_first].conv_algo, ENG_CONV_FFT);
+    assert_int_equal(pm->nodes[pm->layers[1].node_first].conv_algo, ENG_CONV_IM2COL);
+    assert_non_null(strstr(eng_model_summary(pm), "k3 p1 fft) relu, conv(3x9x9->2x5x5 k3 p1 s2 im2col (fft needs stride 1))"));
+    eng_model_free(pm);
+
     /* auto on a 5x5 layer: whatever is fastest here, never Winograd */
     char dir[] = "/tmp/nnbench-convalgo-XXXXXX", path[80];
     assert_non_null(mkdtemp(dir));
