@@ -430,27 +430,21 @@ static eng_conv_algo algo_of(const eng_node *n)
     return a == ENG_CONV_AUTO || *eng_conv_fallback(n, a) ? ENG_CONV_IM2COL : a;
 }
 
-void eng_conv_fwd(eng_node *n, int rows)
+/* One pass of the algorithm that runs (void conditionals: one switch for both directions). */
+static void conv_run(eng_node *n, int rows, int bwd)
 {
     switch (algo_of(n)) {
-    case ENG_CONV_DIRECT: direct_fwd(n, rows); break;
-    case ENG_CONV_WINOGRAD: eng_wino_fwd(n, rows, 2); break;
-    case ENG_CONV_WINOGRAD4: eng_wino_fwd(n, rows, 4); break;
-    case ENG_CONV_FFT: eng_fft_fwd(n, rows); break;
-    default: im2col_fwd(n, rows); break;
+    case ENG_CONV_DIRECT: bwd ? direct_bwd(n, rows) : direct_fwd(n, rows); break;
+    case ENG_CONV_WINOGRAD: bwd ? eng_wino_bwd(n, rows, 2) : eng_wino_fwd(n, rows, 2); break;
+    case ENG_CONV_WINOGRAD4: bwd ? eng_wino_bwd(n, rows, 4) : eng_wino_fwd(n, rows, 4); break;
+    case ENG_CONV_FFT: bwd ? eng_fft_bwd(n, rows) : eng_fft_fwd(n, rows); break;
+    default: bwd ? im2col_bwd(n, rows) : im2col_fwd(n, rows); break;
     }
 }
 
-void eng_conv_bwd(eng_node *n, int rows)
-{
-    switch (algo_of(n)) {
-    case ENG_CONV_DIRECT: direct_bwd(n, rows); break;
-    case ENG_CONV_WINOGRAD: eng_wino_bwd(n, rows, 2); break;
-    case ENG_CONV_WINOGRAD4: eng_wino_bwd(n, rows, 4); break;
-    case ENG_CONV_FFT: eng_fft_bwd(n, rows); break;
-    default: im2col_bwd(n, rows); break;
-    }
-}
+void eng_conv_fwd(eng_node *n, int rows) { conv_run(n, rows, 0); }
+
+void eng_conv_bwd(eng_node *n, int rows) { conv_run(n, rows, 1); }
 
 static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 
