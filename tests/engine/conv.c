@@ -18,6 +18,7 @@
 
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
+#include "isa_paths.h"
 
 /* Error bounds, relative to the largest |value| of the tensor (x ~ N(0,1), W ~ N(0,
  * 1/(C·K·K)), dy ~ N(0,1)); the measured worst cases are in docs/convolution.md. F(2x2)
@@ -186,6 +187,45 @@ static void test_conv_algos_vs_reference(void **state)
                algos[a].rel);
         assert_true(worst[a] <= algos[a].rel);
     }
+}
+
+/* The Winograd transforms are compiled per instruction-set path and are lane-wise (no
+ * FMA contraction under -std=c11), so every path gives the generic path's bits: y, dx, dW
+ * on a ResNet layer and on one with partial tiles, both tile sizes. */
+static void test_conv_winograd_path_bits(void **state)
+{
+    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
+    static const size_t which[] = { 3, 5 };
+    for (size_t w = 0; w < sizeof which / sizeof which[0]; w++)
+        for (int m = 2; m <= 4; m += 2) {
+            conv_node c;
+            node_make(&c, &cases[which[w]], cases[which[w]].chunk);
+            eng_rng r;
+            eng_rng_seed(&r, 500 + w, (uint64_t)m);
+            size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size, tot = ny + nx + c.n.n_w;
+            fill(c.x, nx, &r, 1.0);
+            fill(c.n.w, c.n.n_w, &r, 0.2);
+            float *dy0 = malloc(ny * sizeof(float)), *want = malloc(tot * sizeof(float)), *got = malloc(tot * sizeof(float));
+            fill(dy0, ny, &r, 1.0);
+            c.n.conv_algo = m == 2 ? ENG_CONV_WINOGRAD : ENG_CONV_WINOGRAD4;
+            for (int pass = 0; pass < 2; pass++) {
+                float *out = pass ? got : want;
+                memcpy(c.dy, dy0, ny * sizeof(float));
+                if (pass) { eng_conv_fwd(&c.n, c.rows); eng_conv_bwd(&c.n, c.rows); }
+                else ISA_UNDER(ENG_ISA_GENERIC, (eng_conv_fwd(&c.n, c.rows), eng_conv_bwd(&c.n, c.rows)));
+                memcpy(out, c.y, ny * sizeof(float));
+                memcpy(out + ny, c.dx, nx * sizeof(float));
+                memcpy(out + ny + nx, c.n.dw, c.n.n_w * sizeof(float));
+            }
+            if (memcmp(want, got, tot * sizeof(float)))
+                fail_msg("%s on %s: path %s differs from generic", eng_conv_algo_name(c.n.conv_algo), cases[which[w]].what,
+                         eng_isa_name(p));
+            printf("  %-9s %-28s %s: %zu values, the generic path's bits\n", eng_conv_algo_name(c.n.conv_algo),
+                   cases[which[w]].what, eng_isa_name(p), tot);
+            free(dy0); free(want); free(got);
+            node_free(&c);
+        }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
 /* Finite differences through each algorithm: L = sum y·r, so dL/dx and dL/dW are the
@@ -391,6 +431,7 @@ int test_engine_conv(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_algos_vs_reference),
+        ISA_PATH_TESTS(test_conv_winograd_path_bits),
         cmocka_unit_test(test_conv_algos_finite_diff),
         cmocka_unit_test(test_conv_fallback),
         cmocka_unit_test(test_conv_stage_scopes),
