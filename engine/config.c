@@ -237,6 +237,10 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "profile every op (as `--profile` does)")                                                     \
     X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
       "comma-separated PAPI events to count; empty = the default set (where the machine has them)") \
+    X("monitor", "metrics", K_STR, monitor.metrics, 0, 0, NULL, NULL, "HOST:PORT[,PORT...]", "",   \
+      "serve Prometheus /metrics there while training (as `--metrics`); rank k of mpirun serves on PORT+k or the k-th PORT; empty = off") \
+    X("monitor", "tensorboard", K_STR, monitor.tensorboard, 0, 0, NULL, NULL, "path", "",          \
+      "write TensorBoard event files under this directory while training (rank 0); empty = off") \
     GRAPH_KEYS(X)
 
 /* [graph] (issue 16, docs/graphs.md): only read when data.source = graph. */
@@ -305,7 +309,7 @@ _Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int"
 _Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
 
 static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
-                                        "quantum", "profile", "graph", "dist", NULL };
+                                        "quantum", "profile", "graph", "dist", "monitor", NULL };
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -778,7 +782,7 @@ static void on_section_line(parse_state *st, const char *raw)
             if (d < bestd) { bestd = d; best = i; }
         }
         if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
-        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, variant NAME)", name);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, monitor, variant NAME)", name);
         return;
     }
     st->cur = -1;

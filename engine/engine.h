@@ -260,6 +260,13 @@ typedef struct {
     char counters[256];   /* comma-separated PAPI event names; "" = the default set */
 } eng_profile_config;
 
+/* [monitor]: live views of a run outside nnbench (tui/monitor.h, docs/monitoring.md); the
+ * engine only carries them. */
+typedef struct {
+    char metrics[128];    /* Prometheus endpoint "HOST:PORT[,PORT...]"; "" = off */
+    char tensorboard[512];/* event-file directory; "" = off */
+} eng_monitor_config;
+
 /* [graph]: node classification (data.source = graph); see engine/gnn.c and docs/graphs.md */
 typedef enum { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE } eng_graph_source;
 typedef enum { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL } eng_graph_mode;
@@ -315,6 +322,7 @@ typedef struct {
     eng_profile_config profile;
     eng_graph_config graph;
     eng_dist_config dist;
+    eng_monitor_config monitor;
     eng_kv *kv;           /* every key, resolved (defaults included), sorted by key */
     size_t n_kv;
 } eng_config;

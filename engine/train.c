@@ -35,6 +35,7 @@ struct eng_run {
     prof_t *prof;
     int ph[N_PHASES];             /* profiler scope ids, -1 when off */
     int wait_scope, gather_scope; /* the batcher's data.wait / data.gather scopes, -1 when off */
+    int track_step, track_sps;    /* the trace's step time and samples/s counters, -1 when off */
     int batch, bpe, threads, n_out;
     long total_steps;
     atomic_int stop;
@@ -277,6 +278,9 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
                 return eng_fail(ENG_EINVAL, "run: the profiler's scope table is full (%s)", prof_error());
             }
         }
+    /* counter tracks of the trace (each rank's own, in its process row) */
+    r->track_step = prof_counter_register(prof, "step_time", "ms");
+    r->track_sps = prof_counter_register(prof, "throughput", "samples_per_s");
     *out = r;
     return ENG_OK;
 }
@@ -657,6 +661,10 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         if (r->telem && log_step) eng_telem_after(r->telem);
         PROF_END(p, r->ph[PH_STEP], 0, 0);
         double dt = now_s() - ts;
+        if (p && dt > 0) {   /* nothing unless the trace's step window is open */
+            prof_counter(p, r->track_step, dt * 1e3);
+            prof_counter(p, r->track_sps, (double)b.rows / dt);
+        }
         if (rc) {
             res->status = ENG_RUN_FAILED;
             snprintf(r->err, sizeof r->err, "step %ld: %s", s + 1, eng_error());

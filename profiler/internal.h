@@ -22,6 +22,10 @@ const char *prof_internal_clock_note(void);
 void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t *cpu, double cpu_read_ns);
 /* profiler.c -> mem.c: the wall clock part of it. */
 void prof_internal_fake_wall(const volatile uint64_t *wall);
+/* The one header of a Chrome trace (profiler.c's prof_trace_write and trace_merge.c):
+ * {"displayTimeUnit":"ms","otherData":{"generator":"nnbench profiler", other(j, ctx)...},
+ * "traceEvents":[ -- the object and the array are left open for the caller's events. */
+void prof_internal_trace_head(prof_json *j, void (*other)(prof_json *j, const void *ctx), const void *ctx);
 /* Sets the message prof_error() returns (for sysinfo.c). */
 void prof_internal_set_error(const char *msg);
 

@@ -78,7 +78,8 @@ typedef struct {
 } frame;
 
 typedef struct {
-    uint64_t ts, dur, flops, bytes; /* counter events (id < 0): live bytes in flops */
+    uint64_t ts, dur, flops, bytes; /* id -1: live bytes in flops; id <= -2: counter -2 - id,
+                                       its value (a double) in dur's bits */
     int32_t id, depth;
     long step;
 } trace_ev;
@@ -117,6 +118,8 @@ struct prof {
     size_t trace_cap, trace_n, trace_dropped;
     size_t trace_last_live;
     int pid, tid;
+    char track_name[PROF_TRACE_COUNTERS][48], track_series[PROF_TRACE_COUNTERS][32];
+    int n_tracks;             /* prof_counter_register'd counter tracks */
 };
 
 static _Thread_local char err_buf[512];
@@ -842,6 +845,29 @@ static void trace_counter(prof_t *p, uint64_t ts, size_t live)
     p->trace_last_live = live;
 }
 
+int prof_counter_register(prof_t *p, const char *name, const char *series)
+{
+    if (!p || !name || !series) return -1;
+    for (int k = 0; k < p->n_tracks; k++)
+        if (!strcmp(p->track_name[k], name) && !strcmp(p->track_series[k], series)) return k;
+    if (p->n_tracks >= PROF_TRACE_COUNTERS) return -1;
+    snprintf(p->track_name[p->n_tracks], sizeof p->track_name[0], "%s", name);
+    snprintf(p->track_series[p->n_tracks], sizeof p->track_series[0], "%s", series);
+    return p->n_tracks++;
+}
+
+void prof_counter(prof_t *p, int counter, double value)
+{
+    if (!p || !p->trace_on || counter < 0 || counter >= p->n_tracks) return;
+    if (p->trace_n >= p->trace_cap) { p->trace_dropped++; return; }
+    trace_ev *e = &p->trace[p->trace_n++];
+    memset(e, 0, sizeof *e);
+    e->ts = prof_now_ns();
+    e->id = -2 - counter;
+    e->step = p->step;
+    memcpy(&e->dur, &value, sizeof value);
+}
+
 static void trace_push(prof_t *p, const frame *f, uint64_t t1, uint64_t flops, uint64_t bytes)
 {
     if (p->trace_n >= p->trace_cap) { p->trace_dropped++; return; }
@@ -1068,6 +1094,75 @@ void prof_clock_sync(prof_t *p)
     if (p) p->t_sync = prof_now_ns();
 }
 
+/* The trace's own otherData members (after the generator). */
+static void trace_other(prof_json *j, const void *ctx)
+{
+    const prof_t *p = ctx;
+    char steps[48];
+    snprintf(steps, sizeof steps, "%ld:%ld", p->trace_first, p->trace_last);
+    prof_json_kstr(j, "steps", steps);
+    prof_json_kint(j, "events", (long long)p->trace_n);
+    prof_json_kint(j, "capacity", (long long)p->trace_cap);
+    prof_json_kint(j, "dropped_events", (long long)p->trace_dropped);
+    prof_json_kstr(j, "counters", p->counters_note);
+    if (p->t_sync >= p->t_origin) {   /* prof_trace_merge aligns processes on it */
+        prof_json_key(j, "sync_us");
+        prof_json_numg(j, (double)(p->t_sync - p->t_origin) / 1e3, 15);
+    }
+    if (p->trace_dropped) {
+        char note[160];
+        snprintf(note, sizeof note, "trace buffer full: %zu events after the first %zu were dropped",
+                 p->trace_dropped, p->trace_n);
+        prof_json_kstr(j, "note", note);
+    }
+}
+
+/* One event: a scope ("X"), the live bytes or a registered counter ("C"). */
+static void trace_event(prof_json *j, const prof_t *p, const trace_ev *e)
+{
+    static const char *cat[] = { "op", "phase", "step" };
+    double ts = e->ts < p->t_origin ? 0 : (double)(e->ts - p->t_origin) / 1e3;
+    const scope_stat *s = e->id >= 0 ? &p->scopes[e->id] : NULL;
+    prof_json_object(j);
+    if (e->id == -1) {
+        prof_json_kstr(j, "name", "memory");
+    } else if (!s) {
+        prof_json_kstr(j, "name", p->track_name[-2 - e->id]);
+    } else {
+        prof_json_kstr(j, "name", s->name);
+        prof_json_kstr(j, "cat", cat[s->kind <= PROF_STEP ? s->kind : 0]);
+    }
+    prof_json_kstr(j, "ph", s ? "X" : "C");
+    prof_json_key(j, "ts");
+    prof_json_numg(j, ts, 15);
+    if (s) {
+        prof_json_key(j, "dur");
+        prof_json_numg(j, (double)e->dur / 1e3, 15);
+    }
+    prof_json_kint(j, "pid", p->pid);
+    prof_json_kint(j, "tid", p->tid);
+    prof_json_key(j, "args");
+    prof_json_object(j);
+    if (e->id == -1) {
+        prof_json_key(j, "live_bytes");
+        prof_json_uint(j, (unsigned long long)e->flops);
+    } else if (!s) {
+        double v;
+        memcpy(&v, &e->dur, sizeof v);
+        prof_json_key(j, p->track_series[-2 - e->id]);
+        prof_json_numg(j, v, 10);
+    } else {
+        prof_json_kint(j, "step", e->step);
+        prof_json_key(j, "flops");
+        prof_json_uint(j, (unsigned long long)e->flops);
+        prof_json_key(j, "bytes");
+        prof_json_uint(j, (unsigned long long)e->bytes);
+        if (s->layer[0]) prof_json_kstr(j, "layer", s->layer);
+    }
+    prof_json_close(j);
+    prof_json_close(j);
+}
+
 int prof_trace_write(prof_t *p, const char *path)
 {
     if (!p || !p->trace) {
@@ -1083,31 +1178,8 @@ int prof_trace_write(prof_t *p, const char *path)
     }
     prof_json j;
     prof_json_begin(&j, f, 0);
-    prof_json_object(&j);
-    prof_json_kstr(&j, "displayTimeUnit", "ms");
-    prof_json_key(&j, "otherData");
-    prof_json_object(&j);
-    char steps[48];
-    snprintf(steps, sizeof steps, "%ld:%ld", p->trace_first, p->trace_last);
-    prof_json_kstr(&j, "generator", "nnbench profiler");
-    prof_json_kstr(&j, "steps", steps);
-    prof_json_kint(&j, "events", (long long)p->trace_n);
-    prof_json_kint(&j, "capacity", (long long)p->trace_cap);
-    prof_json_kint(&j, "dropped_events", (long long)p->trace_dropped);
-    prof_json_kstr(&j, "counters", p->counters_note);
-    if (p->t_sync >= p->t_origin) {   /* prof_trace_merge aligns processes on it */
-        prof_json_key(&j, "sync_us");
-        prof_json_numg(&j, (double)(p->t_sync - p->t_origin) / 1e3, 15);
-    }
-    if (p->trace_dropped) {
-        char note[160];
-        snprintf(note, sizeof note, "trace buffer full: %zu events after the first %zu were dropped",
-                 p->trace_dropped, p->trace_n);
-        prof_json_kstr(&j, "note", note);
-    }
-    prof_json_close(&j);
-    prof_json_key(&j, "traceEvents");
-    prof_json_array(&j);
+    prof_internal_trace_head(&j, trace_other, p);
+    /* The process is named "nnbench" (prof_trace_merge names each rank's), its thread. */
     static const char *meta[][2] = { { "process_name", "nnbench" }, { "thread_name", "training" } };
     for (int m = 0; m < 2; m++) {
         prof_json_object(&j);
@@ -1121,46 +1193,7 @@ int prof_trace_write(prof_t *p, const char *path)
         prof_json_close(&j);
         prof_json_close(&j);
     }
-    static const char *cat[] = { "op", "phase", "step" };
-    for (size_t i = 0; i < p->trace_n; i++) {
-        const trace_ev *e = &p->trace[i];
-        double ts = (double)(e->ts - p->t_origin) / 1e3;
-        if (e->ts < p->t_origin) ts = 0;
-        prof_json_object(&j);
-        if (e->id < 0) {
-            prof_json_kstr(&j, "name", "memory");
-            prof_json_kstr(&j, "ph", "C");
-        } else {
-            const scope_stat *s = &p->scopes[e->id];
-            prof_json_kstr(&j, "name", s->name);
-            prof_json_kstr(&j, "cat", cat[s->kind <= PROF_STEP ? s->kind : 0]);
-            prof_json_kstr(&j, "ph", "X");
-        }
-        prof_json_key(&j, "ts");
-        prof_json_numg(&j, ts, 15);
-        if (e->id >= 0) {
-            prof_json_key(&j, "dur");
-            prof_json_numg(&j, (double)e->dur / 1e3, 15);
-        }
-        prof_json_kint(&j, "pid", p->pid);
-        prof_json_kint(&j, "tid", p->tid);
-        prof_json_key(&j, "args");
-        prof_json_object(&j);
-        if (e->id < 0) {
-            prof_json_key(&j, "live_bytes");
-            prof_json_uint(&j, (unsigned long long)e->flops);
-        } else {
-            const scope_stat *s = &p->scopes[e->id];
-            prof_json_kint(&j, "step", e->step);
-            prof_json_key(&j, "flops");
-            prof_json_uint(&j, (unsigned long long)e->flops);
-            prof_json_key(&j, "bytes");
-            prof_json_uint(&j, (unsigned long long)e->bytes);
-            if (s->layer[0]) prof_json_kstr(&j, "layer", s->layer);
-        }
-        prof_json_close(&j);
-        prof_json_close(&j);
-    }
+    for (size_t i = 0; i < p->trace_n; i++) trace_event(&j, p, &p->trace[i]);
     prof_json_close(&j);
     prof_json_close(&j);
     if (prof_json_end(&j) && !ferror(f)) {

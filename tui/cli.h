@@ -35,6 +35,8 @@ int cmd_delete(int argc, char **argv);
 void cmd_delete_help(FILE *f);
 int cmd_export(int argc, char **argv);
 void cmd_export_help(FILE *f);
+int cmd_diff(int argc, char **argv);      /* cmd_diff.c */
+void cmd_diff_help(FILE *f);
 int cmd_solves(int argc, char **argv);    /* cmd_solves.c */
 void cmd_solves_help(FILE *f);
 int cmd_tui(int argc, char **argv);       /* wb_app.c */

@@ -13,6 +13,7 @@ static const cli_command commands[] = {
     { "list", cmd_list, cmd_list_help, "list stored runs" },
     { "show", cmd_show, cmd_show_help, "config, system, metrics, ops and solver summary of one run" },
     { "compare", cmd_compare, cmd_compare_help, "side-by-side table and chart of several runs" },
+    { "diff", cmd_diff, cmd_diff_help, "op-by-op profile of two runs: what makes B faster or slower than A" },
     { "solves", cmd_solves, cmd_solves_help, "the Newton linear solves of a run and how each was routed" },
     { "report", cmd_report, cmd_report_help, "write a report of runs" },
     { "export", cmd_export, cmd_export_help, "metrics of runs as CSV (long format)" },

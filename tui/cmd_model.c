@@ -197,6 +197,7 @@ int cmd_resume(int argc, char **argv)
         return code;
     }
     if (o->store_warning[0]) fprintf(stderr, "nnbench resume: warning: %s\n", o->store_warning);
+    if (o->monitor_warning[0]) fprintf(stderr, "nnbench resume: warning: %s\n", o->monitor_warning);
     if (o->store_error[0]) fprintf(stderr, "nnbench resume: %s\n", o->store_error);
     printf("run %lld: %s at step %ld/%ld, final train loss %.6g, test loss %.6g, test acc %.4f\n", r.run_id,
            eng_run_status_name(o->res.status), o->res.steps, r.total_steps, o->res.final_train_loss,

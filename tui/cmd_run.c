@@ -24,6 +24,10 @@ void cmd_run_help(FILE *f)
         "  --set SECTION.KEY=V   override a key in every variant (repeatable),\n"
         "                        e.g. --set train.lr=0.1\n"
         "  --seed N              same as --set experiment.seed=N\n"
+        "  --metrics HOST:PORT   serve Prometheus /metrics while training (rank k of\n"
+        "                        mpirun: PORT+k); same as --set monitor.metrics=...\n"
+        "  --tensorboard DIR     write TensorBoard event files under DIR while training;\n"
+        "                        same as --set monitor.tensorboard=DIR\n"
         "  --json                print the summary as JSON instead of a table\n"
         "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
         "  --no-db               do not store the runs\n"
@@ -403,6 +407,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
         fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
     }
     if (o->store_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, cli_text(o->store_warning));
+    if (o->monitor_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, cli_text(o->monitor_warning));
     /* "stored" only once the end record is committed; any store error is exit 1. */
     const char *serr = o->store_error[0] ? o->store_error : o->rc == ENG_ESINK && c->has_db ? o->error : NULL;
     if (serr) {
@@ -449,7 +454,8 @@ int cmd_run(int argc, char **argv)
             if (i + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
             return cli_mpirun_self(argc, argv, i);
         }
-        if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db")) i++;
+        if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db") ||
+            !strcmp(argv[i], "--metrics") || !strcmp(argv[i], "--tensorboard")) i++;
     }
     int world = 1;
     if (eng_dist_init(&dist_rank, &world)) { fprintf(stderr, "nnbench run: %s\n", eng_error()); return 1; }
@@ -471,7 +477,7 @@ static int run_main(int argc, char **argv)
     long prof_rows_n = 25, trace_a = 1, trace_b = 5;
     size_t n_sets = 0;
     const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    char seed_set[64];
+    char seed_set[64], metrics_set[1024], tb_set[1024];
     if (!sets) { fprintf(stderr, "nnbench run: out of memory\n"); return 1; }
 
 #define NEED_ARG()                                                                           \
@@ -493,6 +499,12 @@ static int run_main(int argc, char **argv)
             NEED_ARG();
             snprintf(seed_set, sizeof seed_set, "experiment.seed=%s", argv[++i]);
             sets[n_sets++] = seed_set;
+        }
+        else if (!strcmp(a, "--metrics") || !strcmp(a, "--tensorboard")) {
+            NEED_ARG();
+            char *set = a[2] == 'm' ? metrics_set : tb_set;
+            snprintf(set, 1024, "monitor.%s=%s", a + 2, argv[++i]);
+            sets[n_sets++] = set;
         }
         else if (!strcmp(a, "--json")) json = 1;
         else if (!strcmp(a, "--db")) { NEED_ARG(); db_flag = argv[++i]; }

@@ -12,6 +12,7 @@
 #include "../store/store.h"
 #include "chart.h"
 #include "cli.h"
+#include "monitor.h"
 #include "tui.h"
 
 /* ---- shared helpers ---------------------------------------------------------------- */
@@ -591,17 +592,41 @@ static const char report_help[] =
 void cmd_report_help(FILE *f) { fputs(report_help, f); }
 
 static const char export_help[] =
-    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n\n"
+    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n"
+    "       nnbench export RUN... --tensorboard DIR [--db PATH]\n\n"
     "Writes the metrics of the runs as CSV in long format:\n"
     "  run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n"
-    "(-o - writes to standard output).\n";
+    "(-o - writes to standard output).\n\n"
+    "--tensorboard DIR writes TensorBoard event files instead, one directory per run\n"
+    "(DIR/run<ID>-<name>/events.out.tfevents.*): every metric as a scalar, the layer\n"
+    "telemetry also as histograms over the layers (see docs/monitoring.md).\n";
 
 void cmd_export_help(FILE *f) { fputs(export_help, f); }
+
+/* export --tensorboard: one event-file directory per run; reads only. */
+static int export_tensorboard(const char *db, char **specs, size_t n, const char *dir)
+{
+    store *s = cli_open_store(db, 0);
+    if (!s) return 1;
+    long long *ids = cli_resolve_runs(s, specs, n);
+    int code = ids ? 0 : 1;
+    for (size_t i = 0; ids && i < n; i++) {
+        char err[600];
+        if (monitor_tb_export(s, ids[i], dir, err, sizeof err)) {
+            fprintf(stderr, "nnbench export: run %lld: %s\n", ids[i], cli_text(err));
+            code = 1;
+        }
+    }
+    if (!code) fprintf(stderr, "wrote TensorBoard event files under %s (%zu run%s)\n", dir, n, n == 1 ? "" : "s");
+    free(ids);
+    store_close(s);
+    return code;
+}
 
 static int report_like(int argc, char **argv, int export)
 {
     const char *cmd = export ? "export" : "report";
-    const char *db = NULL, *out = NULL;
+    const char *db = NULL, *out = NULL, *tb = NULL;
     char **specs = calloc((size_t)argc, sizeof *specs);
     size_t n = 0;
     if (!specs) return 1;
@@ -610,7 +635,8 @@ static int report_like(int argc, char **argv, int export)
         int m;
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(export ? export_help : report_help, stdout); free(specs); return 0; }
         if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "-o", &out)) ||
-            (m = opt_value(argc, argv, &i, "--output", &out))) {
+            (m = opt_value(argc, argv, &i, "--output", &out)) ||
+            (export && (m = opt_value(argc, argv, &i, "--tensorboard", &tb)))) {
             if (m < 0) { free(specs); return 2; }
             continue;
         }
@@ -618,7 +644,13 @@ static int report_like(int argc, char **argv, int export)
         specs[n++] = argv[i];
     }
     if (!n) { free(specs); return usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
-    if (!out) { free(specs); return usage_error(cmd, "where to? give -o FILE%s", export ? ".csv" : ".{md,html,json,csv}"); }
+    if (tb && out) { free(specs); return usage_error(cmd, "-o and --tensorboard: give one of them%s", ""); }
+    if (tb) {
+        int code = export_tensorboard(db, specs, n, tb);
+        free(specs);
+        return code;
+    }
+    if (!out) { free(specs); return usage_error(cmd, "where to? give -o FILE%s", export ? ".csv (or --tensorboard DIR)" : ".{md,html,json,csv}"); }
     if (!export) {
         const char *ext = strrchr(out, '.');
         if (!ext || (strcasecmp(ext, ".md") && strcasecmp(ext, ".html") && strcasecmp(ext, ".htm") &&

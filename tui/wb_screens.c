@@ -624,6 +624,14 @@ static void cmp_build_lines(wb_app *a, cmp_state *cv)
     cv->n_lines = 0;
     if (cv->c && tui_compare_lines(cv->c, a->cols - 2, a->utf8, cv->all_keys, &cv->lines, &cv->n_lines))
         wb_message(a, "out of memory");
+    /* Two runs: the op diff of the second against the first follows, as `nnbench diff`. */
+    store_diff *d = NULL;
+    if (!cv->c || cv->n != 2) return;
+    if (store_diff_load(a->db, cv->c, 0, 1, &d)) { wb_message(a, "diff: %s", store_error()); return; }
+    if (tui_lines_add(&cv->lines, &cv->n_lines, "%s", "") || tui_lines_add(&cv->lines, &cv->n_lines, "%s", "Op diff (B - A)") ||
+        tui_diff_lines(d, a->cols - 2, a->utf8, 0, &cv->lines, &cv->n_lines))
+        wb_message(a, "out of memory");
+    store_diff_free(d);
 }
 
 static const char *cmp_metric_name(const cmp_state *cv)

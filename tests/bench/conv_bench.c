@@ -1,4 +1,4 @@
-/* conv_bench.c — section 12 of `make bench`: the fast conv2d algorithms against im2col +
+/* conv_bench.c — section 14 of `make bench`: the fast conv2d algorithms against im2col +
  * sgemm on one conv layer at a time (batch 32, 1 BLAS thread, forward + backward with dx):
  *  - Winograd F(2x2,3x3) and F(4x4,3x3) on ResNet-style 3x3 pad 1 layers: the multiplication
  *    ratio (direct multiplications / the algorithm's element-wise ones, counted from its
@@ -110,7 +110,7 @@ static void bench_layer(const layer *L, int reps)
         int m = L->algo == ENG_CONV_WINOGRAD ? 2 : 4;
         double direct = (double)b.n.out_size / L->F * L->K * L->K * L->C * L->F;
         double mr = direct / (double)eng_wino_mults(&b.n, m);
-        printf("ROW\t12\tconv %s: multiplications direct / F(%dx%d,3x3)\t%.3f\t%.3f\t%.3f\tcounted from the tiles "
+        printf("ROW\t14\tconv %s: multiplications direct / F(%dx%d,3x3)\t%.3f\t%.3f\t%.3f\tcounted from the tiles "
                "(theory %.2fx)\t-\tinfo\n", shape, m, m, mr, mr, mr, m == 2 ? 2.25 : 4.0);
     }
     double ratio[64], ta[64], tb[64];
@@ -124,7 +124,7 @@ static void bench_layer(const layer *L, int reps)
                 1e3 * tb[k]);
     }
     stats s = stats_of(ratio, reps), a = stats_of(ta, reps), t = stats_of(tb, reps);
-    printf("ROW\t12\tconv %s: time im2col / %s (fwd + bwd)\t%.3f\t%.3f\t%.3f\tim2col %.2f ms, %s %.2f ms (CPU)\t-\tinfo\n", shape,
+    printf("ROW\t14\tconv %s: time im2col / %s (fwd + bwd)\t%.3f\t%.3f\t%.3f\tim2col %.2f ms, %s %.2f ms (CPU)\t-\tinfo\n", shape,
            name, s.med, s.min, s.max, 1e3 * a.med, name, 1e3 * t.med);
     node_free(&b);
 }

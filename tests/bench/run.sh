@@ -223,7 +223,13 @@ fi
 # ---- 11: gradient lab: each transform and layer telemetry against the Fashion MLP step --
 [ -x "$bin/grad_bench" ] && section "$bin/grad_bench" $quick --reps $reps
 
-# ---- 12: conv algorithms (Winograd, FFT) against im2col, per layer --------------------------
+# ---- 12: the live monitor: Prometheus scraped every 100 ms, live TensorBoard, on / off ----
+[ -x "$bin/monitor_bench" ] && section "$bin/monitor_bench" $quick --reps $reps
+
+# ---- 13: nnbench diff of two 10k-step runs (issue 26) --------------------------------------
+[ -x "$bin/diff_bench" ] && section "$bin/diff_bench" $quick --reps $reps
+
+# ---- 14: conv algorithms (Winograd, FFT) against im2col, per layer --------------------------
 [ -x "$bin/conv_bench" ] && section "$bin/conv_bench" $quick --reps $reps
 
 # ---- 4: store (tests/bench/store_bench.c is the store engineer's). ROW lines of its own

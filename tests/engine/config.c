@@ -269,7 +269,7 @@ static void test_error_messages(void **state)
     expect_error("\n[trian]\nlr = 1\n", NULL, 0, ENG_EINVAL,
                  ":2: unknown section [trian] (did you mean [train]?)");
     expect_error("[zzzzzz]\n", NULL, 0, ENG_EINVAL,
-                 ":1: unknown section [zzzzzz] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, variant NAME)");
+                 ":1: unknown section [zzzzzz] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, monitor, variant NAME)");
     expect_error("[train]\noptimizer = lbfgs\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'optimizer': expected one of sgd, momentum, adam, adamw, newton, got 'lbfgs'");
     expect_error("[data]\nshuffle = maybe\n", NULL, 0, ENG_EINVAL,
