@@ -50,8 +50,9 @@ static const char *const E_LOSS[] = { "softmax_xent", "mse", NULL };
 static const int V_LOSS[] = { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE };
 static const char *const E_INIT[] = { "auto", "he", "xavier", NULL };
 static const int V_INIT[] = { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER };
-static const char *const E_CONV[] = { "auto", "im2col", "direct", NULL };
-static const int V_CONV[] = { ENG_CONV_AUTO, ENG_CONV_IM2COL, ENG_CONV_DIRECT };
+static const char *const E_CONV[] = { "auto", "im2col", "direct", "winograd", "winograd4", "fft", NULL };
+static const int V_CONV[] = { ENG_CONV_AUTO, ENG_CONV_IM2COL, ENG_CONV_DIRECT, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4,
+                              ENG_CONV_FFT };
 static const char *const E_OPT[] = { "sgd", "momentum", "adam", "adamw", "newton", NULL };
 static const int V_OPT[] = { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON };
 static const char *const E_SCHED[] = { "constant", "step", "cosine", "linear", NULL };
@@ -144,15 +145,15 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten, bn[:ACT] (batch normalization), res(LAYERS)[:ACT] (residual block: shortcut added to LAYERS' output before ACT; a 1x1 projection when the shape changes); ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); sequence layers embed:D, posenc[:learned], layernorm, encoder[:heads=H][:ff=F], meanpool (docs/attention.md); LAYER * N repeats a layer; the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S][:algo=A] (defaults pad=0, stride=1, A = model.conv_algo), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten, bn[:ACT] (batch normalization), res(LAYERS)[:ACT] (residual block: shortcut added to LAYERS' output before ACT; a 1x1 projection when the shape changes); ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); sequence layers embed:D, posenc[:learned], layernorm, encoder[:heads=H][:ff=F], meanpool (docs/attention.md); LAYER * N repeats a layer; the last layer gives the outputs") \
     X("model", "attention", K_STR, model.attention, 0, 0, NULL, NULL, "full, linformer:k=K, lsh:buckets=B:rounds=R", "full",  \
       "how encoder layers attend: full softmax(QK^T)V, Linformer (keys and values projected along the sequence to K rows by learned n x K matrices E, F shared by the heads of a layer), or Reformer LSH (shared QK hashed into B buckets by random rotations, R rounds, sorted and chunked: each query attends to its own and the previous chunk); docs/attention.md") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
       "weight initialisation; auto = He before relu/gelu, Xavier otherwise")                       \
-    X("model", "conv_algo", K_ENUM, model.conv_algo, 0, 0, E_CONV, V_CONV, "auto, im2col, direct", "auto", \
-      "how conv layers compute: im2col + sgemm, or direct loops (stride 1 only; stride > 1 always uses im2col); auto times both per conv layer on its shape with the batch when the model is built and keeps the faster (the model summary names the choice)") \
+    X("model", "conv_algo", K_ENUM, model.conv_algo, 0, 0, E_CONV, V_CONV, "auto, im2col, direct, winograd, winograd4, fft", "auto", \
+      "how conv layers compute: im2col + sgemm; direct loops (stride 1); winograd = F(2x2,3x3), winograd4 = F(4x4,3x3) (3x3 stride 1); fft (FFTW, stride 1); a layer that cannot run the one asked for uses im2col (the model summary says so); auto times every candidate per conv layer on its shape with the batch when the model is built and keeps the fastest (the model summary names the choice)") \
     X("train", "optimizer", K_ENUM, train.optimizer, 0, 0, E_OPT, V_OPT,                              \
       "sgd, momentum, adam, adamw, newton", "sgd", "the optimizer ([newton] and [quantum] apply to newton)") \
     X("train", "lr", K_DBL_POS, train.lr, 0, INF, NULL, NULL, "number > 0", "0.01",                \
@@ -433,20 +434,33 @@ static int parse_act(const char *s, eng_act *out)
     return -1;
 }
 
-/* conv:F:K[:ACT][:pad=P][:stride=S] (options in any order after K) from parts[0..np) into
- * L; -1 with why (the caller adds the layer's number and text). */
-#define LAYER_PARTS 6
-static int parse_conv(char *const *parts, int np, eng_layer_spec *L, char *why, size_t cap)
+/* conv:F:K[:ACT][:pad=P][:stride=S][:algo=A] (options in any order after K) from
+ * parts[0..np) into L and *algo (model.layer_algo); -1 with why (the caller adds the
+ * layer's number and text). */
+#define LAYER_PARTS 7
+static int parse_conv(char *const *parts, int np, eng_layer_spec *L, unsigned char *algo, char *why, size_t cap)
 {
     long long a = 0, b = 0, v = 0;
     L->kind = ENG_LAYER_CONV;
     L->stride = 1;
     int bad = np < 3 || np > LAYER_PARTS || parse_long(parts[1], &a) || a < 1 || a > 100000 ||
               parse_long(parts[2], &b) || b < 1 || b > 64;
-    int seen_act = 0, seen_pad = 0, seen_stride = 0;
+    int seen_act = 0, seen_pad = 0, seen_stride = 0, seen_algo = 0;
     for (int i = 3; i < np && !bad; i++) {
         const char *p = parts[i];
         int is_pad = !strncmp(p, "pad=", 4), is_stride = !strncmp(p, "stride=", 7);
+        if (!strncmp(p, "algo=", 5)) {
+            /* this layer's model.conv_algo */
+            int k = 0;
+            while (E_CONV[k] && strcmp(E_CONV[k], p + 5)) k++;
+            if (seen_algo++ || !E_CONV[k]) {
+                snprintf(why, cap, seen_algo > 1 ? "algo is given twice"
+                                                 : "algo must be one of auto, im2col, direct, winograd, winograd4, fft");
+                return -1;
+            }
+            *algo = (unsigned char)(1 + V_CONV[k]);
+            continue;
+        }
         if (!is_pad && !is_stride) {
             bad = seen_act++ || parse_act(p, &L->act);
             continue;
@@ -506,7 +520,7 @@ static int parse_layer(char *t, int n, eng_model_config *mc, char *why, size_t c
         L->units = (int)a;
     } else if (!strcmp(parts[0], "conv")) {
         char cw[300];
-        if (parse_conv(parts, np, L, cw, sizeof cw)) {
+        if (parse_conv(parts, np, L, &mc->layer_algo[n], cw, sizeof cw)) {
             snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, cw, orig);
             return -1;
         }
@@ -603,6 +617,7 @@ static int parse_res_close(char **pp, eng_layer_spec *L, char *why, size_t cap)
  * layers, and a RES layer carrying the block's activation. */
 static int parse_layers(const char *value, eng_model_config *mc, char *why, size_t cap)
 {
+    memset(mc->layer_algo, 0, sizeof mc->layer_algo); /* a --set layers list replaces the file's */
     char buf[1024];
     copy_str(buf, sizeof buf, value);
     int n = 0, depth = 0, open_at[RES_DEPTH], closed = 0; /* closed: a block just ended at p */
@@ -628,7 +643,10 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
             int reps = parse_repeat(t, n, why, cap);
             if (reps < 0 || parse_layer(t, n, mc, why, cap)) return -1;
             if (n + reps > ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
-            for (int r = 1; r < reps; r++) mc->layers[n + r] = mc->layers[n];
+            for (int r = 1; r < reps; r++) {
+                mc->layers[n + r] = mc->layers[n];
+                mc->layer_algo[n + r] = mc->layer_algo[n];
+            }
             n += reps;
             closed = 0;
         } else if (n == 0 && !depth) {

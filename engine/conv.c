@@ -1,14 +1,17 @@
-/* conv.c — the conv2d op: zero padding and stride, NCHW per row, by two algorithms that
- * n->conv_algo picks between (model.conv_algo; docs/engine.md, "Convolutions"):
+/* conv.c — the conv2d op: zero padding and stride, NCHW per row, by the algorithm
+ * n->conv_algo names (model.conv_algo; docs/engine.md, "How conv2d is computed"):
  *  - im2col + one sgemm per row (any stride);
- *  - direct (stride 1 only): vectorised loops over the padded input, no GEMM.
- * Both compute the same sums in a different order, so they agree to rounding, not bits. */
+ *  - direct (stride 1 only): vectorised loops over the padded input, no GEMM;
+ *  - winograd / winograd4 (3x3, stride 1): conv_winograd.c; fft (stride 1): conv_fft.c.
+ * Here: the first two, the dispatch, the choice (auto) and the fallbacks. All compute the
+ * same convolution; they agree to rounding (Winograd and FFT within the bounds of
+ * docs/convolution.md), not bits. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize")
 #endif
 #define _POSIX_C_SOURCE 200809L
 
-#include "internal.h"
+#include "conv_internal.h"
 
 #include <cblas.h>
 
@@ -24,17 +27,6 @@
  * row written straight into y (no transpose pass). Backward: dW += dy_s · col_s^T and
  * dcol_s = W^T · dy_s per row, then col2im adds dcol into dx. Backward reuses the
  * forward's col when the node keeps its own (col_kept), else rebuilds it. */
-
-typedef struct { int C, H, W, F, K, OH, OW, pad, st; size_t P, CKK; } conv_dims;
-
-static conv_dims conv_get(const eng_node *n)
-{
-    conv_dims d = { n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0],
-                    n->kernel, n->out_shape[1], n->out_shape[2], n->pad, n->stride > 0 ? n->stride : 1, 0, 0 };
-    d.P = (size_t)d.OH * d.OW;
-    d.CKK = (size_t)d.C * d.K * d.K;
-    return d;
-}
 
 /* The outputs o in [*lo, *hi) whose input index o·st - pad + k lies in [0, n); the rest
  * of the out outputs read the zero border. */
@@ -398,33 +390,86 @@ static void direct_bwd(eng_node *n, int rows)
 
 /* ---- the op: dispatch, counters, workspace, choice ------------------------------------ */
 
-static int use_direct(const eng_node *n) { return n->conv_algo == ENG_CONV_DIRECT && n->stride <= 1; }
-
-void eng_conv_fwd(eng_node *n, int rows)
+void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const float *A, int lda, size_t sa,
+                          const float *B, int ldb, size_t sb, float beta, float *C, int ldc, size_t sc)
 {
-    if (use_direct(n)) direct_fwd(n, rows);
-    else im2col_fwd(n, rows);
+    for (int p = 0; p < npts; p++)
+        eng_sgemm(ta, tb, M, N, K, 1.0f, A + p * sa, lda, B + p * sb, ldb, beta, C + p * sc, ldc);
 }
 
-void eng_conv_bwd(eng_node *n, int rows)
+const char *eng_conv_algo_name(eng_conv_algo a)
 {
-    if (use_direct(n)) direct_bwd(n, rows);
-    else im2col_bwd(n, rows);
+    switch (a) {
+    case ENG_CONV_IM2COL: return "im2col";
+    case ENG_CONV_DIRECT: return "direct";
+    case ENG_CONV_AUTO: return "auto";
+    case ENG_CONV_WINOGRAD: return "winograd";
+    case ENG_CONV_WINOGRAD4: return "winograd4";
+    case ENG_CONV_FFT: return "fft";
+    }
+    return "?";
 }
 
+const char *eng_conv_fallback(const eng_node *n, eng_conv_algo algo)
+{
+    int st1 = n->stride <= 1;
+    switch (algo) {
+    case ENG_CONV_DIRECT:
+    case ENG_CONV_FFT: return st1 ? "" : "needs stride 1";
+    case ENG_CONV_WINOGRAD:
+    case ENG_CONV_WINOGRAD4: return st1 && n->kernel == 3 ? "" : "needs a 3x3 kernel and stride 1";
+    default: return "";
+    }
+}
+
+/* What runs: n->conv_algo, or im2col where the layer cannot run that (eng_conv_select
+ * never leaves such a node; one set up by hand may be). */
+static eng_conv_algo algo_of(const eng_node *n)
+{
+    eng_conv_algo a = n->conv_algo;
+    return a == ENG_CONV_AUTO || *eng_conv_fallback(n, a) ? ENG_CONV_IM2COL : a;
+}
+
+/* One pass of the algorithm that runs (void conditionals: one switch for both directions). */
+static void conv_run(eng_node *n, int rows, int bwd)
+{
+    switch (algo_of(n)) {
+    case ENG_CONV_DIRECT: bwd ? direct_bwd(n, rows) : direct_fwd(n, rows); break;
+    case ENG_CONV_WINOGRAD: bwd ? eng_wino_bwd(n, rows, 2) : eng_wino_fwd(n, rows, 2); break;
+    case ENG_CONV_WINOGRAD4: bwd ? eng_wino_bwd(n, rows, 4) : eng_wino_fwd(n, rows, 4); break;
+    case ENG_CONV_FFT: bwd ? eng_fft_bwd(n, rows) : eng_fft_fwd(n, rows); break;
+    default: bwd ? im2col_bwd(n, rows) : im2col_fwd(n, rows); break;
+    }
+}
+
+void eng_conv_fwd(eng_node *n, int rows) { conv_run(n, rows, 0); }
+
+void eng_conv_bwd(eng_node *n, int rows) { conv_run(n, rows, 1); }
+
+static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
+
+/* Room for every algorithm the node can run: auto may time them all on this workspace. */
 size_t eng_conv_ws_floats(const eng_node *n, int chunk)
 {
     conv_dims d = conv_get(n);
     size_t col = d.CKK * d.P * (size_t)chunk;
     if (d.st != 1) return col;
     dconv_plan p = dconv_plan_of(&d);
-    size_t direct = p.wpk + p.xp + p.dyp + p.dq + p.acc;
-    return direct > col ? direct : col;
+    col = max_sz(col, p.wpk + p.xp + p.dyp + p.dq + p.acc);
+    col = max_sz(col, eng_fft_ws_floats(n, chunk));
+    if (d.K == 3) col = max_sz(col, max_sz(eng_wino_ws_floats(n, 2, chunk), eng_wino_ws_floats(n, 4, chunk)));
+    return col;
 }
 
 int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
-    if (use_direct(n)) return 0; /* no GEMM at all */
+    switch (algo_of(n)) {
+    case ENG_CONV_DIRECT: return 0; /* no GEMM at all */
+    case ENG_CONV_WINOGRAD: return eng_wino_gemms(n, 2, rows, g);
+    case ENG_CONV_WINOGRAD4: return eng_wino_gemms(n, 4, rows, g);
+    case ENG_CONV_FFT: return eng_fft_gemms(n, rows, g);
+    default: break;
+    }
     conv_dims d = conv_get(n);
     int P = (int)d.P, CKK = (int)d.CKK;
     g[0] = (eng_gemm_shape){ 0, 0, d.F, P, CKK, rows }; /* one call per sample */
@@ -433,15 +478,16 @@ int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
     return n->dx ? 3 : 2;
 }
 
-/* Both algorithms count the convolution's own multiply-adds (the direct one also computes
- * the lanes past OW and the filters past F up to its blocks, uncounted; im2col's dx adds
- * the col2im sums). */
+/* Every algorithm counts the convolution's own multiply-adds, so GFLOP/s compare them as
+ * the time of the same work (Winograd and FFT do fewer multiplications, uncounted; the
+ * direct one also computes the lanes past OW and the filters past F up to its blocks,
+ * uncounted; im2col's dx adds the col2im sums). */
 uint64_t eng_conv_flops(const eng_node *n, int rows, eng_dir dir)
 {
     conv_dims d = conv_get(n);
     uint64_t g = 2 * U64(rows) * U64(d.F) * d.CKK * d.P;
     if (dir == ENG_FWD || !n->dx) return g;
-    return 2 * g + (use_direct(n) ? 0 : U64(rows) * d.CKK * d.P);
+    return 2 * g + (algo_of(n) == ENG_CONV_IM2COL ? U64(rows) * d.CKK * d.P : 0);
 }
 
 /* direct: fwd reads x and writes + reads xp per row, reads W, writes y; bwd also copies dy
@@ -460,7 +506,13 @@ static uint64_t direct_bytes(const eng_node *n, int rows, eng_dir dir)
 
 uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir)
 {
-    if (use_direct(n)) return direct_bytes(n, rows, dir);
+    switch (algo_of(n)) {
+    case ENG_CONV_DIRECT: return direct_bytes(n, rows, dir);
+    case ENG_CONV_WINOGRAD: return eng_wino_bytes(n, 2, rows, dir);
+    case ENG_CONV_WINOGRAD4: return eng_wino_bytes(n, 4, rows, dir);
+    case ENG_CONV_FFT: return eng_fft_bytes(n, rows, dir);
+    default: break;
+    }
     conv_dims d = conv_get(n);
     uint64_t B = U64(rows), x = B * n->in_size, col = B * d.CKK * d.P, w = U64(d.F) * d.CKK;
     uint64_t yo = B * d.F * d.P;
@@ -489,26 +541,78 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
     return best;
 }
 
-/* The pick is cached per machine, kernel path, GEMM threads, layer shape and rows
- * (conv-choices in the cache directory; the threads are BLAS's, set before the model is built), as the GEMM choice is: the same model on the same
- * machine runs the same algorithm, so its runs repeat bit for bit and a resumed or
- * data-parallel run computes as the first one did. */
-void eng_conv_choose(eng_node *n, int rows, int reps)
+/* The candidates of auto, fastest kept: im2col always; with stride 1 direct, Winograd
+ * F(2x2) and F(4x4) on 3x3 kernels and FFT on kernels of 5 and more (below that it never
+ * wins: the transforms cost more than the products save). The pick is cached per machine,
+ * kernel path, GEMM threads, layer shape and rows (conv-choices in the cache directory;
+ * the threads are BLAS's, set before the model is built), as the GEMM choice is: the same
+ * model on the same machine runs the same algorithm, so its runs repeat bit for bit and a
+ * resumed or data-parallel run computes as the first one did. */
+static void conv_choose(eng_node *n, int rows, int reps)
 {
+    static const eng_conv_algo cand[] = { ENG_CONV_IM2COL, ENG_CONV_DIRECT, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4,
+                                          ENG_CONV_FFT };
     n->conv_algo = ENG_CONV_IM2COL;
     if (n->stride > 1) return;
     char cpu[160], key[400], val[32];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
-    snprintf(key, sizeof key, "v1 %s|%s|%dT|C%d H%d W%d F%d K%d P%d|rows %d", cpu, eng_isa_name(eng_isa_current()),
+    snprintf(key, sizeof key, "v2 %s|%s|%dT|C%d H%d W%d F%d K%d P%d|rows %d", cpu, eng_isa_name(eng_isa_current()),
              openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad, rows);
     for (char *p = key; *p; p++)
         if (*p == '\t' || *p == '\n') *p = ' ';
-    if (eng_choice_get("conv-choices", key, val, sizeof val)) {
-        n->conv_algo = !strcmp(val, "direct") ? ENG_CONV_DIRECT : ENG_CONV_IM2COL;
-        return;
+    if (eng_choice_get("conv-choices", key, val, sizeof val))
+        for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
+            if (!strcmp(val, eng_conv_algo_name(cand[i])) && !*eng_conv_fallback(n, cand[i])) {
+                n->conv_algo = cand[i];
+                return;
+            }
+    eng_conv_algo best = ENG_CONV_IM2COL;
+    double tbest = 1e300;
+    for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
+        if (*eng_conv_fallback(n, cand[i])) continue;
+        if (cand[i] == ENG_CONV_FFT && (n->kernel < 5 || eng_fft_prepare(n))) continue;
+        double t = conv_time(n, cand[i], rows, reps);
+        if (t < tbest) { tbest = t; best = cand[i]; }
     }
-    double direct = conv_time(n, ENG_CONV_DIRECT, rows, reps);
-    double im2col = conv_time(n, ENG_CONV_IM2COL, rows, reps);
-    n->conv_algo = direct < im2col ? ENG_CONV_DIRECT : ENG_CONV_IM2COL;
-    eng_choice_put("conv-choices", key, n->conv_algo == ENG_CONV_DIRECT ? "direct" : "im2col");
+    n->conv_algo = best;
+    eng_choice_put("conv-choices", key, eng_conv_algo_name(best));
+}
+
+int eng_conv_select(eng_node *n, eng_conv_algo want, int rows, int reps)
+{
+    if (want == ENG_CONV_AUTO) conv_choose(n, rows, reps);
+    else n->conv_algo = *eng_conv_fallback(n, want) ? ENG_CONV_IM2COL : want;
+    return n->conv_algo == ENG_CONV_FFT ? eng_fft_prepare(n) : ENG_OK;
+}
+
+/* " winograd", or " im2col (winograd needs a 3x3 kernel and stride 1)" when a forced
+ * algorithm fell back; nothing for an im2col model that asked for it (or predates
+ * model.conv_algo), so the summaries stored with earlier runs stay as they were. */
+int eng_conv_tag(const eng_node *n, eng_conv_algo want, char *s, size_t cap)
+{
+    if (want != ENG_CONV_AUTO && *eng_conv_fallback(n, want))
+        return snprintf(s, cap, " %s (%s %s)", eng_conv_algo_name(n->conv_algo), eng_conv_algo_name(want),
+                        eng_conv_fallback(n, want));
+    if (want == ENG_CONV_IM2COL) return 0;
+    return snprintf(s, cap, " %s", eng_conv_algo_name(n->conv_algo));
+}
+
+int eng_conv_register_stages(prof_t *prof, eng_node *n, const char *layer)
+{
+    static const char *const wino[CONV_STAGES] = { "input", "filter", "gemm", "output" };
+    static const char *const fft[CONV_STAGES] = { "fft", "product", "ifft", NULL };
+    eng_conv_algo a = algo_of(n);
+    const char *const *names = a == ENG_CONV_FFT ? fft : a == ENG_CONV_WINOGRAD || a == ENG_CONV_WINOGRAD4 ? wino : NULL;
+    n->prof = NULL;
+    for (int dir = 0; dir < 2; dir++)
+        for (int st = 0; st < CONV_STAGES; st++) {
+            n->prof_stage[dir][st] = -1;
+            if (!names || !names[st]) continue;
+            char name[48];
+            snprintf(name, sizeof name, "%s.%s.%s", eng_conv_algo_name(a), names[st], dir ? "bwd" : "fwd");
+            n->prof_stage[dir][st] = prof_register(prof, name, layer, PROF_OP);
+            if (n->prof_stage[dir][st] < 0) return -1;
+        }
+    if (names) n->prof = prof;
+    return 0;
 }

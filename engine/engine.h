@@ -203,7 +203,8 @@ typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
 typedef enum { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER } eng_init_kind;
 /* model.conv_algo: how conv2d layers compute (engine/conv.c). im2col is 0 so that a zeroed
  * config keeps the algorithm models had before the key existed. */
-typedef enum { ENG_CONV_IM2COL = 0, ENG_CONV_DIRECT = 1, ENG_CONV_AUTO = 2 } eng_conv_algo;
+typedef enum { ENG_CONV_IM2COL = 0, ENG_CONV_DIRECT = 1, ENG_CONV_AUTO = 2, ENG_CONV_WINOGRAD = 3,
+               ENG_CONV_WINOGRAD4 = 4, ENG_CONV_FFT = 5 } eng_conv_algo;
 
 #define ENG_MAX_LAYERS 64        /* a ResNet-14: 40 layers (each res( ) counts 2 besides its layers) */
 typedef struct {
@@ -211,7 +212,10 @@ typedef struct {
     eng_layer_spec layers[ENG_MAX_LAYERS];
     eng_loss_kind loss;
     eng_init_kind init;    /* auto: He before relu/gelu, Xavier otherwise */
-    eng_conv_algo conv_algo; /* auto: per conv layer, the faster on its shape at build */
+    eng_conv_algo conv_algo; /* auto: per conv layer, the fastest on its shape at build */
+    /* conv layer i's own :algo=X as 1 + its eng_conv_algo; 0 = conv_algo (here, not in the
+     * layer spec, so that specs written out in full stay valid) */
+    unsigned char layer_algo[ENG_MAX_LAYERS];
     char attention[48];    /* model.attention as written ("" = full); parsed into the next fields */
     eng_attn_kind attn;    /* encoder layers: full, linformer (attn_k) or lsh (buckets, rounds) */
     int attn_k, attn_buckets, attn_rounds;

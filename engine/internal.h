@@ -263,7 +263,11 @@ struct eng_node {
      * is shared by the conv nodes and backward rebuilds it. */
     float *col, *dcol;
     int chunk, col_kept;
-    eng_conv_algo conv_algo;    /* conv2d: ENG_CONV_IM2COL or ENG_CONV_DIRECT (never auto) */
+    eng_conv_algo conv_algo;    /* conv2d: the algorithm that runs (never auto) */
+    /* conv2d under winograd/fft: the profiler and its scopes of the algorithm's stages per
+     * direction (eng_conv_register_stages); prof NULL = stages not profiled */
+    prof_t *prof;
+    int prof_stage[2][4];
     /* loss nodes: x = logits, dx = dL/dlogits, y = softmax probabilities (softmax_xent) */
     const int32_t *labels;      /* class per row, or NULL */
     const float *targets;       /* [rows x out_size] targets, or NULL */
@@ -365,8 +369,8 @@ void eng_aggregate_bwd(eng_node *n, int rows);
 uint64_t eng_aggregate_flops(const eng_node *n, int rows, eng_dir dir);
 uint64_t eng_aggregate_bytes(const eng_node *n, int rows, eng_dir dir);
 
-/* conv.c: the conv2d op (zero padding, stride; im2col + sgemm, or direct for stride 1, by
- * n->conv_algo), exposed for the op table, the model and the tests. */
+/* conv.c: the conv2d op (zero padding, stride; im2col + sgemm, or for stride 1 direct,
+ * Winograd or FFT, by n->conv_algo), exposed for the op table, the model and the tests. */
 void eng_conv_fwd(eng_node *n, int rows);
 void eng_conv_bwd(eng_node *n, int rows);
 uint64_t eng_conv_flops(const eng_node *n, int rows, eng_dir dir);
@@ -374,10 +378,21 @@ uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir);
 int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
 /* Floats of n->col (and of n->dcol) the node needs for `chunk` rows under either algorithm. */
 size_t eng_conv_ws_floats(const eng_node *n, int chunk);
-/* Times `reps` forward + backward passes of `rows` rows with each algorithm the node can
- * run (its buffers must be wired; their contents are overwritten) and sets n->conv_algo
- * to the faster. Stride > 1: im2col, untimed. */
-void eng_conv_choose(eng_node *n, int rows, int reps);
+/* Sets n->conv_algo from the requested one: a forced algorithm the layer cannot run falls
+ * back to im2col (eng_conv_fallback says why); auto times `reps` forward + backward passes
+ * of `rows` rows with each algorithm the node can run (its buffers must be wired; their
+ * contents are overwritten) and keeps the fastest, cached per machine and shape. Makes the
+ * FFT plans of an fft node. ENG_OK, or ENG_EINVAL (FFTW could not plan) with a message. */
+int eng_conv_select(eng_node *n, eng_conv_algo want, int rows, int reps);
+/* Why the node cannot run algo ("" when it can): "needs a 3x3 kernel and stride 1". */
+const char *eng_conv_fallback(const eng_node *n, eng_conv_algo algo);
+/* The model summary's algorithm note of a conv layer built with want (model.c). */
+int eng_conv_tag(const eng_node *n, eng_conv_algo want, char *s, size_t cap);
+/* "im2col", "direct", "auto", "winograd", "winograd4", "fft". */
+const char *eng_conv_algo_name(eng_conv_algo a);
+/* Registers the profiler scopes of the node's algorithm stages (none for im2col/direct)
+ * under layer; -1 when the scope table is full. */
+int eng_conv_register_stages(prof_t *prof, eng_node *n, const char *layer);
 
 /* norm.c: the batchnorm op (ENG_BN_EPS inside the square root, running statistics updated
  * with momentum ENG_BN_MOMENTUM and the unbiased batch variance, as PyTorch's BatchNorm). */

@@ -536,20 +536,25 @@ static void init_bn(eng_model *m)
     }
 }
 
-/* " direct", or " im2col" when auto chose it; nothing for an im2col model that asked for
- * it (or predates model.conv_algo), so the summaries stored with earlier runs stay as they were. */
-static int conv_algo_tag(const eng_model *m, const eng_layer *L, char *s, size_t cap)
+/* The conv algorithm a conv2d node's layer asks for: its :algo=X, else model.conv_algo. */
+static eng_conv_algo conv_want(const eng_model *m, const eng_node *n)
 {
-    eng_conv_algo a = m->nodes[L->node_first].conv_algo;
-    if (a == ENG_CONV_DIRECT) return snprintf(s, cap, " direct");
-    return m->cfg.conv_algo == ENG_CONV_AUTO ? snprintf(s, cap, " im2col") : 0;
+    int a = m->cfg.layer_algo[n->layer];
+    return a ? (eng_conv_algo)(a - 1) : m->cfg.conv_algo;
 }
 
-/* model.conv_algo on every conv2d node: the given algorithm (stride > 1: im2col, the only
- * one there), or for auto the faster of the two on the node's shape with max_batch rows,
- * timed on the model's own buffers before the parameters are set (it overwrites
- * activations, gradients and workspace; the parameters are still zero). A first layer
- * has no input buffer yet: a zeroed one stands in. */
+/* The layer's conv algorithm note (eng_conv_tag: what ran, and why a forced one fell back). */
+static int conv_algo_tag(const eng_model *m, const eng_layer *L, char *s, size_t cap)
+{
+    const eng_node *n = &m->nodes[L->node_first];
+    return eng_conv_tag(n, conv_want(m, n), s, cap);
+}
+
+/* model.conv_algo, or the layer's :algo=X, on every conv2d node (eng_conv_select): the
+ * given algorithm (one the layer cannot run falls back to im2col), or for auto the fastest
+ * on the node's shape with max_batch rows, timed on the model's own buffers before the
+ * parameters are set (it overwrites activations, gradients and workspace; the parameters
+ * are still zero). A first layer has no input buffer yet: a zeroed one stands in. */
 #define CONV_CHOOSE_REPS 3
 
 static int choose_conv_algos(eng_model *m)
@@ -558,18 +563,15 @@ static int choose_conv_algos(eng_model *m)
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         if (n->op != ENG_OP_CONV2D) continue;
-        if (m->cfg.conv_algo != ENG_CONV_AUTO) {
-            n->conv_algo = n->stride > 1 ? ENG_CONV_IM2COL : m->cfg.conv_algo;
-            continue;
-        }
         const float *x = n->x;
-        if (!x) {
+        if (!x && conv_want(m, n) == ENG_CONV_AUTO) {
             if (!zeros) zeros = prof_calloc((size_t)m->max_batch * n->in_size, sizeof(float));
             if (!zeros) return eng_fail(ENG_ENOMEM, "model: out of memory timing the conv algorithms");
             n->x = zeros;
         }
-        eng_conv_choose(n, m->max_batch, CONV_CHOOSE_REPS);
+        int rc = eng_conv_select(n, conv_want(m, n), m->max_batch, CONV_CHOOSE_REPS);
         n->x = x;
+        if (rc) { prof_free(zeros); return rc; }
     }
     prof_free(zeros);
     return ENG_OK;
@@ -642,7 +644,7 @@ static int register_scopes(eng_model *m)
         n->prof_fwd = prof_register(m->prof, name, layer, PROF_OP);
         snprintf(name, sizeof name, "%s.bwd", eng_ops[n->op].name);
         n->prof_bwd = prof_register(m->prof, name, layer, PROF_OP);
-        if (n->prof_fwd < 0 || n->prof_bwd < 0)
+        if (n->prof_fwd < 0 || n->prof_bwd < 0 || (n->op == ENG_OP_CONV2D && eng_conv_register_stages(m->prof, n, layer)))
             return eng_fail(ENG_EINVAL, "model: the profiler's scope table is full (%s %s): %s",
                             layer, eng_ops[n->op].name, prof_error());
     }

@@ -273,6 +273,9 @@ fi
 # ---- 13: nnbench diff of two 10k-step runs (issue 26) --------------------------------------
 [ -x "$bin/diff_bench" ] && section "$bin/diff_bench" $quick --reps $reps
 
+# ---- 14: conv algorithms (Winograd, FFT) against im2col, per layer --------------------------
+[ -x "$bin/conv_bench" ] && section "$bin/conv_bench" $quick --reps $reps
+
 # ---- 4: store (tests/bench/store_bench.c is the store engineer's). ROW lines of its own
 # join the table as they are; otherwise its three figure lines are read here (the store
 # goal is 500k points/s, so that row is the ratio to it; the latencies are in ms).

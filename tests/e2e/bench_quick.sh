@@ -4,8 +4,8 @@
 # core and the environment as set; the rows of sections 1, 3, 5, 6 (4 when store_bench is
 # built, 7 graphs and MaxK, 8 the input pipeline, 9 MPI when mpirun is there, 10 int8 when
 # quant_bench is, 11 the gradient lab when grad_bench is, 12 the monitor when monitor_bench
-# is, 13 diff when diff_bench is) are present; every median and min..max is numeric with
-# min <= median <= max; goals carry a verdict.
+# is, 13 diff when diff_bench is, 14 the conv algorithms when conv_bench is) are present;
+# every median and min..max is numeric with min <= median <= max; goals carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
     echo "bench_quick: skipped under sanitizers (timings under ASan say nothing, and the"
@@ -87,11 +87,20 @@ fi
 if [ -x "$bindir/bench/diff_bench" ]; then
     grep -qF "| nnbench diff A B, two runs of 10k steps" "$tmp/rows" || fail "diff row missing (diff_bench is built)"
 fi
+if [ -x "$bindir/bench/conv_bench" ]; then
+    for label in "conv 16x28x28->16 k3 p1, batch 32: multiplications direct / F(2x2,3x3)" \
+                 "conv 32x14x14->32 k3 p1, batch 32: time im2col / winograd (fwd + bwd)" \
+                 "conv 16x28x28->16 k3 p1, batch 32: time im2col / winograd4 (fwd + bwd)" \
+                 "conv 16x28x28->16 k5 p2, batch 32: time im2col / fft (fwd + bwd)" \
+                 "conv 16x28x28->16 k7 p3, batch 32: time im2col / fft (fwd + bwd)"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "conv row '$label' missing (conv_bench is built)"
+    done
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
       if (!num($3) || !num(mm[1]) || !num(mm[2]) || mm[1] + 0 > $3 + 0 || $3 + 0 > mm[2] + 0) print "numbers: " $0
-      else if (sec !~ /^([1-9]|1[0-3])$/) print "section: " $0
+      else if (sec !~ /^([1-9]|1[0-4])$/) print "section: " $0
       else if ($6 != "-" && $7 !~ /^(met|MISSED|off|info|peer)/) print "verdict: " $0 }' "$tmp/rows")
 [ -z "$bad" ] || fail "malformed rows:
 $bad"

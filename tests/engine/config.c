@@ -329,13 +329,13 @@ static void test_error_messages(void **state)
     free(big);
 }
 
-/* conv:F:K[:ACT][:pad=P][:stride=S]: the options in any order, the defaults, and each bad
- * value named with its bound. */
+/* conv:F:K[:ACT][:pad=P][:stride=S][:algo=A]: the options in any order, the defaults, and
+ * each bad value named with its bound. */
 static void test_conv_options(void **state)
 {
     (void)state;
-    const char *p = write_ini("[model]\nlayers = conv:8:3:relu:pad=1:stride=2, conv:4:5:stride=3:pad=4:tanh, "
-                              "conv:2:3, flatten, dense:2\n");
+    const char *p = write_ini("[model]\nlayers = conv:8:3:relu:pad=1:stride=2, conv:4:5:stride=3:pad=4:tanh:algo=fft, "
+                              "conv:2:3:algo=im2col, flatten, dense:2\n");
     eng_experiment *ex = NULL;
     assert_int_equal(eng_experiment_load(p, NULL, 0, &ex), ENG_OK);
     const eng_layer_spec *L = ex->variants[0].model.layers;
@@ -349,6 +349,15 @@ static void test_conv_options(void **state)
     assert_int_equal(L[2].pad, 0);
     assert_int_equal(L[2].stride, 1);
     assert_int_equal(L[2].act, ENG_ACT_NONE);
+    const unsigned char *la = ex->variants[0].model.layer_algo;
+    assert_int_equal(la[0], 0);                       /* model.conv_algo */
+    assert_int_equal(la[1], 1 + ENG_CONV_FFT);
+    assert_int_equal(la[2], 1 + ENG_CONV_IM2COL);
+    eng_experiment_free(ex);
+    /* a --set list replaces the file's, algos included */
+    const char *relist[] = { "model.layers=conv:8:3, conv:4:3, flatten, dense:2" };
+    assert_int_equal(eng_experiment_load(p, relist, 1, &ex), ENG_OK);
+    assert_int_equal(ex->variants[0].model.layer_algo[1], 0);
     eng_experiment_free(ex);
 
     static const char *const pad_msg = "pad must be an integer in 0..2 (less than the kernel: a wider border only adds "
@@ -358,6 +367,8 @@ static void test_conv_options(void **state)
         { "conv:8:3:pad=-1", NULL },
         { "conv:8:3:relu:stride=0", "stride must be an integer in 1..64" },
         { "conv:8:3:pad=1:pad=1", "pad is given twice" },
+        { "conv:8:3:algo=winograd8", "algo must be one of auto, im2col, direct, winograd, winograd4, fft" },
+        { "conv:8:3:algo=fft:algo=fft", "algo is given twice" },
         { "conv:8:3:relu:tanh", "expected conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of relu, tanh, "
                                 "sigmoid, gelu, none" },
     };
@@ -392,8 +403,17 @@ static void test_conv_options(void **state)
     assert_int_equal(eng_experiment_load(p, algo, 1, &ex), ENG_OK);
     assert_int_equal(ex->variants[0].model.conv_algo, ENG_CONV_DIRECT);
     eng_experiment_free(ex);
-    expect_error("[model]\nlayers = conv:8:3, flatten, dense:2\nconv_algo = winograd\n", NULL, 0, ENG_EINVAL,
-                 ":3: key 'conv_algo': expected one of auto, im2col, direct, got 'winograd'");
+    static const struct { const char *set; eng_conv_algo want; } fast[] = {
+        { "model.conv_algo=winograd", ENG_CONV_WINOGRAD }, { "model.conv_algo=winograd4", ENG_CONV_WINOGRAD4 },
+        { "model.conv_algo=fft", ENG_CONV_FFT },
+    };
+    for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
+        assert_int_equal(eng_experiment_load(p, &fast[i].set, 1, &ex), ENG_OK);
+        assert_int_equal(ex->variants[0].model.conv_algo, fast[i].want);
+        eng_experiment_free(ex);
+    }
+    expect_error("[model]\nlayers = conv:8:3, flatten, dense:2\nconv_algo = winograd8\n", NULL, 0, ENG_EINVAL,
+                 ":3: key 'conv_algo': expected one of auto, im2col, direct, winograd, winograd4, fft, got 'winograd8'");
     const char *set[] = { "model.layers=conv:8:3:stride=x, flatten, dense:2" };
     expect_error("[model]\nlayers = dense:2\n", set, 1, ENG_EINVAL,
                  "--set model.layers=conv:8:3:stride=x, flatten, dense:2: key 'layers': layer 1: stride must be an "

@@ -1,0 +1,440 @@
+/* conv.c (tests) — the fast conv2d algorithms (Winograd F(2x2,3x3) and F(4x4,3x3), FFT):
+ * each forced, against a direct convolution in double, forward (y) and backward (dx, dW),
+ * on the samples' layer shapes; finite differences through each; the fallback of a forced
+ * algorithm a layer cannot run; their profiled stages. (db is the bias op's, the same for
+ * every algorithm: tests/engine/ops.c.) The "conv error" lines this prints are the table of
+ * docs/convolution.md. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../engine/internal.h"
+#include "../../engine/rng.h"
+#include "isa_paths.h"
+
+/* Error bounds, relative to the largest |value| of the tensor (x ~ N(0,1), W ~ N(0,
+ * 1/(C·K·K)), dy ~ N(0,1)); the measured worst cases are in docs/convolution.md. F(2x2)
+ * rounds a little more than a GEMM; F(4x4)'s transforms hold 4, 5, 8 and 1/6, ~10x more;
+ * the FFT's error grows with log of the plane size, not with K. */
+#define REL_GEMM 1e-6 /* im2col and direct: the baseline, each sum rounded once per term */
+#define REL_WINOGRAD 2e-6
+#define REL_WINOGRAD4 2e-5
+#define REL_FFT 2e-6
+
+typedef struct { int C, H, W, F, K, pad, rows, chunk; const char *what; } conv_case;
+
+/* The Fashion CNN's two convolutions (samples/fashion-mnist-cnn.ini), ResNet-style 3x3 pad 1
+ * layers at 28x28 and 14x14 with 16 and 32 channels, K = 5 and 7 "same" layers, and small
+ * ones with partial tiles and pad 2. chunk < rows splits the rows (dW accumulates across
+ * chunks); chunk == rows keeps the forward's transforms for backward. */
+static const conv_case cases[] = {
+    { 1, 28, 28, 6, 5, 0, 3, 2, "fashion conv1 1x28x28 k5" },
+    { 6, 12, 12, 16, 5, 0, 3, 3, "fashion conv2 6x12x12 k5" },
+    { 16, 28, 28, 16, 3, 1, 2, 2, "resnet 16x28x28 k3 p1" },
+    { 16, 14, 14, 32, 3, 1, 3, 2, "resnet 16x14x14->32 k3 p1" },
+    { 32, 14, 14, 32, 3, 1, 2, 1, "resnet 32x14x14 k3 p1" },
+    { 3, 7, 9, 5, 3, 0, 3, 2, "3x7x9 k3 p0 (partial tiles)" },
+    { 2, 6, 5, 3, 3, 2, 2, 2, "2x6x5 k3 p2" },
+    { 16, 14, 14, 16, 5, 2, 2, 2, "16x14x14 k5 p2" },
+    { 8, 14, 14, 16, 7, 3, 2, 1, "8x14x14 k7 p3" },
+};
+#define N_CASES (sizeof cases / sizeof cases[0])
+
+static const struct { eng_conv_algo algo; double rel; } algos[] = {
+    { ENG_CONV_IM2COL, REL_GEMM }, { ENG_CONV_DIRECT, REL_GEMM }, { ENG_CONV_WINOGRAD, REL_WINOGRAD }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4 }, { ENG_CONV_FFT, REL_FFT },
+};
+#define N_ALGOS (sizeof algos / sizeof algos[0])
+
+/* A conv2d node with its buffers, set up by hand. */
+typedef struct {
+    eng_node n;
+    int rows;
+    float *x, *y, *dx, *dy;
+} conv_node;
+
+static void node_make(conv_node *c, const conv_case *k, int chunk)
+{
+    memset(c, 0, sizeof *c);
+    eng_node *n = &c->n;
+    n->op = ENG_OP_CONV2D;
+    n->in_shape[0] = k->C; n->in_shape[1] = k->H; n->in_shape[2] = k->W;
+    n->out_shape[0] = k->F; n->out_shape[1] = k->H + 2 * k->pad - k->K + 1; n->out_shape[2] = k->W + 2 * k->pad - k->K + 1;
+    n->in_size = (size_t)k->C * k->H * k->W;
+    n->out_size = (size_t)n->out_shape[0] * n->out_shape[1] * n->out_shape[2];
+    n->kernel = k->K;
+    n->pad = k->pad;
+    n->stride = 1;
+    n->chunk = chunk;
+    n->col_kept = chunk >= k->rows;
+    n->n_w = (size_t)k->F * k->C * k->K * k->K;
+    c->rows = k->rows;
+    c->x = calloc((size_t)k->rows * n->in_size, sizeof(float));
+    c->dx = calloc((size_t)k->rows * n->in_size, sizeof(float));
+    c->y = calloc((size_t)k->rows * n->out_size, sizeof(float));
+    c->dy = calloc((size_t)k->rows * n->out_size, sizeof(float));
+    n->x = c->x; n->dx = c->dx; n->y = c->y; n->dy = c->dy;
+    n->w = calloc(n->n_w, sizeof(float));
+    n->dw = calloc(n->n_w, sizeof(float));
+    n->col = calloc(eng_conv_ws_floats(n, chunk), sizeof(float));
+    n->dcol = calloc(eng_conv_ws_floats(n, chunk), sizeof(float));
+    assert_true(c->x && c->dx && c->y && c->dy && n->w && n->dw && n->col && n->dcol);
+}
+
+static void node_free(conv_node *c)
+{
+    free(c->x); free(c->dx); free(c->y); free(c->dy);
+    free(c->n.w); free(c->n.dw); free(c->n.col); free(c->n.dcol);
+}
+
+static void fill(float *v, size_t n, eng_rng *r, double scale)
+{
+    for (size_t i = 0; i < n; i++) v[i] = (float)(scale * eng_rng_normal(r));
+}
+
+/* y, dx, dW of the node's x, w, dy by the definition, in double. */
+static void reference(const conv_node *c, double *y, double *dx, double *dw)
+{
+    const eng_node *n = &c->n;
+    int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2], F = n->out_shape[0];
+    int OH = n->out_shape[1], OW = n->out_shape[2], K = n->kernel, pad = n->pad;
+    memset(y, 0, (size_t)c->rows * n->out_size * sizeof(double));
+    memset(dx, 0, (size_t)c->rows * n->in_size * sizeof(double));
+    memset(dw, 0, n->n_w * sizeof(double));
+    for (int r = 0; r < c->rows; r++)
+        for (int f = 0; f < F; f++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    size_t yi = r * n->out_size + ((size_t)f * OH + oh) * OW + ow;
+                    double acc = 0.0, g = c->dy[yi];
+                    for (int ch = 0; ch < C; ch++)
+                        for (int i = 0; i < K; i++)
+                            for (int j = 0; j < K; j++) {
+                                int ih = oh - pad + i, iw = ow - pad + j;
+                                if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
+                                size_t xi = r * n->in_size + ((size_t)ch * H + ih) * W + iw;
+                                size_t wi = (((size_t)f * C + ch) * K + i) * K + j;
+                                acc += (double)n->w[wi] * c->x[xi];
+                                dx[xi] += (double)n->w[wi] * g;
+                                dw[wi] += g * c->x[xi];
+                            }
+                    y[yi] = acc;
+                }
+}
+
+/* Max |got - want| and that over max |want|; prints one "conv error" line. */
+static double rel_err(const char *algo, const char *what, const char *part, const float *got, const double *want, size_t n)
+{
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]);
+        if (d > worst || isnan(d)) worst = isnan(d) ? INFINITY : d;
+        if (fabs(want[i]) > scale) scale = fabs(want[i]);
+    }
+    double rel = scale > 0 ? worst / scale : worst;
+    printf("  conv error %-9s %-28s %-2s max abs %.2e  rel %.2e (of max |value| %.3g)\n", algo, what, part, worst, rel,
+           scale);
+    return rel;
+}
+
+/* Each algorithm forced (im2col and direct too, as the baseline), on every case it can run, forward and backward against the
+ * reference; the worst relative error of each algorithm over all cases and tensors must
+ * stay within its bound. */
+static void test_conv_algos_vs_reference(void **state)
+{
+    (void)state;
+    double worst[N_ALGOS] = { 0 };
+    for (size_t i = 0; i < N_CASES; i++) {
+        conv_node c;
+        node_make(&c, &cases[i], cases[i].chunk);
+        eng_rng r;
+        eng_rng_seed(&r, 300 + i, 0);
+        size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
+        fill(c.x, nx, &r, 1.0);
+        fill(c.n.w, c.n.n_w, &r, 1.0 / sqrt((double)c.n.n_w / cases[i].F));
+        fill(c.dy, ny, &r, 1.0);
+        double *y = malloc(ny * sizeof(double)), *dx = malloc(nx * sizeof(double)), *dw = malloc(c.n.n_w * sizeof(double));
+        reference(&c, y, dx, dw);
+        float *dy0 = malloc(ny * sizeof(float));
+        memcpy(dy0, c.dy, ny * sizeof(float));
+        for (size_t a = 0; a < N_ALGOS; a++) {
+            if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
+            const char *name = eng_conv_algo_name(algos[a].algo);
+            c.n.conv_algo = algos[a].algo;
+            memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
+            memset(c.dx, 0xff, nx * sizeof(float));
+            memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
+            eng_conv_fwd(&c.n, c.rows);
+            memcpy(c.dy, dy0, ny * sizeof(float));
+            eng_conv_bwd(&c.n, c.rows);
+            double e[3] = { rel_err(name, cases[i].what, "y", c.y, y, ny), rel_err(name, cases[i].what, "dx", c.dx, dx, nx),
+                            rel_err(name, cases[i].what, "dW", c.n.dw, dw, c.n.n_w) };
+            for (int k = 0; k < 3; k++)
+                if (!(e[k] <= worst[a])) worst[a] = e[k];
+        }
+        free(y); free(dx); free(dw); free(dy0);
+        node_free(&c);
+    }
+    for (size_t a = 0; a < N_ALGOS; a++) {
+        printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", eng_conv_algo_name(algos[a].algo), worst[a],
+               algos[a].rel);
+        assert_true(worst[a] <= algos[a].rel);
+    }
+}
+
+/* The Winograd transforms are compiled per instruction-set path and are lane-wise (no
+ * FMA contraction under -std=c11), so every path gives the generic path's bits: y, dx, dW
+ * on a ResNet layer and on one with partial tiles, both tile sizes. */
+static void test_conv_winograd_path_bits(void **state)
+{
+    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
+    static const size_t which[] = { 3, 5 };
+    for (size_t w = 0; w < sizeof which / sizeof which[0]; w++)
+        for (int m = 2; m <= 4; m += 2) {
+            conv_node c;
+            node_make(&c, &cases[which[w]], cases[which[w]].chunk);
+            eng_rng r;
+            eng_rng_seed(&r, 500 + w, (uint64_t)m);
+            size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size, tot = ny + nx + c.n.n_w;
+            fill(c.x, nx, &r, 1.0);
+            fill(c.n.w, c.n.n_w, &r, 0.2);
+            float *dy0 = malloc(ny * sizeof(float)), *want = malloc(tot * sizeof(float)), *got = malloc(tot * sizeof(float));
+            fill(dy0, ny, &r, 1.0);
+            c.n.conv_algo = m == 2 ? ENG_CONV_WINOGRAD : ENG_CONV_WINOGRAD4;
+            for (int pass = 0; pass < 2; pass++) {
+                float *out = pass ? got : want;
+                memcpy(c.dy, dy0, ny * sizeof(float));
+                if (pass) { eng_conv_fwd(&c.n, c.rows); eng_conv_bwd(&c.n, c.rows); }
+                else ISA_UNDER(ENG_ISA_GENERIC, (eng_conv_fwd(&c.n, c.rows), eng_conv_bwd(&c.n, c.rows)));
+                memcpy(out, c.y, ny * sizeof(float));
+                memcpy(out + ny, c.dx, nx * sizeof(float));
+                memcpy(out + ny + nx, c.n.dw, c.n.n_w * sizeof(float));
+            }
+            if (memcmp(want, got, tot * sizeof(float)))
+                fail_msg("%s on %s: path %s differs from generic", eng_conv_algo_name(c.n.conv_algo), cases[which[w]].what,
+                         eng_isa_name(p));
+            printf("  %-9s %-28s %s: %zu values, the generic path's bits\n", eng_conv_algo_name(c.n.conv_algo),
+                   cases[which[w]].what, eng_isa_name(p), tot);
+            free(dy0); free(want); free(got);
+            node_free(&c);
+        }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
+/* Finite differences through each algorithm: L = sum y·r, so dL/dx and dL/dW are the
+ * backward with dy = r. The op is linear, so a central difference with any step is exact
+ * up to the rounding of L; a large step (0.25) keeps that rounding small next to the
+ * gradients. Reported as max |analytic - numeric| / max(|analytic| + |numeric|, 1e-2). */
+#define FD_STEP 0.25f
+#define FD_TOL 2e-3
+
+static double objective(conv_node *c, const float *rw)
+{
+    eng_conv_fwd(&c->n, c->rows);
+    double s = 0.0;
+    for (size_t i = 0; i < (size_t)c->rows * c->n.out_size; i++) s += (double)c->y[i] * rw[i];
+    return s;
+}
+
+static double fd_compare(conv_node *c, float *v, const float *ana, size_t n, const float *rw)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        float keep = v[i];
+        v[i] = keep + FD_STEP;
+        double fp = objective(c, rw);
+        v[i] = keep - FD_STEP;
+        double fm = objective(c, rw);
+        v[i] = keep;
+        double num = (fp - fm) / (2.0 * FD_STEP), den = fabs(ana[i]) + fabs(num);
+        double d = fabs(ana[i] - num) / (den < 1e-2 ? 1e-2 : den);
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+static void test_conv_algos_finite_diff(void **state)
+{
+    (void)state;
+    static const conv_case small[] = {
+        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1" },
+        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0" },
+        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2" },
+    };
+    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
+        for (size_t a = 0; a < N_ALGOS; a++) {
+            conv_node c;
+            node_make(&c, &small[i], small[i].chunk);
+            if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); continue; }
+            c.n.conv_algo = algos[a].algo;
+            eng_rng r;
+            eng_rng_seed(&r, 400 + i, a);
+            size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
+            float *rw = malloc(ny * sizeof(float)), *gx = malloc(nx * sizeof(float)), *gw = malloc(c.n.n_w * sizeof(float));
+            fill(c.x, nx, &r, 1.0);
+            fill(c.n.w, c.n.n_w, &r, 0.5);
+            fill(rw, ny, &r, 1.0);
+            eng_conv_fwd(&c.n, c.rows);
+            memcpy(c.dy, rw, ny * sizeof(float));
+            eng_conv_bwd(&c.n, c.rows);
+            memcpy(gx, c.dx, nx * sizeof(float));
+            memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
+            double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
+            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", eng_conv_algo_name(algos[a].algo),
+                   small[i].what, ex, ew);
+            assert_true(ex < FD_TOL && ew < FD_TOL);
+            free(rw); free(gx); free(gw);
+            node_free(&c);
+        }
+}
+
+/* ---- through the model: the key, the fallback and its note, the stages' scopes -------- */
+
+static eng_model_config conv_model(int F, int K, int pad, int stride, eng_conv_algo algo)
+{
+    eng_model_config mc = { 0 };
+    mc.n_layers = 3;
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = F, .kernel = K, .pad = pad, .stride = stride,
+                                     .act = ENG_ACT_RELU };
+    mc.layers[1].kind = ENG_LAYER_FLATTEN;
+    mc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 2 };
+    mc.loss = ENG_LOSS_SOFTMAX_XENT;
+    mc.conv_algo = algo;
+    return mc;
+}
+
+/* A forced algorithm the layer cannot run falls back to im2col, and the model summary
+ * (stored with the run) says so and why; one it can run is kept and named; a layer's
+ * :algo=X overrides model.conv_algo. auto never picks what the layer cannot run. */
+static void test_conv_fallback(void **state)
+{
+    (void)state;
+    static const struct { int K, pad, stride; eng_conv_algo algo, runs; const char *note; } cases_fb[] = {
+        { 5, 2, 1, ENG_CONV_WINOGRAD, ENG_CONV_IM2COL, "k5 p2 im2col (winograd needs a 3x3 kernel and stride 1))" },
+        { 5, 0, 1, ENG_CONV_WINOGRAD4, ENG_CONV_IM2COL, "k5 im2col (winograd4 needs a 3x3 kernel and stride 1))" },
+        { 3, 1, 2, ENG_CONV_WINOGRAD, ENG_CONV_IM2COL, "k3 p1 s2 im2col (winograd needs a 3x3 kernel and stride 1))" },
+        { 3, 1, 2, ENG_CONV_FFT, ENG_CONV_IM2COL, "k3 p1 s2 im2col (fft needs stride 1))" },
+        { 3, 1, 1, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD, "k3 p1 winograd)" },
+        { 3, 0, 1, ENG_CONV_WINOGRAD4, ENG_CONV_WINOGRAD4, "k3 winograd4)" },
+        { 5, 2, 1, ENG_CONV_FFT, ENG_CONV_FFT, "k5 p2 fft)" },
+    };
+    int in[3] = { 2, 9, 9 };
+    for (size_t i = 0; i < sizeof cases_fb / sizeof cases_fb[0]; i++) {
+        eng_model_config mc = conv_model(3, cases_fb[i].K, cases_fb[i].pad, cases_fb[i].stride, cases_fb[i].algo);
+        eng_model *m;
+        assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+        printf("  %s forced: %s\n", eng_conv_algo_name(cases_fb[i].algo), eng_model_summary(m));
+        assert_int_equal(m->nodes[0].conv_algo, cases_fb[i].runs);
+        assert_non_null(strstr(eng_model_summary(m), cases_fb[i].note));
+        eng_model_free(m);
+    }
+    /* a layer's :algo=X wins over model.conv_algo, falling back the same way */
+    eng_model_config pl = conv_model(3, 3, 1, 1, ENG_CONV_WINOGRAD);
+    pl.n_layers = 4;
+    pl.layers[3] = pl.layers[2];
+    pl.layers[2] = pl.layers[1];
+    pl.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .pad = 1, .stride = 2 };
+    pl.layer_algo[0] = pl.layer_algo[1] = 1 + ENG_CONV_FFT;
+    eng_model *pm;
+    assert_int_equal(eng_model_build(&pl, in, 2, 4, 1, NULL, &pm), ENG_OK);
+    printf("  per layer: %s\n", eng_model_summary(pm));
+    assert_int_equal(pm->nodes[pm->layers[0].node_first].conv_algo, ENG_CONV_FFT);
+    assert_int_equal(pm->nodes[pm->layers[1].node_first].conv_algo, ENG_CONV_IM2COL);
+    assert_non_null(strstr(eng_model_summary(pm), "k3 p1 fft) relu, conv(3x9x9->2x5x5 k3 p1 s2 im2col (fft needs stride 1))"));
+    eng_model_free(pm);
+
+    /* auto on a 5x5 layer: whatever is fastest here, never Winograd */
+    char dir[] = "/tmp/nnbench-convalgo-XXXXXX", path[80];
+    assert_non_null(mkdtemp(dir));
+    setenv("NNBENCH_CACHE_DIR", dir, 1);
+    eng_model_config mc = conv_model(3, 5, 2, 1, ENG_CONV_AUTO);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+    printf("  auto: %s\n", eng_model_summary(m));
+    assert_true(m->nodes[0].conv_algo != ENG_CONV_WINOGRAD && m->nodes[0].conv_algo != ENG_CONV_WINOGRAD4);
+    assert_non_null(strstr(eng_model_summary(m), eng_conv_algo_name(m->nodes[0].conv_algo)));
+    eng_model_free(m);
+    snprintf(path, sizeof path, "%s/conv-choices", dir);
+    unlink(path);
+    rmdir(dir);
+    unsetenv("NNBENCH_CACHE_DIR");
+}
+
+static const prof_row *row_named(const prof_row *rows, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(rows[i].name, name) && !strcmp(rows[i].layer, "conv1")) return &rows[i];
+    return NULL;
+}
+
+/* Each fast algorithm's stages are scopes of their own inside conv2d.fwd/.bwd: one call
+ * per op call here (one chunk), and the op's self time is its total minus theirs, so the
+ * op table adds nothing twice. */
+static void test_conv_stage_scopes(void **state)
+{
+    (void)state;
+    static const struct { eng_conv_algo algo; const char *stages[4]; } st[] = {
+        { ENG_CONV_WINOGRAD, { "winograd.input", "winograd.filter", "winograd.gemm", "winograd.output" } },
+        { ENG_CONV_WINOGRAD4, { "winograd4.input", "winograd4.filter", "winograd4.gemm", "winograd4.output" } },
+        { ENG_CONV_FFT, { "fft.fft", "fft.product", "fft.ifft", NULL } },
+    };
+    int in[3] = { 2, 8, 8 };
+    for (size_t a = 0; a < sizeof st / sizeof st[0]; a++) {
+        prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+        assert_non_null(p);
+        eng_model_config mc = conv_model(4, 3, 1, 1, st[a].algo);
+        eng_model *m;
+        assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
+        float x[4 * 128];
+        int32_t lab[4] = { 0, 1, 0, 1 };
+        for (int i = 0; i < 4 * 128; i++) x[i] = (float)((i * 7) % 11) / 11.0f;
+        for (int k = 0; k < 2; k++) {
+            eng_model_forward(m, x, 4, lab, NULL, NULL);
+            eng_model_backward(m);
+        }
+        prof_row *rows;
+        size_t n;
+        assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+        for (int dir = 0; dir < 2; dir++) {
+            char name[48];
+            snprintf(name, sizeof name, "conv2d.%s", dir ? "bwd" : "fwd");
+            const prof_row *op = row_named(rows, n, name);
+            assert_non_null(op);
+            uint64_t stages = 0;
+            for (int s = 0; s < 4 && st[a].stages[s]; s++) {
+                snprintf(name, sizeof name, "%s.%s", st[a].stages[s], dir ? "bwd" : "fwd");
+                const prof_row *r = row_named(rows, n, name);
+                if (!r) fail_msg("no scope %s under conv1", name);
+                assert_true(r->calls >= 2);
+                stages += r->total_ns;
+            }
+            printf("  %-9s conv2d.%s: total %llu ns, stages %llu ns, self %llu ns\n", eng_conv_algo_name(st[a].algo),
+                   dir ? "bwd" : "fwd", (unsigned long long)op->total_ns, (unsigned long long)stages,
+                   (unsigned long long)op->self_ns);
+            assert_true(stages <= op->total_ns);
+            assert_int_equal(op->self_ns, op->total_ns - stages);
+        }
+        free(rows);
+        eng_model_free(m);
+        prof_destroy(p);
+    }
+}
+
+int test_engine_conv(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_conv_algos_vs_reference),
+        ISA_PATH_TESTS(test_conv_winograd_path_bits),
+        cmocka_unit_test(test_conv_algos_finite_diff),
+        cmocka_unit_test(test_conv_fallback),
+        cmocka_unit_test(test_conv_stage_scopes),
+    };
+    return cmocka_run_group_tests_name("engine_conv", tests, NULL, NULL);
+}
