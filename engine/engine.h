@@ -146,7 +146,7 @@ typedef struct {
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
-    /* input pipeline (engine/data_cache.c, engine/pipeline.c) */
+    /* input pipeline (engine/data/data_cache.c, engine/data/pipeline.c) */
     int cache;             /* idx/csv: keep the decoded, normalised set in a memory-mapped cache file */
     char augment[64];      /* image data: "shift:N, flip" (random shift by up to N pixels, horizontal flip); "" = none */
     double read_mbps;      /* throttle the batch source to this many MB/s (1e6 bytes); 0 = unthrottled */
@@ -158,7 +158,7 @@ typedef struct {
  * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
 typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
-               ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */
+               ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/graph/gnn.c) */
                ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
                ENG_LAYER_GAP      /* global average pooling: C x H x W -> C */ } eng_layer_kind;
 #define ENG_LAYER_KINDS 7
@@ -256,7 +256,7 @@ typedef struct {
     char counters[256];   /* comma-separated PAPI event names; "" = the default set */
 } eng_profile_config;
 
-/* [graph]: node classification (data.source = graph); see engine/gnn.c and docs/graphs.md */
+/* [graph]: node classification (data.source = graph); see engine/graph/gnn.c and docs/graphs.md */
 typedef enum { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE } eng_graph_source;
 typedef enum { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL } eng_graph_mode;
 typedef enum { ENG_PART_NONE, ENG_PART_RANDOM, ENG_PART_METIS } eng_partitioner;
@@ -271,7 +271,7 @@ typedef struct {
     double train_fraction, val_fraction; /* random split when there are no mask files */
     eng_graph_mode mode;            /* minibatches of sampled blocks, or the full graph per step */
     char fanouts[64];               /* "10,5": per layer, input layer first */
-    int sampler;                    /* 0 = twopass, 1 = fused (engine/sample.c) */
+    int sampler;                    /* 0 = twopass, 1 = fused (engine/graph/sample.c) */
     eng_partitioner partition;
     int parts;
 } eng_graph_config;

@@ -443,7 +443,7 @@ static void make_summary(eng_model *m)
                          L->kernel, L->stride);
             break;
         case ENG_LAYER_GAP: w = snprintf(s + len, cap - len, "%sgap(%dx%dx%d->%d)", sep, a[0], a[1], a[2], b[0]); break;
-        case ENG_LAYER_SAGE: break; /* never built here (engine/gnn.c) */
+        case ENG_LAYER_SAGE: break; /* never built here (engine/graph/gnn.c) */
         }
         if (w > 0) len += (size_t)w;
         if (L->act == ENG_ACT_MAXK && len < cap) {

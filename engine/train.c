@@ -10,8 +10,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "data_internal.h"
-#include "graph.h"
+#include "data/data_internal.h"
+#include "graph/graph.h"
 #include "dist.h"
 #include "internal.h"
 #include "newton.h"

@@ -84,7 +84,7 @@ static void test_record_round_trip(void **state)
 /* A record with a NaN weight (or an inf optimizer moment) and a valid checksum, as a
  * diverged run or a crafted file holds: refused at load, naming what and where, and the
  * model it was to be read into is left as it was (quantize used to overflow an integer on
- * such weights, engine/qgemm.c). */
+ * such weights, engine/quant/qgemm.c). */
 static void test_record_non_finite(void **state)
 {
     (void)state;

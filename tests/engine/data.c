@@ -16,7 +16,7 @@
 #include <zlib.h>
 
 #include "../../engine/engine.h"
-#include "../../engine/data_internal.h"
+#include "../../engine/data/data_internal.h"
 
 static char tmpdir[256];
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/graph.h"
+#include "../../engine/graph/graph.h"
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rng.h"
+#include "../rng.h"
 
 int eng_augment_parse(const char *s, eng_augment *out, char *why, size_t cap)
 {

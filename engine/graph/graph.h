@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "../engine.h"
 
 enum { ENG_SPLIT_NONE = 0, ENG_SPLIT_TRAIN = 1, ENG_SPLIT_VAL = 2, ENG_SPLIT_TEST = 3 };
 

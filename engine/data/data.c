@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rng.h"
+#include "../rng.h"
 
 #define SPIRAL_TURNS 1.5
 #define BLOB_BOX 5.0        /* blob centres uniform in [-BLOB_BOX, BLOB_BOX]^features */

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rng.h"
+#include "../rng.h"
 
 /* A slot is FREE (may be filled), FILLING (its batch is claimed), READY (complete, not
  * yet handed out) or HELD (handed out; freed by the next eng_batcher_next). */

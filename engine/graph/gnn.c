@@ -4,7 +4,7 @@
  *     sage:H:maxk32 ->  [aggregate] [dense] [bias] [maxk]   (the next aggregate reads CBSR)
  * (W = [W_self; W_neigh] stacked, so z = h_self W_self + mean(h_neigh) W_neigh + b is one
  * multiply of the concatenation), and the training loop of a graph run: full-graph steps
- * or minibatches of seed nodes over sampled blocks (engine/sample.c), evaluation on the
+ * or minibatches of seed nodes over sampled blocks (engine/graph/sample.c), evaluation on the
  * full graph, the usual metrics plus the sampler's and the partition's figures.
  *
  * Aggregate counters (4 bytes per float or int32), R = rows (destinations), E = sampled
@@ -13,9 +13,9 @@
  *   bwd FLOPs R·w + 2·E·w                            bytes/4  2·R·in + R·w + 2·E·w  (+ the same indices)
  */
 #include "graph.h"
-#include "internal.h"
-#include "data_internal.h"
-#include "rng.h"
+#include "../internal.h"
+#include "../data/data_internal.h"
+#include "../rng.h"
 
 #include <math.h>
 #include <stdio.h>
