@@ -16,6 +16,7 @@
 #include "../internal.h"
 #include "../data/data_internal.h"
 #include "../rng.h"
+#include "../loop.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -115,10 +116,8 @@ typedef struct {
     size_t w_off, b_off, n_w;
     float *C, *dC, *Z, *dZ, *A, *dA;
     int32_t *idx;
+    int rows;                     /* rows (block destinations) of the last forward */
 } sage_layer;
-
-enum { PH_DATA, PH_FORWARD, PH_BACKWARD, PH_OPTIMIZER, PH_EVAL, PH_STEP, N_PHASES };
-static const char *const phase_names[N_PHASES] = { "data", "forward", "backward", "optimizer", "eval", "step" };
 
 struct eng_gnn {
     const eng_config *cfg;
@@ -129,7 +128,6 @@ struct eng_gnn {
     eng_node loss;
     float *params, *grads;
     size_t n_params;
-    eng_optim *opt;
     eng_sampler *sampler;
     eng_block full;               /* the whole graph as one block (indptr/indices = CSR) */
     float *x0;                    /* gathered input features [n x f] */
@@ -138,13 +136,21 @@ struct eng_gnn {
     int32_t *ids[4];              /* node ids of each split (ENG_SPLIT_*) */
     int n_ids[4];
     int32_t *perm;
+    int perm_epoch;               /* the epoch perm orders (-1: none yet) */
     eng_part_stats part;          /* partition figures (when graph.partition != none) */
     int32_t *part_of;
     int batch, bpe;
     long total_steps;
     prof_t *prof;
-    int ph[N_PHASES], sc_gather;
+    int sc_gather;
     char summary[512];
+    /* the step's batch (the task, loop.h) */
+    eng_block *bl[ENG_GRAPH_MAX_LAYERS];
+    const int32_t *seeds;         /* NULL: the whole graph's training nodes */
+    const float *x0_cur;
+    /* sampler figures since the last epoch end */
+    double sample_time, edges;
+    long batches;
 };
 
 void eng_gnn_free(eng_gnn *m)
@@ -157,7 +163,6 @@ void eng_gnn_free(eng_gnn *m)
         prof_free(y->idx);
     }
     prof_free(m->params); prof_free(m->grads);
-    eng_optim_free(m->opt);
     eng_sampler_free(m->sampler);
     prof_free(m->x0); prof_free(m->sel); prof_free(m->dsel); prof_free(m->probs); prof_free(m->lab);
     for (int s = 0; s < 4; s++) prof_free(m->ids[s]);
@@ -300,6 +305,7 @@ static void forward_layers(eng_gnn *m, eng_block *const *bl, const float *x0)
 {
     for (int l = 0; l < m->L; l++) {
         wire(m, l, bl[l], x0);
+        m->lay[l].rows = bl[l]->n_dst;
         for (int i = 0; i < m->lay[l].n_nodes; i++) eng_node_run(m->prof, &m->lay[l].nodes[i], ENG_FWD, bl[l]->n_dst);
     }
 }
@@ -345,8 +351,8 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
     if (!m) return eng_fail(ENG_ENOMEM, "graph run: out of memory");
     m->cfg = cfg;
     m->prof = prof;
-    for (int i = 0; i < N_PHASES; i++) m->ph[i] = -1;
     m->sc_gather = -1;
+    m->perm_epoch = -1;
     int rc = load_graph(cfg, &m->g, m->name, sizeof m->name);
     if (rc) { eng_gnn_free(m); return rc; }
     eng_graph *g = m->g;
@@ -494,8 +500,7 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         if (rc) { eng_gnn_free(m); return rc; }
     }
     m->total_steps = tc->max_steps > 0 ? tc->max_steps : (long)tc->epochs * m->bpe;
-    rc = eng_optim_create(tc, m->n_params, &m->opt);
-    if (!rc && cfg->graph.partition != ENG_PART_NONE) {
+    if (cfg->graph.partition != ENG_PART_NONE) {
         m->part_of = prof_malloc((size_t)g->n * sizeof(int32_t));
         rc = m->part_of ? eng_graph_partition(g, cfg->graph.partition, cfg->graph.parts, cfg->seed, m->part_of)
                         : eng_fail(ENG_ENOMEM, "graph run: out of memory");
@@ -523,9 +528,6 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         m->loss.prof_fwd = prof_register(prof, "softmax_xent.fwd", "loss", PROF_OP);
         m->loss.prof_bwd = prof_register(prof, "softmax_xent.bwd", "loss", PROF_OP);
         m->sc_gather = prof_register(prof, "gather", "graph", PROF_OP);
-        for (int i = 0; i < N_PHASES; i++)
-            m->ph[i] = prof_register(prof, phase_names[i], NULL, i == PH_STEP ? PROF_STEP : PROF_PHASE);
-        for (int i = 0; i < N_PHASES; i++) rc |= m->ph[i] < 0;
         if (rc || m->sc_gather < 0 || m->loss.prof_fwd < 0 || m->loss.prof_bwd < 0) {
             eng_gnn_free(m);
             return eng_fail(ENG_EINVAL, "graph run: the profiler's scope table is full (%s)", prof_error());
@@ -568,103 +570,82 @@ static void evaluate(eng_gnn *m, int which, double *loss, double *acc)
     *acc = n ? (double)correct / n : NAN;
 }
 
-static double now_s(void)
+/* The blocks and input rows of a batch: the seeds' sampled blocks and their gathered
+ * source features, or the whole graph (seeds NULL: *n_seeds becomes the training nodes);
+ * the labels of the rows in m->lab; *st gets the sampler's figures. */
+static int gather_batch(eng_gnn *m, const int32_t *seeds, int *n_seeds, uint64_t seed, eng_gnn_step_stats *st)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-/* One training step on the seeds (sampled) or the whole graph (seeds == NULL). */
-static int gnn_step(eng_gnn *m, const int32_t *seeds, int n_seeds, uint64_t seed, double lr, double *loss,
-                    int *correct, eng_gnn_step_stats *st)
-{
-    eng_block *bl[ENG_GRAPH_MAX_LAYERS];
-    const float *x0 = m->g->feat;
     const eng_graph *g = m->g;
-    prof_t *p = m->prof;
     memset(st, 0, sizeof *st);
-    PROF_BEGIN(p, m->ph[PH_DATA]);
-    if (seeds) {
-        eng_block *blocks;
-        double t0 = now_s();
-        int rc = eng_sampler_sample(m->sampler, seeds, n_seeds, seed, &blocks);
-        st->sample_s = now_s() - t0;
-        if (rc) { PROF_END(p, m->ph[PH_DATA], 0, 0); return rc; }
-        for (int l = 0; l < m->L; l++) { bl[l] = &blocks[l]; st->edges += blocks[l].n_edges; }
-        /* gather: the input layer's source features, contiguous */
-        const eng_block *b0 = bl[0];
-        PROF_BEGIN(p, m->sc_gather);
-        for (int32_t i = 0; i < b0->n_src; i++)
-            memcpy(m->x0 + (size_t)i * g->f, g->feat + (size_t)b0->src_ids[i] * g->f, (size_t)g->f * sizeof(float));
-        for (int i = 0; i < n_seeds; i++) m->lab[i] = g->label[seeds[i]];
-        PROF_END(p, m->sc_gather, 0, (uint64_t)b0->n_src * g->f * 4 + (uint64_t)n_seeds * 4);
-        x0 = m->x0;
-        st->input_nodes = b0->n_src;
-    } else {
-        for (int l = 0; l < m->L; l++) bl[l] = &m->full;
-        for (int i = 0; i < m->n_ids[ENG_SPLIT_TRAIN]; i++) m->lab[i] = g->label[m->ids[ENG_SPLIT_TRAIN][i]];
-        n_seeds = m->n_ids[ENG_SPLIT_TRAIN];
+    m->seeds = seeds;
+    m->x0_cur = g->feat;
+    if (!seeds) {
+        for (int l = 0; l < m->L; l++) m->bl[l] = &m->full;
+        *n_seeds = m->n_ids[ENG_SPLIT_TRAIN];
+        for (int i = 0; i < *n_seeds; i++) m->lab[i] = g->label[m->ids[ENG_SPLIT_TRAIN][i]];
         st->edges = (int64_t)m->L * g->m;
         st->input_nodes = g->n;
+        return ENG_OK;
     }
-    PROF_END(p, m->ph[PH_DATA], 0, 0);
-    PROF_BEGIN(p, m->ph[PH_FORWARD]);
-    forward_layers(m, bl, x0);
-    *loss = loss_on(m, seeds ? NULL : m->ids[ENG_SPLIT_TRAIN], n_seeds, correct);
-    PROF_END(p, m->ph[PH_FORWARD], 0, 0);
-    if (!isfinite(*loss)) return ENG_EDIVERGED;
-    PROF_BEGIN(p, m->ph[PH_BACKWARD]);
-    loss_backward(m, seeds ? NULL : m->ids[ENG_SPLIT_TRAIN], n_seeds, bl[m->L - 1]->n_dst);
-    backward_layers(m, bl);
-    PROF_END(p, m->ph[PH_BACKWARD], 0, 0);
-    PROF_BEGIN(p, m->ph[PH_OPTIMIZER]);
-    eng_optim_step(m->opt, m->params, m->grads, lr);
-    PROF_END(p, m->ph[PH_OPTIMIZER], 0, 0);
+    eng_block *blocks;
+    uint64_t t0 = prof_now_ns();
+    int rc = eng_sampler_sample(m->sampler, seeds, *n_seeds, seed, &blocks);
+    st->sample_s = 1e-9 * (double)(prof_now_ns() - t0);
+    if (rc) return rc;
+    for (int l = 0; l < m->L; l++) { m->bl[l] = &blocks[l]; st->edges += blocks[l].n_edges; }
+    /* gather: the input layer's source features, contiguous */
+    const eng_block *b0 = m->bl[0];
+    PROF_BEGIN(m->prof, m->sc_gather);
+    for (int32_t i = 0; i < b0->n_src; i++)
+        memcpy(m->x0 + (size_t)i * g->f, g->feat + (size_t)b0->src_ids[i] * g->f, (size_t)g->f * sizeof(float));
+    for (int i = 0; i < *n_seeds; i++) m->lab[i] = g->label[seeds[i]];
+    PROF_END(m->prof, m->sc_gather, 0, (uint64_t)b0->n_src * g->f * 4 + (uint64_t)*n_seeds * 4);
+    m->x0_cur = m->x0;
+    st->input_nodes = b0->n_src;
     return ENG_OK;
+}
+
+/* The loss of the gathered batch's n rows, and its gradients. */
+static double batch_forward(eng_gnn *m, int n, int *correct)
+{
+    forward_layers(m, m->bl, m->x0_cur);
+    return loss_on(m, m->seeds ? NULL : m->ids[ENG_SPLIT_TRAIN], n, correct);
+}
+
+static void batch_backward(eng_gnn *m, int n)
+{
+    loss_backward(m, m->seeds ? NULL : m->ids[ENG_SPLIT_TRAIN], n, m->bl[m->L - 1]->n_dst);
+    backward_layers(m, m->bl);
 }
 
 float *eng_gnn_params(eng_gnn *m) { return m->params; }
 float *eng_gnn_grads(eng_gnn *m) { return m->grads; }
+int eng_gnn_batch(const eng_gnn *m) { return m->batch; }
+long eng_gnn_total_steps(const eng_gnn *m) { return m->total_steps; }
+const char *eng_gnn_name(const eng_gnn *m) { return m->name; }
 
 /* Forward + backward of the loss over the given seeds' blocks (or the full graph) without
  * an optimizer step: for gradient checks. Returns the loss. */
 double eng_gnn_loss_grad(eng_gnn *m, const int32_t *seeds, int n_seeds, uint64_t seed, int backward)
 {
-    eng_block *bl[ENG_GRAPH_MAX_LAYERS];
-    const float *x0 = m->g->feat;
-    if (seeds) {
-        eng_block *blocks;
-        if (eng_sampler_sample(m->sampler, seeds, n_seeds, seed, &blocks)) return NAN;
-        for (int l = 0; l < m->L; l++) bl[l] = &blocks[l];
-        for (int32_t i = 0; i < bl[0]->n_src; i++)
-            memcpy(m->x0 + (size_t)i * m->g->f, m->g->feat + (size_t)bl[0]->src_ids[i] * m->g->f, (size_t)m->g->f * sizeof(float));
-        for (int i = 0; i < n_seeds; i++) m->lab[i] = m->g->label[seeds[i]];
-        x0 = m->x0;
-    } else {
-        for (int l = 0; l < m->L; l++) bl[l] = &m->full;
-        n_seeds = m->n_ids[ENG_SPLIT_TRAIN];
-        for (int i = 0; i < n_seeds; i++) m->lab[i] = m->g->label[m->ids[ENG_SPLIT_TRAIN][i]];
-    }
+    eng_gnn_step_stats st;
     int correct;
-    forward_layers(m, bl, x0);
-    double loss = loss_on(m, seeds ? NULL : m->ids[ENG_SPLIT_TRAIN], n_seeds, &correct);
-    if (backward) {
-        loss_backward(m, seeds ? NULL : m->ids[ENG_SPLIT_TRAIN], n_seeds, bl[m->L - 1]->n_dst);
-        backward_layers(m, bl);
-    }
+    if (gather_batch(m, seeds, &n_seeds, seed, &st)) return NAN;
+    double loss = batch_forward(m, n_seeds, &correct);
+    if (backward) batch_backward(m, n_seeds);
     return loss;
 }
 
 void eng_gnn_evaluate(eng_gnn *m, int which, double *loss, double *acc) { evaluate(m, which, loss, acc); }
 
-/* The seeds of step s (0-based) of the epoch's permutation; returns how many. */
+/* The seeds of step s (0-based) of its epoch's permutation (made when the epoch is not
+ * the one perm orders: at each epoch's first step, and at a resume); returns how many. */
 static int gnn_batch(eng_gnn *m, long s, const int32_t **seeds, int *last_in_epoch, int *epoch)
 {
     int ntr = m->n_ids[ENG_SPLIT_TRAIN];
     int b = (int)(s % m->bpe);
     *epoch = (int)(s / m->bpe);
-    if (b == 0) {
+    if (*epoch != m->perm_epoch) {
         memcpy(m->perm, m->ids[ENG_SPLIT_TRAIN], (size_t)ntr * sizeof(int32_t));
         eng_rng r;
         eng_rng_seed(&r, m->cfg->seed, 0x47534831ull + (uint64_t)*epoch);
@@ -672,6 +653,7 @@ static int gnn_batch(eng_gnn *m, long s, const int32_t **seeds, int *last_in_epo
             int j = (int)eng_rng_below(&r, (uint64_t)i + 1);
             int32_t t = m->perm[i]; m->perm[i] = m->perm[j]; m->perm[j] = t;
         }
+        m->perm_epoch = *epoch;
     }
     *last_in_epoch = b == m->bpe - 1;
     int start = b * m->batch, n = ntr - start < m->batch ? ntr - start : m->batch;
@@ -679,149 +661,88 @@ static int gnn_batch(eng_gnn *m, long s, const int32_t **seeds, int *last_in_epo
     return n;
 }
 
-/* ---- the training loop (the protocol of train.c's eng_run_train) ---------------------- */
+/* ---- the task (loop.h) ------------------------------------------------------------------ */
 
-typedef struct {
-    const eng_sink *sink;
-    long step;
-    int epoch;
-    double t0;
-} gctx;
-
-static int emit(gctx *c, const char *key, double value)
+static int task_next(void *self, long s, eng_loop_batch *b, uint64_t *bytes)
 {
-    if (!c->sink || !c->sink->metric) return 0;
-    double wall = now_s() - c->t0;
-    eng_metric mt = { .step = c->step, .epoch = c->epoch, .wall_s = wall, .hybrid_s = wall, .key = key, .value = value };
-    return c->sink->metric(c->sink->ud, &mt) ? ENG_ESINK : 0;
+    eng_gnn *m = self;
+    const int32_t *seeds = NULL;
+    int last = 1, epoch = (int)s, n = m->n_ids[ENG_SPLIT_TRAIN];
+    if (m->sampler) n = gnn_batch(m, s, &seeds, &last, &epoch);
+    eng_gnn_step_stats st;
+    int rc = gather_batch(m, seeds, &n, m->cfg->seed * 1000003u + (uint64_t)s, &st);
+    if (rc) return rc;
+    m->sample_time += st.sample_s;
+    m->edges += (double)st.edges;
+    m->batches++;
+    *b = (eng_loop_batch){ .rows = n, .global_rows = n, .epoch = epoch, .last_in_epoch = last };
+    *bytes = 0;
+    return ENG_OK;
 }
 
-int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const eng_sink *sink,
-                  atomic_int *stop, eng_run_result *res, char *err, size_t errcap)
+static double task_forward(void *self, eng_loop_batch *b, int *correct) { return batch_forward(self, b->rows, correct); }
+
+static void task_backward(void *self, eng_loop_batch *b, float w, eng_grads_ready ready, void *ud)
 {
-    const eng_config *cfg = m->cfg;
-    const eng_train_config *tc = &cfg->train;
-    prof_t *p = m->prof;
-    *res = (eng_run_result){ .status = ENG_RUN_RUNNING, .final_train_loss = NAN, .best_train_loss = NAN,
-                             .final_test_loss = NAN, .final_test_acc = NAN, .best_test_acc = NAN,
-                             .steps_to_target = -1, .wall_to_target = NAN, .hybrid_to_target = NAN,
-                             .kappa_first = NAN, .kappa_last = NAN };
-    eng_run_info info = { .cfg = cfg, .experiment_text = experiment_text, .dataset = m->name,
-                          .model_summary = m->summary, .n_params = m->n_params, .threads = threads,
-                          .total_steps = m->total_steps, .n_train = m->n_ids[ENG_SPLIT_TRAIN],
-                          .n_test = m->n_ids[ENG_SPLIT_TEST] };
-    gctx c = { .sink = sink };
-    int rc = ENG_OK;
-    if (sink && sink->run_begin && sink->run_begin(sink->ud, &info)) {
-        snprintf(err, errcap, "%s", eng_error());
-        res->status = ENG_RUN_FAILED;
-        res->error = err;
-        if (sink->run_end) sink->run_end(sink->ud, res);
-        return ENG_ESINK;
-    }
-    /* data-parallel (each rank trains the whole graph): the ranks agree on the config and
-     * hear each other's set-up errors before the first step, as eng_run_train's do */
-    if (eng_dist_world() > 1 && (rc = eng_dist_agree(cfg, NULL))) {
-        res->status = ENG_RUN_FAILED;
-        snprintf(err, errcap, "before the first step: %s", eng_error());
-    }
-    c.t0 = now_s();
-    /* the graph's and the partition's figures, once, at step 0 */
-    const eng_part_stats *ps = m->part_of ? &m->part : NULL;
-    if (!rc) rc = emit(&c, "graph_nodes", m->g->n);
-    if (!rc) rc = emit(&c, "graph_edges", (double)m->g->m / 2);
-    if (!rc && ps) rc = emit(&c, "partition_edge_cut", ps->cut_fraction);
-    if (!rc && ps && m->sampler) rc = emit(&c, "partition_cross_nodes_per_batch", ps->batch_cross_nodes);
-    if (!rc && ps && m->sampler) rc = emit(&c, "partition_cross_bytes_per_batch_modelled", ps->batch_cross_bytes);
-    double train_time = 0, sample_time = 0, ep_time = 0;
-    long rows_total = 0, ep_rows = 0, batches = 0;
-    double il = 0, ir = 0, ic = 0, ie = 0, lr = tc->lr;
-    for (long s = 0; s < m->total_steps && !rc; s++) {
-        if (atomic_load(stop)) {
-            res->status = ENG_RUN_INTERRUPTED;
-            snprintf(err, errcap, "interrupted at step %ld of %ld (stop requested)", s, m->total_steps);
-            rc = ENG_ESTOPPED;
-            break;
+    batch_backward(self, b->rows);
+}
+
+static void task_evaluate(void *self, eng_loop_eval *e)
+{
+    eng_gnn *m = self;
+    double val_loss;
+    evaluate(m, ENG_SPLIT_VAL, &val_loss, &e->val_acc);
+    evaluate(m, ENG_SPLIT_TEST, &e->test_loss, &e->test_acc);
+    e->has_val = m->n_ids[ENG_SPLIT_VAL] > 0;
+    e->has_test = m->n_ids[ENG_SPLIT_TEST] > 0;
+}
+
+/* The graph's and the partition's figures once at step 0; the sampler's at epoch ends. */
+static int task_metrics(void *ud, eng_loop *lp, int when)
+{
+    eng_gnn *m = ud;
+    int rc = 0;
+    if (when == ENG_LOOP_AT_BEGIN) {
+        const eng_part_stats *ps = m->part_of ? &m->part : NULL;
+        if (!rc) rc = eng_loop_emit(lp, "graph_nodes", m->g->n);
+        if (!rc) rc = eng_loop_emit(lp, "graph_edges", (double)m->g->m / 2);
+        if (!rc && ps) rc = eng_loop_emit(lp, "partition_edge_cut", ps->cut_fraction);
+        if (!rc && ps && m->sampler) rc = eng_loop_emit(lp, "partition_cross_nodes_per_batch", ps->batch_cross_nodes);
+        if (!rc && ps && m->sampler)
+            rc = eng_loop_emit(lp, "partition_cross_bytes_per_batch_modelled", ps->batch_cross_bytes);
+    } else if (when == ENG_LOOP_AT_EPOCH) {
+        if (m->sampler && m->sample_time > 0) {
+            rc = eng_loop_emit(lp, "sampler_batches_per_s", (double)m->batches / m->sample_time);
+            if (!rc) rc = eng_loop_emit(lp, "sampled_edges_per_batch", m->edges / (double)m->batches);
         }
-        double ts = now_s();
-        if (p) prof_step(p, s + 1);
-        PROF_BEGIN(p, m->ph[PH_STEP]);
-        const int32_t *seeds = NULL;
-        int last = 1, n = m->n_ids[ENG_SPLIT_TRAIN];
-        c.epoch = (int)s;
-        if (m->sampler) n = gnn_batch(m, s, &seeds, &last, &c.epoch);
-        lr = eng_lr_at(tc, s, m->total_steps);
-        double loss = NAN;
-        int correct = 0;
-        eng_gnn_step_stats st;
-        rc = gnn_step(m, seeds, n, cfg->seed * 1000003u + (uint64_t)s, lr, &loss, &correct, &st);
-        PROF_END(p, m->ph[PH_STEP], 0, 0);
-        double dt = now_s() - ts;
-        if (rc == ENG_EDIVERGED) {
-            res->status = ENG_RUN_DIVERGED;
-            snprintf(err, errcap, "diverged at step %ld: loss is %s", s + 1, isnan(loss) ? "nan" : "inf");
-            break;
-        }
-        if (rc) { res->status = ENG_RUN_FAILED; snprintf(err, errcap, "step %ld: %s", s + 1, eng_error()); break; }
-        c.step = s + 1;
-        res->steps = c.step;
-        res->epochs = c.epoch + (last ? 1 : 0);
-        train_time += dt; ep_time += dt; sample_time += st.sample_s;
-        rows_total += n; ep_rows += n; batches++;
-        il += loss * n; ir += n; ic += correct; ie += (double)st.edges;
-        int fin = c.step == m->total_steps;
-        if (c.step % tc->log_every == 0 || fin) {
-            double l = il / ir;
-            if ((rc = emit(&c, "train_loss", l)) || (rc = emit(&c, "train_acc", ic / ir)) || (rc = emit(&c, "lr", lr))) break;
-            res->final_train_loss = l;
-            if (!(l >= res->best_train_loss)) res->best_train_loss = l;
-            if (cfg->target_loss > 0 && res->steps_to_target < 0 && l <= cfg->target_loss) {
-                res->steps_to_target = c.step;
-                res->wall_to_target = res->hybrid_to_target = now_s() - c.t0;
-            }
-            il = ir = ic = 0;
-        }
-        if ((tc->eval_every > 0 && c.step % tc->eval_every == 0) || (tc->eval_every == 0 && last) || fin) {
-            double tl, ta, vl, va;
-            PROF_BEGIN(p, m->ph[PH_EVAL]);
-            evaluate(m, ENG_SPLIT_VAL, &vl, &va);
-            evaluate(m, ENG_SPLIT_TEST, &tl, &ta);
-            PROF_END(p, m->ph[PH_EVAL], 0, 0);
-            if (m->n_ids[ENG_SPLIT_VAL] && (rc = emit(&c, "val_acc", va))) break;
-            if (m->n_ids[ENG_SPLIT_TEST] && ((rc = emit(&c, "test_loss", tl)) || (rc = emit(&c, "test_acc", ta)))) break;
-            res->final_test_loss = tl;
-            res->final_test_acc = ta;
-            if (!(ta <= res->best_test_acc)) res->best_test_acc = ta;
-        }
-        if (last) {
-            if (ep_time > 0 && (rc = emit(&c, "samples_per_s", ep_rows / ep_time))) break;
-            if (m->sampler && sample_time > 0 && ((rc = emit(&c, "sampler_batches_per_s", batches / sample_time)) ||
-                                                  (rc = emit(&c, "sampled_edges_per_batch", ie / batches))))
-                break;
-            ep_rows = 0; ep_time = 0; ie = 0; batches = 0; sample_time = 0;
-        }
-        if (sink && sink->progress)
-            sink->progress(sink->ud, c.step, m->total_steps, c.epoch, loss, train_time > 0 ? rows_total / train_time : 0);
+        m->edges = 0; m->batches = 0; m->sample_time = 0;
     }
-    double wall = now_s() - c.t0;
-    if (rc == ENG_ESINK || (rc && res->status == ENG_RUN_RUNNING)) {
-        res->status = ENG_RUN_FAILED;
-        snprintf(err, errcap, "%s", eng_error());
-    }
-    if (res->status == ENG_RUN_RUNNING) res->status = ENG_RUN_FINISHED;
-    res->wall_s = res->hybrid_s = wall;
-    res->samples_per_s = train_time > 0 ? rows_total / train_time : 0;
-    res->peak_bytes = prof_mem_peak();
-    res->peak_rss = prof_peak_rss();
-    res->error = res->status == ENG_RUN_FINISHED ? NULL : err;
-    if (rc != ENG_ESINK && eng_sink_op_stats(p, sink) && rc == ENG_OK) {
-        rc = ENG_ESINK;
-        res->status = ENG_RUN_FAILED;
-        snprintf(err, errcap, "%s", eng_error());
-        res->error = err;
-    }
-    if (sink && sink->run_end) sink->run_end(sink->ud, res);
-    if (rc == ENG_OK) return ENG_OK;
-    eng_fail(rc, "%s", err);
     return rc;
+}
+
+void eng_gnn_task(eng_gnn *m, eng_loop_task *t, eng_loop_metrics *extra)
+{
+    *t = (eng_loop_task){ .self = m, .classification = 1, .can_eval = 1, .next = task_next,
+                          .forward = task_forward, .backward = task_backward, .evaluate = task_evaluate };
+    *extra = (eng_loop_metrics){ .ud = m, .emit = task_metrics };
+}
+
+void eng_gnn_param_view(eng_gnn *m, eng_param_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->params = m->params;
+    v->grads = m->grads;
+    v->n_params = m->n_params;
+    v->n_layers = m->L;
+    for (int l = 0; l < m->L; l++) {
+        sage_layer *y = &m->lay[l];
+        eng_param_layer *P = &v->layers[l];
+        snprintf(P->name, sizeof P->name, "%s", y->name);
+        P->w = m->params + y->w_off; P->dw = m->grads + y->w_off; P->n_w = y->n_w; P->w_off = y->w_off;
+        P->b = m->params + y->b_off; P->db = m->grads + y->b_off; P->n_b = (size_t)y->out; P->b_off = y->b_off;
+        P->by_col = 1;  /* the dense op's W [2·in x out] */
+        P->w_rows = 2 * (size_t)y->in;
+        P->w_cols = (size_t)y->out;
+        if (y->act != ENG_ACT_NONE) { P->a = y->A; P->a_width = y->k ? (size_t)y->k : (size_t)y->out; P->a_rows = &y->rows; }
+    }
 }
