@@ -1073,21 +1073,20 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
             CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
         if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
             CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
-        /* Keys the graph training loop (engine/graph/gnn.c) does not honour: refused, never
-         * silently ignored. Checkpoints: a graph run stores none (nothing to resume). */
+        /* Keys a graph run does not honour: refused, never silently ignored. The graph
+         * task (engine/graph/gnn.c) reads no input pipeline; transforms, telemetry and
+         * checkpoints are loop slots (engine/loop.c) and so work for it as for any task. */
         eng_augment aug;
         char aw[8];
         int aug_on = !eng_augment_parse(c->data.augment, &aug, aw, sizeof aw) && eng_augment_on(&aug);
         struct { const char *sec, *key; int used; } ignored[] = {
-            { "train", "checkpoint_every", vals[find_key("train", "checkpoint_every")].line != 0 },
-            { "train", "gradient", c->train.n_gradient > 0 }, { "train", "telemetry", c->train.telemetry },
             { "data", "augment", aug_on }, { "data", "prefetch", c->data.prefetch },
             { "data", "read_mbps", c->data.read_mbps > 0 }, { "data", "read_latency_ms", c->data.read_latency_ms > 0 },
         };
         for (size_t i = 0; graph && i < sizeof ignored / sizeof ignored[0]; i++)
             if (ignored[i].used)
-                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (their training "
-                      "loop has no checkpoints, gradient transforms, telemetry, augmentation or input pipeline); remove it",
+                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (the graph is "
+                      "read whole, without augmentation or the input pipeline); remove it",
                       ignored[i].sec, ignored[i].key);
     }
 #undef CROSS
