@@ -21,9 +21,7 @@ struct eng_loop {
     long ckpt_step;             /* step of the last checkpoint taken (-1: none) */
 };
 
-static double now_s(void) { return 1e-9 * (double)prof_now_ns(); }
-
-static double wall_of(const eng_loop *lp) { return now_s() - lp->t0; }
+static double wall_of(const eng_loop *lp) { return prof_now_s() - lp->t0; }
 
 /* The one place a run's status and message are set; returns rc. */
 static int fail(eng_loop *lp, eng_run_status status, int rc, const char *fmt, ...)
@@ -84,7 +82,7 @@ static int take_checkpoint(eng_loop *lp)
     const eng_loop_checkpoint *ck = lp->sl->checkpoint;
     const eng_sink *s = lp->sink;
     if (!ck || !s || !s->checkpoint || lp->ckpt_step == lp->S.step) return 0;
-    double t = now_s();
+    double t = prof_now_s();
     const int *ph = lp->env->ph;
     PROF_BEGIN(lp->env->prof, ph[ENG_PH_CHECKPOINT]);
     lp->S.wall = t - lp->t0;
@@ -96,7 +94,7 @@ static int take_checkpoint(eng_loop *lp)
         rc = s->checkpoint(s->ud, &e) ? ENG_ESINK : 0;
     }
     PROF_END(lp->env->prof, ph[ENG_PH_CHECKPOINT], 0, n);
-    lp->res->checkpoint_s += now_s() - t;
+    lp->res->checkpoint_s += prof_now_s() - t;
     lp->res->checkpoints++;
     lp->res->checkpoint_bytes = n;
     lp->ckpt_step = lp->S.step;
@@ -289,7 +287,7 @@ static void between_steps(eng_loop *lp, double loss)
                     S->train_time > 0 ? S->total_rows / S->train_time : 0);
     prof_t *p = lp->env->prof;
     if (!p || !s->ops_live || s->ops_live_every_s <= 0) return;
-    double t = now_s();
+    double t = prof_now_s();
     if (t - lp->ops_live_t < s->ops_live_every_s) return;
     prof_row *rows;
     size_t nrows;
@@ -304,7 +302,7 @@ static void between_steps(eng_loop *lp, double loss)
  * figures (not again on a resume: they are stored at step 0). */
 static int loop_begin(eng_loop *lp, const eng_loop_state *state)
 {
-    lp->t0 = now_s() - (state ? state->wall : 0);
+    lp->t0 = prof_now_s() - (state ? state->wall : 0);
     /* Data-parallel: every rank starts its first step together, having agreed that all of
      * them set up the same config (a rank that could not gives its reason here, so the
      * stored run has it), and the profiler marks that instant so that the ranks' traces
@@ -362,7 +360,7 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
                                  .final_test_loss = NAN, .final_test_acc = NAN, .best_test_acc = NAN,
                                  .steps_to_target = -1, .wall_to_target = NAN, .hybrid_to_target = NAN };
     }
-    lp.ops_live_t = now_s();
+    lp.ops_live_t = prof_now_s();
     eng_run_info info = *env->info;
     if (state) {
         info.resumed_step = state->step;
@@ -384,13 +382,13 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
             rc = interrupted(&lp, s);
             break;
         }
-        double ts = now_s(), loss = 0;
+        double ts = prof_now_s(), loss = 0;
         int correct = 0;
         if (p) prof_step(p, s + 1);
         PROF_BEGIN(p, env->ph[ENG_PH_STEP]);
         rc = step_compute(&lp, s, &loss, &correct);
         PROF_END(p, env->ph[ENG_PH_STEP], 0, 0);
-        if (rc || (rc = step_after(&lp, loss, correct, now_s() - ts))) break;
+        if (rc || (rc = step_after(&lp, loss, correct, prof_now_s() - ts))) break;
         between_steps(&lp, loss);
     }
     loop_result(&lp, rc);

@@ -86,6 +86,8 @@ eng_throttle *eng_throttle_new(double mbps)
 
 void eng_throttle_free(eng_throttle *t) { prof_free(t); }
 
+/* CLOCK_MONOTONIC itself, not prof_now_ns (which may be PAPI's clock): the deadline goes to
+ * clock_nanosleep on this clock. */
 static long long mono_ns(void)
 {
     struct timespec ts;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static size_t pad32(size_t n) { return (n + ENG_QK_ALIGN - 1) / ENG_QK_ALIGN * ENG_QK_ALIGN; }
 
@@ -586,13 +585,6 @@ int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, co
 
 /* ---- throughput ------------------------------------------------------------------------ */
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int eng_model_clone(const eng_model *m, int max_batch, eng_model **out)
 {
     int rc = eng_model_build(&m->cfg, m->in_shape, m->n_out, max_batch, 1, NULL, out);
@@ -612,7 +604,7 @@ static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int b
     if (q && !lg) return NAN;
     long rows = 0;
     int r0 = 0;
-    double t0 = mono_s(), t;
+    double t0 = prof_now_s(), t;
     do {
         for (int k = 0; k < 8; k++) {
             if (r0 + batch > n) r0 = 0;
@@ -623,7 +615,7 @@ static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int b
             r0 += batch;
             rows += batch;
         }
-    } while ((t = mono_s() - t0) < secs);
+    } while ((t = prof_now_s() - t0) < secs);
     free(lg);
     return rows / t;
 }
