@@ -344,41 +344,44 @@ static void loss_backward(eng_gnn *m, const int32_t *ids, int n, int rows_out)
     }
 }
 
-int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
+/* ---- eng_gnn_create, stage by stage -------------------------------------------------------- */
+
+/* The model fits graph runs: softmax over the graph's classes, at most the layers a block
+ * chain has. */
+static int check_model(const eng_config *cfg, const eng_graph *g)
 {
-    *out = NULL;
-    eng_gnn *m = prof_calloc(1, sizeof *m);
-    if (!m) return eng_fail(ENG_ENOMEM, "graph run: out of memory");
-    m->cfg = cfg;
-    m->prof = prof;
-    m->sc_gather = -1;
-    m->perm_epoch = -1;
-    int rc = load_graph(cfg, &m->g, m->name, sizeof m->name);
-    if (rc) { eng_gnn_free(m); return rc; }
-    eng_graph *g = m->g;
     const eng_model_config *mc = &cfg->model;
-    if (mc->loss != ENG_LOSS_SOFTMAX_XENT) { eng_gnn_free(m); return eng_fail(ENG_EINVAL, "%s: graph runs classify nodes: use model.loss = softmax_xent", cfg->path); }
-    if (mc->n_layers > ENG_GRAPH_MAX_LAYERS) { eng_gnn_free(m); return eng_fail(ENG_EINVAL, "%s: at most %d sage layers", cfg->path, ENG_GRAPH_MAX_LAYERS); }
-    if (mc->layers[mc->n_layers - 1].units != g->classes) {
-        rc = eng_fail(ENG_EINVAL, "%s: the last sage layer gives %d outputs but the graph has %d classes; end the layers with sage:%d",
-                      cfg->path, mc->layers[mc->n_layers - 1].units, g->classes, g->classes);
-        eng_gnn_free(m); /* frees g: the message is made first */
-        return rc;
-    }
-    /* splits */
-    for (int s = 1; s < 4; s++) {
-        m->ids[s] = prof_malloc((size_t)g->n * sizeof(int32_t));
-        if (!m->ids[s]) { eng_gnn_free(m); return eng_fail(ENG_ENOMEM, "graph run: out of memory"); }
-    }
+    if (mc->loss != ENG_LOSS_SOFTMAX_XENT)
+        return eng_fail(ENG_EINVAL, "%s: graph runs classify nodes: use model.loss = softmax_xent", cfg->path);
+    if (mc->n_layers > ENG_GRAPH_MAX_LAYERS)
+        return eng_fail(ENG_EINVAL, "%s: at most %d sage layers", cfg->path, ENG_GRAPH_MAX_LAYERS);
+    if (mc->layers[mc->n_layers - 1].units != g->classes)
+        return eng_fail(ENG_EINVAL, "%s: the last sage layer gives %d outputs but the graph has %d classes; end the layers "
+                        "with sage:%d", cfg->path, mc->layers[mc->n_layers - 1].units, g->classes, g->classes);
+    return ENG_OK;
+}
+
+/* The node ids of each split (ENG_SPLIT_*). */
+static int make_splits(eng_gnn *m)
+{
+    const eng_graph *g = m->g;
+    for (int s = 1; s < 4; s++)
+        if (!(m->ids[s] = prof_malloc((size_t)g->n * sizeof(int32_t))))
+            return eng_fail(ENG_ENOMEM, "graph run: out of memory");
     for (int32_t v = 0; v < g->n; v++)
         if (g->split[v]) m->ids[g->split[v]][m->n_ids[g->split[v]]++] = v;
-    if (m->n_ids[ENG_SPLIT_TRAIN] < 1) { eng_gnn_free(m); return eng_fail(ENG_EINVAL, "%s: no training nodes", cfg->path); }
+    if (m->n_ids[ENG_SPLIT_TRAIN] < 1) return eng_fail(ENG_EINVAL, "%s: no training nodes", m->cfg->path);
+    return ENG_OK;
+}
 
-    /* layers, parameters, buffers: every block has at most n rows */
-    size_t R = (size_t)g->n, off = 0;
-    int in = g->f, bad = 0;
+/* Each layer's widths, activation and place in the parameter buffer. */
+static int plan_layers(eng_gnn *m)
+{
+    const eng_config *cfg = m->cfg;
+    const eng_model_config *mc = &cfg->model;
+    size_t off = 0;
+    int in = m->g->f;
     m->L = mc->n_layers;
-    size_t w = 0;
     for (int l = 0; l < m->L; l++) {
         const eng_layer_spec *sp = &mc->layers[l];
         sage_layer *y = &m->lay[l];
@@ -387,25 +390,29 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         y->act = sp->act;
         y->k = sp->act == ENG_ACT_MAXK ? sp->k : 0;
         snprintf(y->name, sizeof y->name, "sage%d", l + 1);
-        if (sp->act == ENG_ACT_MAXK && (l == m->L - 1 || sp->k < 1 || sp->k > sp->units)) {
-            eng_gnn_free(m);
-            return eng_fail(ENG_EINVAL, "%s: layer %d: maxk%d needs 1 <= k <= %d and a sage layer after it", cfg->path, l + 1, sp->k, sp->units);
-        }
-        if (sp->act != ENG_ACT_NONE && sp->act != ENG_ACT_RELU && sp->act != ENG_ACT_MAXK && sp->act != ENG_ACT_TANH) {
-            eng_gnn_free(m);
+        if (sp->act == ENG_ACT_MAXK && (l == m->L - 1 || sp->k < 1 || sp->k > sp->units))
+            return eng_fail(ENG_EINVAL, "%s: layer %d: maxk%d needs 1 <= k <= %d and a sage layer after it", cfg->path,
+                            l + 1, sp->k, sp->units);
+        if (sp->act != ENG_ACT_NONE && sp->act != ENG_ACT_RELU && sp->act != ENG_ACT_MAXK && sp->act != ENG_ACT_TANH)
             return eng_fail(ENG_EINVAL, "%s: layer %d: sage layers take relu, tanh, maxkK or no activation", cfg->path, l + 1);
-        }
         y->n_w = (size_t)2 * in * y->out;
         y->w_off = off;
         y->b_off = off + y->n_w;
         off += y->n_w + (size_t)y->out;
-        if (y->n_w > w) w = y->n_w;
         in = y->out;
     }
     m->n_params = off;
-    m->params = falloc(off, &bad);
-    m->grads = falloc(off, &bad);
-    size_t C = (size_t)m->lay[m->L - 1].out;
+    return ENG_OK;
+}
+
+/* Parameters, gradients and every layer's activations: every block has at most n rows. */
+static int alloc_buffers(eng_gnn *m)
+{
+    const eng_graph *g = m->g;
+    size_t R = (size_t)g->n, C = (size_t)m->lay[m->L - 1].out;
+    int bad = 0;
+    m->params = falloc(m->n_params, &bad);
+    m->grads = falloc(m->n_params, &bad);
     m->x0 = falloc(R * (size_t)g->f, &bad);
     m->sel = falloc(R * C, &bad);
     m->dsel = falloc(R * C, &bad);
@@ -419,21 +426,19 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         y->dC = falloc(R * 2 * (size_t)y->in, &bad);
         y->Z = falloc(R * (size_t)y->out, &bad);
         y->dZ = falloc(R * (size_t)y->out, &bad);
-        if (y->act == ENG_ACT_NONE) { y->A = y->Z; y->dA = y->dZ; }
-        else {
-            size_t wa = y->k ? (size_t)y->k : (size_t)y->out;
-            y->A = falloc(R * wa, &bad);
-            y->dA = falloc(R * wa, &bad);
-            if (y->k) { y->idx = prof_malloc(R * (size_t)y->k * sizeof(int32_t)); bad |= !y->idx; }
-        }
+        if (y->act == ENG_ACT_NONE) { y->A = y->Z; y->dA = y->dZ; continue; }
+        size_t wa = y->k ? (size_t)y->k : (size_t)y->out;
+        y->A = falloc(R * wa, &bad);
+        y->dA = falloc(R * wa, &bad);
+        if (y->k) { y->idx = prof_malloc(R * (size_t)y->k * sizeof(int32_t)); bad |= !y->idx; }
     }
-    if (bad) {
-        rc = eng_fail(ENG_ENOMEM, "graph run: out of memory for %d nodes", g->n);
-        eng_gnn_free(m);
-        return rc;
-    }
+    return bad ? eng_fail(ENG_ENOMEM, "graph run: out of memory for %d nodes", g->n) : ENG_OK;
+}
 
-    /* nodes */
+/* Each layer's nodes (aggregate, dense, bias, activation) and the loss node, wired to the
+ * buffers. */
+static void wire_nodes(eng_gnn *m)
+{
     for (int l = 0; l < m->L; l++) {
         sage_layer *y = &m->lay[l], *p = l ? &m->lay[l - 1] : NULL;
         eng_node *n = y->nodes;
@@ -465,18 +470,21 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         }
     }
     m->loss.op = ENG_OP_SOFTMAX_XENT;
-    m->loss.in_size = m->loss.out_size = C;
+    m->loss.in_size = m->loss.out_size = (size_t)m->lay[m->L - 1].out;
     m->loss.y = m->probs;
     m->loss.dx = m->dsel;
     m->loss.labels = m->lab;
     m->loss.layer = -1;
     m->loss.prof_fwd = m->loss.prof_bwd = -1;
+}
 
-    /* init: He before relu/maxk, Xavier otherwise, on fan_in = 2·in; one stream per layer */
+/* He before relu/maxk, Xavier otherwise, on fan_in = 2·in; one stream per layer. */
+static void init_params(eng_gnn *m, uint64_t seed)
+{
     for (int l = 0; l < m->L; l++) {
         sage_layer *y = &m->lay[l];
         eng_rng r;
-        eng_rng_seed(&r, cfg->seed, ENG_STREAM_INIT + (uint64_t)l);
+        eng_rng_seed(&r, seed, ENG_STREAM_INIT + (uint64_t)l);
         float *W = m->params + y->w_off;
         double fin = 2.0 * y->in, fout = y->out;
         if (y->act == ENG_ACT_RELU || y->act == ENG_ACT_MAXK)
@@ -484,10 +492,17 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         else
             for (size_t i = 0; i < y->n_w; i++) W[i] = (float)(sqrt(6.0 / (fin + fout)) * (2.0 * eng_rng_uniform(&r) - 1.0));
     }
+}
 
-    m->full = (eng_block){ .n_dst = g->n, .n_src = g->n, .n_edges = g->m, .indptr = g->rowptr, .indices = g->col };
+/* Seeds per step and steps: the whole graph each step (full), or minibatches of seeds
+ * over sampled blocks. */
+static int make_batches(eng_gnn *m)
+{
+    const eng_config *cfg = m->cfg;
     const eng_train_config *tc = &cfg->train;
-    int ntr = m->n_ids[ENG_SPLIT_TRAIN];
+    const eng_graph *g = m->g;
+    m->full = (eng_block){ .n_dst = g->n, .n_src = g->n, .n_edges = g->m, .indptr = g->rowptr, .indices = g->col };
+    int ntr = m->n_ids[ENG_SPLIT_TRAIN], rc = ENG_OK;
     if (cfg->graph.mode == ENG_GRAPH_FULL) {
         m->batch = ntr;
         m->bpe = 1;
@@ -496,44 +511,56 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         m->bpe = (ntr + m->batch - 1) / m->batch;
         int fan[ENG_GRAPH_MAX_LAYERS];
         int nf = eng_graph_parse_fanouts(cfg->graph.fanouts, fan, ENG_GRAPH_MAX_LAYERS);
-        rc = eng_sampler_create(g, (eng_sampler_kind)cfg->graph.sampler, fan, nf, m->batch, prof, &m->sampler);
-        if (rc) { eng_gnn_free(m); return rc; }
+        rc = eng_sampler_create(g, (eng_sampler_kind)cfg->graph.sampler, fan, nf, m->batch, m->prof, &m->sampler);
     }
     m->total_steps = tc->max_steps > 0 ? tc->max_steps : (long)tc->epochs * m->bpe;
-    if (cfg->graph.partition != ENG_PART_NONE) {
-        m->part_of = prof_malloc((size_t)g->n * sizeof(int32_t));
-        rc = m->part_of ? eng_graph_partition(g, cfg->graph.partition, cfg->graph.parts, cfg->seed, m->part_of)
-                        : eng_fail(ENG_ENOMEM, "graph run: out of memory");
-        if (!rc) eng_part_edge_cut(g, m->part_of, cfg->graph.parts, &m->part);
-        if (!rc && m->sampler) {
-            int fan[ENG_GRAPH_MAX_LAYERS];
-            int nf = eng_graph_parse_fanouts(cfg->graph.fanouts, fan, ENG_GRAPH_MAX_LAYERS);
-            int pb = m->batch < g->n / cfg->graph.parts / 2 ? m->batch : g->n / cfg->graph.parts / 2;
-            rc = eng_part_traffic(g, m->part_of, fan, nf, pb > 0 ? pb : 1, 4, cfg->seed, &m->part);
-        }
-    }
-    if (rc) { eng_gnn_free(m); return rc; }
+    return rc;
+}
 
-    if (prof) {
-        for (int l = 0; l < m->L && !rc; l++)
-            for (int i = 0; i < m->lay[l].n_nodes; i++) {
-                eng_node *n = &m->lay[l].nodes[i];
-                char nm[48];
-                snprintf(nm, sizeof nm, "%s.fwd", eng_ops[n->op].name);
-                n->prof_fwd = prof_register(prof, nm, m->lay[l].name, PROF_OP);
-                snprintf(nm, sizeof nm, "%s.bwd", eng_ops[n->op].name);
-                n->prof_bwd = prof_register(prof, nm, m->lay[l].name, PROF_OP);
-                if (n->prof_fwd < 0 || n->prof_bwd < 0) rc = ENG_EINVAL;
-            }
-        m->loss.prof_fwd = prof_register(prof, "softmax_xent.fwd", "loss", PROF_OP);
-        m->loss.prof_bwd = prof_register(prof, "softmax_xent.bwd", "loss", PROF_OP);
-        m->sc_gather = prof_register(prof, "gather", "graph", PROF_OP);
-        if (rc || m->sc_gather < 0 || m->loss.prof_fwd < 0 || m->loss.prof_bwd < 0) {
-            eng_gnn_free(m);
-            return eng_fail(ENG_EINVAL, "graph run: the profiler's scope table is full (%s)", prof_error());
+/* graph.partition: the parts, their edge cut and (sampled) the traffic per batch. */
+static int make_partition(eng_gnn *m)
+{
+    const eng_config *cfg = m->cfg;
+    const eng_graph *g = m->g;
+    if (cfg->graph.partition == ENG_PART_NONE) return ENG_OK;
+    if (!(m->part_of = prof_malloc((size_t)g->n * sizeof(int32_t)))) return eng_fail(ENG_ENOMEM, "graph run: out of memory");
+    int rc = eng_graph_partition(g, cfg->graph.partition, cfg->graph.parts, cfg->seed, m->part_of);
+    if (rc) return rc;
+    eng_part_edge_cut(g, m->part_of, cfg->graph.parts, &m->part);
+    if (!m->sampler) return ENG_OK;
+    int fan[ENG_GRAPH_MAX_LAYERS];
+    int nf = eng_graph_parse_fanouts(cfg->graph.fanouts, fan, ENG_GRAPH_MAX_LAYERS);
+    int pb = m->batch < g->n / cfg->graph.parts / 2 ? m->batch : g->n / cfg->graph.parts / 2;
+    return eng_part_traffic(g, m->part_of, fan, nf, pb > 0 ? pb : 1, 4, cfg->seed, &m->part);
+}
+
+/* The profiler's op scopes of every node, the loss and the gather. */
+static int register_scopes(eng_gnn *m)
+{
+    prof_t *prof = m->prof;
+    int bad = 0;
+    for (int l = 0; l < m->L; l++)
+        for (int i = 0; i < m->lay[l].n_nodes; i++) {
+            eng_node *n = &m->lay[l].nodes[i];
+            char nm[48];
+            snprintf(nm, sizeof nm, "%s.fwd", eng_ops[n->op].name);
+            n->prof_fwd = prof_register(prof, nm, m->lay[l].name, PROF_OP);
+            snprintf(nm, sizeof nm, "%s.bwd", eng_ops[n->op].name);
+            n->prof_bwd = prof_register(prof, nm, m->lay[l].name, PROF_OP);
+            bad |= n->prof_fwd < 0 || n->prof_bwd < 0;
         }
-    }
-    /* summary */
+    m->loss.prof_fwd = prof_register(prof, "softmax_xent.fwd", "loss", PROF_OP);
+    m->loss.prof_bwd = prof_register(prof, "softmax_xent.bwd", "loss", PROF_OP);
+    m->sc_gather = prof_register(prof, "gather", "graph", PROF_OP);
+    if (bad || m->sc_gather < 0 || m->loss.prof_fwd < 0 || m->loss.prof_bwd < 0)
+        return eng_fail(ENG_EINVAL, "graph run: the profiler's scope table is full (%s)", prof_error());
+    return ENG_OK;
+}
+
+/* "sage(16->64) relu, sage(64->4)  [N params; sampled, fused]" */
+static void write_summary(eng_gnn *m)
+{
+    const eng_config *cfg = m->cfg;
     size_t len = 0;
     for (int l = 0; l < m->L && len < sizeof m->summary; l++) {
         const sage_layer *y = &m->lay[l];
@@ -549,6 +576,32 @@ int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
         snprintf(m->summary + len, sizeof m->summary - len, "  [%zu params; %s, %s]", m->n_params,
                  cfg->graph.mode == ENG_GRAPH_FULL ? "full graph" : "sampled",
                  cfg->graph.mode == ENG_GRAPH_FULL ? "no sampler" : eng_sampler_name((eng_sampler_kind)cfg->graph.sampler));
+}
+
+int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out)
+{
+    *out = NULL;
+    eng_gnn *m = prof_calloc(1, sizeof *m);
+    if (!m) return eng_fail(ENG_ENOMEM, "graph run: out of memory");
+    m->cfg = cfg;
+    m->prof = prof;
+    m->sc_gather = -1;
+    m->perm_epoch = -1;
+    int rc = load_graph(cfg, &m->g, m->name, sizeof m->name);
+    if (!rc) rc = check_model(cfg, m->g);
+    if (!rc) rc = make_splits(m);
+    if (!rc) rc = plan_layers(m);
+    if (!rc) rc = alloc_buffers(m);
+    if (!rc) {
+        wire_nodes(m);
+        init_params(m, cfg->seed);
+        rc = make_batches(m);
+    }
+    if (!rc) rc = make_partition(m);
+    if (!rc && prof) rc = register_scopes(m);
+    /* eng_gnn_free frees the graph, but the message is made already */
+    if (rc) { eng_gnn_free(m); return rc; }
+    write_summary(m);
     *out = m;
     return ENG_OK;
 }
