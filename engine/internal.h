@@ -53,7 +53,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "core.h"
 
 /* ---- one function per instruction-set path (isa.c) -----------------------------------
  * A kernel is written once as an always-inline NAME_body; ENG_ISA_KERNEL(NAME, (params),

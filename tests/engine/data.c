@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../engine/engine.h"
+#include "../../engine/core.h"
 #include "../../engine/data/data_internal.h"
 
 static char tmpdir[256];
