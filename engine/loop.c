@@ -23,7 +23,8 @@ struct eng_loop {
 
 static double wall_of(const eng_loop *lp) { return prof_now_s() - lp->t0; }
 
-/* The one place a run's status and message are set; returns rc. */
+/* The one place a running loop sets the run's status and message (eng_loop_refuse does it
+ * for a run that never began); returns rc. */
 static int fail(eng_loop *lp, eng_run_status status, int rc, const char *fmt, ...)
 {
     va_list ap;
@@ -31,6 +32,13 @@ static int fail(eng_loop *lp, eng_run_status status, int rc, const char *fmt, ..
     vsnprintf(lp->env->err, lp->env->errcap, fmt, ap);
     va_end(ap);
     lp->res->status = status;
+    return rc;
+}
+
+int eng_loop_refuse(const eng_loop_env *env, eng_run_result *res, int rc)
+{
+    snprintf(env->err, env->errcap, "%s", eng_error());
+    *res = (eng_run_result){ .status = ENG_RUN_FAILED, .error = env->err };
     return rc;
 }
 
@@ -350,7 +358,10 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
                  const eng_loop_state *state, const eng_sink *sink, eng_run_result *res)
 {
     eng_loop lp = { .env = env, .task = task, .sl = slots, .sink = sink, .res = res, .ckpt_step = -1 };
-    *res = (eng_run_result){ .status = ENG_RUN_RUNNING, .kappa_first = NAN, .kappa_last = NAN };
+    *res = (eng_run_result){ .status = ENG_RUN_RUNNING, .final_train_loss = NAN, .best_train_loss = NAN,
+                             .final_test_loss = NAN, .final_test_acc = NAN, .best_test_acc = NAN,
+                             .steps_to_target = -1, .wall_to_target = NAN, .hybrid_to_target = NAN,
+                             .kappa_first = NAN, .kappa_last = NAN };
     if (state) {
         lp.S = *state;
         lp.epoch = state->epoch;

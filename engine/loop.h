@@ -128,6 +128,10 @@ int eng_loop_phases(prof_t *prof, int ph[ENG_N_PHASES]);
 int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_loop_slots *slots,
                  const eng_loop_state *state, const eng_sink *sink, eng_run_result *res);
 
+/* A run whose set-up failed after create (before run_begin: no sink call): failed, with
+ * eng_error() as its message. Returns rc. */
+int eng_loop_refuse(const eng_loop_env *env, eng_run_result *res, int rc);
+
 /* From a slot: one metric at the current step; the batch of the step; the sink. */
 int eng_loop_emit(eng_loop *lp, const char *key, double value);
 const eng_loop_batch *eng_loop_current(const eng_loop *lp);

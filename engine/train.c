@@ -1,5 +1,5 @@
-/* train.c — one run: data, model and optimizer from a config, the training loop with its
- * profiler phases, metrics and the two clocks (wall, hybrid), and the run result. */
+/* train.c — one run: from a config, the task (a dense model here, or a graph: graph/gnn.c)
+ * and the slots it asks for, trained by the one loop (loop.c); resume and the accessors. */
 #include "engine.h"
 
 #include <cblas.h>
@@ -368,6 +368,7 @@ void eng_run_request_stop(eng_run *r)
 static void evaluate(eng_run *r, double *loss, double *acc);
 int eng_run_evaluate(eng_run *r, double *loss, double *acc)
 {
+    if (!r->ds) return eng_fail(ENG_EINVAL, "evaluate: a graph run is evaluated by its training loop (val_acc, test_acc)");
     if (r->ds->n_test < 1) return eng_fail(ENG_EINVAL, "evaluate: the run's data has no test set");
     evaluate(r, loss, acc);
     return isfinite(*loss) ? ENG_OK : eng_fail(ENG_EDIVERGED, "evaluate: the test loss is not finite");
@@ -571,13 +572,9 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         rc = prepare_gemm(r);
         dense_setup(r, &info, &task);
     }
-    if (rc) {  /* before run_begin: the sink has seen nothing */
-        snprintf(r->err, sizeof r->err, "%s", eng_error());
-        r->res = (eng_run_result){ .status = ENG_RUN_FAILED, .error = r->err };
-        return rc;
-    }
     eng_loop_env env = { .cfg = &r->cfg, .prof = r->prof, .total_steps = r->total_steps, .stop = &r->stop,
                          .info = &info, .err = r->err, .errcap = sizeof r->err };
     memcpy(env.ph, r->ph, sizeof env.ph);
+    if (rc) return eng_loop_refuse(&env, &r->res, rc);  /* before run_begin: the sink has seen nothing */
     return eng_loop_run(&env, &task, &r->slots, r->resumed ? &r->resume : NULL, sink, &r->res);
 }

@@ -364,6 +364,31 @@ static void test_graph_telemetry_and_transforms(void **state)
     rec_free(&plain); rec_free(&clip);
 }
 
+/* A sink that refuses the run at run_begin: run_end still comes, with the run failed and
+ * nothing measured (NAN, not 0, so that a store keeps no made-up loss); a graph run's
+ * eng_run_evaluate says why it has none instead of reading a dataset it does not have. */
+static int refuse_begin(void *ud, const eng_run_info *info) { return eng_fail(ENG_ESINK, "sink: refused"); }
+static void keep_end(void *ud, const eng_run_result *res) { *(eng_run_result *)ud = *res; }
+static void test_run_begin_refused(void **state)
+{
+    (void)state;
+    eng_experiment *ex = load(GRAPH, NULL, 0);
+    eng_run *run = NULL;
+    if (eng_run_create(&ex->variants[0], ex->text, NULL, &run)) fail_msg("%s", eng_error());
+    double loss, acc;
+    assert_int_equal(eng_run_evaluate(run, &loss, &acc), ENG_EINVAL);
+    eng_run_result got;
+    memset(&got, 0, sizeof got);
+    eng_sink s = { .ud = &got, .run_begin = refuse_begin, .run_end = keep_end };
+    assert_int_equal(eng_run_train(run, &s), ENG_ESINK);
+    assert_int_equal(got.status, ENG_RUN_FAILED);
+    assert_true(isnan(got.final_train_loss) && isnan(got.best_train_loss) && isnan(got.final_test_acc));
+    assert_int_equal(got.steps_to_target, -1);
+    assert_non_null(strstr(got.error, "sink: refused"));
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
 int test_engine_checkpoint(void)
 {
     const struct CMUnitTest tests[] = {
@@ -373,6 +398,7 @@ int test_engine_checkpoint(void)
         cmocka_unit_test(test_stop_then_resume),
         cmocka_unit_test(test_graph_checkpoint_resume),
         cmocka_unit_test(test_graph_telemetry_and_transforms),
+        cmocka_unit_test(test_run_begin_refused),
     };
     return cmocka_run_group_tests_name("engine_checkpoint", tests, NULL, NULL);
 }
