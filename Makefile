@@ -6,7 +6,7 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 BUILD   ?= build
 
-PKGS := ncursesw sqlite3 papi openblas lapacke cmocka inih zlib ompi-c
+PKGS := ncursesw sqlite3 papi openblas lapacke cmocka inih zlib ompi-c libmicrohttpd
 # Recursive (=) on purpose: pkg-config is only asked once a compile runs, after `make deps`.
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS))
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS))

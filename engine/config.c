@@ -3,6 +3,7 @@
 #include "engine.h"
 #include "data/data_internal.h"
 #include "graph/graph.h"
+#include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -27,9 +28,11 @@
  * default" (engine/data/data_internal.h), resolved once the source is known. */
 typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS, K_GRADIENT } key_kind;
 
-static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", "graph", NULL };
+static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", "graph", "markers", NULL };
+static const char *const E_SEQVIEW[] = { "none", "rows", "patches", "pixels", NULL };
+static const int V_SEQVIEW[] = { ENG_SEQ_VIEW_NONE, ENG_SEQ_VIEW_ROWS, ENG_SEQ_VIEW_PATCHES, ENG_SEQ_VIEW_PIXELS };
 static const int V_SOURCE[] = { ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG,
-                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV, ENG_DATA_GRAPH };
+                                ENG_DATA_POLYREG, ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV, ENG_DATA_GRAPH, ENG_DATA_MARKERS };
 static const char *const E_GSOURCE[] = { "sbm", "rmat", "file", NULL };
 static const int V_GSOURCE[] = { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE };
 static const char *const E_GMODE[] = { "sampled", "full", NULL };
@@ -79,8 +82,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
     X("experiment", "target_loss", K_DBL, target_loss, 0, INF, NULL, NULL, "number >= 0", "0",    \
       "train loss that counts as reached for steps/time-to-target; 0 = none")                      \
     X("data", "source", K_ENUM, data.source, 0, 0, E_SOURCE, V_SOURCE,                                \
-      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv, graph", "spirals",                    \
-      "synthetic generator, IDX files (MNIST/Fashion-MNIST), a CSV file, or a graph ([graph] section)") \
+      "spirals, xor, blobs, linreg, polyreg, sine, idx, csv, graph, markers", "spirals",           \
+      "synthetic generator, IDX files (MNIST/Fashion-MNIST), a CSV file, a graph ([graph] section), or markers (long sequences of seq_len tokens: are the two flagged ones equal; docs/attention.md)") \
     X("data", "n", K_INT, data.n, 0, 1e9, NULL, NULL, "integer >= 0", "0",                         \
       "synthetic: samples generated (0 = " DSTR(ENG_DATA_DEF_N) "); idx/csv: at most this many training samples (0 = all)") \
     X("data", "n_test", K_INT, data.n_test, 0, 1e9, NULL, NULL, "integer >= 0", "0",               \
@@ -132,12 +135,18 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "idx/csv: write the decoded, normalised dataset once to a cache file ($NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench) and memory-map it on later runs, checksummed; rebuilt when a source file's size or mtime or a key that shapes the data changes, or when the file is damaged (docs/data.md)") \
     X("data", "augment", K_STR, data.augment, 0, 0, NULL, NULL, "shift:N, flip, or none", "none", \
       "image data: on-the-fly transforms of each training row as it is gathered (on the prefetch thread when prefetch is on): random shift by up to N pixels, random horizontal flip; deterministic per seed") \
+    X("data", "sequence", K_ENUM, data.sequence, 0, 0, E_SEQVIEW, V_SEQVIEW, "none, rows, patches, pixels", "none", \
+      "image data read as a sequence for embed/encoder layers: rows (28 positions of 28 pixels for Fashion-MNIST), patches (4x4: 49 positions of 16), pixels (784 positions of 1)") \
+    X("data", "seq_len", K_INT, data.seq_len, 8, 65536, NULL, NULL, "integer in [8, 65536]", "1024", \
+      "markers: positions per sample (the two flagged ones lie in the first and the last quarter)") \
     X("data", "read_mbps", K_DBL, data.read_mbps, 0, INF, NULL, NULL, "number >= 0", "0",          \
       "throttle the batch source to this rate in MB/s (1e6 bytes of gathered rows), to study input-bound training; 0 = unthrottled") \
     X("data", "read_latency_ms", K_DBL, data.read_latency_ms, 0, 1e5, NULL, NULL, "number >= 0", "0", \
       "a fixed latency per batch read from the source, in ms (with or instead of read_mbps)")      \
     X("model", "layers", K_LAYERS, model, 0, 0, NULL, NULL, "layer list", "(required)",            \
-      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); the last layer gives the outputs") \
+      "comma-separated: dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT][:pad=P][:stride=S] (defaults pad=0, stride=1), pool (2x2 max), avgpool[:K[:S]] (KxK mean, default 2, stride K), gap (mean per channel), flatten; ACT = relu, tanh, sigmoid, gelu, none (dense also maxkK: keep the K largest per row, then a dense layer); sage:UNITS[:ACT] = GraphSAGE (data.source = graph); sequence layers embed:D, posenc[:learned], layernorm, encoder[:heads=H][:ff=F], meanpool (docs/attention.md); LAYER * N repeats a layer; the last layer gives the outputs") \
+    X("model", "attention", K_STR, model.attention, 0, 0, NULL, NULL, "full, linformer:k=K, lsh:buckets=B:rounds=R", "full",  \
+      "how encoder layers attend: full softmax(QK^T)V, Linformer (keys and values projected along the sequence to K rows by learned n x K matrices E, F shared by the heads of a layer), or Reformer LSH (shared QK hashed into B buckets by random rotations, R rounds, sorted and chunked: each query attends to its own and the previous chunk); docs/attention.md") \
     X("model", "loss", K_ENUM, model.loss, 0, 0, E_LOSS, V_LOSS, "softmax_xent, mse", "softmax_xent", \
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
@@ -236,6 +245,10 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "profile every op (as `--profile` does)")                                                     \
     X("profile", "counters", K_STR, profile.counters, 0, 0, NULL, NULL, "PAPI event list", "",     \
       "comma-separated PAPI events to count; empty = the default set (where the machine has them)") \
+    X("monitor", "metrics", K_STR, monitor.metrics, 0, 0, NULL, NULL, "HOST:PORT[,PORT...]", "",   \
+      "serve Prometheus /metrics there while training (as `--metrics`); rank k of mpirun serves on PORT+k or the k-th PORT; empty = off") \
+    X("monitor", "tensorboard", K_STR, monitor.tensorboard, 0, 0, NULL, NULL, "path", "",          \
+      "write TensorBoard event files under this directory while training (rank 0); empty = off") \
     GRAPH_KEYS(X)
 
 /* [graph] (issue 16, docs/graphs.md): only read when data.source = graph. */
@@ -304,7 +317,7 @@ _Static_assert(sizeof(eng_data_source) == sizeof(int), "enums are stored as int"
 _Static_assert(sizeof(eng_norm) == sizeof(int), "enums are stored as int");
 
 static const char *const sections[] = { "experiment", "data", "model", "train", "newton",
-                                        "quantum", "profile", "graph", "dist", NULL };
+                                        "quantum", "profile", "graph", "dist", "monitor", NULL };
 
 /* ---- small helpers ----------------------------------------------------------------- */
 
@@ -477,7 +490,18 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         char *t = trim(tok);
         char orig[128];
         copy_str(orig, sizeof orig, t);
-        if (n == ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
+        /* "LAYER * N" repeats a layer N times (encoder:heads=4 * 6) */
+        long long reps = 1;
+        char *star = strchr(t, '*');
+        if (star) {
+            *star = '\0';
+            if (parse_long(trim(star + 1), &reps) || reps < 1 || reps > ENG_MAX_LAYERS) {
+                snprintf(why, cap, "layer %d: expected LAYER * N with N in 1..%d, got '%s'", n + 1, ENG_MAX_LAYERS, orig);
+                return -1;
+            }
+            t = trim(t);
+        }
+        if (n + reps > ENG_MAX_LAYERS) { snprintf(why, cap, "at most %d layers, got more", ENG_MAX_LAYERS); return -1; }
         eng_layer_spec *L = &mc->layers[n];
         memset(L, 0, sizeof *L);
         char *parts[LAYER_PARTS + 1] = { 0 };
@@ -523,7 +547,12 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
         } else if (!strcmp(parts[0], "flatten")) {
             L->kind = ENG_LAYER_FLATTEN;
             if (np != 1) expect = "flatten";
-        } else expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten";
+        } else {
+            char sw[200];
+            int rc = eng_seq_layer_parse(parts, np, L, sw, sizeof sw);
+            if (rc < 0) { snprintf(why, cap, "layer %d: %s, got '%s'", n + 1, sw, orig); return -1; }
+            if (rc > 0) expect = "dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten, or a sequence layer (embed:D, posenc, layernorm, encoder, meanpool)";
+        }
         if (expect) { snprintf(why, cap, "layer %d: expected %s, got '%s'", n + 1, expect, orig); return -1; }
         if ((L->kind == ENG_LAYER_CONV || L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_AVGPOOL ||
              L->kind == ENG_LAYER_GAP) && n > 0) {
@@ -533,11 +562,12 @@ static int parse_layers(const char *value, eng_model_config *mc, char *why, size
                     return -1;
                 }
         }
-        n++;
+        for (long long r = 1; r < reps; r++) mc->layers[n + r] = *L;
+        n += (int)reps;
     }
     if (n == 0) { snprintf(why, cap, "expected a comma-separated layer list (e.g. dense:16:tanh, dense:2), got '%s'", value); return -1; }
     if (mc->layers[n - 1].kind != ENG_LAYER_DENSE && mc->layers[n - 1].kind != ENG_LAYER_SAGE) {
-        static const char *const kinds[ENG_LAYER_KINDS] = { "dense", "conv", "pool", "flatten", "sage", "avgpool", "gap" };
+        static const char *const kinds[ENG_LAYER_KINDS] = { "dense", "conv", "pool", "flatten", "sage", "avgpool", "gap", "sequence" };
         snprintf(why, cap, "the last layer must be dense (it gives the outputs), got '%s'", kinds[mc->layers[n - 1].kind]);
         return -1;
     }
@@ -763,7 +793,7 @@ static void on_section_line(parse_state *st, const char *raw)
             if (d < bestd) { bestd = d; best = i; }
         }
         if (best >= 0) fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (did you mean [%s]?)", name, sections[best]);
-        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, variant NAME)", name);
+        else fail_at(st, ENG_EINVAL, st->line, "unknown section [%s] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, monitor, variant NAME)", name);
         return;
     }
     st->cur = -1;
@@ -1049,6 +1079,13 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     if (c->data.cache && c->data.source != ENG_DATA_IDX && c->data.source != ENG_DATA_CSV)
         CROSS("data", "cache", "caches a file source (idx or csv); data.source = %s is generated in memory, set cache = false",
               E_SOURCE[c->data.source]);
+    {
+        char aw[200];
+        if (eng_attn_parse(c->model.attention, &c->model, aw, sizeof aw)) CROSS("model", "attention", "%s", aw);
+    }
+    if (c->data.sequence > ENG_SEQ_VIEW_ROWS && c->data.augment[0] && strcmp(c->data.augment, "none"))
+        CROSS("data", "augment", "shifts and flips images, but data.sequence = %s has reordered them; use sequence = rows "
+              "or augment = none", E_SEQVIEW[c->data.sequence]);
     if (c->train.schedule == ENG_SCHED_STEP && c->train.step_size <= 0)
         CROSS("train", "schedule", "step needs train.step_size > 0 (steps between decays)");
     if (c->train.min_lr > c->train.lr)

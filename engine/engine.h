@@ -121,7 +121,10 @@ typedef enum {
     ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG, ENG_DATA_POLYREG,
     ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV,
     ENG_DATA_GRAPH,        /* node classification on a graph: the [graph] section */
+    ENG_DATA_MARKERS,      /* long sequences: are the two flagged tokens equal (engine/data/data_seq.c) */
 } eng_data_source;
+/* data.sequence: an image read as a sequence of rows, 4x4 patches or pixels (data_seq.c) */
+typedef enum { ENG_SEQ_VIEW_NONE, ENG_SEQ_VIEW_ROWS, ENG_SEQ_VIEW_PATCHES, ENG_SEQ_VIEW_PIXELS } eng_seq_view;
 
 typedef enum { ENG_NORM_NONE, ENG_NORM_SCALE /* x/255 for idx */, ENG_NORM_STANDARD /* z-score per feature, stats from train */, ENG_NORM_MINMAX } eng_norm;
 
@@ -152,6 +155,8 @@ typedef struct {
     double read_mbps;      /* throttle the batch source to this many MB/s (1e6 bytes); 0 = unthrottled */
     double read_latency_ms;/* fixed latency per batch read from the source; 0 = none */
     int prefetch_depth;    /* batches the prefetch thread may have ready ahead (1..8) */
+    eng_seq_view sequence; /* image data read as a sequence (rows, patches, pixels) */
+    int seq_len;           /* markers: positions per sample */
 } eng_data_config;
 
 /* ENG_ACT_MAXK keeps the k largest values of each row (eng_layer_spec.k) and zeroes the rest;
@@ -160,8 +165,22 @@ typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_AC
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
                ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/graph/gnn.c) */
                ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
-               ENG_LAYER_GAP      /* global average pooling: C x H x W -> C */ } eng_layer_kind;
-#define ENG_LAYER_KINDS 7
+               ENG_LAYER_GAP,     /* global average pooling: C x H x W -> C */
+               ENG_LAYER_SEQ      /* sequence layers (engine/attention.c): eng_layer_spec.seq says which */ } eng_layer_kind;
+#define ENG_LAYER_KINDS 8
+
+/* Sequence layers read one row as n positions of d features ([1 x n x d]; an image
+ * [1 x H x W] is H positions of W pixels). */
+typedef enum {
+    ENG_SEQ_EMBED,     /* embed:D        a linear projection of each position to D features */
+    ENG_SEQ_POSENC,    /* posenc[:learned] sinusoidal (fixed) or learned positional encoding, added */
+    ENG_SEQ_LAYERNORM, /* layernorm      per position over the features, with gain and shift */
+    ENG_SEQ_ENCODER,   /* encoder:heads=H:ff=F  pre-norm transformer block (attention + GELU MLP) */
+    ENG_SEQ_MEANPOOL   /* meanpool       mean over the positions: [1 x n x d] -> d */
+} eng_seq_kind;
+
+/* model.attention: how encoder layers attend (engine/attention.c). */
+typedef enum { ENG_ATTN_FULL = 0, ENG_ATTN_LINFORMER = 1, ENG_ATTN_LSH = 2 } eng_attn_kind;
 
 typedef struct {
     eng_layer_kind kind;
@@ -172,6 +191,9 @@ typedef struct {
     int pad;       /* conv: zeros added on every side of the input (0 <= pad < kernel) */
     int stride;    /* conv: step between receptive fields, 0 means 1 (a zeroed spec is valid);
                       avgpool: 0 means the kernel */
+    eng_seq_kind seq; /* ENG_LAYER_SEQ: which one (units = embed's D) */
+    int heads, ff;    /* encoder: attention heads (dividing the width), hidden width of its MLP */
+    int learned;      /* posenc: 1 = learned table, 0 = sinusoidal */
 } eng_layer_spec;
 
 typedef enum { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE } eng_loss_kind;
@@ -187,6 +209,9 @@ typedef struct {
     eng_loss_kind loss;
     eng_init_kind init;    /* auto: He before relu/gelu, Xavier otherwise */
     eng_conv_algo conv_algo; /* auto: per conv layer, the faster on its shape at build */
+    char attention[48];    /* model.attention as written ("" = full); parsed into the next fields */
+    eng_attn_kind attn;    /* encoder layers: full, linformer (attn_k) or lsh (buckets, rounds) */
+    int attn_k, attn_buckets, attn_rounds;
 } eng_model_config;
 
 typedef enum { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON } eng_optimizer;
@@ -256,6 +281,13 @@ typedef struct {
     char counters[256];   /* comma-separated PAPI event names; "" = the default set */
 } eng_profile_config;
 
+/* [monitor]: live views of a run outside nnbench (tui/monitor.h, docs/monitoring.md); the
+ * engine only carries them. */
+typedef struct {
+    char metrics[128];    /* Prometheus endpoint "HOST:PORT[,PORT...]"; "" = off */
+    char tensorboard[512];/* event-file directory; "" = off */
+} eng_monitor_config;
+
 /* [graph]: node classification (data.source = graph); see engine/graph/gnn.c and docs/graphs.md */
 typedef enum { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE } eng_graph_source;
 typedef enum { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL } eng_graph_mode;
@@ -311,6 +343,7 @@ typedef struct {
     eng_profile_config profile;
     eng_graph_config graph;
     eng_dist_config dist;
+    eng_monitor_config monitor;
     eng_kv *kv;           /* every key, resolved (defaults included), sorted by key */
     size_t n_kv;
 } eng_config;

@@ -219,6 +219,7 @@ void eng_model_param_view(eng_model *m, eng_param_view *v)
         P->n_w = L->n_w; P->n_b = L->n_b; P->w_off = L->w_off; P->b_off = L->b_off;
         /* dense W [in x out]: fan-in by column; conv W [F x C*K*K]: by row */
         P->by_col = L->kind == ENG_LAYER_DENSE;
+        P->one_block = L->kind == ENG_LAYER_SEQ;
         P->w_rows = P->by_col ? L->in_size : L->n_b;
         P->w_cols = P->by_col ? L->out_size : (L->n_b ? L->n_w / L->n_b : 0);
         if (L->act != ENG_ACT_NONE) { P->a = L->a; P->a_width = L->out_size; P->a_rows = &m->rows; }
@@ -256,6 +257,11 @@ int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, pr
             return eng_fail(ENG_EINVAL, "gradient clip_norm: clip_norm must be > 0, got %g", tc->clip_norm);
         if (tc->gradient[i] == ENG_GRAD_CLIP_VALUE && !(tc->clip_value > 0))
             return eng_fail(ENG_EINVAL, "gradient clip_value: clip_value must be > 0, got %g", tc->clip_value);
+        for (int l = 0; l < v->n_layers && tc->gradient[i] == ENG_GRAD_CENTRALIZE; l++)
+            if (v->layers[l].one_block)
+                return eng_fail(ENG_EINVAL, "gradient centralize: layer %s is a sequence layer, whose parameters are "
+                                "several matrices and vectors in one block; centralize covers dense and conv layers "
+                                "(use znorm or clipping)", v->layers[l].name);
     }
     eng_grad *g = prof_calloc(1, sizeof *g);
     if (!g) return eng_fail(ENG_ENOMEM, "gradient: out of memory");

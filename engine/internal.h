@@ -89,6 +89,46 @@
  * (tests of the variable). */
 void eng_isa_reset(void);
 
+/* ---- branch-free float helpers (ops.c's activations, attention.c's softmax) ---------- */
+#include <string.h>
+
+static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
+static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
+
+/* c ? a : b on bits. A float ?: stays a branch at -O2: with trapping math GCC will not
+ * if-convert a compare that may raise "invalid", and the loop then does not vectorize. */
+static inline float select_f(int c, float a, float b)
+{
+    uint32_t m = -(uint32_t)c;
+    return u2f((f2u(a) & m) | (f2u(b) & ~m));
+}
+
+/* exp(x) for x <= 0 (and NaN), subnormal results included. x = -m ln2 + r
+ * with m = round(-x log2 e) read from the mantissa of a float shifted by 1.5*2^23 (no
+ * float-to-int conversion, which is undefined for NaN); r by Cody-Waite (ln2 = HI + LO,
+ * m * HI exact); e^r = 1 + r + r^2 Q(r) on |r| <= ln2/2 (Chebyshev fit, error 8e-9).
+ * 2^-m is applied as two normal powers of two so results down to 2^-149 stay right. */
+#define EXP_SHIFT 12582912.0f          /* 1.5 * 2^23 */
+#define EXP_LOG2E 1.44269504088896341f
+#define EXP_LN2_HI 0.693359375f
+#define EXP_LN2_LO (-2.12194440054690583e-4f)
+static inline float exp_nonpos(float x)
+{
+    x = select_f(x < -104.0f, -104.0f, x); /* exp(-104) rounds to 0; keeps m in [0, 150] */
+    float t = EXP_SHIFT - x * EXP_LOG2E;
+    uint32_t m = f2u(t) - f2u(EXP_SHIFT);
+    float mf = t - EXP_SHIFT;
+    float r = (x + mf * EXP_LN2_HI) + mf * EXP_LN2_LO;
+    float q = 1.392617611993558e-3f;
+    q = q * r + 8.363173074513711e-3f;
+    q = q * r + 4.1666554662050534e-2f;
+    q = q * r + 1.666657702559799e-1f;
+    q = q * r + 0.5f;
+    float p = 1.0f + (r + (r * r) * q);
+    uint32_t m1 = m >> 1, m2 = m - m1;
+    return p * u2f((127u - m1) << 23) * u2f((127u - m2) << 23);
+}
+
 /* ---- ops --------------------------------------------------------------------------- */
 
 /* Op ids are persisted by number (profiles in SQLite): append only, never renumber. */
@@ -109,6 +149,20 @@ typedef enum {
     ENG_OP_AGGREGATE = 13,     /* gnn.c: GraphSAGE self + mean of neighbours over a block */
     ENG_OP_AVGPOOL = 14,       /* KxK mean, stride S */
     ENG_OP_GAP = 15,           /* global average pooling: per channel mean over H x W */
+    /* sequence ops (attention.c): one row is [n positions x d features] */
+    ENG_OP_EMBED = 16,         /* per-position linear projection + bias (token/patch embedding) */
+    ENG_OP_POSENC = 17,        /* + positional encoding (sinusoidal table or learned) */
+    ENG_OP_LAYERNORM = 18,     /* per-position layer normalization with gain and shift */
+    ENG_OP_ATTN_QKV = 19,      /* per-position projection to Q, K, V */
+    ENG_OP_ATTN_SCORES = 20,   /* per head Q·K^T / sqrt(d_head) */
+    ENG_OP_ATTN_SOFTMAX = 21,  /* row softmax of the scores, in place */
+    ENG_OP_ATTN_WSUM = 22,     /* per head probabilities · V */
+    ENG_OP_ATTN_OUT = 23,      /* output projection of the heads' concatenation */
+    ENG_OP_LINFORMER_PROJ = 24,/* K, V projected along the sequence to k rows: E^T K, F^T V */
+    ENG_OP_RESADD = 25,        /* residual: y = x + the block input */
+    ENG_OP_FFN = 26,           /* per-position linear + bias (the encoder's MLP) */
+    ENG_OP_MEANPOOL = 27,      /* mean over the positions */
+    ENG_OP_LSH_HASH = 28,      /* Reformer LSH: buckets by random rotations, sorted, chunked key lists */
     ENG_OP_COUNT
 } eng_op_id;
 
@@ -207,9 +261,57 @@ struct eng_node {
     const float *targets;       /* [rows x out_size] targets, or NULL */
     double loss;                /* mean loss of the last forward */
     int correct;                /* rows whose argmax matched the label (labels only) */
+    /* sequence ops (attention.c): the encoder's attention state; resadd's block input
+     * (skip->x, its gradient skip->dx); accum: backward adds into dx (a residual's
+     * other path wrote it first); ws: layernorm's mean and 1/std per position, or the
+     * sinusoidal table [n x d] */
+    struct eng_attn *attn;
+    const struct eng_node *skip;
+    int accum;
+    float *ws;
     /* profiler scope ids (-1 when profiling is off) */
     int prof_fwd, prof_bwd;
 };
+
+/* One encoder layer's attention (attention.c): where its nodes find Q, K, V and put their
+ * gradients. Per sample: Q is n rows of the QKV buffer (row stride 3d); K and V are m rows
+ * with row stride ldkv, kv_row floats apart per sample: in QKV itself (full: m = n) or in
+ * the Linformer projection's output (m = k, ldkv = d). Probabilities are [heads x n x m]. */
+typedef struct eng_attn {
+    eng_attn_kind kind;
+    int n, m, d, heads;
+    float *qkv, *dqkv;          /* [B x n x 3d]: Q | K | V per position, and the gradient */
+    float *k, *v, *dk, *dv;     /* the first sample's K and V (and gradients) */
+    int ldkv;
+    size_t kv_row;
+    /* LSH (m = rounds x 2 x chunk key slots per query): the key positions of each query
+     * [B x heads x n x m], -1 = masked; keys are the queries themselves (shared QK) */
+    int32_t *idx;
+    int buckets, rounds, chunk;
+} eng_attn;
+
+/* attention.c: the sequence ops (entries of eng_ops; formulas in attention.c). seqlin serves
+ * embed, attn_qkv, attn_out and ffn (per-position linear + bias). */
+#define ENG_SEQ_OP_DECL(p)                                                                  \
+    void eng_##p##_fwd(eng_node *n, int rows);                                               \
+    void eng_##p##_bwd(eng_node *n, int rows);                                               \
+    uint64_t eng_##p##_flops(const eng_node *n, int rows, eng_dir dir);                      \
+    uint64_t eng_##p##_bytes(const eng_node *n, int rows, eng_dir dir);
+ENG_SEQ_OP_DECL(seqlin)
+ENG_SEQ_OP_DECL(posenc)
+ENG_SEQ_OP_DECL(layernorm)
+ENG_SEQ_OP_DECL(attn_scores)
+ENG_SEQ_OP_DECL(attn_softmax)
+ENG_SEQ_OP_DECL(attn_wsum)
+ENG_SEQ_OP_DECL(linformer)
+ENG_SEQ_OP_DECL(resadd)
+ENG_SEQ_OP_DECL(meanpool)
+ENG_SEQ_OP_DECL(lsh_hash)
+int eng_seqlin_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+int eng_attn_scores_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+int eng_attn_wsum_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+int eng_linformer_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+
 
 /* Elementwise derivatives of an activation at pre-activation z with a = act(z):
  * d1 = act'(z), d2 = act''(z), n elements. Either output may be NULL. (For Newton.) */
@@ -279,7 +381,8 @@ typedef struct {
     int node_first, n_nodes;    /* its nodes: m->nodes[node_first .. +n_nodes) */
 } eng_layer;
 
-#define ENG_MAX_NODES (3 * ENG_MAX_LAYERS + 1)
+/* an encoder layer takes up to 13 nodes (attention.c); room for 8 of them */
+#define ENG_MAX_NODES (3 * ENG_MAX_LAYERS + 1 + 8 * 13)
 
 struct eng_model {
     eng_model_config cfg;
@@ -291,6 +394,7 @@ struct eng_model {
     eng_layer layers[ENG_MAX_LAYERS];
     int n_nodes;                /* layer nodes + the loss node (last) */
     eng_node nodes[ENG_MAX_NODES];
+    eng_attn attn[ENG_MAX_LAYERS]; /* encoder layer i's attention state (attention.c) */
     eng_node *loss;             /* == &nodes[n_nodes - 1] */
     float *params, *grads;      /* n_params each */
     size_t n_params;
@@ -304,6 +408,27 @@ struct eng_model {
     int32_t *iarena;            /* argmax indices: one block */
     char summary[1024];
 };
+
+/* attention.c: the sequence layers' side of model.c (ENG_LAYER_SEQ). plan: checks the
+ * layer, adds its nodes, sets its output shape, name and parameter count (one block,
+ * n_b = 0). ws_floats: the node's workspace for max_batch rows. wire: after the buffers
+ * are carved, points the layer's nodes at their parameters, attention state and block
+ * input. init: its parameter block. summary: its part of the model summary. charge: the
+ * attention buffers' bytes into their scopes' memory column (prof may be NULL). */
+/* model.c: appends a zeroed node for op with these shapes (the caller checked the room). */
+eng_node *eng_model_add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3], const int out_shape[3]);
+int eng_seq_plan(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L, const int shape[3], int out[3]);
+size_t eng_seq_ws_floats(const eng_node *n, int max_batch);
+void eng_seq_wire(eng_model *m, eng_layer *L);
+void eng_seq_init(eng_model *m, eng_layer *L, uint64_t seed, int i);
+int eng_seq_summary(const eng_model *m, const eng_layer *L, char *s, size_t cap);
+void eng_seq_charge(eng_model *m);
+/* Parses model.attention ("full", "linformer:k=K", "lsh:buckets=B:rounds=R") into mc's
+ * attn fields; -1 with why. */
+int eng_attn_parse(const char *s, eng_model_config *mc, char *why, size_t cap);
+/* config.c's layer parser hands it names it does not know: 1 = not a sequence layer,
+ * 0 = parsed into L, -1 = a sequence layer written wrong (why says how to write it). */
+int eng_seq_layer_parse(char *const *parts, int np, eng_layer_spec *L, char *why, size_t cap);
 
 /* Makes backward also compute dL/d(input) into m->dinput [max_batch x in_size]. Allocates
  * once (outside any training step); for gradient checks and input-sensitivity studies. */
@@ -404,6 +529,7 @@ typedef struct {
     size_t n_w, n_b, w_off, b_off;
     size_t w_rows, w_cols;      /* W [rows x cols] */
     int by_col;                 /* centralize's fan-in: 1 = a column (dense W [in x out]), 0 = a row */
+    int one_block;              /* W is several tensors in one block (sequence layers): no centralize */
     const float *a;
     size_t a_width;
     const int *a_rows;

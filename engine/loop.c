@@ -399,7 +399,12 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
         PROF_BEGIN(p, env->ph[ENG_PH_STEP]);
         rc = step_compute(&lp, s, &loss, &correct);
         PROF_END(p, env->ph[ENG_PH_STEP], 0, 0);
-        if (rc || (rc = step_after(&lp, loss, correct, prof_now_s() - ts))) break;
+        double dt = prof_now_s() - ts;
+        if (p && dt > 0) {   /* nothing unless the trace's step window is open */
+            prof_counter(p, env->track_step, dt * 1e3);
+            prof_counter(p, env->track_sps, (double)lp.b.rows / dt);
+        }
+        if (rc || (rc = step_after(&lp, loss, correct, dt))) break;
         between_steps(&lp, loss);
     }
     loop_result(&lp, rc);

@@ -112,6 +112,7 @@ typedef struct {
     const eng_config *cfg;
     prof_t *prof;
     int ph[ENG_N_PHASES];
+    int track_step, track_sps;  /* the trace's step time and samples/s counters (-1: none) */
     long total_steps;
     atomic_int *stop;
     const eng_run_info *info;   /* for run_begin; resumed_* are filled from the state */

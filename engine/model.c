@@ -27,7 +27,10 @@ static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows) { 
 /* ---- building ------------------------------------------------------------------------ */
 
 /* Nodes whose output is their input (in place / a view): they own no buffers. */
-static int node_aliases(const eng_node *n) { return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN; }
+static int node_aliases(const eng_node *n)
+{
+    return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN || n->op == ENG_OP_ATTN_SOFTMAX;
+}
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -41,6 +44,7 @@ static const char *kind_name(eng_layer_kind k)
     case ENG_LAYER_SAGE: return "sage";
     case ENG_LAYER_AVGPOOL: return "avgpool";
     case ENG_LAYER_GAP: return "gap";
+    case ENG_LAYER_SEQ: return "seq"; /* renamed by eng_seq_plan (embed1, encoder1, ...) */
     }
     return "?";
 }
@@ -58,6 +62,11 @@ static eng_node *add_node(eng_model *m, eng_op_id op, int layer, const int in_sh
     n->out_size = (size_t)out_shape[0] * out_shape[1] * out_shape[2];
     n->prof_fwd = n->prof_bwd = -1;
     return n;
+}
+
+eng_node *eng_model_add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3], const int out_shape[3])
+{
+    return add_node(m, op, layer, in_shape, out_shape);
 }
 
 /* A conv layer's output shape and its conv2d + bias nodes (plan's case). */
@@ -178,11 +187,16 @@ static int plan(eng_model *m, const eng_model_config *mc)
             out[0] = shape[0]; out[1] = 1; out[2] = 1;
             add_node(m, ENG_OP_GAP, i, shape, out);
             break;
+        case ENG_LAYER_SEQ: {
+            int rc = eng_seq_plan(m, sp, i, L, shape, out);
+            if (rc) return rc;
+            break;
+        }
         case ENG_LAYER_SAGE: return ENG_EINVAL; /* refused above */
         }
         if (sp->act != ENG_ACT_NONE) {
             if (sp->kind == ENG_LAYER_POOL || sp->kind == ENG_LAYER_FLATTEN || sp->kind == ENG_LAYER_AVGPOOL ||
-                sp->kind == ENG_LAYER_GAP)
+                sp->kind == ENG_LAYER_GAP || sp->kind == ENG_LAYER_SEQ)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s) takes no activation (got %s); put it on the layer before",
                                 i + 1, L->name, eng_act_name(sp->act));
             if (sp->act == ENG_ACT_MAXK) {
@@ -248,6 +262,7 @@ static int allocate(eng_model *m)
         if (!node_aliases(n)) floats += 2 * round16(B * n->out_size);
         if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
         if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
+        floats += round16(eng_seq_ws_floats(n, m->max_batch));
         if (n->op == ENG_OP_CONV2D) {
             n->chunk = conv_chunk(n, m->max_batch);
             /* room for either algorithm: auto may time both on this workspace */
@@ -303,6 +318,7 @@ static int allocate(eng_model *m)
         if (n->op == ENG_OP_CBSR_DENSE) n->idx = xidx;
         xidx = NULL;
         if (n->op == ENG_OP_MAXK) { n->idx = xidx = ip; ip += B * (size_t)n->k; }
+        if (eng_seq_ws_floats(n, m->max_batch)) { n->ws = p; p += round16(eng_seq_ws_floats(n, m->max_batch)); }
         if (n->op == ENG_OP_CONV2D) {
             n->dcol = ws_dcol;
             if (n->col_kept) {
@@ -319,7 +335,9 @@ static int allocate(eng_model *m)
     for (int i = 0; i < m->n_layers; i++) {
         eng_layer *L = &m->layers[i];
         eng_node *first = &m->nodes[L->node_first], *lastn = &m->nodes[L->node_first + L->n_nodes - 1];
-        if (L->n_w) {
+        if (L->kind == ENG_LAYER_SEQ) {
+            eng_seq_wire(m, L);
+        } else if (L->n_w) {
             L->w = m->params + L->w_off; L->b = m->params + L->b_off;
             L->dw = m->grads + L->w_off; L->db = m->grads + L->b_off;
             first->w = L->w; first->dw = L->dw; first->n_w = L->n_w;
@@ -347,6 +365,7 @@ static void init_params(eng_model *m, uint64_t seed)
     for (int i = 0; i < m->n_layers; i++) {
         eng_layer *L = &m->layers[i];
         if (!L->n_w) continue;
+        if (L->kind == ENG_LAYER_SEQ) { eng_seq_init(m, L, seed, i); continue; }
         double fan_in, fan_out;
         if (L->kind == ENG_LAYER_CONV) {
             double kk = (double)L->kernel * L->kernel;
@@ -444,6 +463,10 @@ static void make_summary(eng_model *m)
             break;
         case ENG_LAYER_GAP: w = snprintf(s + len, cap - len, "%sgap(%dx%dx%d->%d)", sep, a[0], a[1], a[2], b[0]); break;
         case ENG_LAYER_SAGE: break; /* never built here (engine/graph/gnn.c) */
+        case ENG_LAYER_SEQ: w = len < cap ? snprintf(s + len, cap - len, "%s", sep) : 0;
+            if (w > 0) len += (size_t)w;
+            w = len < cap ? eng_seq_summary(m, L, s + len, cap - len) : 0;
+            break;
         }
         if (w > 0) len += (size_t)w;
         if (L->act == ENG_ACT_MAXK && len < cap) {
@@ -507,6 +530,7 @@ int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out
     if (!rc) rc = choose_conv_algos(m);
     if (!rc && prof) rc = register_scopes(m);
     if (rc) { eng_model_free(m); return rc; }
+    eng_seq_charge(m);
     init_params(m, seed);
     make_summary(m);
     *out = m;

@@ -415,6 +415,9 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
         else if (L->kind == ENG_LAYER_CONV)
             return eng_fail(ENG_EINVAL, "newton: layer %s is a convolution; Newton curvature is implemented for "
                             "dense layers only (pool/flatten may come before the first dense layer)", L->name);
+        else if (L->kind == ENG_LAYER_SEQ)
+            return eng_fail(ENG_EINVAL, "newton: layer %s is a sequence layer; Newton curvature is implemented for "
+                            "dense layers only (use a first-order optimizer)", L->name);
         else if ((L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_AVGPOOL || L->kind == ENG_LAYER_GAP) && nl > 0)
             return eng_fail(ENG_EINVAL, "newton: layer %s (pooling) comes after a dense layer; Newton curvature is "
                             "implemented for dense layers only", L->name);

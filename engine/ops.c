@@ -41,6 +41,7 @@
  *  flatten       both 0                                  0
  *  maxk, cbsr_dense                                      see sparse.c
  *  aggregate                                             see gnn.c
+ *  embed, posenc, layernorm, attn_*, linformer_proj, resadd, ffn, meanpool   see attention.c
  * with n = elements per row, nb = bias length, K = classes, T = targets per row,
  * conv: C,H,W input, F filters, KxK kernel, P = OH·OW output positions with
  * OH = (H + 2·pad - K)/stride + 1 (OW alike), CKK = C·K·K, CHW = C·H·W;
@@ -156,42 +157,7 @@ static uint64_t bias_bytes(const eng_node *n, int rows, eng_dir dir)
 #define GELU_C 0.7978845608028654f /* sqrt(2/pi) */
 #define GELU_K 0.044715f
 
-static inline uint32_t f2u(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-static inline float u2f(uint32_t u) { float f; memcpy(&f, &u, sizeof f); return f; }
-
-/* c ? a : b on bits. A float ?: stays a branch at -O2: with trapping math GCC will not
- * if-convert a compare that may raise "invalid", and the loop then does not vectorize. */
-static inline float select_f(int c, float a, float b)
-{
-    uint32_t m = -(uint32_t)c;
-    return u2f((f2u(a) & m) | (f2u(b) & ~m));
-}
-
-/* exp(x) for x <= 0 (and NaN), subnormal results included. x = -m ln2 + r
- * with m = round(-x log2 e) read from the mantissa of a float shifted by 1.5*2^23 (no
- * float-to-int conversion, which is undefined for NaN); r by Cody-Waite (ln2 = HI + LO,
- * m * HI exact); e^r = 1 + r + r^2 Q(r) on |r| <= ln2/2 (Chebyshev fit, error 8e-9).
- * 2^-m is applied as two normal powers of two so results down to 2^-149 stay right. */
-#define EXP_SHIFT 12582912.0f          /* 1.5 * 2^23 */
-#define EXP_LOG2E 1.44269504088896341f
-#define EXP_LN2_HI 0.693359375f
-#define EXP_LN2_LO (-2.12194440054690583e-4f)
-static inline float exp_nonpos(float x)
-{
-    x = select_f(x < -104.0f, -104.0f, x); /* exp(-104) rounds to 0; keeps m in [0, 150] */
-    float t = EXP_SHIFT - x * EXP_LOG2E;
-    uint32_t m = f2u(t) - f2u(EXP_SHIFT);
-    float mf = t - EXP_SHIFT;
-    float r = (x + mf * EXP_LN2_HI) + mf * EXP_LN2_LO;
-    float q = 1.392617611993558e-3f;
-    q = q * r + 8.363173074513711e-3f;
-    q = q * r + 4.1666554662050534e-2f;
-    q = q * r + 1.666657702559799e-1f;
-    q = q * r + 0.5f;
-    float p = 1.0f + (r + (r * r) * q);
-    uint32_t m1 = m >> 1, m2 = m - m1;
-    return p * u2f((127u - m1) << 23) * u2f((127u - m2) << 23);
-}
+/* f2u, u2f, select_f and exp_nonpos live in internal.h (attention.c's softmax uses them too). */
 
 /* sigmoid(z) in *s and 1 - sigmoid(z) = sigmoid(-z) in *c, both to full relative precision:
  * from e = exp(-|z|) <= 1, so nothing overflows and no difference of near-equal values. */
@@ -693,4 +659,18 @@ const eng_op eng_ops[ENG_OP_COUNT] = {
                            eng_aggregate_bytes, NULL },
     [ENG_OP_AVGPOOL] = { "avgpool", avgpool_fwd, avgpool_bwd, avgpool_flops, avgpool_bytes, NULL },
     [ENG_OP_GAP] = { "gap", gap_fwd, gap_bwd, gap_flops, gap_bytes, NULL },
+    /* sequence ops: attention.c */
+    [ENG_OP_EMBED] = { "embed", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_POSENC] = { "posenc", eng_posenc_fwd, eng_posenc_bwd, eng_posenc_flops, eng_posenc_bytes, NULL },
+    [ENG_OP_LAYERNORM] = { "layernorm", eng_layernorm_fwd, eng_layernorm_bwd, eng_layernorm_flops, eng_layernorm_bytes, NULL },
+    [ENG_OP_ATTN_QKV] = { "attn_qkv", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_ATTN_SCORES] = { "attn_scores", eng_attn_scores_fwd, eng_attn_scores_bwd, eng_attn_scores_flops, eng_attn_scores_bytes, eng_attn_scores_gemms },
+    [ENG_OP_ATTN_SOFTMAX] = { "attn_softmax", eng_attn_softmax_fwd, eng_attn_softmax_bwd, eng_attn_softmax_flops, eng_attn_softmax_bytes, NULL },
+    [ENG_OP_ATTN_WSUM] = { "attn_wsum", eng_attn_wsum_fwd, eng_attn_wsum_bwd, eng_attn_wsum_flops, eng_attn_wsum_bytes, eng_attn_wsum_gemms },
+    [ENG_OP_ATTN_OUT] = { "attn_out", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_LINFORMER_PROJ] = { "linformer_proj", eng_linformer_fwd, eng_linformer_bwd, eng_linformer_flops, eng_linformer_bytes, eng_linformer_gemms },
+    [ENG_OP_RESADD] = { "resadd", eng_resadd_fwd, eng_resadd_bwd, eng_resadd_flops, eng_resadd_bytes, NULL },
+    [ENG_OP_FFN] = { "ffn", eng_seqlin_fwd, eng_seqlin_bwd, eng_seqlin_flops, eng_seqlin_bytes, eng_seqlin_gemms },
+    [ENG_OP_MEANPOOL] = { "meanpool", eng_meanpool_fwd, eng_meanpool_bwd, eng_meanpool_flops, eng_meanpool_bytes, NULL },
+    [ENG_OP_LSH_HASH] = { "lsh_hash", eng_lsh_hash_fwd, eng_lsh_hash_bwd, eng_lsh_hash_flops, eng_lsh_hash_bytes, NULL },
 };

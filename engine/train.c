@@ -31,6 +31,7 @@ struct eng_run {
     prof_t *prof;
     int ph[ENG_N_PHASES];         /* the loop's profiler scope ids, -1 when off */
     int wait_scope, gather_scope; /* the batcher's data.wait / data.gather scopes, -1 when off */
+    int track_step, track_sps;    /* the trace's step time and samples/s counters, -1 when off */
     int batch, bpe, threads, n_out;
     long total_steps;
     atomic_int stop;
@@ -321,6 +322,9 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     if (!rc) rc = create_checkpoint(r);
     if (!rc) rc = eng_loop_phases(prof, r->ph);
     if (rc) { eng_run_destroy(r); return rc; }
+    /* counter tracks of the trace (each rank's own, in its process row) */
+    r->track_step = prof_counter_register(prof, "step_time", "ms");
+    r->track_sps = prof_counter_register(prof, "throughput", "samples_per_s");
     *out = r;
     return ENG_OK;
 }
@@ -575,6 +579,8 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     eng_loop_env env = { .cfg = &r->cfg, .prof = r->prof, .total_steps = r->total_steps, .stop = &r->stop,
                          .info = &info, .err = r->err, .errcap = sizeof r->err };
     memcpy(env.ph, r->ph, sizeof env.ph);
+    env.track_step = r->track_step;
+    env.track_sps = r->track_sps;
     if (rc) return eng_loop_refuse(&env, &r->res, rc);  /* before run_begin: the sink has seen nothing */
     return eng_loop_run(&env, &task, &r->slots, r->resumed ? &r->resume : NULL, sink, &r->res);
 }

@@ -22,8 +22,12 @@ const char *prof_internal_clock_note(void);
 void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t *cpu, double cpu_read_ns);
 /* profiler.c -> mem.c: the wall clock part of it. */
 void prof_internal_fake_wall(const volatile uint64_t *wall);
-/* Sets the message prof_error() returns (for sysinfo.c). */
-void prof_internal_set_error(const char *msg);
+/* The one header of a Chrome trace (profiler.c's prof_trace_write and trace_merge.c):
+ * {"displayTimeUnit":"ms","otherData":{"generator":"nnbench profiler", other(j, ctx)...},
+ * "traceEvents":[ -- the object and the array are left open for the caller's events. */
+void prof_internal_trace_head(prof_json *j, void (*other)(prof_json *j, const void *ctx), const void *ctx);
+/* Sets the message prof_error() returns (error.c). */
+void prof_internal_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Why this machine has no hardware counters, in PAPI's own words (profiler.c). */
 void prof_internal_no_counters_reason(char *buf, size_t n);
@@ -51,7 +55,7 @@ void prof_internal_explain(const prof_counter_facts *f, char *hw, size_t hn, cha
 /* Sets up the default counter set as prof_create would, reports it, and releases it. */
 void prof_internal_counters_probe(int *hw, int *sw, char *hw_note, size_t hn, char *sw_note, size_t sn);
 
-/* snprintf for messages where cutting a long PAPI string or path short is fine. */
+/* (error.c) snprintf for messages where cutting a long PAPI string or path short is fine. */
 void prof_internal_say(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -78,7 +78,8 @@ typedef struct {
 } frame;
 
 typedef struct {
-    uint64_t ts, dur, flops, bytes; /* counter events (id < 0): live bytes in flops */
+    uint64_t ts, dur, flops, bytes; /* id -1: live bytes in flops; id <= -2: counter -2 - id,
+                                       its value (a double) in dur's bits */
     int32_t id, depth;
     long step;
 } trace_ev;
@@ -117,9 +118,10 @@ struct prof {
     size_t trace_cap, trace_n, trace_dropped;
     size_t trace_last_live;
     int pid, tid;
+    char track_name[PROF_TRACE_COUNTERS][48], track_series[PROF_TRACE_COUNTERS][32];
+    int n_tracks;             /* prof_counter_register'd counter tracks */
 };
 
-static _Thread_local char err_buf[512];
 /* prof_internal_fake_clocks: the test's CPU clock and the cost it stands for. */
 static volatile uint64_t *fake_cpu;
 static double fake_cpu_cost;
@@ -133,16 +135,6 @@ static int papi_ok;                 /* PAPI_library_init succeeded */
 static char papi_init_error[160];
 static char papi_disabled_by_env[256]; /* components NNBENCH_PAPI_DISABLE switched off */
 static papi_handle_t sde_handle;
-
-const char *prof_error(void) { return err_buf; }
-
-void prof_internal_say(char *buf, size_t n, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, n, fmt, ap);
-    va_end(ap);
-}
 
 static long long sde_read_live(void *arg) { (void)arg; return (long long)prof_mem_live(); }
 static long long sde_read_peak(void *arg) { (void)arg; return (long long)prof_mem_peak(); }
@@ -698,13 +690,13 @@ prof_t *prof_create(const prof_options *opt)
     long first = opt->trace_first, last = opt->trace_last;
     if (first == 0 && last == 0) { first = 1; last = 5; }
     if (opt->trace_path && (last < first)) {
-        snprintf(err_buf, sizeof err_buf, "profiler: trace steps %ld:%ld: the last step is "
+        prof_internal_errorf("profiler: trace steps %ld:%ld: the last step is "
                  "before the first; write A:B with A <= B", first, last);
         return NULL;
     }
     prof_t *p = calloc(1, sizeof *p);
     if (!p) {
-        snprintf(err_buf, sizeof err_buf, "profiler: out of memory (%zu bytes)", sizeof *p);
+        prof_internal_errorf("profiler: out of memory (%zu bytes)", sizeof *p);
         return NULL;
     }
     p->quiet = opt->quiet;
@@ -717,7 +709,7 @@ prof_t *prof_create(const prof_options *opt)
         p->trace_path = strdup(opt->trace_path);
         p->trace = malloc(p->trace_cap * sizeof *p->trace);
         if (!p->trace_path || !p->trace) {
-            snprintf(err_buf, sizeof err_buf, "profiler: out of memory for a trace buffer of "
+            prof_internal_errorf("profiler: out of memory for a trace buffer of "
                      "%zu events", p->trace_cap);
             free(p->trace_path);
             free(p->trace);
@@ -765,7 +757,7 @@ int prof_register(prof_t *p, const char *name, const char *layer, prof_kind kind
 {
     if (!p || !name) return -1;
     if (p->n_scopes >= MAX_SCOPES) {
-        snprintf(err_buf, sizeof err_buf, "profiler: more than %d scopes; '%s' not registered",
+        prof_internal_errorf("profiler: more than %d scopes; '%s' not registered",
                  MAX_SCOPES, name);
         return -1;
     }
@@ -840,6 +832,29 @@ static void trace_counter(prof_t *p, uint64_t ts, size_t live)
     e->id = -1;
     e->step = p->step;
     p->trace_last_live = live;
+}
+
+int prof_counter_register(prof_t *p, const char *name, const char *series)
+{
+    if (!p || !name || !series) return -1;
+    for (int k = 0; k < p->n_tracks; k++)
+        if (!strcmp(p->track_name[k], name) && !strcmp(p->track_series[k], series)) return k;
+    if (p->n_tracks >= PROF_TRACE_COUNTERS) return -1;
+    snprintf(p->track_name[p->n_tracks], sizeof p->track_name[0], "%s", name);
+    snprintf(p->track_series[p->n_tracks], sizeof p->track_series[0], "%s", series);
+    return p->n_tracks++;
+}
+
+void prof_counter(prof_t *p, int counter, double value)
+{
+    if (!p || !p->trace_on || counter < 0 || counter >= p->n_tracks) return;
+    if (p->trace_n >= p->trace_cap) { p->trace_dropped++; return; }
+    trace_ev *e = &p->trace[p->trace_n++];
+    memset(e, 0, sizeof *e);
+    e->ts = prof_now_ns();
+    e->id = -2 - counter;
+    e->step = p->step;
+    memcpy(&e->dur, &value, sizeof value);
 }
 
 static void trace_push(prof_t *p, const frame *f, uint64_t t1, uint64_t flops, uint64_t bytes)
@@ -928,6 +943,12 @@ void prof_internal_charge(size_t n, size_t live)
     if (live > f->peak_live) f->peak_live = live;
 }
 
+void prof_charge(prof_t *p, int id, size_t bytes)
+{
+    if (!p || id < 0 || id >= p->n_scopes) return;
+    p->scopes[id].self_mem += (int64_t)bytes;
+}
+
 void prof_step(prof_t *p, long step)
 {
     p->step = step;
@@ -990,12 +1011,12 @@ int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n)
     *rows = NULL;
     *n = 0;
     if (!p) {
-        snprintf(err_buf, sizeof err_buf, "profiler: no profiler (profiling is off)");
+        prof_internal_errorf("profiler: no profiler (profiling is off)");
         return -1;
     }
     prof_row *out = calloc(p->n_scopes ? (size_t)p->n_scopes : 1, sizeof *out);
     if (!out) {
-        snprintf(err_buf, sizeof err_buf, "profiler: out of memory for %d rows", p->n_scopes);
+        prof_internal_errorf("profiler: out of memory for %d rows", p->n_scopes);
         return -1;
     }
     size_t m = 0;
@@ -1068,46 +1089,92 @@ void prof_clock_sync(prof_t *p)
     if (p) p->t_sync = prof_now_ns();
 }
 
+/* The trace's own otherData members (after the generator). */
+static void trace_other(prof_json *j, const void *ctx)
+{
+    const prof_t *p = ctx;
+    char steps[48];
+    snprintf(steps, sizeof steps, "%ld:%ld", p->trace_first, p->trace_last);
+    prof_json_kstr(j, "steps", steps);
+    prof_json_kint(j, "events", (long long)p->trace_n);
+    prof_json_kint(j, "capacity", (long long)p->trace_cap);
+    prof_json_kint(j, "dropped_events", (long long)p->trace_dropped);
+    prof_json_kstr(j, "counters", p->counters_note);
+    if (p->t_sync >= p->t_origin) {   /* prof_trace_merge aligns processes on it */
+        prof_json_key(j, "sync_us");
+        prof_json_numg(j, (double)(p->t_sync - p->t_origin) / 1e3, 15);
+    }
+    if (p->trace_dropped) {
+        char note[160];
+        snprintf(note, sizeof note, "trace buffer full: %zu events after the first %zu were dropped",
+                 p->trace_dropped, p->trace_n);
+        prof_json_kstr(j, "note", note);
+    }
+}
+
+/* One event: a scope ("X"), the live bytes or a registered counter ("C"). */
+static void trace_event(prof_json *j, const prof_t *p, const trace_ev *e)
+{
+    static const char *cat[] = { "op", "phase", "step" };
+    double ts = e->ts < p->t_origin ? 0 : (double)(e->ts - p->t_origin) / 1e3;
+    const scope_stat *s = e->id >= 0 ? &p->scopes[e->id] : NULL;
+    prof_json_object(j);
+    if (e->id == -1) {
+        prof_json_kstr(j, "name", "memory");
+    } else if (!s) {
+        prof_json_kstr(j, "name", p->track_name[-2 - e->id]);
+    } else {
+        prof_json_kstr(j, "name", s->name);
+        prof_json_kstr(j, "cat", cat[s->kind <= PROF_STEP ? s->kind : 0]);
+    }
+    prof_json_kstr(j, "ph", s ? "X" : "C");
+    prof_json_key(j, "ts");
+    prof_json_numg(j, ts, 15);
+    if (s) {
+        prof_json_key(j, "dur");
+        prof_json_numg(j, (double)e->dur / 1e3, 15);
+    }
+    prof_json_kint(j, "pid", p->pid);
+    prof_json_kint(j, "tid", p->tid);
+    prof_json_key(j, "args");
+    prof_json_object(j);
+    if (e->id == -1) {
+        prof_json_key(j, "live_bytes");
+        prof_json_uint(j, (unsigned long long)e->flops);
+    } else if (!s) {
+        double v;
+        memcpy(&v, &e->dur, sizeof v);
+        prof_json_key(j, p->track_series[-2 - e->id]);
+        prof_json_numg(j, v, 10);
+    } else {
+        prof_json_kint(j, "step", e->step);
+        prof_json_key(j, "flops");
+        prof_json_uint(j, (unsigned long long)e->flops);
+        prof_json_key(j, "bytes");
+        prof_json_uint(j, (unsigned long long)e->bytes);
+        if (s->layer[0]) prof_json_kstr(j, "layer", s->layer);
+    }
+    prof_json_close(j);
+    prof_json_close(j);
+}
+
 int prof_trace_write(prof_t *p, const char *path)
 {
     if (!p || !p->trace) {
-        snprintf(err_buf, sizeof err_buf, "profiler: no trace recorded: tracing is enabled by "
+        prof_internal_errorf("profiler: no trace recorded: tracing is enabled by "
                  "prof_options.trace_path (--trace FILE)");
         return -1;
     }
     if (!path) path = p->trace_path;
     FILE *f = fopen(path, "w");
     if (!f) {
-        snprintf(err_buf, sizeof err_buf, "profiler: cannot write trace '%s': %s", path, strerror(errno));
+        prof_internal_errorf("profiler: cannot write trace '%s': %s", path, strerror(errno));
         return -1;
     }
     prof_json j;
     prof_json_begin(&j, f, 0);
-    prof_json_object(&j);
-    prof_json_kstr(&j, "displayTimeUnit", "ms");
-    prof_json_key(&j, "otherData");
-    prof_json_object(&j);
-    char steps[48];
-    snprintf(steps, sizeof steps, "%ld:%ld", p->trace_first, p->trace_last);
-    prof_json_kstr(&j, "generator", "nnbench profiler");
-    prof_json_kstr(&j, "steps", steps);
-    prof_json_kint(&j, "events", (long long)p->trace_n);
-    prof_json_kint(&j, "capacity", (long long)p->trace_cap);
-    prof_json_kint(&j, "dropped_events", (long long)p->trace_dropped);
-    prof_json_kstr(&j, "counters", p->counters_note);
-    if (p->t_sync >= p->t_origin) {   /* prof_trace_merge aligns processes on it */
-        prof_json_key(&j, "sync_us");
-        prof_json_numg(&j, (double)(p->t_sync - p->t_origin) / 1e3, 15);
-    }
-    if (p->trace_dropped) {
-        char note[160];
-        snprintf(note, sizeof note, "trace buffer full: %zu events after the first %zu were dropped",
-                 p->trace_dropped, p->trace_n);
-        prof_json_kstr(&j, "note", note);
-    }
-    prof_json_close(&j);
-    prof_json_key(&j, "traceEvents");
-    prof_json_array(&j);
+    prof_internal_trace_head(&j, trace_other, p);
+    /* The process is named "nnbench" (prof_trace_merge names each rank's), its thread. */
     static const char *meta[][2] = { { "process_name", "nnbench" }, { "thread_name", "training" } };
     for (int m = 0; m < 2; m++) {
         prof_json_object(&j);
@@ -1121,55 +1188,16 @@ int prof_trace_write(prof_t *p, const char *path)
         prof_json_close(&j);
         prof_json_close(&j);
     }
-    static const char *cat[] = { "op", "phase", "step" };
-    for (size_t i = 0; i < p->trace_n; i++) {
-        const trace_ev *e = &p->trace[i];
-        double ts = (double)(e->ts - p->t_origin) / 1e3;
-        if (e->ts < p->t_origin) ts = 0;
-        prof_json_object(&j);
-        if (e->id < 0) {
-            prof_json_kstr(&j, "name", "memory");
-            prof_json_kstr(&j, "ph", "C");
-        } else {
-            const scope_stat *s = &p->scopes[e->id];
-            prof_json_kstr(&j, "name", s->name);
-            prof_json_kstr(&j, "cat", cat[s->kind <= PROF_STEP ? s->kind : 0]);
-            prof_json_kstr(&j, "ph", "X");
-        }
-        prof_json_key(&j, "ts");
-        prof_json_numg(&j, ts, 15);
-        if (e->id >= 0) {
-            prof_json_key(&j, "dur");
-            prof_json_numg(&j, (double)e->dur / 1e3, 15);
-        }
-        prof_json_kint(&j, "pid", p->pid);
-        prof_json_kint(&j, "tid", p->tid);
-        prof_json_key(&j, "args");
-        prof_json_object(&j);
-        if (e->id < 0) {
-            prof_json_key(&j, "live_bytes");
-            prof_json_uint(&j, (unsigned long long)e->flops);
-        } else {
-            const scope_stat *s = &p->scopes[e->id];
-            prof_json_kint(&j, "step", e->step);
-            prof_json_key(&j, "flops");
-            prof_json_uint(&j, (unsigned long long)e->flops);
-            prof_json_key(&j, "bytes");
-            prof_json_uint(&j, (unsigned long long)e->bytes);
-            if (s->layer[0]) prof_json_kstr(&j, "layer", s->layer);
-        }
-        prof_json_close(&j);
-        prof_json_close(&j);
-    }
+    for (size_t i = 0; i < p->trace_n; i++) trace_event(&j, p, &p->trace[i]);
     prof_json_close(&j);
     prof_json_close(&j);
     if (prof_json_end(&j) && !ferror(f)) {
         fclose(f);
-        snprintf(err_buf, sizeof err_buf, "profiler: trace '%s': the JSON writer was misused (a bug)", path);
+        prof_internal_errorf("profiler: trace '%s': the JSON writer was misused (a bug)", path);
         return -1;
     }
     if (ferror(f) | fclose(f)) {
-        snprintf(err_buf, sizeof err_buf, "profiler: writing trace '%s' failed: %s", path, strerror(errno));
+        prof_internal_errorf("profiler: writing trace '%s' failed: %s", path, strerror(errno));
         return -1;
     }
     p->trace_written = 1;
@@ -1188,9 +1216,4 @@ void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t 
     fake_cpu = cpu;
     fake_cpu_cost = cpu_read_ns;
     prof_internal_fake_wall(wall);
-}
-
-void prof_internal_set_error(const char *msg)
-{
-    snprintf(err_buf, sizeof err_buf, "%s", msg);
 }

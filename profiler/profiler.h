@@ -220,6 +220,16 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
 /* Writes the Chrome trace of the configured step window now (also done by prof_destroy
  * when trace_path was set). 0 ok, -1 with prof_error(). */
 int prof_trace_write(prof_t *p, const char *path);
+/* Counter tracks of the trace ("ph":"C", one track per name, drawn by Perfetto as "NAME
+ * SERIES"): a value the caller samples when it knows it (samples/s and the step time at
+ * each step's end, the prefetch queue's depth at each batch). Recorded only while the
+ * trace's step window is open, else nothing (no cost but a branch). Registering a name
+ * again returns its id (a resumed run registers twice); -1 when p is NULL or
+ * PROF_TRACE_COUNTERS names are taken. name and series are copied. The live-bytes track
+ * ("memory live_bytes") is the profiler's own. */
+#define PROF_TRACE_COUNTERS 16
+int prof_counter_register(prof_t *p, const char *name, const char *series);
+void prof_counter(prof_t *p, int counter, double value);
 /* Marks now as an instant every process of a job shares (call it right after a barrier
  * all of them pass); the trace records it, and prof_trace_merge aligns the processes'
  * rows on it. */
@@ -290,6 +300,10 @@ void prof_mem_reset_peak(void);
 size_t prof_peak_rss(void);
 /* Bytes ever allocated through prof_malloc/prof_calloc in this process. */
 size_t prof_mem_total(void);
+/* Charges bytes to scope id's self memory as if allocated inside it: for buffers an op
+ * owns that were carved from one block at build time (an attention layer's score matrices),
+ * so the op table's memory column shows what the op holds. Nothing for p NULL or id < 0. */
+void prof_charge(prof_t *p, int id, size_t bytes);
 
 /* Wall clock in ns (PAPI_get_real_nsec once PAPI is initialised, else CLOCK_MONOTONIC). */
 uint64_t prof_now_ns(void);

@@ -1,5 +1,5 @@
-/* sysinfo.c — what PAPI says about this machine (components, counters, presets) and the
- * stored peak-sgemm calibration that the profile table's "% peak" column is measured against. */
+/* sysinfo.c — what PAPI says about this machine (components, counters, presets, the clock)
+ * and the CPU model; the calibration is in calib.c. */
 #include <errno.h>
 #include <stdarg.h>
 #include <papi.h>
@@ -11,113 +11,7 @@
 
 #include "internal.h"
 
-int prof_calibration_path(char *buf, size_t n)
-{
-    const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
-    int len;
-    if (xdg && *xdg) len = snprintf(buf, n, "%s/nnbench/calibration", xdg);
-    else if (home && *home) len = snprintf(buf, n, "%s/.cache/nnbench/calibration", home);
-    else return -1;
-    return len > 0 && (size_t)len < n ? 0 : -1;
-}
-
 static void copy(char *dst, size_t n, const char *src) { prof_internal_say(dst, n, "%s", src ? src : ""); }
-
-__attribute__((format(printf, 1, 2)))
-static void set_err(const char *fmt, ...)
-{
-    /* prof_error() reads the message through the profiler's thread-local buffer. */
-    char msg[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    prof_internal_set_error(msg);
-}
-
-int prof_calibration_load(prof_calibration *c)
-{
-    memset(c, 0, sizeof *c);
-    char path[512];
-    if (prof_calibration_path(path, sizeof path)) return 1;
-    FILE *f = fopen(path, "r");
-    if (!f) {
-        if (errno == ENOENT) return 1;
-        set_err("profiler: cannot read calibration '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    char line[256];
-    int lineno = 0, bad = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (line[0] == '#' || line[0] == '\n') continue;
-        char key[64], val[128];
-        if (sscanf(line, " %63[a-z_] = %127[^\n]", key, val) != 2) { bad = lineno; break; }
-        if (!strcmp(key, "peak_gflops")) c->peak_gflops = atof(val);
-        else if (!strcmp(key, "mean_gflops")) c->mean_gflops = atof(val);
-        else if (!strcmp(key, "m")) c->m = atoi(val);
-        else if (!strcmp(key, "n")) c->n = atoi(val);
-        else if (!strcmp(key, "k")) c->k = atoi(val);
-        else if (!strcmp(key, "reps")) c->reps = atoi(val);
-        else if (!strcmp(key, "threads")) c->threads = atoi(val);
-        else if (!strcmp(key, "core")) copy(c->core, sizeof c->core, val);
-        else if (!strcmp(key, "when")) copy(c->when, sizeof c->when, val);
-    }
-    fclose(f);
-    if (bad || !(c->peak_gflops > 0)) {
-        if (bad)
-            set_err("profiler: calibration '%s' line %d is not 'key = value'; rerun "
-                    "nnbench sysinfo --calibrate", path, bad);
-        else
-            set_err("profiler: calibration '%s' has no positive peak_gflops; rerun "
-                    "nnbench sysinfo --calibrate", path);
-        memset(c, 0, sizeof *c);
-        return -1;
-    }
-    return 0;
-}
-
-static int mkdirs(char *path)
-{
-    for (char *s = path + 1; *s; s++) {
-        if (*s != '/') continue;
-        *s = 0;
-        int rc = mkdir(path, 0755);
-        *s = '/';
-        if (rc && errno != EEXIST) return -1;
-    }
-    return 0;
-}
-
-int prof_calibration_save(const prof_calibration *c)
-{
-    char path[512], tmp[540];
-    if (prof_calibration_path(path, sizeof path)) {
-        set_err("profiler: no place for the calibration: set XDG_CACHE_HOME or HOME");
-        return -1;
-    }
-    if (mkdirs(path)) {
-        set_err("profiler: cannot create the directory of '%s': %s", path, strerror(errno));
-        return -1;
-    }
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        set_err("profiler: cannot write calibration '%s': %s", tmp, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "# nnbench calibration: best cblas_sgemm rate of this machine (nnbench sysinfo --calibrate)\n"
-               "peak_gflops = %.3f\nmean_gflops = %.3f\nm = %d\nn = %d\nk = %d\nreps = %d\n"
-               "threads = %d\ncore = %s\nwhen = %s\n",
-            c->peak_gflops, c->mean_gflops, c->m, c->n, c->k, c->reps, c->threads, c->core, c->when);
-    int werr = ferror(f);
-    if (fclose(f) || werr || rename(tmp, path)) {
-        set_err("profiler: writing calibration '%s' failed: %s", path, strerror(errno));
-        unlink(tmp);
-        return -1;
-    }
-    return 0;
-}
 
 /* The one /proc/cpuinfo parser: the first "model name" line. */
 int prof_cpu_model(char *out, size_t cap)

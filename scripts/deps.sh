@@ -5,7 +5,8 @@
 set -eu
 pkgs="build-essential pkg-config libncurses-dev libsqlite3-dev libpapi-dev papi-tools
 libopenblas-dev liblapacke-dev libcmocka-dev libinih-dev zlib1g-dev tmux sqlite3 python3
-dataset-fashion-mnist libmetis-dev openmpi-bin libopenmpi-dev libdnnl-dev $*"
+dataset-fashion-mnist libmetis-dev openmpi-bin libopenmpi-dev libdnnl-dev
+libmicrohttpd-dev prometheus python3-protobuf protobuf-compiler $*"
 missing=""
 for p in $pkgs; do
     st=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)

@@ -10,6 +10,11 @@
 
 #include "store.h"
 
+/* SQLite's busy handler already waits up to the busy timeout per attempt; a few more
+ * attempts ride out a writer that holds the lock for long (e.g. a big delete). */
+#define BUSY_TIMEOUT_MS 5000
+#define BUSY_RETRIES 6
+
 typedef struct {
     long long run;
     long step;

@@ -80,11 +80,3 @@ int store_output_close(store_output *o, int st)
     if (st) unlink(o->tmp); /* our own temporary file, never the target */
     return st;
 }
-
-int store_export_csv(store *s, const long long *ids, size_t n, const char *path)
-{
-    store_output o;
-    int st = store_output_open(s->path, path, &o);
-    if (st) return st;
-    return store_output_close(&o, store_report_csv(s, ids, n, o.f));
-}

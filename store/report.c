@@ -216,6 +216,54 @@ int store_report_csv(store *s, const long long *ids, size_t n, FILE *f)
     return ferror(f) ? store_fail(STORE_EIO, "writing CSV failed") : STORE_OK;
 }
 
+/* ---- the op diff of two runs (diff.c): one row per scope, the columns of store_diff_cols;
+ * an "A -> B" column is two numbers, KEY_a and KEY_b. Raw numbers, never the text cells. */
+
+static int diff_pair(store_diff_col c) { return c >= STORE_DIFF_COL_CALLS && c <= STORE_DIFF_COL_CPU; }
+static int diff_text(store_diff_col c) { return c == STORE_DIFF_COL_NAME || c == STORE_DIFF_COL_LAYER || c == STORE_DIFF_COL_ONLY; }
+
+/* The text of a text column: the name without its "rankK:" prefix, the layer, the run a
+ * scope is only in ("A", "B"; "" when in both). */
+static const char *diff_text_value(const store_diff_row *r, store_diff_col c)
+{
+    const prof_row *x = r->a ? r->a : r->b;
+    const char *base;
+    prof_row_rank(x, &base);
+    if (c == STORE_DIFF_COL_NAME) return base;
+    if (c == STORE_DIFF_COL_LAYER) return x->layer;
+    return !r->a ? "B" : !r->b ? "A" : "";
+}
+
+int store_diff_csv(const store_diff *d, FILE *f)
+{
+    fputs("kind", f);
+    for (int c = 0; c < STORE_DIFF_N_COLS; c++) {
+        if (diff_pair((store_diff_col)c)) fprintf(f, ",%s_a,%s_b", store_diff_cols[c].key, store_diff_cols[c].key);
+        else fprintf(f, ",%s", store_diff_cols[c].key);
+    }
+    fputc('\n', f);
+    static const char *const kinds[] = { "op", "phase", "step" };
+    for (size_t i = 0; i < d->n; i++) {
+        const store_diff_row *r = &d->rows[i];
+        const prof_row *x = r->a ? r->a : r->b;
+        fputs((unsigned)x->kind < 3 ? kinds[x->kind] : "?", f);
+        for (int c = 0; c < STORE_DIFF_N_COLS; c++) {
+            fputc(',', f);
+            store_diff_col col = (store_diff_col)c;
+            if (diff_text(col)) put_csv_str(f, diff_text_value(r, col));
+            else if (col == STORE_DIFF_COL_RANK) fprintf(f, "%d", prof_row_rank(x, NULL));
+            else if (!diff_pair(col)) put_csv_num(f, store_diff_value(d, r, col, 0));
+            else {
+                put_csv_num(f, store_diff_value(d, r, col, 0));
+                fputc(',', f);
+                put_csv_num(f, store_diff_value(d, r, col, 1));
+            }
+        }
+        fputc('\n', f);
+    }
+    return ferror(f) ? store_fail(STORE_EIO, "writing the diff's CSV failed") : STORE_OK;
+}
+
 /* ---- JSON -------------------------------------------------------------------------- */
 
 /* Counts stored as -1 mean "not counted": null. */
@@ -233,10 +281,9 @@ static void json_kv(prof_json *j, const char *k, const store_kv *kv, size_t n)
     prof_json_close(j);
 }
 
-static void json_run(prof_json *j, const rep_run *x)
+/* The run's row: identity, status, counts and figures. */
+static void json_run_row(prof_json *j, const store_run *r)
 {
-    const store_run *r = &x->r;
-    prof_json_object(j);
     prof_json_kint(j, "id", r->id);
     prof_json_kstr(j, "name", r->name);
     prof_json_kstr(j, "variant", r->variant);
@@ -270,8 +317,11 @@ static void json_run(prof_json *j, const rep_run *x)
         { "wall_to_target", r->wall_to_target }, { "hybrid_to_target", r->hybrid_to_target },
         { "kappa_first", r->kappa_first }, { "kappa_last", r->kappa_last } };
     for (size_t i = 0; i < sizeof reals / sizeof reals[0]; i++) prof_json_knum(j, reals[i].k, reals[i].v);
-    json_kv(j, "params", x->params, x->n_params);
-    json_kv(j, "system", x->sys, x->n_sys);
+}
+
+/* Every stored metric series, by key: step, epoch, wall, hybrid time and value arrays. */
+static void json_metrics(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "metrics");
     prof_json_object(j);
     for (size_t k = 0; k < x->n_keys; k++) {
@@ -297,6 +347,10 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_ops(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "ops");
     prof_json_array(j);
     for (size_t i = 0; i < x->n_ops; i++) {
@@ -316,6 +370,10 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_profile(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "profile");
     if (x->has_prof) {
         const store_profile *p = &x->prof;
@@ -335,6 +393,10 @@ static void json_run(prof_json *j, const rep_run *x)
     } else {
         prof_json_null(j);
     }
+}
+
+static void json_solver_events(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "solver_events");
     prof_json_array(j);
     for (size_t i = 0; i < x->n_ev; i++) {
@@ -357,6 +419,10 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_quants(prof_json *j, const rep_run *x)
+{
     prof_json_key(j, "quantizations");
     prof_json_array(j);
     for (size_t i = 0; i < x->n_quants; i++) {
@@ -377,10 +443,25 @@ static void json_run(prof_json *j, const rep_run *x)
         prof_json_close(j);
     }
     prof_json_close(j);
+}
+
+static void json_run(prof_json *j, const rep_run *x)
+{
+    prof_json_object(j);
+    json_run_row(j, &x->r);
+    json_kv(j, "params", x->params, x->n_params);
+    json_kv(j, "system", x->sys, x->n_sys);
+    json_metrics(j, x);
+    json_ops(j, x);
+    json_profile(j, x);
+    json_solver_events(j, x);
+    json_quants(j, x);
     prof_json_close(j);
 }
 
-static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n)
+static void json_diff(prof_json *jp, const store_diff *d);
+
+static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n, const store_diff *d)
 {
     prof_json j;
     prof_json_begin(&j, f, 0);
@@ -393,8 +474,78 @@ static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n)
     prof_json_array(&j);
     for (size_t i = 0; i < n; i++) json_run(&j, &rr[i]);
     prof_json_close(&j);
+    if (d) {
+        prof_json_key(&j, "diff");
+        json_diff(&j, d);
+    }
     prof_json_close(&j);
     prof_json_end(&j);
+}
+
+static void json_diff_run(prof_json *j, const char *key, const store_diff *d, int k)
+{
+    const store_run *r = &d->cmp->runs[k ? d->ib : d->ia];
+    prof_json_key(j, key);
+    prof_json_object(j);
+    prof_json_kint(j, "id", r->id);
+    prof_json_kstr(j, "name", r->name);
+    prof_json_kstr(j, "variant", r->variant);
+    prof_json_kint(j, "steps", d->steps[k]);
+    prof_json_knum(j, "self_per_step_s", d->step_s[k]);
+    prof_json_close(j);
+}
+
+/* The diff as one object into j: `diff --json` alone, and the "diff" of a report's JSON. */
+static void json_diff(prof_json *jp, const store_diff *d)
+{
+#define j (*jp)
+    static const char *const kinds[] = { "op", "phase", "step" };
+    prof_json_object(&j);
+    prof_json_kint(&j, "nnbench_diff", 1);
+    json_diff_run(&j, "a", d, 0);
+    json_diff_run(&j, "b", d, 1);
+    prof_json_knum(&j, "delta_s", d->delta_s);
+    prof_json_key(&j, "note");
+    if (d->note[0]) prof_json_str(&j, d->note); else prof_json_null(&j);
+    prof_json_key(&j, "rows");
+    prof_json_array(&j);
+    for (size_t i = 0; i < d->n; i++) {
+        const store_diff_row *r = &d->rows[i];
+        const prof_row *x = r->a ? r->a : r->b;
+        prof_json_object(&j);
+        prof_json_kstr(&j, "kind", (unsigned)x->kind < 3 ? kinds[x->kind] : "?");
+        for (int c = 0; c < STORE_DIFF_N_COLS; c++) {
+            store_diff_col col = (store_diff_col)c;
+            if (col == STORE_DIFF_COL_ONLY) {
+                prof_json_key(&j, store_diff_cols[c].key);
+                if (r->a && r->b) prof_json_null(&j); else prof_json_str(&j, diff_text_value(r, col));
+            } else if (diff_text(col)) {
+                prof_json_kstr(&j, store_diff_cols[c].key, diff_text_value(r, col));
+            } else if (col == STORE_DIFF_COL_RANK) {
+                prof_json_kint(&j, store_diff_cols[c].key, prof_row_rank(x, NULL));
+            } else if (!diff_pair(col)) {
+                prof_json_knum(&j, store_diff_cols[c].key, store_diff_value(d, r, col, 0));
+            } else {
+                prof_json_key(&j, store_diff_cols[c].key);
+                prof_json_array(&j);
+                prof_json_num(&j, store_diff_value(d, r, col, 0));
+                prof_json_num(&j, store_diff_value(d, r, col, 1));
+                prof_json_close(&j);
+            }
+        }
+        prof_json_close(&j);
+    }
+    prof_json_close(&j);
+    prof_json_close(&j);
+#undef j
+}
+
+int store_diff_json(const store_diff *d, FILE *f)
+{
+    prof_json j;
+    prof_json_begin(&j, f, 0);
+    json_diff(&j, d);
+    return prof_json_end(&j) ? store_fail(STORE_EIO, "writing the diff's JSON failed") : STORE_OK;
 }
 
 /* ---- Markdown and HTML share their tables through a tiny table writer -------------- */
@@ -581,6 +732,36 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
     char bl[256];
     if (prof_balance_line(&x->balance, bl, sizeof bl)[0]) para(t, bl);
     if (x->has_prof && x->prof.counters_note[0]) para(t, x->prof.counters_note);
+}
+
+/* The op diff of the two runs of a report (diff.c), the columns and cells of `nnbench diff`. */
+static void diff_table(tw *t, const store_diff *d, size_t max_rows)
+{
+    char b[600], c[STORE_DIFF_N_COLS][96];
+    heading(t, 2, "Op diff (B - A)");
+    snprintf(b, sizeof b, "A = %s, B = %s; rows by their part of the step-time difference.",
+             d->cmp->label[d->ia], d->cmp->label[d->ib]);
+    para(t, b);
+    if (d->note[0]) para(t, d->note);
+    if (!d->n) return;
+    para(t, store_diff_summary(d, b, sizeof b));
+    const char *head[STORE_DIFF_N_COLS], *cells[STORE_DIFF_N_COLS];
+    int nc = 0;
+    for (int k = 0; k < STORE_DIFF_N_COLS; k++)
+        if (d->show[k]) head[nc++] = store_diff_cols[k].title;
+    tw_open(t, head, nc);
+    for (size_t i = 0; i < d->n && i < max_rows; i++) {
+        nc = 0;
+        for (int k = 0; k < STORE_DIFF_N_COLS; k++)
+            if (d->show[k]) cells[nc++] = store_diff_cell(d, &d->rows[i], (store_diff_col)k, c[k], sizeof c[k]);
+        tw_row(t, cells, nc);
+    }
+    tw_close(t);
+    if (d->n > max_rows) {
+        snprintf(b, sizeof b, "(%zu of %zu rows; nnbench diff %lld %lld shows them all)", max_rows, d->n,
+                 d->cmp->runs[d->ia].id, d->cmp->runs[d->ib].id);
+        para(t, b);
+    }
 }
 
 static void solver_summary(tw *t, const rep_run *x)
@@ -854,7 +1035,8 @@ static void layer_chart(tw *t, const rep_run *x)
     fputs("</g>\n</svg></figure>\n", f);
 }
 
-static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n, const store_compare *c)
+static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n, const store_compare *c,
+                      const store_diff *d)
 {
     tw t = { f, html };
     char when[64];
@@ -902,6 +1084,7 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     }
     heading(&t, 2, "Op profiles");
     for (size_t i = 0; i < n; i++) ops_table(&t, &rr[i], html ? 25 : 10);
+    if (d) diff_table(&t, d, html ? 40 : 15);
     int anyq = 0;
     for (size_t i = 0; i < n; i++) anyq |= rr[i].n_quants > 0;
     if (anyq) {
@@ -948,10 +1131,13 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     if (st) return st;
     rep_run *rr = NULL;
     store_compare *c = NULL;
+    store_diff *d = NULL;
     if ((st = kind == 3 ? STORE_OK : rep_load(s, ids, n, &rr))) return st;
-    if (kind == 0 || kind == 1) {
+    if (kind <= 1 || (kind == 2 && n == 2)) {   /* JSON of two runs: for the diff */
         store_cmp_opts co = { .target = NAN };
         if ((st = store_compare_load(s, ids, n, &co, &c))) { rep_free(rr, n); return st; }
+        /* two runs: the op diff of B (the second) against A */
+        if (n == 2 && (st = store_diff_load(s, c, 0, 1, &d))) { rep_free(rr, n); store_compare_free(c); return st; }
         for (size_t i = 0; i < n; i++) snprintf(rr[i].label, sizeof rr[i].label, "%s", c->label[i]); /* visible already */
     } else if (rr) {
         for (size_t i = 0; i < n; i++) {
@@ -965,17 +1151,28 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     store_output out;
     if ((st = store_output_open(s->path, path, &out))) {
         if (rr) rep_free(rr, n);
+        store_diff_free(d);
         store_compare_free(c);
         return st;
     }
     FILE *f = out.f;
     switch (kind) {
-    case 0: write_doc(f, 0, s->path, rr, n, c); break;
-    case 1: write_doc(f, 1, s->path, rr, n, c); break;
-    case 2: write_json(f, s->path, rr, n); break;
+    case 0: write_doc(f, 0, s->path, rr, n, c, d); break;
+    case 1: write_doc(f, 1, s->path, rr, n, c, d); break;
+    case 2: write_json(f, s->path, rr, n, d); break;
     default: st = store_report_csv(s, ids, n, f); break;
     }
     if (rr) rep_free(rr, n);
+    store_diff_free(d);
     store_compare_free(c);
     return store_output_close(&out, st);
+}
+
+/* `nnbench export`: the CSV report alone, through the same safe output file. */
+int store_export_csv(store *s, const long long *ids, size_t n, const char *path)
+{
+    store_output o;
+    int st = store_output_open(s->path, path, &o);
+    if (st) return st;
+    return store_output_close(&o, store_report_csv(s, ids, n, o.f));
 }

@@ -368,6 +368,75 @@ void store_metric_keys_sort(const char **keys, size_t n);
 /* Higher is worse for losses and errors ("loss", "err" in the key). */
 int store_metric_lower_is_better(const char *key);
 
+/* ---- the op diff of two runs: a view of the comparison above and the op-table model
+ * (compare.c), behind `nnbench diff`, the Compare screen with two runs and the reports of
+ * two runs. Every profile row of A and B (ops, phases, the step scope; each rank's rows
+ * apart) is matched on (name, layer, kind); its self time is taken per step (each run's
+ * step count: its `step` scope's calls, else runs.steps), and the difference B - A of
+ * that is its contribution to the step-time difference (the sum over rows of self time
+ * per step is the step time the profile saw, so the shares add up to 1). Rows are sorted
+ * by |difference|, largest first; a row present in one run only says so.
+ * Columns: STORE_DIFF_COL_* in this order, with these words, in every renderer; per-run
+ * cells read "A -> B" and are the op table's own cells (prof_table_cell). */
+typedef enum {
+    STORE_DIFF_COL_NAME, STORE_DIFF_COL_LAYER, STORE_DIFF_COL_RANK, STORE_DIFF_COL_SHARE, STORE_DIFF_COL_DELTA,
+    STORE_DIFF_COL_SELF_A, STORE_DIFF_COL_SELF_B, STORE_DIFF_COL_CALLS, STORE_DIFF_COL_GFLOPS, STORE_DIFF_COL_BYTES,
+    STORE_DIFF_COL_MEM, STORE_DIFF_COL_IPC, STORE_DIFF_COL_L1MISS, STORE_DIFF_COL_CPU, STORE_DIFF_COL_ONLY,
+    STORE_DIFF_N_COLS
+} store_diff_col;
+typedef struct {
+    const char *title;        /* "share", "self/step A", ... */
+    const char *key;          /* the JSON member / CSV column stem: "share", "self_per_step_a_s" */
+    const char *doc;          /* one line for --help and the docs */
+    int right;                /* numbers: right-aligned */
+    int optional;             /* shown only when some row has the value (store_diff.show) */
+} store_diff_col_def;
+extern const store_diff_col_def store_diff_cols[STORE_DIFF_N_COLS];
+
+typedef struct {
+    const prof_row *a, *b;    /* the row in run A / B; NULL when the run has none */
+    double self_a_s, self_b_s;/* self time per step, seconds (0 when absent) */
+    double delta_s;           /* self_b_s - self_a_s */
+    double share;             /* delta_s / store_diff.delta_s; NAN when that is 0 */
+} store_diff_row;
+
+typedef struct {
+    const store_compare *cmp; /* the comparison it is a view of (not owned) */
+    size_t ia, ib;            /* A and B: indices into cmp->runs */
+    store_op_row *ops[2];     /* every row of A and of B (all kinds) */
+    size_t n_ops[2];
+    prof_table table[2];      /* the op-table model of each run: what the per-run cells are */
+    long steps[2];            /* the step count each run's self times are divided by */
+    double step_s[2];         /* self time per step of the whole profile */
+    double delta_s;           /* step_s[1] - step_s[0]: the total the shares divide */
+    store_diff_row *rows;
+    size_t n;
+    unsigned char show[STORE_DIFF_N_COLS];
+    char note[400];           /* why there is nothing to compare, or "" */
+} store_diff;
+
+/* Builds the diff of runs c->runs[a] (A) and c->runs[b] (B), reading their profile rows
+ * from s; c must outlive *out. A run without a profile gives no rows and a note (not an
+ * error). Free with store_diff_free. */
+int store_diff_load(store *s, const store_compare *c, size_t a, size_t b, store_diff **out);
+/* The same from rows already in memory (the tests, the bench); rows are copied. steps
+ * <= 0: the `step` row's calls, else 1. */
+int store_diff_build(const store_compare *c, size_t a, size_t b, const prof_row *const rows[2],
+                     const size_t n_rows[2], const long steps[2], store_diff **out);
+void store_diff_free(store_diff *d);
+/* The text of column col of row r into b ("-" where unknown; names made visible). */
+const char *store_diff_cell(const store_diff *d, const store_diff_row *r, store_diff_col col, char *b, size_t cap);
+/* The number behind a cell, in seconds, counts per step, GFLOP/s, bytes: columns SHARE,
+ * DELTA, SELF_A, SELF_B ignore run; the "A -> B" columns give run 0 (A) or 1 (B). NAN where
+ * unknown or absent (and for the text columns). */
+double store_diff_value(const store_diff *d, const store_diff_row *r, store_diff_col col, int run);
+/* The one-line summary: "step time A 1.20 ms -> B 0.95 ms per step: -0.25 ms (-20.8%)". */
+const char *store_diff_summary(const store_diff *d, char *b, size_t cap);
+/* JSON (one object) and CSV (a header line, then one line per row) of the diff, raw
+ * numbers in seconds, counts and bytes; unknown values null / empty. (report.c) */
+int store_diff_json(const store_diff *d, FILE *f);
+int store_diff_csv(const store_diff *d, FILE *f);
+
 /* The Newton solver of a run in one summary, read by `show`, the Solver tab and reports. */
 typedef struct {
     size_t solves, quantum, raised;

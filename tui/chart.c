@@ -213,37 +213,52 @@ static double ty(double v, int log_y)
     return v;
 }
 
-int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_canvas *out)
-{
-    memset(out, 0, sizeof *out);
-    int W = o->width, H = o->height, utf8 = o->utf8;
-    /* Legend rows: entries ("━━ label  ") wrap at the width, at most 3 rows. */
-    int legend_rows = 0;
-    {
-        int x = 0;
-        for (size_t i = 0; i < ns; i++) {
-            if (!s[i].label || !*s[i].label) continue;
-            int l = 3 + text_len(s[i].label) + 2;
-            if (!legend_rows || (x + l > W - 8 && x > 0)) { legend_rows++; x = 0; }
-            x += l;
-        }
-        if (legend_rows > 3) legend_rows = 3;
-    }
-    int header = (o->title && *o->title) || (o->y_label && *o->y_label);
-    int ph = H - header - 2 - legend_rows;
-    if (W < 20 || ph < 2) return -1;
-    int cellplot = !utf8 || o->mono;
+/* One chart being drawn: its stages (layout, transformed data, y ticks, plot, axes, header
+ * and legend) share it. */
+typedef struct {
+    const tui_series *s;
+    size_t ns;
+    const tui_chart_opts *o;
+    int W, H, utf8, cellplot;
+    int header, legend_rows;
+    int ph, pw, gw, x0, top;     /* plot area in cells; y label width; plot origin */
+    double **xs, **ys;           /* transformed (smoothed, logged, scaled) copies of each series */
+    double xmin, xmax, ymin, ymax;
+    int have_data;
+    double yt[32], ystep;        /* y ticks and their labels */
+    int nyt;
+    char ylab[32][24];
+    plot p;
+} chart;
 
-    /* Transformed (smoothed, logged, scaled) copies of every series' x and y. */
-    double **ys = calloc(ns ? ns : 1, sizeof *ys), **xs = calloc(ns ? ns : 1, sizeof *xs);
-    double xmin = INFINITY, xmax = -INFINITY, ymin = INFINITY, ymax = -INFINITY;
-    int rc = -1;
-    if (!ys || !xs) goto done;
+/* Legend rows: entries ("━━ label  ") wrap at the width, at most 3 rows. */
+static int legend_rows(const tui_series *s, size_t ns, int W)
+{
+    int rows = 0, x = 0;
     for (size_t i = 0; i < ns; i++) {
-        ys[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
-        xs[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
-        if (!ys[i] || !xs[i]) goto done;
-        if (s[i].n) tui_smooth_ema(s[i].y, ys[i], s[i].n, o->smooth);
+        if (!s[i].label || !*s[i].label) continue;
+        int l = 3 + text_len(s[i].label) + 2;
+        if (!rows || (x + l > W - 8 && x > 0)) { rows++; x = 0; }
+        x += l;
+    }
+    return rows > 3 ? 3 : rows;
+}
+
+/* The transformed copies of every series and the data range (widened when flat). -1 when
+ * out of memory. */
+static int chart_transform(chart *c)
+{
+    const tui_chart_opts *o = c->o;
+    const tui_series *s = c->s;
+    c->xmin = INFINITY; c->xmax = -INFINITY; c->ymin = INFINITY; c->ymax = -INFINITY;
+    c->ys = calloc(c->ns ? c->ns : 1, sizeof *c->ys);
+    c->xs = calloc(c->ns ? c->ns : 1, sizeof *c->xs);
+    if (!c->ys || !c->xs) return -1;
+    for (size_t i = 0; i < c->ns; i++) {
+        double *ys = c->ys[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
+        double *xs = c->xs[i] = malloc((s[i].n ? s[i].n : 1) * sizeof(double));
+        if (!ys || !xs) return -1;
+        if (s[i].n) tui_smooth_ema(s[i].y, ys, s[i].n, o->smooth);
         double xm = 0;
         for (size_t k = 0; k < s[i].n; k++) {
             double x = s[i].x ? s[i].x[k] : (double)k;
@@ -253,127 +268,147 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
             double x = s[i].x ? s[i].x[k] : (double)k;
             if (o->x_scale == TUI_X_LOG) x = x > 0 ? log10(x) : NAN;
             else if (o->x_scale == TUI_X_NORM) x = xm > 0 ? x / xm : NAN;
-            xs[i][k] = x;
+            xs[k] = x;
         }
         for (size_t k = 0; k < s[i].n; k++) {
-            double x = xs[i][k], y = ty(ys[i][k], o->log_y);
-            ys[i][k] = y;
+            double x = xs[k], y = ty(ys[k], o->log_y);
+            ys[k] = y;
             if (!GAP_OK(y) || !isfinite(x)) continue;
-            if (x < xmin) xmin = x;
-            if (x > xmax) xmax = x;
-            if (y < ymin) ymin = y;
-            if (y > ymax) ymax = y;
+            if (x < c->xmin) c->xmin = x;
+            if (x > c->xmax) c->xmax = x;
+            if (y < c->ymin) c->ymin = y;
+            if (y > c->ymax) c->ymax = y;
         }
     }
-    int have_data = isfinite(xmin) && isfinite(ymin);
-    if (!have_data) { xmin = 0; xmax = 1; ymin = o->log_y ? 0 : 0; ymax = 1; }
-    if (xmax == xmin) { xmin -= 0.5; xmax += 0.5; }
-    if (ymax == ymin) {
-        double d = fabs(ymin) > 0 ? fabs(ymin) * 0.1 : 1;
-        ymin -= d; ymax += d;
+    c->have_data = isfinite(c->xmin) && isfinite(c->ymin);
+    if (!c->have_data) { c->xmin = 0; c->xmax = 1; c->ymin = 0; c->ymax = 1; }
+    if (c->xmax == c->xmin) { c->xmin -= 0.5; c->xmax += 0.5; }
+    if (c->ymax == c->ymin) {
+        double d = fabs(c->ymin) > 0 ? fabs(c->ymin) * 0.1 : 1;
+        c->ymin -= d; c->ymax += d;
     }
+    return 0;
+}
 
-    /* y ticks: nice numbers; the y range is widened to whole steps so the top and bottom
-     * rows carry labels. */
-    double yt[32], ystep;
-    int max_yt = ph / 2 + 1;
+/* y ticks: nice numbers; the y range is widened to whole steps so the top and bottom rows
+ * carry labels. Sets the label width gw. */
+static void chart_yticks(chart *c)
+{
+    int max_yt = c->ph / 2 + 1;
     if (max_yt > 8) max_yt = 8;
-    int nyt = tui_nice_ticks(ymin, ymax, max_yt, yt, &ystep);
-    if (o->log_y && ystep < 1 && ymax - ymin >= 1) ystep = 1;
-    ymin = floor(ymin / ystep + 1e-9) * ystep;
-    ymax = ceil(ymax / ystep - 1e-9) * ystep;
-    nyt = 0;
-    for (double t = ymin; t <= ymax + ystep * 1e-6 && nyt < 32; t = ymin + ystep * ++nyt)
-        yt[nyt] = fabs(t) < ystep * 1e-9 ? 0 : t;
+    tui_nice_ticks(c->ymin, c->ymax, max_yt, c->yt, &c->ystep);
+    double ystep = c->ystep;
+    if (c->o->log_y && ystep < 1 && c->ymax - c->ymin >= 1) ystep = c->ystep = 1;
+    c->ymin = floor(c->ymin / ystep + 1e-9) * ystep;
+    c->ymax = ceil(c->ymax / ystep - 1e-9) * ystep;
+    int nyt = 0;
+    for (double t = c->ymin; t <= c->ymax + ystep * 1e-6 && nyt < 32; t = c->ymin + ystep * ++nyt)
+        c->yt[nyt] = fabs(t) < ystep * 1e-9 ? 0 : t;
     /* Too many rows of labels for the height: keep every other one. */
     while (nyt > max_yt + 1) {
         int m = 0;
-        for (int i = 0; i < nyt; i += 2) yt[m++] = yt[i];
+        for (int i = 0; i < nyt; i += 2) c->yt[m++] = c->yt[i];
         nyt = m;
     }
-    char ylab[32][24];
-    int gw = 1;
+    c->nyt = nyt;
+    c->gw = 1;
     for (int i = 0; i < nyt; i++) {
-        double v = o->log_y ? pow(10, yt[i]) : yt[i];
-        if (o->log_y) snprintf(ylab[i], sizeof ylab[i], "%.3g", v);
-        else tui_tick_label(v, ystep, ylab[i], sizeof ylab[i]);
-        int l = (int)strlen(ylab[i]);
-        if (l > gw) gw = l;
+        double v = c->o->log_y ? pow(10, c->yt[i]) : c->yt[i];
+        if (c->o->log_y) snprintf(c->ylab[i], sizeof c->ylab[i], "%.3g", v);
+        else tui_tick_label(v, ystep, c->ylab[i], sizeof c->ylab[i]);
+        int l = (int)strlen(c->ylab[i]);
+        if (l > c->gw) c->gw = l;
     }
-    if (gw > 10) gw = 10;
-    int pw = W - gw - 1;
-    if (pw < 8) goto done;
+    if (c->gw > 10) c->gw = 10;
+}
 
+/* The canvas, blank, with every series drawn in the plot area. -1 when out of memory. */
+static int chart_plot(chart *c, tui_canvas *out)
+{
+    int W = c->W, H = c->H, pw = c->pw, ph = c->ph;
     out->w = W; out->h = H;
     out->cells = malloc((size_t)W * H * sizeof *out->cells);
-    plot p = { .pw = pw, .ph = ph, .dw = !cellplot ? pw * 2 : pw, .dh = !cellplot ? ph * 4 : ph, .utf8 = !cellplot };
-    p.bits = calloc((size_t)pw * ph, 1);
-    p.owner = malloc((size_t)pw * ph);
-    if (!out->cells || !p.bits || !p.owner) {
-        free(p.bits); free(p.owner); tui_canvas_free(out);
-        goto done;
+    plot *p = &c->p;
+    *p = (plot){ .pw = pw, .ph = ph, .dw = !c->cellplot ? pw * 2 : pw, .dh = !c->cellplot ? ph * 4 : ph,
+                 .utf8 = !c->cellplot };
+    p->bits = calloc((size_t)pw * ph, 1);
+    p->owner = malloc((size_t)pw * ph);
+    if (!out->cells || !p->bits || !p->owner) {
+        free(p->bits); free(p->owner); tui_canvas_free(out);
+        return -1;
     }
     for (int i = 0; i < W * H; i++) { out->cells[i].ch = ' '; out->cells[i].series = -1; }
-    memset(p.owner, -1, (size_t)pw * ph);
-
-    for (size_t i = 0; i < ns; i++) {
+    memset(p->owner, -1, (size_t)pw * ph);
+    for (size_t i = 0; i < c->ns; i++) {
         int have_prev = 0, px = 0, py = 0;
-        for (size_t k = 0; k < s[i].n; k++) {
-            double x = xs[i][k], y = ys[i][k];
+        for (size_t k = 0; k < c->s[i].n; k++) {
+            double x = c->xs[i][k], y = c->ys[i][k];
             if (!GAP_OK(y) || !isfinite(x)) { have_prev = 0; continue; }
-            int dx = (int)lround((x - xmin) / (xmax - xmin) * (p.dw - 1));
-            int dy = (int)lround((ymax - y) / (ymax - ymin) * (p.dh - 1));
-            if (have_prev) plot_line(&p, px, py, dx, dy, (int)i);
-            else plot_dot(&p, dx, dy, (int)i);
+            int dx = (int)lround((x - c->xmin) / (c->xmax - c->xmin) * (p->dw - 1));
+            int dy = (int)lround((c->ymax - y) / (c->ymax - c->ymin) * (p->dh - 1));
+            if (have_prev) plot_line(p, px, py, dx, dy, (int)i);
+            else plot_dot(p, dx, dy, (int)i);
             px = dx; py = dy; have_prev = 1;
         }
     }
-
-    int top = header, x0 = gw + 1;
     for (int cy = 0; cy < ph; cy++)
         for (int cx = 0; cx < pw; cx++) {
             size_t i = (size_t)cy * pw + cx;
-            if (!p.bits[i]) continue;
-            uint32_t ch = !cellplot ? tui_braille_char(p.bits[i]) : (uint32_t)tui_series_marker(p.owner[i]);
-            put(out, x0 + cx, top + cy, ch, p.owner[i]);
+            if (!p->bits[i]) continue;
+            uint32_t ch = !c->cellplot ? tui_braille_char(p->bits[i]) : (uint32_t)tui_series_marker(p->owner[i]);
+            put(out, c->x0 + cx, c->top + cy, ch, p->owner[i]);
         }
-    free(p.bits);
-    free(p.owner);
+    free(p->bits);
+    free(p->owner);
+    p->bits = NULL;
+    p->owner = NULL;
+    return 0;
+}
 
-    /* Axes. */
+/* The axes and the y labels. */
+static void chart_yaxis(const chart *c, tui_canvas *out)
+{
+    int utf8 = c->utf8, gw = c->gw, top = c->top;
     uint32_t vline = utf8 ? 0x2502 : '|', hline = utf8 ? 0x2500 : '-', corner = utf8 ? 0x2514 : '+';
-    uint32_t ytick = utf8 ? 0x2524 : '+', xtick = utf8 ? 0x252c : '+';
-    for (int cy = 0; cy < ph; cy++) put(out, gw, top + cy, vline, -1);
-    int axis_row = top + ph;
+    uint32_t ytick = utf8 ? 0x2524 : '+';
+    for (int cy = 0; cy < c->ph; cy++) put(out, gw, top + cy, vline, -1);
+    int axis_row = top + c->ph;
     put(out, gw, axis_row, corner, -1);
-    for (int cx = 0; cx < pw; cx++) put(out, x0 + cx, axis_row, hline, -1);
+    for (int cx = 0; cx < c->pw; cx++) put(out, c->x0 + cx, axis_row, hline, -1);
     int last_row = -1;
-    for (int i = nyt - 1; i >= 0; i--) {
-        int dy = (int)lround((ymax - yt[i]) / (ymax - ymin) * (p.dh - 1));
-        int cy = !cellplot ? dy / 4 : dy;
+    for (int i = c->nyt - 1; i >= 0; i--) {
+        int dy = (int)lround((c->ymax - c->yt[i]) / (c->ymax - c->ymin) * (c->p.dh - 1));
+        int cy = !c->cellplot ? dy / 4 : dy;
         if (cy == last_row) continue;
         last_row = cy;
-        int l = (int)strlen(ylab[i]);
+        int l = (int)strlen(c->ylab[i]);
         if (l > gw) l = gw;
-        put_text(out, gw - l, top + cy, ylab[i], -1, gw, utf8);
+        put_text(out, gw - l, top + cy, c->ylab[i], -1, gw, utf8);
         put(out, gw, top + cy, ytick, -1);
     }
+}
 
-    /* x ticks: labels centred under their column, dropped where they would collide. */
+/* x ticks: labels centred under their column, dropped where they would collide; the axis
+ * name at the right end. */
+static void chart_xaxis(const chart *c, tui_canvas *out)
+{
+    const tui_chart_opts *o = c->o;
+    int W = c->W, x0 = c->x0, utf8 = c->utf8, axis_row = c->top + c->ph;
+    uint32_t xtick = utf8 ? 0x252c : '+';
     double xt[16], xstep;
-    int max_xt = pw / 10 + 1;
+    int max_xt = c->pw / 10 + 1;
     if (max_xt > 12) max_xt = 12;
-    int nxt = tui_nice_ticks(xmin, xmax, max_xt, xt, &xstep);
+    int nxt = tui_nice_ticks(c->xmin, c->xmax, max_xt, xt, &xstep);
     int free_from = 0, lab_row = axis_row + 1, lab_end = W;
     /* The axis name keeps its place at the right end; tick labels yield to it. */
     if (o->x_label && *o->x_label && W - text_len(o->x_label) > x0 + 4) {
         lab_end = W - text_len(o->x_label) - 1;
         put_text(out, lab_end + 1, lab_row, o->x_label, -1, W, utf8);
     }
-    if (o->x_scale == TUI_X_LOG && xstep < 1 && xmax - xmin >= 1) {
+    if (o->x_scale == TUI_X_LOG && xstep < 1 && c->xmax - c->xmin >= 1) {
         /* Decades only: 0.1, 1, 10, ... */
         nxt = 0;
-        for (double t = ceil(xmin - 1e-9); t <= xmax + 1e-9 && nxt < 16; t += 1) xt[nxt++] = t;
+        for (double t = ceil(c->xmin - 1e-9); t <= c->xmax + 1e-9 && nxt < 16; t += 1) xt[nxt++] = t;
         while (nxt > max_xt) {
             int m = 0;
             for (int i = 0; i < nxt; i += 2) xt[m++] = xt[i];
@@ -384,8 +419,8 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
         char b[24];
         if (o->x_scale == TUI_X_LOG) snprintf(b, sizeof b, "%.3g", pow(10, xt[i]));
         else tui_tick_label(xt[i], xstep, b, sizeof b);
-        int dx = (int)lround((xt[i] - xmin) / (xmax - xmin) * (p.dw - 1));
-        int cx = x0 + (!cellplot ? dx / 2 : dx);
+        int dx = (int)lround((xt[i] - c->xmin) / (c->xmax - c->xmin) * (c->p.dw - 1));
+        int cx = x0 + (!c->cellplot ? dx / 2 : dx);
         int l = (int)strlen(b), start = cx - l / 2;
         if (start < x0 - 1) start = x0 - 1;
         if (start + l > lab_end) start = lab_end - l;
@@ -394,44 +429,73 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
         put_text(out, start, lab_row, b, -1, W, utf8);
         free_from = start + l + 1;
     }
+}
 
-    if (header) {
+/* The y label and title above, the legend below, "no data yet" in the middle. */
+static void chart_labels(const chart *c, tui_canvas *out)
+{
+    const tui_chart_opts *o = c->o;
+    int W = c->W, H = c->H, utf8 = c->utf8;
+    if (c->header) {
         int x = 0;
         if (o->y_label && *o->y_label) x = put_text(out, 0, 0, o->y_label, -1, W, utf8) + 2;
         if (o->title && *o->title) {
-            int l = text_len(o->title), c = x0 + (pw - l) / 2;
-            put_text(out, c > x ? c : x, 0, o->title, -1, W, utf8);
+            int l = text_len(o->title), cx = c->x0 + (c->pw - l) / 2;
+            put_text(out, cx > x ? cx : x, 0, o->title, -1, W, utf8);
         }
     }
-
-    if (legend_rows) {
-        int row = H - legend_rows, x = 0;
-        for (size_t i = 0; i < ns && row < H; i++) {
-            if (!s[i].label || !*s[i].label) continue;
-            int l = 3 + text_len(s[i].label) + 2;
+    if (c->legend_rows) {
+        int row = H - c->legend_rows, x = 0;
+        for (size_t i = 0; i < c->ns && row < H; i++) {
+            const tui_series *s = &c->s[i];
+            if (!s->label || !*s->label) continue;
+            int l = 3 + text_len(s->label) + 2;
             if (x > 0 && x + l > W - 8) {
                 if (++row >= H) break;
                 x = 0;
             }
             /* Without colour the legend shows the series' marker, as the plot does. */
-            uint32_t m = cellplot ? (uint32_t)tui_series_marker((int)i) : 0x2501;
+            uint32_t m = c->cellplot ? (uint32_t)tui_series_marker((int)i) : 0x2501;
             put(out, x, row, m, (int)i);
             put(out, x + 1, row, m, (int)i);
-            x = put_text(out, x + 3, row, s[i].label, (int)i, W, utf8) + 2;
+            x = put_text(out, x + 3, row, s->label, (int)i, W, utf8) + 2;
         }
     }
-
-    if (!have_data) {
+    if (!c->have_data) {
         const char *msg = "no data yet";
         int l = (int)strlen(msg);
-        put_text(out, x0 + (pw - l) / 2, top + ph / 2, msg, -1, W, utf8);
+        put_text(out, c->x0 + (c->pw - l) / 2, c->top + c->ph / 2, msg, -1, W, utf8);
     }
+}
+
+int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_canvas *out)
+{
+    memset(out, 0, sizeof *out);
+    chart *c = calloc(1, sizeof *c);
+    if (!c) return -1;
+    *c = (chart){ .s = s, .ns = ns, .o = o, .W = o->width, .H = o->height, .utf8 = o->utf8,
+                  .cellplot = !o->utf8 || o->mono };
+    c->legend_rows = legend_rows(s, ns, c->W);
+    c->header = (o->title && *o->title) || (o->y_label && *o->y_label);
+    c->top = c->header;
+    c->ph = c->H - c->header - 2 - c->legend_rows;
+    int rc = -1;
+    if (c->W < 20 || c->ph < 2) goto done;
+    if (chart_transform(c)) goto done;
+    chart_yticks(c);
+    c->pw = c->W - c->gw - 1;
+    c->x0 = c->gw + 1;
+    if (c->pw < 8 || chart_plot(c, out)) goto done;
+    chart_yaxis(c, out);
+    chart_xaxis(c, out);
+    chart_labels(c, out);
     rc = 0;
 done:
-    for (size_t i = 0; ys && i < ns; i++) free(ys[i]);
-    for (size_t i = 0; xs && i < ns; i++) free(xs[i]);
-    free(ys);
-    free(xs);
+    for (size_t i = 0; c->ys && i < ns; i++) free(c->ys[i]);
+    for (size_t i = 0; c->xs && i < ns; i++) free(c->xs[i]);
+    free(c->ys);
+    free(c->xs);
+    free(c);
     return rc;
 }
 

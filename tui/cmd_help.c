@@ -1,7 +1,8 @@
 /* cmd_help.c — the table of `nnbench` commands, and everything generated from it: the
- * top-level usage, "did you mean" for mistyped commands and options, the man page and the
- * bash completion script. A command's options are the `--words` of its own --help text, so
- * help, suggestions, man page and completion cannot drift apart. */
+ * top-level usage, "did you mean" for mistyped commands, the man page and the bash
+ * completion script. Each entry names the command's option spec, which the one parser
+ * (cli_opts.c) reads argv by and the completion offers; cli_spec_help_mismatch (tested)
+ * keeps the spec and the --words of the --help text (the man page) the same. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,22 +10,23 @@
 #include "cli.h"
 
 static const cli_command commands[] = {
-    { "run", cmd_run, cmd_run_help, "train every variant of an experiment file and store the runs" },
-    { "list", cmd_list, cmd_list_help, "list stored runs" },
-    { "show", cmd_show, cmd_show_help, "config, system, metrics, ops and solver summary of one run" },
-    { "compare", cmd_compare, cmd_compare_help, "side-by-side table and chart of several runs" },
-    { "solves", cmd_solves, cmd_solves_help, "the Newton linear solves of a run and how each was routed" },
-    { "report", cmd_report, cmd_report_help, "write a report of runs" },
-    { "export", cmd_export, cmd_export_help, "metrics of runs as CSV (long format)" },
-    { "delete", cmd_delete, cmd_delete_help, "delete runs from the database" },
-    { "project", cmd_project, cmd_project_help, "model a run's data-parallel scaling to N nodes (alpha-beta ring all-reduce)" },
-    { "allreduce", cmd_allreduce, cmd_allreduce_help, "measure MPI all-reduces here; fit the alpha-beta model" },
-    { "sysinfo", cmd_sysinfo, cmd_sysinfo_help, "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s" },
-    { "resume", cmd_resume, cmd_resume_help, "continue a crashed or interrupted run from its last checkpoint" },
-    { "eval", cmd_eval, cmd_eval_help, "evaluate a stored model on its test set or a file" },
-    { "quantize", cmd_quantize, cmd_quantize_help, "int8 post-training quantization: fp32 vs int8 bytes, accuracy, speed" },
-    { "export-model", cmd_export_model, cmd_export_model_help, "the int8 model as a self-contained C file" },
-    { "tui", cmd_tui, cmd_tui_help, "the ncurses workbench (also: nnbench with no arguments)" },
+    { "run", cmd_run, cmd_run_help, "train every variant of an experiment file and store the runs", &cmd_run_spec },
+    { "list", cmd_list, cmd_list_help, "list stored runs", &cmd_list_spec },
+    { "show", cmd_show, cmd_show_help, "config, system, metrics, ops and solver summary of one run", &cmd_show_spec },
+    { "compare", cmd_compare, cmd_compare_help, "side-by-side table and chart of several runs", &cmd_compare_spec },
+    { "diff", cmd_diff, cmd_diff_help, "op-by-op profile of two runs: what makes B faster or slower than A", &cmd_diff_spec },
+    { "solves", cmd_solves, cmd_solves_help, "the Newton linear solves of a run and how each was routed", &cmd_solves_spec },
+    { "report", cmd_report, cmd_report_help, "write a report of runs", &cmd_report_spec },
+    { "export", cmd_export, cmd_export_help, "metrics of runs as CSV (long format)", &cmd_export_spec },
+    { "delete", cmd_delete, cmd_delete_help, "delete runs from the database", &cmd_delete_spec },
+    { "project", cmd_project, cmd_project_help, "model a run's data-parallel scaling to N nodes (alpha-beta ring all-reduce)", &cmd_project_spec },
+    { "allreduce", cmd_allreduce, cmd_allreduce_help, "measure MPI all-reduces here; fit the alpha-beta model", &cmd_allreduce_spec },
+    { "sysinfo", cmd_sysinfo, cmd_sysinfo_help, "CPU, PAPI counters, BLAS; calibrate peak sgemm GFLOP/s", &cmd_sysinfo_spec },
+    { "resume", cmd_resume, cmd_resume_help, "continue a crashed or interrupted run from its last checkpoint", &cmd_resume_spec },
+    { "eval", cmd_eval, cmd_eval_help, "evaluate a stored model on its test set or a file", &cmd_eval_spec },
+    { "quantize", cmd_quantize, cmd_quantize_help, "int8 post-training quantization: fp32 vs int8 bytes, accuracy, speed", &cmd_quantize_spec },
+    { "export-model", cmd_export_model, cmd_export_model_help, "the int8 model as a self-contained C file", &cmd_export_model_spec },
+    { "tui", cmd_tui, cmd_tui_help, "the ncurses workbench (also: nnbench with no arguments)", &cmd_tui_spec },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -117,42 +119,6 @@ static void option_words_free(char **words, size_t n)
 
 /* ---- did you mean ----------------------------------------------------------------------- */
 
-/* Optimal string alignment distance (Damerau-Levenshtein with adjacent transpositions). */
-static size_t edit_distance(const char *a, const char *b)
-{
-    size_t la = strlen(a), lb = strlen(b);
-    if (la > 64 || lb > 64) return (size_t)-1;
-    size_t d[65][65];
-    for (size_t i = 0; i <= la; i++) d[i][0] = i;
-    for (size_t j = 0; j <= lb; j++) d[0][j] = j;
-    for (size_t i = 1; i <= la; i++)
-        for (size_t j = 1; j <= lb; j++) {
-            size_t cost = a[i - 1] != b[j - 1];
-            size_t v = d[i - 1][j] + 1;
-            if (d[i][j - 1] + 1 < v) v = d[i][j - 1] + 1;
-            if (d[i - 1][j - 1] + cost < v) v = d[i - 1][j - 1] + cost;
-            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] && d[i - 2][j - 2] + 1 < v)
-                v = d[i - 2][j - 2] + 1;
-            d[i][j] = v;
-        }
-    return d[la][lb];
-}
-
-const char *cli_suggest(const char *word, const char *const *cands, size_t n)
-{
-    /* a typo: at most 1 edit for short words, 2 from 6 characters on; a unique prefix too */
-    size_t len = strlen(word), limit = len >= 6 ? 2 : 1, best = (size_t)-1;
-    const char *pick = NULL, *prefix = NULL;
-    size_t n_prefix = 0;
-    for (size_t i = 0; i < n; i++) {
-        size_t d = edit_distance(word, cands[i]);
-        if (d < best) { best = d; pick = cands[i]; }
-        if (len >= 3 && !strncmp(cands[i], word, len)) { prefix = cands[i]; n_prefix++; }
-    }
-    if (n_prefix == 1) return prefix;
-    return pick && best <= limit ? pick : NULL;
-}
-
 int cli_unknown_command(const char *name)
 {
     const char *names[N_COMMANDS];
@@ -163,22 +129,56 @@ int cli_unknown_command(const char *name)
     return 2;
 }
 
-int cli_unknown_option(const char *cmd, const char *opt)
+/* Whether each mention of option w in c's help is another command's ("... nnbench
+ * allreduce --ranks 2" in project's help): "nnbench OTHER" earlier on the same line. */
+static int cross_reference(const cli_command *c, const char *w)
 {
-    const cli_command *c = cli_command_find(cmd);
+    char *t = help_text(c);
+    int other = t != NULL, any = 0;
+    size_t lw = strlen(w);
+    for (char *p = t; other && p && (p = strstr(p, w)); p += lw) {
+        if ((p[lw] >= 'a' && p[lw] <= 'z') || p[lw] == '-') continue; /* a longer word */
+        any = 1;
+        char *bol = p;
+        while (bol > t && bol[-1] != '\n') bol--;
+        other = 0;
+        for (char *q = bol; q < p && (q = strstr(q, "nnbench ")) && q < p; q += 8) {
+            size_t ln = strlen(c->name);
+            if (strncmp(q + 8, c->name, ln) || (q[8 + ln] != ' ' && q[8 + ln] != '\n')) other = 1;
+        }
+    }
+    free(t);
+    return any && other;
+}
+
+int cli_spec_help_mismatch(const cli_command *c, char *why, size_t cap)
+{
     char **words = NULL;
-    size_t n = c ? option_words(c, &words) : 0;
-    /* "--profil=x" is judged by its name */
-    char name[128];
-    snprintf(name, sizeof name, "%s", opt);
-    char *eq = strchr(name, '=');
-    if (eq) *eq = 0;
-    const char *s = n ? cli_suggest(name, (const char *const *)words, n) : NULL;
-    if (s) fprintf(stderr, "nnbench %s: unknown option '%s'; did you mean '%s'? (see nnbench %s --help)\n",
-                   cmd, opt, s, cmd);
-    else fprintf(stderr, "nnbench %s: unknown option '%s' (see nnbench %s --help)\n", cmd, opt, cmd);
+    size_t n = option_words(c, &words);
+    const cli_spec *sp = c->spec;
+    int bad = 0;
+    /* every documented option is parsed ... */
+    for (size_t i = 0; i < n && !bad; i++) {
+        int found = 0;
+        for (size_t k = 0; k < sp->n_opts && !found; k++)
+            found = !strcmp(words[i], sp->opts[k].name) || (sp->opts[k].alias && !strcmp(words[i], sp->opts[k].alias));
+        if (!found && strcmp(words[i], "--help") && !cross_reference(c, words[i]))
+            { snprintf(why, cap, "%s: --help names %s, the parser does not", c->name, words[i]); bad = 1; }
+    }
+    /* ... and every parsed --option is documented (by itself or its alias) */
+    for (size_t k = 0; k < sp->n_opts && !bad; k++) {
+        const cli_opt *o = &sp->opts[k];
+        int found = strncmp(o->name, "--", 2) != 0; /* "-o" is not a --word */
+        for (size_t i = 0; i < n && !found; i++) found = !strcmp(words[i], o->name);
+        if (!found && o->alias) {
+            char *t = help_text(c);
+            found = t && strstr(t, o->alias);
+            free(t);
+        }
+        if (!found) { snprintf(why, cap, "%s: the parser takes %s, --help does not name it", c->name, o->name); bad = 1; }
+    }
     option_words_free(words, n);
-    return 2;
+    return bad;
 }
 
 /* ---- man page and bash completion ------------------------------------------------------- */
@@ -244,12 +244,11 @@ static void bash_completion(FILE *f)
           "    local opts=\n"
           "    case $cmd in\n", f);
     for (size_t i = 0; i < N_COMMANDS; i++) {
-        char **w;
-        size_t n = option_words(&commands[i], &w);
+        const cli_spec *sp = commands[i].spec;
         fprintf(f, "        %s) opts=\"", commands[i].name);
-        for (size_t j = 0; j < n; j++) fprintf(f, "%s%s", j ? " " : "", w[j]);
+        for (size_t j = 0, k = 0; j < sp->n_opts; j++)
+            if (!strncmp(sp->opts[j].name, "--", 2)) fprintf(f, "%s%s", k++ ? " " : "", sp->opts[j].name);
         fputs("\" ;;\n", f);
-        option_words_free(w, n);
     }
     fputs("        help) COMPREPLY=( $(compgen -W \"", f);
     for (size_t i = 0; i < N_COMMANDS; i++) fprintf(f, "%s%s", i ? " " : "", commands[i].name);

@@ -2,6 +2,7 @@
  * interrupted run from its last checkpoint, into the same run id), `nnbench eval`
  * (evaluate the stored model), and the int8 ones in cmd_quant.c. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,133 +11,6 @@
 #include "cli.h"
 #include "model_load.h"
 #include "runner.h"
-
-/* ---- loading a stored run ------------------------------------------------------------- */
-
-void cli_stored_free(cli_stored *st)
-{
-    if (!st) return;
-    eng_run_destroy(st->run);
-    eng_experiment_free(st->ex);
-    free(st->ckpt);
-    store_run_clear(&st->row);
-    memset(st, 0, sizeof *st);
-}
-
-int cli_stored_open(const char *db_path, const char *spec, const char *const *extra, size_t n_extra, int need_ckpt,
-                    cli_stored *out, char *err, size_t cap)
-{
-    memset(out, 0, sizeof *out);
-    store_run_init(&out->row);
-    store *db;
-    if (store_open(db_path, 0, &db)) {
-        snprintf(err, cap, "%s", store_error());
-        return 1;
-    }
-    store_kv *kv = NULL;
-    size_t n_kv = 0;
-    const char **sets = NULL;
-    int code = 1;
-    if (store_run_resolve(db, spec, &out->id) || store_run_get(db, out->id, &out->row)) {
-        snprintf(err, cap, "%s", store_error());
-        goto done;
-    }
-    if (!out->row.exp_text) {
-        snprintf(err, cap, "run %lld has no stored experiment text to rebuild its model from", out->id);
-        goto done;
-    }
-    if (store_params_get(db, out->id, &kv, &n_kv)) {
-        snprintf(err, cap, "%s", store_error());
-        goto done;
-    }
-    /* A graph run has no checkpoint because its training loop takes none: say that,
-     * not the store's "written before checkpoints". */
-    for (size_t i = 0; need_ckpt && i < n_kv; i++)
-        if (!strcmp(kv[i].key, "data.source") && !strcmp(kv[i].value, "graph")) {
-            snprintf(err, cap, "run %lld is a graph run (data.source = graph): graph runs store no checkpoints (their "
-                     "training loop takes none), so there is no model to resume, evaluate, quantize or export", out->id);
-            goto done;
-        }
-    if (need_ckpt && store_checkpoint_get(db, out->id, &out->meta, &out->ckpt, &out->ckpt_len)) {
-        snprintf(err, cap, "%s", store_error());
-        goto done;
-    }
-    /* The run's resolved keys (defaults and --set included) as overrides of its stored
-     * text: the config is the one the run had, whatever the file says today. */
-    sets = calloc(n_kv + n_extra + 1, sizeof *sets);
-    char *buf = calloc(n_kv + 1, sizeof kv->key + sizeof kv->value + 2);
-    if (!sets || !buf) {
-        free(buf);
-        snprintf(err, cap, "out of memory");
-        goto done;
-    }
-    out->sets_buf = buf;
-    size_t ns = 0;
-    for (size_t i = 0; i < n_kv; i++) {
-        char *p = buf + i * (sizeof kv->key + sizeof kv->value + 2);
-        snprintf(p, sizeof kv->key + sizeof kv->value + 2, "%s=%s", kv[i].key, kv[i].value);
-        sets[ns++] = p;
-    }
-    for (size_t i = 0; i < n_extra; i++) sets[ns++] = extra[i];
-    if (eng_experiment_load_text(out->row.exp_path, out->row.exp_text, sets, ns, &out->ex) ||
-        (out->row.variant[0] && eng_experiment_select(out->ex, out->row.variant))) {
-        snprintf(err, cap, "rebuilding run %lld's config: %s", out->id, eng_error());
-        code = 2;
-        goto done;
-    }
-    if (eng_run_create(&out->ex->variants[0], out->ex->text, NULL, &out->run)) {
-        snprintf(err, cap, "run %lld: %s", out->id, eng_error());
-        goto done;
-    }
-    code = 0;
-done:
-    free(sets);
-    free(kv);
-    free(out->sets_buf);
-    out->sets_buf = NULL;
-    store_close(db);
-    if (code) cli_stored_free(out);
-    return code;
-}
-
-int cli_stored_load(const char *cmd, const char *db_path, const char *spec, const char *const *extra,
-                    size_t n_extra, int need_ckpt, cli_stored *out)
-{
-    char err[1024];
-    int code = cli_stored_open(db_path, spec, extra, n_extra, need_ckpt, out, err, sizeof err);
-    if (code) fprintf(stderr, "nnbench %s: %s\n", cmd, err);
-    return code;
-}
-
-/* ---- show ---------------------------------------------------------------------------- */
-
-void cli_show_model(store *s, long long run)
-{
-    store_checkpoint *ck = NULL;
-    size_t n = 0;
-    char a[32];
-    if (!store_checkpoints_list(s, run, &ck, &n) && n)
-        printf("  checkpoints %zu kept, %s each; last at step %ld (epoch %d)\n", n,
-               prof_fmt_bytes(a, sizeof a, (double)ck[0].bytes), ck[0].step, ck[0].epoch);
-    free(ck);
-    store_quant *q = NULL;
-    if (store_quants_list(s, run, &q, &n) || !n) { free(q); return; }
-    /* scheme and kernel are text any SQLite client may have written: shown visibly */
-    printf("  int8 quantizations (newest first): fp32 -> int8\n");
-    for (size_t i = 0; i < n; i++) {
-        char fb[32], ib[32], fa[32], ia[32], fl[32], il[32];
-        printf("    #%lld %s, calibrate %ld, %s: bytes %s -> %s (%.3fx), acc %s -> %s, loss %s -> %s\n",
-               q[i].id, cli_text(q[i].scheme), q[i].calibrate, cli_text(q[i].kernel), prof_fmt_bytes(fb, sizeof fb, (double)q[i].fp32_bytes),
-               prof_fmt_bytes(ib, sizeof ib, (double)q[i].int8_bytes),
-               q[i].fp32_bytes > 0 ? (double)q[i].int8_bytes / (double)q[i].fp32_bytes : NAN,
-               prof_fmt_num(fa, sizeof fa, q[i].fp32_acc), prof_fmt_num(ia, sizeof ia, q[i].int8_acc),
-               prof_fmt_num(fl, sizeof fl, q[i].fp32_loss), prof_fmt_num(il, sizeof il, q[i].int8_loss));
-        printf("       samples/s batch 1: %.0f -> %.0f (%.2fx); batch 128: %.0f -> %.0f (%.2fx)\n",
-               q[i].fp32_sps_b1, q[i].int8_sps_b1, q[i].int8_sps_b1 / q[i].fp32_sps_b1,
-               q[i].fp32_sps_b128, q[i].int8_sps_b128, q[i].int8_sps_b128 / q[i].fp32_sps_b128);
-    }
-    free(q);
-}
 
 /* ---- resume ------------------------------------------------------------------------------ */
 
@@ -173,16 +47,17 @@ void cmd_resume_help(FILE *f)
         "checkpoint: resume it again).\n");
 }
 
+typedef struct { const char *db; } resume_opts;
+static const cli_opt resume_opt[] = { CLI_OPT_VALUE("--db", NULL, resume_opts, db) };
+const cli_spec cmd_resume_spec = { "resume", cmd_resume_help, resume_opt, CLI_N(resume_opt) };
+
 int cmd_resume(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_resume_help(stdout); return 0; }
-        else if (!strcmp(argv[i], "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (argv[i][0] == '-') return cli_unknown_option("resume", argv[i]);
-        else if (!spec) spec = argv[i];
-        else { fprintf(stderr, "nnbench resume: one run at a time (got '%s' and '%s')\n", spec, argv[i]); return 2; }
-    }
+    resume_opts opt = { 0 };
+    int n_pos, rc = cli_parse(&cmd_resume_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench resume: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL;
     if (!spec) { fprintf(stderr, "nnbench resume: which run? usage: nnbench resume RUN\n"); return 2; }
     runner_resumed r;
     runner_hooks h = { .ud = &r, .begin = resume_begin, .running = resume_running };
@@ -197,6 +72,7 @@ int cmd_resume(int argc, char **argv)
         return code;
     }
     if (o->store_warning[0]) fprintf(stderr, "nnbench resume: warning: %s\n", o->store_warning);
+    if (o->monitor_warning[0]) fprintf(stderr, "nnbench resume: warning: %s\n", o->monitor_warning);
     if (o->store_error[0]) fprintf(stderr, "nnbench resume: %s\n", o->store_error);
     printf("run %lld: %s at step %ld/%ld, final train loss %.6g, test loss %.6g, test acc %.4f\n", r.run_id,
            eng_run_status_name(o->res.status), o->res.steps, r.total_steps, o->res.final_train_loss,
@@ -216,21 +92,21 @@ void cmd_eval_help(FILE *f)
         "The inputs are normalised with the statistics of the run's own training set.\n");
 }
 
+typedef struct { const char *db, *data, *labels; int json; } eval_opts;
+static const cli_opt eval_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, eval_opts, db), CLI_OPT_VALUE("--data", NULL, eval_opts, data),
+    CLI_OPT_VALUE("--labels", NULL, eval_opts, labels), CLI_OPT_FLAG("--json", NULL, eval_opts, json),
+};
+const cli_spec cmd_eval_spec = { "eval", cmd_eval_help, eval_opt, CLI_N(eval_opt) };
+
 int cmd_eval(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL, *data = NULL, *labels = NULL;
-    int json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_eval_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--data") && i + 1 < argc) data = argv[++i];
-        else if (!strcmp(a, "--labels") && i + 1 < argc) labels = argv[++i];
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (a[0] == '-') return cli_unknown_option("eval", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench eval: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
+    eval_opts opt = { 0 };
+    int n_pos, rc = cli_parse(&cmd_eval_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench eval: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL, *data = opt.data, *labels = opt.labels;
+    int json = opt.json;
     if (!spec) { fprintf(stderr, "nnbench eval: which run? usage: nnbench eval RUN [--data FILE]\n"); return 2; }
     if (labels && !data) { fprintf(stderr, "nnbench eval: --labels goes with --data (the images file)\n"); return 2; }
     char set_path[600], set_labels[600], set_n[32];

@@ -3,6 +3,7 @@
  * projects a stored run's step time, samples/s and efficiency to N nodes with that model. */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,40 +12,6 @@
 
 #include "cli.h"
 #include "../store/store.h"
-
-/* ---- mpirun on this program ---------------------------------------------------------- */
-
-int cli_mpirun_self(int argc, char **argv, int at)
-{
-    char *end;
-    long n = strtol(argv[at + 1], &end, 10);
-    if (*end || n < 1 || n > 1024) {
-        fprintf(stderr, "nnbench: --ranks: expected a number of ranks from 1 to 1024, got '%s'\n", argv[at + 1]);
-        return 2;
-    }
-    /* This binary, resolved now: /proc/self/exe in mpirun's hands would name mpirun. */
-    static char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (len <= 0) { fprintf(stderr, "nnbench: --ranks: cannot find this program: %s\n", strerror(errno)); return 1; }
-    self[len] = '\0';
-    char **av = calloc((size_t)argc + 8, sizeof *av);
-    if (!av) { fprintf(stderr, "nnbench: out of memory\n"); return 1; }
-    int k = 0;
-    av[k++] = "mpirun";
-    if (geteuid() == 0) av[k++] = "--allow-run-as-root"; /* Open MPI refuses root without it */
-    av[k++] = "--oversubscribe";                          /* N may exceed the cores */
-    av[k++] = "-np";
-    av[k++] = argv[at + 1];
-    av[k++] = self;
-    for (int i = 0; i < argc; i++)
-        if (i != at && i != at + 1) av[k++] = argv[i];
-    av[k] = NULL;
-    fflush(NULL);
-    execvp("mpirun", av);
-    fprintf(stderr, "nnbench: --ranks: cannot start mpirun: %s (install openmpi-bin: make deps)\n", strerror(errno));
-    free(av);
-    return 1;
-}
 
 /* ---- the alpha-beta model and its file ------------------------------------------------ */
 
@@ -117,15 +84,22 @@ void cmd_allreduce_help(FILE *f)
                "nnbench project. Lines FIT and CHECK are for scripts.\n");
 }
 
+typedef struct { const char *ranks, *reps; } allreduce_opts;
+static const cli_opt allreduce_opt[] = {
+    CLI_OPT_VALUE("--ranks", NULL, allreduce_opts, ranks), CLI_OPT_VALUE("--reps", NULL, allreduce_opts, reps),
+};
+const cli_spec cmd_allreduce_spec = { "allreduce", cmd_allreduce_help, allreduce_opt, CLI_N(allreduce_opt) };
+
 int cmd_allreduce(int argc, char **argv)
 {
-    int reps = 20;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) { cmd_allreduce_help(stdout); return 0; }
-        if (!strcmp(argv[i], "--ranks") && i + 1 < argc) return cli_mpirun_self(argc, argv, i);
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
-        else { fprintf(stderr, "nnbench allreduce: unknown argument '%s'\n", argv[i]); cmd_allreduce_help(stderr); return 2; }
-    }
+    allreduce_opts opt = { 0 };
+    /* --ranks N starts this command again under mpirun, with argv as given */
+    int at = cli_option_at(&cmd_allreduce_spec, argc, argv, "--ranks");
+    if (at > 0 && at + 1 < argc) return cli_mpirun_self(argc, argv, at);
+    int n_pos, prc = cli_parse(&cmd_allreduce_spec, &opt, argc, argv, &n_pos);
+    if (prc >= 0) return prc;
+    if (n_pos) return cli_usage_error("allreduce", "unexpected argument '%s'", argv[1]);
+    int reps = opt.reps ? atoi(opt.reps) : 20;
     int rank = 0, world = 1;
     if (eng_dist_init(&rank, &world)) { fprintf(stderr, "nnbench allreduce: %s\n", eng_error()); return 1; }
     if (world < 2) {
@@ -187,7 +161,7 @@ void cmd_project_help(FILE *f)
                "max(backward, all-reduce)). alpha and beta: --latency-us and --link-gbps (the\n"
                "cluster's network), else this machine's fit from nnbench allreduce --ranks 2.\n"
                "Every projected figure is modelled, never measured; the run needs a profile\n"
-               "(run it with --profile).\n");
+               "(made by nnbench run --profile).\n");
 }
 
 static double op_total(const store_op_row *rows, size_t n, const char *name)
@@ -204,37 +178,45 @@ static long long op_calls(const store_op_row *rows, size_t n, const char *name)
     return 0;
 }
 
-int cmd_project(int argc, char **argv)
+/* --nodes 2,8,64: up to 32 node counts into nodes; their number, or -1 (said). */
+static int parse_nodes(const char *nodes_s, int nodes[32])
 {
-    const char *spec = NULL, *nodes_s = NULL, *db_flag = NULL;
-    double gbps = NAN, lat_us = NAN;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_project_help(stdout); return 0; }
-        if (i + 1 < argc && !strcmp(a, "--nodes")) nodes_s = argv[++i];
-        else if (i + 1 < argc && !strcmp(a, "--link-gbps")) gbps = strtod(argv[++i], NULL);
-        else if (i + 1 < argc && !strcmp(a, "--latency-us")) lat_us = strtod(argv[++i], NULL);
-        else if (i + 1 < argc && !strcmp(a, "--db")) db_flag = argv[++i];
-        else if (a[0] == '-') { fprintf(stderr, "nnbench project: unknown option '%s'\n", a); cmd_project_help(stderr); return 2; }
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench project: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
-    if (!spec || !nodes_s) { cmd_project_help(stderr); return 2; }
-    if (isnan(gbps) != isnan(lat_us) || (!isnan(gbps) && !(gbps > 0 && lat_us >= 0))) {
-        fprintf(stderr, "nnbench project: --link-gbps G (> 0) and --latency-us U (>= 0) go together\n");
-        return 2;
-    }
-    int nodes[32], n_nodes = 0;
+    int n_nodes = 0;
     for (const char *p = nodes_s; *p && n_nodes < 32;) {
         char *end;
         long v = strtol(p, &end, 10);
         if (end == p || v < 1 || v > 1000000 || (*end && *end != ',')) {
             fprintf(stderr, "nnbench project: --nodes: expected a list like 2,8,64,256, got '%s'\n", nodes_s);
-            return 2;
+            return -1;
         }
         nodes[n_nodes++] = (int)v;
         p = *end ? end + 1 : end;
     }
+    return n_nodes;
+}
+
+typedef struct { const char *nodes, *link_gbps, *latency_us, *db; } project_opts;
+static const cli_opt project_opt[] = {
+    CLI_OPT_VALUE("--nodes", NULL, project_opts, nodes), CLI_OPT_VALUE("--link-gbps", NULL, project_opts, link_gbps),
+    CLI_OPT_VALUE("--latency-us", NULL, project_opts, latency_us), CLI_OPT_VALUE("--db", NULL, project_opts, db),
+};
+const cli_spec cmd_project_spec = { "project", cmd_project_help, project_opt, CLI_N(project_opt) };
+
+int cmd_project(int argc, char **argv)
+{
+    project_opts opt = { 0 };
+    int n_pos, prc = cli_parse(&cmd_project_spec, &opt, argc, argv, &n_pos);
+    if (prc >= 0) return prc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench project: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *spec = n_pos ? argv[1] : NULL, *nodes_s = opt.nodes, *db_flag = opt.db;
+    double gbps = opt.link_gbps ? strtod(opt.link_gbps, NULL) : NAN, lat_us = opt.latency_us ? strtod(opt.latency_us, NULL) : NAN;
+    if (!spec || !nodes_s) { cmd_project_help(stderr); return 2; }
+    if (isnan(gbps) != isnan(lat_us) || (!isnan(gbps) && !(gbps > 0 && lat_us >= 0))) {
+        fprintf(stderr, "nnbench project: --link-gbps G (> 0) and --latency-us U (>= 0) go together\n");
+        return 2;
+    }
+    int nodes[32], n_nodes = parse_nodes(nodes_s, nodes);
+    if (n_nodes < 0) return 2;
     ab_fit machine = { 0 }, net;
     char fpath[600];
     int have_fit = fit_load(&machine, fpath, sizeof fpath) == 0;

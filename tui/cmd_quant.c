@@ -4,6 +4,7 @@
  * as a quantization record of the run; `nnbench export-model RUN --int8`: the same int8
  * model as a self-contained C file. */
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,37 +17,28 @@
 #define BIG_BATCH CLI_QUANT_BIG_BATCH
 typedef cli_qopts qopts;
 
-/* Parses the options quantize and export-model share; 1 = consumed (i advanced), 0 = not
- * ours, -1 = bad value (message printed). */
-static int qopt_parse(const char *cmd, int argc, char **argv, int *i, qopts *o)
+/* --calibrate N and --scheme minmax|percentile, which quantize and export-model share: their
+ * options structs start with the qopts. */
+static int qopt_value(void *opts, const char *cmd, const char *name, char **vals)
 {
-    const char *a = argv[*i];
-    if (!strcmp(a, "--calibrate") || !strcmp(a, "--scheme") || !strcmp(a, "--kernel")) {
-        if (*i + 1 >= argc) { fprintf(stderr, "nnbench %s: %s needs a value\n", cmd, a); return -1; }
-        const char *v = argv[++*i];
-        if (!strcmp(a, "--calibrate")) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 10000000) {
-                fprintf(stderr, "nnbench %s: --calibrate: expected a number of training samples >= 1, got '%s'\n", cmd, v);
-                return -1;
-            }
-            o->calibrate = (int)n;
-        } else if (!strcmp(a, "--scheme")) {
-            if (!strcmp(v, "minmax")) o->scheme = ENG_QSCHEME_MINMAX;
-            else if (!strcmp(v, "percentile")) o->scheme = ENG_QSCHEME_PERCENTILE;
-            else { fprintf(stderr, "nnbench %s: --scheme: expected minmax or percentile, got '%s'\n", cmd, v); return -1; }
-        } else {
-            o->kernel = v;
+    qopts *o = opts;
+    const char *v = vals[0];
+    if (!strcmp(name, "--calibrate")) {
+        char *end;
+        long n = strtol(v, &end, 10);
+        if (*end || n < 1 || n > 10000000) {
+            fprintf(stderr, "nnbench %s: --calibrate: expected a number of training samples >= 1, got '%s'\n", cmd, v);
+            return 2;
         }
-        return 1;
-    }
+        o->calibrate = (int)n;
+    } else if (!strcmp(v, "minmax")) o->scheme = ENG_QSCHEME_MINMAX;
+    else if (!strcmp(v, "percentile")) o->scheme = ENG_QSCHEME_PERCENTILE;
+    else { fprintf(stderr, "nnbench %s: --scheme: expected minmax or percentile, got '%s'\n", cmd, v); return 2; }
     return 0;
 }
 
 static int n_outputs(const eng_dataset *ds) { return ds->classification ? ds->n_classes : ds->n_targets; }
 
-const char *cli_qscheme_name(eng_qscheme s) { return s == ENG_QSCHEME_PERCENTILE ? "percentile" : "minmax"; }
 #define scheme_name cli_qscheme_name
 
 void cmd_quantize_help(FILE *f)
@@ -67,193 +59,23 @@ void cmd_quantize_help(FILE *f)
         BIG_BATCH, BIG_BATCH);
 }
 
-/* Loads, quantizes twice (profiled for the accuracy pass, unprofiled for timing), chooses
- * the kernel. */
-typedef struct {
-    cli_stored st;
-    eng_qmodel *q, *qt;       /* profiled / timing */
-    prof_t *prof;
-    eng_model *m128;          /* the fp32 model for batches up to BIG_BATCH */
-    double own_sps[2], dnnl_sps[2]; /* int8 samples/s at batch BIG_BATCH and 1; NAN if not measured */
-    double fp32_loss, fp32_acc;     /* the fp32 model on the test set */
-    char own_name[16];
-} quant_job;
-
-static void job_free(quant_job *j)
-{
-    eng_qmodel_free(j->q);
-    eng_qmodel_free(j->qt);
-    eng_model_free(j->m128);
-    prof_destroy(j->prof);
-    cli_stored_free(&j->st);
-}
-
-
-
-static int job_load(const char *db_path, const char *spec, const qopts *o, int timing, quant_job *j, char *err, size_t cap)
-{
-    memset(j, 0, sizeof *j);
-    j->own_sps[0] = j->own_sps[1] = j->dnnl_sps[0] = j->dnnl_sps[1] = NAN;
-    int code = cli_stored_open(db_path, spec, NULL, 0, 1, &j->st, err, cap);
-    if (code) return code;
-    eng_run *run = j->st.run;
-    if (eng_run_load_params(run, j->st.ckpt, j->st.ckpt_len)) {
-        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
-        return 1;
-    }
-    const eng_dataset *ds = eng_run_dataset(run);
-    if (ds->n_test < 1) {
-        snprintf(err, cap, "run %lld's data has no test set to measure the int8 model on", j->st.id);
-        return 1;
-    }
-    /* eval's check, for quantize and export-model alike: a model whose test loss is not
-     * finite (a diverged run) is refused before it is quantized or written out. */
-    if (eng_run_evaluate(run, &j->fp32_loss, &j->fp32_acc)) {
-        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
-        return 1;
-    }
-    eng_inference_threads(1);
-    prof_options po = { .counters = "none", .quiet = 1 };
-    if (timing && !(j->prof = prof_create(&po))) {
-        snprintf(err, cap, "profiler: %s", prof_error());
-        return 1;
-    }
-    eng_model *m = eng_run_model(run);
-    if (eng_quantize(m, ds, o->calibrate, o->scheme, BIG_BATCH, j->prof, &j->q) ||
-        (timing && eng_quantize(m, ds, o->calibrate, o->scheme, BIG_BATCH, NULL, &j->qt))) {
-        snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
-        return 1;
-    }
-    if (o->kernel) {
-        if (eng_qmodel_set_kernel(j->q, o->kernel) || (j->qt && eng_qmodel_set_kernel(j->qt, o->kernel))) {
-            snprintf(err, cap, "%s", eng_error());
-            return 2;
-        }
-    } else if (timing) {
-        /* the own kernel against oneDNN's matmul, at each batch size: each is used where it
-         * measured faster */
-        snprintf(j->own_name, sizeof j->own_name, "%s", eng_qmodel_kernel(j->qt));
-        int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-        for (int b = 0; b < 2; b++) j->own_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
-        if (!eng_qmodel_set_kernel(j->qt, "onednn"))
-            for (int b = 0; b < 2; b++) j->dnnl_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
-        const char *pick[2];
-        for (int b = 0; b < 2; b++) pick[b] = j->dnnl_sps[b] > j->own_sps[b] ? "onednn" : j->own_name;
-        eng_qmodel_set_kernels(j->qt, pick[0], pick[1]);
-        eng_qmodel_set_kernels(j->q, pick[0], pick[1]);
-    }
-    return 0;
-}
-
-void cli_quant_result_free(cli_quant_result *r)
-{
-    free(r->ops);
-    r->ops = NULL;
-    r->n_ops = 0;
-}
-
-static void say(void (*progress)(void *, const char *), void *ud, const char *stage)
-{
-    if (progress) progress(ud, stage);
-}
-
-int cli_quantize(const char *db_path, const char *spec, const qopts *o, int store_it,
-                 void (*progress)(void *ud, const char *stage), void *ud, cli_quant_result *out)
-{
-    memset(out, 0, sizeof *out);
-    char *err = out->error;
-    size_t cap = sizeof out->error;
-    say(progress, ud, "loading the run and calibrating");
-    quant_job j;
-    int code = job_load(db_path, spec, o, 1, &j, err, cap);
-    if (code) { job_free(&j); return code; }
-    eng_run *run = j.st.run;
-    const eng_dataset *ds = eng_run_dataset(run);
-    eng_model *m = eng_run_model(run);
-    store_quant rec;
-    memset(&rec, 0, sizeof rec);
-    rec.run = j.st.id;
-    rec.created = NAN;
-    rec.step = j.st.meta.step;
-    snprintf(rec.scheme, sizeof rec.scheme, "%s", scheme_name(o->scheme));
-    rec.calibrate = o->calibrate < ds->n_train ? o->calibrate : ds->n_train;
-    snprintf(rec.kernel, sizeof rec.kernel, "%s", eng_qmodel_kernel(j.q));
-    rec.fp32_bytes = (long long)(eng_model_n_params(m) * sizeof(float));
-    rec.int8_bytes = (long long)eng_qmodel_bytes(j.q);
-    say(progress, ud, "evaluating fp32 and int8 on the test set");
-    rec.fp32_loss = j.fp32_loss;
-    rec.fp32_acc = j.fp32_acc;
-    if (eng_qmodel_evaluate(j.q, ds->x_test, ds->y_test, ds->t_test, ds->n_test, &rec.int8_loss, &rec.int8_acc)) {
-        snprintf(err, cap, "%s", eng_error());
-        job_free(&j);
-        return 1;
-    }
-    /* throughput, one thread: the fp32 engine's forward against the int8 path */
-    if (eng_model_clone(m, BIG_BATCH, &j.m128)) {
-        snprintf(err, cap, "%s", eng_error());
-        job_free(&j);
-        return 1;
-    }
-    say(progress, ud, "measuring inference samples/s (batch 1 and 128, 1 thread)");
-    int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-    rec.fp32_sps_b1 = eng_model_inference_sps(j.m128, ds, 1, 0.4);
-    rec.int8_sps_b1 = eng_qmodel_inference_sps(j.qt, ds, 1, 0.4);
-    rec.fp32_sps_b128 = eng_model_inference_sps(j.m128, ds, big, 0.4);
-    rec.int8_sps_b128 = eng_qmodel_inference_sps(j.qt, ds, big, 0.4);
-
-    prof_row *rows = NULL;
-    size_t nr = 0;
-    store_quant_op *ops = NULL;
-    size_t nops = 0;
-    if (!prof_rows(j.prof, PROF_BY_SCOPE, &rows, &nr)) {
-        prof_rows_sort(rows, nr, PROF_SORT_SELF);
-        ops = calloc(nr ? nr : 1, sizeof *ops);
-        for (size_t i = 0; ops && i < nr; i++) {
-            if (rows[i].kind != PROF_OP || !rows[i].calls) continue;
-            ops[nops++] = rows[i];   /* the store keeps name, layer, calls, total and self */
-        }
-    }
-    free(rows);
-    if (store_it) {
-        say(progress, ud, "storing the quantization record");
-        store *db = NULL;
-        if (store_open(db_path, STORE_OPEN_WRITE, &db) || store_quant_put(db, &rec, ops, nops, &rec.id)) {
-            snprintf(err, cap, "%s", store_error());
-            code = 1;
-        } else {
-            out->stored = 1;
-        }
-        store_close(db);
-    }
-    out->rec = rec;
-    out->ops = ops;
-    out->n_ops = nops;
-    out->big = big;
-    out->n_test = ds->n_test;
-    snprintf(out->own_name, sizeof out->own_name, "%s", j.own_name);
-    for (int b = 0; b < 2; b++) { out->own_sps[b] = j.own_sps[b]; out->dnnl_sps[b] = j.dnnl_sps[b]; }
-    job_free(&j);
-    return code;
-}
+typedef struct { qopts q; const char *db; int json, no_store; } quantize_opts;
+static const cli_opt quantize_opt[] = {
+    CLI_OPT_CALL("--calibrate", qopt_value, 1), CLI_OPT_CALL("--scheme", qopt_value, 1),
+    CLI_OPT_VALUE("--kernel", NULL, quantize_opts, q.kernel), CLI_OPT_VALUE("--db", NULL, quantize_opts, db),
+    CLI_OPT_FLAG("--json", NULL, quantize_opts, json), CLI_OPT_FLAG("--no-store", NULL, quantize_opts, no_store),
+};
+const cli_spec cmd_quantize_spec = { "quantize", cmd_quantize_help, quantize_opt, CLI_N(quantize_opt) };
 
 int cmd_quantize(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL;
-    int json = 0, no_store = 0;
-    qopts o = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = qopt_parse("quantize", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_quantize_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--no-store")) no_store = 1;
-        else if (a[0] == '-') return cli_unknown_option("quantize", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
+    quantize_opts opt = { .q = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE } };
+    int n_pos, rc = cli_parse(&cmd_quantize_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench quantize: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL;
+    int json = opt.json, no_store = opt.no_store;
+    qopts o = opt.q;
     if (!spec) { fprintf(stderr, "nnbench quantize: which run? usage: nnbench quantize RUN\n"); return 2; }
     const char *db_path = cli_db_path(db_flag);
     cli_quant_result qr;
@@ -365,7 +187,7 @@ void cmd_export_model_help(FILE *f)
 
 /* The first n test samples with nnbench's int8 logits and predictions (--vectors): int32
  * n, in, out; then per sample float x[in], int32 class, float logits[out]. */
-static int write_vectors(FILE *f, const quant_job *j, int n)
+static int write_vectors(FILE *f, const cli_quant_job *j, int n)
 {
     const eng_dataset *ds = eng_run_dataset(j->st.run);
     int in = (int)ds->in_size, no = n_outputs(ds);
@@ -389,7 +211,7 @@ static int write_vectors(FILE *f, const quant_job *j, int n)
 /* One output of export-model: the C file (prefix given) or n test vectors, written as
  * reports are (store_output: never the database, a temporary file renamed into place, so a
  * failed export leaves the previous file as it was). Prints the reason; non-zero if failed. */
-static int export_write(const char *db_path, const char *path, const quant_job *j, const char *prefix, int n)
+static int export_write(const char *db_path, const char *path, const cli_quant_job *j, const char *prefix, int n)
 {
     store_output so;
     if (store_output_open(db_path, path, &so)) {
@@ -405,32 +227,37 @@ static int export_write(const char *db_path, const char *path, const quant_job *
     return rc != 0;
 }
 
+typedef struct { qopts q; const char *db, *out, *prefix, *vec_path; int int8; long n_vec; } export_model_opts;
+
+/* --vectors N FILE: N test vectors with their outputs, for a harness to check the C file. */
+static int vectors_value(void *opts, const char *cmd, const char *name, char **vals)
+{
+    export_model_opts *o = opts;
+    char *end;
+    o->n_vec = strtol(vals[0], &end, 10);
+    if (*end || o->n_vec < 1) { fprintf(stderr, "nnbench %s: %s: expected N >= 1, got '%s'\n", cmd, name, vals[0]); return 2; }
+    o->vec_path = vals[1];
+    return 0;
+}
+
+static const cli_opt export_model_opt[] = {
+    CLI_OPT_CALL("--calibrate", qopt_value, 1), CLI_OPT_CALL("--scheme", qopt_value, 1),
+    CLI_OPT_VALUE("--db", NULL, export_model_opts, db),
+    CLI_OPT_FLAG("--int8", NULL, export_model_opts, int8), CLI_OPT_VALUE("-o", NULL, export_model_opts, out),
+    CLI_OPT_VALUE("--prefix", NULL, export_model_opts, prefix), CLI_OPT_CALL("--vectors", vectors_value, 2),
+};
+const cli_spec cmd_export_model_spec = { "export-model", cmd_export_model_help, export_model_opt, CLI_N(export_model_opt) };
+
 int cmd_export_model(int argc, char **argv)
 {
-    const char *db_flag = NULL, *spec = NULL, *out = NULL, *prefix = "nnb", *vec_path = NULL;
-    int int8 = 0;
-    long n_vec = 0;
-    qopts o = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE };
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int r = qopt_parse("export-model", argc, argv, &i, &o);
-        if (r < 0) return 2;
-        if (r) continue;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_export_model_help(stdout); return 0; }
-        else if (!strcmp(a, "--db") && i + 1 < argc) db_flag = argv[++i];
-        else if (!strcmp(a, "--int8")) int8 = 1;
-        else if (!strcmp(a, "-o") && i + 1 < argc) out = argv[++i];
-        else if (!strcmp(a, "--prefix") && i + 1 < argc) prefix = argv[++i];
-        else if (!strcmp(a, "--vectors") && i + 2 < argc) {
-            char *end;
-            n_vec = strtol(argv[++i], &end, 10);
-            if (*end || n_vec < 1) { fprintf(stderr, "nnbench export-model: --vectors: expected N >= 1, got '%s'\n", argv[i]); return 2; }
-            vec_path = argv[++i];
-        }
-        else if (a[0] == '-') return cli_unknown_option("export-model", a);
-        else if (!spec) spec = a;
-        else { fprintf(stderr, "nnbench export-model: one run at a time (got '%s' and '%s')\n", spec, a); return 2; }
-    }
+    export_model_opts opt = { .q = { .calibrate = 1000, .scheme = ENG_QSCHEME_PERCENTILE }, .prefix = "nnb" };
+    int n_pos, rc = cli_parse(&cmd_export_model_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) { fprintf(stderr, "nnbench export-model: one run at a time (got '%s' and '%s')\n", argv[1], argv[2]); return 2; }
+    const char *db_flag = opt.db, *spec = n_pos ? argv[1] : NULL, *out = opt.out, *prefix = opt.prefix, *vec_path = opt.vec_path;
+    int int8 = opt.int8;
+    long n_vec = opt.n_vec;
+    qopts o = opt.q;
     if (!spec || !out) { fprintf(stderr, "nnbench export-model: usage: nnbench export-model RUN --int8 -o FILE.c\n"); return 2; }
     if (!int8) { fprintf(stderr, "nnbench export-model: only --int8 export exists; add --int8\n"); return 2; }
     for (const char *c = prefix; *c; c++)
@@ -448,19 +275,19 @@ int cmd_export_model(int argc, char **argv)
             return 1;
         }
     }
-    quant_job j;
+    cli_quant_job j;
     char err[1024];
-    int code = job_load(db_path, spec, &o, 0, &j, err, sizeof err);
-    if (code) { fprintf(stderr, "nnbench export-model: %s\n", err); job_free(&j); return code; }
-    if (export_write(db_path, out, &j, prefix, 0)) { job_free(&j); return 1; }
+    int code = cli_quant_job_load(db_path, spec, &o, 0, &j, err, sizeof err);
+    if (code) { fprintf(stderr, "nnbench export-model: %s\n", err); cli_quant_job_free(&j); return code; }
+    if (export_write(db_path, out, &j, prefix, 0)) { cli_quant_job_free(&j); return 1; }
     printf("run %lld: int8 model (%s, %d calibration samples, %zu bytes) written to %s\n", j.st.id,
            scheme_name(o.scheme), o.calibrate, eng_qmodel_bytes(j.q), out);
     if (vec_path) {
         const eng_dataset *ds = eng_run_dataset(j.st.run);
         int n = n_vec < ds->n_test ? (int)n_vec : ds->n_test;
-        if (export_write(db_path, vec_path, &j, NULL, n)) { job_free(&j); return 1; }
+        if (export_write(db_path, vec_path, &j, NULL, n)) { cli_quant_job_free(&j); return 1; }
         printf("%d test vectors with nnbench's int8 predictions written to %s\n", n, vec_path);
     }
-    job_free(&j);
+    cli_quant_job_free(&j);
     return 0;
 }

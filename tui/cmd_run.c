@@ -1,6 +1,7 @@
 /* cmd_run.c — `nnbench run FILE`: trains every variant of an experiment file, shows live
  * progress on a terminal, prints a summary (table or JSON), profiles and stores the runs. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,10 @@ void cmd_run_help(FILE *f)
         "  --set SECTION.KEY=V   override a key in every variant (repeatable),\n"
         "                        e.g. --set train.lr=0.1\n"
         "  --seed N              same as --set experiment.seed=N\n"
+        "  --metrics HOST:PORT   serve Prometheus /metrics while training (rank k of\n"
+        "                        mpirun: PORT+k); same as --set monitor.metrics=...\n"
+        "  --tensorboard DIR     write TensorBoard event files under DIR while training;\n"
+        "                        same as --set monitor.tensorboard=DIR\n"
         "  --json                print the summary as JSON instead of a table\n"
         "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
         "  --no-db               do not store the runs\n"
@@ -403,6 +408,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
         fprintf(stderr, "variant %s: %s\n", r->variant, cli_text(r->error));
     }
     if (o->store_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, cli_text(o->store_warning));
+    if (o->monitor_warning[0]) fprintf(stderr, "variant %s: warning: %s\n", r->variant, cli_text(o->monitor_warning));
     /* "stored" only once the end record is committed; any store error is exit 1. */
     const char *serr = o->store_error[0] ? o->store_error : o->rc == ENG_ESINK && c->has_db ? o->error : NULL;
     if (serr) {
@@ -442,14 +448,84 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
     }
 }
 
+/* ---- options ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *variant, *db, *report, *trace, *ranks;
+    const char *prof_sort_s, *prof_by_s;
+    int json, no_db, profile;
+    long prof_rows_n, trace_a, trace_b;
+    const char **sets;       /* --set and --seed, in order (sized for argc) */
+    size_t n_sets;
+    char seed_set[64], metrics_set[1024], tb_set[1024];
+} run_opts;
+
+static int opt_set(void *opts, const char *cmd, const char *name, char **vals)
+{
+    run_opts *o = opts;
+    if (!strcmp(name, "--seed")) {
+        snprintf(o->seed_set, sizeof o->seed_set, "experiment.seed=%s", vals[0]);
+        o->sets[o->n_sets++] = o->seed_set;
+    } else if (!strcmp(name, "--metrics") || !strcmp(name, "--tensorboard")) {
+        char *set = name[2] == 'm' ? o->metrics_set : o->tb_set;
+        snprintf(set, sizeof o->metrics_set, "monitor.%s=%s", name + 2, vals[0]);
+        o->sets[o->n_sets++] = set;
+    } else {
+        o->sets[o->n_sets++] = vals[0];
+    }
+    return 0;
+}
+
+/* --profile-sort, --profile-by and --profile-rows also turn profiling on. */
+static int opt_profile(void *opts, const char *cmd, const char *name, char **vals)
+{
+    run_opts *o = opts;
+    o->profile = 1;
+    if (!strcmp(name, "--profile-sort")) o->prof_sort_s = vals[0];
+    else if (!strcmp(name, "--profile-by")) o->prof_by_s = vals[0];
+    else {
+        char *end;
+        o->prof_rows_n = strtol(vals[0], &end, 10);
+        if (*end || o->prof_rows_n < 0) {
+            fprintf(stderr, "nnbench %s: --profile-rows: expected a number >= 0, got '%s'\n", cmd, vals[0]);
+            return 2;
+        }
+    }
+    return 0;
+}
+
+static int opt_trace_steps(void *opts, const char *cmd, const char *name, char **vals)
+{
+    run_opts *o = opts;
+    char *end;
+    o->trace_a = strtol(vals[0], &end, 10);
+    if (*end == ':') o->trace_b = strtol(end + 1, &end, 10);
+    if (*end || o->trace_a < 1 || o->trace_b < o->trace_a) {
+        fprintf(stderr, "nnbench %s: %s: expected A:B with 1 <= A <= B, got '%s'\n", cmd, name, vals[0]);
+        return 2;
+    }
+    return 0;
+}
+
+static const cli_opt run_opt[] = {
+    CLI_OPT_VALUE("--variant", NULL, run_opts, variant), CLI_OPT_CALL("--set", opt_set, 1),
+    CLI_OPT_CALL("--seed", opt_set, 1), CLI_OPT_CALL("--metrics", opt_set, 1),
+    CLI_OPT_CALL("--tensorboard", opt_set, 1), CLI_OPT_FLAG("--json", NULL, run_opts, json),
+    CLI_OPT_VALUE("--db", NULL, run_opts, db), CLI_OPT_FLAG("--no-db", NULL, run_opts, no_db),
+    CLI_OPT_FLAG("--profile", NULL, run_opts, profile), CLI_OPT_CALL("--profile-sort", opt_profile, 1),
+    CLI_OPT_CALL("--profile-by", opt_profile, 1), CLI_OPT_CALL("--profile-rows", opt_profile, 1),
+    CLI_OPT_VALUE("--trace", NULL, run_opts, trace), CLI_OPT_CALL("--trace-steps", opt_trace_steps, 1),
+    CLI_OPT_VALUE("--report", NULL, run_opts, report), CLI_OPT_VALUE("--ranks", NULL, run_opts, ranks),
+    CLI_OPT_ACTION("--keys", print_keys_markdown),
+};
+const cli_spec cmd_run_spec = { "run", cmd_run_help, run_opt, CLI_N(run_opt) };
+
 int cmd_run(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--ranks")) {
-            if (i + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
-            return cli_mpirun_self(argc, argv, i);
-        }
-        if (!strcmp(argv[i], "--set") || !strcmp(argv[i], "--variant") || !strcmp(argv[i], "--db")) i++;
+    int at = cli_option_at(&cmd_run_spec, argc, argv, "--ranks");
+    if (at > 0) {
+        if (at + 1 >= argc) { fprintf(stderr, "nnbench run: --ranks needs a value\n"); return 2; }
+        return cli_mpirun_self(argc, argv, at);
     }
     int world = 1;
     if (eng_dist_init(&dist_rank, &world)) { fprintf(stderr, "nnbench run: %s\n", eng_error()); return 1; }
@@ -463,150 +539,91 @@ int cmd_run(int argc, char **argv)
     return code;
 }
 
-static int run_main(int argc, char **argv)
+/* Reads the options and checks those that need no file; the experiment file is argv[1]
+ * after it. -1 to go on (o->sets to free), else the exit status (nothing left to free). */
+static int run_parse(int argc, char **argv, run_opts *o, prof_sort *psort, prof_group *pgroup)
 {
-    const char *file = NULL, *variant = NULL, *db_flag = NULL, *report = NULL, *trace = NULL;
-    const char *prof_sort_s = "self", *prof_by_s = "op";
-    int json = 0, no_db = 0, profile = 0;
-    long prof_rows_n = 25, trace_a = 1, trace_b = 5;
-    size_t n_sets = 0;
-    const char **sets = calloc((size_t)argc + 1, sizeof *sets);
-    char seed_set[64];
-    if (!sets) { fprintf(stderr, "nnbench run: out of memory\n"); return 1; }
+    memset(o, 0, sizeof *o);
+    o->prof_sort_s = "self";
+    o->prof_by_s = "op";
+    o->prof_rows_n = 25;
+    o->trace_a = 1;
+    o->trace_b = 5;
+    o->sets = calloc((size_t)argc + 1, sizeof *o->sets);
+    if (!o->sets) { fprintf(stderr, "nnbench run: out of memory\n"); return 1; }
+    int n_pos, code = cli_parse(&cmd_run_spec, o, argc, argv, &n_pos);
+    if (code < 0) {
+        if (!n_pos)
+            fprintf(stderr, "nnbench run: which experiment file? usage: nnbench run FILE (see nnbench run --help)\n");
+        else if (n_pos > 1)
+            fprintf(stderr, "nnbench run: one experiment file at a time (got '%s' and '%s')\n", argv[1], argv[2]);
+        else if (prof_sort_parse(o->prof_sort_s, psort))
+            fprintf(stderr, "nnbench run: --profile-sort: expected self, total, calls, avg, flops, bytes, mem or name, got '%s'\n",
+                    o->prof_sort_s);
+        else if (prof_group_parse(o->prof_by_s, pgroup))
+            fprintf(stderr, "nnbench run: --profile-by: expected op, layer, phase or scope, got '%s'\n", o->prof_by_s);
+        else if (o->report && o->no_db)
+            fprintf(stderr, "nnbench run: --report reads the stored runs; it cannot be used with --no-db\n");
+        else
+            return -1;
+        code = 2;
+    }
+    free(o->sets);
+    o->sets = NULL;
+    return code;
+}
 
-#define NEED_ARG()                                                                           \
-    do {                                                                                     \
-        if (i + 1 >= argc) {                                                                 \
-            fprintf(stderr, "nnbench run: %s needs a value; see nnbench run --help\n", a);  \
-            free(sets);                                                                      \
-            return 2;                                                                        \
-        }                                                                                    \
-    } while (0)
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_run_help(stdout); free(sets); return 0; }
-        else if (!strcmp(a, "--keys")) { print_keys_markdown(); free(sets); return 0; }
-        else if (!strcmp(a, "--variant")) { NEED_ARG(); variant = argv[++i]; }
-        else if (!strcmp(a, "--set")) { NEED_ARG(); sets[n_sets++] = argv[++i]; }
-        else if (!strncmp(a, "--set=", 6)) sets[n_sets++] = a + 6;
-        else if (!strcmp(a, "--seed")) {
-            NEED_ARG();
-            snprintf(seed_set, sizeof seed_set, "experiment.seed=%s", argv[++i]);
-            sets[n_sets++] = seed_set;
-        }
-        else if (!strcmp(a, "--json")) json = 1;
-        else if (!strcmp(a, "--db")) { NEED_ARG(); db_flag = argv[++i]; }
-        else if (!strcmp(a, "--no-db")) no_db = 1;
-        else if (!strcmp(a, "--profile")) profile = 1;
-        else if (!strcmp(a, "--profile-sort")) { NEED_ARG(); prof_sort_s = argv[++i]; profile = 1; }
-        else if (!strcmp(a, "--profile-by")) { NEED_ARG(); prof_by_s = argv[++i]; profile = 1; }
-        else if (!strcmp(a, "--profile-rows")) {
-            NEED_ARG();
-            char *end;
-            prof_rows_n = strtol(argv[++i], &end, 10);
-            if (*end || prof_rows_n < 0) {
-                fprintf(stderr, "nnbench run: --profile-rows: expected a number >= 0, got '%s'\n", argv[i]);
-                free(sets);
-                return 2;
-            }
-            profile = 1;
-        }
-        else if (!strcmp(a, "--trace")) { NEED_ARG(); trace = argv[++i]; }
-        else if (!strcmp(a, "--trace-steps")) {
-            NEED_ARG();
-            const char *v = argv[++i];
-            char *end;
-            trace_a = strtol(v, &end, 10);
-            if (*end == ':') trace_b = strtol(end + 1, &end, 10);
-            if (*end || trace_a < 1 || trace_b < trace_a) {
-                fprintf(stderr, "nnbench run: --trace-steps: expected A:B with 1 <= A <= B, got '%s'\n", v);
-                free(sets);
-                return 2;
-            }
-        }
-        else if (!strcmp(a, "--report")) { NEED_ARG(); report = argv[++i]; }
-        else if (a[0] == '-' && a[1]) {
-            free(sets);
-            return cli_unknown_option("run", a);
-        }
-        else if (!file) file = a;
-        else {
-            fprintf(stderr, "nnbench run: one experiment file at a time (got '%s' and '%s')\n", file, a);
-            free(sets);
-            return 2;
-        }
-    }
-#undef NEED_ARG
-    if (!file) {
-        fprintf(stderr, "nnbench run: which experiment file? usage: nnbench run FILE (see nnbench run --help)\n");
-        free(sets);
-        return 2;
-    }
-    prof_sort psort;
-    prof_group pgroup;
-    if (prof_sort_parse(prof_sort_s, &psort)) {
-        fprintf(stderr, "nnbench run: --profile-sort: expected self, total, calls, avg, flops, bytes, mem or name, got '%s'\n", prof_sort_s);
-        free(sets);
-        return 2;
-    }
-    if (prof_group_parse(prof_by_s, &pgroup)) {
-        fprintf(stderr, "nnbench run: --profile-by: expected op, layer, phase or scope, got '%s'\n", prof_by_s);
-        free(sets);
-        return 2;
-    }
-    if (report && no_db) {
-        fprintf(stderr, "nnbench run: --report reads the stored runs; it cannot be used with --no-db\n");
-        free(sets);
-        return 2;
-    }
-
-    eng_experiment *ex = NULL;
-    if (eng_experiment_load(file, sets, n_sets, &ex)) {
-        leave_job(eng_error());
-        free(sets);
-        return 2;
-    }
-    free(sets);
-    if (variant && eng_experiment_select(ex, variant)) {
-        leave_job(eng_error());
-        eng_experiment_free(ex);
-        return 2;
-    }
-
-    int rank_db = dist_rank != 0 && !no_db; /* rank 0 stores in db_path; this rank may record it gone */
-    if (dist_rank != 0) { no_db = 1; report = NULL; } /* rank 0 stores the runs */
-    /* The store is opened before any training: a read-only or corrupt database refuses now. */
-    const char *db_path = cli_db_path(db_flag);
-    /* So are the output files: an unwritable --trace or --report is not found out after
-     * training, and neither may be the database. */
+/* Before any training: an unwritable --trace or --report is found out now, and neither may
+ * be the database. 0 or the exit status. */
+static int run_check_outputs(const run_opts *o, const eng_experiment *ex, const char *db_path)
+{
     for (size_t v = 0; v <= ex->n_variants; v++) {
         char path[600], err[700];
         const char *what = v < ex->n_variants ? "--trace" : "--report";
         const eng_config *cfg = v < ex->n_variants ? &ex->variants[v] : NULL;
-        if (cfg && !trace) continue;
-        if (!cfg && !report) continue;
-        if (cfg && ex->n_variants > 1) suffixed(path, sizeof path, trace, cfg->variant[0] ? cfg->variant : cfg->name);
-        else snprintf(path, sizeof path, "%s", cfg ? trace : report);
-        if (cli_output_check(no_db ? NULL : db_path, path, err, sizeof err)) {
+        if (cfg && !o->trace) continue;
+        if (!cfg && !o->report) continue;
+        if (cfg && ex->n_variants > 1) suffixed(path, sizeof path, o->trace, cfg->variant[0] ? cfg->variant : cfg->name);
+        else snprintf(path, sizeof path, "%s", cfg ? o->trace : o->report);
+        if (cli_output_check(o->no_db ? NULL : db_path, path, err, sizeof err)) {
             fprintf(stderr, "nnbench run: %s: %s; nothing was trained\n", what, err);
-            eng_experiment_free(ex);
             return 2;
         }
     }
-    cli_store_sink *db_sink = NULL;
-    if (!no_db) {
-        char err[600];
-        db_sink = cli_store_sink_open(db_path, err, sizeof err);
-        if (!db_sink) { fprintf(stderr, "nnbench: %s\n", cli_text(err)); eng_experiment_free(ex); return 1; }
-    }
+    return 0;
+}
 
+/* After training: the report of the stored runs (the store flushed and closed first, as
+ * the report reads the database), then the store closed. Returns code, made 1 by a
+ * failure when it was 0. */
+static int run_finish(const run_opts *o, cli_store_sink *db_sink, const char *db_path, const long long *ids,
+                      size_t n_ids, FILE *side, int code)
+{
+    char cerr[700];
+    if (o->report && n_ids == 0) {
+        fprintf(stderr, "nnbench run: --report %s: no run was stored\n", o->report);
+        if (!code) code = 1;
+    } else if (o->report) {
+        if (cli_store_sink_close(db_sink, cerr, sizeof cerr)) { fprintf(stderr, "nnbench: %s\n", cerr); if (!code) code = 1; }
+        db_sink = NULL;
+        if (cli_report_write(db_path, ids, n_ids, o->report)) { if (!code) code = 1; }
+        else fprintf(side, "report of %zu run%s written to %s\n", n_ids, n_ids == 1 ? "" : "s", o->report);
+    }
+    if (cli_store_sink_close(db_sink, cerr, sizeof cerr)) { fprintf(stderr, "nnbench: %s\n", cerr); if (!code) code = 1; }
+    return code;
+}
+
+/* Trains every variant of ex into db_sink (NULL: not stored), prints the summary, writes
+ * the report; returns the exit status. */
+static int run_train(run_opts *o, prof_sort psort, prof_group pgroup, eng_experiment *ex, cli_store_sink *db_sink,
+                     const char *db_path, int rank_db)
+{
     row *rows = calloc(ex->n_variants, sizeof *rows);
     long long *ids = calloc(ex->n_variants, sizeof *ids);
     if (!rows || !ids) {
         fprintf(stderr, "nnbench run: out of memory\n");
         free(rows); free(ids);
         cli_store_sink_close(db_sink, NULL, 0);
-        eng_experiment_free(ex);
         return 1;
     }
     /* SIGTERM and SIGHUP (kill, a closed terminal) stop the run as Ctrl-C does: the tail
@@ -616,42 +633,56 @@ static int run_main(int argc, char **argv)
     progress pr = { .tty = isatty(STDERR_FILENO), .acc = NAN };
     eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
                          .progress = pr_progress, .run_end = pr_end };
-    FILE *side = json ? stderr : stdout; /* stdout carries only JSON under --json */
-    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = profile, .trace = trace,
-                    .trace_a = trace_a, .trace_b = trace_b, .pgroup = pgroup, .psort = psort,
-                    .prof_by_s = prof_by_s, .prof_sort_s = prof_sort_s, .prof_rows_n = prof_rows_n,
+    FILE *side = o->json ? stderr : stdout; /* stdout carries only JSON under --json */
+    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = o->profile, .trace = o->trace,
+                    .trace_a = o->trace_a, .trace_b = o->trace_b, .pgroup = pgroup, .psort = psort,
+                    .prof_by_s = o->prof_by_s, .prof_sort_s = o->prof_sort_s, .prof_rows_n = o->prof_rows_n,
                     .db_path = db_path, .has_db = db_sink != NULL, .n_variants = ex->n_variants };
     runner_hooks hooks = { .ud = &rc_, .begin = run_begin, .profile = run_profile, .running = run_running,
                            .done = run_done, .sink = &pr_sink };
     runner_summary rsum;
     runner_run(ex, db_sink, &hooks, &rsum);
     if (rank_db && eng_dist_broken()) record_rank0_gone(db_path);
-    size_t n_rows = rc_.n_rows, n_ids = rc_.n_ids;
-    int any_failed = rc_.any_failed, any_config = rc_.any_config;
     cli_stop_restore();
 
-    int code = cli_stop_signal() ? 128 + cli_stop_signal() : any_config ? 2 : any_failed ? 1 : 0;
-    if (json) print_json(ex, rows, n_rows, code);
-    else print_table(rows, n_rows);
+    int code = cli_stop_signal() ? 128 + cli_stop_signal() : rc_.any_config ? 2 : rc_.any_failed ? 1 : 0;
+    if (o->json) print_json(ex, rows, rc_.n_rows, code);
+    else print_table(rows, rc_.n_rows);
     fflush(stdout);
-
-    if (report) {
-        if (n_ids == 0) {
-            fprintf(stderr, "nnbench run: --report %s: no run was stored\n", report);
-            if (!code) code = 1;
-        } else {
-            /* The report reads the database: the store must have flushed and closed first. */
-            char cerr[700];
-            if (cli_store_sink_close(db_sink, cerr, sizeof cerr)) { fprintf(stderr, "nnbench: %s\n", cerr); if (!code) code = 1; }
-            db_sink = NULL;
-            if (cli_report_write(db_path, ids, n_ids, report)) { if (!code) code = 1; }
-            else fprintf(side, "report of %zu run%s written to %s\n", n_ids, n_ids == 1 ? "" : "s", report);
-        }
-    }
-    char cerr[700];
-    if (cli_store_sink_close(db_sink, cerr, sizeof cerr)) { fprintf(stderr, "nnbench: %s\n", cerr); if (!code) code = 1; }
+    code = run_finish(o, db_sink, db_path, ids, rc_.n_ids, side, code);
     free(rows);
     free(ids);
+    return code;
+}
+
+static int run_main(int argc, char **argv)
+{
+    run_opts o;
+    prof_sort psort;
+    prof_group pgroup;
+    int code = run_parse(argc, argv, &o, &psort, &pgroup);
+    if (code >= 0) return code;
+    eng_experiment *ex = NULL;
+    int bad = eng_experiment_load(argv[1], o.sets, o.n_sets, &ex);
+    free(o.sets);
+    if (bad || (o.variant && eng_experiment_select(ex, o.variant))) {
+        leave_job(eng_error());
+        eng_experiment_free(ex);
+        return 2;
+    }
+    int rank_db = dist_rank != 0 && !o.no_db; /* rank 0 stores in db_path; this rank may record it gone */
+    if (dist_rank != 0) { o.no_db = 1; o.report = NULL; } /* rank 0 stores the runs */
+    /* The store is opened before any training: a read-only or corrupt database refuses now,
+     * and so are the output files. */
+    const char *db_path = cli_db_path(o.db);
+    code = run_check_outputs(&o, ex, db_path);
+    cli_store_sink *db_sink = NULL;
+    if (!code && !o.no_db) {
+        char err[600];
+        db_sink = cli_store_sink_open(db_path, err, sizeof err);
+        if (!db_sink) { fprintf(stderr, "nnbench: %s\n", cli_text(err)); code = 1; }
+    }
+    if (!code) code = run_train(&o, psort, pgroup, ex, db_sink, db_path, rank_db);
     eng_experiment_free(ex);
     return code;
 }

@@ -132,34 +132,25 @@ static int print_json(long long run, const store_solver_event *ev, size_t n)
     return 0;
 }
 
+typedef struct { const char *db, *route, *step, *limit; int csv, json; } solves_opts;
+static const cli_opt solves_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, solves_opts, db), CLI_OPT_VALUE("--route", NULL, solves_opts, route),
+    CLI_OPT_VALUE("--step", NULL, solves_opts, step), CLI_OPT_VALUE("--limit", NULL, solves_opts, limit),
+    CLI_OPT_FLAG("--csv", NULL, solves_opts, csv), CLI_OPT_FLAG("--json", NULL, solves_opts, json),
+};
+const cli_spec cmd_solves_spec = { "solves", cmd_solves_help, solves_opt, CLI_N(solves_opt) };
+
 int cmd_solves(int argc, char **argv)
 {
-    const char *db = NULL, *spec = NULL, *route_s = NULL, *step_s = NULL, *limit_s = NULL;
-    int csv = 0, json = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], **val = NULL;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_solves_help(stdout); return 0; }
-        if (!strcmp(a, "--csv")) { csv = 1; continue; }
-        if (!strcmp(a, "--json")) { json = 1; continue; }
-        if (!strcmp(a, "--db")) val = &db;
-        else if (!strcmp(a, "--route")) val = &route_s;
-        else if (!strcmp(a, "--step")) val = &step_s;
-        else if (!strcmp(a, "--limit")) val = &limit_s;
-        if (val) {
-            if (i + 1 >= argc) {
-                fprintf(stderr, "nnbench solves: %s needs a value (see nnbench solves --help)\n", a);
-                return 2;
-            }
-            *val = argv[++i];
-            continue;
-        }
-        if (a[0] == '-' && a[1]) return cli_unknown_option("solves", a);
-        if (spec) {
-            fprintf(stderr, "nnbench solves: one run at a time ('%s' is extra)\n", a);
-            return 2;
-        }
-        spec = a;
+    solves_opts o = { 0 };
+    int n_pos, rc = cli_parse(&cmd_solves_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) {
+        fprintf(stderr, "nnbench solves: one run at a time ('%s' is extra)\n", argv[2]);
+        return 2;
     }
+    const char *db = o.db, *spec = n_pos ? argv[1] : NULL, *route_s = o.route, *step_s = o.step, *limit_s = o.limit;
+    int csv = o.csv, json = o.json;
     if (!spec) {
         fprintf(stderr, "nnbench solves: which run? give an id from nnbench list (see nnbench solves --help)\n");
         return 2;
@@ -218,7 +209,7 @@ int cmd_solves(int argc, char **argv)
     }
     if (!n) fprintf(stderr, "nnbench solves: run %lld has no linear solves (not a Newton run)\n", *id);
     else if (!k) fprintf(stderr, "nnbench solves: no solve of run %lld matches the filters\n", *id);
-    int rc = 0;
+    rc = 0;
     if (json) rc = print_json(*id, ev, k);       /* an empty list too: a script reads it */
     else if (k && csv) print_csv(ev, k);
     else if (k) print_table(ev, k);

@@ -1,6 +1,7 @@
 /* cmd_store.c — the commands that read the database: list, show, compare (table + terminal
- * chart), report, export, delete; and cli_report_write for `nnbench run --report`. */
+ * chart), report, export, delete. */
 #include <errno.h>
+#include <stddef.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,34 +13,10 @@
 #include "../store/store.h"
 #include "chart.h"
 #include "cli.h"
+#include "monitor.h"
 #include "tui.h"
 
 /* ---- shared helpers ---------------------------------------------------------------- */
-
-int cli_use_color(void)
-{
-    const char *nc = getenv("NO_COLOR");
-    return isatty(STDOUT_FILENO) && !(nc && *nc);
-}
-
-int cli_use_utf8(void)
-{
-    const char *vars[] = { "LC_ALL", "LC_CTYPE", "LANG" };
-    for (int i = 0; i < 3; i++) {
-        const char *v = getenv(vars[i]);
-        if (v && *v) return strcasestr(v, "utf-8") || strcasestr(v, "utf8");
-    }
-    return 0;
-}
-
-int cli_term_width(void)
-{
-    size_t t = prof_text_columns(stdout);
-    if (t >= 40) return (int)t;
-    const char *c = getenv("COLUMNS");
-    int w = c ? atoi(c) : 0;
-    return w >= 40 ? w : 100;
-}
 
 static const char *status_color(store_run_status s)
 {
@@ -61,61 +38,6 @@ static void run_name(const store_run *r, char *b, size_t cap)
     prof_text_fit(b, cap, full, (size_t)-1, 0);
 }
 
-const char *cli_text(const char *s)
-{
-    static char ring[8][2048];
-    static int k;
-    k = (k + 1) % 8;
-    return prof_text_visible(ring[k], sizeof ring[k], s ? s : "");
-}
-
-/* "--opt VALUE" or "--opt=VALUE" at argv[*i]; 1 if matched (value in *out), -1 if the
- * value is missing, 0 if argv[*i] is another argument. */
-static int opt_value(int argc, char **argv, int *i, const char *name, const char **out)
-{
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-    if (strncmp(a, name, n)) return 0;
-    if (a[n] == '=') { *out = a + n + 1; return 1; }
-    if (a[n]) return 0;
-    if (*i + 1 >= argc) { fprintf(stderr, "nnbench: %s needs a value\n", name); return -1; }
-    *out = argv[++*i];
-    return 1;
-}
-
-static int usage_error(const char *cmd, const char *fmt, const char *arg)
-{
-    fprintf(stderr, "nnbench %s: ", cmd);
-    fprintf(stderr, fmt, arg);
-    fprintf(stderr, "\n(see nnbench %s --help)\n", cmd);
-    return 2;
-}
-
-/* Opens for reading: writable when allowed (so crashed runs get marked), else read-only. */
-store *cli_open_store(const char *db_path, int flags)
-{
-    store *s;
-    if (store_open(cli_db_path(db_path), flags, &s)) {
-        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
-        return NULL;
-    }
-    return s;
-}
-
-/* Resolves run specs ("12", "#12", "last"); prints the reason on failure. */
-long long *cli_resolve_runs(store *s, char **specs, size_t n)
-{
-    long long *ids = calloc(n ? n : 1, sizeof *ids);
-    if (!ids) { fprintf(stderr, "nnbench: out of memory\n"); return NULL; }
-    for (size_t i = 0; i < n; i++)
-        if (store_run_resolve(s, specs[i], &ids[i])) {
-            fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
-            free(ids);
-            return NULL;
-        }
-    return ids;
-}
-
 /* ---- list -------------------------------------------------------------------------- */
 
 static const char list_help[] =
@@ -132,24 +54,22 @@ static const char list_help[] =
 
 void cmd_list_help(FILE *f) { fputs(list_help, f); }
 
+typedef struct { const char *db, *status, *grep, *sort, *limit; int desc; } list_opts;
+static const cli_opt list_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, list_opts, db), CLI_OPT_VALUE("--status", NULL, list_opts, status),
+    CLI_OPT_VALUE("--grep", NULL, list_opts, grep), CLI_OPT_VALUE("--sort", NULL, list_opts, sort),
+    CLI_OPT_VALUE("--limit", NULL, list_opts, limit), CLI_OPT_FLAG("--desc", NULL, list_opts, desc),
+};
+const cli_spec cmd_list_spec = { "list", cmd_list_help, list_opt, CLI_N(list_opt) };
+
 int cmd_list(int argc, char **argv)
 {
-    const char *db = NULL, *status = NULL, *grep = NULL, *sort = NULL, *limit = NULL;
-    int desc = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int m;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(list_help, stdout); return 0; }
-        if (!strcmp(a, "--desc")) { desc = 1; continue; }
-        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--status", &status)) ||
-            (m = opt_value(argc, argv, &i, "--grep", &grep)) || (m = opt_value(argc, argv, &i, "--sort", &sort)) ||
-            (m = opt_value(argc, argv, &i, "--limit", &limit))) {
-            if (m < 0) return 2;
-            continue;
-        }
-        if (a[0] == '-' && a[1]) return cli_unknown_option("list", a);
-        return usage_error("list", "unexpected argument '%s'", a);
-    }
+    list_opts o = { 0 };
+    int n_pos, rc = cli_parse(&cmd_list_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos) return cli_usage_error("list", "unexpected argument '%s'", argv[1]);
+    const char *db = o.db, *status = o.status, *grep = o.grep, *sort = o.sort, *limit = o.limit;
+    int desc = o.desc;
     store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
     if (status) {
         store_run_status st;
@@ -159,17 +79,17 @@ int cmd_list(int argc, char **argv)
     if (limit) {
         char *end;
         f.limit = strtol(limit, &end, 10);
-        if (*end || f.limit <= 0) return usage_error("list", "--limit wants a positive number, got '%s'", limit);
+        if (*end || f.limit <= 0) return cli_usage_error("list", "--limit wants a positive number, got '%s'", limit);
     }
     if (sort) {
         int ok = 0;
         for (int i = 0; store_sort_columns[i]; i++) ok |= !strcasecmp(sort, store_sort_columns[i]);
-        if (!ok) return usage_error("list", "unknown sort column '%s' (id name variant status optimizer "
+        if (!ok) return cli_usage_error("list", "unknown sort column '%s' (id name variant status optimizer "
                                     "dataset loss acc duration started steps samples_per_s)", sort);
     }
     const char *path = cli_db_path(db);
     store *s;
-    int rc = store_open(path, 0, &s);
+    rc = store_open(path, 0, &s);
     if (rc == STORE_ENOTFOUND) {
         printf("No runs yet: %s %s.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
                path, access(path, F_OK) ? "does not exist" : "holds no nnbench runs", db ? " --db " : "", db ? db : "");
@@ -306,24 +226,20 @@ static void print_ops(store *s, long long id, const store_op_row *ops, size_t n,
     if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
 }
 
+typedef struct { const char *db, *ops; } show_opts;
+static const cli_opt show_opt[] = { CLI_OPT_VALUE("--db", NULL, show_opts, db), CLI_OPT_VALUE("--ops", NULL, show_opts, ops) };
+const cli_spec cmd_show_spec = { "show", cmd_show_help, show_opt, CLI_N(show_opt) };
+
 int cmd_show(int argc, char **argv)
 {
-    const char *db = NULL, *spec = NULL, *ops_s = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int m;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(show_help, stdout); return 0; }
-        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--ops", &ops_s))) {
-            if (m < 0) return 2;
-            continue;
-        }
-        if (a[0] == '-' && a[1]) return cli_unknown_option("show", a);
-        if (spec) return usage_error("show", "one run at a time ('%s' is extra); use compare for several", a);
-        spec = a;
-    }
-    if (!spec) return usage_error("show", "which run? give an id from nnbench list%s", "");
+    show_opts o = { 0 };
+    int n_pos, rc = cli_parse(&cmd_show_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos > 1) return cli_usage_error("show", "one run at a time ('%s' is extra); use compare for several", argv[2]);
+    const char *db = o.db, *spec = n_pos ? argv[1] : NULL, *ops_s = o.ops;
+    if (!spec) return cli_usage_error("show", "which run? give an id from nnbench list%s", "");
     long max_ops = ops_s ? atol(ops_s) : 10;
-    if (max_ops <= 0) return usage_error("show", "--ops wants a positive number, got '%s'", ops_s);
+    if (max_ops <= 0) return cli_usage_error("show", "--ops wants a positive number, got '%s'", ops_s);
     store *s = cli_open_store(db, 0);
     if (!s) return 1;
     int code = 1;
@@ -445,54 +361,47 @@ static const char *metric_alias(const char *m)
     return m;
 }
 
+typedef struct { const char *db, *metric, *x, *target, *height, *x_scale; int all_keys, last_batch, no_color; } compare_opts;
+static const cli_opt compare_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, compare_opts, db), CLI_OPT_VALUE("--metric", NULL, compare_opts, metric),
+    CLI_OPT_VALUE("--x", NULL, compare_opts, x), CLI_OPT_VALUE("--target", NULL, compare_opts, target),
+    CLI_OPT_VALUE("--height", NULL, compare_opts, height), CLI_OPT_VALUE("--x-scale", NULL, compare_opts, x_scale),
+    CLI_OPT_FLAG("--all-keys", NULL, compare_opts, all_keys), CLI_OPT_FLAG("--last-batch", NULL, compare_opts, last_batch),
+    CLI_OPT_FLAG("--no-color", NULL, compare_opts, no_color),
+};
+const cli_spec cmd_compare_spec = { "compare", cmd_compare_help, compare_opt, CLI_N(compare_opt) };
+
 int cmd_compare(int argc, char **argv)
 {
-    const char *db = NULL, *metric = "train_loss", *xaxis = "step", *target_s = NULL, *height_s = NULL;
-    const char *xscale_s = "linear";
-    int all_keys = 0, last_batch = 0, no_color = 0;
-    char **specs = calloc((size_t)argc, sizeof *specs);
-    size_t nspec = 0;
-    if (!specs) return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int m;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(compare_help, stdout); free(specs); return 0; }
-        if (!strcmp(a, "--all-keys")) { all_keys = 1; continue; }
-        if (!strcmp(a, "--last-batch")) { last_batch = 1; continue; }
-        if (!strcmp(a, "--no-color")) { no_color = 1; continue; }
-        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "--metric", &metric)) ||
-            (m = opt_value(argc, argv, &i, "--x", &xaxis)) || (m = opt_value(argc, argv, &i, "--target", &target_s)) ||
-            (m = opt_value(argc, argv, &i, "--height", &height_s)) ||
-            (m = opt_value(argc, argv, &i, "--x-scale", &xscale_s))) {
-            if (m < 0) { free(specs); return 2; }
-            continue;
-        }
-        if (a[0] == '-' && a[1]) { free(specs); return cli_unknown_option("compare", a); }
-        specs[nspec++] = argv[i];
-    }
+    compare_opts opt = { .metric = "train_loss", .x = "step", .x_scale = "linear" };
+    int n_pos, rc = cli_parse(&cmd_compare_spec, &opt, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    const char *db = opt.db, *metric = opt.metric, *xaxis = opt.x, *target_s = opt.target, *height_s = opt.height;
+    const char *xscale_s = opt.x_scale;
+    int all_keys = opt.all_keys, last_batch = opt.last_batch, no_color = opt.no_color;
+    char **specs = argv + 1;
+    size_t nspec = (size_t)n_pos;
     int xmode = !strcmp(xaxis, "step") ? 0 : !strcmp(xaxis, "time") || !strcmp(xaxis, "wall") ? 1
               : !strcmp(xaxis, "hybrid_time") || !strcmp(xaxis, "hybrid") ? 2 : -1;
-    if (xmode < 0) { free(specs); return usage_error("compare", "--x wants step, time or hybrid_time, got '%s'", xaxis); }
+    if (xmode < 0) { return cli_usage_error("compare", "--x wants step, time or hybrid_time, got '%s'", xaxis); }
     int xscale = !strcmp(xscale_s, "linear") ? TUI_X_LINEAR : !strcmp(xscale_s, "log") ? TUI_X_LOG
                : !strcmp(xscale_s, "norm") || !strcmp(xscale_s, "normalised") || !strcmp(xscale_s, "normalized") ? TUI_X_NORM : -1;
-    if (xscale < 0) { free(specs); return usage_error("compare", "--x-scale wants linear, log or norm, got '%s'", xscale_s); }
+    if (xscale < 0) { return cli_usage_error("compare", "--x-scale wants linear, log or norm, got '%s'", xscale_s); }
     double target = NAN;
     if (target_s) {
         char *end;
         target = strtod(target_s, &end);
-        if (*end || !isfinite(target)) { free(specs); return usage_error("compare", "--target wants a number, got '%s'", target_s); }
+        if (*end || !isfinite(target)) { return cli_usage_error("compare", "--target wants a number, got '%s'", target_s); }
     }
     int height = height_s ? atoi(height_s) : 18;
-    if (height < 8) { free(specs); return usage_error("compare", "--height wants a number >= 8, got '%s'", height_s); }
+    if (height < 8) { return cli_usage_error("compare", "--height wants a number >= 8, got '%s'", height_s); }
     if (last_batch && nspec) {
-        int rc = usage_error("compare", "--last-batch picks the runs itself ('%s' is extra)", specs[0]);
-        free(specs);
-        return rc;
+        return cli_usage_error("compare", "--last-batch picks the runs itself ('%s' is extra)", specs[0]);
     }
-    if (!last_batch && nspec < 1) { free(specs); return usage_error("compare", "which runs? give two or more ids from nnbench list, or --last-batch%s", ""); }
+    if (!last_batch && nspec < 1) { return cli_usage_error("compare", "which runs? give two or more ids from nnbench list, or --last-batch%s", ""); }
     metric = metric_alias(metric);
     store *s = cli_open_store(db, 0);
-    if (!s) { free(specs); return 1; }
+    if (!s) { return 1; }
     int code = 1;
     long long *ids = NULL;
     size_t n = nspec;
@@ -561,23 +470,11 @@ int cmd_compare(int argc, char **argv)
 out:
     store_compare_free(c);
     free(ids);
-    free(specs);
     store_close(s);
     return code;
 }
 
 /* ---- report / export --------------------------------------------------------------- */
-
-int cli_report_write(const char *db_path, const long long *run_ids, size_t n, const char *path)
-{
-    store *s = cli_open_store(db_path, 0);
-    if (!s) return 1;
-    int rc = store_report_write(s, run_ids, n, path);
-    if (rc) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
-    else fprintf(stderr, "wrote %s (%zu run%s)\n", path, n, n == 1 ? "" : "s");
-    store_close(s);
-    return rc ? 1 : 0;
-}
 
 static const char report_help[] =
     "usage: nnbench report RUN... -o FILE [--db PATH]\n\n"
@@ -591,48 +488,70 @@ static const char report_help[] =
 void cmd_report_help(FILE *f) { fputs(report_help, f); }
 
 static const char export_help[] =
-    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n\n"
+    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n"
+    "       nnbench export RUN... --tensorboard DIR [--db PATH]\n\n"
     "Writes the metrics of the runs as CSV in long format:\n"
     "  run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n"
-    "(-o - writes to standard output).\n";
+    "(-o - writes to standard output).\n\n"
+    "--tensorboard DIR writes TensorBoard event files instead, one directory per run\n"
+    "(DIR/run<ID>-<name>/events.out.tfevents.*): every metric as a scalar, the layer\n"
+    "telemetry also as histograms over the layers (see docs/monitoring.md).\n";
 
 void cmd_export_help(FILE *f) { fputs(export_help, f); }
+
+/* export --tensorboard: one event-file directory per run; reads only. */
+static int export_tensorboard(const char *db, char **specs, size_t n, const char *dir)
+{
+    store *s = cli_open_store(db, 0);
+    if (!s) return 1;
+    long long *ids = cli_resolve_runs(s, specs, n);
+    int code = ids ? 0 : 1;
+    for (size_t i = 0; ids && i < n; i++) {
+        char err[600];
+        if (monitor_tb_export(s, ids[i], dir, err, sizeof err)) {
+            fprintf(stderr, "nnbench export: run %lld: %s\n", ids[i], cli_text(err));
+            code = 1;
+        }
+    }
+    if (!code) fprintf(stderr, "wrote TensorBoard event files under %s (%zu run%s)\n", dir, n, n == 1 ? "" : "s");
+    free(ids);
+    store_close(s);
+    return code;
+}
+
+typedef struct { const char *db, *out, *tb; } report_opts;
+static const cli_opt report_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out) };
+const cli_spec cmd_report_spec = { "report", cmd_report_help, report_opt, CLI_N(report_opt) };
+static const cli_opt export_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out),
+                                      CLI_OPT_VALUE("--tensorboard", NULL, report_opts, tb) };
+const cli_spec cmd_export_spec = { "export", cmd_export_help, export_opt, CLI_N(export_opt) };
 
 static int report_like(int argc, char **argv, int export)
 {
     const char *cmd = export ? "export" : "report";
-    const char *db = NULL, *out = NULL;
-    char **specs = calloc((size_t)argc, sizeof *specs);
-    size_t n = 0;
-    if (!specs) return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int m;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(export ? export_help : report_help, stdout); free(specs); return 0; }
-        if ((m = opt_value(argc, argv, &i, "--db", &db)) || (m = opt_value(argc, argv, &i, "-o", &out)) ||
-            (m = opt_value(argc, argv, &i, "--output", &out))) {
-            if (m < 0) { free(specs); return 2; }
-            continue;
-        }
-        if (a[0] == '-' && a[1]) { free(specs); return cli_unknown_option(cmd, a); }
-        specs[n++] = argv[i];
-    }
-    if (!n) { free(specs); return usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
-    if (!out) { free(specs); return usage_error(cmd, "where to? give -o FILE%s", export ? ".csv" : ".{md,html,json,csv}"); }
+    report_opts o = { 0 };
+    int n_pos, rc = cli_parse(export ? &cmd_export_spec : &cmd_report_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    const char *db = o.db, *out = o.out;
+    char **specs = argv + 1;
+    size_t n = (size_t)n_pos;
+    if (!n) { return cli_usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
+    if (o.tb && out) return cli_usage_error(cmd, "-o and --tensorboard: give one of them%s", "");
+    if (o.tb) return export_tensorboard(db, specs, n, o.tb);
+    if (!out) { return cli_usage_error(cmd, "where to? give -o FILE%s", export ? ".csv (or --tensorboard DIR)" : ".{md,html,json,csv}"); }
     if (!export) {
         const char *ext = strrchr(out, '.');
         if (!ext || (strcasecmp(ext, ".md") && strcasecmp(ext, ".html") && strcasecmp(ext, ".htm") &&
                      strcasecmp(ext, ".json") && strcasecmp(ext, ".csv"))) {
-            free(specs);
-            return usage_error(cmd, "cannot tell the format of '%s': use .md, .html, .json or .csv", out);
+            return cli_usage_error(cmd, "cannot tell the format of '%s': use .md, .html, .json or .csv", out);
         }
     }
     store *s = cli_open_store(db, 0);
-    if (!s) { free(specs); return 1; }
+    if (!s) { return 1; }
     long long *ids = cli_resolve_runs(s, specs, n);
     int code = 1;
     if (ids) {
-        int rc = 0;
+        rc = 0;
         if (export && !strcmp(out, "-")) {
             rc = store_report_csv(s, ids, n, stdout);
         } else if (export) {
@@ -648,7 +567,6 @@ static int report_like(int argc, char **argv, int export)
         code = rc ? 1 : 0;
     }
     free(ids);
-    free(specs);
     store_close(s);
     return code;
 }
@@ -667,35 +585,30 @@ static const char delete_help[] =
 
 void cmd_delete_help(FILE *f) { fputs(delete_help, f); }
 
+typedef struct { const char *db; int yes, force; } delete_opts;
+static const cli_opt delete_opt[] = {
+    CLI_OPT_VALUE("--db", NULL, delete_opts, db), CLI_OPT_FLAG("--yes", "-y", delete_opts, yes),
+    CLI_OPT_FLAG("--force", NULL, delete_opts, force),
+};
+const cli_spec cmd_delete_spec = { "delete", cmd_delete_help, delete_opt, CLI_N(delete_opt) };
+
 int cmd_delete(int argc, char **argv)
 {
-    const char *db = NULL;
-    int yes = 0, force = 0;
-    char **specs = calloc((size_t)argc, sizeof *specs);
-    size_t n = 0;
-    if (!specs) return 1;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        int m;
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { fputs(delete_help, stdout); free(specs); return 0; }
-        if (!strcmp(a, "--yes") || !strcmp(a, "-y")) { yes = 1; continue; }
-        if (!strcmp(a, "--force")) { force = 1; continue; }
-        if ((m = opt_value(argc, argv, &i, "--db", &db))) {
-            if (m < 0) { free(specs); return 2; }
-            continue;
-        }
-        if (a[0] == '-' && a[1]) { free(specs); return cli_unknown_option("delete", a); }
-        specs[n++] = argv[i];
-    }
-    if (!n) { free(specs); return usage_error("delete", "which runs? give ids from nnbench list%s", ""); }
+    delete_opts o = { 0 };
+    int n_pos, rc = cli_parse(&cmd_delete_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    const char *db = o.db;
+    int yes = o.yes, force = o.force;
+    char **specs = argv + 1;
+    size_t n = (size_t)n_pos;
+    if (!n) { return cli_usage_error("delete", "which runs? give ids from nnbench list%s", ""); }
     if (!yes && !isatty(STDIN_FILENO)) {
-        free(specs);
         fprintf(stderr, "nnbench delete: standard input is not a terminal, so I cannot ask; "
                         "add --yes to delete without asking\n");
         return 2;
     }
     store *s = cli_open_store(db, STORE_OPEN_WRITE);
-    if (!s) { free(specs); return 1; }
+    if (!s) { return 1; }
     int code = 1;
     long long *ids = cli_resolve_runs(s, specs, n);
     if (!ids) goto out;
@@ -727,7 +640,6 @@ int cmd_delete(int argc, char **argv)
     code = 0;
 out:
     free(ids);
-    free(specs);
     store_close(s);
     return code;
 }

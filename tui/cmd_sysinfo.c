@@ -1,6 +1,7 @@
 /* cmd_sysinfo.c — `nnbench sysinfo [--calibrate] [--json]`: CPU, PAPI components and which
  * counters work (and why not), BLAS core and threads; --calibrate measures peak sgemm GFLOP/s. */
 #include <cblas.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -185,30 +186,40 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
         printf("Calibration: none (nnbench sysinfo --calibrate measures the peak sgemm rate)\n");
 }
 
+typedef struct { int calibrate, json, size, reps; } sysinfo_opts;
+
+/* --size N (1..8192) and --reps N (1..1000): the calibration's sgemm. */
+static int sysinfo_int(void *opts, const char *cmd, const char *name, char **vals)
+{
+    sysinfo_opts *o = opts;
+    int size = !strcmp(name, "--size"), max = size ? 8192 : 1000;
+    char *end;
+    long v = strtol(vals[0], &end, 10);
+    if (*end || v < 1 || v > max) {
+        fprintf(stderr, "nnbench %s: %s '%s': expected an integer in 1..%d\n", cmd, name, vals[0], max);
+        return 2;
+    }
+    if (size) o->size = (int)v;
+    else o->reps = (int)v;
+    return 0;
+}
+
+static const cli_opt sysinfo_opt[] = {
+    CLI_OPT_FLAG("--calibrate", NULL, sysinfo_opts, calibrate), CLI_OPT_FLAG("--json", NULL, sysinfo_opts, json),
+    CLI_OPT_CALL("--size", sysinfo_int, 1), CLI_OPT_CALL("--reps", sysinfo_int, 1),
+};
+const cli_spec cmd_sysinfo_spec = { "sysinfo", cmd_sysinfo_help, sysinfo_opt, CLI_N(sysinfo_opt) };
+
 int cmd_sysinfo(int argc, char **argv)
 {
-    int do_cal = 0, json = 0, size = 1024, reps = 10;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { cmd_sysinfo_help(stdout); return 0; }
-        else if (!strcmp(a, "--calibrate")) do_cal = 1;
-        else if (!strcmp(a, "--json")) json = 1;
-        else if ((!strcmp(a, "--size") || !strcmp(a, "--reps")) && i + 1 < argc) {
-            char *end;
-            long v = strtol(argv[++i], &end, 10);
-            if (*end || v < 1 || v > (a[2] == 's' ? 8192 : 1000)) {
-                fprintf(stderr, "nnbench sysinfo: %s '%s': expected an integer in 1..%d\n", a,
-                        argv[i], a[2] == 's' ? 8192 : 1000);
-                return 2;
-            }
-            if (a[2] == 's') size = (int)v;
-            else reps = (int)v;
-        } else {
-            if (a[0] == '-') return cli_unknown_option("sysinfo", a);
-            fprintf(stderr, "nnbench sysinfo: unexpected argument '%s' (see nnbench sysinfo --help)\n", a);
-            return 2;
-        }
+    sysinfo_opts o = { .size = 1024, .reps = 10 };
+    int n_pos, rc = cli_parse(&cmd_sysinfo_spec, &o, argc, argv, &n_pos);
+    if (rc >= 0) return rc;
+    if (n_pos) {
+        fprintf(stderr, "nnbench sysinfo: unexpected argument '%s' (see nnbench sysinfo --help)\n", argv[1]);
+        return 2;
     }
+    int do_cal = o.calibrate, json = o.json, size = o.size, reps = o.reps;
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     if (!coretype) coretype = "";
     prof_calibration cal;
@@ -230,7 +241,7 @@ int cmd_sysinfo(int argc, char **argv)
             return 1;
         }
     }
-    int rc = prof_calibration_load(&cal);
+    rc = prof_calibration_load(&cal);
     if (rc < 0) fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(prof_error()));
     prof_sysinfo si;
     prof_sysinfo_get(&si);

@@ -19,11 +19,12 @@ typedef struct {
 
 /* Loads run `spec` of db_path with its config rebuilt from the stored text and resolved
  * keys, plus extra "section.key=value" overrides; with need_ckpt, its last checkpoint.
- * Prints why on stderr (prefixed "nnbench CMD:") and returns the exit status on failure. */
+ * Prints why on stderr (prefixed "nnbench CMD:") and returns the exit status on failure. (cli.c) */
 int cli_stored_load(const char *cmd, const char *db_path, const char *spec, const char *const *extra,
                     size_t n_extra, int need_ckpt, cli_stored *out);
 void cli_stored_free(cli_stored *st);
-/* The same, printing nothing: the message goes to err (without the "nnbench CMD:" prefix). */
+/* The same, printing nothing: the message goes to err (without the "nnbench CMD:" prefix).
+ * (runner_stored.c) */
 int cli_stored_open(const char *db_path, const char *spec, const char *const *extra, size_t n_extra, int need_ckpt,
                     cli_stored *out, char *err, size_t cap);
 
@@ -32,8 +33,8 @@ int cli_stored_open(const char *db_path, const char *spec, const char *const *ex
  * (runner_resume.c). */
 const char *runner_resume_refusal(const store_run *r, char *buf, size_t cap);
 
-/* ---- int8 quantization of a stored run (cmd_quant.c): `nnbench quantize` and the
- * workbench's Quantize share it ---------------------------------------------------------- */
+/* ---- int8 quantization of a stored run (runner_quant.c): `nnbench quantize`,
+ * export-model and the workbench's Quantize share it ---------------------------------------------------------- */
 
 #define CLI_QUANT_BIG_BATCH 128
 
@@ -54,6 +55,24 @@ typedef struct {
     int stored;                  /* the record is in the database */
     char error[1024];            /* why it failed (code != 0), or why it was not stored */
 } cli_quant_result;
+
+/* A stored run loaded and quantized twice (profiled for the accuracy pass, unprofiled for
+ * timing), with the kernel chosen: what quantize and export-model share. */
+typedef struct {
+    cli_stored st;
+    eng_qmodel *q, *qt;       /* profiled / timing */
+    prof_t *prof;
+    eng_model *m128;          /* the fp32 model for batches up to CLI_QUANT_BIG_BATCH */
+    double own_sps[2], dnnl_sps[2]; /* int8 samples/s at batch CLI_QUANT_BIG_BATCH and 1; NAN if not measured */
+    double fp32_loss, fp32_acc;     /* the fp32 model on the test set */
+    char own_name[16];
+} cli_quant_job;
+
+/* Loads run spec's last checkpoint and quantizes it (with timing: also times the kernels and
+ * keeps the faster). 0, or the exit status with the reason in err; free j either way. */
+int cli_quant_job_load(const char *db_path, const char *spec, const cli_qopts *o, int timing, cli_quant_job *j,
+                       char *err, size_t cap);
+void cli_quant_job_free(cli_quant_job *j);
 
 /* Quantizes run spec's last checkpoint, measures fp32 against int8 and (with store_it)
  * stores the record. progress (may be NULL) hears each stage ("calibrating", ...). Prints

@@ -2,6 +2,8 @@
  * outcome, free; the same for `nnbench run` and New run. */
 #include "runner.h"
 
+#include "monitor.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -33,10 +35,16 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
             continue;
         }
         if (prof) snprintf(out.prof_warnings, sizeof out.prof_warnings, "%s", prof_warnings(prof));
+        /* Before the data loads and before a run row exists: a port in use or an unwritable
+         * directory fails the variant here, with nothing stored. */
+        monitor *mon = NULL;
+        out.rc = monitor_open(cfg, eng_dist_rank(), &mon, out.error, sizeof out.error);
         eng_run *run = NULL;
-        out.rc = eng_run_create(cfg, ex->text, prof, &run);
+        if (!out.rc) out.rc = eng_run_create(cfg, ex->text, prof, &run);
+        else out.monitor_failed = 1;
         if (out.rc) {
-            snprintf(out.error, sizeof out.error, "%s", eng_error());
+            monitor_close(mon, NULL, 0);
+            if (!out.monitor_failed) snprintf(out.error, sizeof out.error, "%s", eng_error());
             eng_dist_agree(cfg, out.error); /* data-parallel: the others hear why before their first step */
             if (out.rc == ENG_EINVAL) sum->config_errors++;
             else sum->failed++;
@@ -44,8 +52,14 @@ void runner_run(const eng_experiment *ex, cli_store_sink *store, const runner_ho
             prof_destroy(prof); /* no trace: nothing was run */
             continue;
         }
+        /* Outside the data-parallel sink: every rank reports to its own endpoint. */
+        eng_sink mon_sink = monitor_sink(mon);
+        eng_sink_tee outer = { .sinks = { &sink, &mon_sink }, .n = 2 };
+        eng_sink all = eng_sink_tee_make(&outer);
         if (h->running) h->running(h->ud, run);
-        out.rc = eng_run_train(run, &sink);
+        out.rc = eng_run_train(run, &all);
+        /* A failed event-file write is a warning: the run itself trained and is stored. */
+        monitor_close(mon, out.monitor_warning, sizeof out.monitor_warning);
         if (h->running) h->running(h->ud, NULL);
         out.created = 1;
         out.res = *eng_run_result_get(run);

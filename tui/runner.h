@@ -26,6 +26,8 @@ typedef struct {
     char prof_warnings[1200];/* prof_warnings() of the variant's profiler ("" when none) */
     int trace_tried;         /* the profiler had a trace path: the runner wrote it */
     char trace_error[512];   /* why writing it failed ("" when it was written) */
+    int monitor_failed;      /* [monitor] could not start (error says why); nothing ran */
+    char monitor_warning[512];/* a live TensorBoard write that failed ("" when none) */
 } runner_variant;
 
 typedef struct {

@@ -3,6 +3,8 @@
 #include "model_load.h"
 #include "runner.h"
 
+#include "monitor.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,23 +85,29 @@ int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, 
         return r->code;
     }
     test_hold();
+    /* The stored config's [monitor] serves the resumed run as it served the run; one that
+     * cannot start refuses the resume before anything is written. */
+    monitor *mon = NULL;
+    if (monitor_open(o->cfg, 0, &mon, o->error, sizeof o->error)) { cli_stored_free(&st); return r->code; }
     cli_store_sink *ss = cli_store_sink_open(db_path, o->error, sizeof o->error);
-    if (!ss) { cli_stored_free(&st); return r->code; }
+    if (!ss) { monitor_close(mon, NULL, 0); cli_stored_free(&st); return r->code; }
     if (h->begin && h->begin(h->ud, 0, o->cfg)) {
         o->rc = ENG_ESTOPPED;
         r->code = 130;
         snprintf(o->error, sizeof o->error, "stopped before it resumed");
         cli_store_sink_close(ss, NULL, 0);
+        monitor_close(mon, NULL, 0);
         cli_stored_free(&st);
         return r->code;
     }
     cli_store_sink_resume(ss, st.id);
-    eng_sink store_sink = cli_store_sink_get(ss);
-    eng_sink_tee tee = { .sinks = { h->sink, &store_sink }, .n = 2 };
+    eng_sink store_sink = cli_store_sink_get(ss), mon_sink = monitor_sink(mon);
+    eng_sink_tee tee = { .sinks = { h->sink, &store_sink, &mon_sink }, .n = 3 };
     eng_sink sink = eng_sink_tee_make(&tee);
     if (h->running) h->running(h->ud, st.run);
     o->rc = eng_run_train(st.run, &sink);
     if (h->running) h->running(h->ud, NULL);
+    monitor_close(mon, o->monitor_warning, sizeof o->monitor_warning);
     if (cli_store_sink_run_id(ss) != st.id) {
         /* the reopen was refused (another process resumed the run meanwhile): no row of
          * the run was changed and nothing trained */

@@ -82,6 +82,11 @@ int tui_lines_add(char ***l, size_t *n, const char *fmt, ...) __attribute__((for
 /* A run's name in chart legends: "#3 adam" (the shared experiment name is in the title). */
 void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n);
 
+/* The op diff of two runs (store_diff) as lines: A and B, a note, the summary, then the
+ * table in width cells (max_rows 0 = every row). The `diff` command and the Compare screen
+ * of two runs. 0 ok, -1 out of memory. (cmd_diff.c) */
+int tui_diff_lines(const store_diff *d, int width, int utf8, size_t max_rows, char ***lines, size_t *n);
+
 /* ---- keys -------------------------------------------------------------------------- */
 
 enum {

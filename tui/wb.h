@@ -1,5 +1,6 @@
 /* wb.h — private header of the ncurses workbench: the app state, the Panel "class"
- * (draw / key / resize), drawing helpers and the live-run worker shared by the screens.
+ * (draw / key / resize), and what its files share: the frame (wb_app.c), drawing helpers
+ * (wb_draw.c), one file per screen, the live worker (wb_live.c).
  */
 #ifndef NNBENCH_WB_H
 #define NNBENCH_WB_H
@@ -10,9 +11,16 @@
 #include "../engine/engine.h"
 #include "../store/store.h"
 #include "chart.h"
+#include "model_load.h"
 #include "tui.h"
 
 typedef struct wb_app wb_app;
+
+/* Colour pairs: 1-6 the chart series (same order as tui_series_ansi), then UI roles. */
+enum { WB_PAIR_TITLE = 10, WB_PAIR_STATUS, WB_PAIR_GOOD, WB_PAIR_BAD, WB_PAIR_WARN, WB_PAIR_RUNNING, WB_PAIR_DIM };
+/* The Layers tab's heat map: WB_HEAT_LEVELS pairs from WB_PAIR_HEAT. */
+#define WB_PAIR_HEAT 40
+#define WB_HEAT_LEVELS 10
 
 /* A screen. Panels live in a stack: the top one is drawn and gets the keys. */
 typedef struct wb_panel {
@@ -37,6 +45,22 @@ typedef struct {
 #define WB_MAX_COMPARE 8   /* runs on the Compare screen (6 marked, or a batch of up to 8) */
 
 enum { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TRAIN_ACC, WB_LIVE_TEST_ACC, WB_LIVE_N };
+
+enum { WB_JOB_NONE, WB_JOB_RESUME, WB_JOB_QUANT };
+
+/* The Run screen's Resume or Quantize job on the worker (wb_model.c); one at a time:
+ * wb_live_running is checked before one starts. Written by the UI thread before the worker
+ * starts; stage under the live mutex. */
+typedef struct {
+    int kind;
+    long long run;
+    char spec[32];
+    long from_step;
+    cli_qopts o;
+    char stage[160];         /* what a quantization is doing now */
+    int announced;           /* its result was shown as a message */
+    unsigned gen;            /* finished jobs (the Int8 tab reloads after one) */
+} wb_job;
 
 /* The training run started from New run; everything below mu is shared with the worker. */
 typedef struct {
@@ -65,6 +89,7 @@ typedef struct {
     /* Inputs (set before the thread starts, owned by it). */
     eng_experiment *ex;
     char db_path[512];
+    wb_job job;              /* a Resume or Quantize (wb_model.c) */
 } wb_live;
 
 struct wb_app {
@@ -94,12 +119,13 @@ struct wb_app {
     /* Run / Compare */
     long long open_id;
     wb_live live;
+    /* Opens the help on a screen's keys (set by cmd_tui.c: the frame names no screen). */
+    void (*open_help)(wb_app *a, unsigned screen);
 };
 
 extern wb_panel wb_runs_panel, wb_run_panel, wb_compare_panel, wb_new_panel, wb_help_panel;
 
-/* ---- wb_app.c ------------------------------------------------------------------- */
-double wb_now(void);                      /* monotonic seconds */
+/* ---- wb_app.c: the frame (panel stack, main loop, dialogs, status bar) ----------------- */
 void wb_push(wb_app *a, wb_panel *p);
 void wb_pop(wb_app *a);
 void wb_message(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -108,8 +134,14 @@ int wb_confirm(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2,
 /* Single-line input in a framed box above the footer row (the status bar keeps its hints);
  * 1 = accepted. on_change (may be NULL) sees each edit. */
 int wb_prompt(wb_app *a, const char *label, char *buf, size_t n, void (*on_change)(wb_app *, const char *));
-/* Reloads the runs list from the store (keeps the selection on the same run id). */
-void wb_reload_runs(wb_app *a);
+/* Runs the frame on the terminal until the user quits: the panel at the bottom of the stack
+ * (pushed by the caller) is loaded through its reload and follows the database. 0, or 1
+ * when the terminal cannot be set up (said on stderr). The worker is joined on return. */
+int wb_app_run(wb_app *a, int no_color);
+
+/* ---- wb_draw.c: drawing helpers the screens share ------------------------------------- */
+double wb_now(void);                      /* monotonic seconds */
+void wb_colours_init(wb_app *a);          /* the colour pairs (a->color: else monochrome) */
 /* Text fitted to w cells at (y, x), with attributes. */
 void wb_text(wb_app *a, int y, int x, int w, int right, const char *s);
 void wb_fill(wb_app *a, int y, int x, int w);
@@ -118,6 +150,12 @@ int wb_series_attr(wb_app *a, int series);
 int wb_status_attr(wb_app *a, int status);
 /* Draws a chart canvas at (y, x). */
 void wb_draw_canvas(wb_app *a, int y, int x, const tui_canvas *c);
+/* A chart of the series in w x h cells at (y, x) with the shared toggles (x axis, scale,
+ * smoothing); "(chart: not enough room)" when it does not fit. */
+void wb_chart_at(wb_app *a, int y, int x, int w, int h, const tui_series *s, size_t ns,
+                 const char *title, const char *ylab, int log_y);
+/* "x: step  y: linear  smoothing: off": the chart toggles in words. */
+void wb_toggles_text(wb_app *a, char *b, size_t n);
 /* A horizontal bar of `frac` of w cells (block characters or '#'). */
 void wb_bar(wb_app *a, int y, int x, int w, double frac);
 /* The op-table model (profiler/table.c) as a curses table at row y: header, then page rows
@@ -128,30 +166,46 @@ void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scrol
 void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
 /* Scroll arithmetic shared by text views: applies a navigation action. 1 if it was one. */
 int wb_scroll_key(tui_action act, int *scroll, int total, int page);
-extern const double wb_smooth_levels[3];
-extern const char *const wb_x_names[3];
-
-/* ---- wb_screens.c ----------------------------------------------------------------- */
-void wb_open_run(wb_app *a, long long id);
-void wb_open_compare(wb_app *a);           /* the marked runs */
-void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
 /* The chart toggles every chart screen shares (L, x, X, m); 1 if act was one. */
 int wb_chart_toggle(wb_app *a, tui_action act);
 /* Picks x values of a stored series for the x-axis toggle (0 step, 1 wall, 2 hybrid). */
 const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid);
+extern const double wb_smooth_levels[3];
+extern const char *const wb_x_names[3];
+/* The four curves of the Run screen and the first metrics of Compare. */
+extern const char *const wb_metric_keys[4];
+
+/* ---- the screens: wb_runs.c, wb_run.c, wb_compare.c, wb_newrun.c, wb_help.c ----------- */
+/* Reloads the runs list from the store (keeps the selection on the same run id). */
+void wb_reload_runs(wb_app *a);
+void wb_open_run(wb_app *a, long long id);
+void wb_open_compare(wb_app *a);           /* the marked runs */
+void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
+void wb_open_new(wb_app *a);
+void wb_new_free(wb_app *a);               /* the New run form (kept while the workbench runs) */
+void wb_open_help(wb_app *a, unsigned screen); /* the keys of `screen` first */
 
 /* ---- wb_layers.c (the Run screen's Layers tab) ----------------------------------- */
-void wb_layers_load(wb_app *a, long long run); /* the run's layer telemetry series */
-void wb_layers_free(void);
+#define WB_LAYER_STATS 6
+#define WB_LAYER_ROWS 128
+/* The tab's state, part of the Run screen's (zeroed = empty, first statistic). */
+typedef struct {
+    int stat;                   /* statistic shown in the heat map */
+    /* per statistic: the row names (tensor "dense1.W" or layer "dense1") and their series */
+    int n[WB_LAYER_STATS];
+    char name[WB_LAYER_STATS][WB_LAYER_ROWS][40];
+    store_series s[WB_LAYER_STATS][WB_LAYER_ROWS];
+} wb_layers_view;
+void wb_layers_load(wb_app *a, wb_layers_view *v, long long run); /* the run's layer telemetry series */
+void wb_layers_clear(wb_layers_view *v);       /* frees the series; keeps the statistic */
 /* Draws the tab in rows y0..y1; *scroll is the first row of its table (clamped). */
-void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll);
-int wb_layers_rows(void);                      /* rows of its table, for scrolling */
-int wb_layers_key(wb_app *a, tui_action act);  /* v: the next statistic */
+void wb_layers_draw(wb_app *a, wb_layers_view *v, int y0, int y1, int *scroll);
+int wb_layers_rows(const wb_layers_view *v);   /* rows of its table, for scrolling */
+int wb_layers_key(wb_app *a, wb_layers_view *v, tui_action act); /* v: the next statistic */
 /* Layer telemetry keys of the runs, union, sorted; free with store_strings_free. */
 size_t wb_layers_metric_keys(store *db, const long long *runs, int n, char ***out);
 
-/* ---- wb_newrun.c ------------------------------------------------------------------ */
-void wb_open_new(wb_app *a);
+/* ---- wb_live.c: the live worker -------------------------------------------------------- */
 int wb_live_running(wb_app *a);
 void wb_live_stop(wb_app *a);             /* asks the worker to stop */
 void wb_live_join(wb_app *a);             /* waits for it (at quit) */
@@ -164,14 +218,27 @@ eng_sink wb_live_sink(wb_live *l);
  * the live state reset and labelled; fn ends by setting result, rc, running = 0 and
  * finished = 1 under the mutex. -1 if the thread cannot start. */
 int wb_live_launch(wb_app *a, void *(*fn)(void *), const char *label, int n_variants);
+/* Forgets the previous run's status line, curves and op table. */
+void wb_live_clear(wb_live *l);
+/* The worker of New run: runs l->ex's variants through runner_run into the store (frees ex). */
+void *wb_live_train(void *l);
 
 /* ---- wb_model.c (the Run screen's Resume and Quantize, and its Int8 tab) --------------- */
 /* R, Q and K on the Run screen of run r; 1 if act was one of them. */
 int wb_model_key(wb_app *a, tui_action act, const store_run *r);
+/* The Int8 tab's text, part of the Run screen's state (zeroed = not loaded: run ids start
+ * at 1); reloaded when the run changes, a job ends, or every 2 s. */
+typedef struct {
+    long long run;
+    unsigned gen;
+    double at;
+    char **l;
+    size_t n;
+} wb_quant_view;
 /* The Int8 tab in rows y0..y1: the run's quantizations, fp32 vs int8 side by side. */
-void wb_quant_draw(wb_app *a, const store_run *r, int y0, int y1, int *scroll);
-int wb_quant_rows(void);                       /* rows of its text, for scrolling */
-void wb_quant_free(void);                      /* the tab's text (at leaving the Run screen) */
+void wb_quant_draw(wb_app *a, wb_quant_view *qv, const store_run *r, int y0, int y1, int *scroll);
+int wb_quant_rows(const wb_quant_view *qv);    /* rows of its text, for scrolling */
+void wb_quant_free(wb_quant_view *qv);         /* the tab's text */
 /* Shows the result of a Resume or Quantize that ended (the Run screen calls it as it draws). */
 void wb_model_tick(wb_app *a);
 /* Why Resume is not offered for r (a sentence), or NULL when it is. */

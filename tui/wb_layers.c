@@ -10,41 +10,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_STATS 6
+#define N_STATS WB_LAYER_STATS
 static const char *const stat_names[N_STATS] = { "grad_norm", "grad_mean", "grad_std", "grad_max", "update_ratio", "zero_frac" };
 /* Positive statistics spanning decades are mapped on log10; the mean and the zero share linearly. */
 static const int stat_log[N_STATS] = { 1, 0, 1, 1, 1, 0 };
-
-#define MAX_ROWS 128
-static struct {
-    long long run;
-    int stat;                   /* statistic shown in the heat map */
-    /* per statistic: the row names (tensor "dense1.W" or layer "dense1") and their series */
-    int n[N_STATS];
-    char name[N_STATS][MAX_ROWS][40];
-    store_series s[N_STATS][MAX_ROWS];
-} lv = { .run = -1 };
+#define MAX_ROWS WB_LAYER_ROWS
 
 /* Monochrome ramp, low to high; with colours each level also gets a background colour. */
 static const char ramp[] = " .:-=+*#%@";
-#define N_LEVELS 10
-#define PAIR_HEAT 40
+#define N_LEVELS WB_HEAT_LEVELS
 
-void wb_layers_free(void)
+void wb_layers_clear(wb_layers_view *lv)
 {
     for (int k = 0; k < N_STATS; k++) {
-        for (int i = 0; i < lv.n[k]; i++) store_series_free(&lv.s[k][i]);
-        lv.n[k] = 0;
+        for (int i = 0; i < lv->n[k]; i++) store_series_free(&lv->s[k][i]);
+        lv->n[k] = 0;
     }
-    lv.run = -1;
 }
 
-void wb_layers_load(wb_app *a, long long run)
+void wb_layers_load(wb_app *a, wb_layers_view *lv, long long run)
 {
-    int stat = lv.stat;
-    wb_layers_free();
-    lv.stat = stat;
-    lv.run = run;
+    wb_layers_clear(lv);
     char **keys = NULL;
     size_t nk = 0;
     if (store_metric_keys(a->db, run, &keys, &nk)) return;
@@ -53,35 +39,35 @@ void wb_layers_load(wb_app *a, long long run)
         if (!slash) continue;
         for (int k = 0; k < N_STATS; k++) {
             size_t l = strlen(stat_names[k]);
-            if ((size_t)(slash - keys[i]) != l || strncmp(keys[i], stat_names[k], l) || lv.n[k] == MAX_ROWS) continue;
-            int j = lv.n[k];
-            if (store_metric_get(a->db, run, keys[i], &lv.s[k][j])) { memset(&lv.s[k][j], 0, sizeof lv.s[k][j]); continue; }
-            snprintf(lv.name[k][j], sizeof lv.name[k][j], "%s", slash + 1);
+            if ((size_t)(slash - keys[i]) != l || strncmp(keys[i], stat_names[k], l) || lv->n[k] == MAX_ROWS) continue;
+            int j = lv->n[k];
+            if (store_metric_get(a->db, run, keys[i], &lv->s[k][j])) { memset(&lv->s[k][j], 0, sizeof lv->s[k][j]); continue; }
+            snprintf(lv->name[k][j], sizeof lv->name[k][j], "%s", slash + 1);
             /* insertion in natural order: dense2 before dense10 */
-            while (j > 0 && store_natural_cmp(lv.name[k][j - 1], lv.name[k][j]) > 0) {
+            while (j > 0 && store_natural_cmp(lv->name[k][j - 1], lv->name[k][j]) > 0) {
                 char t[40];
-                memcpy(t, lv.name[k][j], sizeof t);
-                memcpy(lv.name[k][j], lv.name[k][j - 1], sizeof t);
-                memcpy(lv.name[k][j - 1], t, sizeof t);
-                store_series ts = lv.s[k][j];
-                lv.s[k][j] = lv.s[k][j - 1];
-                lv.s[k][j - 1] = ts;
+                memcpy(t, lv->name[k][j], sizeof t);
+                memcpy(lv->name[k][j], lv->name[k][j - 1], sizeof t);
+                memcpy(lv->name[k][j - 1], t, sizeof t);
+                store_series ts = lv->s[k][j];
+                lv->s[k][j] = lv->s[k][j - 1];
+                lv->s[k][j - 1] = ts;
                 j--;
             }
-            lv.n[k]++;
+            lv->n[k]++;
         }
     }
     store_strings_free(keys, nk);
 }
 
-int wb_layers_key(wb_app *a, tui_action act)
+int wb_layers_key(wb_app *a, wb_layers_view *lv, tui_action act)
 {
     if (act != TUI_ACT_METRIC) return 0;
     for (int i = 1; i <= N_STATS; i++) {
-        int k = (lv.stat + i) % N_STATS;
-        if (lv.n[k]) { lv.stat = k; break; }
+        int k = (lv->stat + i) % N_STATS;
+        if (lv->n[k]) { lv->stat = k; break; }
     }
-    wb_message(a, "Layers: heat map of %s", stat_names[lv.stat]);
+    wb_message(a, "Layers: heat map of %s", stat_names[lv->stat]);
     return 1;
 }
 
@@ -92,21 +78,10 @@ static double scaled(int stat, double v)
     return v > 0 ? log10(v) : NAN;
 }
 
-static void init_heat_pairs(wb_app *a)
-{
-    static int done;
-    if (!a->color || done) return;
-    /* cold to hot: blue, cyan, green, yellow, red, magenta over the ramp's levels */
-    static const short bg[N_LEVELS] = { COLOR_BLUE, COLOR_BLUE, COLOR_CYAN, COLOR_CYAN, COLOR_GREEN,
-                                        COLOR_GREEN, COLOR_YELLOW, COLOR_YELLOW, COLOR_RED, COLOR_MAGENTA };
-    for (int i = 0; i < N_LEVELS; i++) init_pair((short)(PAIR_HEAT + i), COLOR_BLACK, bg[i]);
-    done = 1;
-}
-
 static void cell(wb_app *a, int y, int x, int level)
 {
     char c[2] = { level < 0 ? ' ' : ramp[level], 0 };
-    int at = a->color && level >= 0 ? COLOR_PAIR(PAIR_HEAT + level) : 0;
+    int at = a->color && level >= 0 ? COLOR_PAIR(WB_PAIR_HEAT + level) : 0;
     if (at) attron(at);
     mvaddstr(y, x, c);
     if (at) attroff(at);
@@ -118,26 +93,25 @@ static void fmt_val(double v, char *b, size_t n)
     else snprintf(b, n, "%.3g", v);
 }
 
-int wb_layers_rows(void) { return lv.n[0]; }
+int wb_layers_rows(const wb_layers_view *lv) { return lv->n[0]; }
 
-void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll)
+void wb_layers_draw(wb_app *a, wb_layers_view *lv, int y0, int y1, int *scroll)
 {
-    int k = lv.stat;
-    if (!lv.n[k])
-        for (int i = 0; i < N_STATS && !lv.n[k]; i++) k = lv.stat = i;
-    if (!lv.n[k]) {
+    int k = lv->stat;
+    if (!lv->n[k])
+        for (int i = 0; i < N_STATS && !lv->n[k]; i++) k = lv->stat = i;
+    if (!lv->n[k]) {
         wb_text(a, y0 + 1, 2, a->cols - 4, 0, "No layer telemetry in this run: set train.telemetry = true (e.g. samples/gradient-lab.ini).");
         return;
     }
-    init_heat_pairs(a);
-    int nr = lv.n[k];
+    int nr = lv->n[k];
     /* columns: the steps of the longest series, bucketed to the width */
-    const store_series *cols = &lv.s[k][0];
-    for (int r = 1; r < nr; r++) if (lv.s[k][r].n > cols->n) cols = &lv.s[k][r];
+    const store_series *cols = &lv->s[k][0];
+    for (int r = 1; r < nr; r++) if (lv->s[k][r].n > cols->n) cols = &lv->s[k][r];
     double lo = INFINITY, hi = -INFINITY;
     for (int r = 0; r < nr; r++)
-        for (size_t p = 0; p < lv.s[k][r].n; p++) {
-            double v = scaled(k, lv.s[k][r].value[p]);
+        for (size_t p = 0; p < lv->s[k][r].n; p++) {
+            double v = scaled(k, lv->s[k][r].value[p]);
             if (isfinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
         }
     char b[256];
@@ -155,8 +129,8 @@ void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll)
     int used = nc < (size_t)w ? (int)nc : w;
     for (int r = 0; r < hm && r < nr; r++) {
         int y = y0 + 1 + r;
-        wb_text(a, y, 1, lw, 1, lv.name[k][r]);
-        const store_series *sr = &lv.s[k][r];
+        wb_text(a, y, 1, lw, 1, lv->name[k][r]);
+        const store_series *sr = &lv->s[k][r];
         size_t p = 0;
         for (int c = 0; c < used; c++) {
             /* bucket c covers column steps [c0, c1): its last point */
@@ -197,20 +171,20 @@ void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll)
     /* the table scrolls (arrows, PgUp/PgDn) when the screen is short */
     int page = y1 - y;
     if (page < 1) page = 1;
-    if (*scroll > lv.n[0] - page) *scroll = lv.n[0] - page;
+    if (*scroll > lv->n[0] - page) *scroll = lv->n[0] - page;
     if (*scroll < 0) *scroll = 0;
     attron(A_BOLD);
     snprintf(b, sizeof b, "%-12s %10s %10s %10s %10s %12s %9s", "tensor", "grad_norm", "grad_mean", "grad_std",
              "grad_max", "update_ratio", "zero_frac");
     wb_text(a, y++, 1, a->cols - 2, 0, b);
     attroff(A_BOLD);
-    if (lv.n[0] > page) {
+    if (lv->n[0] > page) {
         char pos[48];
-        snprintf(pos, sizeof pos, "%d-%d/%d", *scroll + 1, *scroll + page, lv.n[0]);
+        snprintf(pos, sizeof pos, "%d-%d/%d", *scroll + 1, *scroll + page, lv->n[0]);
         wb_text(a, y - 1, a->cols - 2 - (int)strlen(pos), (int)strlen(pos), 1, pos);
     }
-    for (int r = *scroll; r < lv.n[0] && y <= y1; r++, y++) {
-        const char *t = lv.name[0][r];
+    for (int r = *scroll; r < lv->n[0] && y <= y1; r++, y++) {
+        const char *t = lv->name[0][r];
         char v[N_STATS][24];
         for (int s = 0; s < N_STATS; s++) {
             double last = NAN;
@@ -222,8 +196,8 @@ void wb_layers_draw(wb_app *a, int y0, int y1, int *scroll)
                 if (l < 2 || strcmp(want + l - 2, ".W")) { snprintf(v[s], sizeof v[s], " "); continue; }
                 want[l - 2] = 0;
             }
-            for (int q = 0; q < lv.n[s]; q++)
-                if (!strcmp(lv.name[s][q], want) && lv.s[s][q].n) last = lv.s[s][q].value[lv.s[s][q].n - 1];
+            for (int q = 0; q < lv->n[s]; q++)
+                if (!strcmp(lv->name[s][q], want) && lv->s[s][q].n) last = lv->s[s][q].value[lv->s[s][q].n - 1];
             fmt_val(last, v[s], sizeof v[s]);
         }
         snprintf(b, sizeof b, "%-12s %10s %10s %10s %10s %12s %9s", t, v[0], v[1], v[2], v[3], v[4], v[5]);

@@ -1,6 +1,6 @@
 /* wb_model.c — the Run screen's actions on a run's model: Resume (a crashed, interrupted or
  * failed run from its last checkpoint into the same run id, through runner_resume: the
- * path of `nnbench resume`) and Quantize (cli_quantize: the code of `nnbench quantize`),
+ * path of `nnbench resume`) and Quantize (cli_quantize, runner_quant.c: `nnbench quantize`),
  * both on the workbench's worker thread (wb_live), and the Int8 tab, which shows a run's
  * quantizations fp32 against int8 with the int8 path's op profile.
  */
@@ -12,21 +12,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-
-enum { JOB_NONE, JOB_RESUME, JOB_QUANT };
-
-/* The job the worker runs (one at a time: wb_live_running is checked before one starts).
- * Written by the UI thread before the worker starts; stage under live.mu. */
-static struct {
-    int kind;
-    long long run;
-    char spec[32];
-    long from_step;
-    cli_qopts o;
-    char stage[160];         /* what a quantization is doing now */
-    int announced;           /* its result was shown as a message */
-    unsigned gen;            /* finished jobs (the Int8 tab reloads after one) */
-} job;
 
 /* ---- worker side -------------------------------------------------------------------- */
 
@@ -64,16 +49,17 @@ static void job_end(wb_live *l, int rc, long long run, const char *result)
 static void *resume_worker(void *arg)
 {
     wb_live *l = arg;
+    wb_job *job = &l->job;
     eng_sink live = wb_live_sink(l);
     runner_hooks h = { .ud = l, .begin = job_begin, .running = job_running, .sink = &live };
     runner_resumed r;
-    runner_resume(l->db_path, job.spec, &h, &r);
+    runner_resume(l->db_path, job->spec, &h, &r);
     const runner_variant *o = &r.out;
     char msg[512];
     if (!o->created)
-        snprintf(msg, sizeof msg, "run #%lld not resumed: %.440s", job.run, o->error);
+        snprintf(msg, sizeof msg, "run #%lld not resumed: %.440s", job->run, o->error);
     else if (o->store_error[0])
-        snprintf(msg, sizeof msg, "run #%lld resumed but not stored completely: %.400s", job.run, o->store_error);
+        snprintf(msg, sizeof msg, "run #%lld resumed but not stored completely: %.400s", job->run, o->store_error);
     else if (o->rc == ENG_OK)
         snprintf(msg, sizeof msg, "run #%lld resumed from step %ld: finished at step %ld, loss %.4g%s", r.run_id,
                  r.from_step, o->res.steps, o->res.final_train_loss,
@@ -81,36 +67,38 @@ static void *resume_worker(void *arg)
     else
         snprintf(msg, sizeof msg, "run #%lld resumed from step %ld: %s at step %ld%s%.380s", r.run_id, r.from_step,
                  eng_run_status_name(o->res.status), o->res.steps, o->error[0] ? ": " : "", o->error);
-    job_end(l, o->rc, job.run, msg);
+    job_end(l, o->rc, job->run, msg);
     return NULL;
 }
 
 static void quant_stage(void *ud, const char *stage)
 {
     wb_live *l = ud;
+    wb_job *job = &l->job;
     pthread_mutex_lock(&l->mu);
-    snprintf(job.stage, sizeof job.stage, "%s", stage);
-    snprintf(l->label, sizeof l->label, "quantize #%lld: %.150s", job.run, stage);
+    snprintf(job->stage, sizeof job->stage, "%s", stage);
+    snprintf(l->label, sizeof l->label, "quantize #%lld: %.150s", job->run, stage);
     pthread_mutex_unlock(&l->mu);
 }
 
 static void *quant_worker(void *arg)
 {
     wb_live *l = arg;
+    wb_job *job = &l->job;
     cli_quant_result q;
-    int code = cli_quantize(l->db_path, job.spec, &job.o, 1, quant_stage, l, &q);
+    int code = cli_quantize(l->db_path, job->spec, &job->o, 1, quant_stage, l, &q);
     char msg[512];
     if (code)
-        snprintf(msg, sizeof msg, "run #%lld not quantized: %.440s", job.run, q.error);
+        snprintf(msg, sizeof msg, "run #%lld not quantized: %.440s", job->run, q.error);
     else
         snprintf(msg, sizeof msg, "quantization #%lld of run #%lld stored: test acc %.4f -> %.4f, bytes x%.3f (Int8 tab)",
-                 q.rec.id, job.run, q.rec.fp32_acc, q.rec.int8_acc,
+                 q.rec.id, job->run, q.rec.fp32_acc, q.rec.int8_acc,
                  q.rec.fp32_bytes > 0 ? (double)q.rec.int8_bytes / (double)q.rec.fp32_bytes : NAN);
     cli_quant_result_free(&q);
     pthread_mutex_lock(&l->mu);
-    job.stage[0] = 0;
+    job->stage[0] = 0;
     pthread_mutex_unlock(&l->mu);
-    job_end(l, code ? ENG_EINVAL : ENG_OK, job.run, msg);
+    job_end(l, code ? ENG_EINVAL : ENG_OK, job->run, msg);
     return NULL;
 }
 
@@ -119,15 +107,16 @@ static void *quant_worker(void *arg)
 /* The job's result as a message once it is over (called as the Run screen draws). */
 static void announce(wb_app *a)
 {
-    if (job.kind == JOB_NONE || job.announced || wb_live_running(a)) return;
+    wb_job *job = &a->live.job;
+    if (job->kind == WB_JOB_NONE || job->announced || wb_live_running(a)) return;
     pthread_mutex_lock(&a->live.mu);
-    int done = a->live.finished && a->live.run_id == job.run; /* not a later New run's */
+    int done = a->live.finished && a->live.run_id == job->run; /* not a later New run's */
     char msg[512];
     snprintf(msg, sizeof msg, "%s", a->live.result);
     pthread_mutex_unlock(&a->live.mu);
     if (!done) return;
-    job.announced = 1;
-    job.gen++;
+    job->announced = 1;
+    job->gen++;
     wb_message(a, "%s", msg);
 }
 
@@ -174,6 +163,7 @@ static const char *quant_refusal(wb_app *a, const store_run *r, char *buf, size_
 
 static int start_resume(wb_app *a, const store_run *r)
 {
+    wb_job *job = &a->live.job;
     char why[512];
     if (wb_live_running(a)) { wb_message(a, "a run is in progress (K stops it); resume after it"); return 1; }
     if (wb_resume_refusal(a, r, why, sizeof why)) { wb_message(a, "Resume not offered: %s", why); return 1; }
@@ -182,20 +172,21 @@ static int start_resume(wb_app *a, const store_run *r)
     if (!wb_confirm(a, "Resume run #%lld (%s) from its checkpoint at step %ld of %ld?", r->id,
                     store_status_name(r->status), ck.step, r->total_steps))
         return 1;
-    job.kind = JOB_RESUME;
-    job.run = r->id;
-    job.from_step = ck.step;
-    job.announced = 0;
-    snprintf(job.spec, sizeof job.spec, "%lld", r->id);
+    job->kind = WB_JOB_RESUME;
+    job->run = r->id;
+    job->from_step = ck.step;
+    job->announced = 0;
+    snprintf(job->spec, sizeof job->spec, "%lld", r->id);
     char label[96];
     snprintf(label, sizeof label, "resume #%lld", r->id);
-    if (wb_live_launch(a, resume_worker, label, 1)) { job.kind = JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
+    if (wb_live_launch(a, resume_worker, label, 1)) { job->kind = WB_JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
     wb_message(a, "resuming run #%lld from step %ld (K stops it)", r->id, ck.step);
     return 1;
 }
 
 static int start_quantize(wb_app *a, const store_run *r)
 {
+    wb_job *job = &a->live.job;
     char why[512];
     if (wb_live_running(a)) { wb_message(a, "a run is in progress (K stops it); quantize after it"); return 1; }
     if (quant_refusal(a, r, why, sizeof why)) { wb_message(a, "Quantize not offered: %s", why); return 1; }
@@ -212,15 +203,15 @@ static int start_quantize(wb_app *a, const store_run *r)
     if (!strcmp(sbuf, "minmax")) scheme = ENG_QSCHEME_MINMAX;
     else if (!strcmp(sbuf, "percentile")) scheme = ENG_QSCHEME_PERCENTILE;
     else { wb_message(a, "scheme: expected minmax or percentile, got '%s'", sbuf); return 1; }
-    job.kind = JOB_QUANT;
-    job.run = r->id;
-    job.o = (cli_qopts){ .calibrate = (int)n, .scheme = scheme, .kernel = NULL };
-    job.announced = 0;
-    snprintf(job.stage, sizeof job.stage, "starting");
-    snprintf(job.spec, sizeof job.spec, "%lld", r->id);
+    job->kind = WB_JOB_QUANT;
+    job->run = r->id;
+    job->o = (cli_qopts){ .calibrate = (int)n, .scheme = scheme, .kernel = NULL };
+    job->announced = 0;
+    snprintf(job->stage, sizeof job->stage, "starting");
+    snprintf(job->spec, sizeof job->spec, "%lld", r->id);
     char label[96];
     snprintf(label, sizeof label, "quantize #%lld", r->id);
-    if (wb_live_launch(a, quant_worker, label, 1)) { job.kind = JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
+    if (wb_live_launch(a, quant_worker, label, 1)) { job->kind = WB_JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
     wb_message(a, "quantizing run #%lld (%ld calibration samples, %s)", r->id, n, cli_qscheme_name(scheme));
     return 2;
 }
@@ -241,39 +232,31 @@ int wb_model_key(wb_app *a, tui_action act, const store_run *r)
 
 /* ---- the Int8 tab ------------------------------------------------------------------------ */
 
-static struct {
-    long long run;
-    unsigned gen;
-    double at;
-    char **l;
-    size_t n;
-} qv = { .run = -1 };
-
 static double ratio(double i8, double f) { return f > 0 && isfinite(i8) ? i8 / f : NAN; }
 
 /* One quantization, fp32 and int8 side by side, and its op profile. */
-static void add_quant(wb_app *a, const store_quant *q)
+static void add_quant(wb_app *a, wb_quant_view *qv, const store_quant *q)
 {
     char f[32], i[32], x[32];
-    tui_lines_add(&qv.l, &qv.n, "Quantization #%lld: %s, %ld calibration samples, of the checkpoint at step %ld", q->id, q->scheme,
+    tui_lines_add(&qv->l, &qv->n, "Quantization #%lld: %s, %ld calibration samples, of the checkpoint at step %ld", q->id, q->scheme,
         q->calibrate, q->step);
-    tui_lines_add(&qv.l, &qv.n, "  int8 kernel: %s", q->kernel);
-    tui_lines_add(&qv.l, &qv.n, "  %-22s %14s %14s %12s", "", "fp32", "int8", "int8/fp32");
-    tui_lines_add(&qv.l, &qv.n, "  %-22s %14s %14s %12.3f", "model bytes", prof_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
+    tui_lines_add(&qv->l, &qv->n, "  int8 kernel: %s", q->kernel);
+    tui_lines_add(&qv->l, &qv->n, "  %-22s %14s %14s %12s", "", "fp32", "int8", "int8/fp32");
+    tui_lines_add(&qv->l, &qv->n, "  %-22s %14s %14s %12.3f", "model bytes", prof_fmt_bytes(f, sizeof f, (double)q->fp32_bytes),
         prof_fmt_bytes(i, sizeof i, (double)q->int8_bytes), ratio((double)q->int8_bytes, (double)q->fp32_bytes));
-    tui_lines_add(&qv.l, &qv.n, "  %-22s %14s %14s", "test loss", prof_fmt_num(f, sizeof f, q->fp32_loss), prof_fmt_num(i, sizeof i, q->int8_loss));
+    tui_lines_add(&qv->l, &qv->n, "  %-22s %14s %14s", "test loss", prof_fmt_num(f, sizeof f, q->fp32_loss), prof_fmt_num(i, sizeof i, q->int8_loss));
     if (isfinite(q->fp32_acc)) {
         snprintf(x, sizeof x, "%+.2f pt", 100.0 * (q->int8_acc - q->fp32_acc));
-        tui_lines_add(&qv.l, &qv.n, "  %-22s %14.4f %14.4f %12s", "test accuracy", q->fp32_acc, q->int8_acc, x);
+        tui_lines_add(&qv->l, &qv->n, "  %-22s %14.4f %14.4f %12s", "test accuracy", q->fp32_acc, q->int8_acc, x);
     }
-    tui_lines_add(&qv.l, &qv.n, "  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 1", q->fp32_sps_b1, q->int8_sps_b1, ratio(q->int8_sps_b1, q->fp32_sps_b1));
-    tui_lines_add(&qv.l, &qv.n, "  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 128", q->fp32_sps_b128, q->int8_sps_b128,
+    tui_lines_add(&qv->l, &qv->n, "  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 1", q->fp32_sps_b1, q->int8_sps_b1, ratio(q->int8_sps_b1, q->fp32_sps_b1));
+    tui_lines_add(&qv->l, &qv->n, "  %-22s %14.0f %14.0f %12.2f", "samples/s, batch 128", q->fp32_sps_b128, q->int8_sps_b128,
         ratio(q->int8_sps_b128, q->fp32_sps_b128));
     store_quant_op *ops = NULL;
     size_t n = 0;
-    if (store_quant_ops_get(a->db, q->id, &ops, &n) || !n) { free(ops); tui_lines_add(&qv.l, &qv.n, "  (no int8 op profile stored)"); return; }
-    tui_lines_add(&qv.l, &qv.n, "%s", "");
-    tui_lines_add(&qv.l, &qv.n, "  int8 path profile (test set, by self time):");
+    if (store_quant_ops_get(a->db, q->id, &ops, &n) || !n) { free(ops); tui_lines_add(&qv->l, &qv->n, "  (no int8 op profile stored)"); return; }
+    tui_lines_add(&qv->l, &qv->n, "%s", "");
+    tui_lines_add(&qv->l, &qv->n, "  int8 path profile (test set, by self time):");
     /* the op table of run --profile, show and the Profile tab, as text lines */
     prof_table t;
     prof_table_init(&t, ops, n, 0, 0);
@@ -286,38 +269,38 @@ static void add_quant(wb_app *a, const store_quant *q)
         prof_table_print(mf, &t, 0, 24, "  ");
         fclose(mf);
         char *save = NULL;
-        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) tui_lines_add(&qv.l, &qv.n, "%s", l);
+        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) tui_lines_add(&qv->l, &qv->n, "%s", l);
     }
     free(text);
     free(ops);
 }
 
-static void qv_load(wb_app *a, const store_run *r)
+static void qv_load(wb_app *a, wb_quant_view *qv, const store_run *r)
 {
-    tui_lines_clear(&qv.l, &qv.n);
-    qv.run = r->id;
-    qv.gen = job.gen;
-    qv.at = wb_now();
+    tui_lines_clear(&qv->l, &qv->n);
+    qv->run = r->id;
+    qv->gen = a->live.job.gen;
+    qv->at = wb_now();
     char why[512];
     const char *no = quant_refusal(a, r, why, sizeof why);
-    if (no) tui_lines_add(&qv.l, &qv.n, "Quantize (Q) is not offered: %s.", no);
-    else tui_lines_add(&qv.l, &qv.n, "Q quantizes the final checkpoint to int8 (as nnbench quantize %lld).", r->id);
+    if (no) tui_lines_add(&qv->l, &qv->n, "Quantize (Q) is not offered: %s.", no);
+    else tui_lines_add(&qv->l, &qv->n, "Q quantizes the final checkpoint to int8 (as nnbench quantize %lld).", r->id);
     store_quant *q = NULL;
     size_t n = 0;
     if (store_quants_list(a->db, r->id, &q, &n) || !n) {
         free(q);
-        tui_lines_add(&qv.l, &qv.n, "%s", "");
-        tui_lines_add(&qv.l, &qv.n, "No int8 quantization of this run yet.");
+        tui_lines_add(&qv->l, &qv->n, "%s", "");
+        tui_lines_add(&qv->l, &qv->n, "No int8 quantization of this run yet.");
         return;
     }
-    tui_lines_add(&qv.l, &qv.n, "%s", "");
-    add_quant(a, &q[0]);
+    tui_lines_add(&qv->l, &qv->n, "%s", "");
+    add_quant(a, qv, &q[0]);
     if (n > 1) {
-        tui_lines_add(&qv.l, &qv.n, "%s", "");
-        tui_lines_add(&qv.l, &qv.n, "Earlier quantizations (fp32 -> int8):");
+        tui_lines_add(&qv->l, &qv->n, "%s", "");
+        tui_lines_add(&qv->l, &qv->n, "Earlier quantizations (fp32 -> int8):");
         char fb[32], ib[32];
         for (size_t k = 1; k < n; k++)
-            tui_lines_add(&qv.l, &qv.n, "  #%lld %s, %ld samples, %s: bytes %s -> %s, acc %.4f -> %.4f, batch 128 x%.2f", q[k].id, q[k].scheme,
+            tui_lines_add(&qv->l, &qv->n, "  #%lld %s, %ld samples, %s: bytes %s -> %s, acc %.4f -> %.4f, batch 128 x%.2f", q[k].id, q[k].scheme,
                 q[k].calibrate, q[k].kernel, prof_fmt_bytes(fb, sizeof fb, (double)q[k].fp32_bytes),
                 prof_fmt_bytes(ib, sizeof ib, (double)q[k].int8_bytes), q[k].fp32_acc, q[k].int8_acc,
                 ratio(q[k].int8_sps_b128, q[k].fp32_sps_b128));
@@ -325,29 +308,30 @@ static void qv_load(wb_app *a, const store_run *r)
     free(q);
 }
 
-int wb_quant_rows(void) { return (int)qv.n; }
+int wb_quant_rows(const wb_quant_view *qv) { return (int)qv->n; }
 
-void wb_quant_free(void)
+void wb_quant_free(wb_quant_view *qv)
 {
-    tui_lines_clear(&qv.l, &qv.n);
-    qv.run = -1;
+    tui_lines_clear(&qv->l, &qv->n);
+    qv->run = -1;
 }
 
-void wb_quant_draw(wb_app *a, const store_run *r, int y0, int y1, int *scroll)
+void wb_quant_draw(wb_app *a, wb_quant_view *qv, const store_run *r, int y0, int y1, int *scroll)
 {
+    const wb_job *job = &a->live.job;
     announce(a);
-    if (qv.run != r->id || qv.gen != job.gen || wb_now() - qv.at > 2.0) qv_load(a, r);
+    if (qv->run != r->id || qv->gen != job->gen || wb_now() - qv->at > 2.0) qv_load(a, qv, r);
     int y = y0;
-    if (job.kind == JOB_QUANT && job.run == r->id && wb_live_running(a)) {
+    if (job->kind == WB_JOB_QUANT && job->run == r->id && wb_live_running(a)) {
         pthread_mutex_lock(&a->live.mu);
         char line[256];
-        snprintf(line, sizeof line, "%s quantizing: %s ...", a->utf8 ? "\xe2\x96\xb6" : ">", job.stage);
+        snprintf(line, sizeof line, "%s quantizing: %s ...", a->utf8 ? "\xe2\x96\xb6" : ">", job->stage);
         pthread_mutex_unlock(&a->live.mu);
         attron(A_BOLD);
         wb_text(a, y++, 1, a->cols - 2, 0, line);
         attroff(A_BOLD);
     }
-    if (y <= y1) wb_draw_lines(a, qv.l, qv.n, y, y1, scroll);
+    if (y <= y1) wb_draw_lines(a, qv->l, qv->n, y, y1, scroll);
 }
 
 void wb_model_tick(wb_app *a) { announce(a); }

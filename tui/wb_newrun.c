@@ -1,6 +1,6 @@
 /* wb_newrun.c — the New run screen: pick an experiment file and a variant, edit a few
  * keys (they become --set style overrides), start; training runs on a worker thread
- * that writes the store and feeds the screen (progress, ETA, live curves, op table).
+ * (wb_live.c) that writes the store and feeds the screen (progress, ETA, live curves, op table).
  */
 #include "cli.h"
 #include "runner.h"
@@ -24,7 +24,7 @@ enum { F_FILE, F_VARIANT, F_KEYS, F_START = F_KEYS + N_EDIT, F_OPEN, F_COMPARE, 
 
 /* The form's state lives in its panel (wb_new_panel.st): made the first time New run
  * opens, kept while the workbench runs (the form remembers the file and the edits),
- * freed by wb_live_free. nv names it. */
+ * freed by wb_new_free. nv names it. */
 typedef struct {
     char dir[PATH_MAX];
     char **files;          /* *.ini in dir, sorted */
@@ -40,245 +40,11 @@ typedef struct {
 } new_state;
 #define nv (*(new_state *)wb_new_panel.st)
 
-/* ---- live state (worker side) ------------------------------------------------------ */
+/* ---- the form ---------------------------------------------------------------------- */
 
-static void series_push(wb_series *s, const eng_metric *m)
+void wb_new_free(wb_app *a)
 {
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 256;
-        double *a = realloc(s->step, cap * sizeof *a), *b, *c, *d;
-        if (!a) return;
-        s->step = a;
-        if (!(b = realloc(s->wall, cap * sizeof *b))) return;
-        s->wall = b;
-        if (!(c = realloc(s->hybrid, cap * sizeof *c))) return;
-        s->hybrid = c;
-        if (!(d = realloc(s->value, cap * sizeof *d))) return;
-        s->value = d;
-        s->cap = cap;
-    }
-    s->step[s->n] = (double)m->step;
-    s->wall[s->n] = m->wall_s;
-    s->hybrid[s->n] = m->hybrid_s;
-    s->value[s->n] = m->value;
-    s->n++;
-}
-
-static int live_begin(void *ud, const eng_run_info *info)
-{
-    wb_live *l = ud;
-    pthread_mutex_lock(&l->mu);
-    for (int i = 0; i < WB_LIVE_N; i++) l->live[i].n = 0;
-    free(l->ops);
-    l->ops = NULL;
-    l->n_ops = 0;
-    l->total = info->total_steps;
-    l->step = 0;
-    l->loss = NAN;
-    l->sps = 0;
-    l->t_start = wb_now();
-    snprintf(l->label, sizeof l->label, "%s%s%s", info->cfg->name, info->cfg->variant[0] ? "/" : "", info->cfg->variant);
-    pthread_mutex_unlock(&l->mu);
-    return 0;
-}
-
-static int live_metric(void *ud, const eng_metric *m)
-{
-    wb_live *l = ud;
-    static const char *const keys[WB_LIVE_N] = { "train_loss", "test_loss", "train_acc", "test_acc" };
-    for (int i = 0; i < WB_LIVE_N; i++)
-        if (!strcmp(m->key, keys[i])) {
-            pthread_mutex_lock(&l->mu);
-            series_push(&l->live[i], m);
-            pthread_mutex_unlock(&l->mu);
-        }
-    return 0;
-}
-
-static int live_ops(void *ud, const prof_row *rows, size_t n, const prof_summary *sum)
-{
-    wb_live *l = ud;
-    (void)sum;
-    prof_row *c = malloc((n ? n : 1) * sizeof *c);
-    if (!c) return 0; /* the live view is a nicety: never fail the run for it */
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) /* ops only: phases would double-count their time */
-        if (rows[i].kind == PROF_OP) c[m++] = rows[i];
-    pthread_mutex_lock(&l->mu);
-    free(l->ops);
-    l->ops = c;
-    l->n_ops = m;
-    pthread_mutex_unlock(&l->mu);
-    return 0;
-}
-
-static void live_progress(void *ud, long step, long total, int epoch, double loss, double sps)
-{
-    wb_live *l = ud;
-    pthread_mutex_lock(&l->mu);
-    l->step = step;
-    l->total = total;
-    l->epoch = epoch;
-    l->loss = loss;
-    l->sps = sps;
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* The op rows so far: the engine hands them over between steps (ops_live), twice a second. */
-static void live_ops_now(void *ud, const prof_row *rows, size_t n) { live_ops(ud, rows, n, NULL); }
-
-eng_sink wb_live_sink(wb_live *l)
-{
-    return (eng_sink){ .ud = l, .run_begin = live_begin, .metric = live_metric, .op_stats = live_ops,
-                       .progress = live_progress, .ops_live = live_ops_now, .ops_live_every_s = 0.5 };
-}
-
-/* The runner's hooks for New run: stop requests, the current run for K, each variant's
- * result line. */
-typedef struct {
-    wb_live *l;
-    char result[512], last_bad[512];
-    char note[480];           /* the variant's data note (a damaged cache rebuilt), "" if none */
-    int last_rc;
-} nr_state;
-
-static int nr_begin(void *ud, size_t v, const eng_config *cfg)
-{
-    nr_state *n = ud;
-    (void)cfg;
-    pthread_mutex_lock(&n->l->mu);
-    int stop = n->l->stop_requested;
-    n->l->variant_idx = (int)v;
-    pthread_mutex_unlock(&n->l->mu);
-    return stop;
-}
-
-static void nr_running(void *ud, eng_run *run)
-{
-    nr_state *n = ud;
-    pthread_mutex_lock(&n->l->mu);
-    n->l->run = run;
-    if (run && n->l->stop_requested) eng_run_request_stop(run);
-    pthread_mutex_unlock(&n->l->mu);
-    const char *note = run ? eng_run_data_note(run) : NULL;
-    if (run) snprintf(n->note, sizeof n->note, "%s", note ? note : "");
-}
-
-static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
-{
-    nr_state *n = ud;
-    wb_live *l = n->l;
-    (void)prof;
-    n->last_rc = o->rc;
-    pthread_mutex_lock(&l->mu);
-    if (o->run_id) {
-        l->run_id = o->run_id;
-        if (!l->first_id) l->first_id = o->run_id;
-        if (l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = o->run_id;
-    }
-    char d[32];
-    if (o->store_error[0] && o->rc != ENG_ESINK)
-        snprintf(n->result, sizeof n->result, "run %.60s %s but was not stored: %.300s", l->label,
-                 o->created ? eng_run_status_name(o->res.status) : "failed", o->store_error);
-    else if (o->rc == ENG_OK)
-        snprintf(n->result, sizeof n->result, "run #%lld %s finished: %ld steps in %s, loss %.4g", o->run_id, l->label,
-                 o->res.steps, prof_fmt_duration(d, sizeof d, o->res.wall_s), o->res.final_train_loss);
-    else if (o->created)
-        snprintf(n->result, sizeof n->result, "run #%lld %.60s %s: %.300s", o->run_id, l->label,
-                 eng_run_status_name(o->res.status), o->error);
-    else
-        snprintf(n->result, sizeof n->result, "%.60s: %.400s", o->cfg->variant[0] ? o->cfg->variant : o->cfg->name, o->error);
-    size_t len = strlen(n->result);
-    if (o->created && n->note[0] && len + 10 < sizeof n->result)   /* the note is said once, with the result */
-        snprintf(n->result + len, sizeof n->result - len, "; note: %s", n->note);
-    pthread_mutex_unlock(&l->mu);
-    if ((o->rc != ENG_OK && o->rc != ENG_ESTOPPED) || o->store_error[0])
-        snprintf(n->last_bad, sizeof n->last_bad, "%s", n->result);
-}
-
-static void *worker(void *arg)
-{
-    wb_live *l = arg;
-    eng_experiment *ex = l->ex;
-    nr_state n = { .l = l };
-    cli_store_sink *st = cli_store_sink_open(l->db_path, n.result, sizeof n.result);
-    int rc = st ? ENG_OK : ENG_EIO;
-    if (st) {
-        eng_sink live_sink = wb_live_sink(l);
-        runner_hooks h = { .ud = &n, .begin = nr_begin, .running = nr_running, .done = nr_done, .sink = &live_sink };
-        runner_summary sum;
-        runner_run(ex, st, &h, &sum);
-        rc = n.last_rc;
-        size_t bad = sum.failed + sum.config_errors;
-        /* As on the CLI, a variant that fails or diverges does not stop the batch. */
-        if (ex->n_variants > 1 && sum.ran > 1 && bad && !sum.stopped)
-            snprintf(n.result, sizeof n.result, "batch: %zu finished, %zu not (last: %.400s)", sum.finished, bad, n.last_bad);
-        else if (ex->n_variants > 1 && sum.finished > 1 && !bad && !sum.stopped) {
-            char last[512];
-            snprintf(last, sizeof last, "%s", n.result);
-            snprintf(n.result, sizeof n.result, "batch: %zu runs finished (c compares them); last: %.400s", sum.finished, last);
-        }
-        char cerr[700];
-        if (cli_store_sink_close(st, cerr, sizeof cerr)) snprintf(n.result, sizeof n.result, "%.500s", cerr);
-    }
-    eng_experiment_free(ex);
-    pthread_mutex_lock(&l->mu);
-    l->ex = NULL;
-    l->rc = rc;
-    if (n.result[0]) snprintf(l->result, sizeof l->result, "%s", n.result);
-    l->running = 0;
-    l->finished = 1;
-    pthread_mutex_unlock(&l->mu);
-    return NULL;
-}
-
-/* ---- live state (UI side) ---------------------------------------------------------- */
-
-static void reap(wb_app *a)
-{
-    wb_live *l = &a->live;
-    if (!l->thread_started) return;
-    pthread_mutex_lock(&l->mu);
-    int done = l->finished;
-    pthread_mutex_unlock(&l->mu);
-    if (done) {
-        pthread_join(l->th, NULL);
-        l->thread_started = 0;
-    }
-}
-
-int wb_live_running(wb_app *a)
-{
-    reap(a);
-    return a->live.thread_started;
-}
-
-void wb_live_stop(wb_app *a)
-{
-    wb_live *l = &a->live;
-    pthread_mutex_lock(&l->mu);
-    l->stop_requested = 1;
-    if (l->run) eng_run_request_stop(l->run);
-    pthread_mutex_unlock(&l->mu);
-}
-
-void wb_live_join(wb_app *a)
-{
-    if (a->live.thread_started) {
-        pthread_join(a->live.th, NULL);
-        a->live.thread_started = 0;
-    }
-}
-
-void wb_live_free(wb_app *a)
-{
-    wb_live *l = &a->live;
-    for (int i = 0; i < WB_LIVE_N; i++) {
-        free(l->live[i].step); free(l->live[i].wall); free(l->live[i].hybrid); free(l->live[i].value);
-        memset(&l->live[i], 0, sizeof l->live[i]);
-    }
-    free(l->ops);
-    l->ops = NULL;
+    (void)a;
     if (!wb_new_panel.st) return;
     for (size_t i = 0; i < nv.n_files; i++) free(nv.files[i]);
     free(nv.files);
@@ -286,20 +52,6 @@ void wb_live_free(wb_app *a)
     free(wb_new_panel.st);
     wb_new_panel.st = NULL;
 }
-
-void wb_live_summary(wb_app *a, char *buf, size_t n)
-{
-    wb_live *l = &a->live;
-    buf[0] = 0;
-    if (!wb_live_running(a)) return;
-    pthread_mutex_lock(&l->mu);
-    const char *mark = a->utf8 ? "\xe2\x96\xb6" : ">";
-    if (l->total > 0) snprintf(buf, n, "%s %s %.0f%%", mark, l->label, 100.0 * (double)l->step / (double)l->total);
-    else snprintf(buf, n, "%s %s", mark, l->label); /* a job without steps (quantize) */
-    pthread_mutex_unlock(&l->mu);
-}
-
-/* ---- the form ---------------------------------------------------------------------- */
 
 static int cmp_str(const void *x, const void *y) { return strcmp(*(char *const *)x, *(char *const *)y); }
 
@@ -410,20 +162,6 @@ void wb_open_new(wb_app *a)
     wb_push(a, &wb_new_panel);
 }
 
-/* Forgets the previous run's status line, curves and op table (so they do not stand
- * under an error as if they were its result). */
-static void clear_live(wb_live *l)
-{
-    pthread_mutex_lock(&l->mu);
-    l->finished = 0;
-    l->result[0] = 0;
-    free(l->ops);
-    l->ops = NULL;
-    l->n_ops = 0;
-    for (int i = 0; i < WB_LIVE_N; i++) l->live[i].n = 0;
-    pthread_mutex_unlock(&l->mu);
-}
-
 static void start_run(wb_app *a)
 {
     if (wb_live_running(a)) { wb_message(a, "a run is already in progress (K stops it)"); return; }
@@ -440,55 +178,25 @@ static void start_run(wb_app *a)
     eng_experiment *ex = NULL;
     if (eng_experiment_load(nv.path, ovp, n, &ex)) {
         snprintf(nv.error, sizeof nv.error, "%s", eng_error());
-        clear_live(&a->live);
+        wb_live_clear(&a->live);
         return;
     }
     if (nv.variant_idx < (int)nv.preview->n_variants && nv.preview->variants[nv.variant_idx].variant[0] &&
         eng_experiment_select(ex, nv.preview->variants[nv.variant_idx].variant)) {
         snprintf(nv.error, sizeof nv.error, "%s", eng_error());
         eng_experiment_free(ex);
-        clear_live(&a->live);
+        wb_live_clear(&a->live);
         return;
     }
     nv.error[0] = 0;
     a->live.ex = ex; /* the worker's input; no worker runs now */
-    if (wb_live_launch(a, worker, ex->variants[0].name, (int)ex->n_variants)) {
+    if (wb_live_launch(a, wb_live_train, ex->variants[0].name, (int)ex->n_variants)) {
         eng_experiment_free(ex);
         a->live.ex = NULL;
         wb_message(a, "cannot start the training thread");
         return;
     }
     wb_message(a, "training started");
-}
-
-int wb_live_launch(wb_app *a, void *(*fn)(void *), const char *label, int n_variants)
-{
-    clear_live(&a->live);
-    wb_live *l = &a->live;
-    pthread_mutex_lock(&l->mu);
-    snprintf(l->db_path, sizeof l->db_path, "%s", a->db_path);
-    l->stop_requested = 0;
-    l->finished = 0;
-    l->running = 1;
-    l->run_id = 0;
-    l->first_id = 0;
-    l->n_batch = 0;
-    l->step = 0;
-    l->total = 0;
-    l->loss = NAN;
-    l->sps = 0;
-    l->t_start = wb_now();
-    l->n_variants = n_variants;
-    l->result[0] = 0;
-    snprintf(l->label, sizeof l->label, "%s", label);
-    for (int i = 0; i < WB_LIVE_N; i++) l->live[i].n = 0;
-    pthread_mutex_unlock(&l->mu);
-    if (pthread_create(&l->th, NULL, fn, l)) {
-        l->running = 0;
-        return -1;
-    }
-    l->thread_started = 1;
-    return 0;
 }
 
 static void draw_field(wb_app *a, int y, int f, const char *label, const char *value, int changed)
@@ -501,7 +209,8 @@ static void draw_field(wb_app *a, int y, int f, const char *label, const char *v
     if (sel) attroff(A_REVERSE);
 }
 
-static void new_draw(wb_app *a)
+/* The form: file, variant, the keys, Start, Open, Compare, the error. Returns the next row. */
+static int new_draw_form(wb_app *a)
 {
     int y = 2;
     char v[PATH_MAX + 128];
@@ -546,19 +255,34 @@ static void new_draw(wb_app *a)
         attroff(wb_status_attr(a, STORE_RUN_FAILED));
     }
     y++;
+    return y;
+}
 
-    /* Live part: progress, ETA, curves, ops. Copies are taken under the lock. */
-    int running = wb_live_running(a);
-    pthread_mutex_lock(&l->mu);
-    int have = running || l->finished;
-    long step = l->step, total = l->total;
-    double loss = l->loss, sps = l->sps, t0 = l->t_start;
-    int vi = l->variant_idx, nvar = l->n_variants, epoch = l->epoch;
+/* What the live part shows, copied under the worker's lock. */
+typedef struct {
+    int running, have;
+    long step, total;
+    double loss, sps, t0;
+    int vi, nvar, epoch;
     char label[192], result[512];
-    snprintf(label, sizeof label, "%s", l->label);
-    snprintf(result, sizeof result, "%s", l->result);
     wb_series cp[WB_LIVE_N];
-    memset(cp, 0, sizeof cp);
+    prof_row *ops;
+    size_t n_ops;
+} live_view;
+
+static void live_view_take(wb_app *a, live_view *lv)
+{
+    wb_live *l = &a->live;
+    memset(lv, 0, sizeof *lv);
+    lv->running = wb_live_running(a);
+    pthread_mutex_lock(&l->mu);
+    int have = lv->have = lv->running || l->finished;
+    lv->step = l->step; lv->total = l->total;
+    lv->loss = l->loss; lv->sps = l->sps; lv->t0 = l->t_start;
+    lv->vi = l->variant_idx; lv->nvar = l->n_variants; lv->epoch = l->epoch;
+    snprintf(lv->label, sizeof lv->label, "%s", l->label);
+    snprintf(lv->result, sizeof lv->result, "%s", l->result);
+    wb_series *cp = lv->cp;
     for (int i = 0; i < WB_LIVE_N && have; i++) {
         size_t n = l->live[i].n;
         cp[i].n = n;
@@ -571,72 +295,96 @@ static void new_draw(wb_app *a)
         memcpy(cp[i].hybrid, l->live[i].hybrid, n * sizeof(double));
         memcpy(cp[i].value, l->live[i].value, n * sizeof(double));
     }
-    size_t n_ops = have ? l->n_ops : 0;
-    prof_row *ops = n_ops ? malloc(n_ops * sizeof *ops) : NULL;
-    if (ops) memcpy(ops, l->ops, n_ops * sizeof *ops);
-    else n_ops = 0;
+    lv->n_ops = have ? l->n_ops : 0;
+    lv->ops = lv->n_ops ? malloc(lv->n_ops * sizeof *lv->ops) : NULL;
+    if (lv->ops) memcpy(lv->ops, l->ops, lv->n_ops * sizeof *lv->ops);
+    else lv->n_ops = 0;
     pthread_mutex_unlock(&l->mu);
+}
 
-    if (have) {
-        char line[512], eta[32] = "-";
-        double frac = total > 0 ? (double)step / (double)total : 0;
-        double el = wb_now() - t0;
-        if (running && step > 0 && total > step) prof_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
-        if (running && total <= 0)
-            snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
-        else if (running)
-            snprintf(line, sizeof line, "%s  (variant %d/%d)  step %ld/%ld  epoch %d  loss %.4g  %.0f samples/s  ETA %s",
-                     label, vi + 1, nvar, step, total, epoch + 1, loss, sps, eta);
-        else snprintf(line, sizeof line, "%s", result);
-        attron(A_BOLD);
-        wb_text(a, y++, 2, a->cols - 4, 0, line);
-        attroff(A_BOLD);
-        int bw = a->cols - 14;
-        attron(wb_series_attr(a, 0));
-        wb_bar(a, y, 2, bw, running ? frac : (step > 0 ? frac : 0));
-        attroff(wb_series_attr(a, 0));
-        snprintf(line, sizeof line, "%5.1f%%", 100 * frac);
-        wb_text(a, y++, bw + 3, 8, 0, line);
-        y++;
-        int rem = a->rows - 2 - y + 1;
-        int ops_h = n_ops ? (rem / 3 < 8 ? (rem >= 16 ? 8 : 0) : rem / 3) : 0;
-        int ch = rem - ops_h;
-        if (ch >= 6) {
-            tui_series s[3];
-            size_t ns = 0;
-            static const char *const nm[3] = { "train loss", "test loss", "test acc" };
-            static const int idx[3] = { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TEST_ACC };
-            for (int i = 0; i < 3; i++) {
-                if (!cp[idx[i]].n) continue;
-                s[ns].label = nm[i];
-                s[ns].x = wb_pick_x(a->x_axis, cp[idx[i]].step, cp[idx[i]].wall, cp[idx[i]].hybrid);
-                s[ns].y = cp[idx[i]].value;
-                s[ns].n = cp[idx[i]].n;
-                ns++;
-            }
-            tui_chart_opts o = { .width = a->cols - 2, .height = ch, .utf8 = a->utf8, .mono = !a->color,
-                                 .log_y = a->log_y, .x_scale = a->x_scale,
-                                 .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
-                                 .y_label = "live", .title = "loss / accuracy" };
-            tui_canvas c;
-            if (!tui_chart_draw(s, ns, &o, &c)) { wb_draw_canvas(a, y, 1, &c); tui_canvas_free(&c); }
-            y += ch;
-        }
-        if (ops_h) {
-            /* the op-table model of the Profile tab, its first columns (the profile so far) */
-            attron(A_DIM);
-            wb_text(a, y++, 1, a->cols - 2, 0, "profile so far (ops by self time)");
-            attroff(A_DIM);
-            prof_table t;
-            prof_table_init(&t, ops, n_ops, 0, 0);
-            for (int c = PROF_COL_AVG; c < PROF_COL_N; c++) t.show[c] = c == PROF_COL_CALLS || (c == PROF_COL_CPU && t.show[c]);
-            int page = ops_h - 2;
-            if (page > a->rows - 2 - y) page = a->rows - 2 - y;
-            wb_draw_op_table(a, &t, y, page, 0);
-        }
-    }
+static void live_view_free(live_view *lv)
+{
+    wb_series *cp = lv->cp;
     for (int i = 0; i < WB_LIVE_N; i++) { free(cp[i].step); free(cp[i].wall); free(cp[i].hybrid); free(cp[i].value); }
-    free(ops);
+    free(lv->ops);
+}
+
+/* The live part from row y: progress, ETA, curves, ops. */
+static void new_draw_live(wb_app *a, const live_view *lv, int y)
+{
+    int running = lv->running;
+    long step = lv->step, total = lv->total;
+    double loss = lv->loss, sps = lv->sps, t0 = lv->t0;
+    int vi = lv->vi, nvar = lv->nvar, epoch = lv->epoch;
+    const char *label = lv->label, *result = lv->result;
+    const wb_series *cp = lv->cp;
+    const prof_row *ops = lv->ops;
+    size_t n_ops = lv->n_ops;
+    char line[512], eta[32] = "-";
+    double frac = total > 0 ? (double)step / (double)total : 0;
+    double el = wb_now() - t0;
+    if (running && step > 0 && total > step) prof_fmt_duration(eta, sizeof eta, el * (double)(total - step) / (double)step);
+    if (running && total <= 0)
+        snprintf(line, sizeof line, "%s  (variant %d/%d)  loading the data and building the model...", label, vi + 1, nvar);
+    else if (running)
+        snprintf(line, sizeof line, "%s  (variant %d/%d)  step %ld/%ld  epoch %d  loss %.4g  %.0f samples/s  ETA %s",
+                 label, vi + 1, nvar, step, total, epoch + 1, loss, sps, eta);
+    else snprintf(line, sizeof line, "%s", result);
+    attron(A_BOLD);
+    wb_text(a, y++, 2, a->cols - 4, 0, line);
+    attroff(A_BOLD);
+    int bw = a->cols - 14;
+    attron(wb_series_attr(a, 0));
+    wb_bar(a, y, 2, bw, running ? frac : (step > 0 ? frac : 0));
+    attroff(wb_series_attr(a, 0));
+    snprintf(line, sizeof line, "%5.1f%%", 100 * frac);
+    wb_text(a, y++, bw + 3, 8, 0, line);
+    y++;
+    int rem = a->rows - 2 - y + 1;
+    int ops_h = n_ops ? (rem / 3 < 8 ? (rem >= 16 ? 8 : 0) : rem / 3) : 0;
+    int ch = rem - ops_h;
+    if (ch >= 6) {
+        tui_series s[3];
+        size_t ns = 0;
+        static const char *const nm[3] = { "train loss", "test loss", "test acc" };
+        static const int idx[3] = { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TEST_ACC };
+        for (int i = 0; i < 3; i++) {
+            if (!cp[idx[i]].n) continue;
+            s[ns].label = nm[i];
+            s[ns].x = wb_pick_x(a->x_axis, cp[idx[i]].step, cp[idx[i]].wall, cp[idx[i]].hybrid);
+            s[ns].y = cp[idx[i]].value;
+            s[ns].n = cp[idx[i]].n;
+            ns++;
+        }
+        tui_chart_opts o = { .width = a->cols - 2, .height = ch, .utf8 = a->utf8, .mono = !a->color,
+                             .log_y = a->log_y, .x_scale = a->x_scale,
+                             .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
+                             .y_label = "live", .title = "loss / accuracy" };
+        tui_canvas c;
+        if (!tui_chart_draw(s, ns, &o, &c)) { wb_draw_canvas(a, y, 1, &c); tui_canvas_free(&c); }
+        y += ch;
+    }
+    if (ops_h) {
+        /* the op-table model of the Profile tab, its first columns (the profile so far) */
+        attron(A_DIM);
+        wb_text(a, y++, 1, a->cols - 2, 0, "profile so far (ops by self time)");
+        attroff(A_DIM);
+        prof_table t;
+        prof_table_init(&t, ops, n_ops, 0, 0);
+        for (int c = PROF_COL_AVG; c < PROF_COL_N; c++) t.show[c] = c == PROF_COL_CALLS || (c == PROF_COL_CPU && t.show[c]);
+        int page = ops_h - 2;
+        if (page > a->rows - 2 - y) page = a->rows - 2 - y;
+        wb_draw_op_table(a, &t, y, page, 0);
+    }
+}
+
+static void new_draw(wb_app *a)
+{
+    int y = new_draw_form(a);
+    live_view lv;
+    live_view_take(a, &lv);
+    if (lv.have) new_draw_live(a, &lv, y);
+    live_view_free(&lv);
 }
 
 static int new_key(wb_app *a, tui_action act, int ch)

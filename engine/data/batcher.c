@@ -32,6 +32,7 @@ struct eng_batcher {
     size_t row_bytes;     /* bytes of one gathered row: inputs + label or targets */
     prof_t *prof;         /* the caller's profiler (its thread only), or NULL */
     int wait_scope, gather_scope;
+    int queue_track;      /* the trace's "prefetch_queue batches" counter, -1 none */
     /* The order: rng and perm change only when a batch is set up, and batches are set up
      * and completed strictly one after another in index order (one batch in flight at a
      * time), so the batches and shuffles never depend on which thread gathered or when. */
@@ -294,6 +295,9 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
     b->prof = o->prof;
     b->wait_scope = o->wait_scope;
     b->gather_scope = o->gather_scope;
+    /* With prefetch, the trace shows how many batches were ready when one was asked for
+     * (0: training waits on data). Registering again (a resume) gives the same track. */
+    b->queue_track = o->prefetch && o->prof ? prof_counter_register(o->prof, "prefetch_queue", "batches") : -1;
     b->latency_ns = (int64_t)(o->read_latency_ms * 1e6);
     b->row_bytes = ds->in_size * sizeof(float) +
                    (ds->y_train ? sizeof(int32_t) : (size_t)ds->n_targets * sizeof(float));
@@ -408,6 +412,8 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
         wake(b);
     }
     int s = (int)(b->consumed % b->nslots);
+    if (b->queue_track >= 0)   /* completed is atomic; consumed is the caller's own */
+        prof_counter(b->prof, b->queue_track, (double)(atomic_load(&b->completed) - b->consumed));
     /* Block only while the batch is complete but for chunks already being copied. If the
      * thread has not claimed it (it did not get a core in time, as on a loaded machine),
      * gather it here; if it is half done, copy the remaining chunks alongside. */

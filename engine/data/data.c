@@ -371,6 +371,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
     switch (dc->source) {
     case ENG_DATA_IDX: idx = 1; rc = eng_data_load_idx(dc, ds, &need_split); break;
     case ENG_DATA_CSV: rc = eng_data_load_csv(dc, ds, &need_split); break;
+    case ENG_DATA_MARKERS: rc = eng_data_gen_markers(dc, seed, ds); break;
     default: rc = generate(dc, seed, ds); break;
     }
     if (!rc && need_split) {
@@ -378,6 +379,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
         rc = split(ds, dc->test_fraction, dc->stratify, file ? dc->n : 0, file ? dc->n_test : 0, seed);
     }
     if (!rc) rc = normalize(ds, dc->normalize, idx);
+    if (!rc) rc = eng_data_seq_view(dc, ds);
     if (!rc && dc->cache && !(rc = eng_data_cache_store(dc, seed, ds)))
         eng_data_cache_note(ENG_CACHE_WRITTEN);
     if (rc) { eng_data_free(ds); return rc; }

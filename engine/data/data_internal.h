@@ -47,6 +47,10 @@ int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);
  * arrays by test_fraction (and then applies the n / n_test caps). */
 int eng_data_load_idx(const eng_data_config *dc, eng_dataset *ds, int *split);
 int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split);
+/* data_seq.c: the markers generator (fills the training arrays; data.c splits them) and
+ * the sequence views of image data (data.sequence), applied to both splits. */
+int eng_data_gen_markers(const eng_data_config *dc, uint64_t seed, eng_dataset *ds);
+int eng_data_seq_view(const eng_data_config *dc, eng_dataset *ds);
 
 /* With prefetch: how many rows the prefetch thread copied and how many the caller of
  * eng_batcher_next copied itself (batches or chunks the thread had not got to); 0 and 0

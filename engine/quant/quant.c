@@ -219,6 +219,9 @@ static int check_quantizable(const eng_model *m, const eng_dataset *ds)
         return eng_fail(ENG_EINVAL, "quantize: the data has %zu inputs per sample, the model %zu", ds->in_size, m->in_size);
     for (int i = 0; i < m->n_layers; i++) {
         const eng_layer *l = &m->layers[i];
+        if (l->kind == ENG_LAYER_SEQ)
+            return eng_fail(ENG_EINVAL, "quantize: layer %s is a sequence layer; the int8 path covers dense, conv, "
+                            "pool and flatten layers", l->name);
         if (l->kind == ENG_LAYER_SAGE || l->kind == ENG_LAYER_AVGPOOL || l->kind == ENG_LAYER_GAP)
             return eng_fail(ENG_EINVAL, "quantize: layer %s is a %s layer; the int8 path covers dense, conv, pool "
                             "and flatten layers", l->name, l->kind == ENG_LAYER_SAGE ? "GraphSAGE" : "average-pooling");
@@ -514,6 +517,7 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
             L->y = (uint8_t *)cur;
             break;
         case ENG_LAYER_SAGE:   /* refused by eng_quantize */
+        case ENG_LAYER_SEQ:
         case ENG_LAYER_AVGPOOL:
         case ENG_LAYER_GAP:
             break;

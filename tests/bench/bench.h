@@ -4,9 +4,11 @@
 #define NNBENCH_BENCH_H
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static inline double now_s(void)
 {
@@ -32,6 +34,17 @@ static inline stats stats_of(const double *v, int n)
     qsort(s, (size_t)n, sizeof *s, cmp_double);
     stats r = { n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]), s[0], s[n - 1] };
     return r;
+}
+
+/* Removes a bench's temporary database and its -wal and -shm. */
+static inline void bench_remove_db(const char *path)
+{
+    char aux[2100];
+    unlink(path);
+    snprintf(aux, sizeof aux, "%s-wal", path);
+    unlink(aux);
+    snprintf(aux, sizeof aux, "%s-shm", path);
+    unlink(aux);
 }
 
 /* Least-squares slope of log(y) against log(x): y ~ c x^slope. */

@@ -10,6 +10,12 @@ as tests/bench/mlp_bench.c, on the same gz IDX files.
       one epoch of samples/fashion-mnist-cnn.ini's model (conv 6x5x5 relu, 2x2 max pool,
       conv 16x5x5 relu, pool, dense 64 relu, dense 10; batch 64, SGD lr 0.05 momentum 0.9);
       prints "RESULT<TAB>torch_cnn<TAB>T<TAB>samples/s<TAB>test_acc"
+  peer_torch.py train-transformer [--seed S] [--n-train N] [--n-test N]
+      one epoch of samples/transformer-fashion.ini's model, variant full (49 4x4 patches of
+      16 pixels, embed 64, sinusoidal positions, 2 pre-norm encoder blocks with
+      nn.MultiheadAttention (4 heads) and a GELU MLP of 128, layer norm, mean over the
+      positions, dense 10; batch 64, Adam lr 0.002);
+      prints "RESULT<TAB>torch_transformer<TAB>T<TAB>samples/s<TAB>test_acc"
   peer_torch.py profiler-cost [--reps R] [--n-train N]
       torch.profiler's cost on the same loop (profile_memory=True), off/on interleaved;
       prints "RESULT<TAB>torch_profiler<TAB>median<TAB>min<TAB>max<TAB>loop_off_s<TAB>loop_on_s<TAB>whole_on_s"
@@ -89,6 +95,50 @@ def make_cnn(seed):
     return model
 
 
+class Patches(torch.nn.Module):
+    """[B, 784] images -> [B, 49, 16]: 4x4 patches, row-major, each row-major inside
+    (nnbench's data.sequence = patches)."""
+
+    def forward(self, x):
+        return x.reshape(-1, 7, 4, 7, 4).permute(0, 1, 3, 2, 4).reshape(-1, 49, 16)
+
+
+class EncoderBlock(torch.nn.Module):
+    """Pre-norm: h = x + MHA(LN1(x)); y = h + W2 GELU(W1 LN2(h)) (nnbench's encoder layer)."""
+
+    def __init__(self, d, heads, ff):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(d)
+        self.attn = torch.nn.MultiheadAttention(d, heads, batch_first=True)
+        self.ln2 = torch.nn.LayerNorm(d)
+        self.ff1 = torch.nn.Linear(d, ff)
+        self.ff2 = torch.nn.Linear(ff, d)
+
+    def forward(self, x):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.ff2(F.gelu(self.ff1(self.ln2(x)), approximate="tanh"))
+
+
+class Transformer(torch.nn.Module):
+    def __init__(self, seed, d=64, heads=4, ff=128, blocks=2, n=49):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.patches = Patches()
+        self.embed = torch.nn.Linear(16, d)
+        pos = torch.arange(n, dtype=torch.float64)[:, None]
+        i = torch.arange(d)[None, :]
+        ang = pos / torch.pow(10000.0, (i - i % 2).double() / d)
+        self.register_buffer("pe", torch.where(i % 2 == 1, torch.cos(ang), torch.sin(ang)).float())
+        self.blocks = torch.nn.Sequential(*[EncoderBlock(d, heads, ff) for _ in range(blocks)])
+        self.ln = torch.nn.LayerNorm(d)
+        self.head = torch.nn.Linear(d, 10)
+
+    def forward(self, x):
+        h = self.blocks(self.embed(self.patches(x)) + self.pe)
+        return self.head(self.ln(h).mean(dim=1))
+
+
 def train_epoch(model, opt, x, y, seed, batch=BATCH):
     """One epoch; returns the wall time of the training loop alone."""
     n = x.shape[0]
@@ -133,6 +183,15 @@ def run_train_cnn(args, xtr, ytr, xte, yte):
     print(f"RESULT\ttorch_cnn\t{torch.get_num_threads()}\t{xtr.shape[0] / dt:.1f}\t{acc:.4f}", flush=True)
 
 
+def run_train_transformer(args, xtr, ytr, xte, yte):
+    model = Transformer(args.seed)
+    opt = torch.optim.Adam(model.parameters(), lr=0.002)
+    dt = train_epoch(model, opt, xtr, ytr, args.seed, batch=64)
+    model.eval()
+    acc = accuracy(model, xte, yte)
+    print(f"RESULT\ttorch_transformer\t{torch.get_num_threads()}\t{xtr.shape[0] / dt:.1f}\t{acc:.4f}", flush=True)
+
+
 def run_profiler_cost(args, xtr, ytr):
     from torch.profiler import ProfilerActivity, profile
     ratios, off, on, whole = [], [], [], []
@@ -160,7 +219,7 @@ def run_profiler_cost(args, xtr, ytr):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["train", "train-cnn", "profiler-cost"])
+    ap.add_argument("mode", choices=["train", "train-cnn", "train-transformer", "profiler-cost"])
     ap.add_argument("--threads", type=int, default=1, help="torch.set_num_threads")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--reps", type=int, default=3)
@@ -169,9 +228,10 @@ def main():
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     xtr, ytr = load("train", args.n_train)
-    if args.mode in ("train", "train-cnn"):
+    if args.mode in ("train", "train-cnn", "train-transformer"):
         xte, yte = load("t10k", args.n_test)
-        (run_train if args.mode == "train" else run_train_cnn)(args, xtr, ytr, xte, yte)
+        run = {"train": run_train, "train-cnn": run_train_cnn, "train-transformer": run_train_transformer}
+        run[args.mode](args, xtr, ytr, xte, yte)
     else:
         run_profiler_cost(args, xtr, ytr)
 

@@ -110,28 +110,41 @@ if [ "$mode" = peers ]; then
             emit "nnbench / PyTorch, each at its best" "$rb" "best of 1T/2T per rep on each side" ">= 2.00" "x >= 2.0"
             emit "test accuracy nnbench - PyTorch, points (1T)" "$da" "nnbench $an vs torch $at after 1 epoch" "within 1" "x <= 1 && x >= -1"
         fi
-        # The Fashion CNN (samples/fashion-mnist-cnn.ini, one epoch of its 20000 images, 1T on
-        # each side: PyTorch's convolutions are its own or oneDNN's, nnbench's as it chooses).
-        : >"$tmp/cnn"
-        for k in $(seq 1 $reps); do
-            echo "bench: CNN peers rep $k/$reps" >&2
-            "$nnb" run "$top/samples/fashion-mnist-cnn.ini" --no-db --json --seed $k --set train.epochs=1 \
-                --set train.threads=1 2>/dev/null | "$PY" -c 'import json, sys
-v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))' >"$tmp/cnn_nn" ||
-                echo "0	0" >"$tmp/cnn_nn"
-            env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" train-cnn \
-                --threads 1 --seed $k --n-train 20000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }' >"$tmp/cnn_t"
-            paste "$tmp/cnn_nn" "$tmp/cnn_t" >>"$tmp/cnn"
-        done
-        if [ "$(awk -F'\t' 'NF == 4 && $1 > 0 && $3 > 0' "$tmp/cnn" | wc -l)" -ne $reps ]; then
-            echo "bench: a CNN peer run failed:" >&2; cat "$tmp/cnn" >&2
-            failed="${failed:-} cnn_peers"
-        else
-            rc=$(awk -F'\t' '{ print $1 / $3 }' "$tmp/cnn" | med)
-            emit "Fashion CNN: nnbench / PyTorch, 1T (torch: its own convolutions)" "$rc" \
-                "nnbench $(kk "$(col 1 <"$tmp/cnn" | med | col 1)") vs torch $(kk "$(col 3 <"$tmp/cnn" | med | col 1)") samples/s; test acc $(col 2 <"$tmp/cnn" | med | col 1) vs $(col 4 <"$tmp/cnn" | med | col 1)" \
-                ">= 2.00" "x >= 2.0"
-        fi
+        # A sample against its PyTorch twin (peer_torch.py MODE): one epoch of its 20000
+        # images, 1T on each side, seeds interleaved; the samples/s ratio and accuracies.
+        # sample_peer LABEL SAMPLE MODE NAME [--set ...]
+        sample_peer() {
+            label=$1 sample=$2 pmode=$3 name=$4
+            shift 4
+            : >"$tmp/sp"
+            for k in $(seq 1 $reps); do
+                echo "bench: $name peers rep $k/$reps" >&2
+                "$nnb" run "$top/samples/$sample" --no-db --json --seed $k --set train.epochs=1 \
+                    --set train.threads=1 "$@" 2>/dev/null | "$PY" -c 'import json, sys
+v = json.load(sys.stdin)["variants"][0]; print("%s\t%s" % (v["samples_per_s"], v["final_test_acc"]))' >"$tmp/sp_nn" ||
+                    echo "0	0" >"$tmp/sp_nn"
+                env OPENBLAS_CORETYPE="$obcore" OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" "$pmode" \
+                    --threads 1 --seed $k --n-train 20000 | awk -F'\t' '$1 == "RESULT" { print $4 "\t" $5 }' >"$tmp/sp_t"
+                paste "$tmp/sp_nn" "$tmp/sp_t" >>"$tmp/sp"
+            done
+            if [ "$(awk -F'\t' 'NF == 4 && $1 > 0 && $3 > 0' "$tmp/sp" | wc -l)" -ne $reps ]; then
+                echo "bench: a $name peer run failed:" >&2; cat "$tmp/sp" >&2
+                failed="${failed:-} ${name}_peers"
+            else
+                rc=$(awk -F'\t' '{ print $1 / $3 }' "$tmp/sp" | med)
+                emit "$label" "$rc" \
+                    "nnbench $(kk "$(col 1 <"$tmp/sp" | med | col 1)") vs torch $(kk "$(col 3 <"$tmp/sp" | med | col 1)") samples/s; test acc $(col 2 <"$tmp/sp" | med | col 1) vs $(col 4 <"$tmp/sp" | med | col 1)" \
+                    "$goal" "$verdict"
+            fi
+        }
+        # The Fashion CNN (samples/fashion-mnist-cnn.ini; PyTorch's convolutions are its own
+        # or oneDNN's, nnbench's as it chooses).
+        goal=">= 2.00" verdict="x >= 2.0"
+        sample_peer "Fashion CNN: nnbench / PyTorch, 1T (torch: its own convolutions)" fashion-mnist-cnn.ini train-cnn cnn
+        # The Fashion transformer, full attention (torch: nn.MultiheadAttention), profiling off.
+        goal=">= 1.50" verdict="x >= 1.5"
+        sample_peer "Fashion transformer: nnbench / PyTorch, 1T (torch: nn.MultiheadAttention)" transformer-fashion.ini \
+            train-transformer transformer --variant full --set profile.enabled=false
         echo "bench: torch.profiler cost" >&2
         OPENBLAS_NUM_THREADS=1 "$PY" "$top/tests/bench/peer_torch.py" profiler-cost --threads 1 --reps 3 --n-train 20000 >"$tmp/tp" 2>"$tmp/tperr" ||
             { tail -n 5 "$tmp/tperr" >&2; failed="${failed:-} torch_profiler"; }
@@ -145,6 +158,9 @@ fi
 
 # ---- 6: scaling ------------------------------------------------------------------------
 [ -x "$bin/scaling_bench" ] && section "$bin/scaling_bench" $quick
+
+# ---- 10: attention as n grows: full vs Linformer vs LSH (docs/attention.md) ------------
+[ -x "$bin/attention_bench" ] && section "$bin/attention_bench" $quick
 
 # ---- 7: MaxK / CBSR kernels and graph sampling (issue 16) -------------------------------
 [ -x "$bin/sparse_bench" ] && section "$bin/sparse_bench" $quick
@@ -222,6 +238,12 @@ fi
 
 # ---- 11: gradient lab: each transform and layer telemetry against the Fashion MLP step --
 [ -x "$bin/grad_bench" ] && section "$bin/grad_bench" $quick --reps $reps
+
+# ---- 12: the live monitor: Prometheus scraped every 100 ms, live TensorBoard, on / off ----
+[ -x "$bin/monitor_bench" ] && section "$bin/monitor_bench" $quick --reps $reps
+
+# ---- 13: nnbench diff of two 10k-step runs (issue 26) --------------------------------------
+[ -x "$bin/diff_bench" ] && section "$bin/diff_bench" $quick --reps $reps
 
 # ---- 4: store (tests/bench/store_bench.c is the store engineer's). ROW lines of its own
 # join the table as they are; otherwise its three figure lines are read here (the store

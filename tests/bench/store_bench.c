@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "../../store/store.h"
+#include "bench.h"
 
 static double now(void)
 {
@@ -28,15 +29,6 @@ static double cpu(void)
     return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec + ru.ru_stime.tv_usec * 1e-6;
 }
 
-static void remove_db(const char *path)
-{
-    char aux[1100];
-    unlink(path);
-    snprintf(aux, sizeof aux, "%s-wal", path);
-    unlink(aux);
-    snprintf(aux, sizeof aux, "%s-shm", path);
-    unlink(aux);
-}
 
 static int die(const char *what)
 {
@@ -115,7 +107,7 @@ int main(int argc, char **argv)
     end_run(s, id, n_points / 4, 0.1);
     if (points_only) {
         store_close(s);
-        remove_db(path);
+        bench_remove_db(path);
         return 0;
     }
 
@@ -146,7 +138,7 @@ int main(int argc, char **argv)
     store_run_clear(&ra);
     store_run_clear(&rb);
     store_close(s);
-    remove_db(path);
+    bench_remove_db(path);
 
     /* 3. list on a database of n_runs runs (each with 40 metric points) */
     if (store_open(path, STORE_OPEN_CREATE, &s)) return die("open list db");
@@ -177,6 +169,6 @@ int main(int argc, char **argv)
     }
     printf("store_bench: list of %zu runs (open + query sorted by loss + close): best %.1f ms wall (%.1f ms CPU), "
            "mean %.1f ms (filled in %.1f s)\n", n, best * 1e3, cbest * 1e3, sum / reps * 1e3, fill);
-    remove_db(path);
+    bench_remove_db(path);
     return 0;
 }

@@ -3,8 +3,9 @@
 # checks the SHAPE of its table, never its numbers: the header names the date, CPU, OpenBLAS
 # core and the environment as set; the rows of sections 1, 3, 5, 6 (4 when store_bench is
 # built, 7 graphs and MaxK, 8 the input pipeline, 9 MPI when mpirun is there, 10 int8 when
-# quant_bench is, 11 the gradient lab when grad_bench is) are present; every
-# median and min..max is numeric with min <= median <= max; goals carry a verdict.
+# quant_bench is, 11 the gradient lab when grad_bench is, 12 the monitor when monitor_bench
+# is, 13 diff when diff_bench is) are present; every median and min..max is numeric with
+# min <= median <= max; goals carry a verdict.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
     echo "bench_quick: skipped under sanitizers (timings under ASan say nothing, and the"
@@ -77,11 +78,20 @@ if [ -x "$bindir/bench/grad_bench" ]; then
         grep -qF "| gradient $t: step on / off" "$tmp/rows" || fail "gradient row '$t' missing (grad_bench is built)"
     done
 fi
+if [ -x "$bindir/bench/monitor_bench" ]; then
+    for label in "Prometheus /metrics scraped every 100 ms: training time on / off" \
+                 "live TensorBoard event files: training time on / off"; do
+        grep -qF "| $label |" "$tmp/rows" || fail "monitor row '$label' missing (monitor_bench is built)"
+    done
+fi
+if [ -x "$bindir/bench/diff_bench" ]; then
+    grep -qF "| nnbench diff A B, two runs of 10k steps" "$tmp/rows" || fail "diff row missing (diff_bench is built)"
+fi
 bad=$(awk -F' [|] ' '
     function num(x) { return x ~ /^-?[0-9]+(\.[0-9]+)?$/ }
     { sec = $1; sub(/^[|] /, "", sec); split($4, mm, /\.\./)
       if (!num($3) || !num(mm[1]) || !num(mm[2]) || mm[1] + 0 > $3 + 0 || $3 + 0 > mm[2] + 0) print "numbers: " $0
-      else if (sec !~ /^([1-9]|1[01])$/) print "section: " $0
+      else if (sec !~ /^([1-9]|1[0-3])$/) print "section: " $0
       else if ($6 != "-" && $7 !~ /^(met|MISSED|off|info|peer)/) print "verdict: " $0 }' "$tmp/rows")
 [ -z "$bad" ] || fail "malformed rows:
 $bad"

@@ -139,17 +139,41 @@ import json, sys
 ev = json.load(open(sys.argv[1]))["traceEvents"]
 names = sorted(e["args"]["name"] for e in ev if e["name"] == "process_name")
 assert names == ["nnbench rank 0", "nnbench rank 1"], names
-pids = {e["pid"] for e in ev if e["name"] == "allreduce"}
-assert len(pids) == 2 and sum(e["name"] == "allreduce" for e in ev) == 6, pids
+X = [e for e in ev if e["ph"] == "X"]
+pids = {e["pid"] for e in X if e["name"] == "allreduce"}
+assert len(pids) == 2 and sum(e["name"] == "allreduce" for e in X) == 6, pids
+# one process per rank (pids 1, 2 whatever the hosts' pids), each named
+assert {e["pid"]: e["args"]["name"] for e in ev if e["name"] == "process_name"} == {1: "nnbench rank 0", 2: "nnbench rank 1"}
+# counter tracks per rank: step time and samples/s in each rank's process, times increasing
+for pid in (1, 2):
+    for name, key in (("step_time", "ms"), ("throughput", "samples_per_s"), ("memory", "live_bytes")):
+        tr = [e for e in ev if e["ph"] == "C" and e["name"] == name and e["pid"] == pid]
+        assert len(tr) >= 3 and all(e["args"][key] >= 0 for e in tr), (pid, name, tr)
+        assert all(a["ts"] < b["ts"] for a, b in zip(tr, tr[1:])), (pid, name, "times not increasing")
+# flow arrows: each all-reduce links the rank whose slice came first ("s") to the other
+# ("f", bp e), each flow event inside its own rank's allreduce slice of the same step
+# (Perfetto binds a flow event to the slice open at its time on its thread)
+F = [e for e in ev if e["ph"] in "sf"]
+d0 = json.load(open(sys.argv[1]))["otherData"]
+assert d0["allreduce_flows"] == 3 and d0["allreduce_flows_skipped"] == 0, d0
+assert len(F) == 2 * d0["allreduce_flows"], F
+for fid in {e["id"] for e in F}:
+    s, f = sorted((e for e in F if e["id"] == fid), key=lambda e: e["ts"])
+    assert (s["ph"], f["ph"], f.get("bp"), {s["pid"], f["pid"]}) == ("s", "f", "e", {1, 2}), (s, f)
+    assert s["ts"] < f["ts"] and s["cat"] == f["cat"] and s["name"] == f["name"], (s, f)
+    for e in (s, f):
+        sl = [x for x in X if x["pid"] == e["pid"] and x["tid"] == e["tid"] and x["ts"] < e["ts"] < x["ts"] + x["dur"]]
+        deepest = max(sl, key=lambda x: x["ts"])
+        assert deepest["name"].startswith("allreduce") and deepest["args"]["step"] == e["args"]["step"], (e, sl)
 d = json.load(open(sys.argv[1]))
 assert "aligned" in d["otherData"]["note"], d["otherData"]
 # a collective ends on every rank at about the same instant: aligned rows show it
 ends = {}
-for e in ev:
+for e in X:
     if e["name"] == "allreduce": ends.setdefault(e["args"]["step"], []).append(e["ts"] + e["dur"])
 assert all(len(v) == 2 and abs(v[0] - v[1]) < 50000 for v in ends.values()), ends
 PY
-ok "--trace: one file, a process row per rank, aligned on a common barrier"
+ok "--trace: one file, a named process per rank, aligned on a common barrier, counter tracks and all-reduce flows per rank"
 
 # The alpha-beta fit and the projection (every figure labelled modelled).
 XDG_CACHE_HOME="$T/xdg" ${MPIRUN%%mpirun*} "$NNBENCH" allreduce --ranks 2 --reps 3 >"$T/out" 2>&1 || fail "allreduce --ranks 2"

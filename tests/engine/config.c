@@ -269,7 +269,7 @@ static void test_error_messages(void **state)
     expect_error("\n[trian]\nlr = 1\n", NULL, 0, ENG_EINVAL,
                  ":2: unknown section [trian] (did you mean [train]?)");
     expect_error("[zzzzzz]\n", NULL, 0, ENG_EINVAL,
-                 ":1: unknown section [zzzzzz] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, variant NAME)");
+                 ":1: unknown section [zzzzzz] (sections: experiment, data, model, train, newton, quantum, profile, graph, dist, monitor, variant NAME)");
     expect_error("[train]\noptimizer = lbfgs\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'optimizer': expected one of sgd, momentum, adam, adamw, newton, got 'lbfgs'");
     expect_error("[data]\nshuffle = maybe\n", NULL, 0, ENG_EINVAL,
@@ -281,7 +281,7 @@ static void test_error_messages(void **state)
                  ":2: key 'layers': layer 1: expected dense:UNITS[:ACT] (or sage:UNITS[:ACT]) with UNITS >= 1 and ACT one of "
                  "relu, tanh, sigmoid, gelu, none, maxkK (1 <= K <= UNITS), got 'dense:16:swish'");
     expect_error("[model]\nlayers = lstm:4, dense:2\n", NULL, 0, ENG_EINVAL,
-                 ":2: key 'layers': layer 1: expected dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool or flatten, got 'lstm:4'");
+                 ":2: key 'layers': layer 1: expected dense:UNITS[:ACT], conv:FILTERS:KERNEL[:ACT], pool, flatten, or a sequence layer (embed:D, posenc, layernorm, encoder, meanpool), got 'lstm:4'");
     expect_error("[model]\nlayers = dense:8, pool, dense:2\n", NULL, 0, ENG_EINVAL,
                  ":2: key 'layers': layer 2: 'pool' cannot follow a dense or flatten layer (the data is flat by then)");
     expect_error("[model]\nlayers = ,\n", NULL, 0, ENG_EINVAL,

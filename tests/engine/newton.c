@@ -206,17 +206,17 @@ static void hessian_vs_fd(const eng_layer_spec *ls, int nl, int in, int out, eng
 static void hessian_softmax_vs_fd(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 4, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_SIGMOID, 0, 0, 0 },
-                                  { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 4, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 3, .act = ENG_ACT_SIGMOID },
+                                  { .kind = ENG_LAYER_DENSE, .units = 3, .act = ENG_ACT_NONE } };
     hessian_vs_fd(ls, 3, 3, 3, ENG_LOSS_SOFTMAX_XENT, "tanh-sigmoid softmax");
-    const eng_layer_spec lg[] = { { ENG_LAYER_DENSE, 5, 0, ENG_ACT_GELU, 0, 0, 0 }, { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec lg[] = { { .kind = ENG_LAYER_DENSE, .units = 5, .act = ENG_ACT_GELU }, { .kind = ENG_LAYER_DENSE, .units = 2, .act = ENG_ACT_NONE } };
     hessian_vs_fd(lg, 2, 4, 2, ENG_LOSS_SOFTMAX_XENT, "gelu softmax");
 }
 
 static void hessian_mse_vs_fd(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 5, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 5, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 2, .act = ENG_ACT_NONE } };
     hessian_vs_fd(ls, 2, 3, 2, ENG_LOSS_MSE, "tanh mse");
 }
 
@@ -225,7 +225,7 @@ static void hessian_mse_vs_fd(void **state)
 static void gauss_newton_consistent(void **state)
 {
     (void)state;
-    const eng_layer_spec lr[] = { { ENG_LAYER_DENSE, 6, 0, ENG_ACT_RELU, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec lr[] = { { .kind = ENG_LAYER_DENSE, .units = 6, .act = ENG_ACT_RELU }, { .kind = ENG_LAYER_DENSE, .units = 3, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, lr, 2, 3, 3, ENG_LOSS_SOFTMAX_XENT, 8, 5);
     double *Hfd = fd_hessian(n.m, n.x, n.rows, n.y, NULL);
@@ -238,7 +238,7 @@ static void gauss_newton_consistent(void **state)
     free(Hfd);
     eng_model_free(n.m);
 
-    const eng_layer_spec lt[] = { { ENG_LAYER_DENSE, 4, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec lt[] = { { .kind = ENG_LAYER_DENSE, .units = 4, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 3, .act = ENG_ACT_NONE } };
     net_make(&n, lt, 2, 3, 3, ENG_LOSS_SOFTMAX_XENT, 8, 6);
     size_t P = n.m->n_params;
     double *Hf = malloc(P * P * sizeof *Hf);
@@ -272,7 +272,7 @@ static void gauss_newton_consistent(void **state)
 static void fisher_vs_per_sample(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 4, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 4, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 3, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, ls, 2, 3, 3, ENG_LOSS_SOFTMAX_XENT, 9, 8);
     size_t P = n.m->n_params;
@@ -301,7 +301,7 @@ static void fisher_vs_per_sample(void **state)
 static void closed_form_linear_regression(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 1, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 1, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, ls, 1, 4, 1, ENG_LOSS_MSE, 12, 9);
     eng_newton *nt;
@@ -329,7 +329,7 @@ static void closed_form_linear_regression(void **state)
 static void closed_form_logistic_regression(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 2, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, ls, 1, 3, 2, ENG_LOSS_SOFTMAX_XENT, 10, 10);
     eng_newton *nt;
@@ -374,7 +374,7 @@ static int count_events(void *ud, const struct qm_solve_event *ev)
 static void one_step_solves_quadratic(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 1, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 1, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, ls, 1, 3, 1, ENG_LOSS_MSE, 16, 11);
     for (int r = 0; r < 16; r++) n.t[r] = (float)(0.5 * n.x[r * 3] - 1.5 * n.x[r * 3 + 1] + 0.25 + 0.1 * sin(r));
@@ -422,7 +422,7 @@ static void one_step_solves_quadratic(void **state)
 static void quantum_route_counts(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 4, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 4, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 2, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, ls, 2, 2, 2, ENG_LOSS_SOFTMAX_XENT, 8, 12);
     n.cfg.quantum.policy = ENG_QPOLICY_QUANTUM;
@@ -446,7 +446,7 @@ static void quantum_route_counts(void **state)
 static void refuses_big_blocks_and_conv(void **state)
 {
     (void)state;
-    const eng_layer_spec ls[] = { { ENG_LAYER_DENSE, 4, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    const eng_layer_spec ls[] = { { .kind = ENG_LAYER_DENSE, .units = 4, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 2, .act = ENG_ACT_NONE } };
     net n;
     net_make(&n, ls, 2, 3, 2, ENG_LOSS_SOFTMAX_XENT, 4, 13);
     n.cfg.newton.max_block = 10;
@@ -459,9 +459,9 @@ static void refuses_big_blocks_and_conv(void **state)
     eng_model_free(n.m);
 
     eng_model_config mc = { .n_layers = 3, .loss = ENG_LOSS_SOFTMAX_XENT };
-    mc.layers[0] = (eng_layer_spec){ ENG_LAYER_CONV, 2, 3, ENG_ACT_RELU, 0, 0, 0 };
-    mc.layers[1] = (eng_layer_spec){ ENG_LAYER_FLATTEN, 0, 0, ENG_ACT_NONE, 0, 0, 0 };
-    mc.layers[2] = (eng_layer_spec){ ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 };
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .act = ENG_ACT_RELU };
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN, .units = 0, .kernel = 0, .act = ENG_ACT_NONE };
+    mc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 2, .act = ENG_ACT_NONE };
     int shape[3] = { 1, 6, 6 };
     eng_model *m;
     assert_int_equal(eng_model_build(&mc, shape, 2, 4, 1, NULL, &m), ENG_OK);

@@ -513,7 +513,7 @@ static void test_cache_key_every_data_key(void **state)
     size_t la, lb;
     assert_int_equal(eng_data_key(&base->variants[0].data, a, sizeof a, &la), ENG_OK);
     static const char *const tries[] = { "7", "3", "0.3", "true", "false", "idx", "minmax", "shift:1", "/tmp/x",
-                                         "auto", "none", NULL };
+                                         "auto", "none", "rows", "64", NULL };
     int keys = 0, shaping = 0;
     for (const eng_key_doc *d = eng_key_docs; d->key; d++) {
         if (strncmp(d->key, "data.", 5)) continue;

@@ -188,8 +188,8 @@ static void test_dense_error_bounds(void **state)
 {
     (void)state;
     eng_dataset *ds = make_data(1, 1, 20, 300, 3);
-    eng_layer_spec sp[] = { { ENG_LAYER_DENSE, 24, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 16, 0, ENG_ACT_RELU, 0, 0, 0 },
-                            { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    eng_layer_spec sp[] = { { .kind = ENG_LAYER_DENSE, .units = 24, .kernel = 0, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 16, .kernel = 0, .act = ENG_ACT_RELU },
+                            { .kind = ENG_LAYER_DENSE, .units = 3, .kernel = 0, .act = ENG_ACT_NONE } };
     eng_model *m = build(sp, 3, ds, 64);
     eng_qmodel *q = NULL;
     assert_int_equal(eng_quantize(m, ds, 300, ENG_QSCHEME_MINMAX, 64, NULL, &q), ENG_OK);
@@ -237,7 +237,7 @@ static void test_export_refuses_non_finite(void **state)
 {
     (void)state;
     eng_dataset *ds = make_data(1, 1, 8, 100, 3);
-    eng_layer_spec sp[] = { { ENG_LAYER_DENSE, 6, 0, ENG_ACT_RELU, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    eng_layer_spec sp[] = { { .kind = ENG_LAYER_DENSE, .units = 6, .kernel = 0, .act = ENG_ACT_RELU }, { .kind = ENG_LAYER_DENSE, .units = 3, .kernel = 0, .act = ENG_ACT_NONE } };
     eng_model *m = build(sp, 2, ds, 16);
     eng_qmodel *q = NULL;
     assert_int_equal(eng_quantize(m, ds, 100, ENG_QSCHEME_MINMAX, 16, NULL, &q), ENG_OK);
@@ -278,9 +278,9 @@ static void test_conv_pool(void **state)
 {
     (void)state;
     eng_dataset *ds = make_data(2, 9, 9, 200, 2);
-    eng_layer_spec sp[] = { { ENG_LAYER_CONV, 5, 3, ENG_ACT_RELU, 0, 0, 0 }, { ENG_LAYER_POOL, 0, 2, ENG_ACT_NONE, 0, 0, 0 },
-                            { ENG_LAYER_CONV, 4, 2, ENG_ACT_SIGMOID, 0, 0, 0 }, { ENG_LAYER_FLATTEN, 0, 0, ENG_ACT_NONE, 0, 0, 0 },
-                            { ENG_LAYER_DENSE, 2, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    eng_layer_spec sp[] = { { .kind = ENG_LAYER_CONV, .units = 5, .kernel = 3, .act = ENG_ACT_RELU }, { .kind = ENG_LAYER_POOL, .units = 0, .kernel = 2, .act = ENG_ACT_NONE },
+                            { .kind = ENG_LAYER_CONV, .units = 4, .kernel = 2, .act = ENG_ACT_SIGMOID }, { .kind = ENG_LAYER_FLATTEN, .units = 0, .kernel = 0, .act = ENG_ACT_NONE },
+                            { .kind = ENG_LAYER_DENSE, .units = 2, .kernel = 0, .act = ENG_ACT_NONE } };
     eng_model *m = build(sp, 5, ds, 50);
     eng_qmodel *q = NULL;
     assert_int_equal(eng_quantize(m, ds, 200, ENG_QSCHEME_MINMAX, 70, NULL, &q), ENG_OK);
@@ -315,7 +315,7 @@ static void test_input_codes_path(void **state)
 {
     eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
     eng_dataset *ds = make_data(1, 1, 37, 64, 3);
-    eng_layer_spec sp[] = { { ENG_LAYER_DENSE, 8, 0, ENG_ACT_TANH, 0, 0, 0 }, { ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 } };
+    eng_layer_spec sp[] = { { .kind = ENG_LAYER_DENSE, .units = 8, .kernel = 0, .act = ENG_ACT_TANH }, { .kind = ENG_LAYER_DENSE, .units = 3, .kernel = 0, .act = ENG_ACT_NONE } };
     eng_model *m = build(sp, 2, ds, 64);
     eng_qmodel *q = NULL;
     assert_int_equal(eng_quantize(m, ds, 64, ENG_QSCHEME_MINMAX, 64, NULL, &q), ENG_OK);

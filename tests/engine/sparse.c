@@ -268,9 +268,9 @@ static void test_grad_model_maxk(void **state)
     eng_model_config mc = { 0 };
     mc.n_layers = 3;
     mc.loss = ENG_LOSS_SOFTMAX_XENT;
-    mc.layers[0] = (eng_layer_spec){ ENG_LAYER_DENSE, 8, 0, ENG_ACT_MAXK, 3, 0, 0 };
-    mc.layers[1] = (eng_layer_spec){ ENG_LAYER_DENSE, 5, 0, ENG_ACT_TANH, 0, 0, 0 };
-    mc.layers[2] = (eng_layer_spec){ ENG_LAYER_DENSE, 3, 0, ENG_ACT_NONE, 0, 0, 0 };
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 8, .kernel = 0, .act = ENG_ACT_MAXK, .k = 3 };
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 5, .kernel = 0, .act = ENG_ACT_TANH };
+    mc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3, .kernel = 0, .act = ENG_ACT_NONE };
     int in[3] = { 1, 1, 4 }, rows = 3;
     eng_model *m;
     assert_int_equal(eng_model_build(&mc, in, 3, rows, 11, NULL, &m), ENG_OK);
@@ -313,7 +313,7 @@ static void test_grad_model_maxk(void **state)
 
     /* maxk must feed a dense layer and keep 1..units */
     mc.n_layers = 1;
-    mc.layers[0] = (eng_layer_spec){ ENG_LAYER_DENSE, 3, 0, ENG_ACT_MAXK, 2, 0, 0 };
+    mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3, .kernel = 0, .act = ENG_ACT_MAXK, .k = 2 };
     assert_int_equal(eng_model_build(&mc, in, 3, rows, 1, NULL, &m), ENG_EINVAL);
     assert_non_null(strstr(eng_error(), "followed by a dense layer"));
     mc.n_layers = 2;

@@ -499,7 +499,10 @@ static void test_trace_merge(void **state)
         "latest=max(sync) if al else 0\n"
         "want=[]\n"
         "for d,s in zip(src,sync): want+=[e['ts']+((latest-s) if al else 0) for e in d['traceEvents'] if 'ts' in e]\n"
-        "got=[e['ts'] for e in out['traceEvents'] if 'ts' in e]\n"
+        "got=[e['ts'] for e in out['traceEvents'] if 'ts' in e and e['ph'] not in 'stf']\n"
+        "fl=[e for e in out['traceEvents'] if e['ph'] in 'stf']\n"
+        "assert len(fl)==2*out['otherData']['allreduce_flows'] and (al or not fl), fl\n"
+        "assert sorted({e['pid'] for e in out['traceEvents']})==[1,2]\n"
         "assert len(got)==len(want) and all(abs(x-y)<1e-3 for x,y in zip(got,want)), (got,want)\n"
         "assert min(got)>=0\n"
         "names=[e['args']['name'] for e in out['traceEvents'] if e['name']=='process_name']\n"
@@ -523,6 +526,125 @@ static void test_trace_merge(void **state)
     fclose(f);
     assert_int_equal(prof_trace_merge(m, srcs, labels, 2), -1);
     assert_non_null(strstr(prof_error(), "not a trace written by nnbench"));
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* A trace file as prof_trace_write writes it: sync mark at sync_us, one "allreduce" scope
+ * per (ts, dur) pair, of steps[i] (NULL: steps 1, 2, ...). */
+static void fake_trace(const char *path, int pid, double sync_us, const double *ar, int n, const int *steps)
+{
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"otherData\":{\"generator\":\"nnbench profiler\",\"sync_us\":%g},"
+               "\"traceEvents\":[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"args\":{\"name\":\"nnbench\"}}",
+            sync_us, pid, pid);
+    for (int i = 0; i < n; i++)
+        fprintf(f, ",{\"name\":\"allreduce\",\"cat\":\"op\",\"ph\":\"X\",\"ts\":%g,\"dur\":%g,\"pid\":%d,\"tid\":%d,"
+                   "\"args\":{\"step\":%d,\"flops\":0,\"bytes\":8}}", ar[2 * i], ar[2 * i + 1], pid, pid + 1,
+                steps ? steps[i] : i + 1);
+    fputs("]}\n", f);
+    fclose(f);
+}
+
+/* Flow arrows of the merge: one s -> t -> f chain per all-reduce, in the time order of the
+ * ranks' slices (whichever rank came first starts it), each event on its own rank's
+ * process (pid source + 1) and thread, inside that rank's all-reduce slice of the same step
+ * after alignment; none when a step differs. */
+static void test_trace_merge_flows(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-flows-XXXXXX", p[3][300], m[300], cmd[2048], script[320];
+    assert_non_null(mkdtemp(dir));
+    for (int i = 0; i < 3; i++) snprintf(p[i], sizeof p[i], "%s/%d.json", dir, i);
+    snprintf(m, sizeof m, "%s/m.json", dir);
+    /* rank 1 passed the barrier 100 us later on its clock: aligned, ranks 0 and 2 move +100 */
+    const double a0[] = { 1000, 50, 2000, 50, 3000, 10 }, a1[] = { 1050, 40, 2150, 20, 3096, 20 },
+                 a2[] = { 1010, 60, 2010, 50, 3000, 20 };
+    fake_trace(p[0], 4000, 0, a0, 3, NULL);
+    fake_trace(p[1], 4000, 100, a1, 3, NULL);   /* the same pid on another host */
+    fake_trace(p[2], 77, 0, a2, 3, NULL);
+    const char *srcs[] = { p[0], p[1], p[2] }, *labels[] = { "r0", "r1", "r2" };
+    static const char check[] =
+        "import json,sys\n"
+        "d=json.load(open(sys.argv[1])); n=int(sys.argv[2]); want=[int(x) for x in sys.argv[3].split(',')]\n"
+        "ev=d['traceEvents']; X=[e for e in ev if e['ph']=='X']; F=[e for e in ev if e['ph'] in 'stf']\n"
+        "assert sorted({e['pid'] for e in ev})==list(range(1,n+1)), 'one process per source'\n"
+        "names={e['pid']:e['args']['name'] for e in ev if e['name']=='process_name'}\n"
+        "assert names=={k+1:'r%d'%k for k in range(n)}, names\n"
+        "o=d['otherData']; assert o['allreduce_flows']==len(want) and o['allreduce_flows_skipped']==int(sys.argv[5]), o\n"
+        "assert sorted({e['id'] for e in F})==want, F\n"
+        "first=sys.argv[4].split(',')\n"
+        "for i in want:\n"
+        "  ch=sorted([e for e in F if e['id']==i], key=lambda e: e['ts'])\n"
+        "  assert [e['ph'] for e in ch]==['s']+['t']*(n-2)+['f'], ch\n"
+        "  assert sorted(e['pid'] for e in ch)==list(range(1,n+1)) and ch[0]['pid']==int(first[i-1]), ch\n"
+        "  assert ch[-1].get('bp')=='e' and all(e['cat']=='allreduce' and e['name']=='allreduce' for e in ch)\n"
+        "  assert all(a['ts']<b['ts'] for a,b in zip(ch,ch[1:])), 'flow times not increasing'\n"
+        "  for e in ch:\n"
+        "    sl=[x for x in X if x['pid']==e['pid'] and x['tid']==e['tid'] and x['ts']<e['ts']<x['ts']+x['dur']]\n"
+        "    assert len(sl)==1 and sl[0]['name']=='allreduce' and sl[0]['args']['step']==e['args']['step'], (e, sl)\n";
+    write_script(script, sizeof script, dir, check);
+    /* 2 ranks, aligned: all-reduce 1 is rank 1 (1050..1090) then rank 0 (1100..1150); 2 and
+     * 3 start on rank 0 (2100..2150 before 2150..2170; middles 3105 before 3106) */
+    assert_int_equal(prof_trace_merge(m, srcs, labels, 2), 0);
+    snprintf(cmd, sizeof cmd, "python3 %s %s 2 1,2,3 2,1,1 0", script, m);
+    assert_int_equal(system(cmd), 0);
+    /* 3 ranks: s, t, f in time order of the middles */
+    assert_int_equal(prof_trace_merge(m, srcs, labels, 3), 0);
+    snprintf(cmd, sizeof cmd, "python3 %s %s 3 1,2,3 2,1,1 0", script, m);
+    assert_int_equal(system(cmd), 0);
+    /* a step that differs (a dropped event): that all-reduce gets no arrow */
+    const double a3[] = { 1010, 60, 3000, 20 };
+    const int st3[] = { 1, 3 };
+    fake_trace(p[2], 77, 0, a3, 2, st3);   /* its step 2 was dropped */
+    assert_int_equal(prof_trace_merge(m, srcs, labels, 3), 0);
+    snprintf(cmd, sizeof cmd, "python3 %s %s 3 1 2 1", script, m);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* Counter tracks: registered once per name, recorded only inside the trace window, each
+ * a "C" event named after its track with the series as its argument. */
+static void test_trace_counters(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-ctr-XXXXXX", path[300], cmd[2048], script[320];
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/c.json", dir);
+    prof_t *p = prof_create(&(prof_options){ .trace_path = path, .trace_first = 2, .trace_last = 3, .quiet = 1 });
+    assert_non_null(p);
+    int a = prof_counter_register(p, "throughput", "samples_per_s");
+    assert_int_equal(prof_counter_register(p, "throughput", "samples_per_s"), a);
+    int b = prof_counter_register(p, "step_time", "ms");
+    assert_true(a >= 0 && b >= 0 && a != b);
+    assert_int_equal(prof_counter_register(NULL, "x", "y"), -1);
+    for (int k = 2; k < PROF_TRACE_COUNTERS; k++) {
+        char nm[16];
+        snprintf(nm, sizeof nm, "c%d", k);
+        assert_true(prof_counter_register(p, nm, "v") >= 0);
+    }
+    assert_int_equal(prof_counter_register(p, "one too many", "v"), -1);
+    prof_counter(p, a, 1.0);               /* step 0: outside the window */
+    for (long s = 1; s <= 4; s++) {
+        prof_step(p, s);
+        prof_counter(p, a, 1000.0 * (double)s);
+        prof_counter(p, b, 0.5 * (double)s);
+        prof_counter(p, 99, 1);             /* not registered: ignored */
+    }
+    prof_counter(NULL, a, 1);
+    assert_int_equal(prof_destroy(p), 0);
+    static const char check[] =
+        "import json,sys\n"
+        "ev=json.load(open(sys.argv[1]))['traceEvents']\n"
+        "t=[e for e in ev if e['ph']=='C' and e['name']=='throughput']; s=[e for e in ev if e['ph']=='C' and e['name']=='step_time']\n"
+        "assert [e['args']['samples_per_s'] for e in t]==[2000,3000], t\n"
+        "assert [e['args']['ms'] for e in s]==[1.0,1.5], s\n"
+        "assert all(a['ts']<b['ts'] for a,b in zip(t,t[1:]))\n";
+    write_script(script, sizeof script, dir, check);
+    snprintf(cmd, sizeof cmd, "python3 %s %s", script, path);
+    assert_int_equal(system(cmd), 0);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
 }
@@ -746,6 +868,8 @@ int main(void)
         cmocka_unit_test(test_destroy_trace_status),
         cmocka_unit_test(test_trace_json),
         cmocka_unit_test(test_trace_merge),
+        cmocka_unit_test(test_trace_merge_flows),
+        cmocka_unit_test(test_trace_counters),
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_parse),
         cmocka_unit_test(test_calibration_file),

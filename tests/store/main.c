@@ -8,6 +8,7 @@ int test_store_cli(void);
 int test_store_checkpoint(void);
 int test_store_ops_v2(void);
 int test_store_telemetry(void);
+int test_store_diff(void);
 
 int main(void)
 {
@@ -18,5 +19,6 @@ int main(void)
     failed += test_store_checkpoint();
     failed += test_store_ops_v2();
     failed += test_store_telemetry();
+    failed += test_store_diff();
     return failed ? 1 : 0;
 }

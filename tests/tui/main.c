@@ -509,14 +509,95 @@ static void test_suggest(void **st)
         assert_ptr_equal(cli_command_find(cmds[i].name), &cmds[i]);
         char typo[32];
         snprintf(typo, sizeof typo, "%sx", cmds[i].name);
-        const char *names[16];
-        for (size_t j = 0; j < nc && j < 16; j++) names[j] = cmds[j].name;
-        assert_string_equal(cli_suggest(typo, names, nc < 16 ? nc : 16), cmds[i].name);
+        const char *names[64];   /* every command: one past the array would not be found */
+        assert_true(nc <= 64);
+        for (size_t j = 0; j < nc; j++) names[j] = cmds[j].name;
+        assert_string_equal(cli_suggest(typo, names, nc), cmds[i].name);
     }
     assert_null(cli_command_find("nope"));
 }
 
+/* ---- the one option parser ----------------------------------------------------------- */
+
+typedef struct { const char *db; int json; const char *pair[2]; int calls; } t_opts;
+
+static int t_pair(void *opts, const char *cmd, const char *name, char **vals)
+{
+    t_opts *o = opts;
+    (void)cmd;
+    (void)name;
+    o->pair[0] = vals[0];
+    o->pair[1] = vals[1];
+    o->calls++;
+    return strcmp(vals[0], "bad") ? 0 : 2;
+}
+
+static void t_help(FILE *f) { fputs("usage: t [--db P] [--json] [--pair A B]\n", f); }
+
+static const cli_opt t_opt[] = {
+    CLI_OPT_VALUE("--db", "-d", t_opts, db), CLI_OPT_FLAG("--json", "-j", t_opts, json),
+    CLI_OPT_CALL("--pair", t_pair, 2),
+};
+static const cli_spec t_spec = { "t", t_help, t_opt, CLI_N(t_opt) };
+
+static void test_parse(void **st)
+{
+    (void)st;
+    /* values as `--opt V` and `--opt=V`, the last one kept; positionals moved to the front in order */
+    char *a1[] = { "t", "r1", "--db", "x.db", "r2", "-j", "--db=y.db", "--pair", "p", "q", "r3", NULL };
+    t_opts o = { 0 };
+    int n_pos = -1;
+    assert_int_equal(cli_parse(&t_spec, &o, 11, a1, &n_pos), -1);
+    assert_int_equal(n_pos, 3);
+    assert_string_equal(a1[1], "r1");
+    assert_string_equal(a1[2], "r2");
+    assert_string_equal(a1[3], "r3");
+    assert_string_equal(o.db, "y.db");
+    assert_int_equal(o.json, 1);
+    assert_int_equal(o.calls, 1);
+    assert_string_equal(o.pair[0], "p");
+    assert_string_equal(o.pair[1], "q");
+    char *a8[] = { "t", "-d=z.db", NULL }; /* an alias takes its value inline too */
+    assert_int_equal(cli_parse(&t_spec, &o, 2, a8, &n_pos), -1);
+    assert_string_equal(o.db, "z.db");
+    assert_int_equal(n_pos, 0);
+    /* usage errors exit 2: a missing value (of two), an unknown option, a callback's refusal */
+    char *a2[] = { "t", "--pair", "p", NULL };
+    assert_int_equal(cli_parse(&t_spec, &o, 3, a2, &n_pos), 2);
+    char *a3[] = { "t", "--jsn", NULL };
+    assert_int_equal(cli_parse(&t_spec, &o, 2, a3, &n_pos), 2);
+    char *a4[] = { "t", "--json=1", NULL }; /* a flag takes no value */
+    assert_int_equal(cli_parse(&t_spec, &o, 2, a4, &n_pos), 2);
+    char *a5[] = { "t", "--pair", "bad", "q", NULL };
+    assert_int_equal(cli_parse(&t_spec, &o, 4, a5, &n_pos), 2);
+    /* --help ends the command with 0; "-" alone is an argument */
+    char *a6[] = { "t", "-", "-h", "--nope", NULL };
+    assert_int_equal(cli_parse(&t_spec, &o, 4, a6, &n_pos), 0);
+    /* an option's index, values skipped: "--db --pair" is --db's value, not --pair */
+    char *a7[] = { "t", "--db", "--pair", "--pair", "a", "b", NULL };
+    assert_int_equal(cli_option_at(&t_spec, 6, a7, "--pair"), 3);
+    assert_int_equal(cli_option_at(&t_spec, 6, a7, "--json"), -1);
+}
+
+/* Every command's parser takes exactly the options its --help names (man page and bash
+ * completion are made from the help text). */
+static void test_spec_matches_help(void **st)
+{
+    (void)st;
+    size_t nc;
+    const cli_command *cmds = cli_commands(&nc);
+    for (size_t i = 0; i < nc; i++) {
+        assert_non_null(cmds[i].spec);
+        assert_string_equal(cmds[i].spec->cmd, cmds[i].name);
+        char why[256] = "";
+        int bad = cli_spec_help_mismatch(&cmds[i], why, sizeof why);
+        if (bad) fprintf(stderr, "%s\n", why);
+        assert_int_equal(bad, 0);
+    }
+}
+
 int test_tui_runner(void); /* runner.c */
+int test_tui_monitor(void); /* monitor.c */
 
 int main(void)
 {
@@ -529,10 +610,12 @@ int main(void)
         cmocka_unit_test(test_fit), cmocka_unit_test(test_layout),
         cmocka_unit_test(test_sort), cmocka_unit_test(test_filter),
     };
-    const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys), cmocka_unit_test(test_suggest) };
+    const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys), cmocka_unit_test(test_suggest),
+                                       cmocka_unit_test(test_parse), cmocka_unit_test(test_spec_matches_help) };
     int failed = cmocka_run_group_tests_name("tui_chart", chart, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_table", table, NULL, NULL);
     failed += cmocka_run_group_tests_name("tui_keys", keys, NULL, NULL);
     failed += test_tui_runner();
+    failed += test_tui_monitor();
     return failed ? 1 : 0;
 }

@@ -1,6 +1,5 @@
-/* wb_screens.c — the Run screen (tabs Curves, Profile, Solver, Config, System, Layers) and the
- * Compare screen of the workbench, both read from the store.
- */
+/* wb_run.c — the Run screen of the workbench: one stored run in tabs (Curves, Profile,
+ * Solver, Config, System, Layers, Int8), read from the store; its state lives in its panel. */
 #include "wb.h"
 
 #include <curses.h>
@@ -9,8 +8,6 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
-
-static const char *const metric_keys[4] = { "train_loss", "test_loss", "train_acc", "test_acc" };
 
 /* A stored metric with its x axes as doubles, ready for the chart. */
 typedef struct {
@@ -32,47 +29,6 @@ static void metric_load(store *db, long long id, const char *key, wb_metric *m)
     m->xstep = malloc((m->s.n ? m->s.n : 1) * sizeof(double));
     if (!m->xstep) { store_series_free(&m->s); m->s.n = 0; return; }
     for (size_t i = 0; i < m->s.n; i++) m->xstep[i] = (double)m->s.step[i];
-}
-
-const double *wb_pick_x(int axis, const double *step, const double *wall, const double *hybrid)
-{
-    return axis == 1 ? wall : axis == 2 ? hybrid : step;
-}
-
-static void chart_at(wb_app *a, int y, int x, int w, int h, const tui_series *s, size_t ns,
-                     const char *title, const char *ylab, int log_y)
-{
-    tui_chart_opts o = {
-        .width = w, .height = h, .utf8 = a->utf8, .mono = !a->color, .log_y = log_y, .x_scale = a->x_scale,
-        .smooth = wb_smooth_levels[a->smooth_idx], .x_label = wb_x_names[a->x_axis],
-        .y_label = ylab, .title = title,
-    };
-    tui_canvas c;
-    if (tui_chart_draw(s, ns, &o, &c)) {
-        wb_text(a, y, x, w, 0, "(chart: not enough room)");
-        return;
-    }
-    wb_draw_canvas(a, y, x, &c);
-    tui_canvas_free(&c);
-}
-
-static void toggles_text(wb_app *a, char *b, size_t n)
-{
-    snprintf(b, n, "x: %s%s  y: %s  smoothing: %s", wb_x_names[a->x_axis],
-             a->x_scale == TUI_X_LOG ? " (log)" : a->x_scale == TUI_X_NORM ? " (normalised per run)" : "",
-             a->log_y ? "log" : "linear",
-             a->smooth_idx ? (a->smooth_idx == 1 ? "0.6" : "0.9") : "off");
-}
-
-int wb_chart_toggle(wb_app *a, tui_action act)
-{
-    switch (act) {
-    case TUI_ACT_LOG_Y: a->log_y = !a->log_y; return 1;
-    case TUI_ACT_X_AXIS: a->x_axis = (a->x_axis + 1) % 3; return 1;
-    case TUI_ACT_X_SCALE: a->x_scale = (a->x_scale + 1) % TUI_X_N_SCALES; return 1;
-    case TUI_ACT_SMOOTH: a->smooth_idx = (a->smooth_idx + 1) % 3; return 1;
-    default: return 0;
-    }
 }
 
 /* ---- Run screen -------------------------------------------------------------------- */
@@ -100,6 +56,8 @@ typedef struct {
     int op_sort, op_desc;    /* a prof_sort; 1: reversed */
     int rank_view;           /* Profile tab of a data-parallel run: -1 every rank, grouped; k: rank k */
     prof_balance balance;    /* across ranks, from every kind of row */
+    wb_layers_view layers;   /* the Layers tab */
+    wb_quant_view quant;     /* the Int8 tab */
 } run_state;
 #define rv (*(run_state *)wb_run_panel.st)
 
@@ -112,8 +70,8 @@ static void run_unload(void)
     rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
     tui_lines_clear(&rv.cfg, &rv.n_cfg);
     tui_lines_clear(&rv.sys, &rv.n_sys);
-    wb_layers_free();
-    wb_quant_free();
+    wb_layers_clear(&rv.layers);
+    wb_quant_free(&rv.quant);
     rv.have = 0;
 }
 
@@ -174,7 +132,7 @@ static void run_load(wb_app *a)
         return;
     }
     rv.have = 1;
-    for (int i = 0; i < 4; i++) metric_load(a->db, id, metric_keys[i], &rv.m[i]);
+    for (int i = 0; i < 4; i++) metric_load(a->db, id, wb_metric_keys[i], &rv.m[i]);
     if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
     store_op_row *all = NULL;
     size_t na = 0;
@@ -185,7 +143,7 @@ static void run_load(wb_app *a)
     if (rv.rank_view >= rv.balance.ranks) rv.rank_view = -1;
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
-    wb_layers_load(a, id);
+    wb_layers_load(a, &rv.layers, id);
 
     store_kv *kv = NULL;
     size_t n = 0;
@@ -310,7 +268,7 @@ static size_t curve_series(wb_app *a, wb_metric *m, const int *idx, int n, const
 static void draw_curves(wb_app *a, int y0, int y1)
 {
     char t[128];
-    toggles_text(a, t, sizeof t);
+    wb_toggles_text(a, t, sizeof t);
     attron(A_DIM);
     wb_text(a, y0, 1, a->cols - 2, 0, t);
     attroff(A_DIM);
@@ -328,61 +286,15 @@ static void draw_curves(wb_app *a, int y0, int y1)
     }
     if (na && nl) {
         int h1 = h / 2;
-        chart_at(a, y0, 1, w, h1, s, nl, "loss", "loss", a->log_y);
-        chart_at(a, y0 + h1, 1, w, h - h1, sa, na, "accuracy", "accuracy", 0);
-    } else if (nl) chart_at(a, y0, 1, w, h, s, nl, "loss", "loss", a->log_y);
-    else chart_at(a, y0, 1, w, h, sa, na, "accuracy", "accuracy", 0);
+        wb_chart_at(a, y0, 1, w, h1, s, nl, "loss", "loss", a->log_y);
+        wb_chart_at(a, y0 + h1, 1, w, h - h1, sa, na, "accuracy", "accuracy", 0);
+    } else if (nl) wb_chart_at(a, y0, 1, w, h, s, nl, "loss", "loss", a->log_y);
+    else wb_chart_at(a, y0, 1, w, h, sa, na, "accuracy", "accuracy", 0);
 }
 
 /* Profile: the op-table model (profiler/table.c: the columns and words of `show`, `run
  * --profile` and the reports), sortable, with a bar of each row's self share; a
  * data-parallel run's ranks grouped (or one rank, v) under the load imbalance. */
-
-void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll)
-{
-    /* the model's shown columns, with the self-share bar after "self %" */
-    tui_col cols[PROF_COL_N + 1];
-    int map[PROF_COL_N + 1], ncol = 0, w[PROF_COL_N + 1];
-    /* Widths from the cells: numbers are never cut (a column that does not fit is dropped
-     * from the right), names keep at least their model minimum before anything is dropped. */
-    for (int c = 0; c < PROF_COL_N; c++) {
-        if (!t->show[c]) continue;
-        const prof_col_def *d = &prof_cols[c];
-        int want = tui_text_width(d->title);
-        for (size_t i = 0; i < t->n; i++) {
-            char cell[256];
-            int cw = tui_text_width(prof_table_cell(t, &t->rows[i], (prof_col)c, cell, sizeof cell));
-            if (cw > want) want = cw;
-        }
-        if (!d->right && want > d->width) want = d->width;
-        int min = d->right || want < d->min_width ? want : d->min_width;
-        cols[ncol] = (tui_col){ d->title, want, min, d->right, 0 };
-        map[ncol++] = c;
-        /* the bar takes the width left over, and gives it back first when short */
-        if (c == PROF_COL_SELF_PCT) { cols[ncol] = (tui_col){ "", 10, 4, 0, 1 }; map[ncol++] = -1; }
-    }
-    int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
-    int x = 1;
-    attron(A_BOLD | A_UNDERLINE);
-    for (int c = 0; c < vis; c++) { wb_text(a, y, x, w[c], cols[c].right, cols[c].title); x += w[c] + 1; }
-    attroff(A_BOLD | A_UNDERLINE);
-    for (int r = 0; r < page && scroll + r < (int)t->n; r++) {
-        const store_op_row *o = &t->rows[scroll + r];
-        double frac = prof_table_self_share(t, o);
-        x = 1;
-        for (int c = 0; c < vis; c++) {
-            char cell[256];
-            if (map[c] < 0) {
-                attron(wb_series_attr(a, 0));
-                wb_bar(a, y + 1 + r, x, w[c], frac);
-                attroff(wb_series_attr(a, 0));
-            } else {
-                wb_text(a, y + 1 + r, x, w[c], cols[c].right, prof_table_cell(t, o, (prof_col)map[c], cell, sizeof cell));
-            }
-            x += w[c] + 1;
-        }
-    }
-}
 
 /* The rows shown, in order: sorted, grouped by rank or one rank only, maybe reversed.
  * malloc'd (NULL when empty or out of memory). */
@@ -514,8 +426,8 @@ static void run_draw(wb_app *a)
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
     case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
     case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
-    case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, y0, y1, &rv.scroll); break;
-    case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.run, y0, y1, &rv.scroll); break;
+    case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, &rv.layers, y0, y1, &rv.scroll); break;
+    case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.quant, &rv.run, y0, y1, &rv.scroll); break;
     }
     wb_model_tick(a);
 }
@@ -546,7 +458,7 @@ static int run_key(wb_app *a, tui_action act, int ch)
             return 1;
         }
         if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic and the Profile tab's rank"); return 1; }
-        return wb_layers_key(a, act);
+        return wb_layers_key(a, &rv.layers, act);
     case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE: case TUI_ACT_STOP:
         if (rv.have && wb_model_key(a, act, &rv.run) == 2) { rv.tab = TAB_INT8; rv.scroll = 0; }
         return 1;
@@ -555,7 +467,7 @@ static int run_key(wb_app *a, tui_action act, int ch)
     if (wb_chart_toggle(a, act)) return 1;
     int total = rv.tab == TAB_CONFIG ? (int)rv.n_cfg : rv.tab == TAB_SYSTEM ? (int)rv.n_sys
               : rv.tab == TAB_PROFILE ? (int)rv.n_ops : rv.tab == TAB_SOLVER ? (int)rv.n_ev
-              : rv.tab == TAB_LAYERS ? wb_layers_rows() : rv.tab == TAB_INT8 ? wb_quant_rows() : 0;
+              : rv.tab == TAB_LAYERS ? wb_layers_rows(&rv.layers) : rv.tab == TAB_INT8 ? wb_quant_rows(&rv.quant) : 0;
     /* the Layers table clamps the scroll to its own height when it draws */
     return wb_scroll_key(act, &rv.scroll, total, rv.tab == TAB_LAYERS ? 1 : page);
 }
@@ -584,194 +496,3 @@ static void run_leave(wb_app *a)
 
 wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
                           .leave = run_leave, .reload = run_reload };
-
-/* ---- Compare screen: store_compare rendered as the CLI renders it ------------------- */
-
-typedef struct {
-    long long ids[WB_MAX_COMPARE];
-    int n;
-    store_compare *c;
-    double *xstep[WB_MAX_COMPARE];  /* step as double, per run, for the chart */
-    int metric;              /* < 4: index into metric_keys; else tkeys[metric - 4] */
-    char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
-    size_t n_tkeys;
-    int all_keys;
-    int scroll;
-    char **lines;
-    size_t n_lines;
-} cmp_state;
-
-#define CV ((cmp_state *)wb_compare_panel.st)
-
-static void cmp_unload(cmp_state *cv)
-{
-    for (int i = 0; i < WB_MAX_COMPARE; i++) { free(cv->xstep[i]); cv->xstep[i] = NULL; }
-    store_strings_free(cv->tkeys, cv->n_tkeys);
-    cv->tkeys = NULL;
-    cv->n_tkeys = 0;
-    store_compare_free(cv->c);
-    cv->c = NULL;
-    tui_lines_free(cv->lines, cv->n_lines);
-    cv->lines = NULL;
-    cv->n_lines = 0;
-}
-
-/* The side-by-side table as text lines (rebuilt on load, toggles and resize). */
-static void cmp_build_lines(wb_app *a, cmp_state *cv)
-{
-    tui_lines_free(cv->lines, cv->n_lines);
-    cv->lines = NULL;
-    cv->n_lines = 0;
-    if (cv->c && tui_compare_lines(cv->c, a->cols - 2, a->utf8, cv->all_keys, &cv->lines, &cv->n_lines))
-        wb_message(a, "out of memory");
-}
-
-static const char *cmp_metric_name(const cmp_state *cv)
-{
-    return cv->metric < 4 ? metric_keys[cv->metric] : cv->tkeys[cv->metric - 4];
-}
-
-static int cmp_load(wb_app *a, cmp_state *cv)
-{
-    char keep[128] = "";     /* the telemetry key shown, kept across the reload */
-    if (cv->metric >= 4 && (size_t)(cv->metric - 4) < cv->n_tkeys) snprintf(keep, sizeof keep, "%s", cmp_metric_name(cv));
-    cmp_unload(cv);
-    /* Runs deleted meanwhile drop out. */
-    int m = 0;
-    for (int i = 0; i < cv->n; i++) {
-        store_run r;
-        if (store_run_get(a->db, cv->ids[i], &r)) continue;
-        store_run_clear(&r);
-        cv->ids[m++] = cv->ids[i];
-    }
-    cv->n = m;
-    if (!m) return -1;
-    /* the layer telemetry keys of these runs follow the four metrics in the v cycle */
-    cv->n_tkeys = wb_layers_metric_keys(a->db, cv->ids, m, &cv->tkeys);
-    if (cv->metric >= 4) {
-        cv->metric = 0;
-        for (size_t k = 0; k < cv->n_tkeys; k++)
-            if (!strcmp(cv->tkeys[k], keep)) cv->metric = 4 + (int)k;
-    }
-    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
-    if (store_compare_load(a->db, cv->ids, (size_t)m, &o, &cv->c)) {
-        wb_message(a, "compare: %s", store_error());
-        return -1;
-    }
-    for (int i = 0; i < m; i++) {
-        const store_series *sr = &cv->c->metric[i];
-        cv->xstep[i] = malloc((sr->n ? sr->n : 1) * sizeof(double));
-        for (size_t k = 0; cv->xstep[i] && k < sr->n; k++) cv->xstep[i][k] = (double)sr->step[k];
-    }
-    cmp_build_lines(a, cv);
-    return 0;
-}
-
-void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
-{
-    if (n < 2) { wb_message(a, "compare needs 2 runs or more"); return; }
-    cmp_state *cv = calloc(1, sizeof *cv);
-    if (!cv) { wb_message(a, "out of memory"); return; }
-    if (n > WB_MAX_COMPARE) n = WB_MAX_COMPARE;
-    memcpy(cv->ids, ids, (size_t)n * sizeof *ids);
-    cv->n = n;
-    if (cmp_load(a, cv) || cv->n < 2) {
-        if (!a->msg[0]) wb_message(a, "the runs to compare are gone");
-        cmp_unload(cv);
-        free(cv);
-        return;
-    }
-    if (wb_compare_panel.st) { cmp_unload(CV); free(CV); }
-    wb_compare_panel.st = cv;
-    wb_push(a, &wb_compare_panel);
-}
-
-void wb_open_compare(wb_app *a) { wb_open_compare_ids(a, a->marked, a->n_marked); }
-
-static void cmp_draw(wb_app *a)
-{
-    cmp_state *cv = CV;
-    store_compare *c = cv->c;
-    char t[512], tg[160];
-    toggles_text(a, tg, sizeof tg);
-    snprintf(t, sizeof t, "%s%s%d runs   metric: %s (v%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
-             cmp_metric_name(cv), cv->n_tkeys ? ", then layer telemetry" : "", tg);
-    attron(A_DIM);
-    wb_text(a, 1, 1, a->cols - 2, 0, t);
-    attroff(A_DIM);
-    int h = (a->rows - 4) / 2;
-    if (h < 9) h = 9;
-    tui_series s[WB_MAX_COMPARE];
-    char labels[WB_MAX_COMPARE][192];
-    for (int i = 0; i < cv->n; i++) {
-        const store_series *sr = &c->metric[i];
-        tui_compare_legend(c, (size_t)i, labels[i], sizeof labels[i]);
-        /* Keep series index = run index so colours match the table's header. */
-        s[i].label = labels[i];
-        s[i].x = sr->n && cv->xstep[i] ? wb_pick_x(a->x_axis, cv->xstep[i], sr->wall, sr->hybrid) : NULL;
-        s[i].y = sr->value;
-        s[i].n = s[i].x ? sr->n : 0;
-    }
-    chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, cmp_metric_name(cv), cmp_metric_name(cv),
-             a->log_y && (cv->metric < 2 || (cv->metric >= 4 && strncmp(cmp_metric_name(cv), "grad_mean/", 10))));
-    int ty = 2 + h;
-    /* Table header row in series colours, then the scrolling body. */
-    if (cv->n_lines > 0) {
-        int lw, cw;
-        tui_compare_widths(c, a->cols - 2, &lw, &cw);
-        attron(A_BOLD);
-        wb_text(a, ty, 1, lw, 0, "run");
-        for (int i = 0; i < cv->n; i++) {
-            char b[32];
-            snprintf(b, sizeof b, "#%lld", c->runs[i].id);
-            attron(wb_series_attr(a, i));
-            wb_text(a, ty, 1 + lw + i * cw + 1, cw - 1, 1, b);
-            attroff(wb_series_attr(a, i));
-        }
-        attroff(A_BOLD);
-        wb_draw_lines(a, cv->lines + 1, cv->n_lines - 1, ty + 1, a->rows - 2, &cv->scroll);
-    }
-}
-
-static int cmp_key(wb_app *a, tui_action act, int ch)
-{
-    (void)ch;
-    cmp_state *cv = CV;
-    switch (act) {
-    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % (4 + (int)cv->n_tkeys); cmp_load(a, cv); return 1;
-    case TUI_ACT_ALL_KEYS:
-        cv->all_keys = !cv->all_keys;
-        if (cv->c) {
-            store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
-            store_compare_rows(cv->c, &o);
-        }
-        cmp_build_lines(a, cv);
-        return 1;
-    case TUI_ACT_REFRESH: cmp_load(a, cv); return 1;
-    default: break;
-    }
-    if (wb_chart_toggle(a, act)) return 1;
-    return wb_scroll_key(act, &cv->scroll, (int)cv->n_lines - 1, (a->rows - 4) / 2 - 1);
-}
-
-static void cmp_resize(wb_app *a) { if (CV && CV->c) cmp_build_lines(a, CV); }
-
-static void cmp_reload(wb_app *a)
-{
-    cmp_state *cv = CV;
-    int running = 0;
-    for (int i = 0; cv->c && i < cv->n; i++) running |= cv->c->runs[i].status == STORE_RUN_RUNNING;
-    if (running) cmp_load(a, cv);
-}
-
-static void cmp_leave(wb_app *a)
-{
-    (void)a;
-    if (!CV) return;
-    cmp_unload(CV);
-    free(CV);
-    wb_compare_panel.st = NULL;
-}
-
-wb_panel wb_compare_panel = { .title = "Compare", .screen = TUI_SCR_COMPARE, .draw = cmp_draw, .key = cmp_key,
-                              .resize = cmp_resize, .leave = cmp_leave, .reload = cmp_reload };

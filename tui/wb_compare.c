@@ -1,0 +1,210 @@
+/* wb_compare.c — the Compare screen: store_compare (store/compare.c) rendered as the CLI
+ * renders it, with a chart of one metric (or layer telemetry key) of every run. */
+#include "wb.h"
+
+#include <curses.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+/* ---- Compare screen: store_compare rendered as the CLI renders it ------------------- */
+
+typedef struct {
+    long long ids[WB_MAX_COMPARE];
+    int n;
+    store_compare *c;
+    double *xstep[WB_MAX_COMPARE];  /* step as double, per run, for the chart */
+    int metric;              /* < 4: index into wb_metric_keys; else tkeys[metric - 4] */
+    char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
+    size_t n_tkeys;
+    int all_keys;
+    int scroll;
+    char **lines;
+    size_t n_lines;
+} cmp_state;
+
+#define CV ((cmp_state *)wb_compare_panel.st)
+
+static void cmp_unload(cmp_state *cv)
+{
+    for (int i = 0; i < WB_MAX_COMPARE; i++) { free(cv->xstep[i]); cv->xstep[i] = NULL; }
+    store_strings_free(cv->tkeys, cv->n_tkeys);
+    cv->tkeys = NULL;
+    cv->n_tkeys = 0;
+    store_compare_free(cv->c);
+    cv->c = NULL;
+    tui_lines_free(cv->lines, cv->n_lines);
+    cv->lines = NULL;
+    cv->n_lines = 0;
+}
+
+/* The side-by-side table as text lines (rebuilt on load, toggles and resize). */
+static void cmp_build_lines(wb_app *a, cmp_state *cv)
+{
+    tui_lines_free(cv->lines, cv->n_lines);
+    cv->lines = NULL;
+    cv->n_lines = 0;
+    if (cv->c && tui_compare_lines(cv->c, a->cols - 2, a->utf8, cv->all_keys, &cv->lines, &cv->n_lines))
+        wb_message(a, "out of memory");
+    /* Two runs: the op diff of the second against the first follows, as `nnbench diff`. */
+    store_diff *d = NULL;
+    if (!cv->c || cv->n != 2) return;
+    if (store_diff_load(a->db, cv->c, 0, 1, &d)) { wb_message(a, "diff: %s", store_error()); return; }
+    if (tui_lines_add(&cv->lines, &cv->n_lines, "%s", "") || tui_lines_add(&cv->lines, &cv->n_lines, "%s", "Op diff (B - A)") ||
+        tui_diff_lines(d, a->cols - 2, a->utf8, 0, &cv->lines, &cv->n_lines))
+        wb_message(a, "out of memory");
+    store_diff_free(d);
+}
+
+static const char *cmp_metric_name(const cmp_state *cv)
+{
+    return cv->metric < 4 ? wb_metric_keys[cv->metric] : cv->tkeys[cv->metric - 4];
+}
+
+static int cmp_load(wb_app *a, cmp_state *cv)
+{
+    char keep[128] = "";     /* the telemetry key shown, kept across the reload */
+    if (cv->metric >= 4 && (size_t)(cv->metric - 4) < cv->n_tkeys) snprintf(keep, sizeof keep, "%s", cmp_metric_name(cv));
+    cmp_unload(cv);
+    /* Runs deleted meanwhile drop out. */
+    int m = 0;
+    for (int i = 0; i < cv->n; i++) {
+        store_run r;
+        if (store_run_get(a->db, cv->ids[i], &r)) continue;
+        store_run_clear(&r);
+        cv->ids[m++] = cv->ids[i];
+    }
+    cv->n = m;
+    if (!m) return -1;
+    /* the layer telemetry keys of these runs follow the four metrics in the v cycle */
+    cv->n_tkeys = wb_layers_metric_keys(a->db, cv->ids, m, &cv->tkeys);
+    if (cv->metric >= 4) {
+        cv->metric = 0;
+        for (size_t k = 0; k < cv->n_tkeys; k++)
+            if (!strcmp(cv->tkeys[k], keep)) cv->metric = 4 + (int)k;
+    }
+    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
+    if (store_compare_load(a->db, cv->ids, (size_t)m, &o, &cv->c)) {
+        wb_message(a, "compare: %s", store_error());
+        return -1;
+    }
+    for (int i = 0; i < m; i++) {
+        const store_series *sr = &cv->c->metric[i];
+        cv->xstep[i] = malloc((sr->n ? sr->n : 1) * sizeof(double));
+        for (size_t k = 0; cv->xstep[i] && k < sr->n; k++) cv->xstep[i][k] = (double)sr->step[k];
+    }
+    cmp_build_lines(a, cv);
+    return 0;
+}
+
+void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
+{
+    if (n < 2) { wb_message(a, "compare needs 2 runs or more"); return; }
+    cmp_state *cv = calloc(1, sizeof *cv);
+    if (!cv) { wb_message(a, "out of memory"); return; }
+    if (n > WB_MAX_COMPARE) n = WB_MAX_COMPARE;
+    memcpy(cv->ids, ids, (size_t)n * sizeof *ids);
+    cv->n = n;
+    if (cmp_load(a, cv) || cv->n < 2) {
+        if (!a->msg[0]) wb_message(a, "the runs to compare are gone");
+        cmp_unload(cv);
+        free(cv);
+        return;
+    }
+    if (wb_compare_panel.st) { cmp_unload(CV); free(CV); }
+    wb_compare_panel.st = cv;
+    wb_push(a, &wb_compare_panel);
+}
+
+void wb_open_compare(wb_app *a) { wb_open_compare_ids(a, a->marked, a->n_marked); }
+
+static void cmp_draw(wb_app *a)
+{
+    cmp_state *cv = CV;
+    store_compare *c = cv->c;
+    char t[512], tg[160];
+    wb_toggles_text(a, tg, sizeof tg);
+    snprintf(t, sizeof t, "%s%s%d runs   metric: %s (v%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
+             cmp_metric_name(cv), cv->n_tkeys ? ", then layer telemetry" : "", tg);
+    attron(A_DIM);
+    wb_text(a, 1, 1, a->cols - 2, 0, t);
+    attroff(A_DIM);
+    int h = (a->rows - 4) / 2;
+    if (h < 9) h = 9;
+    tui_series s[WB_MAX_COMPARE];
+    char labels[WB_MAX_COMPARE][192];
+    for (int i = 0; i < cv->n; i++) {
+        const store_series *sr = &c->metric[i];
+        tui_compare_legend(c, (size_t)i, labels[i], sizeof labels[i]);
+        /* Keep series index = run index so colours match the table's header. */
+        s[i].label = labels[i];
+        s[i].x = sr->n && cv->xstep[i] ? wb_pick_x(a->x_axis, cv->xstep[i], sr->wall, sr->hybrid) : NULL;
+        s[i].y = sr->value;
+        s[i].n = s[i].x ? sr->n : 0;
+    }
+    wb_chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, cmp_metric_name(cv), cmp_metric_name(cv),
+             a->log_y && (cv->metric < 2 || (cv->metric >= 4 && strncmp(cmp_metric_name(cv), "grad_mean/", 10))));
+    int ty = 2 + h;
+    /* Table header row in series colours, then the scrolling body. */
+    if (cv->n_lines > 0) {
+        int lw, cw;
+        tui_compare_widths(c, a->cols - 2, &lw, &cw);
+        attron(A_BOLD);
+        wb_text(a, ty, 1, lw, 0, "run");
+        for (int i = 0; i < cv->n; i++) {
+            char b[32];
+            snprintf(b, sizeof b, "#%lld", c->runs[i].id);
+            attron(wb_series_attr(a, i));
+            wb_text(a, ty, 1 + lw + i * cw + 1, cw - 1, 1, b);
+            attroff(wb_series_attr(a, i));
+        }
+        attroff(A_BOLD);
+        wb_draw_lines(a, cv->lines + 1, cv->n_lines - 1, ty + 1, a->rows - 2, &cv->scroll);
+    }
+}
+
+static int cmp_key(wb_app *a, tui_action act, int ch)
+{
+    (void)ch;
+    cmp_state *cv = CV;
+    switch (act) {
+    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % (4 + (int)cv->n_tkeys); cmp_load(a, cv); return 1;
+    case TUI_ACT_ALL_KEYS:
+        cv->all_keys = !cv->all_keys;
+        if (cv->c) {
+            store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
+            store_compare_rows(cv->c, &o);
+        }
+        cmp_build_lines(a, cv);
+        return 1;
+    case TUI_ACT_REFRESH: cmp_load(a, cv); return 1;
+    default: break;
+    }
+    if (wb_chart_toggle(a, act)) return 1;
+    return wb_scroll_key(act, &cv->scroll, (int)cv->n_lines - 1, (a->rows - 4) / 2 - 1);
+}
+
+static void cmp_resize(wb_app *a) { if (CV && CV->c) cmp_build_lines(a, CV); }
+
+static void cmp_reload(wb_app *a)
+{
+    cmp_state *cv = CV;
+    int running = 0;
+    for (int i = 0; cv->c && i < cv->n; i++) running |= cv->c->runs[i].status == STORE_RUN_RUNNING;
+    if (running) cmp_load(a, cv);
+}
+
+static void cmp_leave(wb_app *a)
+{
+    (void)a;
+    if (!CV) return;
+    cmp_unload(CV);
+    free(CV);
+    wb_compare_panel.st = NULL;
+}
+
+wb_panel wb_compare_panel = { .title = "Compare", .screen = TUI_SCR_COMPARE, .draw = cmp_draw, .key = cmp_key,
+                              .resize = cmp_resize, .leave = cmp_leave, .reload = cmp_reload };
+
