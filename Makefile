@@ -21,7 +21,8 @@ CFLAGS_ALL  = $(CSTD) $(OPT) $(WARN) $(SAN) $(PKG_CFLAGS) -MMD -MP $(CFLAGS)
 LDLIBS_ALL  = $(SAN) $(PKG_LIBS) -lmetis -ldnnl -lgomp -lsde -lpthread -lm $(LDLIBS)
 
 MODULES  := profiler quantum engine store tui
-LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+# A module's parts may sit one folder down (engine/data/, engine/graph/, engine/quant/).
+LIB_SRC  := $(filter-out tui/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c $(m)/*/*.c)))
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
 TEST_MODULES := $(foreach m,$(MODULES),$(if $(wildcard tests/$(m)/*.c),$(m)))
 TEST_BINS := $(TEST_MODULES:%=$(BUILD)/tests/test_%)

@@ -1,6 +1,6 @@
 /* common.c — the engine's error message, run-status names and the sink tee. */
 #include "engine.h"
-#include "data_internal.h"
+#include "data/data_internal.h"
 #include "internal.h"
 
 #include <errno.h>

@@ -1,8 +1,8 @@
 /* config.c — experiment files: INI (libinih) → validated eng_config per variant, with every
  * error located as FILE:LINE, and the key table that documents every key. */
 #include "engine.h"
-#include "data_internal.h"
-#include "graph.h"
+#include "data/data_internal.h"
+#include "graph/graph.h"
 #include "internal.h"
 
 #include <ctype.h>
@@ -25,7 +25,7 @@
  * X(section, key, kind, field, lo, hi, enum-names, enum-values, doc-type, default, help)
  */
 /* K_INT_AUTO / K_DBL_AUTO also take "auto", stored as 0 / -1: "the data generator's own
- * default" (engine/data_internal.h), resolved once the source is known. */
+ * default" (engine/data/data_internal.h), resolved once the source is known. */
 typedef enum { K_STR, K_U64, K_INT, K_INT_AUTO, K_LONG, K_DBL, K_DBL_AUTO, K_DBL_POS, K_BOOL, K_ENUM, K_LAYERS, K_GRADIENT } key_kind;
 
 static const char *const E_SOURCE[] = { "spirals", "xor", "blobs", "linreg", "polyreg", "sine", "idx", "csv", "graph", "markers", NULL };
@@ -1144,7 +1144,7 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     }
 
     /* The generator's own n / noise / classes / features / degree come from the loader's
-     * table (engine/data.c), so the config cannot disagree with what is generated. */
+     * table (engine/data/data.c), so the config cannot disagree with what is generated. */
     int k_norm = find_key("data", "normalize");
     eng_data_config before = c->data;
     eng_data_synth_defaults(&c->data);
@@ -1207,7 +1207,7 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         CROSS("train", "min_lr", "must not exceed train.lr (%g), got %g", c->train.lr, c->train.min_lr);
     if (c->train.epochs == 0 && c->train.max_steps == 0)
         CROSS("train", "epochs", "epochs = 0 needs train.max_steps > 0 (nothing would train)");
-    {   /* graphs: sage layers and the [graph] keys go together (engine/gnn.c) */
+    {   /* graphs: sage layers and the [graph] keys go together (engine/graph/gnn.c) */
         int n_sage = 0, fan[ENG_GRAPH_MAX_LAYERS];
         for (int i = 0; i < c->model.n_layers; i++) n_sage += c->model.layers[i].kind == ENG_LAYER_SAGE;
         int graph = c->data.source == ENG_DATA_GRAPH;
@@ -1225,21 +1225,20 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
             CROSS("graph", "source", "file needs graph.edges, graph.node_features and graph.labels");
         if (graph && c->graph.train_fraction + c->graph.val_fraction >= 1)
             CROSS("graph", "train_fraction", "train_fraction + val_fraction must be below 1 (the rest is the test set)");
-        /* Keys the graph training loop (engine/gnn.c) does not honour: refused, never
-         * silently ignored. Checkpoints: a graph run stores none (nothing to resume). */
+        /* Keys a graph run does not honour: refused, never silently ignored. The graph
+         * task (engine/graph/gnn.c) reads no input pipeline; transforms, telemetry and
+         * checkpoints are loop slots (engine/loop.c) and so work for it as for any task. */
         eng_augment aug;
         char aw[8];
         int aug_on = !eng_augment_parse(c->data.augment, &aug, aw, sizeof aw) && eng_augment_on(&aug);
         struct { const char *sec, *key; int used; } ignored[] = {
-            { "train", "checkpoint_every", vals[find_key("train", "checkpoint_every")].line != 0 },
-            { "train", "gradient", c->train.n_gradient > 0 }, { "train", "telemetry", c->train.telemetry },
             { "data", "augment", aug_on }, { "data", "prefetch", c->data.prefetch },
             { "data", "read_mbps", c->data.read_mbps > 0 }, { "data", "read_latency_ms", c->data.read_latency_ms > 0 },
         };
         for (size_t i = 0; graph && i < sizeof ignored / sizeof ignored[0]; i++)
             if (ignored[i].used)
-                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (their training "
-                      "loop has no checkpoints, gradient transforms, telemetry, augmentation or input pipeline); remove it",
+                CROSS(ignored[i].sec, ignored[i].key, "graph runs (data.source = graph) do not use %s.%s (the graph is "
+                      "read whole, without augmentation or the input pipeline); remove it",
                       ignored[i].sec, ignored[i].key);
     }
 #undef CROSS

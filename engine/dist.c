@@ -60,13 +60,6 @@ void eng_dist_finalize(int exit_code)
     else MPI_Finalize();
 }
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A collective that could not start leaves the ranks out of step: the job is broken
  * (eng_dist_finalize aborts it instead of waiting in MPI_Finalize). */
 static int start_failed(const char *what)
@@ -82,7 +75,7 @@ static int start_failed(const char *what)
  * MPI error, an abort request or after timeout_s; what names the collective. */
 static int wait_req(MPI_Request *req, double timeout_s, const char *what)
 {
-    double t0 = mono_s(), el = 0;
+    double t0 = prof_now_s(), el = 0;
     for (long i = 0;; i++) {
         int done = 0;
         int rc = MPI_Test(req, &done, MPI_STATUS_IGNORE);
@@ -99,7 +92,7 @@ static int wait_req(MPI_Request *req, double timeout_s, const char *what)
             return eng_fail(ENG_EIO, "mpi: %s on rank %d: the job is being stopped (mpirun: another rank died "
                             "or was killed)", what, g_rank);
         }
-        if (i % 64 == 0) el = mono_s() - t0;
+        if (i % 64 == 0) el = prof_now_s() - t0;
         if (el > timeout_s) {
             g_broken = 1;
             return eng_fail(ENG_EIO, "mpi: %s on rank %d: the other ranks did not answer in %g s (a rank died "
@@ -601,7 +594,7 @@ static int allgather_int8(eng_dist *d, float *g, MPI_Request *req)
 int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, int global_rows, int *stop)
 {
     size_t n = d->n;
-    double t = mono_s();
+    double t = prof_now_s();
     float per_row_us = d->t_done > 0 && rows > 0 ? (float)(1e6 * (t - d->t_done) / rows) : 0.0f;
     /* Profiled runs only: a barrier costs a round of latency per step. */
     if (d->prof) {
@@ -661,7 +654,7 @@ int eng_dist_step(eng_dist *d, float *g, double *loss, int *correct, int rows, i
     unpack_scalars(scal, &loss_sum, correct, stop);
     if (d->cfg.balance == ENG_BALANCE_MEASURED) eng_dist_balance(d->ema, scal + 4, g_world, d->cuts);
     *loss = loss_sum / global_rows;
-    d->t_done = mono_s();
+    d->t_done = prof_now_s();
     return ENG_OK;
 }
 
@@ -910,14 +903,14 @@ int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s)
             if (!rc) rc = eng_fail(ENG_EIO, "mpi: barrier failed");
             break;
         }
-        double t0 = mono_s();
+        double t0 = prof_now_s();
         if (MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
             g_broken = 1;
             rc = eng_fail(ENG_EIO, "mpi: MPI_Allreduce of %zu bytes failed", bytes);
             break;
         }
         /* The slowest rank's time is the collective's. */
-        double dt = mono_s() - t0;
+        double dt = prof_now_s() - t0;
         MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
         if (k >= 0) t[k] = dt;
     }

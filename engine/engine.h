@@ -121,7 +121,7 @@ typedef enum {
     ENG_DATA_SPIRALS, ENG_DATA_XOR, ENG_DATA_BLOBS, ENG_DATA_LINREG, ENG_DATA_POLYREG,
     ENG_DATA_SINE, ENG_DATA_IDX, ENG_DATA_CSV,
     ENG_DATA_GRAPH,        /* node classification on a graph: the [graph] section */
-    ENG_DATA_MARKERS,      /* long sequences: are the two flagged tokens equal (engine/data_seq.c) */
+    ENG_DATA_MARKERS,      /* long sequences: are the two flagged tokens equal (engine/data/data_seq.c) */
 } eng_data_source;
 /* data.sequence: an image read as a sequence of rows, 4x4 patches or pixels (data_seq.c) */
 typedef enum { ENG_SEQ_VIEW_NONE, ENG_SEQ_VIEW_ROWS, ENG_SEQ_VIEW_PATCHES, ENG_SEQ_VIEW_PIXELS } eng_seq_view;
@@ -149,7 +149,7 @@ typedef struct {
     eng_norm normalize;
     int shuffle;           /* shuffle training data every epoch */
     int prefetch;          /* gather the next batch on a second thread */
-    /* input pipeline (engine/data_cache.c, engine/pipeline.c) */
+    /* input pipeline (engine/data/data_cache.c, engine/data/pipeline.c) */
     int cache;             /* idx/csv: keep the decoded, normalised set in a memory-mapped cache file */
     char augment[64];      /* image data: "shift:N, flip" (random shift by up to N pixels, horizontal flip); "" = none */
     double read_mbps;      /* throttle the batch source to this many MB/s (1e6 bytes); 0 = unthrottled */
@@ -163,7 +163,7 @@ typedef struct {
  * its output is held sparse (CBSR) and must feed a dense layer (engine/sparse.c). */
 typedef enum { ENG_ACT_NONE, ENG_ACT_RELU, ENG_ACT_TANH, ENG_ACT_SIGMOID, ENG_ACT_GELU, ENG_ACT_MAXK } eng_act;
 typedef enum { ENG_LAYER_DENSE, ENG_LAYER_CONV, ENG_LAYER_POOL, ENG_LAYER_FLATTEN,
-               ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/gnn.c) */
+               ENG_LAYER_SAGE, /* GraphSAGE, mean aggregator: graph data only (engine/graph/gnn.c) */
                ENG_LAYER_AVGPOOL, /* KxK mean, stride S (kernel, stride) */
                ENG_LAYER_GAP,     /* global average pooling: C x H x W -> C */
                ENG_LAYER_SEQ,     /* sequence layers (engine/attention.c): eng_layer_spec.seq says which */
@@ -295,7 +295,7 @@ typedef struct {
     char tensorboard[512];/* event-file directory; "" = off */
 } eng_monitor_config;
 
-/* [graph]: node classification (data.source = graph); see engine/gnn.c and docs/graphs.md */
+/* [graph]: node classification (data.source = graph); see engine/graph/gnn.c and docs/graphs.md */
 typedef enum { ENG_GRAPH_SBM, ENG_GRAPH_RMAT, ENG_GRAPH_FILE } eng_graph_source;
 typedef enum { ENG_GRAPH_SAMPLED, ENG_GRAPH_FULL } eng_graph_mode;
 typedef enum { ENG_PART_NONE, ENG_PART_RANDOM, ENG_PART_METIS } eng_partitioner;
@@ -310,7 +310,7 @@ typedef struct {
     double train_fraction, val_fraction; /* random split when there are no mask files */
     eng_graph_mode mode;            /* minibatches of sampled blocks, or the full graph per step */
     char fanouts[64];               /* "10,5": per layer, input layer first */
-    int sampler;                    /* 0 = twopass, 1 = fused (engine/sample.c) */
+    int sampler;                    /* 0 = twopass, 1 = fused (engine/graph/sample.c) */
     eng_partitioner partition;
     int parts;
 } eng_graph_config;
@@ -417,72 +417,12 @@ void eng_data_fingerprint(const eng_dataset *ds, char *buf, size_t cap);
  * training inputs differ; the training labels differ"). */
 int eng_data_fingerprint_diff(const char *was, const char *now, char *why, size_t cap);
 
-/* Serves shuffled minibatches of the training set into preallocated buffers; with
- * prefetch on, the next batch is gathered on a second thread while the caller trains. */
-typedef struct eng_batcher eng_batcher;
-typedef struct {
-    const float *x;       /* rows * in_size */
-    const int32_t *y;     /* rows labels, or NULL */
-    const float *t;       /* rows * n_targets, or NULL */
-    int rows;             /* batch size (the last batch of an epoch may be smaller) */
-    int epoch;            /* 0-based epoch this batch belongs to */
-    int last_in_epoch;    /* 1 for the final batch of its epoch */
-    int global_rows;      /* rows of the whole batch across ranks (== rows in one process) */
-} eng_batch;
-int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
-                       uint64_t seed, eng_batcher **out);
-/* Valid until the next call. */
-int eng_batcher_next(eng_batcher *b, eng_batch *out);
-int eng_batcher_batches_per_epoch(const eng_batcher *b);
-void eng_batcher_destroy(eng_batcher *b);
-
 /* ---- models ------------------------------------------------------------------------ */
 
 typedef struct eng_model eng_model;
-/* Builds the model for inputs of in_shape and n_out outputs, with buffers for batches of
- * up to max_batch rows; parameters initialised from seed. prof may be NULL (no profiling).
- * Free with eng_model_free. */
-int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out,
-                    int max_batch, uint64_t seed, prof_t *prof, eng_model **out);
+/* Free with eng_model_free; the rest of the model's API is in core.h. */
 void eng_model_free(eng_model *m);
-/* Forward through the layers and the loss. Exactly one of labels/targets is non-NULL.
- * Returns the mean loss over the rows; *correct (may be NULL) gets the number of rows
- * whose argmax matches the label (classification only). */
-double eng_model_forward(eng_model *m, const float *x, int rows, const int32_t *labels,
-                         const float *targets, int *correct);
-/* Backward from the loss of the last forward: fills the gradient buffer (overwritten). */
-void eng_model_backward(eng_model *m);
-float *eng_model_params(eng_model *m);
-float *eng_model_grads(eng_model *m);
 size_t eng_model_n_params(const eng_model *m);
-/* Human summary: "dense(2->16) tanh, dense(16->16) tanh, dense(16->2)  [354 params]". */
-const char *eng_model_summary(const eng_model *m);
-/* Training mode (the default after build) or evaluation mode: batch-norm layers normalise
- * with the batch's statistics and update their running statistics in training, and use the
- * running statistics (nothing updated) in evaluation. Other layers behave the same in both. */
-void eng_model_set_training(eng_model *m, int training);
-
-/* ---- optimizers and schedules ------------------------------------------------------ */
-
-typedef struct eng_optim eng_optim;
-/* First-order optimizers (sgd, momentum, adam, adamw). Free with eng_optim_free. */
-int eng_optim_create(const eng_train_config *tc, size_t n_params, eng_optim **out);
-void eng_optim_step(eng_optim *o, float *params, const float *grads, double lr);
-void eng_optim_free(eng_optim *o);
-/* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
-double eng_lr_at(const eng_train_config *tc, long step, long total_steps);
-
-/* ---- gradient transforms (engine/gradient.c) --------------------------------------- */
-
-typedef struct eng_grad eng_grad;
-/* The transforms tc names (tc->gradient[0..n_gradient)) over m's parameter tensors, each a
- * profiled scope "grad.NAME" per layer when prof is non-NULL. Scratch is allocated here;
- * eng_grad_apply allocates nothing. Free with eng_grad_free. */
-int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out);
-/* Transforms the model's gradient buffer in place (after backward, before the step). */
-void eng_grad_apply(eng_grad *g);
-void eng_grad_free(eng_grad *g);
-const char *eng_grad_kind_name(eng_grad_kind k); /* "znorm", "centralize", ... */
 
 /* ---- runs and sinks ---------------------------------------------------------------- */
 
@@ -664,55 +604,11 @@ int eng_dist_agree(const eng_config *cfg, const char *local_error);
  * default of 30 s, or when the job is being stopped). No-op in one process. */
 int eng_dist_barrier(void);
 
-/* ---- int8 post-training quantization (quant.c) -------------------------------------- */
-
-typedef enum { ENG_QSCHEME_MINMAX, ENG_QSCHEME_PERCENTILE } eng_qscheme;
-typedef struct eng_qmodel eng_qmodel;
-/* Quantizes a trained model: activation ranges from its forward on the first n_calib
- * training samples of ds (min-max, or the 0.01/99.99 percentiles), weights per output
- * channel; buffers for batches of up to max_batch rows; prof (may be NULL) gets the int8
- * path's scopes (quantize, im2col_u8, gemm_s8, requantize, maxpool_u8, dequantize). The GEMM
- * is the fastest own kernel of this CPU (eng_qmodel_set_kernel changes it). Free with
- * eng_qmodel_free. */
-int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme scheme, int max_batch,
-                 prof_t *prof, eng_qmodel **out);
-void eng_qmodel_free(eng_qmodel *q);
-/* Integer inference of rows [1, max_batch] of x (float inputs, as the fp32 model takes them);
- * logits [rows x n_out] as float (the last accumulators times their scales). */
-int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits);
-/* Mean loss (the model's loss) and accuracy (NAN without labels) over n rows. */
-int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, const float *targets, int n,
-                        double *loss, double *acc);
-/* Bytes a device stores: the arrays eng_qmodel_export_c writes (int8 weights; per output
- * channel an int32 bias and either int32 requantization multiplier and shift or, for the
- * logits layer, a float dequantization scale; 256-byte activation tables). The per-tensor
- * scales and zero points are constants in its code, not counted. */
-size_t eng_qmodel_bytes(const eng_qmodel *q);
-/* The int8 GEMM: "auto" (the own kernel for this CPU), "scalar", "avx2", "vnni" or
- * "onednn"; ENG_EINVAL if this machine lacks it. set_kernels: `large` for GEMMs of 16 rows
- * or more, `small` (NULL = the same) for fewer (batch-1 inference). The name of what is set
- * ("vnni", or "onednn (batch < 16: vnni)") stays valid until the next call on this thread. */
-int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
-int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small);
-const char *eng_qmodel_kernel(const eng_qmodel *q);
-/* The same model (config, parameters) for batches of up to max_batch rows, unprofiled. */
-int eng_model_clone(const eng_model *m, int max_batch, eng_model **out);
-/* Inference samples/s over the test set of ds in batches of `batch` (at most the test set
- * and the model's max_batch; NAN otherwise), measured for at least secs seconds. */
-double eng_model_inference_sps(eng_model *m, const eng_dataset *ds, int batch, double secs);
-double eng_qmodel_inference_sps(eng_qmodel *q, const eng_dataset *ds, int batch, double secs);
-/* Threads of the int8 and fp32 inference (OpenBLAS and oneDNN), for measurements. */
-void eng_inference_threads(int n);
-/* Writes a self-contained C file to f (no includes beyond <stdint.h>, <math.h>): the int8
- * arrays, scales and `int PREFIX_predict(const float *x)` / `void PREFIX_logits(const float
- * *x, float *out)` doing the same integer inference as eng_qmodel_forward, bit for bit.
- * prefix is a C identifier of any length. ENG_EINVAL, before writing anything, when a scale
- * is not finite (a diverged model); ENG_EIO when f reports a write error. The caller opens
- * and closes f (through a temporary file: a failed export leaves no half file). */
-int eng_qmodel_export_c(const eng_qmodel *q, FILE *f, const char *prefix);
-
 /* Fans one sink's events out to several (NULL entries skipped). */
 typedef struct { const eng_sink *sinks[4]; size_t n; } eng_sink_tee;
 eng_sink eng_sink_tee_make(eng_sink_tee *tee);
+
+/* The int8 API (engine/int8.h), part of this header for the layers above. */
+#include "int8.h"
 
 #endif

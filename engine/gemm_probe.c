@@ -43,8 +43,6 @@ static int backend_parse(const char *s, size_t len)
     return -1;
 }
 
-static double now_s(void) { return (double)prof_now_ns() * 1e-9; }
-
 /* ---- the probe (runs in the child) ------------------------------------------------------ */
 
 /* Deterministic values in [-1, 1). */
@@ -122,18 +120,18 @@ static void timeit(const int *bes, int nb, const eng_gemm_shape *s, double *gflo
         fill(A, na, 4u), fill(B, nbb, 5u);
         gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, ac, B, bc, 0.0f, C, s->N };
         for (int i = 0; i < nb; i++) {
-            double t0 = now_s();
+            double t0 = prof_now_s();
             eng_gemm_run((eng_gemm_backend)bes[i], &c);
-            double one = now_s() - t0;
+            double one = prof_now_s() - t0;
             reps[i] = one > 0.004 ? 1 : (int)(0.004 / (one > 1e-7 ? one : 1e-7)) + 1;
             if (reps[i] > 2000) reps[i] = 2000;
         }
         double flops = 2.0 * s->M * (double)s->N * s->K;
         for (int round = 0; round < 5; round++)
             for (int i = 0; i < nb; i++) {
-                double t0 = now_s();
+                double t0 = prof_now_s();
                 for (int r = 0; r < reps[i]; r++) eng_gemm_run((eng_gemm_backend)bes[i], &c);
-                double g = flops * reps[i] / (now_s() - t0) / 1e9;
+                double g = flops * reps[i] / (prof_now_s() - t0) / 1e9;
                 if (g > gflops[i]) gflops[i] = g;
             }
     }
@@ -266,10 +264,10 @@ static int write_str(int fd, const char *s)
 static int read_line(int fd, char *buf, size_t cap, double timeout_s)
 {
     size_t n = 0;
-    double end = now_s() + timeout_s;
+    double end = prof_now_s() + timeout_s;
     while (n + 1 < cap) {
         struct pollfd p = { fd, POLLIN, 0 };
-        int left = (int)((end - now_s()) * 1000);
+        int left = (int)((end - prof_now_s()) * 1000);
         if (left <= 0) return -1;
         int r = poll(&p, 1, left);
         if (r < 0 && errno == EINTR) continue;

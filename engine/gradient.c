@@ -204,8 +204,32 @@ static int register_scope(prof_t *prof, const char *name, int *id)
     return ENG_OK;
 }
 
+void eng_model_param_view(eng_model *m, eng_param_view *v)
+{
+    memset(v, 0, sizeof *v);
+    v->params = m->params;
+    v->grads = m->grads;
+    v->n_params = m->n_params;
+    v->n_layers = m->n_layers;
+    for (int l = 0; l < m->n_layers; l++) {
+        const eng_layer *L = &m->layers[l];
+        eng_param_layer *P = &v->layers[l];
+        snprintf(P->name, sizeof P->name, "%s", L->name);
+        P->w = L->w; P->dw = L->dw; P->b = L->b; P->db = L->db;
+        P->n_w = L->n_w; P->n_b = L->n_b; P->w_off = L->w_off; P->b_off = L->b_off;
+        /* dense W [in x out]: fan-in by column; conv W [F x C*K*K] and a residual projection
+         * W [F x C]: by row */
+        P->by_col = L->kind == ENG_LAYER_DENSE;
+        P->one_block = L->kind == ENG_LAYER_SEQ;
+        P->no_centre = L->kind == ENG_LAYER_BN;
+        P->w_rows = P->by_col ? L->in_size : L->n_b;
+        P->w_cols = P->by_col ? L->out_size : (L->n_b ? L->n_w / L->n_b : 0);
+        if (L->act != ENG_ACT_NONE) { P->a = L->a; P->a_width = L->out_size; P->a_rows = &m->rows; }
+    }
+}
+
 struct eng_grad {
-    eng_model *m;
+    eng_param_view v;
     prof_t *prof;
     int n;
     eng_grad_kind kind[ENG_MAX_GRAD_TRANSFORMS];
@@ -215,6 +239,13 @@ struct eng_grad {
 };
 
 int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out)
+{
+    eng_param_view v;
+    eng_model_param_view(m, &v);
+    return eng_grad_create_view(tc, &v, prof, out);
+}
+
+int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, prof_t *prof, eng_grad **out)
 {
     *out = NULL;
     if (tc->n_gradient < 0 || tc->n_gradient > ENG_MAX_GRAD_TRANSFORMS)
@@ -228,23 +259,23 @@ int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_
             return eng_fail(ENG_EINVAL, "gradient clip_norm: clip_norm must be > 0, got %g", tc->clip_norm);
         if (tc->gradient[i] == ENG_GRAD_CLIP_VALUE && !(tc->clip_value > 0))
             return eng_fail(ENG_EINVAL, "gradient clip_value: clip_value must be > 0, got %g", tc->clip_value);
-        for (int l = 0; l < m->n_layers && tc->gradient[i] == ENG_GRAD_CENTRALIZE; l++)
-            if (m->layers[l].kind == ENG_LAYER_SEQ)
+        for (int l = 0; l < v->n_layers && tc->gradient[i] == ENG_GRAD_CENTRALIZE; l++)
+            if (v->layers[l].one_block)
                 return eng_fail(ENG_EINVAL, "gradient centralize: layer %s is a sequence layer, whose parameters are "
                                 "several matrices and vectors in one block; centralize covers dense and conv layers "
-                                "(use znorm or clipping)", m->layers[l].name);
+                                "(use znorm or clipping)", v->layers[l].name);
     }
     eng_grad *g = prof_calloc(1, sizeof *g);
     if (!g) return eng_fail(ENG_ENOMEM, "gradient: out of memory");
-    g->m = m;
+    g->v = *v;
     g->prof = prof;
     g->n = tc->n_gradient;
     g->eps = (float)tc->znorm_eps;
     g->clip_norm = (float)tc->clip_norm;
     g->clip_value = (float)tc->clip_value;
     size_t widest = 1;
-    for (int l = 0; l < m->n_layers; l++)
-        if (m->layers[l].kind == ENG_LAYER_DENSE && m->layers[l].out_size > widest) widest = m->layers[l].out_size;
+    for (int l = 0; l < v->n_layers; l++)
+        if (v->layers[l].by_col && v->layers[l].w_cols > widest) widest = v->layers[l].w_cols;
     for (int i = 0; i < g->n; i++) {
         g->kind[i] = tc->gradient[i];
         if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->colsum && !(g->colsum = prof_malloc(widest * sizeof(float)))) {
@@ -272,14 +303,16 @@ static uint64_t pass_bytes(size_t n, int reads, int writes) { return (uint64_t)n
 
 void eng_grad_apply(eng_grad *g)
 {
-    eng_model *m = g->m;
+    const eng_param_view *v = &g->v;
+    float *grads = v->grads;
+    size_t np = v->n_params;
     for (int t = 0; t < g->n; t++) {
         uint64_t flops = 0, bytes = 0;
         PROF_BEGIN(g->prof, g->scope[t]);
         switch (g->kind[t]) {
         case ENG_GRAD_ZNORM:
-            for (int l = 0; l < m->n_layers; l++) {
-                eng_layer *L = &m->layers[l];
+            for (int l = 0; l < v->n_layers; l++) {
+                const eng_param_layer *L = &v->layers[l];
                 if (L->n_w) eng_grad_znorm(L->dw, L->n_w, g->eps);
                 if (L->n_b) eng_grad_znorm(L->db, L->n_b, g->eps);
                 flops += 5 * (uint64_t)(L->n_w + L->n_b);
@@ -287,33 +320,29 @@ void eng_grad_apply(eng_grad *g)
             }
             break;
         case ENG_GRAD_CENTRALIZE:
-            for (int l = 0; l < m->n_layers; l++) {
-                eng_layer *L = &m->layers[l];
-                /* batch norm's gamma has one weight per channel: no fan-in to centre */
-                if (!L->n_w || L->kind == ENG_LAYER_BN) continue;
-                /* dense W [in x out]: fan-in by column; conv W [F x C*K*K] and a residual
-                 * projection W [F x C]: by row */
-                if (L->kind == ENG_LAYER_DENSE) eng_grad_centralize(L->dw, L->in_size, L->out_size, 1, g->colsum);
-                else eng_grad_centralize(L->dw, L->n_b, L->n_w / L->n_b, 0, NULL);
+            for (int l = 0; l < v->n_layers; l++) {
+                const eng_param_layer *L = &v->layers[l];
+                if (!L->n_w || L->no_centre) continue;
+                eng_grad_centralize(L->dw, L->w_rows, L->w_cols, L->by_col, L->by_col ? g->colsum : NULL);
                 flops += 2 * (uint64_t)L->n_w;
                 bytes += pass_bytes(L->n_w, 2, 1);
             }
             break;
         case ENG_GRAD_CLIP_NORM: {
-            double norm = sqrt(eng_grad_sumsq(m->grads, m->n_params));
-            flops += 2 * (uint64_t)m->n_params;
-            bytes += pass_bytes(m->n_params, 1, 0);
+            double norm = sqrt(eng_grad_sumsq(grads, np));
+            flops += 2 * (uint64_t)np;
+            bytes += pass_bytes(np, 1, 0);
             if (norm > g->clip_norm) {
-                eng_grad_scale(m->grads, m->n_params, (float)(g->clip_norm / norm));
-                flops += m->n_params;
-                bytes += pass_bytes(m->n_params, 1, 1);
+                eng_grad_scale(grads, np, (float)(g->clip_norm / norm));
+                flops += np;
+                bytes += pass_bytes(np, 1, 1);
             }
             break;
         }
         case ENG_GRAD_CLIP_VALUE:
-            eng_grad_clamp(m->grads, m->n_params, g->clip_value);
-            flops += 2 * (uint64_t)m->n_params;
-            bytes += pass_bytes(m->n_params, 1, 1);
+            eng_grad_clamp(grads, np, g->clip_value);
+            flops += 2 * (uint64_t)np;
+            bytes += pass_bytes(np, 1, 1);
             break;
         }
         PROF_END(g->prof, g->scope[t], flops, bytes);
@@ -331,7 +360,7 @@ typedef struct {
 } tensor_ref;
 
 struct eng_telem {
-    eng_model *m;
+    eng_param_view v;
     prof_t *prof;
     int scope;
     int n_tensors, n_act;
@@ -346,31 +375,38 @@ struct eng_telem {
 
 int eng_telem_create(eng_model *m, prof_t *prof, eng_telem **out)
 {
+    eng_param_view v;
+    eng_model_param_view(m, &v);
+    return eng_telem_create_view(&v, prof, out);
+}
+
+int eng_telem_create_view(const eng_param_view *v, prof_t *prof, eng_telem **out)
+{
     *out = NULL;
     eng_telem *t = prof_calloc(1, sizeof *t);
     if (!t) return eng_fail(ENG_ENOMEM, "telemetry: out of memory");
-    t->m = m;
+    t->v = *v;
     t->prof = prof;
     t->scope = -1;
-    for (int l = 0; l < m->n_layers; l++) {
-        eng_layer *L = &m->layers[l];
+    for (int l = 0; l < v->n_layers; l++) {
+        const eng_param_layer *L = &v->layers[l];
         if (L->n_w) t->tensors[t->n_tensors++] = (tensor_ref){ L->w, L->dw, L->n_w, L->w_off };
         if (L->n_b) t->tensors[t->n_tensors++] = (tensor_ref){ L->b, L->db, L->n_b, L->b_off };
-        if (L->act != ENG_ACT_NONE) t->act_layer[t->n_act++] = l;
+        if (L->a) t->act_layer[t->n_act++] = l;
     }
     t->n_values = (size_t)t->n_tensors * T_PER_TENSOR + (size_t)t->n_act;
     size_t nv = t->n_values ? t->n_values : 1;
     t->key_buf = prof_calloc(nv, sizeof *t->key_buf);
     t->keys = prof_calloc(nv, sizeof *t->keys);
     t->values = prof_calloc(nv, sizeof *t->values);
-    t->before = prof_malloc((m->n_params ? m->n_params : 1) * sizeof(float));
+    t->before = prof_malloc((v->n_params ? v->n_params : 1) * sizeof(float));
     if (!t->key_buf || !t->keys || !t->values || !t->before) {
         eng_telem_free(t);
-        return eng_fail(ENG_ENOMEM, "telemetry: out of memory for %zu parameters", m->n_params);
+        return eng_fail(ENG_ENOMEM, "telemetry: out of memory for %zu parameters", v->n_params);
     }
     size_t k = 0;
-    for (int l = 0; l < m->n_layers; l++) {
-        eng_layer *L = &m->layers[l];
+    for (int l = 0; l < v->n_layers; l++) {
+        const eng_param_layer *L = &v->layers[l];
         for (int wb = 0; wb < 2; wb++) {
             if (!(wb ? L->n_b : L->n_w)) continue;
             for (int q = 0; q < T_PER_TENSOR; q++)
@@ -381,7 +417,7 @@ int eng_telem_create(eng_model *m, prof_t *prof, eng_telem **out)
     }
     for (int a = 0; a < t->n_act; a++)
         snprintf(t->key_buf[(size_t)t->n_tensors * T_PER_TENSOR + (size_t)a], sizeof t->key_buf[0], "zero_frac/%s",
-                 m->layers[t->act_layer[a]].name);
+                 v->layers[t->act_layer[a]].name);
     for (size_t i = 0; i < t->n_values; i++) t->keys[i] = t->key_buf[i];
     int rc = register_scope(prof, "grad.telemetry", &t->scope);
     if (rc) { eng_telem_free(t); return rc; }
@@ -408,7 +444,7 @@ static size_t count_zeros(const float *restrict a, size_t n)
 
 void eng_telem_before(eng_telem *t)
 {
-    eng_model *m = t->m;
+    const eng_param_view *v = &t->v;
     PROF_BEGIN(t->prof, t->scope);
     size_t nt = (size_t)t->n_tensors;
     for (size_t i = 0; i < nt; i++) {
@@ -422,12 +458,12 @@ void eng_telem_before(eng_telem *t)
         t->values[T_RATIO * nt + i] = NAN;
     }
     for (int a = 0; a < t->n_act; a++) {
-        const eng_layer *L = &m->layers[t->act_layer[a]];
-        size_t n = (size_t)m->rows * L->out_size;
+        const eng_param_layer *L = &v->layers[t->act_layer[a]];
+        size_t n = (size_t)*L->a_rows * L->a_width;
         t->values[T_PER_TENSOR * nt + (size_t)a] = n ? (double)count_zeros(L->a, n) / (double)n : NAN;
     }
-    memcpy(t->before, m->params, m->n_params * sizeof(float));
-    PROF_END(t->prof, t->scope, 3 * (uint64_t)m->n_params, 2 * (uint64_t)m->n_params * sizeof(float));
+    memcpy(t->before, v->params, v->n_params * sizeof(float));
+    PROF_END(t->prof, t->scope, 3 * (uint64_t)v->n_params, 2 * (uint64_t)v->n_params * sizeof(float));
 }
 
 void eng_telem_after(eng_telem *t)
@@ -459,7 +495,7 @@ void eng_telem_after(eng_telem *t)
         /* weights that were all zero (biases at step 1) have no relative update */
         t->values[T_RATIO * nt + i] = w2 > 0 ? sqrt(d2 / w2) : NAN;
     }
-    PROF_END(t->prof, t->scope, 4 * (uint64_t)t->m->n_params, 2 * (uint64_t)t->m->n_params * sizeof(float));
+    PROF_END(t->prof, t->scope, 4 * (uint64_t)t->v.n_params, 2 * (uint64_t)t->v.n_params * sizeof(float));
 }
 
 void eng_telem_record(const eng_telem *t, eng_telemetry *rec)

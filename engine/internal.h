@@ -58,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "core.h"
 
 /* ---- one function per instruction-set path (isa.c) -----------------------------------
  * A kernel is written once as an always-inline NAME_body; ENG_ISA_KERNEL(NAME, (params),
@@ -587,6 +587,33 @@ void eng_telem_after(eng_telem *t);
 /* Fills the record's n, keys and values (valid until the next eng_telem_before). */
 void eng_telem_record(const eng_telem *t, eng_telemetry *rec);
 void eng_telem_free(eng_telem *t);
+
+/* What the transforms and telemetry see of a model, dense or graph: per layer its weight
+ * and bias tensors (in params / grads), W's shape for centralize, and its activation
+ * output of the last forward (rows: *a_rows, width a_width; a NULL: no activation). */
+typedef struct {
+    char name[24];
+    float *w, *dw, *b, *db;
+    size_t n_w, n_b, w_off, b_off;
+    size_t w_rows, w_cols;      /* W [rows x cols] */
+    int by_col;                 /* centralize's fan-in: 1 = a column (dense W [in x out]), 0 = a row */
+    int one_block;              /* W is several tensors in one block (sequence layers): no centralize */
+    int no_centre;              /* batch norm's gamma, one weight per channel: no fan-in to centre */
+    const float *a;
+    size_t a_width;
+    const int *a_rows;
+} eng_param_layer;
+typedef struct {
+    int n_layers;
+    eng_param_layer layers[ENG_MAX_LAYERS];
+    float *params, *grads;
+    size_t n_params;
+} eng_param_view;
+/* The view of a dense model (gradient.c). */
+void eng_model_param_view(eng_model *m, eng_param_view *v);
+/* As eng_grad_create and eng_telem_create, over any model's view (copied). */
+int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, prof_t *prof, eng_grad **out);
+int eng_telem_create_view(const eng_param_view *v, prof_t *prof, eng_telem **out);
 
 /* Seed stream of the parameter initialisation; layer i uses stream ENG_STREAM_INIT + i, so
  * adding a layer at the end leaves the earlier layers' weights unchanged. */

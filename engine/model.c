@@ -615,7 +615,7 @@ static void make_summary(eng_model *m)
         case ENG_LAYER_RES:
             w = L->n_w ? snprintf(s + len, cap - len, " + proj 1x1 s%d)", L->stride) : snprintf(s + len, cap - len, ")");
             break;
-        case ENG_LAYER_SAGE: break; /* never built here (engine/gnn.c) */
+        case ENG_LAYER_SAGE: break; /* never built here (engine/graph/gnn.c) */
         case ENG_LAYER_SEQ: w = len < cap ? snprintf(s + len, cap - len, "%s", sep) : 0;
             if (w > 0) len += (size_t)w;
             w = len < cap ? eng_seq_summary(m, L, s + len, cap - len) : 0;

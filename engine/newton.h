@@ -3,7 +3,7 @@
 #ifndef NNBENCH_ENGINE_NEWTON_H
 #define NNBENCH_ENGINE_NEWTON_H
 
-#include "engine.h"
+#include "core.h"
 
 typedef struct eng_newton eng_newton;
 

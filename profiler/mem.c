@@ -102,3 +102,5 @@ uint64_t prof_now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+double prof_now_s(void) { return 1e-9 * (double)prof_now_ns(); }

@@ -307,6 +307,8 @@ void prof_charge(prof_t *p, int id, size_t bytes);
 
 /* Wall clock in ns (PAPI_get_real_nsec once PAPI is initialised, else CLOCK_MONOTONIC). */
 uint64_t prof_now_ns(void);
+/* The same clock in seconds: the one clock of the engine's timings and timeouts. */
+double prof_now_s(void);
 
 /* ---- text from outside, made inert (text.c) ---------------------------------------- */
 /* Here at the bottom layer because every module shows or stores text it did not write.

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/engine.h"
+#include "../../engine/core.h"
 #include "../../profiler/profiler.h"
 #include "bench.h"
 

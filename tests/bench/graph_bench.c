@@ -9,7 +9,7 @@
  * Output: ENV and ROW lines for tests/bench/run.sh (section 7). */
 #include <stdio.h>
 
-#include "../../engine/graph.h"
+#include "../../engine/graph/graph.h"
 #include "../../engine/rng.h"
 #include "bench.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../../engine/engine.h"
+#include "../../engine/core.h"
 #include "bench.h"
 #include "../../profiler/profiler.h"
 

@@ -3,7 +3,7 @@
 # changed since it was stored (other values, permuted labels, same row count) and warns for
 # a run stored before data fingerprints; a damaged data cache (overwritten bytes, a FIFO
 # in its place) is named in a note, rebuilt, and the run trains on the right data; a stratified run does not reuse the unstratified
-# cache (engine/pipeline.c tests every [data] key, skip_rows among them).
+# cache (engine/data/pipeline.c tests every [data] key, skip_rows among them).
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 T=$(mktemp -d /tmp/nnbench-e2e-data-trust.XXXXXX)

@@ -2,9 +2,9 @@
 # graph_trust.sh — graph runs refuse what they cannot use and stop when asked (issue 22):
 # graph files must be regular files (/dev/zero and a FIFO are refused at once); a stray node
 # id is refused at its line; nan features are refused as in CSV; relative graph paths are
-# found next to the .ini from any directory (#17); keys the graph loop ignores are refused
-# at FILE:LINE and eval/quantize/export-model/resume say why a graph run has no checkpoint
-# (#16); data.augment = flip is refused (#21); SIGTERM while a large graph is being built
+# found next to the .ini from any directory (#17); keys a graph run ignores are refused at
+# FILE:LINE (#16, #21: augmentation and the input pipeline) while the loop's slots work for
+# it (issue 23: telemetry rows, checkpoints and gradient transforms are stored); SIGTERM while a large graph is being built
 # ends the run within a few seconds, not after the build (#10).
 . "$(dirname "$0")/lib/check.sh"
 cd "$TOP" || exit 1
@@ -48,8 +48,20 @@ for c in eval quantize "export-model --int8 -o $tmp/x.c" resume; do
     elif grep -q "is a graph run (data.source = graph): graph runs store no checkpoints" "$tmp/out"; then ok "$c: says a graph run takes no checkpoints"
     else bad "$c: $(cat "$tmp/out")"; fi
 done
-# #16, #21: keys the graph loop ignores are refused at FILE:LINE
-for kv in "checkpoint_every = 5:train" "gradient = clip_norm:train" "telemetry = true:train" "augment = flip:data"; do
+# issue 23: train.telemetry, train.checkpoint_every and train.gradient are loop slots: a
+# graph run stores telemetry rows and checkpoints, and a transform changes its curve
+"$NNBENCH" run "$tmp/exp/ring.ini" --db "$tmp/slots.db" --set train.telemetry=true --set train.checkpoint_every=1 \
+    --set train.gradient=clip_value --set train.clip_value=0.0001 >"$tmp/out" 2>&1 || bad "graph run with slots: $(cat "$tmp/out")"
+q() { sqlite3 "$tmp/slots.db" "$1"; }
+[ "$(q "select count(*) from metrics where key = 'grad_norm/sage1.W'")" = 3 ] && ok "graph run: telemetry rows stored (3 steps)" ||
+    bad "graph telemetry rows: $(q "select count(*) from metrics where key like 'grad_norm/%'")"
+[ "$(q "select count(*) from checkpoints")" -ge 1 ] && [ "$(q "select max(step) from checkpoints")" = 3 ] &&
+    ok "graph run: its checkpoint is stored (step 3)" || bad "graph checkpoints: $(q "select step from checkpoints")"
+"$NNBENCH" run "$tmp/exp/ring.ini" --db "$tmp/slots.db" >/dev/null 2>&1
+[ "$(q "select count(distinct value) from metrics where key = 'train_loss' and step = 3")" = 2 ] &&
+    ok "graph run: train.gradient changes the curve" || bad "graph gradient transform: the curves are equal"
+# #16, #21: keys a graph run ignores are refused at FILE:LINE
+for kv in "augment = flip:data" "prefetch = true:data" "read_mbps = 5:data"; do
     key=${kv%%:*}; sec=${kv##*:}
     sed "s/^\[$sec\]\$/[$sec]\n$key/" "$tmp/exp/ring.ini" >"$tmp/exp/k.ini"
     line=$(grep -n "^$key\$" "$tmp/exp/k.ini" | cut -d: -f1)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/data_internal.h"
+#include "../../engine/data/data_internal.h"
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
 

@@ -484,7 +484,7 @@ static void test_key_docs_cover_parser(void **state)
 }
 
 /* "auto" data keys: the config resolves them from the loader's own table, so what kv
- * reports is what eng_data_load generates (one source of truth, engine/data_internal.h). */
+ * reports is what eng_data_load generates (one source of truth, engine/data/data_internal.h). */
 static void test_data_auto_defaults(void **state)
 {
     (void)state;

@@ -15,8 +15,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../engine/engine.h"
-#include "../../engine/data_internal.h"
+#include "../../engine/core.h"
+#include "../../engine/data/data_internal.h"
 
 static char tmpdir[256];
 

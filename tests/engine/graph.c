@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../engine/data_internal.h"
-#include "../../engine/graph.h"
+#include "../../engine/data/data_internal.h"
+#include "../../engine/graph/graph.h"
 
 static char tmpdir[64];
 

@@ -18,7 +18,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../engine/engine.h"
+#include "../../engine/core.h"
 
 static char dir[64];
 

@@ -18,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../engine/data_internal.h"
+#include "../../engine/data/data_internal.h"
 
 static char dir[256];
 
@@ -575,7 +575,7 @@ static void test_cache_stratify_skip_rows(void **state)
     eng_data_free(load(&skip, 5, ENG_CACHE_HIT));
 }
 
-/* Header offsets of cache version 2 (engine/data_cache.c cache_meta). */
+/* Header offsets of cache version 2 (engine/data/data_cache.c cache_meta). */
 enum { M_SHAPE = 76, M_INSIZE = 88, M_HEADSUM = 136, M_SIZE = 144 };
 
 /* Where the arrays of a cache file begin: after magic, version, key and header, aligned. */

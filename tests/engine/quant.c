@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../engine/quant_internal.h"
+#include "../../engine/quant/quant_internal.h"
 #include "../../engine/rng.h"
 #include "isa_paths.h"
 

@@ -1,4 +1,4 @@
-/* cache.c — fuzz target: the data cache file loader (engine/data_cache.c) through
+/* cache.c — fuzz target: the data cache file loader (engine/data/data_cache.c) through
  * eng_data_load with data.cache on. A fixed CSV source (fixed size and mtime) makes the
  * cache key the same in every process. The first input byte picks how the rest becomes
  * the cache file:
@@ -17,9 +17,9 @@
 #include <math.h>
 #include <sys/stat.h>
 
-#include "../../engine/data_internal.h"
+#include "../../engine/data/data_internal.h"
 
-#define META_SIZE 144          /* engine/data_cache.c cache_meta, version 2 */
+#define META_SIZE 144          /* engine/data/data_cache.c cache_meta, version 2 */
 #define META_HEAD_SUM 136
 
 static eng_data_config dc;

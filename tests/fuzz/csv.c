@@ -1,4 +1,4 @@
-/* csv.c — fuzz target: the CSV reader (engine/data_csv.c) through eng_data_load. The first
+/* csv.c — fuzz target: the CSV reader (engine/data/data_csv.c) through eng_data_load. The first
  * byte picks the options (header detect/0/1, label column last/first, classification or
  * regression, normalisation); the rest is the file. */
 #include "fuzz.h"

@@ -1,9 +1,9 @@
-/* graph_edges.c — fuzz target: the graph edge-list loader (engine/graph.c). The first byte
+/* graph_edges.c — fuzz target: the graph edge-list loader (engine/graph/graph.c). The first byte
  * picks undirected (bit 0) and the node count 1..128 (the rest), as a run gets it from its
  * features file; the rest is the file. */
 #include "fuzz.h"
 
-#include "../../engine/graph.h"
+#include "../../engine/graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -1,11 +1,11 @@
-/* graph_features.c — fuzz target: the node-features loader (engine/graph.c) and the row
+/* graph_features.c — fuzz target: the node-features loader (engine/graph/graph.c) and the row
  * count that fixes a file graph's node count. The first byte is the node count 1..256;
  * the rest is the file. */
 #include "fuzz.h"
 
 #include <math.h>
 
-#include "../../engine/graph.h"
+#include "../../engine/graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

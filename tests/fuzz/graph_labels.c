@@ -1,9 +1,9 @@
-/* graph_labels.c — fuzz target: the labels and mask loaders (engine/graph.c). The first
+/* graph_labels.c — fuzz target: the labels and mask loaders (engine/graph/graph.c). The first
  * byte: the node count 1..128 (bits 1-7) and labels (bit 0 clear) or a train mask; the
  * rest is the file. */
 #include "fuzz.h"
 
-#include "../../engine/graph.h"
+#include "../../engine/graph/graph.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

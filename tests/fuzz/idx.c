@@ -1,4 +1,4 @@
-/* idx.c — fuzz target: the IDX reader (engine/data_idx.c), plain and gzipped, through
+/* idx.c — fuzz target: the IDX reader (engine/data/data_idx.c), plain and gzipped, through
  * eng_data_load. The input is the images file, then the 4 bytes "LBLS", then the labels
  * file; without that separator both files get the whole input. */
 #include "fuzz.h"

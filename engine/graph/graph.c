@@ -2,7 +2,7 @@
  * dropped and counted), the edge-list / features / labels / mask loaders (errors name
  * FILE:LINE), a seeded random split, and the SBM and R-MAT generators. */
 #include "graph.h"
-#include "rng.h"
+#include "../rng.h"
 
 #include <errno.h>
 #include <float.h>
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "data_internal.h"
+#include "../data/data_internal.h"
 
 #define ENG_STREAM_GRAPH 0x47525048ull /* "GRPH" */
 /* Every 2^20 iterations of a build loop: was a stop requested (eng_stop_builds)? A few ms

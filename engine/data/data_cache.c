@@ -16,7 +16,7 @@
  * file with every page resident, checksums every array and range-checks the labels; a
  * damaged file is named in a note (eng_data_cache_damage) and rebuilt from the source. */
 #include "data_internal.h"
-#include "internal.h"
+#include "../internal.h"
 
 #include <dirent.h>
 #include <errno.h>

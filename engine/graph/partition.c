@@ -3,7 +3,7 @@
  * minibatch the input nodes that live in another part than the batch's seeds and their
  * feature bytes (a model of the traffic, not a measurement: nothing is sent). */
 #include "graph.h"
-#include "rng.h"
+#include "../rng.h"
 
 #include <metis.h>
 #include <string.h>

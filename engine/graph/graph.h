@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "../loop.h"
 
 enum { ENG_SPLIT_NONE = 0, ENG_SPLIT_TRAIN = 1, ENG_SPLIT_VAL = 2, ENG_SPLIT_TEST = 3 };
 
@@ -129,7 +129,7 @@ void eng_part_edge_cut(const eng_graph *g, const int32_t *part, int parts, eng_p
 int eng_part_traffic(const eng_graph *g, const int32_t *part, const int *fanouts, int layers, int batch,
                      int batches, uint64_t seed, eng_part_stats *st);
 
-/* ---- graph runs (gnn.c, gnn_train.c) --------------------------------------------------- */
+/* ---- graph runs (gnn.c) --------------------------------------------------- */
 
 typedef struct eng_gnn eng_gnn;
 typedef struct {
@@ -146,19 +146,18 @@ typedef struct {
  * style: the parts, and what to change) when over it. */
 int eng_gnn_check_memory(const eng_config *cfg, int64_t n, int64_t entries, int64_t drawn, int f, int classes,
                          double limit);
-/* Loads or generates the graph, builds the sage layers, the sampler (sampled mode), the
- * optimizer and the partition figures (graph.partition). Free with eng_gnn_free. */
+/* Loads or generates the graph, builds the sage layers, the sampler (sampled mode) and
+ * the partition figures (graph.partition); the run adds the optimizer. Free with eng_gnn_free. */
 int eng_gnn_create(const eng_config *cfg, prof_t *prof, eng_gnn **out);
 void eng_gnn_free(eng_gnn *m);
-/* Trains as eng_run_train does (same sink protocol, metrics and result fields). */
-int eng_gnn_train(eng_gnn *m, const char *experiment_text, int threads, const eng_sink *sink,
-                  atomic_int *stop, eng_run_result *res, char *err, size_t errcap);
-/* (train.c) Hands the profiler's rows to the sink's op_stats, once per run before run_end:
- * ENG_OK, also when there is no profiler or callback; ENG_ESINK when the sink refused them
- * (its message in eng_error()). Shared by the MLP and the graph training loops. */
-int eng_sink_op_stats(prof_t *p, const eng_sink *sink);
-/* For tests: loss (and gradients when backward) over sampled seeds or, with seeds NULL,
- * the full graph's training nodes; no optimizer step. */
+/* The graph as the loop's task (loop.h), and its own metrics (graph, partition and
+ * sampler figures) as the extra-metrics slot. */
+void eng_gnn_task(eng_gnn *m, eng_loop_task *t, eng_loop_metrics *extra);
+/* What gradient transforms and telemetry see of the sage layers. */
+void eng_gnn_param_view(eng_gnn *m, eng_param_view *v);
+int eng_gnn_batch(const eng_gnn *m);          /* seeds per step (all training nodes: full) */
+long eng_gnn_total_steps(const eng_gnn *m);
+const char *eng_gnn_name(const eng_gnn *m);   /* the graph's name, as runs store it */
 double eng_gnn_loss_grad(eng_gnn *m, const int32_t *seeds, int n_seeds, uint64_t seed, int backward);
 void eng_gnn_evaluate(eng_gnn *m, int which, double *loss, double *acc);
 float *eng_gnn_params(eng_gnn *m);

@@ -19,7 +19,7 @@
  * and number sources by first appearance, so they give identical blocks.
  */
 #include "graph.h"
-#include "rng.h"
+#include "../rng.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * image [1 x H x W] seen as rows, PxP patches or single pixels (data.sequence), and the
  * generated long-sequence task "markers" whose label depends on two far-apart positions. */
 #include "data_internal.h"
-#include "rng.h"
+#include "../rng.h"
 
 #include <string.h>
 

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 static size_t pad32(size_t n) { return (n + ENG_QK_ALIGN - 1) / ENG_QK_ALIGN * ENG_QK_ALIGN; }
 
@@ -213,13 +212,9 @@ static int register_scopes(eng_qmodel *q)
     return ENG_OK;
 }
 
-int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme scheme, int max_batch,
-                 prof_t *prof, eng_qmodel **out)
+/* The int8 path covers the model's layers and the data fits it. */
+static int check_quantizable(const eng_model *m, const eng_dataset *ds)
 {
-    *out = NULL;
-    if (n_calib < 1) return eng_fail(ENG_EINVAL, "quantize: --calibrate must be at least 1 sample, got %d", n_calib);
-    if (n_calib > ds->n_train) n_calib = ds->n_train;
-    if (max_batch < 1) return eng_fail(ENG_EINVAL, "quantize: max_batch must be at least 1");
     if ((size_t)ds->in_size != m->in_size)
         return eng_fail(ENG_EINVAL, "quantize: the data has %zu inputs per sample, the model %zu", ds->in_size, m->in_size);
     for (int i = 0; i < m->n_layers; i++) {
@@ -240,14 +235,23 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
             return eng_fail(ENG_EINVAL, "quantize: layer %s has pad=%d stride=%d; the int8 im2col covers convolutions "
                             "without padding and with stride 1", l->name, l->pad, l->stride);
     }
-    int percentile = scheme == ENG_QSCHEME_PERCENTILE;
+    return ENG_OK;
+}
 
-    /* Calibrate: one range per tensor (input, each layer's pre-activation and output). */
-    enum { T_IN = 0 };
+static void cals_free(cal *cals, int nt)
+{
+    for (int i = 0; i < nt; i++) free(cals[i].keep);
+    free(cals);
+}
+
+/* Calibration: one range per tensor (input, each layer's pre-activation and output) from
+ * the forward of the first n_calib training samples. *out: 1 + 2 * layers ranges. */
+static int calibrate(eng_model *m, const eng_dataset *ds, int n_calib, int percentile, cal **out)
+{
     int nt = 1 + 2 * m->n_layers;
     cal *cals = calloc((size_t)nt, sizeof *cals);
     if (!cals) return eng_fail(ENG_ENOMEM, "quantize: out of memory");
-    cal_init(&cals[T_IN], (size_t)n_calib * m->in_size);
+    cal_init(&cals[0], (size_t)n_calib * m->in_size);
     for (int i = 0; i < m->n_layers; i++) {
         cal_init(&cals[1 + 2 * i], (size_t)n_calib * m->layers[i].out_size);
         cal_init(&cals[2 + 2 * i], (size_t)n_calib * m->layers[i].out_size);
@@ -259,7 +263,7 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         const float *x = ds->x_train + (size_t)r0 * ds->in_size;
         eng_model_forward(m, x, rows, ds->y_train ? ds->y_train + r0 : NULL,
                           ds->t_train ? ds->t_train + (size_t)r0 * nto : NULL, NULL);
-        if (cal_add(&cals[T_IN], x, (size_t)rows * m->in_size, percentile)) rc = ENG_ENOMEM;
+        if (cal_add(&cals[0], x, (size_t)rows * m->in_size, percentile)) rc = ENG_ENOMEM;
         for (int i = 0; i < m->n_layers && !rc; i++) {
             const eng_layer *L = &m->layers[i];
             size_t n = (size_t)rows * L->out_size;
@@ -268,13 +272,69 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         }
     }
     if (rc) {
-        for (int i = 0; i < nt; i++) free(cals[i].keep);
-        free(cals);
+        cals_free(cals, nt);
         return eng_fail(ENG_ENOMEM, "quantize: out of memory for calibration samples");
     }
+    *out = cals;
+    return ENG_OK;
+}
+
+/* The workspaces' sizes, the largest any layer needs. */
+typedef struct {
+    size_t col, acc, a16, bytes;
+} ws_sizes;
+
+/* A dense or conv layer: its scales from the ranges pre (pre-activation) and post (output),
+ * its int8 weights and activation table; input rows are in_stride bytes apart. */
+static int quantize_layer(const eng_layer *L, eng_qlayer *Q, cal *pre, cal *post, int percentile,
+                          size_t in_stride, int max_batch, ws_sizes *ws)
+{
+    int rc;
+    Q->has_lut = lut_act(L->act);
+    float ps; int pz;
+    cal_params(pre, percentile, &ps, &pz);
+    cal_params(post, percentile, &Q->out_scale, &Q->out_zp);
+    if (Q->has_lut) { Q->pre_scale = ps; Q->pre_zp = pz; }
+    Q->lo = L->act == ENG_ACT_RELU ? Q->out_zp : 0;
+    if (L->kind == ENG_LAYER_DENSE) {
+        Q->N = (int)L->out_size;
+        Q->K = (int)L->in_size;
+        Q->Kp = (int)in_stride;
+        rc = quantize_weights(Q, L->w, 1, (size_t)Q->N, L->b);
+    } else {
+        Q->N = L->out_shape[0];
+        Q->K = L->in_shape[0] * L->kernel * L->kernel;
+        Q->Kp = (int)pad32((size_t)Q->K);
+        Q->P = L->out_shape[1] * L->out_shape[2];
+        rc = quantize_weights(Q, L->w, (size_t)Q->K, 1, L->b);
+        size_t c = (size_t)max_batch * Q->P * Q->Kp;
+        if (c > ws->col) ws->col = c;
+        if (c > ws->a16) ws->a16 = c;
+    }
+    size_t a = (size_t)max_batch * Q->P * Q->N;
+    if (a > ws->acc) ws->acc = a;
+    if (Q->has_lut)
+        for (int c = 0; c < 256; c++)
+            Q->lut[c] = (uint8_t)quant_code(act_apply(L->act, ps * (float)(c - pz)), Q->out_scale, Q->out_zp);
+    ws->bytes += eng_qlayer_bytes(Q);
+    return rc;
+}
+
+int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme scheme, int max_batch,
+                 prof_t *prof, eng_qmodel **out)
+{
+    *out = NULL;
+    if (n_calib < 1) return eng_fail(ENG_EINVAL, "quantize: --calibrate must be at least 1 sample, got %d", n_calib);
+    if (n_calib > ds->n_train) n_calib = ds->n_train;
+    if (max_batch < 1) return eng_fail(ENG_EINVAL, "quantize: max_batch must be at least 1");
+    int rc = check_quantizable(m, ds);
+    if (rc) return rc;
+    int percentile = scheme == ENG_QSCHEME_PERCENTILE, nt = 1 + 2 * m->n_layers;
+    cal *cals = NULL;
+    if ((rc = calibrate(m, ds, n_calib, percentile, &cals))) return rc;
 
     eng_qmodel *q = prof_calloc(1, sizeof *q);
-    if (!q) { for (int i = 0; i < nt; i++) free(cals[i].keep); free(cals); return eng_fail(ENG_ENOMEM, "quantize: out of memory"); }
+    if (!q) { cals_free(cals, nt); return eng_fail(ENG_ENOMEM, "quantize: out of memory"); }
     q->n_layers = m->n_layers;
     memcpy(q->in_shape, m->in_shape, sizeof q->in_shape);
     q->in_size = m->in_size;
@@ -285,11 +345,11 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
     q->scheme = scheme;
     q->path = q->path_small = eng_qgemm_best_own();
     q->prof = prof;
-    cal_params(&cals[T_IN], percentile, &q->in_scale, &q->in_zp);
+    cal_params(&cals[0], percentile, &q->in_scale, &q->in_zp);
     float cur_s = q->in_scale;
     int cur_z = q->in_zp;
-    size_t cur_stride = q->in_stride, col_max = 0, acc_max = 0, a16_max = (size_t)max_batch * q->in_stride;
-    size_t bytes = 0;
+    size_t cur_stride = q->in_stride;
+    ws_sizes ws = { .a16 = (size_t)max_batch * q->in_stride };
     for (int i = 0; i < m->n_layers && !rc; i++) {
         const eng_layer *L = &m->layers[i];
         eng_qlayer *Q = &q->layers[i];
@@ -308,36 +368,8 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         if (L->kind == ENG_LAYER_POOL || L->kind == ENG_LAYER_FLATTEN) {
             Q->out_scale = cur_s;                   /* max and reshape keep the codes */
             Q->out_zp = cur_z;
-            free(cals[1 + 2 * i].keep);
-            free(cals[2 + 2 * i].keep);
         } else {
-            Q->has_lut = lut_act(L->act);
-            float ps; int pz;
-            cal_params(&cals[1 + 2 * i], percentile, &ps, &pz);
-            cal_params(&cals[2 + 2 * i], percentile, &Q->out_scale, &Q->out_zp);
-            if (Q->has_lut) { Q->pre_scale = ps; Q->pre_zp = pz; }
-            Q->lo = L->act == ENG_ACT_RELU ? Q->out_zp : 0;
-            if (L->kind == ENG_LAYER_DENSE) {
-                Q->N = (int)L->out_size;
-                Q->K = (int)L->in_size;
-                Q->Kp = (int)cur_stride;
-                rc = quantize_weights(Q, L->w, 1, (size_t)Q->N, L->b);
-            } else {
-                Q->N = L->out_shape[0];
-                Q->K = L->in_shape[0] * L->kernel * L->kernel;
-                Q->Kp = (int)pad32((size_t)Q->K);
-                Q->P = L->out_shape[1] * L->out_shape[2];
-                rc = quantize_weights(Q, L->w, (size_t)Q->K, 1, L->b);
-                size_t c = (size_t)max_batch * Q->P * Q->Kp;
-                if (c > col_max) col_max = c;
-                if (c > a16_max) a16_max = c;
-            }
-            size_t a = (size_t)max_batch * Q->P * Q->N;
-            if (a > acc_max) acc_max = a;
-            if (Q->has_lut)
-                for (int c = 0; c < 256; c++)
-                    Q->lut[c] = (uint8_t)quant_code(act_apply(L->act, ps * (float)(c - pz)), Q->out_scale, Q->out_zp);
-            bytes += eng_qlayer_bytes(Q);
+            rc = quantize_layer(L, Q, &cals[1 + 2 * i], &cals[2 + 2 * i], percentile, cur_stride, max_batch, &ws);
         }
         if (rc) break;
         cur_s = Q->out_scale;
@@ -351,13 +383,13 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         }
         cur_stride = Q->y_stride;
     }
-    free(cals);
-    q->bytes = bytes;
+    cals_free(cals, nt);
+    q->bytes = ws.bytes;
     if (!rc) {
         q->xq = prof_calloc((size_t)max_batch * q->in_stride + ENG_QSLACK, 1);
-        q->col = prof_calloc(col_max + ENG_QSLACK, 1);
-        q->acc = prof_calloc(acc_max ? acc_max : 1, sizeof(int32_t));
-        q->a16 = prof_calloc(a16_max ? a16_max : 1, sizeof(int16_t));
+        q->col = prof_calloc(ws.col + ENG_QSLACK, 1);
+        q->acc = prof_calloc(ws.acc ? ws.acc : 1, sizeof(int32_t));
+        q->a16 = prof_calloc(ws.a16 ? ws.a16 : 1, sizeof(int16_t));
         if (!q->xq || !q->col || !q->acc || !q->a16) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for workspaces");
     }
     if (!rc) rc = register_scopes(q);
@@ -594,13 +626,6 @@ int eng_qmodel_evaluate(eng_qmodel *q, const float *x, const int32_t *labels, co
 
 /* ---- throughput ------------------------------------------------------------------------ */
 
-static double mono_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 int eng_model_clone(const eng_model *m, int max_batch, eng_model **out)
 {
     int rc = eng_model_build(&m->cfg, m->in_shape, m->n_out, max_batch, 1, NULL, out);
@@ -620,7 +645,7 @@ static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int b
     if (q && !lg) return NAN;
     long rows = 0;
     int r0 = 0;
-    double t0 = mono_s(), t;
+    double t0 = prof_now_s(), t;
     do {
         for (int k = 0; k < 8; k++) {
             if (r0 + batch > n) r0 = 0;
@@ -631,7 +656,7 @@ static double sps_loop(eng_model *m, eng_qmodel *q, const eng_dataset *ds, int b
             r0 += batch;
             rows += batch;
         }
-    } while ((t = mono_s() - t0) < secs);
+    } while ((t = prof_now_s() - t0) < secs);
     free(lg);
     return rows / t;
 }

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine.h"
+#include "../core.h"
 
 /* Seed streams (engine/rng.h): one per independent use of the run's seed, so that e.g.
  * changing n does not change the true weights of a regression, and the batch order does

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "rng.h"
+#include "../rng.h"
 
 int eng_augment_parse(const char *s, eng_augment *out, char *why, size_t cap)
 {
@@ -86,6 +86,8 @@ eng_throttle *eng_throttle_new(double mbps)
 
 void eng_throttle_free(eng_throttle *t) { prof_free(t); }
 
+/* CLOCK_MONOTONIC itself, not prof_now_ns (which may be PAPI's clock): the deadline goes to
+ * clock_nanosleep on this clock. */
 static long long mono_ns(void)
 {
     struct timespec ts;

@@ -19,7 +19,7 @@
 
 #include <stdint.h>
 
-#include "internal.h"
+#include "../internal.h"
 
 #define ENG_QK_ALIGN 32   /* reduction length padding (a ymm of uint8) */
 #define ENG_QGEMM_SMALL_M 16  /* GEMMs of fewer rows use the model's path_small */

@@ -8,9 +8,8 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
-#include <time.h>
 
-#include "rng.h"
+#include "../rng.h"
 
 /* A slot is FREE (may be filled), FILLING (its batch is claimed), READY (complete, not
  * yet handed out) or HELD (handed out; freed by the next eng_batcher_next). */
@@ -378,14 +377,10 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
 static int spin_until_complete(eng_batcher *b, long k)
 {
     unlock(b);
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    uint64_t t0 = prof_now_ns();
     int done = 0;
-    for (long i = 1; !(done = atomic_load(&b->completed) > k); i++) {
-        if (i % 64) continue;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((t.tv_sec - t0.tv_sec) * 1000000000L + (t.tv_nsec - t0.tv_nsec) > SPIN_NS) break;
-    }
+    for (long i = 1; !(done = atomic_load(&b->completed) > k); i++)
+        if (i % 64 == 0 && prof_now_ns() - t0 > SPIN_NS) break;
     pthread_mutex_lock(&b->mu);
     return done;
 }

@@ -1,0 +1,76 @@
+/* core.h — the engine's building blocks that its files and its tests share but the layers
+ * above (tui/, store/) do not use: batches, the model's step functions, optimizers and
+ * schedules, gradient transforms. engine.h stays the API of runs; internal.h adds what only
+ * the engine's own files see (the model's layout, nodes, the op table). */
+#ifndef NNBENCH_ENGINE_CORE_H
+#define NNBENCH_ENGINE_CORE_H
+
+#include "engine.h"
+
+/* ---- batches (data/batcher.c) --------------------------------------------------------- */
+
+/* Serves shuffled minibatches of the training set into preallocated buffers; with
+ * prefetch on, the next batch is gathered on a second thread while the caller trains. */
+typedef struct eng_batcher eng_batcher;
+typedef struct {
+    const float *x;       /* rows * in_size */
+    const int32_t *y;     /* rows labels, or NULL */
+    const float *t;       /* rows * n_targets, or NULL */
+    int rows;             /* batch size (the last batch of an epoch may be smaller) */
+    int epoch;            /* 0-based epoch this batch belongs to */
+    int last_in_epoch;    /* 1 for the final batch of its epoch */
+    int global_rows;      /* rows of the whole batch across ranks (== rows in one process) */
+} eng_batch;
+int eng_batcher_create(const eng_dataset *ds, int batch, int shuffle, int prefetch,
+                       uint64_t seed, eng_batcher **out);
+/* Valid until the next call. */
+int eng_batcher_next(eng_batcher *b, eng_batch *out);
+int eng_batcher_batches_per_epoch(const eng_batcher *b);
+void eng_batcher_destroy(eng_batcher *b);
+
+/* ---- the model's steps (model.c) ------------------------------------------------------ */
+
+/* Builds the model for inputs of in_shape and n_out outputs, with buffers for batches of
+ * up to max_batch rows; parameters initialised from seed. prof may be NULL (no profiling).
+ * Free with eng_model_free. */
+int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out,
+                    int max_batch, uint64_t seed, prof_t *prof, eng_model **out);
+/* Forward through the layers and the loss. Exactly one of labels/targets is non-NULL.
+ * Returns the mean loss over the rows; *correct (may be NULL) gets the number of rows
+ * whose argmax matches the label (classification only). */
+double eng_model_forward(eng_model *m, const float *x, int rows, const int32_t *labels,
+                         const float *targets, int *correct);
+/* Backward from the loss of the last forward: fills the gradient buffer (overwritten). */
+void eng_model_backward(eng_model *m);
+float *eng_model_params(eng_model *m);
+float *eng_model_grads(eng_model *m);
+/* Human summary: "dense(2->16) tanh, dense(16->16) tanh, dense(16->2)  [354 params]". */
+const char *eng_model_summary(const eng_model *m);
+/* Training mode (the default after build) or evaluation mode: batch-norm layers normalise
+ * with the batch's statistics and update their running statistics in training, and use the
+ * running statistics (nothing updated) in evaluation. Other layers behave the same in both. */
+void eng_model_set_training(eng_model *m, int training);
+
+/* ---- optimizers and schedules ------------------------------------------------------ */
+
+typedef struct eng_optim eng_optim;
+/* First-order optimizers (sgd, momentum, adam, adamw). Free with eng_optim_free. */
+int eng_optim_create(const eng_train_config *tc, size_t n_params, eng_optim **out);
+void eng_optim_step(eng_optim *o, float *params, const float *grads, double lr);
+void eng_optim_free(eng_optim *o);
+/* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
+double eng_lr_at(const eng_train_config *tc, long step, long total_steps);
+
+/* ---- gradient transforms (engine/gradient.c) --------------------------------------- */
+
+typedef struct eng_grad eng_grad;
+/* The transforms tc names (tc->gradient[0..n_gradient)) over m's parameter tensors, each a
+ * profiled scope "grad.NAME" per layer when prof is non-NULL. Scratch is allocated here;
+ * eng_grad_apply allocates nothing. Free with eng_grad_free. */
+int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out);
+/* Transforms the model's gradient buffer in place (after backward, before the step). */
+void eng_grad_apply(eng_grad *g);
+void eng_grad_free(eng_grad *g);
+const char *eng_grad_kind_name(eng_grad_kind k); /* "znorm", "centralize", ... */
+
+#endif
