@@ -35,6 +35,11 @@ int cli_quant_job_load(const char *db_path, const char *spec, const qopts *o, in
     int code = cli_stored_open(db_path, spec, NULL, 0, 1, &j->st, err, cap);
     if (code) return code;
     eng_run *run = j->st.run;
+    if (!eng_run_model(run)) { /* a graph run: its GraphSAGE layers have no int8 kernels */
+        snprintf(err, cap, "run %lld is a graph run (data.source = graph): int8 quantization covers dense models, "
+                 "and GraphSAGE layers have no int8 kernels", j->st.id);
+        return 1;
+    }
     if (eng_run_load_params(run, j->st.ckpt, j->st.ckpt_len)) {
         snprintf(err, cap, "run %lld: %s", j->st.id, eng_error());
         return 1;

@@ -47,14 +47,6 @@ int cli_stored_open(const char *db_path, const char *spec, const char *const *ex
         snprintf(err, cap, "%s", store_error());
         goto done;
     }
-    /* A graph run has no checkpoint because its training loop takes none: say that,
-     * not the store's "written before checkpoints". */
-    for (size_t i = 0; need_ckpt && i < n_kv; i++)
-        if (!strcmp(kv[i].key, "data.source") && !strcmp(kv[i].value, "graph")) {
-            snprintf(err, cap, "run %lld is a graph run (data.source = graph): graph runs store no checkpoints (their "
-                     "training loop takes none), so there is no model to resume, evaluate, quantize or export", out->id);
-            goto done;
-        }
     if (need_ckpt && store_checkpoint_get(db, out->id, &out->meta, &out->ckpt, &out->ckpt_len)) {
         snprintf(err, cap, "%s", store_error());
         goto done;
