@@ -42,7 +42,8 @@ const char *prof_fmt_bytes(char *b, size_t cap, double v)
 
 /* ---- sorting ------------------------------------------------------------------------- */
 
-static const char *const sort_names[PROF_SORT_N] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name" };
+static const char *const sort_names[PROF_SORT_N] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name",
+                                                     "gflops" };
 static const char *const group_names[] = { "scope", "op", "layer", "phase" };
 
 int prof_sort_parse(const char *s, prof_sort *out)
@@ -59,6 +60,11 @@ int prof_group_parse(const char *s, prof_group *out)
     for (size_t i = 0; s && i < sizeof group_names / sizeof *group_names; i++)
         if (!strcmp(s, group_names[i])) { *out = (prof_group)i; return 0; }
     return -1;
+}
+
+const char *prof_group_name(prof_group g)
+{
+    return (unsigned)g < sizeof group_names / sizeof *group_names ? group_names[g] : "?";
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b) { return a < b ? 1 : a > b ? -1 : 0; }
@@ -80,6 +86,12 @@ static int row_cmp(const void *va, const void *vb, void *ctx)
     case PROF_SORT_FLOPS: c = cmp_u64_desc(a->flops, b->flops); break;
     case PROF_SORT_BYTES: c = cmp_u64_desc(a->bytes, b->bytes); break;
     case PROF_SORT_MEM: c = a->self_mem < b->self_mem ? 1 : a->self_mem > b->self_mem ? -1 : 0; break;
+    case PROF_SORT_GFLOPS: {
+        double x = a->total_ns ? (double)a->flops / (double)a->total_ns : 0;
+        double y = b->total_ns ? (double)b->flops / (double)b->total_ns : 0;
+        c = x < y ? 1 : x > y ? -1 : 0;
+        break;
+    }
     case PROF_SORT_NAME: case PROF_SORT_N: break;
     }
     if (!c) c = strcmp(a->name, b->name);

@@ -6,8 +6,9 @@ each command, up to the next "$ " line or the end of the block, are its output a
 Every example is run (sh -c, in one scratch directory per page, in page order, so a page's
 later examples see the runs its earlier ones stored) and its real output compared with the
 shown one, *in shape*: the same lines with the same words, where every number may differ
-(timings, and losses on another BLAS core), so may absolute paths (a cache directory),
-braille chart cells are ignored, and a line
+(timings, and losses on another BLAS core) and so may its unit ("52 ms" = "2.1 s"), a word
+cut to fit a column ("DATA…" = "DATAS…") and absolute paths (a cache directory); of a
+chart's rows only the axis is compared (braille cells and marks follow the data), and a line
 "..." stands for any number of lines. So a renamed column, a lost table or a new line in
 the real output fails the check; a faster machine does not.
 
@@ -42,11 +43,39 @@ BRAILLE = re.compile("[\u2800-\u28ff]")
 TIMEOUT_S = 600
 
 
+# A unit printed apart from its number ("52 ms", "2.1 s", "7.1 MiB"): a duration or size
+# is one quantity whichever unit the machine's speed picked.
+UNITWORD = {"ns", "us", "µs", "ms", "s", "B", "KiB", "MiB", "GiB"}
+
+
+def word(t):
+    if NUMTOK.match(t):
+        return "#"
+    if t.startswith("/"):
+        return "<path>"
+    if t.endswith("…") and len(t) > 2:
+        # a word cut to fit a column: how much survives depends on the other columns'
+        # widths (numbers), so only its start is compared
+        return t[:2] + "…"
+    return t
+
+
 def shape(line):
-    """The words of a line with every number as '#' and braille chart cells dropped."""
+    """The words of a line with every number (and a unit after it) as '#', cut words by
+    their start, and braille chart cells dropped."""
     line = BRAILLE.sub(" ", line)
-    return " ".join("#" if NUMTOK.match(t) else "<path>" if t.startswith("/") else t
-                    for t in line.split())
+    axis = re.match(r"^([^┤│└]*)([┤│└])", line)
+    if axis:
+        # a row of a text chart: the plotted marks follow the data; only the axis label
+        # (a number) and the axis are compared
+        return shape(axis.group(1)) + " " + axis.group(2)
+    out = []
+    for t in line.split():
+        w = word(t)
+        if t in UNITWORD and out and out[-1] == "#":
+            continue
+        out.append(w)
+    return " ".join(out)
 
 
 def matches(shown, real):

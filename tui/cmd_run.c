@@ -33,8 +33,8 @@ void cmd_run_help(FILE *f)
         "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
         "  --no-db               do not store the runs\n"
         "  --profile             profile every op; print a table after each variant\n"
-        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name\n"
-        "                        (default self)\n"
+        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name, gflops\n"
+        "                        (default self; gflops = the GFLOP/s column)\n"
         "  --profile-rows N      rows of the profile table (default 25, 0 = all)\n"
         "  --profile-by G        op, layer, phase, scope (default op)\n"
         "  --trace FILE.json     write a Chrome trace (Perfetto) of a window of steps\n"
@@ -156,8 +156,10 @@ static const char *opt_name(eng_optimizer o)
     return (unsigned)o < 5 ? n[o] : "?";
 }
 
-/* The summary after a run, in 80 columns: one table of results, and one of the clocks
- * when there is a target or a Newton run. Formats of store.h (the same as list, compare,
+/* The summary after a run, in 80 columns: one table of results (the test loss for every
+ * run, so a regression run has its test metric too, and the training throughput), and one
+ * of the clocks when there is a target or a Newton run. The optimizer is left to list and
+ * compare: with it the row would not fit. Formats of store.h (the same as list, compare,
  * reports and the workbench). */
 static void print_table(const row *rows, size_t n)
 {
@@ -168,22 +170,31 @@ static void print_table(const row *rows, size_t n)
     }
     int wv = 7;
     for (size_t i = 0; i < n; i++) if ((int)strlen(rows[i].variant) > wv) wv = (int)strlen(rows[i].variant);
-    if (wv > 16) wv = 16;
+    int cap = cli_term_width() - 1 - 67; /* the other columns take 67 */
+    cap = cap < 12 ? 12 : cap > 32 ? 32 : cap;
+    if (wv > cap) wv = cap;
     int utf8 = cli_use_utf8();
     char v[96];
     tui_fit("variant", wv, 0, utf8, v, sizeof v);
-    printf("%s  %-8s  %-11s  %6s  %9s  %8s  %8s\n", v, "optim.", "status", "steps", "loss", "test acc", "wall");
+    printf("%s  %-11s %6s %9s %9s %8s %9s %7s\n", v, "status", "steps", "loss", "test loss", "test acc", "samples/s",
+           "wall");
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
         const eng_run_result *s = &r->res;
-        char fl[32], acc[32], t[32];
+        char fl[32], tl[32], acc[32], sps[32], t[32];
         prof_fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN);
+        prof_fmt_num(tl, sizeof tl, r->created ? s->final_test_loss : NAN);
         prof_fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN);
+        if (r->created && isfinite(s->samples_per_s) && s->samples_per_s > 0)
+            snprintf(sps, sizeof sps, "%.0f", s->samples_per_s);
+        else snprintf(sps, sizeof sps, "-");
         prof_fmt_duration(t, sizeof t, r->created ? s->wall_s : NAN);
         tui_fit_middle(r->variant, wv, 0, utf8, v, sizeof v);
-        printf("%s  %-8.8s  %-11s  %6ld  %9s  %8s  %8s\n", v, r->optimizer, eng_run_status_name(r->status),
-               r->created ? s->steps : 0L, fl, acc, t);
+        printf("%s  %-11s %6ld %9s %9s %8s %9s %7s\n", v, eng_run_status_name(r->status), r->created ? s->steps : 0L,
+               fl, tl, acc, sps, t);
     }
+    int world = eng_dist_world();
+    if (world > 1) printf("ran data-parallel on %d MPI ranks (samples/s counts rank 0's share of each batch)\n", world);
     if (!any_newton && !any_target) return;
     /* Clocks: (sim) marks the simulated ones, as everywhere. */
     tui_fit("variant", wv, 0, utf8, v, sizeof v);
@@ -557,11 +568,15 @@ static int run_parse(int argc, char **argv, run_opts *o, prof_sort *psort, prof_
             fprintf(stderr, "nnbench run: which experiment file? usage: nnbench run FILE (see nnbench run --help)\n");
         else if (n_pos > 1)
             fprintf(stderr, "nnbench run: one experiment file at a time (got '%s' and '%s')\n", argv[1], argv[2]);
-        else if (prof_sort_parse(o->prof_sort_s, psort))
-            fprintf(stderr, "nnbench run: --profile-sort: expected self, total, calls, avg, flops, bytes, mem or name, got '%s'\n",
-                    o->prof_sort_s);
-        else if (prof_group_parse(o->prof_by_s, pgroup))
-            fprintf(stderr, "nnbench run: --profile-by: expected op, layer, phase or scope, got '%s'\n", o->prof_by_s);
+        else if (prof_sort_parse(o->prof_sort_s, psort)) {
+            const char *names[PROF_SORT_N];
+            for (int i = 0; i < PROF_SORT_N; i++) names[i] = prof_sort_name((prof_sort)i);
+            cli_value_error("run", "--profile-sort", o->prof_sort_s, names, PROF_SORT_N);
+        } else if (prof_group_parse(o->prof_by_s, pgroup)) {
+            const char *names[] = { prof_group_name(PROF_BY_OP), prof_group_name(PROF_BY_LAYER),
+                                    prof_group_name(PROF_BY_PHASE), prof_group_name(PROF_BY_SCOPE) };
+            cli_value_error("run", "--profile-by", o->prof_by_s, names, 4);
+        }
         else if (o->report && o->no_db)
             fprintf(stderr, "nnbench run: --report reads the stored runs; it cannot be used with --no-db\n");
         else
