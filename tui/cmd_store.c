@@ -82,10 +82,10 @@ int cmd_list(int argc, char **argv)
         if (*end || f.limit <= 0) return cli_usage_error("list", "--limit wants a positive number, got '%s'", limit);
     }
     if (sort) {
+        size_t nc = 0;
         int ok = 0;
-        for (int i = 0; store_sort_columns[i]; i++) ok |= !strcasecmp(sort, store_sort_columns[i]);
-        if (!ok) return cli_usage_error("list", "unknown sort column '%s' (id name variant status optimizer "
-                                    "dataset loss acc duration started steps samples_per_s)", sort);
+        for (; store_sort_columns[nc]; nc++) ok |= !strcasecmp(sort, store_sort_columns[nc]);
+        if (!ok) return cli_value_error("list", "--sort", sort, store_sort_columns, nc);
     }
     const char *path = cli_db_path(db);
     store *s;
@@ -251,7 +251,14 @@ int cmd_show(int argc, char **argv)
     char **keys = NULL;
     store_op_row *ops = NULL;
     store_solver_event *ev = NULL;
-    if (store_run_resolve(s, spec, &id) || store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
+    int rrc = store_run_resolve(s, spec, &id);
+    if (rrc) {
+        /* 'abc' is a usage error (2); a well-formed id that is not stored is not (1) */
+        fprintf(stderr, "nnbench show: %s\n", cli_text(store_error()));
+        code = rrc == STORE_EINVAL ? 2 : 1;
+        goto out;
+    }
+    if (store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
         store_sysinfo_get(s, id, &sys, &ns) || store_metric_keys(s, id, &keys, &nk) ||
         store_op_stats_get(s, id, 0, &ops, &nops) || store_solver_events_get(s, id, &ev, &nev)) {
         fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
@@ -427,7 +434,7 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     int tw = cli_term_width(), utf8 = cli_use_utf8(), color = cli_use_color() && !no_color;
-    if (c->common_name[0]) printf("%s: %zu runs\n", c->common_name, c->n);
+    if (c->common_name[0]) printf("%s: %zu run%s\n", c->common_name, c->n, c->n == 1 ? "" : "s");
     char **lines;
     size_t nl;
     if (tui_compare_lines(c, tw - 1, utf8, all_keys, &lines, &nl)) { fprintf(stderr, "nnbench: out of memory\n"); goto out; }
