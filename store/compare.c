@@ -395,6 +395,7 @@ static int rows_time(store_compare *c, const store_cmp_opts *o, size_t *cap)
 
 static int rows_config(store_compare *c, const store_cmp_opts *o, size_t *cap)
 {
+    c->config_set_only = c->n == 1 && !o->all_keys && o->set_keys;
     store_cmp_row *w;
     /* Config: the union of keys in key order (every run's list is sorted by key). */
     const char **keys = NULL;
@@ -424,7 +425,11 @@ static int rows_config(store_compare *c, const store_cmp_opts *o, size_t *cap)
             const char *vj = store_kv_find(c->params[j], c->n_params[j], keys[k]);
             differs = !v0 || !vj ? v0 != vj : strcmp(v0, vj) != 0;
         }
-        if (!differs && !o->all_keys && c->n > 1) continue;
+        if (c->config_set_only) {
+            int keep = 0;
+            for (size_t j = 0; j < o->n_set_keys && !keep; j++) keep = !strcmp(o->set_keys[j], keys[k]);
+            if (!keep) continue;
+        } else if (!differs && !o->all_keys && c->n > 1) continue;
         if (!(w = row_add(c, cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); return -1; }
         w->differs = differs;
         EACH {

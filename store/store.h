@@ -320,6 +320,10 @@ typedef struct {
     int all_keys;             /* config: every key, not only those that differ */
     const char *metric;       /* NULL/"train_loss": none; else a "KEY final / best" row */
     double target;            /* NAN: each run's target_loss on train_loss; else on metric */
+    /* One run, without all_keys: the config keys to show, those not at their default (the
+     * caller knows which: the store does not know the engine's defaults). NULL: every key. */
+    const char *const *set_keys;
+    size_t n_set_keys;
 } store_cmp_opts;
 
 typedef struct {
@@ -348,6 +352,7 @@ typedef struct {
     char kernels_note[160];
     store_cmp_row *rows;
     size_t n_rows;
+    int config_set_only;      /* the config rows are one run's keys not at their default */
 } store_compare;
 
 /* Loads the runs and builds the rows. o may be NULL. Free with store_compare_free. */

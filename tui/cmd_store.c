@@ -226,6 +226,54 @@ static void print_ops(store *s, long long id, const store_op_row *ops, size_t n,
     if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
 }
 
+/* Which of a stored run's resolved keys are not defaults: set[i] = 1 when its file, its
+ * variant or --set gave params[i] (a stored value the file alone does not resolve to). The
+ * file is read again from the text stored with the run. 0 ok; -1 when that text no longer
+ * loads (set[] then all 1). */
+static int config_set_keys(store *s, long long run, const store_kv *params, size_t n, int *set)
+{
+    for (size_t i = 0; i < n; i++) set[i] = 1;
+    store_run r;
+    store_run_init(&r);
+    eng_experiment *ex = NULL;
+    int rc = -1;
+    if (!store_run_get(s, run, &r) && r.exp_text &&
+        !eng_experiment_load_text(r.exp_path, r.exp_text, NULL, 0, &ex) &&
+        (!r.variant[0] || !eng_experiment_select(ex, r.variant)) && ex->n_variants == 1) {
+        const eng_config *cfg = &ex->variants[0];
+        for (size_t i = 0; i < n; i++) {
+            const eng_kv *kv = NULL;
+            for (size_t k = 0; k < cfg->n_kv && !kv; k++)
+                if (!strcmp(cfg->kv[k].key, params[i].key)) kv = &cfg->kv[k];
+            /* line 0: the key's default; a stored value the file does not give: --set */
+            set[i] = !kv || kv->line != 0 || strcmp(kv->value, params[i].value) != 0;
+        }
+        rc = 0;
+    }
+    eng_experiment_free(ex);
+    store_run_clear(&r);
+    return rc;
+}
+
+/* The resolved keys, those the file, its variant or --set gave first (marked *), then the
+ * defaults: a run sets a dozen of its ~120 keys. */
+static void print_config(store *s, long long id, const store_kv *params, size_t np)
+{
+    int *set = calloc(np ? np : 1, sizeof *set);
+    if (!set) { fprintf(stderr, "nnbench: out of memory\n"); return; }
+    int known = !config_set_keys(s, id, params, np, set);
+    size_t n_set = 0;
+    for (size_t i = 0; i < np; i++) n_set += (size_t)set[i];
+    if (known) printf("\nconfig (* set by the file, its variant or --set: %zu of %zu keys; then the defaults)\n", n_set, np);
+    else printf("\nconfig (the stored file no longer loads: defaults cannot be told apart)\n");
+    for (int pass = 1; pass >= 0; pass--)
+        for (size_t i = 0; i < np; i++)
+            if (set[i] == pass)
+                printf("%s %-32s %s\n", known && pass ? "*" : " ", cli_text(params[i].key), cli_text(params[i].value));
+    if (!np) printf("  (no keys stored)\n");
+    free(set);
+}
+
 typedef struct { const char *db, *ops; } show_opts;
 static const cli_opt show_opt[] = { CLI_OPT_VALUE("--db", NULL, show_opts, db), CLI_OPT_VALUE("--ops", NULL, show_opts, ops) };
 const cli_spec cmd_show_spec = { "show", cmd_show_help, show_opt, CLI_N(show_opt) };
@@ -279,9 +327,7 @@ int cmd_show(int argc, char **argv)
     else printf("  model     %s  [%lld params]\n", r.model[0] ? cli_text(r.model) : "-", r.n_params);
     printf("  data      %s  (%d train / %d test)\n", r.dataset[0] ? cli_text(r.dataset) : "-", r.n_train, r.n_test);
 
-    printf("\nconfig\n");
-    for (size_t i = 0; i < np; i++) printf("  %-32s %s\n", cli_text(params[i].key), cli_text(params[i].value));
-    if (!np) printf("  (no keys stored)\n");
+    print_config(s, id, params, np);
     printf("\nsystem\n");
     for (size_t i = 0; i < ns; i++) printf("  %-32s %s\n", cli_text(sys[i].key), cli_text(sys[i].value));
     if (!ns) printf("  (nothing stored)\n");
@@ -413,12 +459,25 @@ int cmd_compare(int argc, char **argv)
     long long *ids = NULL;
     size_t n = nspec;
     store_compare *c = NULL;
+    store_kv *params = NULL;
+    size_t np = 0;
+    const char **set_keys = NULL;
     if (last_batch) {
         if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     } else if (!(ids = cli_resolve_runs(s, specs, nspec))) {
         goto out;
     }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
+    /* One run: nothing differs; its keys not at their default are what tells it apart. */
+    if (n == 1 && !all_keys && !store_params_get(s, ids[0], &params, &np)) {
+        int *set = calloc(np ? np : 1, sizeof *set);
+        set_keys = calloc(np ? np : 1, sizeof *set_keys);
+        if (set && set_keys && !config_set_keys(s, ids[0], params, np, set)) {
+            for (size_t i = 0; i < np; i++) if (set[i]) set_keys[co.n_set_keys++] = params[i].key;
+            co.set_keys = set_keys;
+        }
+        free(set);
+    }
     if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     if (!c->have_metric) {
         char **keys;
@@ -476,6 +535,8 @@ int cmd_compare(int argc, char **argv)
     code = 0;
 out:
     store_compare_free(c);
+    free(set_keys);
+    free(params);
     free(ids);
     store_close(s);
     return code;

@@ -106,4 +106,22 @@ if command -v mpirun >/dev/null 2>&1; then
 else
     echo "ok: no mpirun here: the --ranks summary is not checked"
 fi
+
+# ---- show and a one-run compare: keys not at their default first -------------------------
+"$NNBENCH" run "$tmp/reg.ini" --db "$db" --set train.momentum=0.5 >/dev/null 2>&1 || bad "run 2 into $db"
+"$NNBENCH" show last --db "$db" >"$tmp/out" 2>&1
+sed -n '/^config/,/^$/p' "$tmp/out" >"$tmp/cfg"
+first_default=$(grep -n '^  ' "$tmp/cfg" | head -1 | cut -d: -f1)
+last_set=$(grep -n '^\* ' "$tmp/cfg" | tail -1 | cut -d: -f1)
+if grep -q '^config (\* set by the file, its variant or --set: [0-9]* of [0-9]* keys' "$tmp/cfg" &&
+   grep -q '^\* model.layers ' "$tmp/cfg" && grep -q '^\* train.momentum ' "$tmp/cfg" &&
+   grep -q '^  data.augment ' "$tmp/cfg" && [ "$last_set" -lt "$first_default" ]; then
+    ok "show marks the keys the file or --set gave (*) and lists them before the defaults"
+else bad "show's config does not mark set keys first"; head -8 "$tmp/cfg"; fi
+"$NNBENCH" compare --last-batch --db "$db" >"$tmp/out" 2>&1
+sed -n '/^Config/,/^$/p' "$tmp/out" >"$tmp/cfg"
+if grep -q '^Config (keys not at their default)' "$tmp/cfg" && grep -q '^train.momentum ' "$tmp/cfg" &&
+   grep -q '^model.layers ' "$tmp/cfg" && ! grep -q '^data.augment ' "$tmp/cfg"; then
+    ok "a one-run compare shows only the keys not at their default"
+else bad "one-run compare's config: $(wc -l <"$tmp/cfg") lines"; head -5 "$tmp/cfg"; fi
 [ "$fails" -eq 0 ]
