@@ -8,7 +8,8 @@ later examples see the runs its earlier ones stored) and its real output compare
 shown one, *in shape*: the same lines with the same words, where every number may differ
 (timings, and losses on another BLAS core) and so may its unit ("52 ms" = "2.1 s"), a word
 cut to fit a column ("DATA…" = "DATAS…") and absolute paths (a cache directory); of a
-chart's rows only the axis is compared (braille cells and marks follow the data), and a line
+chart's rows only the axis is compared (braille cells, marks and the number of x ticks
+follow the data), and a line
 "..." stands for any number of lines. So a renamed column, a lost table or a new line in
 the real output fails the check; a faster machine does not.
 
@@ -78,10 +79,22 @@ def shape(line):
     return " ".join(out)
 
 
+def shapes(lines):
+    """shape() of each line; the tick labels under a chart's x axis (the line after the
+    one with └) as one '#' for all their numbers: how many ticks fit follows the data."""
+    out = []
+    for i, x in enumerate(lines):
+        sh = shape(x)
+        if i and "└" in lines[i - 1]:
+            sh = re.sub(r"# (?:# )*", "# ", sh + " ").strip()
+        out.append(sh)
+    return out
+
+
 def matches(shown, real):
     """shown (with '...' lines) against real, line shapes; returns None or the first mismatch."""
-    want = [shape(x) for x in shown]
-    got = [shape(x) for x in real]
+    want = shapes(shown)
+    got = shapes(real)
 
     def walk(i, j):
         while i < len(want):

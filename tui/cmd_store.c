@@ -122,10 +122,10 @@ int cmd_list(int argc, char **argv)
      * the middle; other columns shrink, then drop from the right. */
     enum { NC = 9 };
     static const char *const head[NC] = { "ID", "NAME/VARIANT", "STATUS", "OPTIMIZER", "DATASET",
-                                          "LOSS", "ACC", "DURATION", "STARTED" };
+                                          "LOSS", "BEST ACC", "DURATION", "STARTED" };
     static const int right[NC] = { 1, 0, 0, 0, 0, 1, 1, 1, 0 };
-    /* 0: never shrunk (numbers are not cut); 80 columns: 2+22+8+6+5+9+5+8 and gaps */
-    static const int mins[NC] = { 0, 22, 8, 6, 5, 0, 0, 0, 16 };
+    /* 0: never shrunk (numbers are not cut); 80 columns: 2+19+8+6+5+9+8+8 and gaps */
+    static const int mins[NC] = { 0, 19, 8, 6, 5, 0, 0, 0, 16 };
     char (*cells)[NC][200] = malloc(n * sizeof *cells);
     if (!cells) { free(runs); fprintf(stderr, "nnbench: out of memory\n"); return 1; }
     tui_col cols[NC];
@@ -148,7 +148,7 @@ int cmd_list(int argc, char **argv)
     }
     for (int c = 0; c < NC; c++) cols[c].min = mins[c] && mins[c] < cols[c].want ? mins[c] : cols[c].want;
     int w[NC];
-    /* Whole names while up to the duration fits; else names cut to 22 cells. */
+    /* Whole names while up to the duration fits; else names cut to 19 cells. */
     int full = cols[1].want < 40 ? cols[1].want : 40;
     cols[1].min = full;
     int vis = tui_table_layout(cols, NC, cli_term_width() - 1, 2, w);

@@ -148,11 +148,13 @@ double tui_unix_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A run that ended: its training wall time (wall_s), the figure compare and show give; a
+ * resumed run's ended - started would count the time it sat interrupted. */
 double tui_run_duration(const store_run *r, double now)
 {
+    if (r->status != STORE_RUN_RUNNING && isfinite(r->wall_s) && r->wall_s >= 0) return r->wall_s;
     if (isfinite(r->started) && isfinite(r->ended) && r->ended >= r->started) return r->ended - r->started;
     if (r->status == STORE_RUN_RUNNING && isfinite(r->started) && now >= r->started) return now - r->started;
-    if (isfinite(r->wall_s) && r->wall_s >= 0) return r->wall_s;
     return NAN;
 }
 

@@ -124,4 +124,9 @@ if grep -q '^Config (keys not at their default)' "$tmp/cfg" && grep -q '^train.m
    grep -q '^model.layers ' "$tmp/cfg" && ! grep -q '^data.augment ' "$tmp/cfg"; then
     ok "a one-run compare shows only the keys not at their default"
 else bad "one-run compare's config: $(wc -l <"$tmp/cfg") lines"; head -5 "$tmp/cfg"; fi
+
+# ---- one name, one meaning: list's accuracy is the best one and says so -----------------
+COLUMNS=80 "$NNBENCH" list --db "$db" >"$tmp/out" 2>&1
+head -1 "$tmp/out" | grep -q "BEST ACC  DURATION" && ok "list names its best test accuracy BEST ACC, duration still in 80 columns" \
+    || bad "list header: $(head -1 "$tmp/out")"
 [ "$fails" -eq 0 ]
