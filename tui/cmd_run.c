@@ -148,6 +148,8 @@ typedef struct {
     int threads;
     double target;
     long long run_id;
+    prof_row *ops;    /* --json --profile: the op table, as printed (by --profile-by, sorted) */
+    size_t n_ops;
 } row;
 
 static const char *opt_name(eng_optimizer o)
@@ -267,6 +269,10 @@ static void print_json(const eng_experiment *ex, const row *rows, size_t n, int 
         json_num(&j, "quantum_solves", r->created ? (double)s->quantum_solves : na);
         json_num(&j, "kappa_first", r->created ? s->kappa_first : na);
         json_num(&j, "kappa_last", r->created ? s->kappa_last : na);
+        if (r->ops) {
+            prof_json_key(&j, "ops");
+            store_op_rows_json(&j, r->ops, r->n_ops);
+        }
         prof_json_close(&j);
     }
     prof_json_close(&j);
@@ -338,7 +344,7 @@ typedef struct {
     int any_failed, any_config;
     progress *pr;
     FILE *side;
-    int profile;
+    int profile, json;
     const char *trace;
     long trace_a, trace_b;
     prof_group pgroup;
@@ -441,6 +447,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
             fprintf(c->side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, c->prof_by_s, c->prof_sort_s);
             prof_print_table(c->side, prow, pn, &sum, c->psort, (size_t)c->prof_rows_n);
             fprintf(c->side, "\n");
+            if (c->json && !r->ops) { r->ops = prow; r->n_ops = pn; prow = NULL; }
             free(prow);
         } else {
             fprintf(stderr, "variant %s: profile: %s\n", r->variant, cli_text(prof_error()));
@@ -649,7 +656,7 @@ static int run_train(run_opts *o, prof_sort psort, prof_group pgroup, eng_experi
     eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
                          .progress = pr_progress, .run_end = pr_end };
     FILE *side = o->json ? stderr : stdout; /* stdout carries only JSON under --json */
-    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = o->profile, .trace = o->trace,
+    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = o->profile, .json = o->json, .trace = o->trace,
                     .trace_a = o->trace_a, .trace_b = o->trace_b, .pgroup = pgroup, .psort = psort,
                     .prof_by_s = o->prof_by_s, .prof_sort_s = o->prof_sort_s, .prof_rows_n = o->prof_rows_n,
                     .db_path = db_path, .has_db = db_sink != NULL, .n_variants = ex->n_variants };
@@ -665,6 +672,7 @@ static int run_train(run_opts *o, prof_sort psort, prof_group pgroup, eng_experi
     else print_table(rows, rc_.n_rows);
     fflush(stdout);
     code = run_finish(o, db_sink, db_path, ids, rc_.n_ids, side, code);
+    for (size_t i = 0; i < rc_.n_rows; i++) free(rows[i].ops);
     free(rows);
     free(ids);
     return code;

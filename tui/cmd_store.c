@@ -41,7 +41,7 @@ static void run_name(const store_run *r, char *b, size_t cap)
 /* ---- list -------------------------------------------------------------------------- */
 
 static const char list_help[] =
-    "usage: nnbench list [--status S] [--grep TEXT] [--sort COLUMN] [--desc] [--limit N] [--db PATH]\n\n"
+    "usage: nnbench list [--status S] [--grep TEXT] [--sort COLUMN] [--desc] [--limit N] [--json] [--db PATH]\n\n"
     "One row per stored run: id, name/variant, status, optimizer, dataset, final train loss,\n"
     "best test accuracy, duration and start time, fitted to the terminal's width (names cut\n"
     "in the middle; the last columns go first).\n\n"
@@ -50,15 +50,17 @@ static const char list_help[] =
     "  --sort COLUMN   id name variant status optimizer dataset loss acc duration started\n"
     "                  steps samples_per_s (default id); --desc reverses\n"
     "  --limit N       at most N rows (without --sort: the newest N)\n"
+    "  --json          the runs' stored rows as JSON (every field, no table)\n"
     "  --db PATH       the database (default $NNBENCH_DB or ./nnbench.db)\n";
 
 void cmd_list_help(FILE *f) { fputs(list_help, f); }
 
-typedef struct { const char *db, *status, *grep, *sort, *limit; int desc; } list_opts;
+typedef struct { const char *db, *status, *grep, *sort, *limit; int desc, json; } list_opts;
 static const cli_opt list_opt[] = {
     CLI_OPT_VALUE("--db", NULL, list_opts, db), CLI_OPT_VALUE("--status", NULL, list_opts, status),
     CLI_OPT_VALUE("--grep", NULL, list_opts, grep), CLI_OPT_VALUE("--sort", NULL, list_opts, sort),
     CLI_OPT_VALUE("--limit", NULL, list_opts, limit), CLI_OPT_FLAG("--desc", NULL, list_opts, desc),
+    CLI_OPT_FLAG("--json", NULL, list_opts, json),
 };
 const cli_spec cmd_list_spec = { "list", cmd_list_help, list_opt, CLI_N(list_opt) };
 
@@ -90,6 +92,7 @@ int cmd_list(int argc, char **argv)
     const char *path = cli_db_path(db);
     store *s;
     rc = store_open(path, 0, &s);
+    if (rc == STORE_ENOTFOUND && o.json) { store_runs_json(path, NULL, 0, stdout); return 0; }
     if (rc == STORE_ENOTFOUND) {
         printf("No runs yet: %s %s.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
                path, access(path, F_OK) ? "does not exist" : "holds no nnbench runs", db ? " --db " : "", db ? db : "");
@@ -111,6 +114,7 @@ int cmd_list(int argc, char **argv)
     long long total = 0;
     store_run_count(s, &total);
     store_close(s);
+    if (o.json) { store_runs_json(path, runs, n, stdout); free(runs); return 0; }
     if (!n) {
         if (!total) printf("No runs in %s yet.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
                            path, db ? " --db " : "", db ? db : "");
@@ -183,10 +187,11 @@ int cmd_list(int argc, char **argv)
 /* ---- show -------------------------------------------------------------------------- */
 
 static const char show_help[] =
-    "usage: nnbench show RUN [--db PATH] [--ops N]\n\n"
+    "usage: nnbench show RUN [--db PATH] [--ops N] [--json]\n\n"
     "Everything about one run: config (resolved keys), system, final and best metrics, the top\n"
     "ops by self time (--ops N rows, default 10) and the Newton solver summary if any.\n"
-    "RUN is an id from nnbench list, or 'last'.\n";
+    "RUN is an id from nnbench list, or 'last'. --json: everything stored about the run\n"
+    "(config, system, metric series, ops, profile, solver events) as the JSON report has it.\n";
 
 void cmd_show_help(FILE *f) { fputs(show_help, f); }
 
@@ -274,8 +279,9 @@ static void print_config(store *s, long long id, const store_kv *params, size_t 
     free(set);
 }
 
-typedef struct { const char *db, *ops; } show_opts;
-static const cli_opt show_opt[] = { CLI_OPT_VALUE("--db", NULL, show_opts, db), CLI_OPT_VALUE("--ops", NULL, show_opts, ops) };
+typedef struct { const char *db, *ops; int json; } show_opts;
+static const cli_opt show_opt[] = { CLI_OPT_VALUE("--db", NULL, show_opts, db), CLI_OPT_VALUE("--ops", NULL, show_opts, ops),
+                                    CLI_OPT_FLAG("--json", NULL, show_opts, json) };
 const cli_spec cmd_show_spec = { "show", cmd_show_help, show_opt, CLI_N(show_opt) };
 
 int cmd_show(int argc, char **argv)
@@ -304,6 +310,11 @@ int cmd_show(int argc, char **argv)
         /* 'abc' is a usage error (2); a well-formed id that is not stored is not (1) */
         fprintf(stderr, "nnbench show: %s\n", cli_text(store_error()));
         code = rrc == STORE_EINVAL ? 2 : 1;
+        goto out;
+    }
+    if (o.json) {
+        if (store_report_json(s, &id, 1, stdout)) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        else code = 0;
         goto out;
     }
     if (store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
@@ -391,7 +402,7 @@ out:
 static const char compare_help[] =
     "usage: nnbench compare RUN RUN... | --last-batch  [--metric KEY] [--x step|time|hybrid_time]\n"
     "                       [--x-scale linear|log|norm] [--target V] [--all-keys] [--height N]\n"
-    "                       [--no-color] [--db PATH]\n\n"
+    "                       [--no-color] [--json] [--db PATH]\n\n"
     "A side-by-side table, one column per run (the same rows and words as the workbench's\n"
     "Compare screen and the reports): results; wall time, quantum time (simulated), hybrid\n"
     "time (simulated) and steps / time to the target on both clocks; the config keys that\n"
@@ -403,7 +414,9 @@ static const char compare_help[] =
     "                a 72 ms run and a 3 s run both span the chart\n"
     "  --target V    steps/time until the metric first reaches V (<= for losses, >= otherwise);\n"
     "                default: each run's experiment target_loss for train_loss\n"
-    "  --no-color    no colours (also NO_COLOR): series told apart by marker glyphs\n";
+    "  --no-color    no colours (also NO_COLOR): series told apart by marker glyphs\n"
+    "  --json        everything stored about the runs as JSON (the JSON report; two runs: their\n"
+    "                op diff too) instead of the table and chart\n";
 
 void cmd_compare_help(FILE *f) { fputs(compare_help, f); }
 
@@ -414,13 +427,13 @@ static const char *metric_alias(const char *m)
     return m;
 }
 
-typedef struct { const char *db, *metric, *x, *target, *height, *x_scale; int all_keys, last_batch, no_color; } compare_opts;
+typedef struct { const char *db, *metric, *x, *target, *height, *x_scale; int all_keys, last_batch, no_color, json; } compare_opts;
 static const cli_opt compare_opt[] = {
     CLI_OPT_VALUE("--db", NULL, compare_opts, db), CLI_OPT_VALUE("--metric", NULL, compare_opts, metric),
     CLI_OPT_VALUE("--x", NULL, compare_opts, x), CLI_OPT_VALUE("--target", NULL, compare_opts, target),
     CLI_OPT_VALUE("--height", NULL, compare_opts, height), CLI_OPT_VALUE("--x-scale", NULL, compare_opts, x_scale),
     CLI_OPT_FLAG("--all-keys", NULL, compare_opts, all_keys), CLI_OPT_FLAG("--last-batch", NULL, compare_opts, last_batch),
-    CLI_OPT_FLAG("--no-color", NULL, compare_opts, no_color),
+    CLI_OPT_FLAG("--no-color", NULL, compare_opts, no_color), CLI_OPT_FLAG("--json", NULL, compare_opts, json),
 };
 const cli_spec cmd_compare_spec = { "compare", cmd_compare_help, compare_opt, CLI_N(compare_opt) };
 
@@ -465,6 +478,11 @@ int cmd_compare(int argc, char **argv)
     if (last_batch) {
         if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     } else if (!(ids = cli_resolve_runs(s, specs, nspec))) {
+        goto out;
+    }
+    if (opt.json) {
+        if (store_report_json(s, ids, n, stdout)) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        else code = 0;
         goto out;
     }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
@@ -545,7 +563,7 @@ out:
 /* ---- report / export --------------------------------------------------------------- */
 
 static const char report_help[] =
-    "usage: nnbench report RUN... -o FILE [--db PATH]\n\n"
+    "usage: nnbench report RUN... | --last-batch  -o FILE [--db PATH]\n\n"
     "Writes a report of the runs; the format follows FILE's extension:\n"
     "  .md    Markdown tables (runs, differing config, metrics, op profiles, solver, system)\n"
     "  .html  one self-contained page: the same tables plus inline SVG line charts of every\n"
@@ -556,8 +574,8 @@ static const char report_help[] =
 void cmd_report_help(FILE *f) { fputs(report_help, f); }
 
 static const char export_help[] =
-    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n"
-    "       nnbench export RUN... --tensorboard DIR [--db PATH]\n\n"
+    "usage: nnbench export RUN... | --last-batch  -o FILE.csv [--db PATH]\n"
+    "       nnbench export RUN... | --last-batch  --tensorboard DIR [--db PATH]\n\n"
     "Writes the metrics of the runs as CSV in long format:\n"
     "  run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n"
     "(-o - writes to standard output).\n\n"
@@ -568,13 +586,10 @@ static const char export_help[] =
 void cmd_export_help(FILE *f) { fputs(export_help, f); }
 
 /* export --tensorboard: one event-file directory per run; reads only. */
-static int export_tensorboard(const char *db, char **specs, size_t n, const char *dir)
+static int export_tensorboard(store *s, const long long *ids, size_t n, const char *dir)
 {
-    store *s = cli_open_store(db, 0);
-    if (!s) return 1;
-    long long *ids = cli_resolve_runs(s, specs, n);
-    int code = ids ? 0 : 1;
-    for (size_t i = 0; ids && i < n; i++) {
+    int code = 0;
+    for (size_t i = 0; i < n; i++) {
         char err[600];
         if (monitor_tb_export(s, ids[i], dir, err, sizeof err)) {
             fprintf(stderr, "nnbench export: run %lld: %s\n", ids[i], cli_text(err));
@@ -582,16 +597,16 @@ static int export_tensorboard(const char *db, char **specs, size_t n, const char
         }
     }
     if (!code) fprintf(stderr, "wrote TensorBoard event files under %s (%zu run%s)\n", dir, n, n == 1 ? "" : "s");
-    free(ids);
-    store_close(s);
     return code;
 }
 
-typedef struct { const char *db, *out, *tb; } report_opts;
-static const cli_opt report_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out) };
+typedef struct { const char *db, *out, *tb; int last_batch; } report_opts;
+static const cli_opt report_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out),
+                                      CLI_OPT_FLAG("--last-batch", NULL, report_opts, last_batch) };
 const cli_spec cmd_report_spec = { "report", cmd_report_help, report_opt, CLI_N(report_opt) };
 static const cli_opt export_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out),
-                                      CLI_OPT_VALUE("--tensorboard", NULL, report_opts, tb) };
+                                      CLI_OPT_VALUE("--tensorboard", NULL, report_opts, tb),
+                                      CLI_OPT_FLAG("--last-batch", NULL, report_opts, last_batch) };
 const cli_spec cmd_export_spec = { "export", cmd_export_help, export_opt, CLI_N(export_opt) };
 
 static int report_like(int argc, char **argv, int export)
@@ -603,11 +618,11 @@ static int report_like(int argc, char **argv, int export)
     const char *db = o.db, *out = o.out;
     char **specs = argv + 1;
     size_t n = (size_t)n_pos;
-    if (!n) { return cli_usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
+    if (o.last_batch && n) return cli_usage_error(cmd, "--last-batch picks the runs itself ('%s' is extra)", specs[0]);
+    if (!n && !o.last_batch) { return cli_usage_error(cmd, "which runs? give ids from nnbench list, or --last-batch%s", ""); }
     if (o.tb && out) return cli_usage_error(cmd, "-o and --tensorboard: give one of them%s", "");
-    if (o.tb) return export_tensorboard(db, specs, n, o.tb);
-    if (!out) { return cli_usage_error(cmd, "where to? give -o FILE%s", export ? ".csv (or --tensorboard DIR)" : ".{md,html,json,csv}"); }
-    if (!export) {
+    if (!out && !o.tb) { return cli_usage_error(cmd, "where to? give -o FILE%s", export ? ".csv (or --tensorboard DIR)" : ".{md,html,json,csv}"); }
+    if (!export && out) {
         const char *ext = strrchr(out, '.');
         if (!ext || (strcasecmp(ext, ".md") && strcasecmp(ext, ".html") && strcasecmp(ext, ".htm") &&
                      strcasecmp(ext, ".json") && strcasecmp(ext, ".csv"))) {
@@ -616,9 +631,17 @@ static int report_like(int argc, char **argv, int export)
     }
     store *s = cli_open_store(db, 0);
     if (!s) { return 1; }
-    long long *ids = cli_resolve_runs(s, specs, n);
+    long long *ids = NULL;
+    if (o.last_batch && store_last_batch(s, &ids, &n)) {
+        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        ids = NULL;
+    } else if (!o.last_batch) {
+        ids = cli_resolve_runs(s, specs, n);
+    }
     int code = 1;
-    if (ids) {
+    if (ids && o.tb) {
+        code = export_tensorboard(s, ids, n, o.tb);
+    } else if (ids) {
         rc = 0;
         if (export && !strcmp(out, "-")) {
             rc = store_report_csv(s, ids, n, stdout);

@@ -129,4 +129,23 @@ else bad "one-run compare's config: $(wc -l <"$tmp/cfg") lines"; head -5 "$tmp/c
 COLUMNS=80 "$NNBENCH" list --db "$db" >"$tmp/out" 2>&1
 head -1 "$tmp/out" | grep -q "BEST ACC  DURATION" && ok "list names its best test accuracy BEST ACC, duration still in 80 columns" \
     || bad "list header: $(head -1 "$tmp/out")"
+
+# ---- headless: --json on list, show, compare and run --profile; report --last-batch ----
+jcheck() { # jcheck WHAT PYTHON-EXPR < json
+    if python3 -c 'import json, sys; j = json.load(sys.stdin); sys.exit(0 if eval(sys.argv[1]) else 1)' "$2" 2>"$tmp/jerr"
+    then ok "$1"; else bad "$1"; head -3 "$tmp/jerr"; fi
+}
+"$NNBENCH" list --db "$db" --json | jcheck "list --json: every run with its fields" \
+    "[r['id'] for r in j['runs']] == [1, 2] and all('best_test_acc' in r and 'wall_s' in r for r in j['runs'])"
+"$NNBENCH" show 2 --db "$db" --json | jcheck "show --json: the run with its config and metrics" \
+    "len(j['runs']) == 1 and j['runs'][0]['params']['train.momentum'] == '0.5' and 'train_loss' in j['runs'][0]['metrics']"
+"$NNBENCH" compare 1 2 --db "$db" --json | jcheck "compare --json: both runs and their diff" \
+    "[r['id'] for r in j['runs']] == [1, 2] and 'diff' in j"
+"$NNBENCH" run "$tmp/reg.ini" --no-db --json --profile 2>/dev/null | jcheck "run --json --profile: the op table in the JSON" \
+    "len(j['variants'][0]['ops']) > 0 and all(o['calls'] > 0 and o['name'] for o in j['variants'][0]['ops'])"
+if "$NNBENCH" report --last-batch --db "$db" -o "$tmp/r.md" 2>"$tmp/err" && grep -q "#2" "$tmp/r.md"; then
+    ok "report --last-batch reports the newest batch"
+else bad "report --last-batch: $(cat "$tmp/err")"; fi
+"$NNBENCH" report 1 --last-batch --db "$db" -o "$tmp/r.md" 2>/dev/null; rc=$?
+[ $rc -eq 2 ] && ok "report RUN --last-batch: exit 2" || bad "report RUN --last-batch: exit $rc"
 [ "$fails" -eq 0 ]
