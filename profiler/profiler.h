@@ -174,6 +174,10 @@ typedef struct {
     const struct prof_balance *ranks;
 } prof_table;
 
+/* The profile's self time no row holds (grouped by op or layer: the time between ops; 0 by
+ * phase or scope, or split by rank): the table's "(other / between ops)" row. */
+double prof_table_rest_ns(const prof_table *t);
+
 /* Sets t over rows (not copied: they must outlive t). total_self_ns 0 = the sum of the
  * rows' self time; peak_gflops 0 = no calibration. */
 void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t total_self_ns, double peak_gflops);

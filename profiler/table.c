@@ -303,6 +303,43 @@ static void print_left_out(FILE *f, const int *dropped, size_t cols, const char 
     fputc('\n', f);
 }
 
+/* The whole profile's self time that no row of the table holds: grouped by op or layer,
+ * the time spent between ops (the phases' and the step's own time: the loop, the data wait,
+ * the optimizer's bookkeeping). A row of it makes the self % add up to 100. 0 when the rows
+ * hold it all (by phase or scope) or are split by rank. */
+double prof_table_rest_ns(const prof_table *t)
+{
+    if (t->ranks && t->ranks->ranks > 1) return 0;
+    double held = 0;
+    for (size_t i = 0; i < t->n; i++) held += (double)t->rows[i].self_ns;
+    double rest = t->self_total_ns - held;
+    return rest > 0.0005 * t->self_total_ns ? rest : 0;
+}
+
+#define REST_NAME "(other / between ops)"
+
+/* The rest row: its name, self % and self time; the other columns are blank. */
+static void print_rest(FILE *f, const prof_table *t, const unsigned char *show, const size_t *w, const char *indent)
+{
+    double rest = prof_table_rest_ns(t);
+    if (rest <= 0) return;
+    prof_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", REST_NAME);
+    r.self_ns = (uint64_t)rest;
+    char b[256];
+    int first = 1;
+    fputs(indent, f);
+    for (int c = 0; c < PROF_COL_N; c++) {
+        if (!show[c]) continue;
+        if (!first) fputc(' ', f);
+        first = 0;
+        int have = c == PROF_COL_NAME || c == PROF_COL_SELF_PCT || c == PROF_COL_SELF;
+        put_cell(f, have ? prof_table_cell(t, &r, (prof_col)c, b, sizeof b) : "", w[c], prof_cols[c].right);
+    }
+    fputc('\n', f);
+}
+
 void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name_max, const char *indent)
 {
     size_t shown = max_rows && max_rows < t->n ? max_rows : t->n;
@@ -318,6 +355,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
         if (w[c] < tw) w[c] = tw;
         show[c] = t->show[c];
     }
+    if (prof_table_rest_ns(t) > 0 && w[PROF_COL_NAME] < strlen(REST_NAME)) w[PROF_COL_NAME] = strlen(REST_NAME);
     for (size_t i = 0; i < shown; i++)
         for (int c = 0; c < PROF_COL_N; c++) {
             if (!show[c]) continue;
@@ -356,6 +394,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
         }
         fputc('\n', f);
     }
+    print_rest(f, t, show, w, indent);
     fputs(indent, f);
     for (size_t i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);

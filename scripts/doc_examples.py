@@ -73,7 +73,9 @@ def shape(line):
     out = []
     for t in line.split():
         w = word(t)
-        if t in UNITWORD and out and out[-1] == "#":
+        bare = t.rstrip(",;)")
+        if bare in UNITWORD and out and out[-1] == "#":
+            out[-1] = "#" + t[len(bare):]   # "3.01 ms," = "834 us,"
             continue
         out.append(w)
     return " ".join(out)

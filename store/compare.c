@@ -463,10 +463,12 @@ static int rows_ops(store_compare *c, size_t *cap)
             char nm[64], pct[16];
             prof_table_init(&t, c->ops[i], c->n_ops[i], c->self_total_ns[i], 0);
             int rank = prof_row_rank(&c->ops[i][k], NULL);   /* data-parallel: whose op it is */
-            char rk[24] = "";
+            char rk[24] = "", ly[40] = "";
             if (rank > 0) snprintf(rk, sizeof rk, " rank %d", rank);
-            snprintf(w->cells[i], 64, "%.36s%.12s %.12s", prof_table_cell(&t, &c->ops[i][k], PROF_COL_NAME, nm, sizeof nm), rk,
-                     prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
+            /* the layer: one op name splits into a row per layer (dense.bwd twice) */
+            if (c->ops[i][k].layer[0]) snprintf(ly, sizeof ly, " (%.32s)", c->ops[i][k].layer);
+            snprintf(w->cells[i], 64, "%.24s%.10s%.16s %.10s", prof_table_cell(&t, &c->ops[i][k], PROF_COL_NAME, nm, sizeof nm),
+                     rk, ly, prof_table_cell(&t, &c->ops[i][k], PROF_COL_SELF_PCT, pct, sizeof pct));
         }
     }
     return 0;

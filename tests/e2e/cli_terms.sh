@@ -148,4 +148,12 @@ if "$NNBENCH" report --last-batch --db "$db" -o "$tmp/r.md" 2>"$tmp/err" && grep
 else bad "report --last-batch: $(cat "$tmp/err")"; fi
 "$NNBENCH" report 1 --last-batch --db "$db" -o "$tmp/r.md" 2>/dev/null; rc=$?
 [ $rc -eq 2 ] && ok "report RUN --last-batch: exit 2" || bad "report RUN --last-batch: exit $rc"
+
+# ---- compare's top ops name the layer (one op name splits into a row per layer) ---------
+"$NNBENCH" run "$tmp/reg.ini" --db "$db" --profile >/dev/null 2>&1 || bad "profiled run into $db"
+"$NNBENCH" compare last last --db "$db" --no-color >"$tmp/out" 2>&1
+n_top=$(grep -c '^top op' "$tmp/out")
+n_layer=$(grep '^top op' "$tmp/out" | grep -c '[a-z]\.[a-z]* (dense[0-9]*) [0-9.]*%')
+[ "$n_top" -gt 0 ] && [ "$n_layer" -eq "$n_top" ] && ok "compare's top ops name their layer" \
+    || { bad "compare's top ops without layer"; grep '^top op' "$tmp/out"; }
 [ "$fails" -eq 0 ]
