@@ -427,6 +427,25 @@ static const char *metric_alias(const char *m)
     return m;
 }
 
+/* The keys of run id not at their default (pointers into *params, which the caller frees
+ * with the result), or NULL when they cannot be told (compare then shows every key). */
+static const char **one_run_set_keys(store *s, long long id, store_kv **params, size_t *n_set)
+{
+    size_t np = 0;
+    *n_set = 0;
+    if (store_params_get(s, id, params, &np)) return NULL;
+    int *set = calloc(np ? np : 1, sizeof *set);
+    const char **keys = calloc(np ? np : 1, sizeof *keys);
+    if (set && keys && !config_set_keys(s, id, *params, np, set)) {
+        for (size_t i = 0; i < np; i++) if (set[i]) keys[(*n_set)++] = (*params)[i].key;
+    } else {
+        free(keys);
+        keys = NULL;
+    }
+    free(set);
+    return keys;
+}
+
 typedef struct { const char *db, *metric, *x, *target, *height, *x_scale; int all_keys, last_batch, no_color, json; } compare_opts;
 static const cli_opt compare_opt[] = {
     CLI_OPT_VALUE("--db", NULL, compare_opts, db), CLI_OPT_VALUE("--metric", NULL, compare_opts, metric),
@@ -473,7 +492,6 @@ int cmd_compare(int argc, char **argv)
     size_t n = nspec;
     store_compare *c = NULL;
     store_kv *params = NULL;
-    size_t np = 0;
     const char **set_keys = NULL;
     if (last_batch) {
         if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
@@ -487,15 +505,7 @@ int cmd_compare(int argc, char **argv)
     }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
     /* One run: nothing differs; its keys not at their default are what tells it apart. */
-    if (n == 1 && !all_keys && !store_params_get(s, ids[0], &params, &np)) {
-        int *set = calloc(np ? np : 1, sizeof *set);
-        set_keys = calloc(np ? np : 1, sizeof *set_keys);
-        if (set && set_keys && !config_set_keys(s, ids[0], params, np, set)) {
-            for (size_t i = 0; i < np; i++) if (set[i]) set_keys[co.n_set_keys++] = params[i].key;
-            co.set_keys = set_keys;
-        }
-        free(set);
-    }
+    if (n == 1 && !all_keys) co.set_keys = set_keys = one_run_set_keys(s, ids[0], &params, &co.n_set_keys);
     if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     if (!c->have_metric) {
         char **keys;

@@ -153,7 +153,7 @@ else bad "report --last-batch: $(cat "$tmp/err")"; fi
 "$NNBENCH" run "$tmp/reg.ini" --db "$db" --profile >/dev/null 2>&1 || bad "profiled run into $db"
 "$NNBENCH" compare last last --db "$db" --no-color >"$tmp/out" 2>&1
 n_top=$(grep -c '^top op' "$tmp/out")
-n_layer=$(grep '^top op' "$tmp/out" | grep -c '[a-z]\.[a-z]* (dense[0-9]*) [0-9.]*%')
+n_layer=$(grep '^top op' "$tmp/out" | grep -c '[a-z]\.[a-z_]* ([a-z0-9_]*) [0-9.]*%')
 [ "$n_top" -gt 0 ] && [ "$n_layer" -eq "$n_top" ] && ok "compare's top ops name their layer" \
     || { bad "compare's top ops without layer"; grep '^top op' "$tmp/out"; }
 [ "$fails" -eq 0 ]
