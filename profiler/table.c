@@ -318,6 +318,23 @@ double prof_table_rest_ns(const prof_table *t)
 
 #define REST_NAME "(other / between ops)"
 
+/* One line of the table; self_only: only name, self % and self (the rest row). */
+static void print_row(FILE *f, const prof_table *t, const prof_row *r, const unsigned char *show, const size_t *w,
+                      const char *indent, int self_only)
+{
+    char b[256];
+    int first = 1;
+    fputs(indent, f);
+    for (int c = 0; c < PROF_COL_N; c++) {
+        if (!show[c]) continue;
+        if (!first) fputc(' ', f);
+        first = 0;
+        int have = !self_only || c == PROF_COL_NAME || c == PROF_COL_SELF_PCT || c == PROF_COL_SELF;
+        put_cell(f, have ? prof_table_cell(t, r, (prof_col)c, b, sizeof b) : "", w[c], prof_cols[c].right);
+    }
+    fputc('\n', f);
+}
+
 /* The rest row: its name, self % and self time; the other columns are blank. */
 static void print_rest(FILE *f, const prof_table *t, const unsigned char *show, const size_t *w, const char *indent)
 {
@@ -327,17 +344,7 @@ static void print_rest(FILE *f, const prof_table *t, const unsigned char *show, 
     memset(&r, 0, sizeof r);
     snprintf(r.name, sizeof r.name, "%s", REST_NAME);
     r.self_ns = (uint64_t)rest;
-    char b[256];
-    int first = 1;
-    fputs(indent, f);
-    for (int c = 0; c < PROF_COL_N; c++) {
-        if (!show[c]) continue;
-        if (!first) fputc(' ', f);
-        first = 0;
-        int have = c == PROF_COL_NAME || c == PROF_COL_SELF_PCT || c == PROF_COL_SELF;
-        put_cell(f, have ? prof_table_cell(t, &r, (prof_col)c, b, sizeof b) : "", w[c], prof_cols[c].right);
-    }
-    fputc('\n', f);
+    print_row(f, t, &r, show, w, indent, 1);
 }
 
 void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name_max, const char *indent)
@@ -383,17 +390,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
     fputs(indent, f);
     for (size_t i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);
-    for (size_t i = 0; i < shown; i++) {
-        int first = 1;
-        fputs(indent, f);
-        for (int c = 0; c < PROF_COL_N; c++) {
-            if (!show[c]) continue;
-            if (!first) fputc(' ', f);
-            first = 0;
-            put_cell(f, prof_table_cell(t, &t->rows[i], (prof_col)c, b, sizeof b), w[c], prof_cols[c].right);
-        }
-        fputc('\n', f);
-    }
+    for (size_t i = 0; i < shown; i++) print_row(f, t, &t->rows[i], show, w, indent, 0);
     print_rest(f, t, show, w, indent);
     fputs(indent, f);
     for (size_t i = 0; i < width; i++) fputc('-', f);
