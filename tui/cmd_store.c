@@ -118,7 +118,7 @@ int cmd_list(int argc, char **argv)
     if (!n) {
         if (!total) printf("No runs in %s yet.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
                            path, db ? " --db " : "", db ? db : "");
-        else printf("No run matches (%lld runs in %s).\n", total, path);
+        else printf("No run matches (%lld run%s in %s).\n", total, total == 1 ? "" : "s", path);
         free(runs);
         return 0;
     }

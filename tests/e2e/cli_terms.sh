@@ -63,6 +63,11 @@ if grep -q "1 runs" "$tmp/out"; then bad "compare of one run says '1 runs'"
 elif grep -q ": 1 run$" "$tmp/out"; then ok "compare of one run says '1 run'"
 else bad "compare of one run: no run count"; head -3 "$tmp/out"; fi
 
+"$NNBENCH" list --db "$tmp/one.db" >/dev/null 2>&1
+"$NNBENCH" run "$tmp/reg.ini" --db "$tmp/one.db" >/dev/null 2>&1
+"$NNBENCH" list --db "$tmp/one.db" --grep nomatch >"$tmp/out" 2>&1
+grep -q "(1 run in " "$tmp/out" && ok "list with no match of one run says '1 run'" || bad "list no match: $(cat "$tmp/out")"
+
 # ---- --profile-sort gflops: the GFLOP/s column, descending ------------------------------
 "$NNBENCH" run "$tmp/reg.ini" --no-db --profile --profile-sort gflops --profile-rows 0 >"$tmp/out" 2>&1; rc=$?
 [ $rc -eq 0 ] && ok "--profile-sort gflops accepted" || { bad "--profile-sort gflops: exit $rc"; cat "$tmp/out"; }
