@@ -75,7 +75,11 @@ int cmd_list(int argc, char **argv)
     store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
     if (status) {
         store_run_status st;
-        if (store_status_parse(status, &st)) { fprintf(stderr, "nnbench list: %s\n", cli_text(store_error())); return 2; }
+        if (store_status_parse(status, &st)) {
+            const char *names[STORE_RUN_N_STATUS];
+            for (int i = 0; i < STORE_RUN_N_STATUS; i++) names[i] = store_status_name((store_run_status)i);
+            return cli_value_error("list", "--status", status, names, STORE_RUN_N_STATUS);
+        }
         f.status = (int)st;
     }
     if (limit) {
@@ -468,10 +472,11 @@ int cmd_compare(int argc, char **argv)
     size_t nspec = (size_t)n_pos;
     int xmode = !strcmp(xaxis, "step") ? 0 : !strcmp(xaxis, "time") || !strcmp(xaxis, "wall") ? 1
               : !strcmp(xaxis, "hybrid_time") || !strcmp(xaxis, "hybrid") ? 2 : -1;
-    if (xmode < 0) { return cli_usage_error("compare", "--x wants step, time or hybrid_time, got '%s'", xaxis); }
+    static const char *const axes[] = { "step", "time", "hybrid_time" }, *const scales[] = { "linear", "log", "norm" };
+    if (xmode < 0) return cli_value_error("compare", "--x", xaxis, axes, 3);
     int xscale = !strcmp(xscale_s, "linear") ? TUI_X_LINEAR : !strcmp(xscale_s, "log") ? TUI_X_LOG
                : !strcmp(xscale_s, "norm") || !strcmp(xscale_s, "normalised") || !strcmp(xscale_s, "normalized") ? TUI_X_NORM : -1;
-    if (xscale < 0) { return cli_usage_error("compare", "--x-scale wants linear, log or norm, got '%s'", xscale_s); }
+    if (xscale < 0) return cli_value_error("compare", "--x-scale", xscale_s, scales, 3);
     double target = NAN;
     if (target_s) {
         char *end;
@@ -512,8 +517,11 @@ int cmd_compare(int argc, char **argv)
         size_t nk;
         fprintf(stderr, "nnbench compare: no run has metric '%s'", metric);
         if (!store_metric_keys(s, ids[0], &keys, &nk)) {
-            fprintf(stderr, "; run %lld has:", ids[0]);
+            const char *near = cli_suggest(metric, (const char *const *)keys, nk);
+            if (near) fprintf(stderr, "; did you mean '%s'?", near);
+            fprintf(stderr, " (run %lld has:", ids[0]);
             for (size_t k = 0; k < nk; k++) fprintf(stderr, " %s", keys[k]);
+            fprintf(stderr, ")");
             store_strings_free(keys, nk);
         }
         fprintf(stderr, "\n");

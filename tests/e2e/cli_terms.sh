@@ -52,6 +52,14 @@ db="$tmp/t.db"
 "$NNBENCH" list --db "$db" --sort durration >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && grep -q "did you mean 'duration'" "$tmp/err" && ok "list --sort durration: exit 2, did you mean 'duration'" \
     || { bad "list --sort durration: exit $rc"; cat "$tmp/err"; }
+for c in "list --status finshed:'finished'" "compare 1 --x tme:'time'" "compare 1 --x-scale lg:'log'" \
+         "compare 1 --metric tset_loss:'test_loss'"; do
+    args=${c%%:*}; want=${c#*:}
+    # shellcheck disable=SC2086
+    "$NNBENCH" $args --db "$db" >/dev/null 2>"$tmp/err"; rc=$?
+    [ $rc -eq 2 ] && grep -q "did you mean $want" "$tmp/err" && ok "$args: exit 2, did you mean $want" \
+        || { bad "$args: exit $rc"; cat "$tmp/err"; }
+done
 "$NNBENCH" show abc --db "$db" >/dev/null 2>"$tmp/err"; rc=$?
 [ $rc -eq 2 ] && ok "show abc exits 2" || bad "show abc exits $rc"
 "$NNBENCH" show 99 --db "$db" >/dev/null 2>"$tmp/err"; rc=$?
