@@ -125,10 +125,13 @@ void prof_summary_get(prof_t *p, prof_summary *s);
 /* Sort keys and groupings as the CLI spells them: "self", "total", "calls", "avg",
  * "flops", "bytes", "mem", "name"; "op", "layer", "phase", "scope". 0 ok, -1 unknown. */
 typedef enum { PROF_SORT_SELF, PROF_SORT_TOTAL, PROF_SORT_CALLS, PROF_SORT_AVG,
-               PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME, PROF_SORT_N } prof_sort;
+               PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME,
+               PROF_SORT_GFLOPS, /* the GFLOP/s column: flops / total time */
+               PROF_SORT_N } prof_sort;
 int prof_sort_parse(const char *s, prof_sort *out);
 const char *prof_sort_name(prof_sort s);   /* "self", ...; "?" out of range */
 int prof_group_parse(const char *s, prof_group *out);
+const char *prof_group_name(prof_group g); /* "scope", "op", ...; "?" out of range */
 /* The one sort order of op tables: by the key (numbers largest first), then name, then layer. */
 void prof_rows_sort(prof_row *rows, size_t n, prof_sort by);
 
@@ -170,6 +173,10 @@ typedef struct {
      * "self %" (prof_balance.self_s); NULL = self_total_ns for every row. Set by the caller. */
     const struct prof_balance *ranks;
 } prof_table;
+
+/* The profile's self time no row holds (grouped by op or layer: the time between ops; 0 by
+ * phase or scope, or split by rank): the table's "(other / between ops)" row. */
+double prof_table_rest_ns(const prof_table *t);
 
 /* Sets t over rows (not copied: they must outlive t). total_self_ns 0 = the sum of the
  * rows' self time; peak_gflops 0 = no calibration. */

@@ -42,7 +42,8 @@ const char *prof_fmt_bytes(char *b, size_t cap, double v)
 
 /* ---- sorting ------------------------------------------------------------------------- */
 
-static const char *const sort_names[PROF_SORT_N] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name" };
+static const char *const sort_names[PROF_SORT_N] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name",
+                                                     "gflops" };
 static const char *const group_names[] = { "scope", "op", "layer", "phase" };
 
 int prof_sort_parse(const char *s, prof_sort *out)
@@ -59,6 +60,11 @@ int prof_group_parse(const char *s, prof_group *out)
     for (size_t i = 0; s && i < sizeof group_names / sizeof *group_names; i++)
         if (!strcmp(s, group_names[i])) { *out = (prof_group)i; return 0; }
     return -1;
+}
+
+const char *prof_group_name(prof_group g)
+{
+    return (unsigned)g < sizeof group_names / sizeof *group_names ? group_names[g] : "?";
 }
 
 static int cmp_u64_desc(uint64_t a, uint64_t b) { return a < b ? 1 : a > b ? -1 : 0; }
@@ -80,6 +86,12 @@ static int row_cmp(const void *va, const void *vb, void *ctx)
     case PROF_SORT_FLOPS: c = cmp_u64_desc(a->flops, b->flops); break;
     case PROF_SORT_BYTES: c = cmp_u64_desc(a->bytes, b->bytes); break;
     case PROF_SORT_MEM: c = a->self_mem < b->self_mem ? 1 : a->self_mem > b->self_mem ? -1 : 0; break;
+    case PROF_SORT_GFLOPS: {
+        double x = a->total_ns ? (double)a->flops / (double)a->total_ns : 0;
+        double y = b->total_ns ? (double)b->flops / (double)b->total_ns : 0;
+        c = x < y ? 1 : x > y ? -1 : 0;
+        break;
+    }
     case PROF_SORT_NAME: case PROF_SORT_N: break;
     }
     if (!c) c = strcmp(a->name, b->name);
@@ -291,6 +303,50 @@ static void print_left_out(FILE *f, const int *dropped, size_t cols, const char 
     fputc('\n', f);
 }
 
+/* The whole profile's self time that no row of the table holds: grouped by op or layer,
+ * the time spent between ops (the phases' and the step's own time: the loop, the data wait,
+ * the optimizer's bookkeeping). A row of it makes the self % add up to 100. 0 when the rows
+ * hold it all (by phase or scope) or are split by rank. */
+double prof_table_rest_ns(const prof_table *t)
+{
+    if (t->ranks && t->ranks->ranks > 1) return 0;
+    double held = 0;
+    for (size_t i = 0; i < t->n; i++) held += (double)t->rows[i].self_ns;
+    double rest = t->self_total_ns - held;
+    return rest > 0.0005 * t->self_total_ns ? rest : 0;
+}
+
+#define REST_NAME "(other / between ops)"
+
+/* One line of the table; self_only: only name, self % and self (the rest row). */
+static void print_row(FILE *f, const prof_table *t, const prof_row *r, const unsigned char *show, const size_t *w,
+                      const char *indent, int self_only)
+{
+    char b[256];
+    int first = 1;
+    fputs(indent, f);
+    for (int c = 0; c < PROF_COL_N; c++) {
+        if (!show[c]) continue;
+        if (!first) fputc(' ', f);
+        first = 0;
+        int have = !self_only || c == PROF_COL_NAME || c == PROF_COL_SELF_PCT || c == PROF_COL_SELF;
+        put_cell(f, have ? prof_table_cell(t, r, (prof_col)c, b, sizeof b) : "", w[c], prof_cols[c].right);
+    }
+    fputc('\n', f);
+}
+
+/* The rest row: its name, self % and self time; the other columns are blank. */
+static void print_rest(FILE *f, const prof_table *t, const unsigned char *show, const size_t *w, const char *indent)
+{
+    double rest = prof_table_rest_ns(t);
+    if (rest <= 0) return;
+    prof_row r;
+    memset(&r, 0, sizeof r);
+    snprintf(r.name, sizeof r.name, "%s", REST_NAME);
+    r.self_ns = (uint64_t)rest;
+    print_row(f, t, &r, show, w, indent, 1);
+}
+
 void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name_max, const char *indent)
 {
     size_t shown = max_rows && max_rows < t->n ? max_rows : t->n;
@@ -306,6 +362,7 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
         if (w[c] < tw) w[c] = tw;
         show[c] = t->show[c];
     }
+    if (prof_table_rest_ns(t) > 0 && w[PROF_COL_NAME] < strlen(REST_NAME)) w[PROF_COL_NAME] = strlen(REST_NAME);
     for (size_t i = 0; i < shown; i++)
         for (int c = 0; c < PROF_COL_N; c++) {
             if (!show[c]) continue;
@@ -333,17 +390,8 @@ void prof_table_print(FILE *f, const prof_table *t, size_t max_rows, size_t name
     fputs(indent, f);
     for (size_t i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);
-    for (size_t i = 0; i < shown; i++) {
-        int first = 1;
-        fputs(indent, f);
-        for (int c = 0; c < PROF_COL_N; c++) {
-            if (!show[c]) continue;
-            if (!first) fputc(' ', f);
-            first = 0;
-            put_cell(f, prof_table_cell(t, &t->rows[i], (prof_col)c, b, sizeof b), w[c], prof_cols[c].right);
-        }
-        fputc('\n', f);
-    }
+    for (size_t i = 0; i < shown; i++) print_row(f, t, &t->rows[i], show, w, indent, 0);
+    print_rest(f, t, show, w, indent);
     fputs(indent, f);
     for (size_t i = 0; i < width; i++) fputc('-', f);
     fputc('\n', f);

@@ -6,8 +6,10 @@ each command, up to the next "$ " line or the end of the block, are its output a
 Every example is run (sh -c, in one scratch directory per page, in page order, so a page's
 later examples see the runs its earlier ones stored) and its real output compared with the
 shown one, *in shape*: the same lines with the same words, where every number may differ
-(timings, and losses on another BLAS core), so may absolute paths (a cache directory),
-braille chart cells are ignored, and a line
+(timings, and losses on another BLAS core) and so may its unit ("52 ms" = "2.1 s"), a word
+cut to fit a column ("DATA…" = "DATAS…") and absolute paths (a cache directory); of a
+chart's rows only the axis is compared (braille cells, marks and the number of x ticks
+follow the data), and a line
 "..." stands for any number of lines. So a renamed column, a lost table or a new line in
 the real output fails the check; a faster machine does not.
 
@@ -42,17 +44,59 @@ BRAILLE = re.compile("[\u2800-\u28ff]")
 TIMEOUT_S = 600
 
 
+# A unit printed apart from its number ("52 ms", "2.1 s", "7.1 MiB"): a duration or size
+# is one quantity whichever unit the machine's speed picked.
+UNITWORD = {"ns", "us", "µs", "ms", "s", "B", "KiB", "MiB", "GiB"}
+
+
+def word(t):
+    if NUMTOK.match(t):
+        return "#"
+    if t.startswith("/"):
+        return "<path>"
+    if t.endswith("…") and len(t) > 2:
+        # a word cut to fit a column: how much survives depends on the other columns'
+        # widths (numbers), so only its start is compared
+        return t[:2] + "…"
+    return t
+
+
 def shape(line):
-    """The words of a line with every number as '#' and braille chart cells dropped."""
+    """The words of a line with every number (and a unit after it) as '#', cut words by
+    their start, and braille chart cells dropped."""
     line = BRAILLE.sub(" ", line)
-    return " ".join("#" if NUMTOK.match(t) else "<path>" if t.startswith("/") else t
-                    for t in line.split())
+    axis = re.match(r"^([^┤│└]*)([┤│└])", line)
+    if axis:
+        # a row of a text chart: the plotted marks follow the data; only the axis label
+        # (a number) and the axis are compared
+        return shape(axis.group(1)) + " " + axis.group(2)
+    out = []
+    for t in line.split():
+        w = word(t)
+        bare = t.rstrip(",;)")
+        if bare in UNITWORD and out and out[-1] == "#":
+            out[-1] = "#" + t[len(bare):]   # "3.01 ms," = "834 us,"
+            continue
+        out.append(w)
+    return " ".join(out)
+
+
+def shapes(lines):
+    """shape() of each line; the tick labels under a chart's x axis (the line after the
+    one with └) as one '#' for all their numbers: how many ticks fit follows the data."""
+    out = []
+    for i, x in enumerate(lines):
+        sh = shape(x)
+        if i and "└" in lines[i - 1]:
+            sh = re.sub(r"# (?:# )*", "# ", sh + " ").strip()
+        out.append(sh)
+    return out
 
 
 def matches(shown, real):
     """shown (with '...' lines) against real, line shapes; returns None or the first mismatch."""
-    want = [shape(x) for x in shown]
-    got = [shape(x) for x in real]
+    want = shapes(shown)
+    got = shapes(real)
 
     def walk(i, j):
         while i < len(want):

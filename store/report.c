@@ -352,9 +352,14 @@ static void json_metrics(prof_json *j, const rep_run *x)
 static void json_ops(prof_json *j, const rep_run *x)
 {
     prof_json_key(j, "ops");
+    store_op_rows_json(j, x->ops, x->n_ops);
+}
+
+void store_op_rows_json(prof_json *j, const store_op_row *ops, size_t n)
+{
     prof_json_array(j);
-    for (size_t i = 0; i < x->n_ops; i++) {
-        const store_op_row *o = &x->ops[i];
+    for (size_t i = 0; i < n; i++) {
+        const store_op_row *o = &ops[i];
         prof_json_object(j);
         prof_json_kstr(j, "name", o->name);
         prof_json_kstr(j, "layer", o->layer);
@@ -1166,6 +1171,43 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     store_diff_free(d);
     store_compare_free(c);
     return store_output_close(&out, st);
+}
+
+int store_report_json(store *s, const long long *ids, size_t n, FILE *f)
+{
+    if (!n) return store_fail(STORE_EINVAL, "no runs to report");
+    rep_run *rr = NULL;
+    store_compare *c = NULL;
+    store_diff *d = NULL;
+    int st = rep_load(s, ids, n, &rr);
+    if (!st && n == 2) {
+        store_cmp_opts co = { .target = NAN };
+        if (!(st = store_compare_load(s, ids, n, &co, &c))) st = store_diff_load(s, c, 0, 1, &d);
+    }
+    if (!st) write_json(f, s->path, rr, n, d);
+    if (rr) rep_free(rr, n);
+    store_diff_free(d);
+    store_compare_free(c);
+    if (!st && (fflush(f) || ferror(f))) st = store_fail(STORE_EIO, "writing the JSON: %s", strerror(errno));
+    return st;
+}
+
+void store_runs_json(const char *db_path, const store_run *runs, size_t n, FILE *f)
+{
+    prof_json j;
+    prof_json_begin(&j, f, 0);
+    prof_json_object(&j);
+    prof_json_kstr(&j, "database", db_path);
+    prof_json_key(&j, "runs");
+    prof_json_array(&j);
+    for (size_t i = 0; i < n; i++) {
+        prof_json_object(&j);
+        json_run_row(&j, &runs[i]);
+        prof_json_close(&j);
+    }
+    prof_json_close(&j);
+    prof_json_close(&j);
+    prof_json_end(&j);
 }
 
 /* `nnbench export`: the CSV report alone, through the same safe output file. */

@@ -320,6 +320,10 @@ typedef struct {
     int all_keys;             /* config: every key, not only those that differ */
     const char *metric;       /* NULL/"train_loss": none; else a "KEY final / best" row */
     double target;            /* NAN: each run's target_loss on train_loss; else on metric */
+    /* One run, without all_keys: the config keys to show, those not at their default (the
+     * caller knows which: the store does not know the engine's defaults). NULL: every key. */
+    const char *const *set_keys;
+    size_t n_set_keys;
 } store_cmp_opts;
 
 typedef struct {
@@ -348,6 +352,7 @@ typedef struct {
     char kernels_note[160];
     store_cmp_row *rows;
     size_t n_rows;
+    int config_set_only;      /* the config rows are one run's keys not at their default */
 } store_compare;
 
 /* Loads the runs and builds the rows. o may be NULL. Free with store_compare_free. */
@@ -514,6 +519,13 @@ int store_quant_ops_get(store *s, long long quant, store_quant_op **ops, size_t 
  * long format: run,name,variant,key,step,epoch,wall,hybrid,value). STORE_EINVAL for an
  * unknown extension, STORE_EIO when the file cannot be written. */
 int store_report_write(store *s, const long long *ids, size_t n, const char *path);
+/* The JSON of store_report_write (everything stored about the runs; with two runs also
+ * their op diff), to an open stream: show --json, compare --json. */
+int store_report_json(store *s, const long long *ids, size_t n, FILE *f);
+/* Op rows as a JSON array into j, every field (the report's "ops"; run --json --profile). */
+void store_op_rows_json(prof_json *j, const store_op_row *ops, size_t n);
+/* The runs' rows (no series) as {"database": ..., "runs": [...]}: list --json. */
+void store_runs_json(const char *db_path, const store_run *runs, size_t n, FILE *f);
 /* The CSV of store_report_write, to an open stream. */
 int store_report_csv(store *s, const long long *ids, size_t n, FILE *f);
 /* The same CSV to path, whatever its extension (`nnbench export`), as below. */

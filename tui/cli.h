@@ -117,6 +117,9 @@ int cli_option_at(const cli_spec *sp, int argc, char **argv, const char *name);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The candidate closest to word if it is a likely typo (or a unique prefix), else NULL. */
 const char *cli_suggest(const char *word, const char *const *cands, size_t n);
+/* An option's value that is none of cands: says so on stderr with "did you mean" and the
+ * choices; returns 2 (usage). */
+int cli_value_error(const char *cmd, const char *opt, const char *got, const char *const *cands, size_t n);
 
 /* The command table (cmd_help.c). */
 typedef struct {

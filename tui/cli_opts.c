@@ -45,6 +45,17 @@ const char *cli_suggest(const char *word, const char *const *cands, size_t n)
     return pick && best <= limit ? pick : NULL;
 }
 
+int cli_value_error(const char *cmd, const char *opt, const char *got, const char *const *cands, size_t n)
+{
+    const char *s = cli_suggest(got, cands, n);
+    fprintf(stderr, "nnbench %s: %s: unknown value '%s'", cmd, opt, got);
+    if (s) fprintf(stderr, "; did you mean '%s'?", s);
+    fprintf(stderr, " (one of:");
+    for (size_t i = 0; i < n; i++) fprintf(stderr, " %s", cands[i]);
+    fprintf(stderr, ")\n");
+    return 2;
+}
+
 static int takes_value(const cli_opt *o) { return o->kind == CLI_VALUE || o->kind == CLI_CALL; }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

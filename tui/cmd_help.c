@@ -196,6 +196,29 @@ static void roff_text(FILE *f, const char *s)
     }
 }
 
+/* Every variable nnbench reads (tests/e2e/cli_terms.sh checks the list against the source's
+ * getenv calls): the man page's ENVIRONMENT. */
+static const char *const environment[][2] = {
+    { "NNBENCH_DB", "the database when --db is not given (default ./nnbench.db)" },
+    { "NNBENCH_CACHE_DIR", "where the data cache and the GEMM backend choices are kept "
+                           "(else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench)" },
+    { "NNBENCH_SAMPLES", "where the workbench's New run looks for experiment files after ./samples" },
+    { "NNBENCH_ISA", "generic, avx2 or avx512: the kernel path of nnbench's own kernels (default: the best "
+                     "this CPU has)" },
+    { "NNBENCH_OPENBLAS_SELECT", "off keeps OpenBLAS's core as loaded; force measures the candidates again, even "
+                                 "when OPENBLAS_CORETYPE is set" },
+    { "NNBENCH_OPENBLAS_CANDIDATES", "the OpenBLAS cores measured at start (comma-separated)" },
+    { "NNBENCH_OPENBLAS_CHOSE", "set by nnbench itself when it re-executes with the core it chose" },
+    { "NNBENCH_PAPI_DISABLE", "PAPI components to disable before PAPI starts (perf_event, ...)" },
+    { "NNBENCH_GEMM_PROBE", "internal: makes the process a GEMM probe child" },
+    { "NNBENCH_GEMM_FAIL", "tests: makes a GEMM backend's check fail (onednn, onednn:crash)" },
+    { "NNBENCH_TEST_HOLD_RESUME", "tests: holds a resume between its checks (PATH.held, then waits for PATH)" },
+    { "OPENBLAS_CORETYPE", "OpenBLAS's kernel core; set, nnbench keeps it (see NNBENCH_OPENBLAS_SELECT)" },
+    { "OPENBLAS_NUM_THREADS", "GEMM threads when train.threads = 0" },
+    { "NO_COLOR", "monochrome output and workbench" },
+    { "COLUMNS", "the width of tables when the output is not a terminal (default 100)" },
+};
+
 static void man_page(FILE *f)
 {
     fprintf(f, ".TH NNBENCH 1 \"\" \"nnbench %s\" \"User Commands\"\n", NNBENCH_VERSION);
@@ -216,9 +239,13 @@ static void man_page(FILE *f)
         free(t);
         fputs(".fi\n", f);
     }
-    fputs(".SH ENVIRONMENT\n.TP\n.B NNBENCH_DB\nthe database when \\fB\\-\\-db\\fR is not given "
-          "(default \\fI./nnbench.db\\fR)\n.TP\n.B NO_COLOR\nmonochrome output and workbench\n"
-          ".SH EXIT STATUS\n0 success; 1 a run failed or diverged, or the database refused; "
+    fputs(".SH ENVIRONMENT\n", f);
+    for (size_t i = 0; i < sizeof environment / sizeof *environment; i++) {
+        fprintf(f, ".TP\n.B %s\n", environment[i][0]);
+        roff_text(f, environment[i][1]);
+        fputs("\n", f);
+    }
+    fputs(".SH EXIT STATUS\n0 success; 1 a run failed or diverged, or the database refused; "
           "2 bad usage or configuration; 128+N stopped by signal N (130 for Ctrl\\-C).\n"
           ".SH SEE ALSO\nThe documentation in the docs/ folder of the source: experiments, data, "
           "engine, profiling, store, qnewton, workbench, performance, testing, architecture.\n", f);
@@ -240,6 +267,10 @@ static void bash_completion(FILE *f)
           "    fi\n"
           "    case $prev in\n"
           "        --db|-o|--report|--trace) COMPREPLY=( $(compgen -f -- \"$cur\") ); return ;;\n"
+          "        --set) compopt -o nospace 2>/dev/null; COMPREPLY=( $(compgen -W \"", f);
+    /* the config keys as KEY=, from the one key table */
+    for (size_t i = 0; eng_key_docs[i].key; i++) fprintf(f, "%s%s=", i ? " " : "", eng_key_docs[i].key);
+    fputs("\" -- \"$cur\") ); return ;;\n"
           "    esac\n"
           "    local opts=\n"
           "    case $cmd in\n", f);
@@ -258,6 +289,17 @@ static void bash_completion(FILE *f)
           "        COMPREPLY=( $(compgen -W \"$opts\" -- \"$cur\") )\n"
           "    elif [ \"$cmd\" = run ]; then\n"
           "        COMPREPLY=( $(compgen -f -X '!*.ini' -- \"$cur\") $(compgen -d -- \"$cur\") )\n"
+          "    else\n"
+          "        case $cmd in\n"
+          "        show|compare|diff|solves|report|export|delete|project|resume|eval|quantize|export-model)\n"
+          "            # run ids of the database named on the line (--db), else the default one\n"
+          "            local db= i\n"
+          "            for ((i = 1; i < COMP_CWORD; i++)); do\n"
+          "                [ \"${COMP_WORDS[i]}\" = --db ] && db=${COMP_WORDS[i+1]}\n"
+          "            done\n"
+          "            COMPREPLY=( $(compgen -W \"last $(nnbench list ${db:+--db \"$db\"} 2>/dev/null |\n"
+          "                awk '$1 ~ /^[0-9]+$/ { print $1 }')\" -- \"$cur\") ) ;;\n"
+          "        esac\n"
           "    fi\n"
           "}\n"
           "complete -o filenames -F _nnbench nnbench\n", f);

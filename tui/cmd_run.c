@@ -33,8 +33,8 @@ void cmd_run_help(FILE *f)
         "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
         "  --no-db               do not store the runs\n"
         "  --profile             profile every op; print a table after each variant\n"
-        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name\n"
-        "                        (default self)\n"
+        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name, gflops\n"
+        "                        (default self; gflops = the GFLOP/s column)\n"
         "  --profile-rows N      rows of the profile table (default 25, 0 = all)\n"
         "  --profile-by G        op, layer, phase, scope (default op)\n"
         "  --trace FILE.json     write a Chrome trace (Perfetto) of a window of steps\n"
@@ -148,6 +148,8 @@ typedef struct {
     int threads;
     double target;
     long long run_id;
+    prof_row *ops;    /* --json --profile: the op table, as printed (by --profile-by, sorted) */
+    size_t n_ops;
 } row;
 
 static const char *opt_name(eng_optimizer o)
@@ -156,8 +158,10 @@ static const char *opt_name(eng_optimizer o)
     return (unsigned)o < 5 ? n[o] : "?";
 }
 
-/* The summary after a run, in 80 columns: one table of results, and one of the clocks
- * when there is a target or a Newton run. Formats of store.h (the same as list, compare,
+/* The summary after a run, in 80 columns: one table of results (the test loss for every
+ * run, so a regression run has its test metric too, and the training throughput), and one
+ * of the clocks when there is a target or a Newton run. The optimizer is left to list and
+ * compare: with it the row would not fit. Formats of store.h (the same as list, compare,
  * reports and the workbench). */
 static void print_table(const row *rows, size_t n)
 {
@@ -168,22 +172,31 @@ static void print_table(const row *rows, size_t n)
     }
     int wv = 7;
     for (size_t i = 0; i < n; i++) if ((int)strlen(rows[i].variant) > wv) wv = (int)strlen(rows[i].variant);
-    if (wv > 16) wv = 16;
+    int cap = cli_term_width() - 1 - 67; /* the other columns take 67 */
+    cap = cap < 12 ? 12 : cap > 32 ? 32 : cap;
+    if (wv > cap) wv = cap;
     int utf8 = cli_use_utf8();
     char v[96];
     tui_fit("variant", wv, 0, utf8, v, sizeof v);
-    printf("%s  %-8s  %-11s  %6s  %9s  %8s  %8s\n", v, "optim.", "status", "steps", "loss", "test acc", "wall");
+    printf("%s  %-11s %6s %9s %9s %8s %9s %7s\n", v, "status", "steps", "loss", "test loss", "test acc", "samples/s",
+           "wall");
     for (size_t i = 0; i < n; i++) {
         const row *r = &rows[i];
         const eng_run_result *s = &r->res;
-        char fl[32], acc[32], t[32];
+        char fl[32], tl[32], acc[32], sps[32], t[32];
         prof_fmt_num(fl, sizeof fl, r->created ? s->final_train_loss : NAN);
+        prof_fmt_num(tl, sizeof tl, r->created ? s->final_test_loss : NAN);
         prof_fmt_num(acc, sizeof acc, r->created ? s->final_test_acc : NAN);
+        if (r->created && isfinite(s->samples_per_s) && s->samples_per_s > 0)
+            snprintf(sps, sizeof sps, "%.0f", s->samples_per_s);
+        else snprintf(sps, sizeof sps, "-");
         prof_fmt_duration(t, sizeof t, r->created ? s->wall_s : NAN);
         tui_fit_middle(r->variant, wv, 0, utf8, v, sizeof v);
-        printf("%s  %-8.8s  %-11s  %6ld  %9s  %8s  %8s\n", v, r->optimizer, eng_run_status_name(r->status),
-               r->created ? s->steps : 0L, fl, acc, t);
+        printf("%s  %-11s %6ld %9s %9s %8s %9s %7s\n", v, eng_run_status_name(r->status), r->created ? s->steps : 0L,
+               fl, tl, acc, sps, t);
     }
+    int world = eng_dist_world();
+    if (world > 1) printf("ran data-parallel on %d MPI ranks (samples/s counts rank 0's share of each batch)\n", world);
     if (!any_newton && !any_target) return;
     /* Clocks: (sim) marks the simulated ones, as everywhere. */
     tui_fit("variant", wv, 0, utf8, v, sizeof v);
@@ -256,6 +269,10 @@ static void print_json(const eng_experiment *ex, const row *rows, size_t n, int 
         json_num(&j, "quantum_solves", r->created ? (double)s->quantum_solves : na);
         json_num(&j, "kappa_first", r->created ? s->kappa_first : na);
         json_num(&j, "kappa_last", r->created ? s->kappa_last : na);
+        if (r->ops) {
+            prof_json_key(&j, "ops");
+            store_op_rows_json(&j, r->ops, r->n_ops);
+        }
         prof_json_close(&j);
     }
     prof_json_close(&j);
@@ -327,7 +344,7 @@ typedef struct {
     int any_failed, any_config;
     progress *pr;
     FILE *side;
-    int profile;
+    int profile, json;
     const char *trace;
     long trace_a, trace_b;
     prof_group pgroup;
@@ -430,6 +447,7 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
             fprintf(c->side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, c->prof_by_s, c->prof_sort_s);
             prof_print_table(c->side, prow, pn, &sum, c->psort, (size_t)c->prof_rows_n);
             fprintf(c->side, "\n");
+            if (c->json && !r->ops) { r->ops = prow; r->n_ops = pn; prow = NULL; }
             free(prow);
         } else {
             fprintf(stderr, "variant %s: profile: %s\n", r->variant, cli_text(prof_error()));
@@ -557,11 +575,15 @@ static int run_parse(int argc, char **argv, run_opts *o, prof_sort *psort, prof_
             fprintf(stderr, "nnbench run: which experiment file? usage: nnbench run FILE (see nnbench run --help)\n");
         else if (n_pos > 1)
             fprintf(stderr, "nnbench run: one experiment file at a time (got '%s' and '%s')\n", argv[1], argv[2]);
-        else if (prof_sort_parse(o->prof_sort_s, psort))
-            fprintf(stderr, "nnbench run: --profile-sort: expected self, total, calls, avg, flops, bytes, mem or name, got '%s'\n",
-                    o->prof_sort_s);
-        else if (prof_group_parse(o->prof_by_s, pgroup))
-            fprintf(stderr, "nnbench run: --profile-by: expected op, layer, phase or scope, got '%s'\n", o->prof_by_s);
+        else if (prof_sort_parse(o->prof_sort_s, psort)) {
+            const char *names[PROF_SORT_N];
+            for (int i = 0; i < PROF_SORT_N; i++) names[i] = prof_sort_name((prof_sort)i);
+            cli_value_error("run", "--profile-sort", o->prof_sort_s, names, PROF_SORT_N);
+        } else if (prof_group_parse(o->prof_by_s, pgroup)) {
+            const char *names[] = { prof_group_name(PROF_BY_OP), prof_group_name(PROF_BY_LAYER),
+                                    prof_group_name(PROF_BY_PHASE), prof_group_name(PROF_BY_SCOPE) };
+            cli_value_error("run", "--profile-by", o->prof_by_s, names, 4);
+        }
         else if (o->report && o->no_db)
             fprintf(stderr, "nnbench run: --report reads the stored runs; it cannot be used with --no-db\n");
         else
@@ -634,7 +656,7 @@ static int run_train(run_opts *o, prof_sort psort, prof_group pgroup, eng_experi
     eng_sink pr_sink = { .ud = &pr, .run_begin = pr_begin, .metric = pr_metric,
                          .progress = pr_progress, .run_end = pr_end };
     FILE *side = o->json ? stderr : stdout; /* stdout carries only JSON under --json */
-    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = o->profile, .trace = o->trace,
+    run_ctx rc_ = { .rows = rows, .ids = ids, .pr = &pr, .side = side, .profile = o->profile, .json = o->json, .trace = o->trace,
                     .trace_a = o->trace_a, .trace_b = o->trace_b, .pgroup = pgroup, .psort = psort,
                     .prof_by_s = o->prof_by_s, .prof_sort_s = o->prof_sort_s, .prof_rows_n = o->prof_rows_n,
                     .db_path = db_path, .has_db = db_sink != NULL, .n_variants = ex->n_variants };
@@ -650,6 +672,7 @@ static int run_train(run_opts *o, prof_sort psort, prof_group pgroup, eng_experi
     else print_table(rows, rc_.n_rows);
     fflush(stdout);
     code = run_finish(o, db_sink, db_path, ids, rc_.n_ids, side, code);
+    for (size_t i = 0; i < rc_.n_rows; i++) free(rows[i].ops);
     free(rows);
     free(ids);
     return code;

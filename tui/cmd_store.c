@@ -41,7 +41,7 @@ static void run_name(const store_run *r, char *b, size_t cap)
 /* ---- list -------------------------------------------------------------------------- */
 
 static const char list_help[] =
-    "usage: nnbench list [--status S] [--grep TEXT] [--sort COLUMN] [--desc] [--limit N] [--db PATH]\n\n"
+    "usage: nnbench list [--status S] [--grep TEXT] [--sort COLUMN] [--desc] [--limit N] [--json] [--db PATH]\n\n"
     "One row per stored run: id, name/variant, status, optimizer, dataset, final train loss,\n"
     "best test accuracy, duration and start time, fitted to the terminal's width (names cut\n"
     "in the middle; the last columns go first).\n\n"
@@ -50,15 +50,17 @@ static const char list_help[] =
     "  --sort COLUMN   id name variant status optimizer dataset loss acc duration started\n"
     "                  steps samples_per_s (default id); --desc reverses\n"
     "  --limit N       at most N rows (without --sort: the newest N)\n"
+    "  --json          the runs' stored rows as JSON (every field, no table)\n"
     "  --db PATH       the database (default $NNBENCH_DB or ./nnbench.db)\n";
 
 void cmd_list_help(FILE *f) { fputs(list_help, f); }
 
-typedef struct { const char *db, *status, *grep, *sort, *limit; int desc; } list_opts;
+typedef struct { const char *db, *status, *grep, *sort, *limit; int desc, json; } list_opts;
 static const cli_opt list_opt[] = {
     CLI_OPT_VALUE("--db", NULL, list_opts, db), CLI_OPT_VALUE("--status", NULL, list_opts, status),
     CLI_OPT_VALUE("--grep", NULL, list_opts, grep), CLI_OPT_VALUE("--sort", NULL, list_opts, sort),
     CLI_OPT_VALUE("--limit", NULL, list_opts, limit), CLI_OPT_FLAG("--desc", NULL, list_opts, desc),
+    CLI_OPT_FLAG("--json", NULL, list_opts, json),
 };
 const cli_spec cmd_list_spec = { "list", cmd_list_help, list_opt, CLI_N(list_opt) };
 
@@ -73,7 +75,11 @@ int cmd_list(int argc, char **argv)
     store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
     if (status) {
         store_run_status st;
-        if (store_status_parse(status, &st)) { fprintf(stderr, "nnbench list: %s\n", cli_text(store_error())); return 2; }
+        if (store_status_parse(status, &st)) {
+            const char *names[STORE_RUN_N_STATUS];
+            for (int i = 0; i < STORE_RUN_N_STATUS; i++) names[i] = store_status_name((store_run_status)i);
+            return cli_value_error("list", "--status", status, names, STORE_RUN_N_STATUS);
+        }
         f.status = (int)st;
     }
     if (limit) {
@@ -82,14 +88,15 @@ int cmd_list(int argc, char **argv)
         if (*end || f.limit <= 0) return cli_usage_error("list", "--limit wants a positive number, got '%s'", limit);
     }
     if (sort) {
+        size_t nc = 0;
         int ok = 0;
-        for (int i = 0; store_sort_columns[i]; i++) ok |= !strcasecmp(sort, store_sort_columns[i]);
-        if (!ok) return cli_usage_error("list", "unknown sort column '%s' (id name variant status optimizer "
-                                    "dataset loss acc duration started steps samples_per_s)", sort);
+        for (; store_sort_columns[nc]; nc++) ok |= !strcasecmp(sort, store_sort_columns[nc]);
+        if (!ok) return cli_value_error("list", "--sort", sort, store_sort_columns, nc);
     }
     const char *path = cli_db_path(db);
     store *s;
     rc = store_open(path, 0, &s);
+    if (rc == STORE_ENOTFOUND && o.json) { store_runs_json(path, NULL, 0, stdout); return 0; }
     if (rc == STORE_ENOTFOUND) {
         printf("No runs yet: %s %s.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
                path, access(path, F_OK) ? "does not exist" : "holds no nnbench runs", db ? " --db " : "", db ? db : "");
@@ -111,10 +118,11 @@ int cmd_list(int argc, char **argv)
     long long total = 0;
     store_run_count(s, &total);
     store_close(s);
+    if (o.json) { store_runs_json(path, runs, n, stdout); free(runs); return 0; }
     if (!n) {
         if (!total) printf("No runs in %s yet.\nMake one with:  nnbench run samples/spirals-mlp.ini%s%s\n",
                            path, db ? " --db " : "", db ? db : "");
-        else printf("No run matches (%lld runs in %s).\n", total, path);
+        else printf("No run matches (%lld run%s in %s).\n", total, total == 1 ? "" : "s", path);
         free(runs);
         return 0;
     }
@@ -122,10 +130,10 @@ int cmd_list(int argc, char **argv)
      * the middle; other columns shrink, then drop from the right. */
     enum { NC = 9 };
     static const char *const head[NC] = { "ID", "NAME/VARIANT", "STATUS", "OPTIMIZER", "DATASET",
-                                          "LOSS", "ACC", "DURATION", "STARTED" };
+                                          "LOSS", "BEST ACC", "DURATION", "STARTED" };
     static const int right[NC] = { 1, 0, 0, 0, 0, 1, 1, 1, 0 };
-    /* 0: never shrunk (numbers are not cut); 80 columns: 2+22+8+6+5+9+5+8 and gaps */
-    static const int mins[NC] = { 0, 22, 8, 6, 5, 0, 0, 0, 16 };
+    /* 0: never shrunk (numbers are not cut); 80 columns: 2+19+8+6+5+9+8+8 and gaps */
+    static const int mins[NC] = { 0, 19, 8, 6, 5, 0, 0, 0, 16 };
     char (*cells)[NC][200] = malloc(n * sizeof *cells);
     if (!cells) { free(runs); fprintf(stderr, "nnbench: out of memory\n"); return 1; }
     tui_col cols[NC];
@@ -148,7 +156,7 @@ int cmd_list(int argc, char **argv)
     }
     for (int c = 0; c < NC; c++) cols[c].min = mins[c] && mins[c] < cols[c].want ? mins[c] : cols[c].want;
     int w[NC];
-    /* Whole names while up to the duration fits; else names cut to 22 cells. */
+    /* Whole names while up to the duration fits; else names cut to 19 cells. */
     int full = cols[1].want < 40 ? cols[1].want : 40;
     cols[1].min = full;
     int vis = tui_table_layout(cols, NC, cli_term_width() - 1, 2, w);
@@ -183,10 +191,11 @@ int cmd_list(int argc, char **argv)
 /* ---- show -------------------------------------------------------------------------- */
 
 static const char show_help[] =
-    "usage: nnbench show RUN [--db PATH] [--ops N]\n\n"
+    "usage: nnbench show RUN [--db PATH] [--ops N] [--json]\n\n"
     "Everything about one run: config (resolved keys), system, final and best metrics, the top\n"
     "ops by self time (--ops N rows, default 10) and the Newton solver summary if any.\n"
-    "RUN is an id from nnbench list, or 'last'.\n";
+    "RUN is an id from nnbench list, or 'last'. --json: everything stored about the run\n"
+    "(config, system, metric series, ops, profile, solver events) as the JSON report has it.\n";
 
 void cmd_show_help(FILE *f) { fputs(show_help, f); }
 
@@ -226,8 +235,57 @@ static void print_ops(store *s, long long id, const store_op_row *ops, size_t n,
     if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
 }
 
-typedef struct { const char *db, *ops; } show_opts;
-static const cli_opt show_opt[] = { CLI_OPT_VALUE("--db", NULL, show_opts, db), CLI_OPT_VALUE("--ops", NULL, show_opts, ops) };
+/* Which of a stored run's resolved keys are not defaults: set[i] = 1 when its file, its
+ * variant or --set gave params[i] (a stored value the file alone does not resolve to). The
+ * file is read again from the text stored with the run. 0 ok; -1 when that text no longer
+ * loads (set[] then all 1). */
+static int config_set_keys(store *s, long long run, const store_kv *params, size_t n, int *set)
+{
+    for (size_t i = 0; i < n; i++) set[i] = 1;
+    store_run r;
+    store_run_init(&r);
+    eng_experiment *ex = NULL;
+    int rc = -1;
+    if (!store_run_get(s, run, &r) && r.exp_text &&
+        !eng_experiment_load_text(r.exp_path, r.exp_text, NULL, 0, &ex) &&
+        (!r.variant[0] || !eng_experiment_select(ex, r.variant)) && ex->n_variants == 1) {
+        const eng_config *cfg = &ex->variants[0];
+        for (size_t i = 0; i < n; i++) {
+            const eng_kv *kv = NULL;
+            for (size_t k = 0; k < cfg->n_kv && !kv; k++)
+                if (!strcmp(cfg->kv[k].key, params[i].key)) kv = &cfg->kv[k];
+            /* line 0: the key's default; a stored value the file does not give: --set */
+            set[i] = !kv || kv->line != 0 || strcmp(kv->value, params[i].value) != 0;
+        }
+        rc = 0;
+    }
+    eng_experiment_free(ex);
+    store_run_clear(&r);
+    return rc;
+}
+
+/* The resolved keys, those the file, its variant or --set gave first (marked *), then the
+ * defaults: a run sets a dozen of its ~120 keys. */
+static void print_config(store *s, long long id, const store_kv *params, size_t np)
+{
+    int *set = calloc(np ? np : 1, sizeof *set);
+    if (!set) { fprintf(stderr, "nnbench: out of memory\n"); return; }
+    int known = !config_set_keys(s, id, params, np, set);
+    size_t n_set = 0;
+    for (size_t i = 0; i < np; i++) n_set += (size_t)set[i];
+    if (known) printf("\nconfig (* set by the file, its variant or --set: %zu of %zu keys; then the defaults)\n", n_set, np);
+    else printf("\nconfig (the stored file no longer loads: defaults cannot be told apart)\n");
+    for (int pass = 1; pass >= 0; pass--)
+        for (size_t i = 0; i < np; i++)
+            if (set[i] == pass)
+                printf("%s %-32s %s\n", known && pass ? "*" : " ", cli_text(params[i].key), cli_text(params[i].value));
+    if (!np) printf("  (no keys stored)\n");
+    free(set);
+}
+
+typedef struct { const char *db, *ops; int json; } show_opts;
+static const cli_opt show_opt[] = { CLI_OPT_VALUE("--db", NULL, show_opts, db), CLI_OPT_VALUE("--ops", NULL, show_opts, ops),
+                                    CLI_OPT_FLAG("--json", NULL, show_opts, json) };
 const cli_spec cmd_show_spec = { "show", cmd_show_help, show_opt, CLI_N(show_opt) };
 
 int cmd_show(int argc, char **argv)
@@ -251,7 +309,19 @@ int cmd_show(int argc, char **argv)
     char **keys = NULL;
     store_op_row *ops = NULL;
     store_solver_event *ev = NULL;
-    if (store_run_resolve(s, spec, &id) || store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
+    int rrc = store_run_resolve(s, spec, &id);
+    if (rrc) {
+        /* 'abc' is a usage error (2); a well-formed id that is not stored is not (1) */
+        fprintf(stderr, "nnbench show: %s\n", cli_text(store_error()));
+        code = rrc == STORE_EINVAL ? 2 : 1;
+        goto out;
+    }
+    if (o.json) {
+        if (store_report_json(s, &id, 1, stdout)) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        else code = 0;
+        goto out;
+    }
+    if (store_run_get(s, id, &r) || store_params_get(s, id, &params, &np) ||
         store_sysinfo_get(s, id, &sys, &ns) || store_metric_keys(s, id, &keys, &nk) ||
         store_op_stats_get(s, id, 0, &ops, &nops) || store_solver_events_get(s, id, &ev, &nev)) {
         fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
@@ -272,9 +342,7 @@ int cmd_show(int argc, char **argv)
     else printf("  model     %s  [%lld params]\n", r.model[0] ? cli_text(r.model) : "-", r.n_params);
     printf("  data      %s  (%d train / %d test)\n", r.dataset[0] ? cli_text(r.dataset) : "-", r.n_train, r.n_test);
 
-    printf("\nconfig\n");
-    for (size_t i = 0; i < np; i++) printf("  %-32s %s\n", cli_text(params[i].key), cli_text(params[i].value));
-    if (!np) printf("  (no keys stored)\n");
+    print_config(s, id, params, np);
     printf("\nsystem\n");
     for (size_t i = 0; i < ns; i++) printf("  %-32s %s\n", cli_text(sys[i].key), cli_text(sys[i].value));
     if (!ns) printf("  (nothing stored)\n");
@@ -338,7 +406,7 @@ out:
 static const char compare_help[] =
     "usage: nnbench compare RUN RUN... | --last-batch  [--metric KEY] [--x step|time|hybrid_time]\n"
     "                       [--x-scale linear|log|norm] [--target V] [--all-keys] [--height N]\n"
-    "                       [--no-color] [--db PATH]\n\n"
+    "                       [--no-color] [--json] [--db PATH]\n\n"
     "A side-by-side table, one column per run (the same rows and words as the workbench's\n"
     "Compare screen and the reports): results; wall time, quantum time (simulated), hybrid\n"
     "time (simulated) and steps / time to the target on both clocks; the config keys that\n"
@@ -350,7 +418,9 @@ static const char compare_help[] =
     "                a 72 ms run and a 3 s run both span the chart\n"
     "  --target V    steps/time until the metric first reaches V (<= for losses, >= otherwise);\n"
     "                default: each run's experiment target_loss for train_loss\n"
-    "  --no-color    no colours (also NO_COLOR): series told apart by marker glyphs\n";
+    "  --no-color    no colours (also NO_COLOR): series told apart by marker glyphs\n"
+    "  --json        everything stored about the runs as JSON (the JSON report; two runs: their\n"
+    "                op diff too) instead of the table and chart\n";
 
 void cmd_compare_help(FILE *f) { fputs(compare_help, f); }
 
@@ -361,13 +431,32 @@ static const char *metric_alias(const char *m)
     return m;
 }
 
-typedef struct { const char *db, *metric, *x, *target, *height, *x_scale; int all_keys, last_batch, no_color; } compare_opts;
+/* The keys of run id not at their default (pointers into *params, which the caller frees
+ * with the result), or NULL when they cannot be told (compare then shows every key). */
+static const char **one_run_set_keys(store *s, long long id, store_kv **params, size_t *n_set)
+{
+    size_t np = 0;
+    *n_set = 0;
+    if (store_params_get(s, id, params, &np)) return NULL;
+    int *set = calloc(np ? np : 1, sizeof *set);
+    const char **keys = calloc(np ? np : 1, sizeof *keys);
+    if (set && keys && !config_set_keys(s, id, *params, np, set)) {
+        for (size_t i = 0; i < np; i++) if (set[i]) keys[(*n_set)++] = (*params)[i].key;
+    } else {
+        free(keys);
+        keys = NULL;
+    }
+    free(set);
+    return keys;
+}
+
+typedef struct { const char *db, *metric, *x, *target, *height, *x_scale; int all_keys, last_batch, no_color, json; } compare_opts;
 static const cli_opt compare_opt[] = {
     CLI_OPT_VALUE("--db", NULL, compare_opts, db), CLI_OPT_VALUE("--metric", NULL, compare_opts, metric),
     CLI_OPT_VALUE("--x", NULL, compare_opts, x), CLI_OPT_VALUE("--target", NULL, compare_opts, target),
     CLI_OPT_VALUE("--height", NULL, compare_opts, height), CLI_OPT_VALUE("--x-scale", NULL, compare_opts, x_scale),
     CLI_OPT_FLAG("--all-keys", NULL, compare_opts, all_keys), CLI_OPT_FLAG("--last-batch", NULL, compare_opts, last_batch),
-    CLI_OPT_FLAG("--no-color", NULL, compare_opts, no_color),
+    CLI_OPT_FLAG("--no-color", NULL, compare_opts, no_color), CLI_OPT_FLAG("--json", NULL, compare_opts, json),
 };
 const cli_spec cmd_compare_spec = { "compare", cmd_compare_help, compare_opt, CLI_N(compare_opt) };
 
@@ -383,10 +472,11 @@ int cmd_compare(int argc, char **argv)
     size_t nspec = (size_t)n_pos;
     int xmode = !strcmp(xaxis, "step") ? 0 : !strcmp(xaxis, "time") || !strcmp(xaxis, "wall") ? 1
               : !strcmp(xaxis, "hybrid_time") || !strcmp(xaxis, "hybrid") ? 2 : -1;
-    if (xmode < 0) { return cli_usage_error("compare", "--x wants step, time or hybrid_time, got '%s'", xaxis); }
+    static const char *const axes[] = { "step", "time", "hybrid_time" }, *const scales[] = { "linear", "log", "norm" };
+    if (xmode < 0) return cli_value_error("compare", "--x", xaxis, axes, 3);
     int xscale = !strcmp(xscale_s, "linear") ? TUI_X_LINEAR : !strcmp(xscale_s, "log") ? TUI_X_LOG
                : !strcmp(xscale_s, "norm") || !strcmp(xscale_s, "normalised") || !strcmp(xscale_s, "normalized") ? TUI_X_NORM : -1;
-    if (xscale < 0) { return cli_usage_error("compare", "--x-scale wants linear, log or norm, got '%s'", xscale_s); }
+    if (xscale < 0) return cli_value_error("compare", "--x-scale", xscale_s, scales, 3);
     double target = NAN;
     if (target_s) {
         char *end;
@@ -406,20 +496,32 @@ int cmd_compare(int argc, char **argv)
     long long *ids = NULL;
     size_t n = nspec;
     store_compare *c = NULL;
+    store_kv *params = NULL;
+    const char **set_keys = NULL;
     if (last_batch) {
         if (store_last_batch(s, &ids, &n)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     } else if (!(ids = cli_resolve_runs(s, specs, nspec))) {
         goto out;
     }
+    if (opt.json) {
+        if (store_report_json(s, ids, n, stdout)) fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        else code = 0;
+        goto out;
+    }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
+    /* One run: nothing differs; its keys not at their default are what tells it apart. */
+    if (n == 1 && !all_keys) co.set_keys = set_keys = one_run_set_keys(s, ids[0], &params, &co.n_set_keys);
     if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     if (!c->have_metric) {
         char **keys;
         size_t nk;
         fprintf(stderr, "nnbench compare: no run has metric '%s'", metric);
         if (!store_metric_keys(s, ids[0], &keys, &nk)) {
-            fprintf(stderr, "; run %lld has:", ids[0]);
+            const char *near = cli_suggest(metric, (const char *const *)keys, nk);
+            if (near) fprintf(stderr, "; did you mean '%s'?", near);
+            fprintf(stderr, " (run %lld has:", ids[0]);
             for (size_t k = 0; k < nk; k++) fprintf(stderr, " %s", keys[k]);
+            fprintf(stderr, ")");
             store_strings_free(keys, nk);
         }
         fprintf(stderr, "\n");
@@ -427,7 +529,7 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     int tw = cli_term_width(), utf8 = cli_use_utf8(), color = cli_use_color() && !no_color;
-    if (c->common_name[0]) printf("%s: %zu runs\n", c->common_name, c->n);
+    if (c->common_name[0]) printf("%s: %zu run%s\n", c->common_name, c->n, c->n == 1 ? "" : "s");
     char **lines;
     size_t nl;
     if (tui_compare_lines(c, tw - 1, utf8, all_keys, &lines, &nl)) { fprintf(stderr, "nnbench: out of memory\n"); goto out; }
@@ -469,6 +571,8 @@ int cmd_compare(int argc, char **argv)
     code = 0;
 out:
     store_compare_free(c);
+    free(set_keys);
+    free(params);
     free(ids);
     store_close(s);
     return code;
@@ -477,7 +581,7 @@ out:
 /* ---- report / export --------------------------------------------------------------- */
 
 static const char report_help[] =
-    "usage: nnbench report RUN... -o FILE [--db PATH]\n\n"
+    "usage: nnbench report RUN... | --last-batch  -o FILE [--db PATH]\n\n"
     "Writes a report of the runs; the format follows FILE's extension:\n"
     "  .md    Markdown tables (runs, differing config, metrics, op profiles, solver, system)\n"
     "  .html  one self-contained page: the same tables plus inline SVG line charts of every\n"
@@ -488,8 +592,8 @@ static const char report_help[] =
 void cmd_report_help(FILE *f) { fputs(report_help, f); }
 
 static const char export_help[] =
-    "usage: nnbench export RUN... -o FILE.csv [--db PATH]\n"
-    "       nnbench export RUN... --tensorboard DIR [--db PATH]\n\n"
+    "usage: nnbench export RUN... | --last-batch  -o FILE.csv [--db PATH]\n"
+    "       nnbench export RUN... | --last-batch  --tensorboard DIR [--db PATH]\n\n"
     "Writes the metrics of the runs as CSV in long format:\n"
     "  run,name,variant,key,step,epoch,wall_s,hybrid_s,value\n"
     "(-o - writes to standard output).\n\n"
@@ -500,13 +604,10 @@ static const char export_help[] =
 void cmd_export_help(FILE *f) { fputs(export_help, f); }
 
 /* export --tensorboard: one event-file directory per run; reads only. */
-static int export_tensorboard(const char *db, char **specs, size_t n, const char *dir)
+static int export_tensorboard(store *s, const long long *ids, size_t n, const char *dir)
 {
-    store *s = cli_open_store(db, 0);
-    if (!s) return 1;
-    long long *ids = cli_resolve_runs(s, specs, n);
-    int code = ids ? 0 : 1;
-    for (size_t i = 0; ids && i < n; i++) {
+    int code = 0;
+    for (size_t i = 0; i < n; i++) {
         char err[600];
         if (monitor_tb_export(s, ids[i], dir, err, sizeof err)) {
             fprintf(stderr, "nnbench export: run %lld: %s\n", ids[i], cli_text(err));
@@ -514,16 +615,16 @@ static int export_tensorboard(const char *db, char **specs, size_t n, const char
         }
     }
     if (!code) fprintf(stderr, "wrote TensorBoard event files under %s (%zu run%s)\n", dir, n, n == 1 ? "" : "s");
-    free(ids);
-    store_close(s);
     return code;
 }
 
-typedef struct { const char *db, *out, *tb; } report_opts;
-static const cli_opt report_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out) };
+typedef struct { const char *db, *out, *tb; int last_batch; } report_opts;
+static const cli_opt report_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out),
+                                      CLI_OPT_FLAG("--last-batch", NULL, report_opts, last_batch) };
 const cli_spec cmd_report_spec = { "report", cmd_report_help, report_opt, CLI_N(report_opt) };
 static const cli_opt export_opt[] = { CLI_OPT_VALUE("--db", NULL, report_opts, db), CLI_OPT_VALUE("--output", "-o", report_opts, out),
-                                      CLI_OPT_VALUE("--tensorboard", NULL, report_opts, tb) };
+                                      CLI_OPT_VALUE("--tensorboard", NULL, report_opts, tb),
+                                      CLI_OPT_FLAG("--last-batch", NULL, report_opts, last_batch) };
 const cli_spec cmd_export_spec = { "export", cmd_export_help, export_opt, CLI_N(export_opt) };
 
 static int report_like(int argc, char **argv, int export)
@@ -535,11 +636,11 @@ static int report_like(int argc, char **argv, int export)
     const char *db = o.db, *out = o.out;
     char **specs = argv + 1;
     size_t n = (size_t)n_pos;
-    if (!n) { return cli_usage_error(cmd, "which runs? give ids from nnbench list%s", ""); }
+    if (o.last_batch && n) return cli_usage_error(cmd, "--last-batch picks the runs itself ('%s' is extra)", specs[0]);
+    if (!n && !o.last_batch) { return cli_usage_error(cmd, "which runs? give ids from nnbench list, or --last-batch%s", ""); }
     if (o.tb && out) return cli_usage_error(cmd, "-o and --tensorboard: give one of them%s", "");
-    if (o.tb) return export_tensorboard(db, specs, n, o.tb);
-    if (!out) { return cli_usage_error(cmd, "where to? give -o FILE%s", export ? ".csv (or --tensorboard DIR)" : ".{md,html,json,csv}"); }
-    if (!export) {
+    if (!out && !o.tb) { return cli_usage_error(cmd, "where to? give -o FILE%s", export ? ".csv (or --tensorboard DIR)" : ".{md,html,json,csv}"); }
+    if (!export && out) {
         const char *ext = strrchr(out, '.');
         if (!ext || (strcasecmp(ext, ".md") && strcasecmp(ext, ".html") && strcasecmp(ext, ".htm") &&
                      strcasecmp(ext, ".json") && strcasecmp(ext, ".csv"))) {
@@ -548,9 +649,17 @@ static int report_like(int argc, char **argv, int export)
     }
     store *s = cli_open_store(db, 0);
     if (!s) { return 1; }
-    long long *ids = cli_resolve_runs(s, specs, n);
+    long long *ids = NULL;
+    if (o.last_batch && store_last_batch(s, &ids, &n)) {
+        fprintf(stderr, "nnbench: %s\n", cli_text(store_error()));
+        ids = NULL;
+    } else if (!o.last_batch) {
+        ids = cli_resolve_runs(s, specs, n);
+    }
     int code = 1;
-    if (ids) {
+    if (ids && o.tb) {
+        code = export_tensorboard(s, ids, n, o.tb);
+    } else if (ids) {
         rc = 0;
         if (export && !strcmp(out, "-")) {
             rc = store_report_csv(s, ids, n, stdout);

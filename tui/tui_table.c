@@ -148,11 +148,13 @@ double tui_unix_now(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+/* A run that ended: its training wall time (wall_s), the figure compare and show give; a
+ * resumed run's ended - started would count the time it sat interrupted. */
 double tui_run_duration(const store_run *r, double now)
 {
+    if (r->status != STORE_RUN_RUNNING && isfinite(r->wall_s) && r->wall_s >= 0) return r->wall_s;
     if (isfinite(r->started) && isfinite(r->ended) && r->ended >= r->started) return r->ended - r->started;
     if (r->status == STORE_RUN_RUNNING && isfinite(r->started) && now >= r->started) return now - r->started;
-    if (isfinite(r->wall_s) && r->wall_s >= 0) return r->wall_s;
     return NAN;
 }
 
@@ -367,6 +369,12 @@ void tui_compare_row_text(const store_compare *c, const char *label, char (*cell
     if (tail && o + 1 < cap) snprintf(out + o, cap - o, "%s", tail);
 }
 
+/* What the config rows are, in the section's heading. */
+static const char *config_words(const store_compare *c, int all_keys)
+{
+    return all_keys ? "all keys" : c->config_set_only ? "keys not at their default" : "keys that differ";
+}
+
 int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys, char ***lines, size_t *n)
 {
     *lines = NULL;
@@ -381,14 +389,14 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
             /* A config section with no rows still says so. */
             if (sec < STORE_CMP_CONFIG && (int)x->section > STORE_CMP_CONFIG && tui_lines_add(lines, n, "%s", "") == 0) {
                 snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG],
-                         all_keys ? "all keys" : "keys that differ");
+                         config_words(c, all_keys));
                 if (tui_lines_add(lines, n, "%s", head) || tui_lines_add(lines, n, "%s", "  (all runs share the same config)")) return -1;
             }
             sec = (int)x->section;
             if (sec != STORE_CMP_RUN) {
                 if (tui_lines_add(lines, n, "%s", "")) return -1;
                 if (sec == STORE_CMP_CONFIG)
-                    snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[sec], all_keys ? "all keys" : "keys that differ");
+                    snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[sec], config_words(c, all_keys));
                 else snprintf(head, sizeof head, "%s", store_cmp_section_names[sec]);
                 if (tui_lines_add(lines, n, "%s", head)) return -1;
             }
@@ -398,7 +406,7 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
         if (tui_lines_add(lines, n, "%s", row)) return -1;
     }
     if (!any_config && sec < STORE_CMP_CONFIG) {
-        snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG], all_keys ? "all keys" : "keys that differ");
+        snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG], config_words(c, all_keys));
         if (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", head) || tui_lines_add(lines, n, "%s", "  (all runs share the same config)")) return -1;
     }
     if (c->kernels_note[0] && (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", c->kernels_note))) return -1;

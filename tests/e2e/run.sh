@@ -96,7 +96,7 @@ json_check "$tmp/spirals.json" "v['adam']['steps'] == 5000 and v['adam']['steps_
 python3 -c "import json,sys; [print('  spirals %-8s test acc %.4f  %.0f samples/s' % (x['variant'], x['final_test_acc'], x['samples_per_s'])) for x in json.load(open(sys.argv[1]))['variants']]" "$tmp/spirals.json"
 expect 0 "spirals table" "$NNBENCH" run samples/spirals-mlp.ini --no-db --variant adam
 has "$tmp/out" "test acc" "summary table has a header"
-if grep -qE '^adam +adam +finished +5000 ' "$tmp/out"; then ok "summary table has the adam row"; else bad "summary table has no adam row"; fi
+if grep -qE '^adam +finished +5000 ' "$tmp/out"; then ok "summary table has the adam row"; else bad "summary table has no adam row"; fi
 if [ -s "$tmp/err" ]; then bad "no progress line on a pipe (stderr not empty)"; else ok "no progress line on a pipe"; fi
 # --seed changes the run; the same seed repeats it exactly
 "$NNBENCH" run samples/spirals-mlp.ini --no-db --json --variant sgd --seed 3 >"$tmp/s3a.json" 2>/dev/null

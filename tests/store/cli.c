@@ -159,7 +159,10 @@ static void test_show(void **st)
     assert_non_null(strstr(out, "target loss 0.2 reached at step 5"));
     assert_int_equal(run(cmd_show, (const char *[]){ "show", "last", "--db", db, NULL }), 0);
     assert_non_null(strstr(out, "diverged at step 201"));
-    assert_non_null(strstr(out, "1 linear solves: 1 routed quantum"));
+    assert_non_null(strstr(out, "1 linear solves: 1 routed to the simulated quantum solver, 0 to the classical one"));
+    /* both clocks named, the measured time said to cover every solve (issue 27) */
+    assert_non_null(strstr(out, "wall clock (measured): all solves computed classically"));
+    assert_non_null(strstr(out, "quantum clock (simulated):"));
     assert_int_equal(run(cmd_show, (const char *[]){ "show", "99", "--db", db, NULL }), 1);
     assert_non_null(strstr(err, "no run 99"));
     assert_int_equal(run(cmd_show, (const char *[]){ "show", "--db", db, NULL }), 2);

@@ -343,6 +343,23 @@ static void make_runs(store_run *r)
     snprintf(r[3].dataset, sizeof r[3].dataset, "fashion-mnist");
 }
 
+/* A resumed run ended 13.61 s after it started but trained 7.32 s: its duration is the
+ * training time, as compare and show give it (issue 27). */
+static void test_duration_resumed(void **st)
+{
+    (void)st;
+    store_run r;
+    store_run_init(&r);
+    r.status = STORE_RUN_FINISHED;
+    r.started = 1000;
+    r.ended = 1013.61;
+    r.wall_s = 7.32;
+    assert_true(fabs(tui_run_duration(&r, 2000) - 7.32) < 1e-9);
+    r.status = STORE_RUN_RUNNING; /* still running: the clock since it started */
+    r.ended = NAN;
+    assert_true(fabs(tui_run_duration(&r, 1020) - 20) < 1e-9);
+}
+
 static void test_sort(void **st)
 {
     (void)st;
@@ -608,7 +625,7 @@ int main(void)
     };
     const struct CMUnitTest table[] = {
         cmocka_unit_test(test_fit), cmocka_unit_test(test_layout),
-        cmocka_unit_test(test_sort), cmocka_unit_test(test_filter),
+        cmocka_unit_test(test_sort), cmocka_unit_test(test_filter), cmocka_unit_test(test_duration_resumed),
     };
     const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys), cmocka_unit_test(test_suggest),
                                        cmocka_unit_test(test_parse), cmocka_unit_test(test_spec_matches_help) };
