@@ -77,7 +77,6 @@ typedef struct {
     double loss, sps;
     double t_start;          /* monotonic s when the current variant began */
     long long run_id;        /* store id of the current/last run */
-    long long first_id;
     long long batch[WB_MAX_COMPARE]; /* ids of the runs of the last start, in order */
     int n_batch;
     wb_series live[WB_LIVE_N];
