@@ -232,7 +232,7 @@ typedef struct {
 } chart;
 
 /* Legend rows: entries ("━━ label  ") wrap at the width, at most 3 rows. */
-static int legend_rows(const tui_series *s, size_t ns, int W)
+int tui_chart_legend_rows(const tui_series *s, size_t ns, int W)
 {
     int rows = 0, x = 0;
     for (size_t i = 0; i < ns; i++) {
@@ -475,7 +475,7 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
     if (!c) return -1;
     *c = (chart){ .s = s, .ns = ns, .o = o, .W = o->width, .H = o->height, .utf8 = o->utf8,
                   .cellplot = !o->utf8 || o->mono };
-    c->legend_rows = legend_rows(s, ns, c->W);
+    c->legend_rows = tui_chart_legend_rows(s, ns, c->W);
     c->header = (o->title && *o->title) || (o->y_label && *o->y_label);
     c->top = c->header;
     c->ph = c->H - c->header - 2 - c->legend_rows;

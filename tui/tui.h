@@ -65,8 +65,9 @@ double tui_unix_now(void);
 /* ---- the comparison (store_compare) as text, for `compare` and the Compare screen ---- */
 
 /* Widths of the label column and of each run's column for width cells: names get the
- * room first (the label column gives way before run columns shrink). */
-void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw);
+ * room first (the label column gives way before run columns shrink). With all_keys the
+ * rows keep 3 cells for the "  *" that marks a key that differs. */
+void tui_compare_widths(const store_compare *c, int width, int all_keys, int *lw, int *cw);
 /* One row: the label, then each run's cell right-aligned, cut with an ellipsis; tail
  * (may be NULL) appended. */
 void tui_compare_row_text(const store_compare *c, const char *label, char (*cells)[64], int lw, int cw, int utf8,

@@ -327,9 +327,10 @@ int tui_lines_add(char ***l, size_t *n, const char *fmt, ...)
 }
 
 
-void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw)
+void tui_compare_widths(const store_compare *c, int width, int all_keys, int *lw, int *cw)
 {
     int n = c->n ? (int)c->n : 1;
+    if (all_keys) width -= 3;
     int l = 8;
     for (size_t r = 0; r < c->n_rows; r++) {
         int w = tui_text_width(c->rows[r].label);
@@ -372,7 +373,7 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
     *lines = NULL;
     *n = 0;
     int lw, cw;
-    tui_compare_widths(c, width, &lw, &cw);
+    tui_compare_widths(c, width, all_keys, &lw, &cw);
     char row[4096], head[160];
     int sec = -1, any_config = 0;
     for (size_t r = 0; r < c->n_rows; r++) {

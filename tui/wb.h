@@ -162,7 +162,7 @@ void wb_bar(wb_app *a, int y, int x, int w, double frac);
  * a bar of each row's self share after "self %". The Profile tab and New run draw with it. */
 void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll);
 /* A scrolling list of text lines in rows y0..y1; *scroll is clamped. */
-void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
+int wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
 /* Scroll arithmetic shared by text views: applies a navigation action. 1 if it was one. */
 int wb_scroll_key(tui_action act, int *scroll, int total, int page);
 /* The chart toggles every chart screen shares (L, x, X, m); 1 if act was one. */

@@ -424,8 +424,8 @@ static void run_draw(wb_app *a)
     case TAB_CURVES: draw_curves(a, y0, y1); break;
     case TAB_PROFILE: draw_profile(a, y0, y1); break;
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
-    case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
-    case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
+    case TAB_CONFIG: rv.page = wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
+    case TAB_SYSTEM: rv.page = wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
     case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, &rv.layers, y0, y1, &rv.scroll); break;
     case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.quant, &rv.run, y0, y1, &rv.scroll); break;
     }
