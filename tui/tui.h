@@ -128,6 +128,10 @@ void tui_screens_names(unsigned screens, char *buf, size_t n);
 /* The status bar line of a screen: "Enter open  / filter  ...", cut to width cells.
  * Returns the cells used. */
 int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n);
+/* The same, offering only the keys offers(ud, action) says do something now (a tab
+ * without a chart offers no chart keys); offers NULL offers every key of the screen. */
+int tui_status_hints_if(unsigned screen, int utf8, int width, int (*offers)(void *ud, tui_action act), void *ud,
+                        char *buf, size_t n);
 /* The key table as a Markdown table (the docs/workbench.md's key list). */
 void tui_keys_markdown(FILE *f);
 

@@ -32,6 +32,9 @@ typedef struct wb_panel {
     void (*resize)(wb_app *a);             /* may be NULL */
     void (*leave)(wb_app *a);              /* popped; may be NULL */
     void (*reload)(wb_app *a);             /* the database changed; may be NULL */
+    /* Whether the status bar offers act now (1) or not (0: it would do nothing, or only
+     * say why not); may be NULL: every key of the screen. */
+    int (*offers)(wb_app *a, tui_action act);
     void *st;                              /* the screen's state: made when the screen is
                                               opened, freed when it is left */
 } wb_panel;
@@ -242,5 +245,13 @@ void wb_quant_free(wb_quant_view *qv);         /* the tab's text */
 void wb_model_tick(wb_app *a);
 /* Why Resume is not offered for r (a sentence), or NULL when it is. */
 const char *wb_resume_refusal(wb_app *a, const store_run *r, char *buf, size_t cap);
+/* Why Quantize is not offered for r, or NULL when it is. */
+const char *wb_quant_refusal(wb_app *a, const store_run *r, char *buf, size_t cap);
+/* K for run r: stops the workbench's own job, else r when another nnbench process on this
+ * host runs it (SIGINT to its pid: it stops at the next step, as Ctrl-C would, with its
+ * stop checkpoint), else says why it cannot. r may be NULL (nothing selected). */
+void wb_stop_key(wb_app *a, const store_run *r);
+/* Whether K can stop something: the workbench's job or r (NULL: no run) running on this host. */
+int wb_stop_offered(wb_app *a, const store_run *r);
 
 #endif

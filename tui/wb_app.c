@@ -103,6 +103,13 @@ static void draw_title(wb_app *a)
     attroff(at);
 }
 
+static int panel_offers(void *ud, tui_action act)
+{
+    wb_app *a = ud;
+    wb_panel *p = top_panel(a);
+    return !p->offers || p->offers(a, act);
+}
+
 static void draw_status(wb_app *a)
 {
     int at = a->color ? COLOR_PAIR(WB_PAIR_STATUS) : A_REVERSE;
@@ -113,7 +120,7 @@ static void draw_status(wb_app *a)
     } else {
         char b[512];
         a->msg[0] = 0;
-        tui_status_hints(top_panel(a)->screen, a->utf8, a->cols - 2, b, sizeof b);
+        tui_status_hints_if(top_panel(a)->screen, a->utf8, a->cols - 2, panel_offers, a, b, sizeof b);
         wb_text(a, a->rows - 1, 1, a->cols - 2, 0, b);
     }
     attroff(at);

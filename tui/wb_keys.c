@@ -48,7 +48,7 @@ const tui_key tui_keys[] = {
     { { 'a' }, "a", NULL, TUI_ACT_ALL_KEYS, TUI_SCR_COMPARE, "Compare: all config keys / only differing ones", "all-keys" },
     { { 'R' }, "R", NULL, TUI_ACT_RESUME, TUI_SCR_RUN, "resume this crashed, interrupted or failed run from its last checkpoint, into the same run id (asks first; says why when it cannot)", "resume" },
     { { 'Q' }, "Q", NULL, TUI_ACT_QUANTIZE, TUI_SCR_RUN, "int8-quantize this finished run's final checkpoint (asks calibration samples and scheme); the Int8 tab shows fp32 vs int8", "quantize" },
-    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS | TUI_SCR_RUN, "stop the run (or resume, quantization) in progress (asks first)", "stop" },
+    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS | TUI_SCR_RUN, "stop the run (or resume, quantization) in progress, or the selected run another nnbench process of this host runs (SIGINT to its pid); asks first, says why when it cannot", "stop" },
     { { '?', KEY_F(1) }, "? / F1", NULL, TUI_ACT_HELP, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "this help", "help" },
     { { 'q', CTRL('c') }, "q", NULL, TUI_ACT_QUIT, TUI_SCR_ALL, "quit (asks if a run is in progress)", "quit" },
 };
@@ -102,6 +102,12 @@ static int hint_item(const tui_key *k, int utf8, int first, char *item, size_t n
 
 int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n)
 {
+    return tui_status_hints_if(screen, utf8, width, NULL, NULL, buf, n);
+}
+
+int tui_status_hints_if(unsigned screen, int utf8, int width, int (*offers)(void *ud, tui_action act), void *ud,
+                        char *buf, size_t n)
+{
     size_t o = 0;
     int used = 0;
     buf[0] = 0;
@@ -113,6 +119,7 @@ int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n)
     for (size_t i = 0; i < tui_n_keys; i++) {
         const tui_key *k = &tui_keys[i];
         if (!k->hint || !(k->screens & screen) || k == help) continue;
+        if (offers && !offers(ud, k->action)) continue;
         char item[64];
         int len = hint_item(k, utf8, !used, item, sizeof item);
         int cells = tui_text_width(item);

@@ -459,7 +459,8 @@ static int run_key(wb_app *a, tui_action act, int ch)
         }
         if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic and the Profile tab's rank"); return 1; }
         return wb_layers_key(a, &rv.layers, act);
-    case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE: case TUI_ACT_STOP:
+    case TUI_ACT_STOP: wb_stop_key(a, rv.have ? &rv.run : NULL); return 1;
+    case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE:
         if (rv.have && wb_model_key(a, act, &rv.run) == 2) { rv.tab = TAB_INT8; rv.scroll = 0; }
         return 1;
     default: break;
@@ -494,5 +495,22 @@ static void run_leave(wb_app *a)
     wb_run_panel.st = NULL;
 }
 
+/* The status bar offers what the tab and the run can do: sort on Profile, v where it
+ * cycles something, chart keys on Curves (the only tab with the shared chart toggles),
+ * R/Q only when this run can be resumed/quantized, K when something can be stopped. */
+static int run_offers(wb_app *a, tui_action act)
+{
+    char why[512];
+    switch (act) {
+    case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: return rv.tab == TAB_PROFILE;
+    case TUI_ACT_METRIC: return rv.tab == TAB_LAYERS || (rv.tab == TAB_PROFILE && rv.balance.ranks >= 2);
+    case TUI_ACT_LOG_Y: case TUI_ACT_X_AXIS: case TUI_ACT_X_SCALE: case TUI_ACT_SMOOTH: return rv.tab == TAB_CURVES;
+    case TUI_ACT_RESUME: return rv.have && !wb_live_running(a) && !wb_resume_refusal(a, &rv.run, why, sizeof why);
+    case TUI_ACT_QUANTIZE: return rv.have && !wb_live_running(a) && !wb_quant_refusal(a, &rv.run, why, sizeof why);
+    case TUI_ACT_STOP: return wb_stop_offered(a, rv.have ? &rv.run : NULL);
+    default: return 1;
+    }
+}
+
 wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
-                          .leave = run_leave, .reload = run_reload };
+                          .leave = run_leave, .reload = run_reload, .offers = run_offers };

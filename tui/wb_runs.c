@@ -12,6 +12,12 @@
 
 /* ---- Runs screen ------------------------------------------------------------------- */
 
+/* The run under the cursor, or NULL when the list is empty. */
+static const store_run *selected_run(wb_app *a)
+{
+    return a->n_view && a->sel >= 0 && a->sel < (int)a->n_view ? &a->view[a->sel] : NULL;
+}
+
 static void rebuild_view(wb_app *a)
 {
     long long keep = a->n_view && a->sel < (int)a->n_view ? a->view[a->sel].id : 0;
@@ -256,10 +262,7 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         a->n_marked = 0;
         break;
     case TUI_ACT_REFRESH: wb_reload_runs(a); wb_message(a, "reloaded %zu runs", a->n_all); break;
-    case TUI_ACT_STOP:
-        if (!wb_live_running(a)) wb_message(a, "no run in progress");
-        else if (wb_confirm(a, "Stop the run in progress?")) wb_live_stop(a);
-        break;
+    case TUI_ACT_STOP: wb_stop_key(a, selected_run(a)); break;
     case TUI_ACT_BACK:
         if (a->filter[0]) { a->filter[0] = 0; rebuild_view(a); }
         break;
@@ -270,5 +273,12 @@ static int runs_key(wb_app *a, tui_action act, int ch)
     return 1;
 }
 
+/* K is offered while something can be stopped: the workbench's job or the selected run
+ * when another nnbench process of this host runs it. */
+static int runs_offers(wb_app *a, tui_action act)
+{
+    return act != TUI_ACT_STOP || wb_stop_offered(a, selected_run(a));
+}
+
 wb_panel wb_runs_panel = { .title = "Runs", .screen = TUI_SCR_RUNS, .draw = runs_draw, .key = runs_key,
-                           .reload = wb_reload_runs };
+                           .reload = wb_reload_runs, .offers = runs_offers };

@@ -113,7 +113,7 @@ wait_for "1/1 runs"
 step "a second run (variant adam) from New run"
 keys n
 wait_for "[ Start ]"
-keys Up Up Up Up Up Up Up
+keys Home Down
 keys Right Right
 wait_for "adam"
 keys Down Down Down Down Down Down Down Enter

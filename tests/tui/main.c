@@ -412,6 +412,12 @@ static void test_filter(void **st)
 
 /* ---- keys -------------------------------------------------------------------------- */
 
+static int offers_no_chart(void *ud, tui_action act)
+{
+    (void)ud;
+    return act != TUI_ACT_LOG_Y && act != TUI_ACT_X_AXIS && act != TUI_ACT_X_SCALE && act != TUI_ACT_SMOOTH;
+}
+
 static void test_keys(void **st)
 {
     (void)st;
@@ -481,6 +487,13 @@ static void test_keys(void **st)
     tui_status_hints(TUI_SCR_RUN, 0, 200, sb, sizeof sb);
     assert_non_null(strstr(sb, "Tab tab"));
     for (const char *p = sb; *p; p++) assert_true((unsigned char)*p < 0x80);
+    /* A screen's filter drops the keys that would do nothing; "? help" still ends it. */
+    assert_non_null(strstr(sb, "L log-y"));
+    tui_status_hints_if(TUI_SCR_RUN, 0, 200, offers_no_chart, NULL, sb, sizeof sb);
+    assert_null(strstr(sb, "L log-y"));
+    assert_null(strstr(sb, "m smooth"));
+    assert_non_null(strstr(sb, "Tab tab"));
+    assert_true(strlen(sb) >= 6 && !strcmp(sb + strlen(sb) - 6, "? help"));
     char names[64];
     tui_screens_names(TUI_SCR_RUNS | TUI_SCR_COMPARE, names, sizeof names);
     assert_string_equal(names, "Runs, Compare");
