@@ -116,6 +116,7 @@ struct wb_app {
     int n_marked;
     char filter[128];
     int sort_col, sort_desc;
+    int sort_shown;          /* run columns the Runs table showed last (s cycles those) */
     /* shared chart toggles */
     int log_y, x_axis, smooth_idx, x_scale;
     /* Run / Compare */

@@ -63,6 +63,11 @@ static int is_marked(wb_app *a, long long id)
     return 0;
 }
 
+static const char *sort_arrow(const wb_app *a)
+{
+    return a->utf8 ? (a->sort_desc ? "\xe2\x96\xbc" : "\xe2\x96\xb2") : (a->sort_desc ? "v" : "^");
+}
+
 static void runs_draw(wb_app *a)
 {
     /* rows-2 holds the footer (counts, filter, marks): the table ends above it. */
@@ -111,11 +116,16 @@ static void runs_draw(wb_app *a)
     /* header */
     attron(A_BOLD | A_UNDERLINE);
     int x = 1;
+    a->sort_shown = vis - 1;
     for (int c = 0; c < vis; c++) {
-        char h[64];
-        if (c > 0 && c - 1 == a->sort_col)
-            snprintf(h, sizeof h, "%s%s", cols[c].title, a->utf8 ? (a->sort_desc ? "\xe2\x96\xbc" : "\xe2\x96\xb2") : (a->sort_desc ? "v" : "^"));
-        else snprintf(h, sizeof h, "%s", cols[c].title);
+        char h[80];
+        /* A narrowed title gives way to the arrow, never the arrow to the title. */
+        if (c > 0 && c - 1 == a->sort_col && w[c] > 1) {
+            char fit[64];
+            if (tui_text_width(cols[c].title) < w[c]) snprintf(fit, sizeof fit, "%s", cols[c].title);
+            else tui_fit(cols[c].title, w[c] - 1, 0, a->utf8, fit, sizeof fit);
+            snprintf(h, sizeof h, "%s%s", fit, sort_arrow(a));
+        } else snprintf(h, sizeof h, "%s", cols[c].title);
         wb_text(a, 1, x, w[c], cols[c].right, h);
         x += w[c] + 2;
     }
@@ -155,8 +165,8 @@ static void runs_draw(wb_app *a)
     }
     /* footer line inside the table area: counts, filter, marks */
     char f[256];
-    snprintf(f, sizeof f, "%zu/%zu runs%s%s%s  %d marked", a->n_view, a->n_all, a->filter[0] ? "  filter: " : "",
-             a->filter, "", a->n_marked);
+    snprintf(f, sizeof f, "%zu/%zu runs%s%s  sorted by %s%s  %d marked", a->n_view, a->n_all,
+             a->filter[0] ? "  filter: " : "", a->filter, tui_run_col_names[a->sort_col], sort_arrow(a), a->n_marked);
     attron(A_DIM);
     wb_text(a, a->rows - 2, a->cols - 1 - tui_text_width(f), tui_text_width(f), 1, f);
     attroff(A_DIM);
@@ -246,8 +256,10 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         rebuild_view(a);
         break;
     case TUI_ACT_SORT:
-        /* A new column starts ascending; S flips it. */
-        a->sort_col = (a->sort_col + 1) % TUI_RC_COUNT;
+        /* A new column starts ascending; S flips it. s cycles the columns the table shows
+         * (at 80 columns the last ones are dropped: sorting by them would move rows for a
+         * reason nobody can see). */
+        a->sort_col = (a->sort_col + 1) % (a->sort_shown > 0 && a->sort_shown < TUI_RC_COUNT ? a->sort_shown : TUI_RC_COUNT);
         a->sort_desc = 0;
         rebuild_view(a);
         wb_message(a, "sorted by %s", tui_run_col_names[a->sort_col]);

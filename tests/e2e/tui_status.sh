@@ -4,7 +4,8 @@
 # nor Q; its Profile tab offers s and no chart keys (80x24 too); a finished spirals run
 # offers Q; K on a finished run says why nothing stops; K on a run another nnbench process
 # of this host runs (a CLI run started outside the workbench) asks, sends it SIGINT, and the
-# database shows it interrupted.
+# database shows it interrupted; at 80x24 `s` on Runs cycles only the columns shown and
+# the header's arrow is never cut away.
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 : "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -102,6 +103,22 @@ done
 wait "$pid"
 pid=
 [ "$(q "SELECT status FROM runs WHERE id=3")" = interrupted ] || fail "run 3 is not interrupted: $(q "SELECT status, error FROM runs WHERE id=3")"
+
+step "80x24 Runs: s cycles the columns shown; the sort arrow is always on screen"
+keys Escape
+wait_for "1/3 runs"
+keys / C-u Enter
+wait_for "3/3 runs"
+$T resize-window -t w -x 80 -y 24
+wait_for "sorted by id"
+i=0
+while [ $i -lt 10 ]; do
+    keys s
+    sleep 0.3
+    cap | sed -n 2p | grep -qE '▲|▼' || fail "s sorted by a column the header does not show (no arrow)"
+    cap | grep -qE 'sorted by [a-z]+[▲▼]' || fail "the sort state is not in the footer"
+    i=$((i + 1))
+done
 
 keys q
 wait_for "NNBENCH-EXIT=0"
