@@ -116,6 +116,14 @@ void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
     if (wb_compare_panel.st) { cmp_unload(CV); free(CV); }
     wb_compare_panel.st = cv;
     wb_push(a, &wb_compare_panel);
+    /* The chart toggles are the workbench's, shared with the Run screen: when they are not
+     * the defaults, say so as Compare opens rather than draw a hybrid-time log chart
+     * nobody asked for here. */
+    if (a->x_axis || a->log_y || a->x_scale || a->smooth_idx) {
+        char tg[160];
+        wb_toggles_text(a, tg, sizeof tg);
+        wb_message(a, "charts as set before: %s (x, X, L, m change them)", tg);
+    }
 }
 
 void wb_open_compare(wb_app *a) { wb_open_compare_ids(a, a->marked, a->n_marked); }

@@ -359,6 +359,37 @@ static void draw_profile(wb_app *a, int y0, int y1)
     free(rows);
 }
 
+/* The kappa chart's series. A step solves one system per block; drawn as one series the
+ * line jumps between the blocks' kappas at every step and fills a solid band. Up to
+ * KAPPA_SERIES blocks get a series each ("block 2"); more are summed up per step as the
+ * largest and the smallest kappa over the blocks. ev is sorted by (step, block); buf holds
+ * 2 * KAPPA_SERIES * n doubles (x then y of each series). Returns the number of series. */
+#define KAPPA_SERIES 6
+static size_t kappa_series(const store_solver_event *ev, size_t n, double *buf, tui_series *s, char (*labels)[48])
+{
+    int nb = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].block + 1 > nb) nb = ev[i].block + 1;
+    size_t ns = nb <= KAPPA_SERIES ? (size_t)nb : 2, cnt[KAPPA_SERIES] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        double kappa = ev[i].kappa_used, step = (double)ev[i].step;
+        for (size_t k = 0; k < ns; k++) {
+            double *x = buf + 2 * k * n, *y = buf + (2 * k + 1) * n;
+            size_t *c = &cnt[k];
+            if (nb <= KAPPA_SERIES) {
+                if ((int)k == ev[i].block) { x[*c] = step; y[(*c)++] = kappa; }
+            } else if (!*c || x[*c - 1] != step) { x[*c] = step; y[(*c)++] = kappa; }
+            else if (k ? kappa < y[*c - 1] : kappa > y[*c - 1]) y[*c - 1] = kappa;
+        }
+    }
+    for (size_t k = 0; k < ns; k++) {
+        if (nb <= KAPPA_SERIES) snprintf(labels[k], sizeof labels[k], "block %zu", k);
+        else snprintf(labels[k], sizeof labels[k], "%s of %d blocks", k ? "min" : "max", nb);
+        s[k] = (tui_series){ labels[k], buf + 2 * k * n, buf + (2 * k + 1) * n, cnt[k] };
+    }
+    return ns;
+}
+
 static void draw_solver(wb_app *a, int y0, int y1)
 {
     if (!rv.n_ev) {
@@ -368,14 +399,11 @@ static void draw_solver(wb_app *a, int y0, int y1)
         wb_text(a, y0 + 1, 2, a->cols - 4, 0, b);
         return;
     }
-    double *xs = malloc(rv.n_ev * sizeof *xs), *ks = malloc(rv.n_ev * sizeof *ks), *kl = malloc(rv.n_ev * sizeof *kl);
-    if (!xs || !ks || !kl) { free(xs); free(ks); free(kl); return; }
-    for (size_t i = 0; i < rv.n_ev; i++) {
-        const store_solver_event *e = &rv.ev[i];
-        xs[i] = (double)e->step;
-        ks[i] = e->kappa_used;
-        kl[i] = e->kappa_lapack;
-    }
+    double *buf = malloc(2 * KAPPA_SERIES * rv.n_ev * sizeof *buf);
+    if (!buf) return;
+    tui_series s[KAPPA_SERIES];
+    char labels[KAPPA_SERIES][48];
+    size_t ns = kappa_series(rv.ev, rv.n_ev, buf, s, labels);
     /* The words of `show` and the reports (store_solver_summary_lines). */
     store_solver_summary sum;
     char sl[3][256], l[512], b1[32], b2[32], b3[32], b4[32];
@@ -389,11 +417,11 @@ static void draw_solver(wb_app *a, int y0, int y1)
     wb_text(a, y0 + 1, 1, a->cols - 2, 0, sl[2]);
     int h = (y1 - y0 - 1) / 2;
     if (h < 8) h = 8;
-    tui_series s[2] = { { "kappa used", xs, ks, rv.n_ev }, { "kappa LAPACK", xs, kl, rv.n_ev } };
-    tui_chart_opts o = { .width = a->cols - 2, .height = h, .utf8 = a->utf8, .log_y = 1, .x_label = "step", .y_label = "kappa (log)" };
+    tui_chart_opts o = { .width = a->cols - 2, .height = h, .utf8 = a->utf8, .mono = !a->color, .log_y = 1,
+                         .x_label = "step", .y_label = "kappa used (log)" };
     tui_canvas c;
-    if (!tui_chart_draw(s, 2, &o, &c)) { wb_draw_canvas(a, y0 + 2, 1, &c); tui_canvas_free(&c); }
-    free(xs); free(ks); free(kl);
+    if (!tui_chart_draw(s, ns, &o, &c)) { wb_draw_canvas(a, y0 + 2, 1, &c); tui_canvas_free(&c); }
+    free(buf);
     int ty = y0 + 2 + h;
     attron(A_BOLD | A_UNDERLINE);
     snprintf(l, sizeof l, "%7s %5s %5s %10s %-9s %10s %10s %10s %10s %9s", "step", "block", "n", "kappa", "route",
