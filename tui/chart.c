@@ -423,11 +423,13 @@ static void chart_xaxis(const chart *c, tui_canvas *out)
         int cx = x0 + (!c->cellplot ? dx / 2 : dx);
         int l = (int)strlen(b), start = cx - l / 2;
         if (start < x0 - 1) start = x0 - 1;
-        if (start + l > lab_end) start = lab_end - l;
-        if (start < free_from) continue;
+        /* A label that would run into the axis name is left out, not pushed left: moved
+         * away from its tick it would read as the next one ("8 9 hybrid time (s)"). Labels
+         * keep two cells between them. */
+        if (start + l > lab_end || start < free_from) continue;
         put(out, cx, axis_row, xtick, -1);
         put_text(out, start, lab_row, b, -1, W, utf8);
-        free_from = start + l + 1;
+        free_from = start + l + 2;
     }
 }
 

@@ -104,6 +104,7 @@ struct wb_app {
     int quit;
     char msg[256];
     double msg_until;
+    int msg_live;            /* msg speaks of the worker's job: gone when the job ends */
     /* runs list (Runs screen) */
     store_run *all;
     size_t n_all;
@@ -182,7 +183,6 @@ extern const char *const wb_metric_keys[4];
 /* Reloads the runs list from the store (keeps the selection on the same run id). */
 void wb_reload_runs(wb_app *a);
 void wb_open_run(wb_app *a, long long id);
-void wb_open_compare(wb_app *a);           /* the marked runs */
 void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
 void wb_open_new(wb_app *a);
 void wb_new_free(wb_app *a);               /* the New run form (kept while the workbench runs) */

@@ -64,6 +64,7 @@ void wb_message(wb_app *a, const char *fmt, ...)
     vsnprintf(a->msg, sizeof a->msg, fmt, ap);
     va_end(ap);
     a->msg_until = wb_now() + 4;
+    a->msg_live = 0;
 }
 
 /* ---- panel stack ------------------------------------------------------------------- */
@@ -115,6 +116,8 @@ static void draw_status(wb_app *a)
     int at = a->color ? COLOR_PAIR(WB_PAIR_STATUS) : A_REVERSE;
     attron(at);
     wb_fill(a, a->rows - 1, 0, a->cols);
+    /* "training started" must not outlive the training: a job's message ends with it */
+    if (a->msg_live && !wb_live_running(a)) a->msg[0] = 0;
     if (a->msg[0] && wb_now() < a->msg_until) {
         wb_text(a, a->rows - 1, 1, a->cols - 2, 0, a->msg);
     } else {

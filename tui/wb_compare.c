@@ -126,7 +126,6 @@ void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
     }
 }
 
-void wb_open_compare(wb_app *a) { wb_open_compare_ids(a, a->marked, a->n_marked); }
 
 /* The chart's height: half the screen, its plot at least CMP_PLOT_MIN rows while the table
  * keeps CMP_TABLE_MIN. Where the legend's full labels would leave the plot shorter, the

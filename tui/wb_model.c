@@ -185,6 +185,7 @@ static int start_resume(wb_app *a, const store_run *r)
     snprintf(label, sizeof label, "resume #%lld", r->id);
     if (wb_live_launch(a, resume_worker, label, 1)) { job->kind = WB_JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
     wb_message(a, "resuming run #%lld from step %ld (K stops it)", r->id, ck.step);
+    a->msg_live = 1;
     return 1;
 }
 
@@ -217,6 +218,7 @@ static int start_quantize(wb_app *a, const store_run *r)
     snprintf(label, sizeof label, "quantize #%lld", r->id);
     if (wb_live_launch(a, quant_worker, label, 1)) { job->kind = WB_JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
     wb_message(a, "quantizing run #%lld (%ld calibration samples, %s)", r->id, n, cli_qscheme_name(scheme));
+    a->msg_live = 1;
     return 2;
 }
 
@@ -264,6 +266,7 @@ void wb_stop_key(wb_app *a, const store_run *r)
         if (wb_confirm(a, "Stop the run in progress?")) {
             wb_live_stop(a);
             wb_message(a, "stopping at the next step (a quantization runs to its end)");
+            a->msg_live = 1;
         }
         return;
     }

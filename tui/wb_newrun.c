@@ -211,6 +211,7 @@ static void start_run(wb_app *a)
         return;
     }
     wb_message(a, "training started");
+    a->msg_live = 1;
 }
 
 static void draw_field(wb_app *a, int y, int f, const char *label, const char *value, int changed)
@@ -485,7 +486,7 @@ static int new_key(wb_app *a, tui_action act, int ch)
         return 1;
     case TUI_ACT_STOP:
         if (!wb_live_running(a)) wb_message(a, "no run in progress");
-        else if (wb_confirm(a, "Stop the run in progress?")) { wb_live_stop(a); wb_message(a, "stopping at the next step"); }
+        else if (wb_confirm(a, "Stop the run in progress?")) { wb_live_stop(a); wb_message(a, "stopping at the next step"); a->msg_live = 1; }
         return 1;
     default: break;
     }

@@ -122,6 +122,32 @@ static void model_lines(wb_app *a, const store_run *r)
     free(q);
 }
 
+/* Adds "  key   value" to the System tab, the value in lines of at most 78 cells (cut at
+ * spaces, continued under the value's column): a long value (why counters are missing,
+ * the GEMM shape classes) is read whole at 80 columns instead of being cut. */
+#define SYS_KEY_W 24
+#define SYS_WIDTH 78
+static void add_kv(const char *key, const char *value)
+{
+    const int col = 2 + SYS_KEY_W + 1, width = SYS_WIDTH - col;
+    const char *p = value;
+    int first = 1;
+    do {
+        while (!first && *p == ' ') p++;
+        int len = (int)strlen(p);
+        if (len > width) {
+            int cut = width;
+            while (cut > 0 && p[cut] != ' ') cut--;
+            len = cut > 0 ? cut : width;
+            while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80) len--; /* whole UTF-8 characters */
+        }
+        if (first) tui_lines_add(&rv.sys, &rv.n_sys, "  %-*s %.*s", SYS_KEY_W, key, len, p);
+        else tui_lines_add(&rv.sys, &rv.n_sys, "%*s%.*s", col, "", len, p);
+        p += len;
+        first = 0;
+    } while (strspn(p, " ") < strlen(p));
+}
+
 static void run_load(wb_app *a)
 {
     long long id = rv.id;
@@ -179,13 +205,14 @@ static void run_load(wb_app *a)
     tui_lines_add(&rv.sys, &rv.n_sys, "System:");
     kv = NULL; n = 0;
     if (!store_sysinfo_get(a->db, id, &kv, &n)) {
-        for (size_t i = 0; i < n; i++) tui_lines_add(&rv.sys, &rv.n_sys, "  %-24s %s", kv[i].key, kv[i].value);
+        for (size_t i = 0; i < n; i++) add_kv(kv[i].key, kv[i].value);
         if (!n) tui_lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
         free(kv);
     }
     if (rv.have_prof) {
-        tui_lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
-                  rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
+        char hw[840];
+        snprintf(hw, sizeof hw, "%d%s%s", rv.prof.hw_counters, rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
+        add_kv("hardware counters", hw);
     }
     run_graph_figures(a, id);
     model_lines(a, r);

@@ -178,19 +178,47 @@ static void filter_changed(wb_app *a, const char *s)
     rebuild_view(a);
 }
 
+/* The marked runs the filter lets through, in marking order, into ids (room for 6);
+ * *hidden gets how many marks the filter hides. c and d both act on these: what the
+ * screen shows. */
+static size_t shown_marks(const wb_app *a, long long *ids, int *hidden)
+{
+    size_t n = 0;
+    *hidden = 0;
+    for (int i = 0; i < a->n_marked; i++) {
+        int shown = 0;
+        for (size_t k = 0; k < a->n_view && !shown; k++) shown = a->view[k].id == a->marked[i];
+        if (shown) ids[n++] = a->marked[i];
+        else (*hidden)++;
+    }
+    return n;
+}
+
+/* c: compares the marked runs the screen shows; marks hidden by the filter are kept and
+ * left out, and the message says so. */
+static void compare_runs(wb_app *a)
+{
+    long long ids[6];
+    int hidden;
+    size_t n = shown_marks(a, ids, &hidden);
+    if (n < 2) {
+        if (hidden) wb_message(a, "%zu marked run%s shown, %d hidden by the filter: clear it (Esc) or mark more", n,
+                               n == 1 ? "" : "s", hidden);
+        else wb_message(a, "mark 2 to 6 runs with Space first (%d marked)", a->n_marked);
+        return;
+    }
+    wb_open_compare_ids(a, ids, (int)n);
+    if (hidden && wb_compare_panel.st)
+        wb_message(a, "comparing the %zu marked runs shown; %d more marked are hidden by the filter", n, hidden);
+}
+
 /* Deletes what the screen shows: the marked runs the filter lets through (marks hidden by
  * the filter are kept and the prompt says so), else the selected run. */
 static void delete_runs(wb_app *a)
 {
     long long ids[6];
-    size_t n = 0;
-    int hidden = 0;
-    for (int i = 0; i < a->n_marked; i++) {
-        int shown = 0;
-        for (size_t k = 0; k < a->n_view && !shown; k++) shown = a->view[k].id == a->marked[i];
-        if (shown) ids[n++] = a->marked[i];
-        else hidden++;
-    }
+    int hidden;
+    size_t n = shown_marks(a, ids, &hidden);
     if (!n && !hidden && a->n_view) ids[n++] = a->view[a->sel].id;
     if (!n) {
         if (hidden) wb_message(a, "the %d marked run%s hidden by the filter; clear it (Esc) to delete them", hidden,
@@ -247,8 +275,7 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         break;
     }
     case TUI_ACT_COMPARE:
-        if (a->n_marked < 2) wb_message(a, "mark 2 to 6 runs with Space first (%d marked)", a->n_marked);
-        else wb_open_compare(a);
+        compare_runs(a);
         break;
     case TUI_ACT_NEW: wb_open_new(a); break;
     case TUI_ACT_FILTER:

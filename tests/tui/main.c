@@ -90,6 +90,38 @@ static int row_of_text(const tui_canvas *c, const char *text)
     return -1;
 }
 
+/* Every x tick label sits under its tick mark (none pushed left against the axis name,
+ * where "8 9 hybrid time (s)" read as two ticks a cell apart), two cells apart at least. */
+static void test_chart_tick_labels(void **st)
+{
+    (void)st;
+    for (int width = 30; width <= 120; width++) {
+        double x[2] = { 0, 9.3 }, y[2] = { 0, 1 };
+        tui_series s = { "h", x, y, 2 };
+        tui_chart_opts o = { .width = width, .height = 10, .utf8 = 1, .x_label = "hybrid time (s)" };
+        tui_canvas c;
+        assert_int_equal(tui_chart_draw(&s, 1, &o, &c), 0);
+        int axis = -1;
+        for (int yy = 0; yy < c.h && axis < 0; yy++)
+            for (int xx = 0; xx < c.w; xx++)
+                if (c.cells[yy * c.w + xx].ch == 0x2514) { axis = yy; break; }
+        assert_true(axis >= 0 && axis + 1 < c.h);
+        const tui_cell *lab = &c.cells[(axis + 1) * c.w], *ax = &c.cells[axis * c.w];
+        int name_at = c.w - (int)strlen("hybrid time (s)"), prev_end = -9;
+        for (int xx = 0; xx < name_at - 1; xx++) {
+            if (lab[xx].ch == ' ') continue;
+            int from = xx;
+            while (xx < name_at - 1 && lab[xx].ch != ' ') xx++;
+            int ticked = 0;
+            for (int k = from; k < xx; k++) ticked |= ax[k].ch == 0x252c;
+            assert_true(ticked);
+            assert_true(from - prev_end >= 3);
+            prev_end = xx - 1;
+        }
+        tui_canvas_free(&c);
+    }
+}
+
 static void test_chart_scaling(void **st)
 {
     (void)st;
@@ -616,7 +648,7 @@ int main(void)
 {
     const struct CMUnitTest chart[] = {
         cmocka_unit_test(test_braille_bits), cmocka_unit_test(test_nice_ticks),
-        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_ascii_gaps_log),
+        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_tick_labels), cmocka_unit_test(test_chart_ascii_gaps_log),
         cmocka_unit_test(test_smoothing), cmocka_unit_test(test_chart_mono_logx_norm_legend),
     };
     const struct CMUnitTest table[] = {

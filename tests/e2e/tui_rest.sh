@@ -1,0 +1,97 @@
+#!/bin/sh
+# tui_rest.sh — issue 27, item 10 (workbench parts), in a private tmux server: New run's
+# "training started" leaves the status bar when the training ends; an all-zero zero_frac
+# heat map (tanh layers) is drawn at the lowest level on a 0..1 scale, not as '+'; the
+# System tab shows the whole counters note at 80x24 (wrapped, not cut); c compares the
+# marked runs the filter shows, as d deletes them, and says how many marks it hides.
+set -u
+: "${NNBENCH:?set NNBENCH to the nnbench binary}"
+: "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
+command -v tmux >/dev/null 2>&1 || { echo "tui_rest.sh: tmux is not installed"; exit 1; }
+command -v sqlite3 >/dev/null 2>&1 || { echo "tui_rest.sh: sqlite3 is not installed"; exit 1; }
+
+tmp=$(mktemp -d)
+. "$NNBENCH_TOP/tests/e2e/lib/tmux.sh"
+tmux_server rest
+db="$tmp/r.db"
+limit=${TUI_TIMEOUT:-30}
+[ "${NNBENCH_SANITIZED:-0}" = 1 ] && limit=120
+step() { echo "tui_rest.sh: $1"; }
+q() { sqlite3 -cmd ".timeout 10000" "$db" "$1"; }
+INI="$NNBENCH_TOP/samples/spirals-mlp.ini"
+
+step "run 1: spirals with layer telemetry (tanh: no exact zeros); run 2: profiled"
+"$NNBENCH" run "$INI" --variant sgd --set train.epochs=3 --set train.telemetry=true --db "$db" >"$tmp/r1.out" 2>&1 ||
+    { cat "$tmp/r1.out"; fail "run 1"; }
+"$NNBENCH" run "$INI" --variant sgd --set train.epochs=2 --set profile.enabled=true --db "$db" >"$tmp/r2.out" 2>&1 ||
+    { cat "$tmp/r2.out"; fail "run 2"; }
+[ "$(q "SELECT count(*) FROM metrics WHERE run=1 AND key LIKE 'zero_frac/%' AND value <> 0")" = 0 ] ||
+    fail "run 1 has a non-zero zero_frac: this check needs an all-zero map"
+
+$T new-session -d -s t -n w -x 80 -y 24 \
+    "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; echo NNBENCH-EXIT=\$?; sleep 120" ||
+    fail "cannot start tmux"
+$T set -g escape-time 0 >/dev/null
+wait_for "2/2 runs"
+
+step "Layers tab of run 1: the all-zero zero_frac map at the lowest level, scale 0..1"
+keys End Enter
+wait_re "#1 spirals-mlp/sgd"
+keys 6 v v v v v
+wait_for "Layers: zero_frac"
+wait_for "scale: 0 "
+cap | grep -E '^ +dense[0-9]+ ' | grep -q '[^ .a-z0-9]' && fail "an all-zero zero_frac map is drawn above its lowest level"
+cap | grep -qE '^ +dense1 +\.+ *$' || fail "the zero_frac map of dense1 is not drawn at the lowest level"
+keys Escape
+wait_for "2/2 runs"
+
+step "System tab of run 2 at 80x24: the whole counters note"
+note=$(q "SELECT counters_note FROM run_profile WHERE run=2")
+if [ -n "$note" ]; then
+    keys Home Enter
+    wait_re "#2 spirals-mlp/sgd"
+    keys 5 End
+    wait_for "hardware counters"
+    shown=$(cap | sed -n '/hardware counters/,/^ *$/p' | sed 's/^ *hardware counters *[0-9]* *//; s/^ *//' | tr -s ' \n' '  ')
+    want=$(printf '%s' "$note" | tr -s ' \n' '  ')
+    case "$shown" in
+    *"$want"*) ;;
+    *) fail "the counters note is not shown whole: '$shown' lacks '$want'" ;;
+    esac
+    keys Escape
+    wait_for "2/2 runs"
+else
+    echo "tui_rest.sh: run 2 has no counters note (every counter counted): nothing to wrap"
+fi
+
+step "New run: 'training started' leaves with the training"
+keys n
+wait_for "[ Start ]"
+keys Home Down Down Enter
+wait_for "train.epochs = "
+keys C-u 2 Enter
+wait_for "(edited)"
+keys End Enter
+wait_for "run #3 spirals-mlp"
+wait_re "finished|diverged"
+sleep 0.3
+cap | tail -1 | grep -qF "training started" && fail "'training started' is still on the status bar after the run ended"
+keys Escape
+wait_for "3/3 runs"
+
+step "c compares the marked runs the filter shows, as d deletes them"
+keys Home Space Space Space
+wait_for "3 marked"
+keys / C-u "id:1" Enter
+wait_for "1/3 runs"
+keys c
+wait_for "1 marked run shown, 2 hidden by the filter"
+keys / C-u '!id:1' Enter
+wait_for "2/3 runs"
+keys c
+wait_for "comparing the 2 marked runs shown; 1 more marked"
+wait_re "2 runs +metric"
+
+keys q
+wait_for "NNBENCH-EXIT=0"
+echo "tui_rest.sh: ok"
