@@ -35,6 +35,7 @@ const tui_key tui_keys[] = {
     { { 'n' }, "n", NULL, TUI_ACT_NEW, TUI_SCR_RUNS, "new run: pick a sample and a variant, edit keys, start", "new" },
     { { '/' }, "/", NULL, TUI_ACT_FILTER, TUI_SCR_RUNS, "filter runs (words; field:word, e.g. status:finished; !word excludes)", "filter" },
     { { 's' }, "s", NULL, TUI_ACT_SORT, TUI_SCR_RUNS | TUI_SCR_RUN, "sort by the next column (Runs; Profile tab)", "sort" },
+    { { 'b' }, "b", NULL, TUI_ACT_GROUP, TUI_SCR_RUN, "Profile tab: rows by op and layer / op / layer / phase (as run --profile-by)", "by" },
     { { 'S' }, "S", NULL, TUI_ACT_SORT_ORDER, TUI_SCR_RUNS | TUI_SCR_RUN, "reverse the sort order", NULL },
     { { 'd', KEY_DC }, "d / Delete", NULL, TUI_ACT_DELETE, TUI_SCR_RUNS, "delete the marked runs the screen shows (else the selected one), after confirmation", "delete" },
     { { 'u' }, "u", NULL, TUI_ACT_CLEAR_MARKS, TUI_SCR_RUNS, "clear all marks", NULL },

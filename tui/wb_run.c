@@ -43,8 +43,11 @@ typedef struct {
     int have;
     store_run run;
     wb_metric m[4];
-    store_op_row *ops;
+    store_op_row *ops;       /* the Profile tab's rows, grouped as group says */
     size_t n_ops;
+    store_op_row *scopes;    /* every stored row (ops, phases, step), for the groupings */
+    size_t n_scopes;
+    int group;               /* Profile rows: 0 op and layer, 1 op, 2 layer, 3 phase (b) */
     store_profile prof;
     int have_prof;
     store_solver_event *ev;
@@ -61,13 +64,39 @@ typedef struct {
 } run_state;
 #define rv (*(run_state *)wb_run_panel.st)
 
+/* The Profile tab's groupings (b): as stored (each op in each layer), then the rows of
+ * `run --profile-by op|layer|phase`, made from the stored rows by the profiler's one
+ * grouping (prof_rows_group). */
+static const prof_group group_by[4] = { PROF_BY_SCOPE, PROF_BY_OP, PROF_BY_LAYER, PROF_BY_PHASE };
+static const char *const group_names[4] = { "op and layer", "op", "layer", "phase" };
+
+static void profile_regroup(wb_app *a)
+{
+    store_op_row *g = NULL;
+    size_t n = 0;
+    if (prof_rows_group(rv.scopes, rv.n_scopes, group_by[rv.group], &g, &n)) {
+        wb_message(a, "%s", prof_error());
+        return;
+    }
+    if (group_by[rv.group] == PROF_BY_SCOPE) {   /* as stored: the op rows only */
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (g[i].kind == PROF_OP) g[m++] = g[i];
+        n = m;
+    }
+    free(rv.ops);
+    rv.ops = g;
+    rv.n_ops = n;
+}
+
 static void run_unload(void)
 {
     store_run_clear(&rv.run);
     for (int i = 0; i < 4; i++) metric_free(&rv.m[i]);
     free(rv.ops);
+    free(rv.scopes);
     free(rv.ev);
-    rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
+    rv.ops = NULL; rv.scopes = NULL; rv.ev = NULL; rv.n_ops = rv.n_scopes = rv.n_ev = 0;
     tui_lines_clear(&rv.cfg, &rv.n_cfg);
     tui_lines_clear(&rv.sys, &rv.n_sys);
     wb_layers_clear(&rv.layers);
@@ -122,14 +151,14 @@ static void model_lines(wb_app *a, const store_run *r)
     free(q);
 }
 
-/* Adds "  key   value" to the System tab, the value in lines of at most 78 cells (cut at
- * spaces, continued under the value's column): a long value (why counters are missing,
- * the GEMM shape classes) is read whole at 80 columns instead of being cut. */
+/* Adds "  key   value" to the System tab, the value in lines of at most cols - 2 cells
+ * (the screen's width when the run was opened; cut at spaces, continued under the value's
+ * column): a long value (why counters are missing, the GEMM shape classes) is read whole
+ * instead of being cut. */
 #define SYS_KEY_W 24
-#define SYS_WIDTH 78
-static void add_kv(const char *key, const char *value)
+static void add_kv(const char *key, const char *value, int cols)
 {
-    const int col = 2 + SYS_KEY_W + 1, width = SYS_WIDTH - col;
+    const int col = 2 + SYS_KEY_W + 1, width = (cols < 80 ? 80 : cols) - 2 - col;
     const char *p = value;
     int first = 1;
     do {
@@ -159,14 +188,12 @@ static void run_load(wb_app *a)
     }
     rv.have = 1;
     for (int i = 0; i < 4; i++) metric_load(a->db, id, wb_metric_keys[i], &rv.m[i]);
-    if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
-    store_op_row *all = NULL;
-    size_t na = 0;
     memset(&rv.balance, 0, sizeof rv.balance);
     rv.balance.imbalance = NAN;
-    if (!store_op_stats_get(a->db, id, -1, &all, &na)) prof_balance_get(all, na, &rv.balance);
-    free(all);
+    if (!store_op_stats_get(a->db, id, -1, &rv.scopes, &rv.n_scopes)) prof_balance_get(rv.scopes, rv.n_scopes, &rv.balance);
+    else { rv.scopes = NULL; rv.n_scopes = 0; }
     if (rv.rank_view >= rv.balance.ranks) rv.rank_view = -1;
+    profile_regroup(a);
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
     wb_layers_load(a, &rv.layers, id);
@@ -205,14 +232,14 @@ static void run_load(wb_app *a)
     tui_lines_add(&rv.sys, &rv.n_sys, "System:");
     kv = NULL; n = 0;
     if (!store_sysinfo_get(a->db, id, &kv, &n)) {
-        for (size_t i = 0; i < n; i++) add_kv(kv[i].key, kv[i].value);
+        for (size_t i = 0; i < n; i++) add_kv(kv[i].key, kv[i].value, a->cols);
         if (!n) tui_lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
         free(kv);
     }
     if (rv.have_prof) {
         char hw[840];
         snprintf(hw, sizeof hw, "%d%s%s", rv.prof.hw_counters, rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
-        add_kv("hardware counters", hw);
+        add_kv("hardware counters", hw, a->cols);
     }
     run_graph_figures(a, id);
     model_lines(a, r);
@@ -363,8 +390,8 @@ static void draw_profile(wb_app *a, int y0, int y1)
     prof_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
     prof_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);
     prof_fmt_duration(tt, sizeof tt, t.self_total_ns * 1e-9);
-    snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
-             prof_sort_name((prof_sort)rv.op_sort), rv.op_desc ? " (reversed)" : "", tt, ov, pk,
+    snprintf(sum, sizeof sum, "by %s, sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
+             group_names[rv.group], prof_sort_name((prof_sort)rv.op_sort), rv.op_desc ? " (reversed)" : "", tt, ov, pk,
              /* what is counted and why not (hardware, then software events) */
              rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "counters: not recorded");
     attron(A_DIM);
@@ -505,6 +532,14 @@ static int run_key(wb_app *a, tui_action act, int ch)
         wb_message(a, "ops sorted by %s", prof_sort_name((prof_sort)rv.op_sort));
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    case TUI_ACT_GROUP:
+        if (rv.tab != TAB_PROFILE) { wb_message(a, "b groups the Profile tab's rows"); return 1; }
+        if (rv.balance.ranks > 1) { wb_message(a, "a data-parallel run's rows stay per rank (v: one rank at a time)"); return 1; }
+        rv.group = (rv.group + 1) % 4;
+        rv.scroll = 0;
+        profile_regroup(a);
+        wb_message(a, "Profile rows by %s", group_names[rv.group]);
+        return 1;
     case TUI_ACT_METRIC:
         if (rv.tab == TAB_PROFILE) {
             if (rv.balance.ranks < 2) { wb_message(a, "v shows one rank at a time in a data-parallel run's profile"); return 1; }
@@ -558,6 +593,7 @@ static int run_offers(wb_app *a, tui_action act)
     char why[512];
     switch (act) {
     case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: return rv.tab == TAB_PROFILE;
+    case TUI_ACT_GROUP: return rv.tab == TAB_PROFILE && rv.n_ops && rv.balance.ranks < 2;
     case TUI_ACT_METRIC: return rv.tab == TAB_LAYERS || (rv.tab == TAB_PROFILE && rv.balance.ranks >= 2);
     case TUI_ACT_LOG_Y: case TUI_ACT_X_AXIS: case TUI_ACT_X_SCALE: case TUI_ACT_SMOOTH: return rv.tab == TAB_CURVES;
     case TUI_ACT_RESUME: return rv.have && !wb_live_running(a) && !wb_resume_refusal(a, &rv.run, why, sizeof why);
@@ -567,5 +603,8 @@ static int run_offers(wb_app *a, tui_action act)
     }
 }
 
+/* The System tab's text is wrapped to the width: made again for the new one. */
+static void run_resize(wb_app *a) { if (rv.have) run_load(a); }
+
 wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
-                          .leave = run_leave, .reload = run_reload, .offers = run_offers };
+                          .leave = run_leave, .reload = run_reload, .offers = run_offers, .resize = run_resize };

@@ -104,6 +104,7 @@ wait_for "Experiment file:"
 keys Tab
 wait_for "System:"
 wait_for "blas"
+keys End                          # long values wrap: the checkpoints line is further down
 wait_for "Checkpoints: 2 kept"   # the run's checkpoints (docs/quantization.md)
 keys BTab
 wait_for "Resolved configuration"

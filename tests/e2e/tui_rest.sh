@@ -3,7 +3,8 @@
 # "training started" leaves the status bar when the training ends; an all-zero zero_frac
 # heat map (tanh layers) is drawn at the lowest level on a 0..1 scale, not as '+'; the
 # System tab shows the whole counters note at 80x24 (wrapped, not cut); c compares the
-# marked runs the filter shows, as d deletes them, and says how many marks it hides.
+# marked runs the filter shows, as d deletes them, and says how many marks it hides; the
+# Profile tab's b groups the rows by op and layer / op / layer / phase (item 7).
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 : "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -63,6 +64,28 @@ if [ -n "$note" ]; then
 else
     echo "tui_rest.sh: run 2 has no counters note (every counter counted): nothing to wrap"
 fi
+
+step "Profile tab of run 2: b groups the rows by op, layer, phase (issue 27 item 7)"
+keys Home Enter
+wait_re "#2 spirals-mlp/sgd"
+keys 2
+wait_for "by op and layer, sorted by self"
+wait_for "b by"
+keys b
+wait_for "by op, sorted by self"
+[ "$(cap | grep -cE '^ dense\.bwd ')" = 1 ] || fail "by op: dense.bwd is not one row"
+cap | grep -qE '^ name +layer ' && fail "by op: the layer column is still shown"
+keys b
+wait_for "by layer, sorted by self"
+wait_re "^ dense1 +[0-9.]+%"
+keys b
+wait_for "by phase, sorted by self"
+wait_re "^ backward +[0-9.]+%"
+wait_re "^ forward +[0-9.]+%"
+keys b
+wait_for "by op and layer, sorted by self"
+keys Escape
+wait_for "2/2 runs"
 
 step "New run: 'training started' leaves with the training"
 keys n
