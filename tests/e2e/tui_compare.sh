@@ -19,16 +19,12 @@ step() { echo "tui_compare.sh: $1"; }
 step "six short spirals runs (sgd and adam, three learning rates)"
 for lr in 0.1 0.2 0.3; do
     for v in sgd adam; do
-        "$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant $v --set train.epochs=2 --set train.lr=$lr \
-            --db "$db" >"$tmp/run.out" 2>&1 || { cat "$tmp/run.out"; fail "run $v lr=$lr"; }
+        cli_run "run $v lr=$lr" "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant $v --set train.epochs=2 --set train.lr=$lr
     done
 done
 
 start() { # start COLS ROWS: the workbench comparing all six runs
-    $T new-session -d -s t -n w -x "$1" -y "$2" \
-        "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; echo NNBENCH-EXIT=\$?; sleep 120" ||
-        fail "cannot start tmux"
-    $T set -g escape-time 0 >/dev/null
+    tui_start "$1" "$2" "$db"
     wait_for "6/6 runs"
     keys Home Space Space Space Space Space Space c
     wait_for "6 runs   metric: train_loss"

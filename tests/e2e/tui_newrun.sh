@@ -18,13 +18,9 @@ step() { echo "tui_newrun.sh: $1"; }
 q() { sqlite3 -cmd ".timeout 10000" "$db" "$1"; }
 
 step "a finished spirals run (5 epochs)"
-"$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sgd --set train.epochs=5 --db "$db" \
-    >"$tmp/r1.out" 2>&1 || { cat "$tmp/r1.out"; fail "run 1"; }
+cli_run "run 1" "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sgd --set train.epochs=5
 
-$T new-session -d -s t -n w -x 120 -y 40 \
-    "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; echo NNBENCH-EXIT=\$?; sleep 120" ||
-    fail "cannot start tmux"
-$T set -g escape-time 0 >/dev/null
+tui_start 120 40 "$db"
 wait_for "1/1 runs"
 
 step "Q quantizes run 1"

@@ -22,17 +22,12 @@ q() { sqlite3 -cmd ".timeout 10000" "$db" "$1"; }
 INI="$NNBENCH_TOP/samples/spirals-mlp.ini"
 
 step "run 1: spirals with layer telemetry (tanh: no exact zeros); run 2: profiled"
-"$NNBENCH" run "$INI" --variant sgd --set train.epochs=3 --set train.telemetry=true --db "$db" >"$tmp/r1.out" 2>&1 ||
-    { cat "$tmp/r1.out"; fail "run 1"; }
-"$NNBENCH" run "$INI" --variant sgd --set train.epochs=2 --set profile.enabled=true --db "$db" >"$tmp/r2.out" 2>&1 ||
-    { cat "$tmp/r2.out"; fail "run 2"; }
+cli_run "run 1" "$INI" --variant sgd --set train.epochs=3 --set train.telemetry=true
+cli_run "run 2" "$INI" --variant sgd --set train.epochs=2 --set profile.enabled=true
 [ "$(q "SELECT count(*) FROM metrics WHERE run=1 AND key LIKE 'zero_frac/%' AND value <> 0")" = 0 ] ||
     fail "run 1 has a non-zero zero_frac: this check needs an all-zero map"
 
-$T new-session -d -s t -n w -x 80 -y 24 \
-    "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; echo NNBENCH-EXIT=\$?; sleep 120" ||
-    fail "cannot start tmux"
-$T set -g escape-time 0 >/dev/null
+tui_start 80 24 "$db"
 wait_for "2/2 runs"
 
 step "Layers tab of run 1: the all-zero zero_frac map at the lowest level, scale 0..1"

@@ -17,15 +17,10 @@ limit=${TUI_TIMEOUT:-30}
 step() { echo "tui_solver.sh: $1"; }
 
 step "run 1: newton, 300 steps (six blocks per step); run 2: newton, 3 steps"
-"$NNBENCH" run "$NNBENCH_TOP/samples/newton-vs-sgd.ini" --variant newton --set train.max_steps=300 --db "$db" \
-    >"$tmp/r1.out" 2>&1 || { cat "$tmp/r1.out"; fail "run 1"; }
-"$NNBENCH" run "$NNBENCH_TOP/samples/newton-vs-sgd.ini" --variant newton --set train.max_steps=3 --db "$db" \
-    >"$tmp/r2.out" 2>&1 || { cat "$tmp/r2.out"; fail "run 2"; }
+cli_run "run 1" "$NNBENCH_TOP/samples/newton-vs-sgd.ini" --variant newton --set train.max_steps=300
+cli_run "run 2" "$NNBENCH_TOP/samples/newton-vs-sgd.ini" --variant newton --set train.max_steps=3
 
-$T new-session -d -s t -n w -x 120 -y 40 \
-    "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; echo NNBENCH-EXIT=\$?; sleep 120" ||
-    fail "cannot start tmux"
-$T set -g escape-time 0 >/dev/null
+tui_start 120 40 "$db"
 wait_for "2/2 runs"
 
 step "the Solver tab of run 1: one series per block, no solid band"

@@ -27,15 +27,10 @@ offers() { bar | grep -qF -- "$1" || fail "the status bar does not offer '$1'"; 
 hides() { bar | grep -qF -- "$1" && fail "the status bar offers '$1', which does nothing here"; return 0; }
 
 step "run 1: newton (3 steps, no checkpoint); run 2: spirals sgd (5 epochs)"
-"$NNBENCH" run "$NNBENCH_TOP/samples/newton-vs-sgd.ini" --variant newton --set train.max_steps=3 --db "$db" \
-    >"$tmp/r1.out" 2>&1 || { cat "$tmp/r1.out"; fail "run 1"; }
-"$NNBENCH" run "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sgd --set train.epochs=5 --db "$db" \
-    >"$tmp/r2.out" 2>&1 || { cat "$tmp/r2.out"; fail "run 2"; }
+cli_run "run 1" "$NNBENCH_TOP/samples/newton-vs-sgd.ini" --variant newton --set train.max_steps=3
+cli_run "run 2" "$NNBENCH_TOP/samples/spirals-mlp.ini" --variant sgd --set train.epochs=5
 
-$T new-session -d -s t -n w -x 120 -y 40 \
-    "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$db'; echo NNBENCH-EXIT=\$?; sleep 120" ||
-    fail "cannot start tmux"
-$T set -g escape-time 0 >/dev/null
+tui_start 120 40 "$db"
 wait_for "2/2 runs"
 hides "K stop"
 
