@@ -523,3 +523,24 @@ void tui_canvas_print(FILE *f, const tui_canvas *c, int ansi)
         fputc('\n', f);
     }
 }
+
+void tui_sparkline(const double *v, size_t n, int utf8, char *buf, size_t cap)
+{
+    static const char *const bars[8] = { "\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+                                         "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88" };
+    static const char ascii[8] = { '_', '.', '.', '-', '=', '=', '*', '#' };
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i])) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
+    size_t o = 0;
+    if (cap) buf[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* a flat series sits in the middle: no rise or fall to show */
+        int k = !isfinite(v[i]) ? -1 : hi > lo ? (int)((v[i] - lo) / (hi - lo) * 7 + 0.5) : 3;
+        const char *c = k < 0 ? " " : utf8 ? bars[k] : (char[2]){ ascii[k], 0 };
+        size_t l = strlen(c);
+        if (o + l + 1 > cap) break;
+        memcpy(buf + o, c, l + 1);
+        o += l;
+    }
+}

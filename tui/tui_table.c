@@ -164,7 +164,12 @@ void tui_run_cell(const store_run *r, tui_run_col c, double now, char *b, size_t
         if (r->variant[0]) snprintf(b, n, "%s/%s", r->name, r->variant);
         else snprintf(b, n, "%s", r->name);
         break;
-    case TUI_RC_STATUS: snprintf(b, n, "%s", store_status_name(r->status)); break;
+    case TUI_RC_STATUS:
+        /* a run in progress says how far it is, whoever runs it (the store keeps steps) */
+        if (r->status == STORE_RUN_RUNNING && r->total_steps > 0)
+            snprintf(b, n, "running %.0f%%", 100.0 * (double)r->steps / (double)r->total_steps);
+        else snprintf(b, n, "%s", store_status_name(r->status));
+        break;
     case TUI_RC_OPT: snprintf(b, n, "%s", r->optimizer[0] ? r->optimizer : "-"); break;
     case TUI_RC_DATA: snprintf(b, n, "%s", r->dataset[0] ? r->dataset : "-"); break;
     case TUI_RC_LOSS:

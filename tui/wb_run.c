@@ -38,6 +38,7 @@ static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Co
 
 /* The Run screen's state lives in its panel (wb_run_panel.st), made when the screen opens
  * and freed when it is left; rv names it. */
+#define SPS_N 16
 typedef struct {
     long long id;
     int have;
@@ -48,6 +49,11 @@ typedef struct {
     store_op_row *scopes;    /* every stored row (ops, phases, step), for the groupings */
     size_t n_scopes;
     int group;               /* Profile rows: 0 op and layer, 1 op, 2 layer, 3 phase (b) */
+    /* samples/s of a running run, one reading per new step count the store showed (the
+     * store keeps the latest only): the summary's sparkline; whoever runs it */
+    double sps[SPS_N];
+    int n_sps;
+    long sps_step;
     store_profile prof;
     int have_prof;
     store_solver_event *ev;
@@ -187,6 +193,12 @@ static void run_load(wb_app *a)
         return;
     }
     rv.have = 1;
+    if (rv.run.status == STORE_RUN_RUNNING && rv.run.steps != rv.sps_step && isfinite(rv.run.samples_per_s)) {
+        if (rv.n_sps == SPS_N) memmove(rv.sps, rv.sps + 1, (SPS_N - 1) * sizeof rv.sps[0]);
+        else rv.n_sps++;
+        rv.sps[rv.n_sps - 1] = rv.run.samples_per_s;
+        rv.sps_step = rv.run.steps;
+    }
     for (int i = 0; i < 4; i++) metric_load(a->db, id, wb_metric_keys[i], &rv.m[i]);
     memset(&rv.balance, 0, sizeof rv.balance);
     rv.balance.imbalance = NAN;
@@ -248,7 +260,7 @@ static void run_load(wb_app *a)
 void wb_open_run(wb_app *a, long long id)
 {
     if (!wb_run_panel.st && !(wb_run_panel.st = calloc(1, sizeof(run_state)))) { wb_message(a, "out of memory"); return; }
-    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; rv.rank_view = -1; }
+    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; rv.rank_view = -1; rv.n_sps = 0; rv.sps_step = 0; }
     rv.id = id;
     a->open_id = id;
     run_load(a);
@@ -259,7 +271,7 @@ void wb_open_run(wb_app *a, long long id)
 static void run_summary(wb_app *a, int y)
 {
     const store_run *r = &rv.run;
-    char d[32], line[512], loss[32], acc[32];
+    char d[32], line[1024], loss[32], acc[32];
     prof_fmt_duration(d, sizeof d, tui_run_duration(r, tui_unix_now()));
     snprintf(loss, sizeof loss, isfinite(r->final_train_loss) ? "%.4g" : "-", r->final_train_loss);
     snprintf(acc, sizeof acc, isfinite(r->best_test_acc) ? "%.3f" : "-", r->best_test_acc);
@@ -276,17 +288,30 @@ static void run_summary(wb_app *a, int y)
     attroff(wb_status_attr(a, r->status));
     x += (int)strlen(st);
     /* As many whole items as fit (80 columns: the last ones go first, never half of one). */
-    char items[5][64];
-    snprintf(items[0], 64, "steps %ld", r->steps);
+    char items[5][128];
+    char spark[SPS_N * 3 + 1] = "", eta[32] = "-";
+    if (r->status == STORE_RUN_RUNNING && r->total_steps > 0) {
+        /* htop-style progress from the store: any process's run */
+        double el = tui_run_duration(r, tui_unix_now());
+        if (r->steps > 0 && r->total_steps > r->steps && el > 0)
+            prof_fmt_duration(eta, sizeof eta, el * (double)(r->total_steps - r->steps) / (double)r->steps);
+        snprintf(items[0], 128, "step %ld/%ld %.0f%%  ETA %s", r->steps, r->total_steps,
+                 100.0 * (double)r->steps / (double)r->total_steps, eta);
+        tui_sparkline(rv.sps, (size_t)rv.n_sps, a->utf8, spark, sizeof spark);
+    } else snprintf(items[0], 128, "steps %ld", r->steps);
     snprintf(items[1], 64, "loss %s", loss);
     snprintf(items[2], 64, "best acc %s", acc);
     snprintf(items[3], 64, "%s", d);
-    snprintf(items[4], 64, "%.0f samples/s", isfinite(r->samples_per_s) ? r->samples_per_s : 0.0);
+    snprintf(items[4], 128, "%.0f samples/s%s%s", isfinite(r->samples_per_s) ? r->samples_per_s : 0.0, spark[0] ? " " : "",
+             spark);
     line[0] = 0;
+    /* a run in progress shows its pace right after its progress */
+    static const int done_order[5] = { 0, 1, 2, 3, 4 }, live_order[5] = { 0, 4, 1, 2, 3 };
+    const int *order = spark[0] ? live_order : done_order;
     for (int i = 0; i < 5; i++) {
         size_t l = strlen(line);
-        if (x + (int)l + 2 + tui_text_width(items[i]) > a->cols - 1) break;
-        snprintf(line + l, sizeof line - l, "  %s", items[i]);
+        if (x + (int)l + 2 + tui_text_width(items[order[i]]) > a->cols - 1) break;
+        snprintf(line + l, sizeof line - l, "  %s", items[order[i]]);
     }
     wb_text(a, y, x, a->cols - x - 1, 0, line);
 }

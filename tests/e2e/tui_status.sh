@@ -5,7 +5,9 @@
 # offers Q; K on a finished run says why nothing stops; K on a run another nnbench process
 # of this host runs (a CLI run started outside the workbench) asks, sends it SIGINT, and the
 # database shows it interrupted; at 80x24 `s` on Runs cycles only the columns shown and
-# the header's arrow is never cut away.
+# the header's arrow is never cut away; that outside run's progress (issue 27, live
+# progress of any run) shows from the store: "running N%" in the list, step/total, ETA and
+# a samples/s sparkline on its Run screen.
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 : "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -82,10 +84,14 @@ while [ "$(q "SELECT count(*) FROM runs WHERE id=3 AND status='running'" 2>/dev/
 done
 keys r
 wait_for "3/3 runs"
+step "its progress, read from the store: running N% in the list, step/total, ETA and a samples/s sparkline"
+wait_re "running [0-9]+%"
 keys / C-u "id:3" Enter
 wait_for "1/3 runs"
 keys Home Enter
 wait_for "Curves   Profile"
+wait_re "running  step [0-9]+/[0-9]+ [0-9]+%  ETA [0-9]"
+wait_re "[0-9] samples/s [▁▂▃▄▅▆▇█]{3}"
 wait_for "K stop"
 keys K
 wait_for "Stop run #3 (pid $pid on this host"

@@ -122,6 +122,24 @@ static void test_chart_tick_labels(void **st)
     }
 }
 
+/* The sparkline: one cell per value, lowest to highest bar, a gap for a missing value,
+ * ASCII without UTF-8, a flat series in the middle. */
+static void test_sparkline(void **st)
+{
+    (void)st;
+    double v[4] = { 1, 2, NAN, 3 };
+    char b[64];
+    tui_sparkline(v, 4, 1, b, sizeof b);
+    assert_string_equal(b, "\xe2\x96\x81\xe2\x96\x85 \xe2\x96\x88");
+    tui_sparkline(v, 4, 0, b, sizeof b);
+    assert_string_equal(b, "_= #");
+    double flat[3] = { 5, 5, 5 };
+    tui_sparkline(flat, 3, 0, b, sizeof b);
+    assert_string_equal(b, "---");
+    tui_sparkline(v, 4, 1, b, 5);   /* room for one bar only: cut between characters */
+    assert_string_equal(b, "\xe2\x96\x81");
+}
+
 static void test_chart_scaling(void **st)
 {
     (void)st;
@@ -648,7 +666,7 @@ int main(void)
 {
     const struct CMUnitTest chart[] = {
         cmocka_unit_test(test_braille_bits), cmocka_unit_test(test_nice_ticks),
-        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_tick_labels), cmocka_unit_test(test_chart_ascii_gaps_log),
+        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_tick_labels), cmocka_unit_test(test_sparkline), cmocka_unit_test(test_chart_ascii_gaps_log),
         cmocka_unit_test(test_smoothing), cmocka_unit_test(test_chart_mono_logx_norm_legend),
     };
     const struct CMUnitTest table[] = {
