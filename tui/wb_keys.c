@@ -34,6 +34,7 @@ const tui_key tui_keys[] = {
     { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_NEW, "compare the runs the last start made (all variants: the batch)", "compare" },
     { { 'n' }, "n", NULL, TUI_ACT_NEW, TUI_SCR_RUNS, "new run: pick a sample and a variant, edit keys, start", "new" },
     { { '/' }, "/", NULL, TUI_ACT_FILTER, TUI_SCR_RUNS, "filter runs (words; field:word, e.g. status:finished; !word excludes)", "filter" },
+    { { '/' }, "/", NULL, TUI_ACT_FILTER, TUI_SCR_RUN, "Config and System tabs: find text (case-insensitive; again: the next match)", "find" },
     { { 's' }, "s", NULL, TUI_ACT_SORT, TUI_SCR_RUNS | TUI_SCR_RUN, "sort by the next column (Runs; Profile tab)", "sort" },
     { { 'b' }, "b", NULL, TUI_ACT_GROUP, TUI_SCR_RUN, "Profile tab: rows by op and layer / op / layer / phase (as run --profile-by)", "by" },
     { { 'S' }, "S", NULL, TUI_ACT_SORT_ORDER, TUI_SCR_RUNS | TUI_SCR_RUN, "reverse the sort order", NULL },

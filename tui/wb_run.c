@@ -54,6 +54,7 @@ typedef struct {
     double sps[SPS_N];
     int n_sps;
     long sps_step;
+    char find[128];          /* the Config/System tabs' last search (/) */
     store_profile prof;
     int have_prof;
     store_solver_event *ev;
@@ -539,6 +540,27 @@ static void run_draw(wb_app *a)
     wb_model_tick(a);
 }
 
+/* / on the Config and System tabs: scrolls to the next line (after the top one, then from
+ * the start) holding the text, case-insensitive; Enter on the prompt's old text finds
+ * the next match. */
+static void find_text(wb_app *a)
+{
+    char **l = rv.tab == TAB_CONFIG ? rv.cfg : rv.tab == TAB_SYSTEM ? rv.sys : NULL;
+    size_t n = rv.tab == TAB_CONFIG ? rv.n_cfg : rv.n_sys;
+    if (!l) { wb_message(a, "/ finds text on the Config and System tabs"); return; }
+    if (!wb_prompt(a, "find (case-insensitive; Enter again: the next match)", rv.find, sizeof rv.find, NULL) || !rv.find[0])
+        return;
+    for (size_t k = 1; k <= n; k++) {
+        size_t i = ((size_t)(rv.scroll > 0 ? rv.scroll : 0) + k) % n;   /* k == n: the top line */
+        if (strcasestr(l[i], rv.find)) {
+            rv.scroll = (int)i;
+            wb_message(a, "'%s': line %zu of %zu", rv.find, i + 1, n);
+            return;
+        }
+    }
+    wb_message(a, "'%s' is not on this tab", rv.find);
+}
+
 static int run_key(wb_app *a, tui_action act, int ch)
 {
     /* The page of the tab as drawn: End/G then shows the last row (the Solver tab's table
@@ -551,6 +573,7 @@ static int run_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_TAB_NEXT: rv.tab = (rv.tab + 1) % TAB_N; rv.scroll = 0; return 1;
     case TUI_ACT_TAB_PREV: rv.tab = (rv.tab + TAB_N - 1) % TAB_N; rv.scroll = 0; return 1;
     case TUI_ACT_REFRESH: run_load(a); wb_message(a, "reloaded run #%lld", rv.id); return 1;
+    case TUI_ACT_FILTER: find_text(a); return 1;
     case TUI_ACT_SORT:
         if (rv.tab != TAB_PROFILE) { wb_message(a, "s sorts the Profile tab's op table"); return 1; }
         rv.op_sort = (rv.op_sort + 1) % PROF_SORT_N;
@@ -619,6 +642,7 @@ static int run_offers(wb_app *a, tui_action act)
     switch (act) {
     case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: return rv.tab == TAB_PROFILE;
     case TUI_ACT_GROUP: return rv.tab == TAB_PROFILE && rv.n_ops && rv.balance.ranks < 2;
+    case TUI_ACT_FILTER: return rv.tab == TAB_CONFIG || rv.tab == TAB_SYSTEM;
     case TUI_ACT_METRIC: return rv.tab == TAB_LAYERS || (rv.tab == TAB_PROFILE && rv.balance.ranks >= 2);
     case TUI_ACT_LOG_Y: case TUI_ACT_X_AXIS: case TUI_ACT_X_SCALE: case TUI_ACT_SMOOTH: return rv.tab == TAB_CURVES;
     case TUI_ACT_RESUME: return rv.have && !wb_live_running(a) && !wb_resume_refusal(a, &rv.run, why, sizeof why);

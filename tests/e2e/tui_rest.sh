@@ -4,7 +4,8 @@
 # heat map (tanh layers) is drawn at the lowest level on a 0..1 scale, not as '+'; the
 # System tab shows the whole counters note at 80x24 (wrapped, not cut); c compares the
 # marked runs the filter shows, as d deletes them, and says how many marks it hides; the
-# Profile tab's b groups the rows by op and layer / op / layer / phase (item 7).
+# Profile tab's b groups the rows by op and layer / op / layer / phase (item 7); / finds
+# text on the Config tab.
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 : "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -79,6 +80,16 @@ wait_re "^ backward +[0-9.]+%"
 wait_re "^ forward +[0-9.]+%"
 keys b
 wait_for "by op and layer, sorted by self"
+step "Config tab: / finds a key, Enter again the next match"
+keys 4 /
+wait_for "find (case-insensitive"
+keys C-u train.batch Enter
+wait_re "'train.batch': line [0-9]+ of"
+cap | sed -n 4p | grep -qi "train.batch" || fail "/ did not scroll the match to the top"
+keys / Enter
+wait_re "'train.batch': line [0-9]+ of"
+keys / C-u no-such-key-anywhere Enter
+wait_for "'no-such-key-anywhere' is not on this tab"
 keys Escape
 wait_for "2/2 runs"
 
