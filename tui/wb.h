@@ -35,6 +35,8 @@ typedef struct wb_panel {
     /* Whether the status bar offers act now (1) or not (0: it would do nothing, or only
      * say why not); may be NULL: every key of the screen. */
     int (*offers)(wb_app *a, tui_action act);
+    /* A left click at screen row y, column x (ncurses mouse); may be NULL. */
+    void (*click)(wb_app *a, int y, int x);
     void *st;                              /* the screen's state: made when the screen is
                                               opened, freed when it is left */
 } wb_panel;

@@ -346,6 +346,14 @@ static void loop(wb_app *a)
         if (ch == ERR) continue;
         if (ch == KEY_RESIZE) { on_resize(a); continue; }
         wb_panel *p = top_panel(a);
+        if (ch == KEY_MOUSE) {
+            MEVENT ev;
+            if (getmouse(&ev) == OK && (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && p->click && !a->too_small) {
+                a->msg[0] = 0;
+                p->click(a, ev.y, ev.x);
+            }
+            continue;
+        }
         if (a->too_small) {
             if (ch == 'q' && want_quit(a)) a->quit = 1;
             continue;
@@ -382,6 +390,10 @@ int wb_app_run(wb_app *a, int no_color)
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
+    /* Clicks select rows and tabs (as htop); each press is reported at once (no click
+     * timing), so a click is never held back waiting for a double click. */
+    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, NULL);
+    mouseinterval(0);
     curs_set(0);
     timeout(100);
     a->color = !no_color && has_colors();

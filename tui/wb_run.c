@@ -330,6 +330,19 @@ static void draw_tabs(wb_app *a, int y)
     }
 }
 
+/* A click on the tab row (row 1) picks the tab under it, laid out as draw_tabs does. */
+static void run_click(wb_app *a, int y, int x)
+{
+    (void)a;
+    if (y != 1) return;
+    int from = 1;
+    for (int t = 0; t < TAB_N; t++) {
+        int w = (int)strlen(tab_names[t]) + 2;
+        if (x >= from && x < from + w) { rv.tab = t; rv.scroll = 0; rv.page = 0; return; }
+        from += w + 1;
+    }
+}
+
 static size_t curve_series(wb_app *a, wb_metric *m, const int *idx, int n, const char *const *labels, tui_series *out)
 {
     size_t k = 0;
@@ -656,4 +669,5 @@ static int run_offers(wb_app *a, tui_action act)
 static void run_resize(wb_app *a) { if (rv.have) run_load(a); }
 
 wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
-                          .leave = run_leave, .reload = run_reload, .offers = run_offers, .resize = run_resize };
+                          .leave = run_leave, .reload = run_reload, .offers = run_offers, .resize = run_resize,
+                          .click = run_click };

@@ -312,6 +312,16 @@ static int runs_key(wb_app *a, tui_action act, int ch)
     return 1;
 }
 
+/* A click on a run's row selects it; on the selected row, opens it (as Enter). */
+static void runs_click(wb_app *a, int y, int x)
+{
+    (void)x;
+    int r = y - 2, idx = a->top + r;   /* rows start at 2 (runs_draw) */
+    if (r < 0 || y > a->rows - 3 || idx >= (int)a->n_view) return;
+    if (idx == a->sel) wb_open_run(a, a->view[idx].id);
+    else a->sel = idx;
+}
+
 /* K is offered while something can be stopped: the workbench's job or the selected run
  * when another nnbench process of this host runs it. */
 static int runs_offers(wb_app *a, tui_action act)
@@ -320,4 +330,5 @@ static int runs_offers(wb_app *a, tui_action act)
 }
 
 wb_panel wb_runs_panel = { .title = "Runs", .screen = TUI_SCR_RUNS, .draw = runs_draw, .key = runs_key,
-                           .reload = wb_reload_runs, .offers = runs_offers };
+                           .reload = wb_reload_runs, .offers = runs_offers,
+                           .click = runs_click };

@@ -5,7 +5,7 @@
 # System tab shows the whole counters note at 80x24 (wrapped, not cut); c compares the
 # marked runs the filter shows, as d deletes them, and says how many marks it hides; the
 # Profile tab's b groups the rows by op and layer / op / layer / phase (item 7); / finds
-# text on the Config tab.
+# text on the Config tab; mouse clicks select and open rows and pick tabs.
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 : "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -105,6 +105,33 @@ wait_for "run #3 spirals-mlp"
 wait_re "finished|diverged"
 sleep 0.3
 cap | tail -1 | grep -qF "training started" && fail "'training started' is still on the status bar after the run ended"
+keys Escape
+wait_for "3/3 runs"
+
+step "mouse: a click selects a run's row, a second one opens it; a click on a tab picks it"
+# X10 mouse reports as TERM=screen's kmous spells them: ESC [ M, then 32 + button (0
+# press, 3 release), 32 + 1 + column, 32 + 1 + row.
+click() { # click ROW COL
+    x=$(printf '%x' $((33 + $2)))
+    y=$(printf '%x' $((33 + $1)))
+    $T send-keys -t w -H 1b 5b 4d 20 "$x" "$y" 1b 5b 4d 23 "$x" "$y"
+}
+keys Home
+click 3 10      # the second row of the list: run #2
+esc=$(printf '\033')
+n=0
+until $T capture-pane -p -e -t w | grep -q "${esc}\[7m *2  spirals"; do
+    n=$((n + 1)); [ $n -gt $((limit * 10)) ] && fail "a click did not select run #2's row"
+    sleep 0.1
+done
+cap | grep -qF "Curves   Profile" && fail "one click opened the run"
+click 3 10
+wait_for "Curves   Profile"
+wait_re "#2 spirals-mlp/sgd"
+click 1 12      # " Profile " spans columns 10-18 of the tab row
+wait_for "by op and layer, sorted by self"
+click 1 30      # " Config " spans 29-36
+wait_for "Resolved configuration"
 keys Escape
 wait_for "3/3 runs"
 
