@@ -1006,38 +1006,32 @@ static void row_merge(prof_row *into, const prof_row *r)
     if (into->cpu_ns >= 0 && r->cpu_ns >= 0) into->cpu_ns += r->cpu_ns;
 }
 
-int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n)
+int prof_rows_group(const prof_row *in, size_t n_in, prof_group by, prof_row **rows, size_t *n)
 {
     *rows = NULL;
     *n = 0;
-    if (!p) {
-        prof_internal_errorf("profiler: no profiler (profiling is off)");
-        return -1;
-    }
-    prof_row *out = calloc(p->n_scopes ? (size_t)p->n_scopes : 1, sizeof *out);
+    prof_row *out = calloc(n_in ? n_in : 1, sizeof *out);
     if (!out) {
-        prof_internal_errorf("profiler: out of memory for %d rows", p->n_scopes);
+        prof_internal_errorf("profiler: out of memory for %zu rows", n_in);
         return -1;
     }
     size_t m = 0;
-    for (int i = 0; i < p->n_scopes; i++) {
-        const scope_stat *s = &p->scopes[i];
-        prof_row r;
-        row_from(p, &r, s);
+    for (size_t i = 0; i < n_in; i++) {
+        prof_row r = in[i];
         int merge = 1;
         switch (by) {
         case PROF_BY_SCOPE: merge = 0; break;
         case PROF_BY_OP:
-            if (s->kind != PROF_OP) continue;
+            if (r.kind != PROF_OP) continue;
             r.layer[0] = 0;
             break;
         case PROF_BY_LAYER:
-            if (s->kind != PROF_OP) continue;
-            snprintf(r.name, sizeof r.name, "%s", s->layer[0] ? s->layer : "(no layer)");
+            if (r.kind != PROF_OP) continue;
+            snprintf(r.name, sizeof r.name, "%s", in[i].layer[0] ? in[i].layer : "(no layer)");
             r.layer[0] = 0;
             break;
         case PROF_BY_PHASE:
-            if (s->kind == PROF_OP) continue;
+            if (r.kind == PROF_OP) continue;
             r.layer[0] = 0;
             break;
         }
@@ -1052,6 +1046,25 @@ int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n)
     *rows = out;
     *n = m;
     return 0;
+}
+
+int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n)
+{
+    *rows = NULL;
+    *n = 0;
+    if (!p) {
+        prof_internal_errorf("profiler: no profiler (profiling is off)");
+        return -1;
+    }
+    prof_row *all = calloc(p->n_scopes ? (size_t)p->n_scopes : 1, sizeof *all);
+    if (!all) {
+        prof_internal_errorf("profiler: out of memory for %d rows", p->n_scopes);
+        return -1;
+    }
+    for (int i = 0; i < p->n_scopes; i++) row_from(p, &all[i], &p->scopes[i]);
+    int rc = prof_rows_group(all, (size_t)p->n_scopes, by, rows, n);
+    free(all);
+    return rc;
 }
 
 void prof_summary_get(prof_t *p, prof_summary *s)

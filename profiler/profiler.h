@@ -120,6 +120,10 @@ typedef enum { PROF_BY_SCOPE, PROF_BY_OP, PROF_BY_LAYER, PROF_BY_PHASE } prof_gr
 
 /* Aggregated rows (malloc'd, caller frees) sorted by self time, descending. */
 int prof_rows(prof_t *p, prof_group by, prof_row **rows, size_t *n);
+/* The same grouping of rows already made per scope (a stored profile: store_op_row is
+ * prof_row): by op (layers merged), layer (ops merged), phase (the non-op scopes) or
+ * scope (as given). Sorted by self time; malloc'd, caller frees. 0 ok, -1 out of memory. */
+int prof_rows_group(const prof_row *in, size_t n_in, prof_group by, prof_row **rows, size_t *n);
 void prof_summary_get(prof_t *p, prof_summary *s);
 
 /* Sort keys and groupings as the CLI spells them: "self", "total", "calls", "avg",

@@ -232,7 +232,7 @@ typedef struct {
 } chart;
 
 /* Legend rows: entries ("━━ label  ") wrap at the width, at most 3 rows. */
-static int legend_rows(const tui_series *s, size_t ns, int W)
+int tui_chart_legend_rows(const tui_series *s, size_t ns, int W)
 {
     int rows = 0, x = 0;
     for (size_t i = 0; i < ns; i++) {
@@ -423,11 +423,13 @@ static void chart_xaxis(const chart *c, tui_canvas *out)
         int cx = x0 + (!c->cellplot ? dx / 2 : dx);
         int l = (int)strlen(b), start = cx - l / 2;
         if (start < x0 - 1) start = x0 - 1;
-        if (start + l > lab_end) start = lab_end - l;
-        if (start < free_from) continue;
+        /* A label that would run into the axis name is left out, not pushed left: moved
+         * away from its tick it would read as the next one ("8 9 hybrid time (s)"). Labels
+         * keep two cells between them. */
+        if (start + l > lab_end || start < free_from) continue;
         put(out, cx, axis_row, xtick, -1);
         put_text(out, start, lab_row, b, -1, W, utf8);
-        free_from = start + l + 1;
+        free_from = start + l + 2;
     }
 }
 
@@ -475,7 +477,7 @@ int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_
     if (!c) return -1;
     *c = (chart){ .s = s, .ns = ns, .o = o, .W = o->width, .H = o->height, .utf8 = o->utf8,
                   .cellplot = !o->utf8 || o->mono };
-    c->legend_rows = legend_rows(s, ns, c->W);
+    c->legend_rows = tui_chart_legend_rows(s, ns, c->W);
     c->header = (o->title && *o->title) || (o->y_label && *o->y_label);
     c->top = c->header;
     c->ph = c->H - c->header - 2 - c->legend_rows;
@@ -519,5 +521,26 @@ void tui_canvas_print(FILE *f, const tui_canvas *c, int ansi)
         }
         if (ansi && cur >= 0) fputs("\033[0m", f);
         fputc('\n', f);
+    }
+}
+
+void tui_sparkline(const double *v, size_t n, int utf8, char *buf, size_t cap)
+{
+    static const char *const bars[8] = { "\xe2\x96\x81", "\xe2\x96\x82", "\xe2\x96\x83", "\xe2\x96\x84",
+                                         "\xe2\x96\x85", "\xe2\x96\x86", "\xe2\x96\x87", "\xe2\x96\x88" };
+    static const char ascii[8] = { '_', '.', '.', '-', '=', '=', '*', '#' };
+    double lo = INFINITY, hi = -INFINITY;
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(v[i])) { if (v[i] < lo) lo = v[i]; if (v[i] > hi) hi = v[i]; }
+    size_t o = 0;
+    if (cap) buf[0] = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* a flat series sits in the middle: no rise or fall to show */
+        int k = !isfinite(v[i]) ? -1 : hi > lo ? (int)((v[i] - lo) / (hi - lo) * 7 + 0.5) : 3;
+        const char *c = k < 0 ? " " : utf8 ? bars[k] : (char[2]){ ascii[k], 0 };
+        size_t l = strlen(c);
+        if (o + l + 1 > cap) break;
+        memcpy(buf + o, c, l + 1);
+        o += l;
     }
 }

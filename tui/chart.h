@@ -45,6 +45,13 @@ typedef struct {
 /* Draws the chart into a newly allocated canvas (free with tui_canvas_free). 0 ok,
  * -1 if the size is too small or memory ran out. */
 int tui_chart_draw(const tui_series *s, size_t ns, const tui_chart_opts *o, tui_canvas *out);
+/* The rows the legend of these series takes in a chart of width W (0 to 3); a chart of
+ * height H plots on H - 3 - this rows (title row, x axis and its labels). */
+int tui_chart_legend_rows(const tui_series *s, size_t ns, int W);
+/* v[0..n) as a one-line sparkline, one cell per value scaled between their min and max
+ * ("▁▂▃▅▇█"; ASCII "_.-=*#" without utf8; non-finite values a space). buf gets a
+ * NUL-terminated string (at most cap bytes). */
+void tui_sparkline(const double *v, size_t n, int utf8, char *buf, size_t cap);
 void tui_canvas_free(tui_canvas *c);
 /* Prints the canvas as UTF-8 text; with ansi, series get distinct ANSI colours. */
 void tui_canvas_print(FILE *f, const tui_canvas *c, int ansi);

@@ -65,8 +65,9 @@ double tui_unix_now(void);
 /* ---- the comparison (store_compare) as text, for `compare` and the Compare screen ---- */
 
 /* Widths of the label column and of each run's column for width cells: names get the
- * room first (the label column gives way before run columns shrink). */
-void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw);
+ * room first (the label column gives way before run columns shrink). With all_keys the
+ * rows keep 3 cells for the "  *" that marks a key that differs. */
+void tui_compare_widths(const store_compare *c, int width, int all_keys, int *lw, int *cw);
 /* One row: the label, then each run's cell right-aligned, cut with an ellipsis; tail
  * (may be NULL) appended. */
 void tui_compare_row_text(const store_compare *c, const char *label, char (*cells)[64], int lw, int cw, int utf8,
@@ -101,7 +102,7 @@ typedef enum {
     TUI_ACT_SORT, TUI_ACT_SORT_ORDER, TUI_ACT_DELETE, TUI_ACT_REFRESH, TUI_ACT_HELP,
     TUI_ACT_QUIT, TUI_ACT_LOG_Y, TUI_ACT_X_AXIS, TUI_ACT_SMOOTH, TUI_ACT_ALL_KEYS,
     TUI_ACT_METRIC, TUI_ACT_EDIT, TUI_ACT_START, TUI_ACT_STOP, TUI_ACT_X_SCALE, TUI_ACT_CLEAR_MARKS,
-    TUI_ACT_TAB_N, TUI_ACT_REVERT, TUI_ACT_RESUME, TUI_ACT_QUANTIZE,
+    TUI_ACT_TAB_N, TUI_ACT_REVERT, TUI_ACT_RESUME, TUI_ACT_QUANTIZE, TUI_ACT_GROUP,
 } tui_action;
 
 #define TUI_KEY_CODES 8
@@ -127,6 +128,10 @@ void tui_screens_names(unsigned screens, char *buf, size_t n);
 /* The status bar line of a screen: "Enter open  / filter  ...", cut to width cells.
  * Returns the cells used. */
 int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n);
+/* The same, offering only the keys offers(ud, action) says do something now (a tab
+ * without a chart offers no chart keys); offers NULL offers every key of the screen. */
+int tui_status_hints_if(unsigned screen, int utf8, int width, int (*offers)(void *ud, tui_action act), void *ud,
+                        char *buf, size_t n);
 /* The key table as a Markdown table (the docs/workbench.md's key list). */
 void tui_keys_markdown(FILE *f);
 

@@ -166,7 +166,12 @@ void tui_run_cell(const store_run *r, tui_run_col c, double now, char *b, size_t
         if (r->variant[0]) snprintf(b, n, "%s/%s", r->name, r->variant);
         else snprintf(b, n, "%s", r->name);
         break;
-    case TUI_RC_STATUS: snprintf(b, n, "%s", store_status_name(r->status)); break;
+    case TUI_RC_STATUS:
+        /* a run in progress says how far it is, whoever runs it (the store keeps steps) */
+        if (r->status == STORE_RUN_RUNNING && r->total_steps > 0)
+            snprintf(b, n, "running %.0f%%", 100.0 * (double)r->steps / (double)r->total_steps);
+        else snprintf(b, n, "%s", store_status_name(r->status));
+        break;
     case TUI_RC_OPT: snprintf(b, n, "%s", r->optimizer[0] ? r->optimizer : "-"); break;
     case TUI_RC_DATA: snprintf(b, n, "%s", r->dataset[0] ? r->dataset : "-"); break;
     case TUI_RC_LOSS:
@@ -329,9 +334,10 @@ int tui_lines_add(char ***l, size_t *n, const char *fmt, ...)
 }
 
 
-void tui_compare_widths(const store_compare *c, int width, int *lw, int *cw)
+void tui_compare_widths(const store_compare *c, int width, int all_keys, int *lw, int *cw)
 {
     int n = c->n ? (int)c->n : 1;
+    if (all_keys) width -= 3;
     int l = 8;
     for (size_t r = 0; r < c->n_rows; r++) {
         int w = tui_text_width(c->rows[r].label);
@@ -380,7 +386,7 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
     *lines = NULL;
     *n = 0;
     int lw, cw;
-    tui_compare_widths(c, width, &lw, &cw);
+    tui_compare_widths(c, width, all_keys, &lw, &cw);
     char row[4096], head[160];
     int sec = -1, any_config = 0;
     for (size_t r = 0; r < c->n_rows; r++) {

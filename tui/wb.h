@@ -32,6 +32,11 @@ typedef struct wb_panel {
     void (*resize)(wb_app *a);             /* may be NULL */
     void (*leave)(wb_app *a);              /* popped; may be NULL */
     void (*reload)(wb_app *a);             /* the database changed; may be NULL */
+    /* Whether the status bar offers act now (1) or not (0: it would do nothing, or only
+     * say why not); may be NULL: every key of the screen. */
+    int (*offers)(wb_app *a, tui_action act);
+    /* A left click at screen row y, column x (ncurses mouse); may be NULL. */
+    void (*click)(wb_app *a, int y, int x);
     void *st;                              /* the screen's state: made when the screen is
                                               opened, freed when it is left */
 } wb_panel;
@@ -77,7 +82,6 @@ typedef struct {
     double loss, sps;
     double t_start;          /* monotonic s when the current variant began */
     long long run_id;        /* store id of the current/last run */
-    long long first_id;
     long long batch[WB_MAX_COMPARE]; /* ids of the runs of the last start, in order */
     int n_batch;
     wb_series live[WB_LIVE_N];
@@ -102,6 +106,7 @@ struct wb_app {
     int quit;
     char msg[256];
     double msg_until;
+    int msg_live;            /* msg speaks of the worker's job: gone when the job ends */
     /* runs list (Runs screen) */
     store_run *all;
     size_t n_all;
@@ -114,6 +119,7 @@ struct wb_app {
     int n_marked;
     char filter[128];
     int sort_col, sort_desc;
+    int sort_shown;          /* run columns the Runs table showed last (s cycles those) */
     /* shared chart toggles */
     int log_y, x_axis, smooth_idx, x_scale;
     /* Run / Compare */
@@ -163,7 +169,7 @@ void wb_bar(wb_app *a, int y, int x, int w, double frac);
  * a bar of each row's self share after "self %". The Profile tab and New run draw with it. */
 void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll);
 /* A scrolling list of text lines in rows y0..y1; *scroll is clamped. */
-void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
+int wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll);
 /* Scroll arithmetic shared by text views: applies a navigation action. 1 if it was one. */
 int wb_scroll_key(tui_action act, int *scroll, int total, int page);
 /* The chart toggles every chart screen shares (L, x, X, m); 1 if act was one. */
@@ -179,7 +185,6 @@ extern const char *const wb_metric_keys[4];
 /* Reloads the runs list from the store (keeps the selection on the same run id). */
 void wb_reload_runs(wb_app *a);
 void wb_open_run(wb_app *a, long long id);
-void wb_open_compare(wb_app *a);           /* the marked runs */
 void wb_open_compare_ids(wb_app *a, const long long *ids, int n);
 void wb_open_new(wb_app *a);
 void wb_new_free(wb_app *a);               /* the New run form (kept while the workbench runs) */
@@ -243,5 +248,13 @@ void wb_quant_free(wb_quant_view *qv);         /* the tab's text */
 void wb_model_tick(wb_app *a);
 /* Why Resume is not offered for r (a sentence), or NULL when it is. */
 const char *wb_resume_refusal(wb_app *a, const store_run *r, char *buf, size_t cap);
+/* Why Quantize is not offered for r, or NULL when it is. */
+const char *wb_quant_refusal(wb_app *a, const store_run *r, char *buf, size_t cap);
+/* K for run r: stops the workbench's own job, else r when another nnbench process on this
+ * host runs it (SIGINT to its pid: it stops at the next step, as Ctrl-C would, with its
+ * stop checkpoint), else says why it cannot. r may be NULL (nothing selected). */
+void wb_stop_key(wb_app *a, const store_run *r);
+/* Whether K can stop something: the workbench's job or r (NULL: no run) running on this host. */
+int wb_stop_offered(wb_app *a, const store_run *r);
 
 #endif

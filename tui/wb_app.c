@@ -64,6 +64,7 @@ void wb_message(wb_app *a, const char *fmt, ...)
     vsnprintf(a->msg, sizeof a->msg, fmt, ap);
     va_end(ap);
     a->msg_until = wb_now() + 4;
+    a->msg_live = 0;
 }
 
 /* ---- panel stack ------------------------------------------------------------------- */
@@ -103,17 +104,26 @@ static void draw_title(wb_app *a)
     attroff(at);
 }
 
+static int panel_offers(void *ud, tui_action act)
+{
+    wb_app *a = ud;
+    wb_panel *p = top_panel(a);
+    return !p->offers || p->offers(a, act);
+}
+
 static void draw_status(wb_app *a)
 {
     int at = a->color ? COLOR_PAIR(WB_PAIR_STATUS) : A_REVERSE;
     attron(at);
     wb_fill(a, a->rows - 1, 0, a->cols);
+    /* "training started" must not outlive the training: a job's message ends with it */
+    if (a->msg_live && !wb_live_running(a)) a->msg[0] = 0;
     if (a->msg[0] && wb_now() < a->msg_until) {
         wb_text(a, a->rows - 1, 1, a->cols - 2, 0, a->msg);
     } else {
         char b[512];
         a->msg[0] = 0;
-        tui_status_hints(top_panel(a)->screen, a->utf8, a->cols - 2, b, sizeof b);
+        tui_status_hints_if(top_panel(a)->screen, a->utf8, a->cols - 2, panel_offers, a, b, sizeof b);
         wb_text(a, a->rows - 1, 1, a->cols - 2, 0, b);
     }
     attroff(at);
@@ -336,6 +346,14 @@ static void loop(wb_app *a)
         if (ch == ERR) continue;
         if (ch == KEY_RESIZE) { on_resize(a); continue; }
         wb_panel *p = top_panel(a);
+        if (ch == KEY_MOUSE) {
+            MEVENT ev;
+            if (getmouse(&ev) == OK && (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED)) && p->click && !a->too_small) {
+                a->msg[0] = 0;
+                p->click(a, ev.y, ev.x);
+            }
+            continue;
+        }
         if (a->too_small) {
             if (ch == 'q' && want_quit(a)) a->quit = 1;
             continue;
@@ -372,6 +390,10 @@ int wb_app_run(wb_app *a, int no_color)
     cbreak();
     noecho();
     keypad(stdscr, TRUE);
+    /* Clicks select rows and tabs (as htop); each press is reported at once (no click
+     * timing), so a click is never held back waiting for a double click. */
+    mousemask(BUTTON1_PRESSED | BUTTON1_CLICKED, NULL);
+    mouseinterval(0);
     curs_set(0);
     timeout(100);
     a->color = !no_color && has_colors();

@@ -20,7 +20,7 @@ typedef struct {
     char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
     size_t n_tkeys;
     int all_keys;
-    int scroll;
+    int scroll, page;        /* page: the table rows the last draw showed */
     char **lines;
     size_t n_lines;
 } cmp_state;
@@ -116,9 +116,35 @@ void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
     if (wb_compare_panel.st) { cmp_unload(CV); free(CV); }
     wb_compare_panel.st = cv;
     wb_push(a, &wb_compare_panel);
+    /* The chart toggles are the workbench's, shared with the Run screen: when they are not
+     * the defaults, say so as Compare opens rather than draw a hybrid-time log chart
+     * nobody asked for here. */
+    if (a->x_axis || a->log_y || a->x_scale || a->smooth_idx) {
+        char tg[160];
+        wb_toggles_text(a, tg, sizeof tg);
+        wb_message(a, "charts as set before: %s (x, X, L, m change them)", tg);
+    }
 }
 
-void wb_open_compare(wb_app *a) { wb_open_compare_ids(a, a->marked, a->n_marked); }
+
+/* The chart's height: half the screen, its plot at least CMP_PLOT_MIN rows while the table
+ * keeps CMP_TABLE_MIN. Where the legend's full labels would leave the plot shorter, the
+ * legend names runs by id only (the table's header names them in the same colours). */
+#define CMP_PLOT_MIN 8
+#define CMP_TABLE_MIN 6
+static int cmp_chart_height(wb_app *a, tui_series *s, int n, char (*labels)[192])
+{
+    int avail = a->rows - 4, h = avail / 2, w = a->cols - 2;
+    if (h < 9) h = 9;
+    if (h - 3 - tui_chart_legend_rows(s, (size_t)n, w) < CMP_PLOT_MIN)
+        for (int i = 0; i < n; i++) {
+            char *sp = strchr(labels[i], ' ');
+            if (sp) *sp = 0;
+        }
+    int need = 3 + tui_chart_legend_rows(s, (size_t)n, w) + CMP_PLOT_MIN;
+    if (h < need) h = need < avail - CMP_TABLE_MIN ? need : (avail - CMP_TABLE_MIN > h ? avail - CMP_TABLE_MIN : h);
+    return h;
+}
 
 static void cmp_draw(wb_app *a)
 {
@@ -131,8 +157,6 @@ static void cmp_draw(wb_app *a)
     attron(A_DIM);
     wb_text(a, 1, 1, a->cols - 2, 0, t);
     attroff(A_DIM);
-    int h = (a->rows - 4) / 2;
-    if (h < 9) h = 9;
     tui_series s[WB_MAX_COMPARE];
     char labels[WB_MAX_COMPARE][192];
     for (int i = 0; i < cv->n; i++) {
@@ -144,13 +168,14 @@ static void cmp_draw(wb_app *a)
         s[i].y = sr->value;
         s[i].n = s[i].x ? sr->n : 0;
     }
+    int h = cmp_chart_height(a, s, cv->n, labels);
     wb_chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, cmp_metric_name(cv), cmp_metric_name(cv),
              a->log_y && (cv->metric < 2 || (cv->metric >= 4 && strncmp(cmp_metric_name(cv), "grad_mean/", 10))));
     int ty = 2 + h;
     /* Table header row in series colours, then the scrolling body. */
     if (cv->n_lines > 0) {
         int lw, cw;
-        tui_compare_widths(c, a->cols - 2, &lw, &cw);
+        tui_compare_widths(c, a->cols - 2, cv->all_keys, &lw, &cw);
         attron(A_BOLD);
         wb_text(a, ty, 1, lw, 0, "run");
         for (int i = 0; i < cv->n; i++) {
@@ -161,7 +186,7 @@ static void cmp_draw(wb_app *a)
             attroff(wb_series_attr(a, i));
         }
         attroff(A_BOLD);
-        wb_draw_lines(a, cv->lines + 1, cv->n_lines - 1, ty + 1, a->rows - 2, &cv->scroll);
+        cv->page = wb_draw_lines(a, cv->lines + 1, cv->n_lines - 1, ty + 1, a->rows - 2, &cv->scroll);
     }
 }
 
@@ -183,7 +208,7 @@ static int cmp_key(wb_app *a, tui_action act, int ch)
     default: break;
     }
     if (wb_chart_toggle(a, act)) return 1;
-    return wb_scroll_key(act, &cv->scroll, (int)cv->n_lines - 1, (a->rows - 4) / 2 - 1);
+    return wb_scroll_key(act, &cv->scroll, (int)cv->n_lines - 1, cv->page > 0 ? cv->page : 1);
 }
 
 static void cmp_resize(wb_app *a) { if (CV && CV->c) cmp_build_lines(a, CV); }

@@ -129,25 +129,27 @@ int wb_scroll_key(tui_action act, int *scroll, int total, int page)
     return 1;
 }
 
-void wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll)
+int wb_draw_lines(wb_app *a, char **lines, size_t n, int y0, int y1, int *scroll)
 {
     int page = y1 - y0 + 1;
+    /* Lines that do not fit give up the last row to the position ("13-29/30"): drawn on
+     * a text row it would cover the row's last cell. */
+    int scrolls = (int)n > page && page > 1;
+    if (scrolls) page--;
     if (*scroll > (int)n - page) *scroll = (int)n - page;
     if (*scroll < 0) *scroll = 0;
-    char b[48] = "";
-    if ((int)n > page)
-        snprintf(b, sizeof b, "%d-%d/%zu", *scroll + 1, *scroll + page < (int)n ? *scroll + page : (int)n, n);
     for (int r = 0; r < page; r++) {
         size_t i = (size_t)(*scroll + r);
-        /* The last row leaves room for the position, never drawn over text. */
-        int w = a->cols - 2 - (r == page - 1 && b[0] ? (int)strlen(b) + 1 : 0);
-        if (i < n) wb_text(a, y0 + r, 1, w, 0, lines[i]);
+        if (i < n) wb_text(a, y0 + r, 1, a->cols - 2, 0, lines[i]);
     }
-    if (b[0]) {
+    if (scrolls) {
+        char b[48];
+        snprintf(b, sizeof b, "%d-%d/%zu", *scroll + 1, *scroll + page < (int)n ? *scroll + page : (int)n, n);
         attron(A_DIM);
         wb_text(a, y1, a->cols - 1 - (int)strlen(b), (int)strlen(b), 1, b);
         attroff(A_DIM);
     }
+    return page;
 }
 
 void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scroll)

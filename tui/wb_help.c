@@ -13,6 +13,7 @@
 /* ---- Help screen ------------------------------------------------------------------- */
 
 static int help_scroll;
+static int help_page = 1; /* the rows the last draw showed (the position takes a row) */
 static unsigned help_for;
 
 static void help_draw(wb_app *a)
@@ -45,7 +46,7 @@ static void help_draw(wb_app *a)
     attron(A_BOLD);
     wb_text(a, 1, 1, a->cols - 2, 0, "Help");
     attroff(A_BOLD);
-    wb_draw_lines(a, lines, n, 2, a->rows - 2, &help_scroll);
+    help_page = wb_draw_lines(a, lines, n, 2, a->rows - 2, &help_scroll);
     for (size_t i = 0; i < n; i++) free(lines[i]);
     free(lines);
 }
@@ -54,7 +55,7 @@ static int help_key(wb_app *a, tui_action act, int ch)
 {
     (void)ch;
     if (act == TUI_ACT_BACK || act == TUI_ACT_HELP) { wb_pop(a); return 1; }
-    return wb_scroll_key(act, &help_scroll, (int)tui_n_keys + 2, a->rows - 3);
+    return wb_scroll_key(act, &help_scroll, (int)tui_n_keys + 2, help_page);
 }
 
 wb_panel wb_help_panel = { .title = "Help", .screen = TUI_SCR_HELP, .draw = help_draw, .key = help_key };

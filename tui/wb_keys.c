@@ -30,11 +30,13 @@ const tui_key tui_keys[] = {
     { { '\t' }, "Tab", NULL, TUI_ACT_TAB_NEXT, TUI_SCR_RUN, "next tab", "tab" },
     { { KEY_BTAB }, "Shift-Tab", NULL, TUI_ACT_TAB_PREV, TUI_SCR_RUN, "previous tab", NULL },
     { { ' ' }, "Space", NULL, TUI_ACT_MARK, TUI_SCR_RUNS, "mark / unmark a run for Compare (2 to 6)", "mark" },
-    { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_RUNS, "compare the marked runs", "compare" },
+    { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_RUNS, "compare the marked runs the screen shows (as d deletes them)", "compare" },
     { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_NEW, "compare the runs the last start made (all variants: the batch)", "compare" },
     { { 'n' }, "n", NULL, TUI_ACT_NEW, TUI_SCR_RUNS, "new run: pick a sample and a variant, edit keys, start", "new" },
     { { '/' }, "/", NULL, TUI_ACT_FILTER, TUI_SCR_RUNS, "filter runs (words; field:word, e.g. status:finished; !word excludes)", "filter" },
+    { { '/' }, "/", NULL, TUI_ACT_FILTER, TUI_SCR_RUN, "Config and System tabs: find text (case-insensitive; again: the next match)", "find" },
     { { 's' }, "s", NULL, TUI_ACT_SORT, TUI_SCR_RUNS | TUI_SCR_RUN, "sort by the next column (Runs; Profile tab)", "sort" },
+    { { 'b' }, "b", NULL, TUI_ACT_GROUP, TUI_SCR_RUN, "Profile tab: rows by op and layer / op / layer / phase (as run --profile-by)", "by" },
     { { 'S' }, "S", NULL, TUI_ACT_SORT_ORDER, TUI_SCR_RUNS | TUI_SCR_RUN, "reverse the sort order", NULL },
     { { 'd', KEY_DC }, "d / Delete", NULL, TUI_ACT_DELETE, TUI_SCR_RUNS, "delete the marked runs the screen shows (else the selected one), after confirmation", "delete" },
     { { 'u' }, "u", NULL, TUI_ACT_CLEAR_MARKS, TUI_SCR_RUNS, "clear all marks", NULL },
@@ -48,7 +50,7 @@ const tui_key tui_keys[] = {
     { { 'a' }, "a", NULL, TUI_ACT_ALL_KEYS, TUI_SCR_COMPARE, "Compare: all config keys / only differing ones", "all-keys" },
     { { 'R' }, "R", NULL, TUI_ACT_RESUME, TUI_SCR_RUN, "resume this crashed, interrupted or failed run from its last checkpoint, into the same run id (asks first; says why when it cannot)", "resume" },
     { { 'Q' }, "Q", NULL, TUI_ACT_QUANTIZE, TUI_SCR_RUN, "int8-quantize this finished run's final checkpoint (asks calibration samples and scheme); the Int8 tab shows fp32 vs int8", "quantize" },
-    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS | TUI_SCR_RUN, "stop the run (or resume, quantization) in progress (asks first)", "stop" },
+    { { 'K' }, "K", NULL, TUI_ACT_STOP, TUI_SCR_NEW | TUI_SCR_RUNS | TUI_SCR_RUN, "stop the run (or resume, quantization) in progress, or the selected run another nnbench process of this host runs (SIGINT to its pid); asks first, says why when it cannot", "stop" },
     { { '?', KEY_F(1) }, "? / F1", NULL, TUI_ACT_HELP, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "this help", "help" },
     { { 'q', CTRL('c') }, "q", NULL, TUI_ACT_QUIT, TUI_SCR_ALL, "quit (asks if a run is in progress)", "quit" },
 };
@@ -102,6 +104,12 @@ static int hint_item(const tui_key *k, int utf8, int first, char *item, size_t n
 
 int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n)
 {
+    return tui_status_hints_if(screen, utf8, width, NULL, NULL, buf, n);
+}
+
+int tui_status_hints_if(unsigned screen, int utf8, int width, int (*offers)(void *ud, tui_action act), void *ud,
+                        char *buf, size_t n)
+{
     size_t o = 0;
     int used = 0;
     buf[0] = 0;
@@ -113,6 +121,7 @@ int tui_status_hints(unsigned screen, int utf8, int width, char *buf, size_t n)
     for (size_t i = 0; i < tui_n_keys; i++) {
         const tui_key *k = &tui_keys[i];
         if (!k->hint || !(k->screens & screen) || k == help) continue;
+        if (offers && !offers(ud, k->action)) continue;
         char item[64];
         int len = hint_item(k, utf8, !used, item, sizeof item);
         int cells = tui_text_width(item);

@@ -114,6 +114,9 @@ void wb_layers_draw(wb_app *a, wb_layers_view *lv, int y0, int y1, int *scroll)
             double v = scaled(k, lv->s[k][r].value[p]);
             if (isfinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; }
         }
+    /* zero_frac is a fraction: on its own scale 0..1, an all-zero map reads as the lowest
+     * level, not as the middle one a flat range would give. */
+    if (k == 5) { lo = 0; hi = 1; }
     char b[256];
     snprintf(b, sizeof b, "Layers: %s%s per %s against step (v: next statistic)", stat_log[k] ? "log10 " : "", stat_names[k],
              k == 5 ? "activation layer" : "tensor");
@@ -140,9 +143,10 @@ void wb_layers_draw(wb_app *a, wb_layers_view *lv, int y0, int y1, int *scroll)
             while (p < sr->n && sr->step[p] <= step) v = scaled(k, sr->value[p++]);
             int level = -1;
             if (isfinite(v)) {
+                /* values take levels 1.. (blank, level 0, is "no value") */
                 double t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
-                level = (int)(t * (N_LEVELS - 1) + 0.5);
-                if (level < 0) level = 0;
+                level = 1 + (int)(t * (N_LEVELS - 2) + 0.5);
+                if (level < 1) level = 1;
                 if (level >= N_LEVELS) level = N_LEVELS - 1;
             }
             cell(a, y, x0 + c, level);
@@ -162,9 +166,9 @@ void wb_layers_draw(wb_app *a, wb_layers_view *lv, int y0, int y1, int *scroll)
     snprintf(b, sizeof b, "scale: %s%s ", stat_log[k] ? "log10 " : "", lo_s);
     wb_text(a, y, 1, (int)strlen(b), 0, b);
     int lx = 1 + (int)strlen(b);
-    for (int i = 0; i < N_LEVELS && lx + i < a->cols - 2; i++) cell(a, y, lx + i, i);
+    for (int i = 1; i < N_LEVELS && lx + i - 1 < a->cols - 2; i++) cell(a, y, lx + i - 1, i);
     snprintf(b, sizeof b, " %s  (blank: no value)", hi_s);
-    wb_text(a, y, lx + N_LEVELS, a->cols - lx - N_LEVELS - 2, 0, b);
+    wb_text(a, y, lx + N_LEVELS - 1, a->cols - lx - N_LEVELS - 1, 0, b);
     y += 2;
     if (y > y1) return;
     /* the latest value of every statistic per tensor (zero_frac under its layer's W) */

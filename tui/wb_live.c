@@ -142,7 +142,6 @@ static void nr_done(void *ud, const runner_variant *o, prof_t *prof)
     pthread_mutex_lock(&l->mu);
     if (o->run_id) {
         l->run_id = o->run_id;
-        if (!l->first_id) l->first_id = o->run_id;
         if (l->n_batch < WB_MAX_COMPARE) l->batch[l->n_batch++] = o->run_id;
     }
     char d[32];
@@ -286,7 +285,6 @@ int wb_live_launch(wb_app *a, void *(*fn)(void *), const char *label, int n_vari
     l->finished = 0;
     l->running = 1;
     l->run_id = 0;
-    l->first_id = 0;
     l->n_batch = 0;
     l->step = 0;
     l->total = 0;

@@ -9,9 +9,13 @@
 #include "wb.h"
 
 #include <curses.h>
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- worker side -------------------------------------------------------------------- */
 
@@ -145,7 +149,7 @@ const char *wb_resume_refusal(wb_app *a, const store_run *r, char *buf, size_t c
 }
 
 /* Why Quantize is not offered for r, or NULL. */
-static const char *quant_refusal(wb_app *a, const store_run *r, char *buf, size_t cap)
+const char *wb_quant_refusal(wb_app *a, const store_run *r, char *buf, size_t cap)
 {
     store_checkpoint ck;
     if (r->status != STORE_RUN_FINISHED)
@@ -181,6 +185,7 @@ static int start_resume(wb_app *a, const store_run *r)
     snprintf(label, sizeof label, "resume #%lld", r->id);
     if (wb_live_launch(a, resume_worker, label, 1)) { job->kind = WB_JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
     wb_message(a, "resuming run #%lld from step %ld (K stops it)", r->id, ck.step);
+    a->msg_live = 1;
     return 1;
 }
 
@@ -189,7 +194,7 @@ static int start_quantize(wb_app *a, const store_run *r)
     wb_job *job = &a->live.job;
     char why[512];
     if (wb_live_running(a)) { wb_message(a, "a run is in progress (K stops it); quantize after it"); return 1; }
-    if (quant_refusal(a, r, why, sizeof why)) { wb_message(a, "Quantize not offered: %s", why); return 1; }
+    if (wb_quant_refusal(a, r, why, sizeof why)) { wb_message(a, "Quantize not offered: %s", why); return 1; }
     char nbuf[32] = "1000", sbuf[32] = "percentile";
     if (!wb_prompt(a, "Quantize: calibration samples (Enter: 1000) ", nbuf, sizeof nbuf, NULL)) return 1;
     char *end;
@@ -213,7 +218,65 @@ static int start_quantize(wb_app *a, const store_run *r)
     snprintf(label, sizeof label, "quantize #%lld", r->id);
     if (wb_live_launch(a, quant_worker, label, 1)) { job->kind = WB_JOB_NONE; wb_message(a, "cannot start the worker thread"); return 1; }
     wb_message(a, "quantizing run #%lld (%ld calibration samples, %s)", r->id, n, cli_qscheme_name(scheme));
+    a->msg_live = 1;
     return 2;
+}
+
+/* ---- K: stop the workbench's job, or a run another process on this host runs ---------- */
+
+/* Why r cannot be stopped from here, or NULL when its process is an nnbench of this host:
+ * the pid is checked to be alive and to be nnbench (a pid reused by another program after
+ * a crash must never be signalled). */
+static const char *stop_refusal(const store_run *r, char *buf, size_t cap)
+{
+    char host[256] = "";
+    gethostname(host, sizeof host - 1);
+    if (r->status != STORE_RUN_RUNNING)
+        snprintf(buf, cap, "run #%lld is %s: nothing to stop", r->id, store_status_name(r->status));
+    else if (strcmp(r->host, host))
+        snprintf(buf, cap, "run #%lld runs on host %.64s (pid %ld): stop it there", r->id, r->host, r->pid);
+    else if (r->pid <= 0 || (pid_t)r->pid == getpid() || kill((pid_t)r->pid, 0))
+        snprintf(buf, cap, "run #%lld: no process %ld on this host (r reloads its status)", r->id, r->pid);
+    else {
+        char path[64], argv0[256] = "";
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", r->pid);
+        FILE *f = fopen(path, "r");
+        if (f) { if (!fgets(argv0, sizeof argv0, f)) argv0[0] = 0; fclose(f); }
+        const char *base = strrchr(argv0, '/');
+        base = base ? base + 1 : argv0;
+        if (strncmp(base, "nnbench", 7)) {
+            snprintf(buf, cap, "run #%lld: pid %ld is not nnbench (%.60s); not stopped", r->id, r->pid, base);
+            return buf;
+        }
+        return NULL;
+    }
+    return buf;
+}
+
+int wb_stop_offered(wb_app *a, const store_run *r)
+{
+    char why[256];
+    return wb_live_running(a) || (r && !stop_refusal(r, why, sizeof why));
+}
+
+void wb_stop_key(wb_app *a, const store_run *r)
+{
+    char why[512];
+    if (wb_live_running(a)) {
+        if (wb_confirm(a, "Stop the run in progress?")) {
+            wb_live_stop(a);
+            wb_message(a, "stopping at the next step (a quantization runs to its end)");
+            a->msg_live = 1;
+        }
+        return;
+    }
+    if (!r) { wb_message(a, "nothing in progress"); return; }
+    if (stop_refusal(r, why, sizeof why)) { wb_message(a, "nothing stopped: %s", why); return; }
+    if (!wb_confirm(a, "Stop run #%lld (pid %ld on this host, started from another terminal)?", r->id, r->pid)) return;
+    if (kill((pid_t)r->pid, SIGINT))
+        wb_message(a, "run #%lld: cannot signal pid %ld: %s", r->id, r->pid, strerror(errno));
+    else
+        wb_message(a, "run #%lld: SIGINT sent to pid %ld; it stops at the next step", r->id, r->pid);
 }
 
 int wb_model_key(wb_app *a, tui_action act, const store_run *r)
@@ -221,11 +284,7 @@ int wb_model_key(wb_app *a, tui_action act, const store_run *r)
     switch (act) {
     case TUI_ACT_RESUME: return start_resume(a, r);
     case TUI_ACT_QUANTIZE: return start_quantize(a, r);
-    case TUI_ACT_STOP:
-        if (!wb_live_running(a)) wb_message(a, "nothing in progress");
-        else if (wb_confirm(a, "Stop the run in progress?"))
-            { wb_live_stop(a); wb_message(a, "stopping at the next step (a quantization runs to its end)"); }
-        return 1;
+    case TUI_ACT_STOP: wb_stop_key(a, r); return 1;
     default: return 0;
     }
 }
@@ -282,7 +341,7 @@ static void qv_load(wb_app *a, wb_quant_view *qv, const store_run *r)
     qv->gen = a->live.job.gen;
     qv->at = wb_now();
     char why[512];
-    const char *no = quant_refusal(a, r, why, sizeof why);
+    const char *no = wb_quant_refusal(a, r, why, sizeof why);
     if (no) tui_lines_add(&qv->l, &qv->n, "Quantize (Q) is not offered: %s.", no);
     else tui_lines_add(&qv->l, &qv->n, "Q quantizes the final checkpoint to int8 (as nnbench quantize %lld).", r->id);
     store_quant *q = NULL;

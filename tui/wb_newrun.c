@@ -144,6 +144,17 @@ static const char *value_of(int i)
     return v ? v : "(differs by variant)";
 }
 
+/* The run [ Open run #N ] opens: the last run the worker made (a New run start, or the
+ * run a Resume or Quantize worked on). The button, the cursor's range and Enter all read
+ * it here, so that a drawn button can always be reached. */
+static long long open_id(wb_app *a)
+{
+    pthread_mutex_lock(&a->live.mu);
+    long long id = a->live.run_id;
+    pthread_mutex_unlock(&a->live.mu);
+    return id;
+}
+
 void wb_open_new(wb_app *a)
 {
     if (!wb_new_panel.st && !(wb_new_panel.st = calloc(1, sizeof(new_state)))) { wb_message(a, "out of memory"); return; }
@@ -159,6 +170,9 @@ void wb_open_new(wb_app *a)
         snprintf(nv.error, sizeof nv.error, "no samples/ directory found: press Enter on File and type a path");
         nv.field = F_FILE;
     }
+    /* After a job (New run, Resume, Quantize) the cursor waits on its Open button, never on
+     * Start: j + Enter must not train a run nobody asked for. */
+    if (open_id(a) && nv.field == F_START) nv.field = F_OPEN;
     wb_push(a, &wb_new_panel);
 }
 
@@ -197,6 +211,7 @@ static void start_run(wb_app *a)
         return;
     }
     wb_message(a, "training started");
+    a->msg_live = 1;
 }
 
 static void draw_field(wb_app *a, int y, int f, const char *label, const char *value, int changed)
@@ -234,9 +249,7 @@ static int new_draw_form(wb_app *a)
     for (int i = 0; i < N_EDIT; i++) draw_field(a, y++, F_KEYS + i, edit_keys[i], value_of(i), nv.edited[i]);
     draw_field(a, y++, F_START, "", "[ Start ]", 0);
     wb_live *l = &a->live;
-    pthread_mutex_lock(&l->mu);
-    long long last = l->run_id;
-    pthread_mutex_unlock(&l->mu);
+    long long last = open_id(a);
     pthread_mutex_lock(&l->mu);
     int n_batch = l->n_batch, done = !l->running;
     pthread_mutex_unlock(&l->mu);
@@ -396,7 +409,8 @@ static int new_key(wb_app *a, tui_action act, int ch)
     memcpy(batch, a->live.batch, sizeof batch);
     pthread_mutex_unlock(&a->live.mu);
     int can_compare = n_batch > 1 && done;
-    int last_field = can_compare ? F_COMPARE : a->live.first_id ? F_OPEN : F_START;
+    long long open = open_id(a);
+    int last_field = can_compare ? F_COMPARE : open ? F_OPEN : F_START;
     switch (act) {
     case TUI_ACT_UP: if (nv.field > 0) nv.field--; return 1;
     case TUI_ACT_DOWN: if (nv.field < last_field) nv.field++; return 1;
@@ -455,7 +469,7 @@ static int new_key(wb_app *a, tui_action act, int ch)
                 eng_experiment_free(ex);
             }
         } else if (nv.field == F_START) start_run(a);
-        else if (nv.field == F_OPEN && a->live.run_id) wb_open_run(a, a->live.run_id);
+        else if (nv.field == F_OPEN && open) wb_open_run(a, open);
         else if (nv.field == F_COMPARE && can_compare) wb_open_compare_ids(a, batch, n_batch);
         return 1;
     case TUI_ACT_COMPARE:
@@ -472,7 +486,7 @@ static int new_key(wb_app *a, tui_action act, int ch)
         return 1;
     case TUI_ACT_STOP:
         if (!wb_live_running(a)) wb_message(a, "no run in progress");
-        else if (wb_confirm(a, "Stop the run in progress?")) { wb_live_stop(a); wb_message(a, "stopping at the next step"); }
+        else if (wb_confirm(a, "Stop the run in progress?")) { wb_live_stop(a); wb_message(a, "stopping at the next step"); a->msg_live = 1; }
         return 1;
     default: break;
     }

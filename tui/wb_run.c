@@ -38,13 +38,23 @@ static const char *const tab_names[TAB_N] = { "Curves", "Profile", "Solver", "Co
 
 /* The Run screen's state lives in its panel (wb_run_panel.st), made when the screen opens
  * and freed when it is left; rv names it. */
+#define SPS_N 16
 typedef struct {
     long long id;
     int have;
     store_run run;
     wb_metric m[4];
-    store_op_row *ops;
+    store_op_row *ops;       /* the Profile tab's rows, grouped as group says */
     size_t n_ops;
+    store_op_row *scopes;    /* every stored row (ops, phases, step), for the groupings */
+    size_t n_scopes;
+    int group;               /* Profile rows: 0 op and layer, 1 op, 2 layer, 3 phase (b) */
+    /* samples/s of a running run, one reading per new step count the store showed (the
+     * store keeps the latest only): the summary's sparkline; whoever runs it */
+    double sps[SPS_N];
+    int n_sps;
+    long sps_step;
+    char find[128];          /* the Config/System tabs' last search (/) */
     store_profile prof;
     int have_prof;
     store_solver_event *ev;
@@ -61,13 +71,39 @@ typedef struct {
 } run_state;
 #define rv (*(run_state *)wb_run_panel.st)
 
+/* The Profile tab's groupings (b): as stored (each op in each layer), then the rows of
+ * `run --profile-by op|layer|phase`, made from the stored rows by the profiler's one
+ * grouping (prof_rows_group). */
+static const prof_group group_by[4] = { PROF_BY_SCOPE, PROF_BY_OP, PROF_BY_LAYER, PROF_BY_PHASE };
+static const char *const group_names[4] = { "op and layer", "op", "layer", "phase" };
+
+static void profile_regroup(wb_app *a)
+{
+    store_op_row *g = NULL;
+    size_t n = 0;
+    if (prof_rows_group(rv.scopes, rv.n_scopes, group_by[rv.group], &g, &n)) {
+        wb_message(a, "%s", prof_error());
+        return;
+    }
+    if (group_by[rv.group] == PROF_BY_SCOPE) {   /* as stored: the op rows only */
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (g[i].kind == PROF_OP) g[m++] = g[i];
+        n = m;
+    }
+    free(rv.ops);
+    rv.ops = g;
+    rv.n_ops = n;
+}
+
 static void run_unload(void)
 {
     store_run_clear(&rv.run);
     for (int i = 0; i < 4; i++) metric_free(&rv.m[i]);
     free(rv.ops);
+    free(rv.scopes);
     free(rv.ev);
-    rv.ops = NULL; rv.ev = NULL; rv.n_ops = rv.n_ev = 0;
+    rv.ops = NULL; rv.scopes = NULL; rv.ev = NULL; rv.n_ops = rv.n_scopes = rv.n_ev = 0;
     tui_lines_clear(&rv.cfg, &rv.n_cfg);
     tui_lines_clear(&rv.sys, &rv.n_sys);
     wb_layers_clear(&rv.layers);
@@ -122,6 +158,32 @@ static void model_lines(wb_app *a, const store_run *r)
     free(q);
 }
 
+/* Adds "  key   value" to the System tab, the value in lines of at most cols - 2 cells
+ * (the screen's width when the run was opened; cut at spaces, continued under the value's
+ * column): a long value (why counters are missing, the GEMM shape classes) is read whole
+ * instead of being cut. */
+#define SYS_KEY_W 24
+static void add_kv(const char *key, const char *value, int cols)
+{
+    const int col = 2 + SYS_KEY_W + 1, width = (cols < 80 ? 80 : cols) - 2 - col;
+    const char *p = value;
+    int first = 1;
+    do {
+        while (!first && *p == ' ') p++;
+        int len = (int)strlen(p);
+        if (len > width) {
+            int cut = width;
+            while (cut > 0 && p[cut] != ' ') cut--;
+            len = cut > 0 ? cut : width;
+            while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80) len--; /* whole UTF-8 characters */
+        }
+        if (first) tui_lines_add(&rv.sys, &rv.n_sys, "  %-*s %.*s", SYS_KEY_W, key, len, p);
+        else tui_lines_add(&rv.sys, &rv.n_sys, "%*s%.*s", col, "", len, p);
+        p += len;
+        first = 0;
+    } while (strspn(p, " ") < strlen(p));
+}
+
 static void run_load(wb_app *a)
 {
     long long id = rv.id;
@@ -132,15 +194,19 @@ static void run_load(wb_app *a)
         return;
     }
     rv.have = 1;
+    if (rv.run.status == STORE_RUN_RUNNING && rv.run.steps != rv.sps_step && isfinite(rv.run.samples_per_s)) {
+        if (rv.n_sps == SPS_N) memmove(rv.sps, rv.sps + 1, (SPS_N - 1) * sizeof rv.sps[0]);
+        else rv.n_sps++;
+        rv.sps[rv.n_sps - 1] = rv.run.samples_per_s;
+        rv.sps_step = rv.run.steps;
+    }
     for (int i = 0; i < 4; i++) metric_load(a->db, id, wb_metric_keys[i], &rv.m[i]);
-    if (store_op_stats_get(a->db, id, 0, &rv.ops, &rv.n_ops)) { rv.ops = NULL; rv.n_ops = 0; }
-    store_op_row *all = NULL;
-    size_t na = 0;
     memset(&rv.balance, 0, sizeof rv.balance);
     rv.balance.imbalance = NAN;
-    if (!store_op_stats_get(a->db, id, -1, &all, &na)) prof_balance_get(all, na, &rv.balance);
-    free(all);
+    if (!store_op_stats_get(a->db, id, -1, &rv.scopes, &rv.n_scopes)) prof_balance_get(rv.scopes, rv.n_scopes, &rv.balance);
+    else { rv.scopes = NULL; rv.n_scopes = 0; }
     if (rv.rank_view >= rv.balance.ranks) rv.rank_view = -1;
+    profile_regroup(a);
     rv.have_prof = store_profile_get(a->db, id, &rv.prof) == 0;
     if (store_solver_events_get(a->db, id, &rv.ev, &rv.n_ev)) { rv.ev = NULL; rv.n_ev = 0; }
     wb_layers_load(a, &rv.layers, id);
@@ -179,13 +245,14 @@ static void run_load(wb_app *a)
     tui_lines_add(&rv.sys, &rv.n_sys, "System:");
     kv = NULL; n = 0;
     if (!store_sysinfo_get(a->db, id, &kv, &n)) {
-        for (size_t i = 0; i < n; i++) tui_lines_add(&rv.sys, &rv.n_sys, "  %-24s %s", kv[i].key, kv[i].value);
+        for (size_t i = 0; i < n; i++) add_kv(kv[i].key, kv[i].value, a->cols);
         if (!n) tui_lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
         free(kv);
     }
     if (rv.have_prof) {
-        tui_lines_add(&rv.sys, &rv.n_sys, "  %-24s %d%s%s", "hardware counters", rv.prof.hw_counters,
-                  rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
+        char hw[840];
+        snprintf(hw, sizeof hw, "%d%s%s", rv.prof.hw_counters, rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
+        add_kv("hardware counters", hw, a->cols);
     }
     run_graph_figures(a, id);
     model_lines(a, r);
@@ -194,7 +261,7 @@ static void run_load(wb_app *a)
 void wb_open_run(wb_app *a, long long id)
 {
     if (!wb_run_panel.st && !(wb_run_panel.st = calloc(1, sizeof(run_state)))) { wb_message(a, "out of memory"); return; }
-    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; rv.rank_view = -1; }
+    if (rv.id != id) { rv.tab = TAB_CURVES; rv.scroll = 0; rv.rank_view = -1; rv.n_sps = 0; rv.sps_step = 0; }
     rv.id = id;
     a->open_id = id;
     run_load(a);
@@ -205,7 +272,7 @@ void wb_open_run(wb_app *a, long long id)
 static void run_summary(wb_app *a, int y)
 {
     const store_run *r = &rv.run;
-    char d[32], line[512], loss[32], acc[32];
+    char d[32], line[1024], loss[32], acc[32];
     prof_fmt_duration(d, sizeof d, tui_run_duration(r, tui_unix_now()));
     snprintf(loss, sizeof loss, isfinite(r->final_train_loss) ? "%.4g" : "-", r->final_train_loss);
     snprintf(acc, sizeof acc, isfinite(r->best_test_acc) ? "%.3f" : "-", r->best_test_acc);
@@ -222,17 +289,30 @@ static void run_summary(wb_app *a, int y)
     attroff(wb_status_attr(a, r->status));
     x += (int)strlen(st);
     /* As many whole items as fit (80 columns: the last ones go first, never half of one). */
-    char items[5][64];
-    snprintf(items[0], 64, "steps %ld", r->steps);
+    char items[5][128];
+    char spark[SPS_N * 3 + 1] = "", eta[32] = "-";
+    if (r->status == STORE_RUN_RUNNING && r->total_steps > 0) {
+        /* htop-style progress from the store: any process's run */
+        double el = tui_run_duration(r, tui_unix_now());
+        if (r->steps > 0 && r->total_steps > r->steps && el > 0)
+            prof_fmt_duration(eta, sizeof eta, el * (double)(r->total_steps - r->steps) / (double)r->steps);
+        snprintf(items[0], 128, "step %ld/%ld %.0f%%  ETA %s", r->steps, r->total_steps,
+                 100.0 * (double)r->steps / (double)r->total_steps, eta);
+        tui_sparkline(rv.sps, (size_t)rv.n_sps, a->utf8, spark, sizeof spark);
+    } else snprintf(items[0], 128, "steps %ld", r->steps);
     snprintf(items[1], 64, "loss %s", loss);
     snprintf(items[2], 64, "best acc %s", acc);
     snprintf(items[3], 64, "%s", d);
-    snprintf(items[4], 64, "%.0f samples/s", isfinite(r->samples_per_s) ? r->samples_per_s : 0.0);
+    snprintf(items[4], 128, "%.0f samples/s%s%s", isfinite(r->samples_per_s) ? r->samples_per_s : 0.0, spark[0] ? " " : "",
+             spark);
     line[0] = 0;
+    /* a run in progress shows its pace right after its progress */
+    static const int done_order[5] = { 0, 1, 2, 3, 4 }, live_order[5] = { 0, 4, 1, 2, 3 };
+    const int *order = spark[0] ? live_order : done_order;
     for (int i = 0; i < 5; i++) {
         size_t l = strlen(line);
-        if (x + (int)l + 2 + tui_text_width(items[i]) > a->cols - 1) break;
-        snprintf(line + l, sizeof line - l, "  %s", items[i]);
+        if (x + (int)l + 2 + tui_text_width(items[order[i]]) > a->cols - 1) break;
+        snprintf(line + l, sizeof line - l, "  %s", items[order[i]]);
     }
     wb_text(a, y, x, a->cols - x - 1, 0, line);
 }
@@ -247,6 +327,19 @@ static void draw_tabs(wb_app *a, int y)
         wb_text(a, y, x, (int)strlen(b), 0, b);
         if (t == rv.tab) attroff(A_REVERSE | A_BOLD);
         x += (int)strlen(b) + 1;
+    }
+}
+
+/* A click on the tab row (row 1) picks the tab under it, laid out as draw_tabs does. */
+static void run_click(wb_app *a, int y, int x)
+{
+    (void)a;
+    if (y != 1) return;
+    int from = 1;
+    for (int t = 0; t < TAB_N; t++) {
+        int w = (int)strlen(tab_names[t]) + 2;
+        if (x >= from && x < from + w) { rv.tab = t; rv.scroll = 0; rv.page = 0; return; }
+        from += w + 1;
     }
 }
 
@@ -336,8 +429,8 @@ static void draw_profile(wb_app *a, int y0, int y1)
     prof_fmt_bytes(pk, sizeof pk, rv.have_prof ? (double)rv.prof.peak_bytes : NAN);
     prof_fmt_duration(ov, sizeof ov, (rv.have_prof ? (double)rv.prof.overhead_ns : NAN) * 1e-9);
     prof_fmt_duration(tt, sizeof tt, t.self_total_ns * 1e-9);
-    snprintf(sum, sizeof sum, "sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
-             prof_sort_name((prof_sort)rv.op_sort), rv.op_desc ? " (reversed)" : "", tt, ov, pk,
+    snprintf(sum, sizeof sum, "by %s, sorted by %s%s   self total %s   profiler overhead %s   peak memory %s   %s",
+             group_names[rv.group], prof_sort_name((prof_sort)rv.op_sort), rv.op_desc ? " (reversed)" : "", tt, ov, pk,
              /* what is counted and why not (hardware, then software events) */
              rv.have_prof && rv.prof.counters_note[0] ? rv.prof.counters_note : "counters: not recorded");
     attron(A_DIM);
@@ -359,6 +452,37 @@ static void draw_profile(wb_app *a, int y0, int y1)
     free(rows);
 }
 
+/* The kappa chart's series. A step solves one system per block; drawn as one series the
+ * line jumps between the blocks' kappas at every step and fills a solid band. Up to
+ * KAPPA_SERIES blocks get a series each ("block 2"); more are summed up per step as the
+ * largest and the smallest kappa over the blocks. ev is sorted by (step, block); buf holds
+ * 2 * KAPPA_SERIES * n doubles (x then y of each series). Returns the number of series. */
+#define KAPPA_SERIES 6
+static size_t kappa_series(const store_solver_event *ev, size_t n, double *buf, tui_series *s, char (*labels)[48])
+{
+    int nb = 0;
+    for (size_t i = 0; i < n; i++)
+        if (ev[i].block + 1 > nb) nb = ev[i].block + 1;
+    size_t ns = nb <= KAPPA_SERIES ? (size_t)nb : 2, cnt[KAPPA_SERIES] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        double kappa = ev[i].kappa_used, step = (double)ev[i].step;
+        for (size_t k = 0; k < ns; k++) {
+            double *x = buf + 2 * k * n, *y = buf + (2 * k + 1) * n;
+            size_t *c = &cnt[k];
+            if (nb <= KAPPA_SERIES) {
+                if ((int)k == ev[i].block) { x[*c] = step; y[(*c)++] = kappa; }
+            } else if (!*c || x[*c - 1] != step) { x[*c] = step; y[(*c)++] = kappa; }
+            else if (k ? kappa < y[*c - 1] : kappa > y[*c - 1]) y[*c - 1] = kappa;
+        }
+    }
+    for (size_t k = 0; k < ns; k++) {
+        if (nb <= KAPPA_SERIES) snprintf(labels[k], sizeof labels[k], "block %zu", k);
+        else snprintf(labels[k], sizeof labels[k], "%s of %d blocks", k ? "min" : "max", nb);
+        s[k] = (tui_series){ labels[k], buf + 2 * k * n, buf + (2 * k + 1) * n, cnt[k] };
+    }
+    return ns;
+}
+
 static void draw_solver(wb_app *a, int y0, int y1)
 {
     if (!rv.n_ev) {
@@ -368,14 +492,11 @@ static void draw_solver(wb_app *a, int y0, int y1)
         wb_text(a, y0 + 1, 2, a->cols - 4, 0, b);
         return;
     }
-    double *xs = malloc(rv.n_ev * sizeof *xs), *ks = malloc(rv.n_ev * sizeof *ks), *kl = malloc(rv.n_ev * sizeof *kl);
-    if (!xs || !ks || !kl) { free(xs); free(ks); free(kl); return; }
-    for (size_t i = 0; i < rv.n_ev; i++) {
-        const store_solver_event *e = &rv.ev[i];
-        xs[i] = (double)e->step;
-        ks[i] = e->kappa_used;
-        kl[i] = e->kappa_lapack;
-    }
+    double *buf = malloc(2 * KAPPA_SERIES * rv.n_ev * sizeof *buf);
+    if (!buf) return;
+    tui_series s[KAPPA_SERIES];
+    char labels[KAPPA_SERIES][48];
+    size_t ns = kappa_series(rv.ev, rv.n_ev, buf, s, labels);
     /* The words of `show` and the reports (store_solver_summary_lines). */
     store_solver_summary sum;
     char sl[3][256], l[512], b1[32], b2[32], b3[32], b4[32];
@@ -389,11 +510,11 @@ static void draw_solver(wb_app *a, int y0, int y1)
     wb_text(a, y0 + 1, 1, a->cols - 2, 0, sl[2]);
     int h = (y1 - y0 - 1) / 2;
     if (h < 8) h = 8;
-    tui_series s[2] = { { "kappa used", xs, ks, rv.n_ev }, { "kappa LAPACK", xs, kl, rv.n_ev } };
-    tui_chart_opts o = { .width = a->cols - 2, .height = h, .utf8 = a->utf8, .log_y = 1, .x_label = "step", .y_label = "kappa (log)" };
+    tui_chart_opts o = { .width = a->cols - 2, .height = h, .utf8 = a->utf8, .mono = !a->color, .log_y = 1,
+                         .x_label = "step", .y_label = "kappa used (log)" };
     tui_canvas c;
-    if (!tui_chart_draw(s, 2, &o, &c)) { wb_draw_canvas(a, y0 + 2, 1, &c); tui_canvas_free(&c); }
-    free(xs); free(ks); free(kl);
+    if (!tui_chart_draw(s, ns, &o, &c)) { wb_draw_canvas(a, y0 + 2, 1, &c); tui_canvas_free(&c); }
+    free(buf);
     int ty = y0 + 2 + h;
     attron(A_BOLD | A_UNDERLINE);
     snprintf(l, sizeof l, "%7s %5s %5s %10s %-9s %10s %10s %10s %10s %9s", "step", "block", "n", "kappa", "route",
@@ -424,12 +545,33 @@ static void run_draw(wb_app *a)
     case TAB_CURVES: draw_curves(a, y0, y1); break;
     case TAB_PROFILE: draw_profile(a, y0, y1); break;
     case TAB_SOLVER: draw_solver(a, y0, y1); break;
-    case TAB_CONFIG: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
-    case TAB_SYSTEM: rv.page = y1 - y0 + 1; wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
+    case TAB_CONFIG: rv.page = wb_draw_lines(a, rv.cfg, rv.n_cfg, y0, y1, &rv.scroll); break;
+    case TAB_SYSTEM: rv.page = wb_draw_lines(a, rv.sys, rv.n_sys, y0, y1, &rv.scroll); break;
     case TAB_LAYERS: rv.page = y1 - y0 + 1; wb_layers_draw(a, &rv.layers, y0, y1, &rv.scroll); break;
     case TAB_INT8: rv.page = y1 - y0 + 1; wb_quant_draw(a, &rv.quant, &rv.run, y0, y1, &rv.scroll); break;
     }
     wb_model_tick(a);
+}
+
+/* / on the Config and System tabs: scrolls to the next line (after the top one, then from
+ * the start) holding the text, case-insensitive; Enter on the prompt's old text finds
+ * the next match. */
+static void find_text(wb_app *a)
+{
+    char **l = rv.tab == TAB_CONFIG ? rv.cfg : rv.tab == TAB_SYSTEM ? rv.sys : NULL;
+    size_t n = rv.tab == TAB_CONFIG ? rv.n_cfg : rv.n_sys;
+    if (!l) { wb_message(a, "/ finds text on the Config and System tabs"); return; }
+    if (!wb_prompt(a, "find (case-insensitive; Enter again: the next match)", rv.find, sizeof rv.find, NULL) || !rv.find[0])
+        return;
+    for (size_t k = 1; k <= n; k++) {
+        size_t i = ((size_t)(rv.scroll > 0 ? rv.scroll : 0) + k) % n;   /* k == n: the top line */
+        if (strcasestr(l[i], rv.find)) {
+            rv.scroll = (int)i;
+            wb_message(a, "'%s': line %zu of %zu", rv.find, i + 1, n);
+            return;
+        }
+    }
+    wb_message(a, "'%s' is not on this tab", rv.find);
 }
 
 static int run_key(wb_app *a, tui_action act, int ch)
@@ -444,12 +586,21 @@ static int run_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_TAB_NEXT: rv.tab = (rv.tab + 1) % TAB_N; rv.scroll = 0; return 1;
     case TUI_ACT_TAB_PREV: rv.tab = (rv.tab + TAB_N - 1) % TAB_N; rv.scroll = 0; return 1;
     case TUI_ACT_REFRESH: run_load(a); wb_message(a, "reloaded run #%lld", rv.id); return 1;
+    case TUI_ACT_FILTER: find_text(a); return 1;
     case TUI_ACT_SORT:
         if (rv.tab != TAB_PROFILE) { wb_message(a, "s sorts the Profile tab's op table"); return 1; }
         rv.op_sort = (rv.op_sort + 1) % PROF_SORT_N;
         wb_message(a, "ops sorted by %s", prof_sort_name((prof_sort)rv.op_sort));
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    case TUI_ACT_GROUP:
+        if (rv.tab != TAB_PROFILE) { wb_message(a, "b groups the Profile tab's rows"); return 1; }
+        if (rv.balance.ranks > 1) { wb_message(a, "a data-parallel run's rows stay per rank (v: one rank at a time)"); return 1; }
+        rv.group = (rv.group + 1) % 4;
+        rv.scroll = 0;
+        profile_regroup(a);
+        wb_message(a, "Profile rows by %s", group_names[rv.group]);
+        return 1;
     case TUI_ACT_METRIC:
         if (rv.tab == TAB_PROFILE) {
             if (rv.balance.ranks < 2) { wb_message(a, "v shows one rank at a time in a data-parallel run's profile"); return 1; }
@@ -459,7 +610,8 @@ static int run_key(wb_app *a, tui_action act, int ch)
         }
         if (rv.tab != TAB_LAYERS) { wb_message(a, "v cycles the Layers tab's statistic and the Profile tab's rank"); return 1; }
         return wb_layers_key(a, &rv.layers, act);
-    case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE: case TUI_ACT_STOP:
+    case TUI_ACT_STOP: wb_stop_key(a, rv.have ? &rv.run : NULL); return 1;
+    case TUI_ACT_RESUME: case TUI_ACT_QUANTIZE:
         if (rv.have && wb_model_key(a, act, &rv.run) == 2) { rv.tab = TAB_INT8; rv.scroll = 0; }
         return 1;
     default: break;
@@ -494,5 +646,28 @@ static void run_leave(wb_app *a)
     wb_run_panel.st = NULL;
 }
 
+/* The status bar offers what the tab and the run can do: sort on Profile, v where it
+ * cycles something, chart keys on Curves (the only tab with the shared chart toggles),
+ * R/Q only when this run can be resumed/quantized, K when something can be stopped. */
+static int run_offers(wb_app *a, tui_action act)
+{
+    char why[512];
+    switch (act) {
+    case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: return rv.tab == TAB_PROFILE;
+    case TUI_ACT_GROUP: return rv.tab == TAB_PROFILE && rv.n_ops && rv.balance.ranks < 2;
+    case TUI_ACT_FILTER: return rv.tab == TAB_CONFIG || rv.tab == TAB_SYSTEM;
+    case TUI_ACT_METRIC: return rv.tab == TAB_LAYERS || (rv.tab == TAB_PROFILE && rv.balance.ranks >= 2);
+    case TUI_ACT_LOG_Y: case TUI_ACT_X_AXIS: case TUI_ACT_X_SCALE: case TUI_ACT_SMOOTH: return rv.tab == TAB_CURVES;
+    case TUI_ACT_RESUME: return rv.have && !wb_live_running(a) && !wb_resume_refusal(a, &rv.run, why, sizeof why);
+    case TUI_ACT_QUANTIZE: return rv.have && !wb_live_running(a) && !wb_quant_refusal(a, &rv.run, why, sizeof why);
+    case TUI_ACT_STOP: return wb_stop_offered(a, rv.have ? &rv.run : NULL);
+    default: return 1;
+    }
+}
+
+/* The System tab's text is wrapped to the width: made again for the new one. */
+static void run_resize(wb_app *a) { if (rv.have) run_load(a); }
+
 wb_panel wb_run_panel = { .title = "Run", .screen = TUI_SCR_RUN, .draw = run_draw, .key = run_key,
-                          .leave = run_leave, .reload = run_reload };
+                          .leave = run_leave, .reload = run_reload, .offers = run_offers, .resize = run_resize,
+                          .click = run_click };

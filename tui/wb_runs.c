@@ -12,6 +12,12 @@
 
 /* ---- Runs screen ------------------------------------------------------------------- */
 
+/* The run under the cursor, or NULL when the list is empty. */
+static const store_run *selected_run(wb_app *a)
+{
+    return a->n_view && a->sel >= 0 && a->sel < (int)a->n_view ? &a->view[a->sel] : NULL;
+}
+
 static void rebuild_view(wb_app *a)
 {
     long long keep = a->n_view && a->sel < (int)a->n_view ? a->view[a->sel].id : 0;
@@ -55,6 +61,11 @@ static int is_marked(wb_app *a, long long id)
     for (int i = 0; i < a->n_marked; i++)
         if (a->marked[i] == id) return 1;
     return 0;
+}
+
+static const char *sort_arrow(const wb_app *a)
+{
+    return a->utf8 ? (a->sort_desc ? "\xe2\x96\xbc" : "\xe2\x96\xb2") : (a->sort_desc ? "v" : "^");
 }
 
 static void runs_draw(wb_app *a)
@@ -105,11 +116,16 @@ static void runs_draw(wb_app *a)
     /* header */
     attron(A_BOLD | A_UNDERLINE);
     int x = 1;
+    a->sort_shown = vis - 1;
     for (int c = 0; c < vis; c++) {
-        char h[64];
-        if (c > 0 && c - 1 == a->sort_col)
-            snprintf(h, sizeof h, "%s%s", cols[c].title, a->utf8 ? (a->sort_desc ? "\xe2\x96\xbc" : "\xe2\x96\xb2") : (a->sort_desc ? "v" : "^"));
-        else snprintf(h, sizeof h, "%s", cols[c].title);
+        char h[80];
+        /* A narrowed title gives way to the arrow, never the arrow to the title. */
+        if (c > 0 && c - 1 == a->sort_col && w[c] > 1) {
+            char fit[64];
+            if (tui_text_width(cols[c].title) < w[c]) snprintf(fit, sizeof fit, "%s", cols[c].title);
+            else tui_fit(cols[c].title, w[c] - 1, 0, a->utf8, fit, sizeof fit);
+            snprintf(h, sizeof h, "%s%s", fit, sort_arrow(a));
+        } else snprintf(h, sizeof h, "%s", cols[c].title);
         wb_text(a, 1, x, w[c], cols[c].right, h);
         x += w[c] + 2;
     }
@@ -149,8 +165,8 @@ static void runs_draw(wb_app *a)
     }
     /* footer line inside the table area: counts, filter, marks */
     char f[256];
-    snprintf(f, sizeof f, "%zu/%zu runs%s%s%s  %d marked", a->n_view, a->n_all, a->filter[0] ? "  filter: " : "",
-             a->filter, "", a->n_marked);
+    snprintf(f, sizeof f, "%zu/%zu runs%s%s  sorted by %s%s  %d marked", a->n_view, a->n_all,
+             a->filter[0] ? "  filter: " : "", a->filter, tui_run_col_names[a->sort_col], sort_arrow(a), a->n_marked);
     attron(A_DIM);
     wb_text(a, a->rows - 2, a->cols - 1 - tui_text_width(f), tui_text_width(f), 1, f);
     attroff(A_DIM);
@@ -162,19 +178,47 @@ static void filter_changed(wb_app *a, const char *s)
     rebuild_view(a);
 }
 
+/* The marked runs the filter lets through, in marking order, into ids (room for 6);
+ * *hidden gets how many marks the filter hides. c and d both act on these: what the
+ * screen shows. */
+static size_t shown_marks(const wb_app *a, long long *ids, int *hidden)
+{
+    size_t n = 0;
+    *hidden = 0;
+    for (int i = 0; i < a->n_marked; i++) {
+        int shown = 0;
+        for (size_t k = 0; k < a->n_view && !shown; k++) shown = a->view[k].id == a->marked[i];
+        if (shown) ids[n++] = a->marked[i];
+        else (*hidden)++;
+    }
+    return n;
+}
+
+/* c: compares the marked runs the screen shows; marks hidden by the filter are kept and
+ * left out, and the message says so. */
+static void compare_runs(wb_app *a)
+{
+    long long ids[6];
+    int hidden;
+    size_t n = shown_marks(a, ids, &hidden);
+    if (n < 2) {
+        if (hidden) wb_message(a, "%zu marked run%s shown, %d hidden by the filter: clear it (Esc) or mark more", n,
+                               n == 1 ? "" : "s", hidden);
+        else wb_message(a, "mark 2 to 6 runs with Space first (%d marked)", a->n_marked);
+        return;
+    }
+    wb_open_compare_ids(a, ids, (int)n);
+    if (hidden && wb_compare_panel.st)
+        wb_message(a, "comparing the %zu marked runs shown; %d more marked are hidden by the filter", n, hidden);
+}
+
 /* Deletes what the screen shows: the marked runs the filter lets through (marks hidden by
  * the filter are kept and the prompt says so), else the selected run. */
 static void delete_runs(wb_app *a)
 {
     long long ids[6];
-    size_t n = 0;
-    int hidden = 0;
-    for (int i = 0; i < a->n_marked; i++) {
-        int shown = 0;
-        for (size_t k = 0; k < a->n_view && !shown; k++) shown = a->view[k].id == a->marked[i];
-        if (shown) ids[n++] = a->marked[i];
-        else hidden++;
-    }
+    int hidden;
+    size_t n = shown_marks(a, ids, &hidden);
     if (!n && !hidden && a->n_view) ids[n++] = a->view[a->sel].id;
     if (!n) {
         if (hidden) wb_message(a, "the %d marked run%s hidden by the filter; clear it (Esc) to delete them", hidden,
@@ -231,8 +275,7 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         break;
     }
     case TUI_ACT_COMPARE:
-        if (a->n_marked < 2) wb_message(a, "mark 2 to 6 runs with Space first (%d marked)", a->n_marked);
-        else wb_open_compare(a);
+        compare_runs(a);
         break;
     case TUI_ACT_NEW: wb_open_new(a); break;
     case TUI_ACT_FILTER:
@@ -240,8 +283,10 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         rebuild_view(a);
         break;
     case TUI_ACT_SORT:
-        /* A new column starts ascending; S flips it. */
-        a->sort_col = (a->sort_col + 1) % TUI_RC_COUNT;
+        /* A new column starts ascending; S flips it. s cycles the columns the table shows
+         * (at 80 columns the last ones are dropped: sorting by them would move rows for a
+         * reason nobody can see). */
+        a->sort_col = (a->sort_col + 1) % (a->sort_shown > 0 && a->sort_shown < TUI_RC_COUNT ? a->sort_shown : TUI_RC_COUNT);
         a->sort_desc = 0;
         rebuild_view(a);
         wb_message(a, "sorted by %s", tui_run_col_names[a->sort_col]);
@@ -256,10 +301,7 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         a->n_marked = 0;
         break;
     case TUI_ACT_REFRESH: wb_reload_runs(a); wb_message(a, "reloaded %zu runs", a->n_all); break;
-    case TUI_ACT_STOP:
-        if (!wb_live_running(a)) wb_message(a, "no run in progress");
-        else if (wb_confirm(a, "Stop the run in progress?")) wb_live_stop(a);
-        break;
+    case TUI_ACT_STOP: wb_stop_key(a, selected_run(a)); break;
     case TUI_ACT_BACK:
         if (a->filter[0]) { a->filter[0] = 0; rebuild_view(a); }
         break;
@@ -270,5 +312,23 @@ static int runs_key(wb_app *a, tui_action act, int ch)
     return 1;
 }
 
+/* A click on a run's row selects it; on the selected row, opens it (as Enter). */
+static void runs_click(wb_app *a, int y, int x)
+{
+    (void)x;
+    int r = y - 2, idx = a->top + r;   /* rows start at 2 (runs_draw) */
+    if (r < 0 || y > a->rows - 3 || idx >= (int)a->n_view) return;
+    if (idx == a->sel) wb_open_run(a, a->view[idx].id);
+    else a->sel = idx;
+}
+
+/* K is offered while something can be stopped: the workbench's job or the selected run
+ * when another nnbench process of this host runs it. */
+static int runs_offers(wb_app *a, tui_action act)
+{
+    return act != TUI_ACT_STOP || wb_stop_offered(a, selected_run(a));
+}
+
 wb_panel wb_runs_panel = { .title = "Runs", .screen = TUI_SCR_RUNS, .draw = runs_draw, .key = runs_key,
-                           .reload = wb_reload_runs };
+                           .reload = wb_reload_runs, .offers = runs_offers,
+                           .click = runs_click };

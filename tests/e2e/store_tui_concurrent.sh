@@ -41,8 +41,8 @@ new_run() {
     keys n
     wait_for "[ Start ]"
     # Fields: File, Variant, train.epochs, train.max_steps, train.lr, train.batch, data.n,
-    # profile.enabled, Start.
-    keys Up Up Up Up Up Up Enter
+    # profile.enabled, Start, then Open (the cursor waits there after a run).
+    keys Home Down Down Enter
     wait_for "train.epochs = "
     keys C-u "$1" Enter
     wait_for "(edited)"

@@ -104,6 +104,7 @@ wait_for "Experiment file:"
 keys Tab
 wait_for "System:"
 wait_for "blas"
+keys End                          # long values wrap: the checkpoints line is further down
 wait_for "Checkpoints: 2 kept"   # the run's checkpoints (docs/quantization.md)
 keys BTab
 wait_for "Resolved configuration"
@@ -113,7 +114,7 @@ wait_for "1/1 runs"
 step "a second run (variant adam) from New run"
 keys n
 wait_for "[ Start ]"
-keys Up Up Up Up Up Up Up
+keys Home Down
 keys Right Right
 wait_for "adam"
 keys Down Down Down Down Down Down Down Enter

@@ -90,6 +90,56 @@ static int row_of_text(const tui_canvas *c, const char *text)
     return -1;
 }
 
+/* Every x tick label sits under its tick mark (none pushed left against the axis name,
+ * where "8 9 hybrid time (s)" read as two ticks a cell apart), two cells apart at least. */
+static void test_chart_tick_labels(void **st)
+{
+    (void)st;
+    for (int width = 30; width <= 120; width++) {
+        double x[2] = { 0, 9.3 }, y[2] = { 0, 1 };
+        tui_series s = { "h", x, y, 2 };
+        tui_chart_opts o = { .width = width, .height = 10, .utf8 = 1, .x_label = "hybrid time (s)" };
+        tui_canvas c;
+        assert_int_equal(tui_chart_draw(&s, 1, &o, &c), 0);
+        int axis = -1;
+        for (int yy = 0; yy < c.h && axis < 0; yy++)
+            for (int xx = 0; xx < c.w; xx++)
+                if (c.cells[yy * c.w + xx].ch == 0x2514) { axis = yy; break; }
+        assert_true(axis >= 0 && axis + 1 < c.h);
+        const tui_cell *lab = &c.cells[(axis + 1) * c.w], *ax = &c.cells[axis * c.w];
+        int name_at = c.w - (int)strlen("hybrid time (s)"), prev_end = -9;
+        for (int xx = 0; xx < name_at - 1; xx++) {
+            if (lab[xx].ch == ' ') continue;
+            int from = xx;
+            while (xx < name_at - 1 && lab[xx].ch != ' ') xx++;
+            int ticked = 0;
+            for (int k = from; k < xx; k++) ticked |= ax[k].ch == 0x252c;
+            assert_true(ticked);
+            assert_true(from - prev_end >= 3);
+            prev_end = xx - 1;
+        }
+        tui_canvas_free(&c);
+    }
+}
+
+/* The sparkline: one cell per value, lowest to highest bar, a gap for a missing value,
+ * ASCII without UTF-8, a flat series in the middle. */
+static void test_sparkline(void **st)
+{
+    (void)st;
+    double v[4] = { 1, 2, NAN, 3 };
+    char b[64];
+    tui_sparkline(v, 4, 1, b, sizeof b);
+    assert_string_equal(b, "\xe2\x96\x81\xe2\x96\x85 \xe2\x96\x88");
+    tui_sparkline(v, 4, 0, b, sizeof b);
+    assert_string_equal(b, "_= #");
+    double flat[3] = { 5, 5, 5 };
+    tui_sparkline(flat, 3, 0, b, sizeof b);
+    assert_string_equal(b, "---");
+    tui_sparkline(v, 4, 1, b, 5);   /* room for one bar only: cut between characters */
+    assert_string_equal(b, "\xe2\x96\x81");
+}
+
 static void test_chart_scaling(void **st)
 {
     (void)st;
@@ -429,6 +479,12 @@ static void test_filter(void **st)
 
 /* ---- keys -------------------------------------------------------------------------- */
 
+static int offers_no_chart(void *ud, tui_action act)
+{
+    (void)ud;
+    return act != TUI_ACT_LOG_Y && act != TUI_ACT_X_AXIS && act != TUI_ACT_X_SCALE && act != TUI_ACT_SMOOTH;
+}
+
 static void test_keys(void **st)
 {
     (void)st;
@@ -498,6 +554,13 @@ static void test_keys(void **st)
     tui_status_hints(TUI_SCR_RUN, 0, 200, sb, sizeof sb);
     assert_non_null(strstr(sb, "Tab tab"));
     for (const char *p = sb; *p; p++) assert_true((unsigned char)*p < 0x80);
+    /* A screen's filter drops the keys that would do nothing; "? help" still ends it. */
+    assert_non_null(strstr(sb, "L log-y"));
+    tui_status_hints_if(TUI_SCR_RUN, 0, 200, offers_no_chart, NULL, sb, sizeof sb);
+    assert_null(strstr(sb, "L log-y"));
+    assert_null(strstr(sb, "m smooth"));
+    assert_non_null(strstr(sb, "Tab tab"));
+    assert_true(strlen(sb) >= 6 && !strcmp(sb + strlen(sb) - 6, "? help"));
     char names[64];
     tui_screens_names(TUI_SCR_RUNS | TUI_SCR_COMPARE, names, sizeof names);
     assert_string_equal(names, "Runs, Compare");
@@ -620,7 +683,7 @@ int main(void)
 {
     const struct CMUnitTest chart[] = {
         cmocka_unit_test(test_braille_bits), cmocka_unit_test(test_nice_ticks),
-        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_ascii_gaps_log),
+        cmocka_unit_test(test_chart_scaling), cmocka_unit_test(test_chart_tick_labels), cmocka_unit_test(test_sparkline), cmocka_unit_test(test_chart_ascii_gaps_log),
         cmocka_unit_test(test_smoothing), cmocka_unit_test(test_chart_mono_logx_norm_legend),
     };
     const struct CMUnitTest table[] = {

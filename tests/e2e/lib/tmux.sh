@@ -1,5 +1,6 @@
 # tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh,
-# tui_hangup.sh, tui_model.sh, gradlab.sh, dist_profile.sh and store_tui_concurrent.sh):
+# tui_hangup.sh, tui_model.sh, gradlab.sh, dist_profile.sh, store_tui_concurrent.sh and the
+# issue 27 scripts tui_newrun.sh, tui_compare.sh, tui_status.sh, tui_solver.sh, tui_rest.sh):
 # the caller sets T (tmux_server does, or the tmux command with its -L socket) and limit
 # (seconds a wait_* may take) and names its window w.
 # tmux_server NAME: T drives a tmux server of the test's own (socket nnbench-NAME-PID, no
@@ -49,3 +50,18 @@ wait_gone() {
     fail "'$1' is still on screen"
 }
 keys() { $T send-keys -t w "$@"; }
+# tui_start COLS ROWS DB: the workbench on DB in window w of $T (from $NNBENCH_TOP, no
+# default database), "NNBENCH-EXIT=N" shown when it ends.
+tui_start() {
+    $T new-session -d -s t -n w -x "$1" -y "$2" \
+        "cd '$NNBENCH_TOP' && NNBENCH_DB= TERM=screen '$NNBENCH' tui --db '$3'; echo NNBENCH-EXIT=\$?; sleep 120" ||
+        fail "cannot start tmux"
+    $T set -g escape-time 0 >/dev/null
+}
+# cli_run LABEL ARGS...: nnbench run ARGS into $db, its output shown and the test failed
+# when it fails.
+cli_run() {
+    label=$1
+    shift
+    "$NNBENCH" run "$@" --db "$db" >"$tmp/cli_run.out" 2>&1 || { cat "$tmp/cli_run.out"; fail "$label"; }
+}
