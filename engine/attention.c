@@ -892,11 +892,24 @@ void eng_seq_init(eng_model *m, eng_layer *L, uint64_t seed, int i)
     }
 }
 
+/* The name of a sequence layer's first op as ops.c spells it, without reading the op
+ * table (attention.c -> ops.c would close a file circle: ops.c calls this file's ops). */
+static const char *seq_op_name(eng_op_id op)
+{
+    switch (op) {
+    case ENG_OP_EMBED: return "embed";
+    case ENG_OP_POSENC: return "posenc";
+    case ENG_OP_LAYERNORM: return "layernorm";
+    case ENG_OP_MEANPOOL: return "meanpool";
+    default: return "?"; /* eng_seq_plan builds no other first node */
+    }
+}
+
 int eng_seq_summary(const eng_model *m, const eng_layer *L, char *s, size_t cap)
 {
     const int *a = L->in_shape, *b = L->out_shape;
     const eng_node *first = &m->nodes[L->node_first];
-    const char *name = eng_ops[first->op].name;
+    const char *name = seq_op_name(first->op);
     switch (first->op) {
     case ENG_OP_POSENC: return snprintf(s, cap, "posenc(%s)", first->n_w ? "learned" : "sinusoidal");
     case ENG_OP_LAYERNORM:

@@ -1080,10 +1080,14 @@ static int resolve_data_path(const char *exp_path, char *field, size_t cap, sett
     return 0;
 }
 
-static int resolve(const parse_state *st, const variant *var, const cli_set *sets, size_t n_sets,
-                   eng_config *c)
+/* resolve's stages, in order: merge the layers of settings, apply every key, resolve the
+ * data paths, fill the defaults that depend on other keys, check across keys, record kv.
+ * vals holds NKEYS settings, indexed by key. */
+
+/* Defaults, then the file's base section, then the variant, then --set (line -1). */
+static void merge_settings(const parse_state *st, const variant *var, const cli_set *sets, size_t n_sets,
+                           setting *vals)
 {
-    setting vals[NKEYS];
     for (size_t i = 0; i < NKEYS; i++) {
         vals[i].key = (int)i;
         copy_str(vals[i].value, sizeof vals[i].value, defs[i].def);
@@ -1097,10 +1101,10 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         vals[sets[i].key].line = -1;
     }
     for (size_t i = 0; i < NKEYS; i++) vals[i].key = (int)i;
+}
 
-    memset(c, 0, sizeof *c);
-    copy_str(c->path, sizeof c->path, st->path);
-    if (var) copy_str(c->variant, sizeof c->variant, var->name);
+static int apply_settings(const parse_state *st, const cli_set *sets, size_t n_sets, setting *vals, eng_config *c)
+{
     char why[512], loc[600];
     int k_layers = find_key("model", "layers");
     for (size_t i = 0; i < NKEYS; i++) {
@@ -1120,8 +1124,13 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
             return eng_fail(ENG_EINVAL, "%s: key '%s': %s", loc, defs[i].key, why);
         }
     }
+    return 0;
+}
 
-    /* Defaults that depend on other keys; kv then shows what the run really uses. */
+static int resolve_paths(const parse_state *st, const cli_set *sets, size_t n_sets, setting *vals, eng_config *c)
+{
+    char loc[600];
+    /* The files' relative paths as resolve_data_path finds them; kv shows those. */
     struct { const char *sec, *key; char *field; size_t cap; } paths[] = {
         { "data", "path", c->data.path, sizeof c->data.path },
         { "data", "labels", c->data.labels, sizeof c->data.labels },
@@ -1142,7 +1151,12 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
                             loc, paths[i].key, paths[i].field, paths[i].cap - 1);
         }
     }
+    return 0;
+}
 
+/* Defaults that depend on other keys; kv then shows what the run really uses. */
+static void derived_defaults(eng_config *c, setting *vals)
+{
     /* The generator's own n / noise / classes / features / degree come from the loader's
      * table (engine/data/data.c), so the config cannot disagree with what is generated. */
     int k_norm = find_key("data", "normalize");
@@ -1166,7 +1180,12 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
         copy_str(vals[k_norm].value, sizeof vals[k_norm].value,
                  src == ENG_DATA_IDX ? "scale" : src == ENG_DATA_CSV ? "standard" : "none");
     }
+}
 
+static int cross_check(const parse_state *st, const cli_set *sets, size_t n_sets, setting *vals, const variant *var,
+                       eng_config *c)
+{
+    char loc[600];
     /* Cross-key checks, each reported at the key that has to change. */
 #define CROSS(key_sec, key_name, ...)                                                       \
     do {                                                                                    \
@@ -1242,7 +1261,11 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
                       ignored[i].sec, ignored[i].key);
     }
 #undef CROSS
+    return 0;
+}
 
+static int record_kv(eng_config *c, const setting *vals)
+{
     c->kv = calloc(NKEYS, sizeof *c->kv);
     if (!c->kv) return eng_fail(ENG_ENOMEM, "out of memory");
     for (size_t i = 0; i < NKEYS; i++) {
@@ -1253,6 +1276,22 @@ static int resolve(const parse_state *st, const variant *var, const cli_set *set
     c->n_kv = NKEYS;
     qsort(c->kv, c->n_kv, sizeof *c->kv, cmp_kv);
     return ENG_OK;
+}
+
+static int resolve(const parse_state *st, const variant *var, const cli_set *sets, size_t n_sets,
+                   eng_config *c)
+{
+    setting vals[NKEYS];
+    merge_settings(st, var, sets, n_sets, vals);
+    memset(c, 0, sizeof *c);
+    copy_str(c->path, sizeof c->path, st->path);
+    if (var) copy_str(c->variant, sizeof c->variant, var->name);
+    int rc = apply_settings(st, sets, n_sets, vals, c);
+    if (!rc) rc = resolve_paths(st, sets, n_sets, vals, c);
+    if (rc) return rc;
+    derived_defaults(c, vals);
+    rc = cross_check(st, sets, n_sets, vals, var, c);
+    return rc ? rc : record_kv(c, vals);
 }
 
 /* Parses "section.key=value" from --set. */

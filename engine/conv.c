@@ -390,13 +390,6 @@ static void direct_bwd(eng_node *n, int rows)
 
 /* ---- the op: dispatch, counters, workspace, choice ------------------------------------ */
 
-void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const float *A, int lda, size_t sa,
-                          const float *B, int ldb, size_t sb, float beta, float *C, int ldc, size_t sc)
-{
-    for (int p = 0; p < npts; p++)
-        eng_sgemm(ta, tb, M, N, K, 1.0f, A + p * sa, lda, B + p * sb, ldb, beta, C + p * sc, ldc);
-}
-
 const char *eng_conv_algo_name(eng_conv_algo a)
 {
     switch (a) {

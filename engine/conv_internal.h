@@ -20,7 +20,7 @@ static inline size_t conv_round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* For each of npts points p: C_p = op(A_p)·op(B_p) + beta·C_p through eng_sgemm, the
  * matrices of point p at A + p·sa, B + p·sb, C + p·sc (Winograd's alpha² tile positions,
- * the FFT's frequency bins). */
+ * the FFT's frequency bins). In conv_point.c. */
 void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const float *A, int lda, size_t sa,
                           const float *B, int ldb, size_t sb, float beta, float *C, int ldc, size_t sc);
 

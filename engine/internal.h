@@ -481,7 +481,9 @@ struct eng_model {
  * are carved, points the layer's nodes at their parameters, attention state and block
  * input. init: its parameter block. summary: its part of the model summary. charge: the
  * attention buffers' bytes into their scopes' memory column (prof may be NULL). */
-/* model.c: appends a zeroed node for op with these shapes (the caller checked the room). */
+/* nodes.c: a zeroed node for op with these shapes (sizes from the shapes, no profiler
+ * scopes yet); eng_model_add_node appends one to m (the caller checked the room). */
+void eng_node_init(eng_node *n, eng_op_id op, int layer, const int in_shape[3], const int out_shape[3]);
 eng_node *eng_model_add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3], const int out_shape[3]);
 int eng_seq_plan(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L, const int shape[3], int out[3]);
 size_t eng_seq_ws_floats(const eng_node *n, int max_batch);

@@ -52,26 +52,6 @@ static const char *kind_name(eng_layer_kind k)
     return "?";
 }
 
-static eng_node *add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3],
-                          const int out_shape[3])
-{
-    eng_node *n = &m->nodes[m->n_nodes++];
-    memset(n, 0, sizeof *n);
-    n->op = op;
-    n->layer = layer;
-    memcpy(n->in_shape, in_shape, sizeof n->in_shape);
-    memcpy(n->out_shape, out_shape, sizeof n->out_shape);
-    n->in_size = (size_t)in_shape[0] * in_shape[1] * in_shape[2];
-    n->out_size = (size_t)out_shape[0] * out_shape[1] * out_shape[2];
-    n->prof_fwd = n->prof_bwd = -1;
-    return n;
-}
-
-eng_node *eng_model_add_node(eng_model *m, eng_op_id op, int layer, const int in_shape[3], const int out_shape[3])
-{
-    return add_node(m, op, layer, in_shape, out_shape);
-}
-
 /* A conv layer's output shape and its conv2d + bias nodes (plan's case). */
 static int plan_conv(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L, const int shape[3], int out[3])
 {
@@ -94,11 +74,11 @@ static int plan_conv(eng_model *m, const eng_layer_spec *sp, int i, eng_layer *L
     L->stride = st;
     L->n_w = (size_t)F * shape[0] * K * K;
     L->n_b = (size_t)F;
-    eng_node *cn = add_node(m, ENG_OP_CONV2D, i, shape, out);
+    eng_node *cn = eng_model_add_node(m, ENG_OP_CONV2D, i, shape, out);
     cn->kernel = K;
     cn->pad = pad;
     cn->stride = st;
-    add_node(m, ENG_OP_BIAS, i, out, out);
+    eng_model_add_node(m, ENG_OP_BIAS, i, out, out);
     return ENG_OK;
 }
 
@@ -116,7 +96,7 @@ static int plan_avgpool(eng_model *m, const eng_layer_spec *sp, int i, eng_layer
     out[0] = shape[0]; out[1] = (shape[1] - K) / st + 1; out[2] = (shape[2] - K) / st + 1;
     L->kernel = K;
     L->stride = st;
-    eng_node *pn = add_node(m, ENG_OP_AVGPOOL, i, shape, out);
+    eng_node *pn = eng_model_add_node(m, ENG_OP_AVGPOOL, i, shape, out);
     pn->kernel = K;
     pn->stride = st;
     return ENG_OK;
@@ -126,7 +106,7 @@ static int plan_avgpool(eng_model *m, const eng_layer_spec *sp, int i, eng_layer
 static void plan_bn(eng_model *m, int i, eng_layer *L, const int shape[3], int out[3])
 {
     memcpy(out, shape, 3 * sizeof(int));
-    eng_node *bn = add_node(m, ENG_OP_BATCHNORM, i, shape, out);
+    eng_node *bn = eng_model_add_node(m, ENG_OP_BATCHNORM, i, shape, out);
     L->n_w = L->n_b = (size_t)eng_bn_channels(bn);
     m->n_stats += 2 * L->n_w;
 }
@@ -138,7 +118,7 @@ static int plan_res(eng_model *m, int i, int b, eng_layer *L, const int shape[3]
 {
     const eng_layer *B = &m->layers[b];
     memcpy(out, shape, 3 * sizeof(int));
-    eng_node *add = add_node(m, ENG_OP_RES_ADD, i, shape, out);
+    eng_node *add = eng_model_add_node(m, ENG_OP_RES_ADD, i, shape, out);
     add->peer = &m->nodes[B->node_first];
     L->res_begin = b;
     if (!memcmp(B->in_shape, shape, 3 * sizeof(int))) return ENG_OK;
@@ -191,7 +171,7 @@ static int plan_act(eng_model *m, const eng_model_config *mc, int i, const eng_l
             return eng_fail(ENG_EINVAL, "model: layer %d (%s): maxk%d must be followed by a dense layer "
                             "(its output is sparse, CBSR); add one after it", i + 1, L->name, sp->k);
     }
-    add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
+    eng_model_add_node(m, (eng_op_id)eng_act_op(sp->act), i, out, out)->k = sp->k;
     return ENG_OK;
 }
 
@@ -235,10 +215,10 @@ static int plan(eng_model *m, const eng_model_config *mc)
             L->n_b = (size_t)units;
             /* after a maxk layer the input is CBSR: the multiply reads k of the in rows of W */
             if (i > 0 && mc->layers[i - 1].act == ENG_ACT_MAXK)
-                add_node(m, ENG_OP_CBSR_DENSE, i, shape, out)->k = mc->layers[i - 1].k;
+                eng_model_add_node(m, ENG_OP_CBSR_DENSE, i, shape, out)->k = mc->layers[i - 1].k;
             else
-                add_node(m, ENG_OP_DENSE, i, shape, out);
-            add_node(m, ENG_OP_BIAS, i, out, out);
+                eng_model_add_node(m, ENG_OP_DENSE, i, shape, out);
+            eng_model_add_node(m, ENG_OP_BIAS, i, out, out);
             break;
         }
         case ENG_LAYER_CONV: {
@@ -254,11 +234,11 @@ static int plan(eng_model *m, const eng_model_config *mc)
                 return eng_fail(ENG_EINVAL, "model: layer %d (%s): 2x2 pooling needs an input of at least 2x2, got %dx%dx%d",
                                 i + 1, L->name, shape[0], shape[1], shape[2]);
             out[0] = shape[0]; out[1] = shape[1] / 2; out[2] = shape[2] / 2;
-            add_node(m, ENG_OP_MAXPOOL, i, shape, out);
+            eng_model_add_node(m, ENG_OP_MAXPOOL, i, shape, out);
             break;
         case ENG_LAYER_FLATTEN:
             out[0] = 1; out[1] = 1; out[2] = (int)L->in_size;
-            add_node(m, ENG_OP_FLATTEN, i, shape, out);
+            eng_model_add_node(m, ENG_OP_FLATTEN, i, shape, out);
             break;
         case ENG_LAYER_AVGPOOL: {
             int rc = plan_avgpool(m, sp, i, L, shape, out);
@@ -267,7 +247,7 @@ static int plan(eng_model *m, const eng_model_config *mc)
         }
         case ENG_LAYER_GAP:
             out[0] = shape[0]; out[1] = 1; out[2] = 1;
-            add_node(m, ENG_OP_GAP, i, shape, out);
+            eng_model_add_node(m, ENG_OP_GAP, i, shape, out);
             break;
         case ENG_LAYER_SEQ: {
             int rc = eng_seq_plan(m, sp, i, L, shape, out);
@@ -277,7 +257,7 @@ static int plan(eng_model *m, const eng_model_config *mc)
         case ENG_LAYER_BN: plan_bn(m, i, L, shape, out); break;
         case ENG_LAYER_RES_BEGIN:
             memcpy(out, shape, sizeof out);
-            add_node(m, ENG_OP_RES_FORK, i, shape, out);
+            eng_model_add_node(m, ENG_OP_RES_FORK, i, shape, out);
             break;
         case ENG_LAYER_RES: {
             int rc = plan_res(m, i, rs.at[rs.depth], L, shape, out);
@@ -312,7 +292,7 @@ static int plan(eng_model *m, const eng_model_config *mc)
                         last->name, last->out_size, m->n_out,
                         mc->loss == ENG_LOSS_SOFTMAX_XENT ? "classes" : "outputs", m->n_out);
     int lo[3] = { 1, 1, m->n_out };
-    add_node(m, mc->loss == ENG_LOSS_MSE ? ENG_OP_MSE : ENG_OP_SOFTMAX_XENT, -1, lo, lo);
+    eng_model_add_node(m, mc->loss == ENG_LOSS_MSE ? ENG_OP_MSE : ENG_OP_SOFTMAX_XENT, -1, lo, lo);
     m->loss = &m->nodes[m->n_nodes - 1];
     m->n_params = off;
     return ENG_OK;

@@ -398,14 +398,16 @@ static double *dalloc(size_t n, int *bad)
     return p;
 }
 
-int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_newton **out)
+/* eng_newton_create's stages: check the model and the keys, lay out the curvature blocks
+ * (with the size guard before anything big is allocated), allocate the per-layer and
+ * shared buffers, create the solve scheduler. Each returns 0 or an eng_fail code; the
+ * caller frees the half-built nt. idx: the model's dense layers, nl of them. */
+
+static int check_model(const eng_newton_config *nc, const eng_model *m, int idx[ENG_MAX_LAYERS], int *n_layers)
 {
-    *out = NULL;
-    const eng_newton_config *nc = &cfg->newton;
-    if (m->n_out < 1) return eng_fail(ENG_EINVAL, "newton: the model has no outputs");
     /* Which layers: dense ones; parameter-free layers only before the first dense one
      * (they are part of the data then) or flatten anywhere. */
-    int idx[ENG_MAX_LAYERS], nl = 0;
+    int nl = 0;
     for (int i = 0; i < m->n_layers; i++) {
         const eng_layer *L = &m->layers[i];
         if (L->act == ENG_ACT_MAXK)
@@ -434,21 +436,16 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
         return eng_fail(ENG_EINVAL, "newton: normalization_epsilon %g, damping %g, clip %g, prune_ratio %g: "
                         "expected >= 0, >= 0, > 0 and in (0, 1]", nc->normalization_epsilon, nc->damping,
                         nc->clip, nc->prune_ratio);
+    *n_layers = nl;
+    return 0;
+}
 
-    eng_newton *nt = prof_calloc(1, sizeof *nt);
-    if (!nt) return eng_fail(ENG_ENOMEM, "newton: out of memory");
-    nt->m = m;
-    nt->prof = prof;
-    nt->nc = *nc;
-    nt->psd = nc->curvature != ENG_CURV_HESSIAN;
-    nt->nl = nl;
-    nt->first = idx[0];
-    int B = nt->B = m->max_batch;
-
+static int plan_blocks(eng_newton *nt, const eng_newton_config *nc, const eng_model *m, const int *idx, int nl)
+{
     /* blocks, and the size guard before anything big is allocated */
     nt->nb = nc->blocks == ENG_BLOCKS_FULL ? 1 : 2 * nl;
     nt->blocks = prof_calloc((size_t)nt->nb, sizeof *nt->blocks);
-    if (!nt->blocks) { eng_newton_free(nt); return eng_fail(ENG_ENOMEM, "newton: out of memory"); }
+    if (!nt->blocks) return eng_fail(ENG_ENOMEM, "newton: out of memory");
     if (nc->blocks == ENG_BLOCKS_FULL) {
         nt->blocks[0] = (nblock){ .off = 0, .n = (int)m->n_params, .dl = -1 };
         snprintf(nt->blocks[0].name, sizeof nt->blocks[0].name, "all");
@@ -464,16 +461,19 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
     for (int i = 0; i < nt->nb; i++) {
         int n = nt->blocks[i].n;
         if (n > nc->max_block) {
-            int rc = eng_fail(ENG_EINVAL, "newton.max_block = %d: curvature block %s has %d parameters "
-                              "(a %dx%d float64 matrix, %.0f MB); raise newton.max_block, use blocks = layer "
-                              "or a smaller model", nc->max_block, nt->blocks[i].name, n, n, n,
-                              (double)n * n * 8 / 1e6);
-            eng_newton_free(nt);
-            return rc;
+            return eng_fail(ENG_EINVAL, "newton.max_block = %d: curvature block %s has %d parameters "
+                            "(a %dx%d float64 matrix, %.0f MB); raise newton.max_block, use blocks = layer "
+                            "or a smaller model", nc->max_block, nt->blocks[i].name, n, n, n,
+                            (double)n * n * 8 / 1e6);
         }
         if (n > nt->maxn) nt->maxn = n;
     }
+    return 0;
+}
 
+static int alloc_buffers(eng_newton *nt, const eng_newton_config *nc, const eng_model *m, const int *idx, int nl)
+{
+    int B = nt->B;
     int bad = 0, maxo = 0, maxin = 0;
     size_t maxw = 0;
     for (int l = 0; l < nl; l++) {
@@ -485,11 +485,9 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
         y->act = Ls->act;
         y->w_off = Ls->w_off;
         y->b_off = Ls->b_off;
-        if (l > 0 && (size_t)y->in != (size_t)nt->L[l - 1].out) {
-            eng_newton_free(nt);
+        if (l > 0 && (size_t)y->in != (size_t)nt->L[l - 1].out)
             return eng_fail(ENG_EINVAL, "newton: layer %s reads %d values but the previous dense layer makes %d",
                             Ls->name, y->in, nt->L[l - 1].out);
-        }
         size_t bo = (size_t)B * y->out;
         y->W = dalloc((size_t)y->in * y->out, &bad);
         y->b = dalloc(y->out, &bad);
@@ -520,11 +518,13 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
         nt->v = dalloc(m->n_params, &bad);
         nt->hv = dalloc(m->n_params, &bad);
     }
-    if (bad) {
-        eng_newton_free(nt);
-        return eng_fail(ENG_ENOMEM, "newton: out of memory for curvature buffers (largest block %d)", nt->maxn);
-    }
+    if (bad) return eng_fail(ENG_ENOMEM, "newton: out of memory for curvature buffers (largest block %d)", nt->maxn);
+    return 0;
+}
 
+static int create_sched(eng_newton *nt, const eng_config *cfg)
+{
+    const eng_newton_config *nc = &cfg->newton;
     const eng_quantum_config *qc = &cfg->quantum;
     qm_sched_opts o = qm_sched_defaults();
     o.policy = (qm_policy)qc->policy;
@@ -535,8 +535,32 @@ int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_new
     o.exact_kappa_max_n = qc->exact_kappa_max_n;
     o.prune_ratio = nc->prune_ratio;
     o.seed = cfg->seed;
-    if (qm_sched_create(&o, &nt->sched)) {
-        int rc = eng_fail(ENG_EINVAL, "newton: %s", qm_error());
+    if (qm_sched_create(&o, &nt->sched)) return eng_fail(ENG_EINVAL, "newton: %s", qm_error());
+    return 0;
+}
+
+int eng_newton_create(const eng_config *cfg, eng_model *m, prof_t *prof, eng_newton **out)
+{
+    *out = NULL;
+    const eng_newton_config *nc = &cfg->newton;
+    if (m->n_out < 1) return eng_fail(ENG_EINVAL, "newton: the model has no outputs");
+    int idx[ENG_MAX_LAYERS], nl = 0;
+    int rc = check_model(nc, m, idx, &nl);
+    if (rc) return rc;
+
+    eng_newton *nt = prof_calloc(1, sizeof *nt);
+    if (!nt) return eng_fail(ENG_ENOMEM, "newton: out of memory");
+    nt->m = m;
+    nt->prof = prof;
+    nt->nc = *nc;
+    nt->psd = nc->curvature != ENG_CURV_HESSIAN;
+    nt->nl = nl;
+    nt->first = idx[0];
+    nt->B = m->max_batch;
+    rc = plan_blocks(nt, nc, m, idx, nl);
+    if (!rc) rc = alloc_buffers(nt, nc, m, idx, nl);
+    if (!rc) rc = create_sched(nt, cfg);
+    if (rc) {
         eng_newton_free(nt);
         return rc;
     }

@@ -120,6 +120,31 @@ static double grad_check(const char *label, const eng_model_config *mc, const in
     return worst;
 }
 
+/* eng_seq_summary names a layer by its first op without reading the op table (that read
+ * made attention.c <-> ops.c a file circle): its names must stay the op table's. */
+static void test_summary_names(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 5, 4 };
+    eng_model_config mc = small_cfg(ENG_ATTN_FULL, 0, 0);
+    eng_model *m = NULL;
+    assert_int_equal(eng_model_build(&mc, in, 3, 2, 7, NULL, &m), ENG_OK);
+    int named = 0;
+    for (int i = 0; i < m->n_layers; i++) {
+        const eng_layer *L = &m->layers[i];
+        if (L->kind != ENG_LAYER_SEQ) continue;
+        const eng_node *first = &m->nodes[L->node_first];
+        char s[256], want[64];
+        assert_true(eng_seq_summary(m, L, s, sizeof s) > 0);
+        if (first->op == ENG_OP_POSENC || (first->op == ENG_OP_LAYERNORM && L->n_nodes > 1)) continue;
+        snprintf(want, sizeof want, "%s(", eng_ops[first->op].name);
+        assert_memory_equal(s, want, strlen(want));
+        named++;
+    }
+    assert_int_equal(named, 3); /* embed, layernorm, meanpool */
+    eng_model_free(m);
+}
+
 static void test_grad_full(void **state)
 {
     (void)state;
@@ -511,6 +536,7 @@ int test_engine_attention(void)
         cmocka_unit_test(test_samples),
         cmocka_unit_test(test_sequence_views),
         cmocka_unit_test(test_markers),
+        cmocka_unit_test(test_summary_names),
     };
     return cmocka_run_group_tests_name("engine_attention", tests, NULL, NULL);
 }

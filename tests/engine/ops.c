@@ -74,12 +74,7 @@ static void h_init(harness *h, eng_op_id op, int rows, const int in[3], const in
     h->inplace = inplace;
     h->is_loss = op == ENG_OP_SOFTMAX_XENT || op == ENG_OP_MSE;
     eng_node *n = &h->n;
-    n->op = op;
-    memcpy(n->in_shape, in, sizeof n->in_shape);
-    memcpy(n->out_shape, out, sizeof n->out_shape);
-    n->in_size = (size_t)in[0] * in[1] * in[2];
-    n->out_size = (size_t)out[0] * out[1] * out[2];
-    n->prof_fwd = n->prof_bwd = -1;
+    eng_node_init(n, op, 0, in, out);
     size_t xi = rows * n->in_size, yo = rows * n->out_size;
     h->x0 = calloc(xi, sizeof(float));
     h->xbuf = calloc(xi, sizeof(float));
