@@ -64,35 +64,43 @@ static const cli_opt list_opt[] = {
 };
 const cli_spec cmd_list_spec = { "list", cmd_list_help, list_opt, CLI_N(list_opt) };
 
+/* list's --status, --limit and --sort into a store filter; 0, or the usage error's status. */
+static int list_filter(const list_opts *o, store_list_filter *f)
+{
+    *f = (store_list_filter){ .status = -1, .grep = o->grep, .sort = o->sort, .desc = o->desc };
+    if (o->status) {
+        store_run_status st;
+        if (store_status_parse(o->status, &st)) {
+            const char *names[STORE_RUN_N_STATUS];
+            for (int i = 0; i < STORE_RUN_N_STATUS; i++) names[i] = store_status_name((store_run_status)i);
+            return cli_value_error("list", "--status", o->status, names, STORE_RUN_N_STATUS);
+        }
+        f->status = (int)st;
+    }
+    if (o->limit) {
+        char *end;
+        f->limit = strtol(o->limit, &end, 10);
+        if (*end || f->limit <= 0) return cli_usage_error("list", "--limit wants a positive number, got '%s'", o->limit);
+    }
+    if (o->sort) {
+        size_t nc = 0;
+        int ok = 0;
+        for (; store_sort_columns[nc]; nc++) ok |= !strcasecmp(o->sort, store_sort_columns[nc]);
+        if (!ok) return cli_value_error("list", "--sort", o->sort, store_sort_columns, nc);
+    }
+    return 0;
+}
+
 int cmd_list(int argc, char **argv)
 {
     list_opts o = { 0 };
     int n_pos, rc = cli_parse(&cmd_list_spec, &o, argc, argv, &n_pos);
     if (rc >= 0) return rc;
     if (n_pos) return cli_usage_error("list", "unexpected argument '%s'", argv[1]);
-    const char *db = o.db, *status = o.status, *grep = o.grep, *sort = o.sort, *limit = o.limit;
+    const char *db = o.db, *sort = o.sort;
     int desc = o.desc;
-    store_list_filter f = { .status = -1, .grep = grep, .sort = sort, .desc = desc };
-    if (status) {
-        store_run_status st;
-        if (store_status_parse(status, &st)) {
-            const char *names[STORE_RUN_N_STATUS];
-            for (int i = 0; i < STORE_RUN_N_STATUS; i++) names[i] = store_status_name((store_run_status)i);
-            return cli_value_error("list", "--status", status, names, STORE_RUN_N_STATUS);
-        }
-        f.status = (int)st;
-    }
-    if (limit) {
-        char *end;
-        f.limit = strtol(limit, &end, 10);
-        if (*end || f.limit <= 0) return cli_usage_error("list", "--limit wants a positive number, got '%s'", limit);
-    }
-    if (sort) {
-        size_t nc = 0;
-        int ok = 0;
-        for (; store_sort_columns[nc]; nc++) ok |= !strcasecmp(sort, store_sort_columns[nc]);
-        if (!ok) return cli_value_error("list", "--sort", sort, store_sort_columns, nc);
-    }
+    store_list_filter f;
+    if ((rc = list_filter(&o, &f))) return rc;
     const char *path = cli_db_path(db);
     store *s;
     rc = store_open(path, 0, &s);
