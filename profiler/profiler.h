@@ -108,6 +108,7 @@ typedef struct {
     size_t peak_bytes, live_bytes, total_alloc_bytes; /* since prof_create (it resets the peak) */
     size_t peak_rss;          /* process peak RSS, bytes */
     double peak_gflops;       /* calibrated sgemm peak, 0 if not calibrated */
+    double bw_gbs;            /* calibrated memory bandwidth GB/s, 0 if not measured */
     double ns_per_event;      /* measured cost of one begin+end pair (at prof_create), without
                                  CPU clock reads */
     uint64_t cpu_reads;       /* scope calls that read the process CPU clock (twice each) */
@@ -261,6 +262,9 @@ typedef struct {
     int m, n, k, reps, threads;
     char core[32];            /* OpenBLAS core, e.g. "Haswell" */
     char when[32];            /* ISO 8601 UTC */
+    double bw_gbs;            /* best STREAM-like triad memory bandwidth, GB/s; 0 = not measured
+                                 (a calibration file from before it was measured) */
+    int bw_mib;               /* MiB per triad buffer (three of them) */
 } prof_calibration;
 /* Path of the calibration file into buf. 0 ok, -1 when neither XDG_CACHE_HOME nor HOME is set. */
 int prof_calibration_path(char *buf, size_t n);
@@ -268,6 +272,10 @@ int prof_calibration_path(char *buf, size_t n);
 int prof_calibration_load(prof_calibration *c);
 /* Creates the directory as needed. 0 ok, -1 with prof_error(). */
 int prof_calibration_save(const prof_calibration *c);
+/* Memory bandwidth by a one-thread STREAM triad a[i] = b[i] + s*c[i] over three float buffers
+ * of mib MiB each (well beyond the last-level cache for the default 64), best of reps, in
+ * GB/s counting 12 bytes per element as STREAM does. 0 ok, -1 with prof_error(). */
+int prof_membw_measure(int mib, int reps, double *best_gbs);
 
 typedef struct {
     char name[64];
