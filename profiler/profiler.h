@@ -132,6 +132,8 @@ void prof_summary_get(prof_t *p, prof_summary *s);
 typedef enum { PROF_SORT_SELF, PROF_SORT_TOTAL, PROF_SORT_CALLS, PROF_SORT_AVG,
                PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME,
                PROF_SORT_GFLOPS, /* the GFLOP/s column: flops / total time */
+               PROF_SORT_INTENSITY, /* FLOP/B: flops / bytes (also orders the bound column) */
+               PROF_SORT_GBPS,   /* GB/s (and % bw): bytes / total time */
                PROF_SORT_N } prof_sort;
 int prof_sort_parse(const char *s, prof_sort *out);
 const char *prof_sort_name(prof_sort s);   /* "self", ...; "?" out of range */
@@ -151,6 +153,8 @@ typedef enum {
     PROF_COL_NAME, PROF_COL_LAYER, PROF_COL_RANK, PROF_COL_SELF_PCT, PROF_COL_SELF, PROF_COL_TOTAL,
     PROF_COL_AVG, PROF_COL_CALLS, PROF_COL_GFLOPS, PROF_COL_PEAK_PCT, PROF_COL_IPC, PROF_COL_L1MISS,
     PROF_COL_CPU, PROF_COL_FAULTS, PROF_COL_CSW, PROF_COL_BYTES, PROF_COL_GBPS, PROF_COL_SELF_MEM, PROF_COL_PEAK_MEM,
+    /* the roofline view, last so that they are the first to go on a narrow terminal */
+    PROF_COL_INTENSITY, PROF_COL_BW_PCT, PROF_COL_BOUND,
     PROF_COL_N
 } prof_col;
 
@@ -173,6 +177,8 @@ typedef struct {
     size_t n;
     double self_total_ns;     /* denominator of "self %": the whole profile's self time */
     double peak_gflops;       /* calibrated peak for "% peak"; 0 = none (column absent) */
+    double bw_gbs;            /* calibrated memory bandwidth for "% bw" and "bound"; 0 = none
+                                 (prof_table_set_bw) */
     unsigned char show[PROF_COL_N]; /* 1: the column has data (prof_table_init decides) */
     /* Rows of several MPI ranks: each rank's own self time is the denominator of its rows'
      * "self %" (prof_balance.self_s); NULL = self_total_ns for every row. Set by the caller. */
@@ -186,6 +192,12 @@ double prof_table_rest_ns(const prof_table *t);
 /* Sets t over rows (not copied: they must outlive t). total_self_ns 0 = the sum of the
  * rows' self time; peak_gflops 0 = no calibration. */
 void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t total_self_ns, double peak_gflops);
+/* Sets the calibrated memory bandwidth (GB/s; 0 = none) after prof_table_init: "% bw" and,
+ * with a calibrated peak too, "bound" then show. */
+void prof_table_set_bw(prof_table *t, double bw_gbs);
+/* Roofline class of row r: 1 compute bound (FLOP/byte above the ridge point peak_gflops /
+ * bw_gbs), -1 memory bound, 0 unknown (no FLOPs or bytes counted, or no calibration). */
+int prof_table_bound(const prof_table *t, const prof_row *r);
 /* The text of column c for row r into b (made visible: names come from databases); "-"
  * where the value is not known. Returns b. */
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);
