@@ -198,6 +198,13 @@ void prof_table_set_bw(prof_table *t, double bw_gbs);
 /* Roofline class of row r: 1 compute bound (FLOP/byte above the ridge point peak_gflops /
  * bw_gbs), -1 memory bound, 0 unknown (no FLOPs or bytes counted, or no calibration). */
 int prof_table_bound(const prof_table *t, const prof_row *r);
+/* What a performance engineer should look at, one line each into out (empty: nothing):
+ * blas_core (OpenBLAS core name, "" = unknown) weaker than cpu_isa (eng_isa_name of the
+ * widest ISA: "generic", "avx2", "avx512"); cpu below 1 on a dense (GEMM) row while the
+ * GEMM runs gemm_threads > 1 threads; data.wait above 5% of the profile's self time (the
+ * steps). Returns how many lines. */
+int prof_table_warnings(const prof_table *t, int gemm_threads, const char *blas_core, const char *cpu_isa,
+                        char *out, size_t cap);
 /* The text of column c for row r into b (made visible: names come from databases); "-"
  * where the value is not known. Returns b. */
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -179,6 +180,54 @@ int prof_table_bound(const prof_table *t, const prof_row *r)
     if (!r->flops || !r->bytes || t->peak_gflops <= 0 || t->bw_gbs <= 0) return 0;
     /* at the ridge point the memory roof and the compute roof meet */
     return (double)r->flops / (double)r->bytes > t->peak_gflops / t->bw_gbs ? 1 : -1;
+}
+
+/* The widest vector ISA an OpenBLAS core's kernels use: 0 SSE, 1 AVX, 2 AVX2, 3 AVX-512;
+ * -1 a core not listed (no warning). */
+static int core_level(const char *core)
+{
+    static const struct { const char *name; int level; } cores[] = {
+        { "Prescott", 0 }, { "Core2", 0 }, { "Penryn", 0 }, { "Dunnington", 0 }, { "Nehalem", 0 },
+        { "Atom", 0 }, { "Barcelona", 0 }, { "Opteron", 0 }, { "Bobcat", 0 }, { "Katmai", 0 },
+        { "Sandybridge", 1 }, { "Bulldozer", 1 }, { "Piledriver", 1 }, { "Steamroller", 1 }, { "Excavator", 1 },
+        { "Haswell", 2 }, { "Zen", 2 }, { "SkylakeX", 3 }, { "Cooperlake", 3 }, { "SapphireRapids", 3 },
+    };
+    for (size_t i = 0; core && i < sizeof cores / sizeof *cores; i++)
+        if (!strcasecmp(core, cores[i].name)) return cores[i].level;
+    return -1;
+}
+
+int prof_table_warnings(const prof_table *t, int gemm_threads, const char *blas_core, const char *cpu_isa,
+                        char *out, size_t cap)
+{
+    size_t len = 0;
+    int n = 0;
+    char line[320];
+    if (cap) out[0] = 0;
+    int isa = !cpu_isa ? -1 : !strcmp(cpu_isa, "avx512") ? 3 : !strcmp(cpu_isa, "avx2") ? 2 : -1;
+    int core = core_level(blas_core);
+    for (size_t i = 0; i <= t->n; i++) {
+        line[0] = 0;
+        if (i == t->n) {
+            if (core >= 0 && isa > core)
+                snprintf(line, sizeof line, "the BLAS core %s is weaker than this CPU (%s): GEMMs leave speed "
+                         "unused; see sysinfo's core choice, or set OPENBLAS_CORETYPE", blas_core, cpu_isa);
+        } else {
+            const prof_row *r = &t->rows[i];
+            double cpu = r->cpu_ns >= 0 && r->total_ns ? (double)r->cpu_ns / (double)r->total_ns : NAN;
+            if (!strncmp(r->name, "dense.", 6) && gemm_threads > 1 && cpu < 1.0)
+                snprintf(line, sizeof line, "%s: cpu %.2f below 1 with a %d-thread GEMM: its threads wait "
+                         "(a loaded machine, or too many threads for the shape)", r->name, cpu, gemm_threads);
+            else if (!strcmp(r->name, "data.wait") && t->self_total_ns > 0 &&
+                     (double)r->total_ns > 0.05 * t->self_total_ns)
+                snprintf(line, sizeof line, "data.wait is %.1f%% of the steps (above 5%%): training waits for "
+                         "batches; try data.prefetch", 100.0 * (double)r->total_ns / t->self_total_ns);
+        }
+        if (!line[0] || len + strlen(line) + 2 > cap) continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s\n", line);
+        n++;
+    }
+    return n;
 }
 
 static const char *dash(char *b, size_t cap)

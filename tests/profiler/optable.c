@@ -137,6 +137,43 @@ static void test_roofline(void **state)
     assert_string_equal(r[0].name, "bias.fwd");
 }
 
+/* Each warning forced on hand-made rows, and absent when its condition is not met. */
+static void test_warnings(void **state)
+{
+    (void)state;
+    prof_row r[3] = { row("dense.fwd", PROF_OP, 10, 1000000, 1000000), row("data.wait", PROF_OP, 10, 40000, 40000),
+                      row("relu.fwd", PROF_OP, 10, 960000, 960000) };
+    r[0].cpu_ns = 1800000;   /* cpu 1.80: the 2 GEMM threads busy */
+    r[2].cpu_ns = 500000;    /* not a GEMM: its cpu 0.5 is no warning */
+    prof_table t;
+    prof_table_init(&t, r, 3, 0, 0);
+    char w[1024];
+    /* data.wait 2% of 2 ms, cores matching the ISA: nothing */
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 0);
+    assert_string_equal(w, "");
+    assert_int_equal(prof_table_warnings(&t, 2, "SkylakeX", "avx2", w, sizeof w), 0);  /* stronger is fine */
+    assert_int_equal(prof_table_warnings(&t, 2, "SomeNewCore", "avx512", w, sizeof w), 0); /* unknown: silent */
+    /* a weaker core */
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx512", w, sizeof w), 1);
+    assert_non_null(strstr(w, "BLAS core Haswell is weaker than this CPU (avx512)"));
+    assert_int_equal(prof_table_warnings(&t, 2, "Prescott", "avx2", w, sizeof w), 1);
+    /* cpu below 1 on the GEMM row: only when the GEMM is multi-threaded */
+    r[0].cpu_ns = 700000;
+    assert_int_equal(prof_table_warnings(&t, 1, "Haswell", "avx2", w, sizeof w), 0);
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_non_null(strstr(w, "dense.fwd: cpu 0.70 below 1 with a 2-thread GEMM"));
+    /* data.wait at 6% of the steps */
+    r[0].cpu_ns = 1800000;
+    r[1].total_ns = r[1].self_ns = 120000;
+    prof_table_init(&t, r, 3, 2000000, 0);
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_non_null(strstr(w, "data.wait is 6.0% of the steps"));
+    /* all three, one line each */
+    r[0].cpu_ns = 700000;
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx512", w, sizeof w), 3);
+    assert_true(strchr(w, '\n') && w[strlen(w) - 1] == '\n');
+}
+
 static void test_rank_prefix(void **state)
 {
     (void)state;
@@ -310,6 +347,7 @@ int test_profiler_optable(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_columns_and_cells),
         cmocka_unit_test(test_roofline),
+        cmocka_unit_test(test_warnings),
         cmocka_unit_test(test_rank_prefix),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_balance),
