@@ -47,6 +47,8 @@ int prof_calibration_load(prof_calibration *c)
         else if (!strcmp(key, "threads")) c->threads = atoi(val);
         else if (!strcmp(key, "core")) prof_internal_say(c->core, sizeof c->core, "%s", val);
         else if (!strcmp(key, "when")) prof_internal_say(c->when, sizeof c->when, "%s", val);
+        else if (!strcmp(key, "bw_gbs")) c->bw_gbs = atof(val);
+        else if (!strcmp(key, "bw_mib")) c->bw_mib = atoi(val);
     }
     fclose(f);
     if (bad || !(c->peak_gflops > 0)) {
@@ -93,8 +95,9 @@ int prof_calibration_save(const prof_calibration *c)
     }
     fprintf(f, "# nnbench calibration: best cblas_sgemm rate of this machine (nnbench sysinfo --calibrate)\n"
                "peak_gflops = %.3f\nmean_gflops = %.3f\nm = %d\nn = %d\nk = %d\nreps = %d\n"
-               "threads = %d\ncore = %s\nwhen = %s\n",
-            c->peak_gflops, c->mean_gflops, c->m, c->n, c->k, c->reps, c->threads, c->core, c->when);
+               "threads = %d\ncore = %s\nwhen = %s\nbw_gbs = %.3f\nbw_mib = %d\n",
+            c->peak_gflops, c->mean_gflops, c->m, c->n, c->k, c->reps, c->threads, c->core, c->when,
+            c->bw_gbs, c->bw_mib);
     int werr = ferror(f);
     if (fclose(f) || werr || rename(tmp, path)) {
         prof_internal_errorf("profiler: writing calibration '%s' failed: %s", path, strerror(errno));
@@ -104,3 +107,41 @@ int prof_calibration_save(const prof_calibration *c)
     return 0;
 }
 
+
+int prof_membw_measure(int mib, int reps, double *best_gbs)
+{
+    *best_gbs = 0;
+    if (mib < 1 || reps < 1) {
+        prof_internal_errorf("profiler: memory bandwidth: %d MiB x %d reps: both must be >= 1", mib, reps);
+        return -1;
+    }
+    size_t n = (size_t)mib * 1024 * 1024 / sizeof(float);
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
+    if (!a || !b || !c) {
+        free(a); free(b); free(c);
+        prof_internal_errorf("profiler: memory bandwidth: cannot allocate 3 x %d MiB", mib);
+        return -1;
+    }
+    /* touch every page first so that page faults are not timed as bandwidth */
+    for (size_t i = 0; i < n; i++) { a[i] = 0.0f; b[i] = 1.0f; c[i] = 2.0f; }
+    volatile float scalar = 3.0f;  /* not a constant the compiler could fold */
+    float s = scalar;
+    double best = 0;
+    for (int r = 0; r <= reps; r++) {  /* rep 0 warms up and is not counted */
+        double t0 = prof_now_s();
+        for (size_t i = 0; i < n; i++) a[i] = b[i] + s * c[i];
+        double dt = prof_now_s() - t0;
+        double gbs = dt > 0 ? 3.0 * (double)n * sizeof(float) / dt / 1e9 : 0;
+        if (r > 0 && gbs > best) best = gbs;
+    }
+    /* read the result back so the triad is not dead code */
+    volatile float sink = a[n / 2] + a[n - 1];
+    (void)sink;
+    free(a); free(b); free(c);
+    if (!(best > 0)) {
+        prof_internal_errorf("profiler: memory bandwidth: the clock did not advance over %d MiB", mib);
+        return -1;
+    }
+    *best_gbs = best;
+    return 0;
+}

@@ -105,6 +105,7 @@ struct prof {
     char hw_note[384], sw_note[384], counters_note[800], counters_used[256];
     char warnings[1200];     /* prof_warnings: lines for the caller to print */
     double peak_gflops;
+    double bw_gbs;           /* calibrated memory bandwidth, 0 = none */
     double cpu_clock_ns;     /* cost of one process CPU clock read, measured at create */
     uint64_t cpu_gap_ns;     /* mean wall time of a scope between its sampled calls */
     uint64_t cpu_bias_ns;    /* CPU time a sampled call's own two reads add (subtracted) */
@@ -720,7 +721,10 @@ prof_t *prof_create(const prof_options *opt)
     prof_internal_papi_ready(NULL);
     setup_counters(p, opt->counters);
     prof_calibration cal;
-    if (prof_calibration_load(&cal) == 0) p->peak_gflops = cal.peak_gflops;
+    if (prof_calibration_load(&cal) == 0) {
+        p->peak_gflops = cal.peak_gflops;
+        p->bw_gbs = cal.bw_gbs;
+    }
     tls_active = p;
     p->cpu_clock_ns = cpu_clock_cost();
     p->cpu_gap_ns = (uint64_t)(CPU_GAP_READS * p->cpu_clock_ns);
@@ -1087,6 +1091,7 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     snprintf(s->counters_note, sizeof s->counters_note, "%s", p->counters_note);
     snprintf(s->counters_used, sizeof s->counters_used, "%s", p->counters_used);
     s->peak_gflops = p->peak_gflops;
+    s->bw_gbs = p->bw_gbs;
     s->ns_per_event = p->ns_per_event;
     s->cpu_reads = p->cpu_reads;
     s->ns_per_cpu_read = p->cpu_clock_ns;

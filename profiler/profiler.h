@@ -108,6 +108,7 @@ typedef struct {
     size_t peak_bytes, live_bytes, total_alloc_bytes; /* since prof_create (it resets the peak) */
     size_t peak_rss;          /* process peak RSS, bytes */
     double peak_gflops;       /* calibrated sgemm peak, 0 if not calibrated */
+    double bw_gbs;            /* calibrated memory bandwidth GB/s, 0 if not measured */
     double ns_per_event;      /* measured cost of one begin+end pair (at prof_create), without
                                  CPU clock reads */
     uint64_t cpu_reads;       /* scope calls that read the process CPU clock (twice each) */
@@ -131,6 +132,8 @@ void prof_summary_get(prof_t *p, prof_summary *s);
 typedef enum { PROF_SORT_SELF, PROF_SORT_TOTAL, PROF_SORT_CALLS, PROF_SORT_AVG,
                PROF_SORT_FLOPS, PROF_SORT_BYTES, PROF_SORT_MEM, PROF_SORT_NAME,
                PROF_SORT_GFLOPS, /* the GFLOP/s column: flops / total time */
+               PROF_SORT_INTENSITY, /* FLOP/B: flops / bytes (also orders the bound column) */
+               PROF_SORT_GBPS,   /* GB/s (and % bw): bytes / total time */
                PROF_SORT_N } prof_sort;
 int prof_sort_parse(const char *s, prof_sort *out);
 const char *prof_sort_name(prof_sort s);   /* "self", ...; "?" out of range */
@@ -150,6 +153,8 @@ typedef enum {
     PROF_COL_NAME, PROF_COL_LAYER, PROF_COL_RANK, PROF_COL_SELF_PCT, PROF_COL_SELF, PROF_COL_TOTAL,
     PROF_COL_AVG, PROF_COL_CALLS, PROF_COL_GFLOPS, PROF_COL_PEAK_PCT, PROF_COL_IPC, PROF_COL_L1MISS,
     PROF_COL_CPU, PROF_COL_FAULTS, PROF_COL_CSW, PROF_COL_BYTES, PROF_COL_GBPS, PROF_COL_SELF_MEM, PROF_COL_PEAK_MEM,
+    /* the roofline view, last so that they are the first to go on a narrow terminal */
+    PROF_COL_INTENSITY, PROF_COL_BW_PCT, PROF_COL_BOUND,
     PROF_COL_N
 } prof_col;
 
@@ -172,6 +177,8 @@ typedef struct {
     size_t n;
     double self_total_ns;     /* denominator of "self %": the whole profile's self time */
     double peak_gflops;       /* calibrated peak for "% peak"; 0 = none (column absent) */
+    double bw_gbs;            /* calibrated memory bandwidth for "% bw" and "bound"; 0 = none
+                                 (prof_table_set_bw) */
     unsigned char show[PROF_COL_N]; /* 1: the column has data (prof_table_init decides) */
     /* Rows of several MPI ranks: each rank's own self time is the denominator of its rows'
      * "self %" (prof_balance.self_s); NULL = self_total_ns for every row. Set by the caller. */
@@ -185,6 +192,19 @@ double prof_table_rest_ns(const prof_table *t);
 /* Sets t over rows (not copied: they must outlive t). total_self_ns 0 = the sum of the
  * rows' self time; peak_gflops 0 = no calibration. */
 void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t total_self_ns, double peak_gflops);
+/* Sets the calibrated memory bandwidth (GB/s; 0 = none) after prof_table_init: "% bw" and,
+ * with a calibrated peak too, "bound" then show. */
+void prof_table_set_bw(prof_table *t, double bw_gbs);
+/* Roofline class of row r: 1 compute bound (FLOP/byte above the ridge point peak_gflops /
+ * bw_gbs), -1 memory bound, 0 unknown (no FLOPs or bytes counted, or no calibration). */
+int prof_table_bound(const prof_table *t, const prof_row *r);
+/* What a performance engineer should look at, one line each into out (empty: nothing):
+ * blas_core (OpenBLAS core name, "" = unknown) weaker than cpu_isa (eng_isa_name of the
+ * widest ISA: "generic", "avx2", "avx512"); cpu below 1 on a dense (GEMM) row while the
+ * GEMM runs gemm_threads > 1 threads; data.wait above 5% of the profile's self time (the
+ * steps). Returns how many lines. */
+int prof_table_warnings(const prof_table *t, int gemm_threads, const char *blas_core, const char *cpu_isa,
+                        char *out, size_t cap);
 /* The text of column c for row r into b (made visible: names come from databases); "-"
  * where the value is not known. Returns b. */
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);
@@ -261,6 +281,9 @@ typedef struct {
     int m, n, k, reps, threads;
     char core[32];            /* OpenBLAS core, e.g. "Haswell" */
     char when[32];            /* ISO 8601 UTC */
+    double bw_gbs;            /* best STREAM-like triad memory bandwidth, GB/s; 0 = not measured
+                                 (a calibration file from before it was measured) */
+    int bw_mib;               /* MiB per triad buffer (three of them) */
 } prof_calibration;
 /* Path of the calibration file into buf. 0 ok, -1 when neither XDG_CACHE_HOME nor HOME is set. */
 int prof_calibration_path(char *buf, size_t n);
@@ -268,6 +291,10 @@ int prof_calibration_path(char *buf, size_t n);
 int prof_calibration_load(prof_calibration *c);
 /* Creates the directory as needed. 0 ok, -1 with prof_error(). */
 int prof_calibration_save(const prof_calibration *c);
+/* Memory bandwidth by a one-thread STREAM triad a[i] = b[i] + s*c[i] over three float buffers
+ * of mib MiB each (well beyond the last-level cache for the default 64), best of reps, in
+ * GB/s counting 12 bytes per element as STREAM does. 0 ok, -1 with prof_error(). */
+int prof_membw_measure(int mib, int reps, double *best_gbs);
 
 typedef struct {
     char name[64];

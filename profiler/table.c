@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "internal.h"
 
@@ -43,7 +44,7 @@ const char *prof_fmt_bytes(char *b, size_t cap, double v)
 /* ---- sorting ------------------------------------------------------------------------- */
 
 static const char *const sort_names[PROF_SORT_N] = { "self", "total", "calls", "avg", "flops", "bytes", "mem", "name",
-                                                     "gflops" };
+                                                     "gflops", "intensity", "gbps" };
 static const char *const group_names[] = { "scope", "op", "layer", "phase" };
 
 int prof_sort_parse(const char *s, prof_sort *out)
@@ -69,6 +70,13 @@ const char *prof_group_name(prof_group g)
 
 static int cmp_u64_desc(uint64_t a, uint64_t b) { return a < b ? 1 : a > b ? -1 : 0; }
 
+/* num / den (0 when den is 0), largest first: the rate and ratio sort keys */
+static int cmp_ratio_desc(uint64_t an, uint64_t ad, uint64_t bn, uint64_t bd)
+{
+    double x = ad ? (double)an / (double)ad : 0, y = bd ? (double)bn / (double)bd : 0;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
 static int row_cmp(const void *va, const void *vb, void *ctx)
 {
     const prof_row *a = va, *b = vb;
@@ -77,21 +85,13 @@ static int row_cmp(const void *va, const void *vb, void *ctx)
     case PROF_SORT_SELF: c = cmp_u64_desc(a->self_ns, b->self_ns); break;
     case PROF_SORT_TOTAL: c = cmp_u64_desc(a->total_ns, b->total_ns); break;
     case PROF_SORT_CALLS: c = cmp_u64_desc(a->calls, b->calls); break;
-    case PROF_SORT_AVG: {
-        double x = a->calls ? (double)a->total_ns / (double)a->calls : 0;
-        double y = b->calls ? (double)b->total_ns / (double)b->calls : 0;
-        c = x < y ? 1 : x > y ? -1 : 0;
-        break;
-    }
+    case PROF_SORT_AVG: c = cmp_ratio_desc(a->total_ns, a->calls, b->total_ns, b->calls); break;
     case PROF_SORT_FLOPS: c = cmp_u64_desc(a->flops, b->flops); break;
     case PROF_SORT_BYTES: c = cmp_u64_desc(a->bytes, b->bytes); break;
     case PROF_SORT_MEM: c = a->self_mem < b->self_mem ? 1 : a->self_mem > b->self_mem ? -1 : 0; break;
-    case PROF_SORT_GFLOPS: {
-        double x = a->total_ns ? (double)a->flops / (double)a->total_ns : 0;
-        double y = b->total_ns ? (double)b->flops / (double)b->total_ns : 0;
-        c = x < y ? 1 : x > y ? -1 : 0;
-        break;
-    }
+    case PROF_SORT_GFLOPS: c = cmp_ratio_desc(a->flops, a->total_ns, b->flops, b->total_ns); break;
+    case PROF_SORT_INTENSITY: c = cmp_ratio_desc(a->flops, a->bytes, b->flops, b->bytes); break;
+    case PROF_SORT_GBPS: c = cmp_ratio_desc(a->bytes, a->total_ns, b->bytes, b->total_ns); break;
     case PROF_SORT_NAME: case PROF_SORT_N: break;
     }
     if (!c) c = strcmp(a->name, b->name);
@@ -126,6 +126,9 @@ const prof_col_def prof_cols[PROF_COL_N] = {
     [PROF_COL_GBPS] = { "GB/s", "bytes / total: the bandwidth achieved (allreduce: the payload handed to MPI)", 6, 5, 1, 0 },
     [PROF_COL_SELF_MEM] = { "self mem", "bytes allocated in the scope itself", 9, 8, 1, 0 },
     [PROF_COL_PEAK_MEM] = { "peak mem", "peak live bytes while the scope was open", 9, 8, 1, 0 },
+    [PROF_COL_INTENSITY] = { "FLOP/B", "arithmetic intensity: FLOPs / bytes, both counted from shapes", 6, 6, 1, 1 },
+    [PROF_COL_BW_PCT] = { "% bw", "GB/s as a share of the calibrated memory bandwidth (nnbench sysinfo --calibrate)", 5, 5, 1, 1 },
+    [PROF_COL_BOUND] = { "bound", "roofline class: compute when FLOP/B is above the ridge point peak GFLOP/s / bandwidth GB/s, else memory", 7, 7, 0, 1 },
 };
 
 int prof_row_rank(const prof_row *r, const char **base)
@@ -159,9 +162,72 @@ void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t tot
         if (r->cpu_ns >= 0) t->show[PROF_COL_CPU] = 1;
         if (r->faults >= 0) t->show[PROF_COL_FAULTS] = 1;
         if (r->csw >= 0) t->show[PROF_COL_CSW] = 1;
+        if (r->flops && r->bytes) t->show[PROF_COL_INTENSITY] = 1;
     }
     /* Self % is of the whole profile's self time, so rows of one grouping add up to their share. */
     t->self_total_ns = total_self_ns ? (double)total_self_ns : self;
+}
+
+void prof_table_set_bw(prof_table *t, double bw_gbs)
+{
+    t->bw_gbs = bw_gbs > 0 && isfinite(bw_gbs) ? bw_gbs : 0;
+    t->show[PROF_COL_BW_PCT] = t->bw_gbs > 0;
+    t->show[PROF_COL_BOUND] = t->bw_gbs > 0 && t->peak_gflops > 0 && t->show[PROF_COL_INTENSITY];
+}
+
+int prof_table_bound(const prof_table *t, const prof_row *r)
+{
+    if (!r->flops || !r->bytes || t->peak_gflops <= 0 || t->bw_gbs <= 0) return 0;
+    /* at the ridge point the memory roof and the compute roof meet */
+    return (double)r->flops / (double)r->bytes > t->peak_gflops / t->bw_gbs ? 1 : -1;
+}
+
+/* The widest vector ISA an OpenBLAS core's kernels use: 0 SSE, 1 AVX, 2 AVX2, 3 AVX-512;
+ * -1 a core not listed (no warning). */
+static int core_level(const char *core)
+{
+    static const struct { const char *name; int level; } cores[] = {
+        { "Prescott", 0 }, { "Core2", 0 }, { "Penryn", 0 }, { "Dunnington", 0 }, { "Nehalem", 0 },
+        { "Atom", 0 }, { "Barcelona", 0 }, { "Opteron", 0 }, { "Bobcat", 0 }, { "Katmai", 0 },
+        { "Sandybridge", 1 }, { "Bulldozer", 1 }, { "Piledriver", 1 }, { "Steamroller", 1 }, { "Excavator", 1 },
+        { "Haswell", 2 }, { "Zen", 2 }, { "SkylakeX", 3 }, { "Cooperlake", 3 }, { "SapphireRapids", 3 },
+    };
+    for (size_t i = 0; core && i < sizeof cores / sizeof *cores; i++)
+        if (!strcasecmp(core, cores[i].name)) return cores[i].level;
+    return -1;
+}
+
+int prof_table_warnings(const prof_table *t, int gemm_threads, const char *blas_core, const char *cpu_isa,
+                        char *out, size_t cap)
+{
+    size_t len = 0;
+    int n = 0;
+    char line[320];
+    if (cap) out[0] = 0;
+    int isa = !cpu_isa ? -1 : !strcmp(cpu_isa, "avx512") ? 3 : !strcmp(cpu_isa, "avx2") ? 2 : -1;
+    int core = core_level(blas_core);
+    for (size_t i = 0; i <= t->n; i++) {
+        line[0] = 0;
+        if (i == t->n) {
+            if (core >= 0 && isa > core)
+                snprintf(line, sizeof line, "the BLAS core %s is weaker than this CPU (%s): GEMMs leave speed "
+                         "unused; see sysinfo's core choice, or set OPENBLAS_CORETYPE", blas_core, cpu_isa);
+        } else {
+            const prof_row *r = &t->rows[i];
+            double cpu = r->cpu_ns >= 0 && r->total_ns ? (double)r->cpu_ns / (double)r->total_ns : NAN;
+            if (!strncmp(r->name, "dense.", 6) && gemm_threads > 1 && cpu < 1.0)
+                snprintf(line, sizeof line, "%s: cpu %.2f below 1 with a %d-thread GEMM: its threads wait "
+                         "(a loaded machine, or too many threads for the shape)", r->name, cpu, gemm_threads);
+            else if (!strcmp(r->name, "data.wait") && t->self_total_ns > 0 &&
+                     (double)r->total_ns > 0.05 * t->self_total_ns)
+                snprintf(line, sizeof line, "data.wait is %.1f%% of the steps (above 5%%): training waits for "
+                         "batches; try data.prefetch", 100.0 * (double)r->total_ns / t->self_total_ns);
+        }
+        if (!line[0] || len + strlen(line) + 2 > cap) continue;
+        len += (size_t)snprintf(out + len, cap - len, "%s\n", line);
+        n++;
+    }
+    return n;
 }
 
 static const char *dash(char *b, size_t cap)
@@ -237,6 +303,19 @@ const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, 
         if (r->self_mem < 0 && cap > 1) { b[0] = '-'; prof_fmt_bytes(b + 1, cap - 1, -(double)r->self_mem); return b; }
         return prof_fmt_bytes(b, cap, (double)r->self_mem);
     case PROF_COL_PEAK_MEM: return prof_fmt_bytes(b, cap, (double)r->peak_mem);
+    case PROF_COL_INTENSITY:
+        if (!r->flops || !r->bytes) return dash(b, cap);
+        snprintf(b, cap, "%.3g", (double)r->flops / (double)r->bytes);
+        return b;
+    case PROF_COL_BW_PCT:
+        if (!r->bytes || !r->total_ns || t->bw_gbs <= 0) return dash(b, cap);
+        snprintf(b, cap, "%.1f%%", 100.0 * (double)r->bytes / total / t->bw_gbs);
+        return b;
+    case PROF_COL_BOUND: {
+        int k = prof_table_bound(t, r);
+        snprintf(b, cap, "%s", k > 0 ? "compute" : k < 0 ? "memory" : "-");
+        return b;
+    }
     case PROF_COL_N: break;
     }
     return dash(b, cap);
@@ -459,6 +538,7 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
     size_t shown = max_rows && max_rows < n ? max_rows : n;
     prof_table t;
     prof_table_init(&t, sorted, n, sum ? sum->total_self_ns : 0, sum ? sum->peak_gflops : 0);
+    prof_table_set_bw(&t, sum ? sum->bw_gbs : 0);
     prof_table_print(f, &t, max_rows, 40, "");
     if (shown < n) fprintf(f, "(%zu of %zu rows shown, sorted by %s)\n", shown, n, sort_names[sort]);
     if (sum) {
@@ -485,6 +565,9 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
             fprintf(f, "%% peak: of the calibrated sgemm peak %.1f GFLOP/s (nnbench sysinfo --calibrate)%s\n",
                     sum->peak_gflops, max_pct > 100.0 ? "; an op ran above it, so the calibration "
                     "was likely taken on a busy machine: rerun it on an idle one" : "");
+        if (t.show[PROF_COL_BOUND])
+            fprintf(f, "bound: compute above the ridge point %.3g FLOP/B = %.1f GFLOP/s peak / %.1f GB/s "
+                    "memory bandwidth, else memory\n", sum->peak_gflops / sum->bw_gbs, sum->peak_gflops, sum->bw_gbs);
         if (sum->hw_note[0]) {
             /* What is counted and why not, one line each; cpu needs no PAPI. */
             fprintf(f, "Counters: %s\n          %s\n", sum->hw_note, sum->sw_note);

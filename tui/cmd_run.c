@@ -1,5 +1,6 @@
 /* cmd_run.c — `nnbench run FILE`: trains every variant of an experiment file, shows live
  * progress on a terminal, prints a summary (table or JSON), profiles and stores the runs. */
+#include <cblas.h>
 #include <errno.h>
 #include <stddef.h>
 #include <math.h>
@@ -33,7 +34,8 @@ void cmd_run_help(FILE *f)
         "  --db PATH             database file (default $NNBENCH_DB or ./nnbench.db)\n"
         "  --no-db               do not store the runs\n"
         "  --profile             profile every op; print a table after each variant\n"
-        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name, gflops\n"
+        "  --profile-sort KEY    self, total, calls, avg, flops, bytes, mem, name,\n"
+        "                        gflops, intensity (FLOP/B), gbps\n"
         "                        (default self; gflops = the GFLOP/s column)\n"
         "  --profile-rows N      rows of the profile table (default 25, 0 = all)\n"
         "  --profile-by G        op, layer, phase, scope (default op)\n"
@@ -150,6 +152,7 @@ typedef struct {
     long long run_id;
     prof_row *ops;    /* --json --profile: the op table, as printed (by --profile-by, sorted) */
     size_t n_ops;
+    char warnings[1024]; /* prof_table_warnings of the printed table, one per line */
 } row;
 
 static const char *opt_name(eng_optimizer o)
@@ -272,6 +275,13 @@ static void print_json(const eng_experiment *ex, const row *rows, size_t n, int 
         if (r->ops) {
             prof_json_key(&j, "ops");
             store_op_rows_json(&j, r->ops, r->n_ops);
+            prof_json_key(&j, "warnings");
+            prof_json_array(&j);
+            char warn[sizeof r->warnings];
+            snprintf(warn, sizeof warn, "%s", r->warnings);
+            for (char *save = NULL, *w = strtok_r(warn, "\n", &save); w; w = strtok_r(NULL, "\n", &save))
+                prof_json_str(&j, w);
+            prof_json_close(&j);
         }
         prof_json_close(&j);
     }
@@ -446,6 +456,12 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
             prof_rows_sort(prow, pn, c->psort);
             fprintf(c->side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, c->prof_by_s, c->prof_sort_s);
             prof_print_table(c->side, prow, pn, &sum, c->psort, (size_t)c->prof_rows_n);
+            prof_table wt;
+            prof_table_init(&wt, prow, pn, sum.total_self_ns, sum.peak_gflops);
+            prof_table_warnings(&wt, r->threads, openblas_get_corename(), eng_isa_name(eng_isa_best()),
+                                r->warnings, sizeof r->warnings);
+            for (char *w = r->warnings, *nl; *w && (nl = strchr(w, '\n')); w = nl + 1)
+                fprintf(c->side, "Warning: %.*s\n", (int)(nl - w), w);
             fprintf(c->side, "\n");
             if (c->json && !r->ops) { r->ops = prow; r->n_ops = pn; prow = NULL; }
             free(prow);

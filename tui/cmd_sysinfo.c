@@ -21,9 +21,15 @@ void cmd_sysinfo_help(FILE *f)
                "               peak GFLOP/s (the profile table's \"%% peak\" column), saved in\n"
                "               $XDG_CACHE_HOME/nnbench/calibration (or ~/.cache/nnbench/calibration);\n"
                "               and redo the GEMM backend choice: forget the cached choices of this\n"
-               "               machine and measure the Fashion MLP's shapes at 1..threads threads\n"
+               "               machine and measure the Fashion MLP's shapes at 1..threads threads;\n"
+               "               and measure memory bandwidth (one-thread STREAM triad over three\n"
+               "               64 MiB buffers, best of 5, GB/s), kept in the same file\n"
                "  --json       the same as one JSON object\n");
 }
+
+/* Triad buffers of 64 MiB each (192 MiB in all): far beyond any last-level cache of today,
+ * so the triad streams from DRAM. */
+enum { SYSINFO_BW_MIB = 64, SYSINFO_BW_REPS = 5 };
 
 /* Best and mean rate of n^3 sgemm over reps (after one warm-up call), through the engine's
  * GEMM entry point: the backend chosen for that shape class on this machine. */
@@ -45,6 +51,11 @@ static int calibrate(int n, int reps, prof_calibration *c)
     struct tm tm;
     gmtime_r(&t, &tm);
     strftime(c->when, sizeof c->when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    c->bw_mib = SYSINFO_BW_MIB;
+    if (prof_membw_measure(c->bw_mib, SYSINFO_BW_REPS, &c->bw_gbs)) {
+        fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(prof_error()));
+        return 1;
+    }
     return 0;
 }
 
@@ -130,6 +141,9 @@ static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibrat
         prof_json_kint(&j, "threads", cal->threads);
         prof_json_kstr(&j, "core", cal->core);
         prof_json_kstr(&j, "when", cal->when);
+        prof_json_key(&j, "bw_gbs");
+        prof_json_numg(&j, cal->bw_gbs, 6);
+        prof_json_kint(&j, "bw_mib", cal->bw_mib);
         prof_json_close(&j);
     }
     prof_json_close(&j);
@@ -182,6 +196,10 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
         printf("Calibration: peak sgemm %.1f GFLOP/s (mean %.1f), %dx%dx%d, best of %d, %d threads, "
                "core %s, %s\n             %s\n", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,
                cal->k, cal->reps, cal->threads, cal->core, cal->when, cal_path);
+    if (have_cal && cal->bw_gbs > 0)
+        printf("             memory bandwidth %.1f GB/s (STREAM triad, 1 thread, 3 x %d MiB)\n", cal->bw_gbs, cal->bw_mib);
+    else if (have_cal)
+        printf("             memory bandwidth: not measured (rerun nnbench sysinfo --calibrate)\n");
     else
         printf("Calibration: none (nnbench sysinfo --calibrate measures the peak sgemm rate)\n");
 }

@@ -2,6 +2,7 @@
  * SDEs read through PAPI, traces, counter fallback, the table, calibration. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -730,6 +731,12 @@ static void test_table(void **state)
     assert_non_null(strstr(t, "(1 of 3 rows shown, sorted by self)"));
     assert_null(strstr(t, "busy machine"));
     free(t);
+    assert_null(strstr(t, "ridge point"));   /* no bandwidth calibrated */
+    s.bw_gbs = 20;                            /* ridge at 100 / 20 = 5 FLOP/B */
+    t = table_text(rows, 3, &s, PROF_SORT_SELF, 1);
+    assert_non_null(strstr(t, "ridge point 5 FLOP/B"));
+    free(t);
+    s.bw_gbs = 0;
 
     /* an op faster than the calibrated peak: the footer says the calibration is suspect */
     s.peak_gflops = 10;
@@ -802,7 +809,13 @@ static void test_calibration_file(void **state)
     prof_calibration c;
     assert_int_equal(prof_calibration_load(&c), 1); /* none yet */
     prof_calibration w = { .peak_gflops = 93.5, .mean_gflops = 90.25, .m = 1024, .n = 1024,
-                           .k = 1024, .reps = 10, .threads = 2 };
+                           .k = 1024, .reps = 10, .threads = 2, .bw_mib = 64 };
+    /* a real (small) triad: a positive finite figure, kept and reloaded beside the peak */
+    assert_int_equal(prof_membw_measure(4, 2, &w.bw_gbs), 0);
+    assert_true(w.bw_gbs > 0 && isfinite(w.bw_gbs));
+    double dummy = 1;
+    assert_int_equal(prof_membw_measure(0, 2, &dummy), -1);
+    assert_true(dummy == 0);
     snprintf(w.core, sizeof w.core, "Haswell");
     snprintf(w.when, sizeof w.when, "2026-01-01T00:00:00Z");
     assert_int_equal(prof_calibration_save(&w), 0);
@@ -810,10 +823,13 @@ static void test_calibration_file(void **state)
     assert_true(c.peak_gflops > 93.49 && c.peak_gflops < 93.51);
     assert_int_equal(c.reps, 10);
     assert_string_equal(c.core, "Haswell");
+    assert_true(fabs(c.bw_gbs - w.bw_gbs) < 0.001);
+    assert_int_equal(c.bw_mib, 64);
     prof_t *p = quiet_prof();
     prof_summary s;
     prof_summary_get(p, &s);
     assert_true(s.peak_gflops > 93.49 && s.peak_gflops < 93.51);
+    assert_true(fabs(s.bw_gbs - w.bw_gbs) < 0.001);
     prof_destroy(p);
     /* a damaged file is an error naming the file and line */
     assert_int_equal(prof_calibration_path(path, sizeof path), 0);

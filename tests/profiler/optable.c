@@ -83,6 +83,97 @@ static void test_columns_and_cells(void **state)
     for (int c = 0; c < PROF_COL_N; c++) assert_true(prof_cols[c].title[0] && prof_cols[c].doc[0]);
 }
 
+/* Roofline: peak 100 GFLOP/s over 20 GB/s puts the ridge at 5 FLOP/B. A GEMM-like row of
+ * 16 FLOP/B is compute bound, a bias-like row of 0.25 memory bound; a row without bytes, or
+ * any row without calibration, has no class. */
+static void test_roofline(void **state)
+{
+    (void)state;
+    prof_row r[3] = { row("dense.fwd", PROF_OP, 1, 1000000, 1000000), row("bias.fwd", PROF_OP, 1, 1000000, 1000000),
+                      row("step", PROF_PHASE, 1, 2000000, 0) };
+    r[0].flops = 16000000; r[0].bytes = 1000000;
+    r[1].flops = 250000; r[1].bytes = 1000000;
+    r[2].flops = 16250000;   /* no bytes counted */
+    char b[64];
+    prof_table t;
+    prof_table_init(&t, r, 3, 0, 0);
+    assert_true(t.show[PROF_COL_INTENSITY]);
+    assert_false(t.show[PROF_COL_BW_PCT] || t.show[PROF_COL_BOUND]);  /* not calibrated */
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_INTENSITY, b, sizeof b), "16");
+    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_INTENSITY, b, sizeof b), "0.25");
+    assert_string_equal(prof_table_cell(&t, &r[2], PROF_COL_INTENSITY, b, sizeof b), "-");
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(prof_table_bound(&t, &r[i]), 0);
+        assert_string_equal(prof_table_cell(&t, &r[i], PROF_COL_BOUND, b, sizeof b), "-");
+    }
+    /* bandwidth alone: % bw, but no class without the peak */
+    prof_table_set_bw(&t, 20);
+    assert_true(t.show[PROF_COL_BW_PCT]);
+    assert_false(t.show[PROF_COL_BOUND]);
+    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_BOUND, b, sizeof b), "-");
+    /* both calibrated: classes on either side of the ridge */
+    prof_table_init(&t, r, 3, 0, 100);
+    prof_table_set_bw(&t, 20);
+    assert_true(t.show[PROF_COL_BOUND] && t.show[PROF_COL_BW_PCT]);
+    assert_int_equal(prof_table_bound(&t, &r[0]), 1);
+    assert_int_equal(prof_table_bound(&t, &r[1]), -1);
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_BOUND, b, sizeof b), "compute");
+    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_BOUND, b, sizeof b), "memory");
+    assert_string_equal(prof_table_cell(&t, &r[2], PROF_COL_BOUND, b, sizeof b), "-");
+    /* 1 MB in 1 ms = 1 GB/s = 5% of 20 GB/s */
+    assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_BW_PCT, b, sizeof b), "5.0%");
+    /* a bandwidth that moves the ridge above 16 FLOP/B turns the GEMM row memory bound */
+    prof_table_set_bw(&t, 5);
+    assert_int_equal(prof_table_bound(&t, &r[0]), -1);
+    /* the new sort keys: by name, and in order */
+    prof_sort k;
+    assert_int_equal(prof_sort_parse("intensity", &k), 0);
+    prof_rows_sort(r, 3, k);
+    assert_string_equal(r[0].name, "dense.fwd");
+    assert_string_equal(r[2].name, "step");
+    assert_int_equal(prof_sort_parse("gbps", &k), 0);
+    r[0].total_ns = 4000000;   /* 0.25 GB/s, below bias.fwd's 1 GB/s */
+    prof_rows_sort(r, 3, k);
+    assert_string_equal(r[0].name, "bias.fwd");
+}
+
+/* Each warning forced on hand-made rows, and absent when its condition is not met. */
+static void test_warnings(void **state)
+{
+    (void)state;
+    prof_row r[3] = { row("dense.fwd", PROF_OP, 10, 1000000, 1000000), row("data.wait", PROF_OP, 10, 40000, 40000),
+                      row("relu.fwd", PROF_OP, 10, 960000, 960000) };
+    r[0].cpu_ns = 1800000;   /* cpu 1.80: the 2 GEMM threads busy */
+    r[2].cpu_ns = 500000;    /* not a GEMM: its cpu 0.5 is no warning */
+    prof_table t;
+    prof_table_init(&t, r, 3, 0, 0);
+    char w[1024];
+    /* data.wait 2% of 2 ms, cores matching the ISA: nothing */
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 0);
+    assert_string_equal(w, "");
+    assert_int_equal(prof_table_warnings(&t, 2, "SkylakeX", "avx2", w, sizeof w), 0);  /* stronger is fine */
+    assert_int_equal(prof_table_warnings(&t, 2, "SomeNewCore", "avx512", w, sizeof w), 0); /* unknown: silent */
+    /* a weaker core */
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx512", w, sizeof w), 1);
+    assert_non_null(strstr(w, "BLAS core Haswell is weaker than this CPU (avx512)"));
+    assert_int_equal(prof_table_warnings(&t, 2, "Prescott", "avx2", w, sizeof w), 1);
+    /* cpu below 1 on the GEMM row: only when the GEMM is multi-threaded */
+    r[0].cpu_ns = 700000;
+    assert_int_equal(prof_table_warnings(&t, 1, "Haswell", "avx2", w, sizeof w), 0);
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_non_null(strstr(w, "dense.fwd: cpu 0.70 below 1 with a 2-thread GEMM"));
+    /* data.wait at 6% of the steps */
+    r[0].cpu_ns = 1800000;
+    r[1].total_ns = r[1].self_ns = 120000;
+    prof_table_init(&t, r, 3, 2000000, 0);
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_non_null(strstr(w, "data.wait is 6.0% of the steps"));
+    /* all three, one line each */
+    r[0].cpu_ns = 700000;
+    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx512", w, sizeof w), 3);
+    assert_true(strchr(w, '\n') && w[strlen(w) - 1] == '\n');
+}
+
 static void test_rank_prefix(void **state)
 {
     (void)state;
@@ -255,6 +346,8 @@ int test_profiler_optable(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_columns_and_cells),
+        cmocka_unit_test(test_roofline),
+        cmocka_unit_test(test_warnings),
         cmocka_unit_test(test_rank_prefix),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_balance),
