@@ -303,10 +303,19 @@ monitor_tb *monitor_tb_open(const char *dir, const char *sub, char *err, size_t 
     snprintf(path, sizeof path, "%s/%s", dir, safe);
     monitor_tb *w = calloc(1, sizeof *w);
     if (!w) { snprintf(err, cap, "tensorboard: out of memory"); return NULL; }
-    int n = snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%ld.%s.%ld", path, (long)time(NULL), host, (long)getpid());
+    /* Two writers of one process in one second (a resumed run, a bench's repetitions) get
+     * the same name: the later ones take a suffix .1, .2, ..., which sorts after it, so
+     * TensorBoard reads the files in the order they were written. */
+    long now = (long)time(NULL), pid = (long)getpid();
     int fd = -1;
-    if (n >= (int)sizeof w->path) errno = ENAMETOOLONG;
-    else if (!make_dirs(path)) fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (!make_dirs(path))
+        for (int t = 0; t < 1000 && fd < 0; t++) {
+            int n = t ? snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%ld.%s.%ld.%d", path, now, host, pid, t)
+                      : snprintf(w->path, sizeof w->path, "%s/events.out.tfevents.%ld.%s.%ld", path, now, host, pid);
+            if (n >= (int)sizeof w->path) { errno = ENAMETOOLONG; break; }
+            fd = open(w->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+            if (fd < 0 && errno != EEXIST) break;
+        }
     if (fd < 0 || !(w->f = fdopen(fd, "wb"))) {
         snprintf(err, cap, "tensorboard: cannot write event files under '%s': %s (choose a writable directory)", path, strerror(errno));
         if (fd >= 0) close(fd);

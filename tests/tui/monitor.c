@@ -218,6 +218,13 @@ static void test_tb_frames_and_tags(void **st)
     assert_non_null(memmem(b, n, "brain.Event:2", 13));
     assert_non_null(memmem(b, n, "loss_\"x\xef\xbf\xbd", 9)); /* newline made '_', 0xff U+FFFD */
     free(b);
+    /* Writers opened in the same second by one process each get their own file (the
+     * name holds the second and the pid: the later ones take a suffix). */
+    monitor_tb *w2 = monitor_tb_open(dir, "same", err, sizeof err), *w3 = monitor_tb_open(dir, "same", err, sizeof err);
+    assert_non_null(w2);
+    assert_non_null(w3);
+    assert_int_equal(monitor_tb_close(w2, err, sizeof err), 0);
+    assert_int_equal(monitor_tb_close(w3, err, sizeof err), 0);
     /* A directory that cannot be made fails with the reason. */
     assert_null(monitor_tb_open("/dev/null/x", "r", err, sizeof err));
     assert_non_null(strstr(err, "cannot write event files under '/dev/null/x/r'"));
