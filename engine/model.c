@@ -175,6 +175,38 @@ static int plan_act(eng_model *m, const eng_model_config *mc, int i, const eng_l
     return ENG_OK;
 }
 
+/* A dense layer's output shape and its dense (or cbsr_dense after maxk) + bias nodes. */
+static int plan_dense(eng_model *m, const eng_model_config *mc, int i, eng_layer *L, const int shape[3], int out[3])
+{
+    int units = mc->layers[i].units;
+    if (units <= 0)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): units must be a positive number, got %d", i + 1, L->name, units);
+    out[0] = 1; out[1] = 1; out[2] = units;
+    L->n_w = L->in_size * (size_t)units;
+    L->n_b = (size_t)units;
+    /* after a maxk layer the input is CBSR: the multiply reads k of the in rows of W */
+    if (i > 0 && mc->layers[i - 1].act == ENG_ACT_MAXK)
+        eng_model_add_node(m, ENG_OP_CBSR_DENSE, i, shape, out)->k = mc->layers[i - 1].k;
+    else
+        eng_model_add_node(m, ENG_OP_DENSE, i, shape, out);
+    eng_model_add_node(m, ENG_OP_BIAS, i, out, out);
+    return ENG_OK;
+}
+
+/* A 2x2 max-pool layer's output shape and node. */
+static int plan_pool(eng_model *m, const eng_layer_spec *sp, int i, const eng_layer *L, const int shape[3], int out[3])
+{
+    if (sp->kernel != 0 && sp->kernel != 2)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): only 2x2 max-pooling is implemented, got kernel %d",
+                        i + 1, L->name, sp->kernel);
+    if (shape[1] < 2 || shape[2] < 2)
+        return eng_fail(ENG_EINVAL, "model: layer %d (%s): 2x2 pooling needs an input of at least 2x2, got %dx%dx%d",
+                        i + 1, L->name, shape[0], shape[1], shape[2]);
+    out[0] = shape[0]; out[1] = shape[1] / 2; out[2] = shape[2] / 2;
+    eng_model_add_node(m, ENG_OP_MAXPOOL, i, shape, out);
+    return ENG_OK;
+}
+
 /* Shapes and nodes of every layer; parameter offsets. No allocation. */
 static int plan(eng_model *m, const eng_model_config *mc)
 {
@@ -206,19 +238,8 @@ static int plan(eng_model *m, const eng_model_config *mc)
         int out[3];
         switch (sp->kind) {
         case ENG_LAYER_DENSE: {
-            int units = sp->units;
-            if (units <= 0)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s): units must be a positive number, got %d",
-                                i + 1, L->name, sp->units);
-            out[0] = 1; out[1] = 1; out[2] = units;
-            L->n_w = L->in_size * (size_t)units;
-            L->n_b = (size_t)units;
-            /* after a maxk layer the input is CBSR: the multiply reads k of the in rows of W */
-            if (i > 0 && mc->layers[i - 1].act == ENG_ACT_MAXK)
-                eng_model_add_node(m, ENG_OP_CBSR_DENSE, i, shape, out)->k = mc->layers[i - 1].k;
-            else
-                eng_model_add_node(m, ENG_OP_DENSE, i, shape, out);
-            eng_model_add_node(m, ENG_OP_BIAS, i, out, out);
+            int rc = plan_dense(m, mc, i, L, shape, out);
+            if (rc) return rc;
             break;
         }
         case ENG_LAYER_CONV: {
@@ -226,16 +247,11 @@ static int plan(eng_model *m, const eng_model_config *mc)
             if (rc) return rc;
             break;
         }
-        case ENG_LAYER_POOL:
-            if (sp->kernel != 0 && sp->kernel != 2)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s): only 2x2 max-pooling is implemented, got kernel %d",
-                                i + 1, L->name, sp->kernel);
-            if (shape[1] < 2 || shape[2] < 2)
-                return eng_fail(ENG_EINVAL, "model: layer %d (%s): 2x2 pooling needs an input of at least 2x2, got %dx%dx%d",
-                                i + 1, L->name, shape[0], shape[1], shape[2]);
-            out[0] = shape[0]; out[1] = shape[1] / 2; out[2] = shape[2] / 2;
-            eng_model_add_node(m, ENG_OP_MAXPOOL, i, shape, out);
+        case ENG_LAYER_POOL: {
+            int rc = plan_pool(m, sp, i, L, shape, out);
+            if (rc) return rc;
             break;
+        }
         case ENG_LAYER_FLATTEN:
             out[0] = 1; out[1] = 1; out[2] = (int)L->in_size;
             eng_model_add_node(m, ENG_OP_FLATTEN, i, shape, out);
