@@ -101,6 +101,7 @@ static struct {
     atomic_int failed;
     atomic_int busy;
     int nthreads;       /* workers started (the caller is one more slab) */
+    unsigned start_gen[POOL_MAX]; /* gen when each worker started: it joins the next one */
     int nslab;
     gemm_call call;
     pthread_t tid[POOL_MAX];
@@ -117,7 +118,11 @@ static void *pool_main(void *arg)
 {
     int me = (int)(intptr_t)arg; /* slab index, 1.. */
     omp_set_num_threads(1);
-    unsigned seen = 0;
+    /* A worker started while the pool had fewer must not take part in a call posted
+     * before it existed: that call counted only the workers it knew (`left`). */
+    pthread_mutex_lock(&pool.mu);
+    unsigned seen = pool.start_gen[me - 1];
+    pthread_mutex_unlock(&pool.mu);
     for (;;) {
         unsigned g;
         int spins = 0;
@@ -156,6 +161,7 @@ static int pool_grow(int n)
         pthread_attr_t at;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        pool.start_gen[pool.nthreads] = atomic_load(&pool.gen);
         int rc = pthread_create(&pool.tid[pool.nthreads], &at, pool_main, (void *)(intptr_t)(pool.nthreads + 1));
         pthread_attr_destroy(&at);
         if (rc) break;
@@ -194,8 +200,10 @@ static int run_onednn(const gemm_call *c)
     pool.call = *c;
     pool.nslab = n;
     atomic_store(&pool.failed, 0);
-    atomic_store_explicit(&pool.left, pool.nthreads, memory_order_release);
+    /* Under the mutex: pool_grow adds workers under it, so `left` counts exactly the
+     * workers that will see this generation. */
     pthread_mutex_lock(&pool.mu);
+    atomic_store_explicit(&pool.left, pool.nthreads, memory_order_release);
     atomic_fetch_add_explicit(&pool.gen, 1, memory_order_release);
     pthread_cond_broadcast(&pool.wake);
     pthread_mutex_unlock(&pool.mu);

@@ -374,6 +374,8 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
  * take milliseconds, far longer than the chunks take; so spin, mutex released, for up to
  * SPIN_NS for batch k to complete. Returns 1 if it did (b->mu is held again either way). */
 #define SPIN_NS 50000L
+void (*eng_batcher_test_pause)(void);
+
 static int spin_until_complete(eng_batcher *b, long k)
 {
     unlock(b);
@@ -381,8 +383,25 @@ static int spin_until_complete(eng_batcher *b, long k)
     int done = 0;
     for (long i = 1; !(done = atomic_load(&b->completed) > k); i++)
         if (i % 64 == 0 && prof_now_ns() - t0 > SPIN_NS) break;
+    if (!done && eng_batcher_test_pause) eng_batcher_test_pause();
     pthread_mutex_lock(&b->mu);
     return done;
+}
+
+/* What the caller does next for batch consumed (slot s), decided with b->mu held. */
+enum { NEXT_READY, NEXT_CLAIM, NEXT_HELP, NEXT_WAIT };
+static int next_action(eng_batcher *b, int s)
+{
+    if (b->state[s] == SLOT_READY) return NEXT_READY;
+    /* The thread has not claimed it (it did not get a core in time, as on a loaded
+     * machine): gather it here. */
+    if (!b->gathering && b->produced == b->consumed) return NEXT_CLAIM;
+    /* Half done: copy the remaining chunks alongside. */
+    if (b->gathering && b->fill_open && b->fill_slot == s &&
+        (int)(uint32_t)atomic_load(&b->cursor) < b->fill_rows)
+        return NEXT_HELP;
+    /* Being set up, or its last chunks being copied, on the thread. */
+    return NEXT_WAIT;
 }
 
 int eng_batcher_next(eng_batcher *b, eng_batch *out)
@@ -414,19 +433,18 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
     int s = (int)(b->consumed % b->nslots);
     if (b->queue_track >= 0)   /* completed is atomic; consumed is the caller's own */
         prof_counter(b->prof, b->queue_track, (double)(atomic_load(&b->completed) - b->consumed));
-    /* Block only while the batch is complete but for chunks already being copied. If the
-     * thread has not claimed it (it did not get a core in time, as on a loaded machine),
-     * gather it here; if it is half done, copy the remaining chunks alongside. */
-    while (b->state[s] != SLOT_READY) {
-        if (!b->gathering && b->produced == b->consumed)
+    /* Block only while the batch is complete but for chunks already being copied. */
+    for (int a; (a = next_action(b, s)) != NEXT_READY;) {
+        if (a == NEXT_CLAIM)
             claim_and_fill(b, &b->rows_by_caller);
-        else if (b->gathering && b->fill_open && b->fill_slot == s &&
-                 (int)(uint32_t)atomic_load(&b->cursor) < b->fill_rows)
+        else if (a == NEXT_HELP)
             help_fill(b, &b->rows_by_caller);
         else {
-            /* Waiting for the prefetch thread: the stall data.wait measures. */
+            /* Waiting for the prefetch thread: the stall data.wait measures. The spin
+             * releases the mutex, so the thread may have completed this batch, and the
+             * next, meanwhile, waking nobody: decide again before sleeping. */
             PROF_BEGIN(b->prof, b->wait_scope);
-            if (!spin_until_complete(b, b->consumed)) wait_cv(b);
+            if (!spin_until_complete(b, b->consumed) && next_action(b, s) == NEXT_WAIT) wait_cv(b);
             PROF_END(b->prof, b->wait_scope, 0, 0);
         }
     }

@@ -56,6 +56,10 @@ int eng_data_seq_view(const eng_data_config *dc, eng_dataset *ds);
  * eng_batcher_next copied itself (batches or chunks the thread had not got to); 0 and 0
  * without prefetch. For the profiler's byte counts, tests and measurements. */
 void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller);
+/* Tests only: called by a caller whose wait for the prefetch thread timed out, just before
+ * it takes the batcher's mutex again (a sleep here opens the window in which the thread
+ * completes batches unobserved). NULL in the product. */
+extern void (*eng_batcher_test_pause)(void);
 
 /* A whole field as a finite number: 1 and *out, or 0 for text, an empty field, nan or inf
  * (the one number check of the CSV and graph loaders). */

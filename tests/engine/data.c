@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -917,6 +918,48 @@ static void test_batcher_prefetch_same_order(void **state)
     }
 }
 
+/* The caller's wait for the thread timed out and, before it took the mutex again, the
+ * thread completed its batch and the next one and went to sleep on a full ring: a caller
+ * that then slept too without looking again never woke (the CI machine hung here). The
+ * test pause opens that window on every timed-out wait; the read latency makes the thread
+ * slow enough for the waits to time out. A watchdog turns a hang into a failure. */
+static int pauses;
+static void pause_2ms(void) { pauses++; usleep(2000); }
+static void watchdog(int sig)
+{
+    (void)sig;
+    static const char msg[] = "batcher: deadlock, the caller and the prefetch thread both sleep\n";
+    (void)!write(2, msg, sizeof msg - 1);
+    _exit(1);
+}
+
+static void test_batcher_prefetch_no_lost_wakeup(void **state)
+{
+    (void)state;
+    eng_dataset *ds = index_ds(101, 0);
+    int *want = run_epochs(ds, 1, 1, 0, 3, 2);
+    eng_batcher_options o = { .shuffle = 1, .prefetch = 1, .depth = 1, .wait_scope = -1,
+                              .gather_scope = -1, .read_latency_ms = 0.3 };
+    eng_batcher *b;
+    assert_int_equal(eng_batcher_create_opts(ds, 1, &o, 3, &b), ENG_OK);
+    eng_batcher_test_pause = pause_2ms;
+    signal(SIGALRM, watchdog);
+    alarm(60);
+    for (int k = 0; k < 2 * 101; k++) {
+        eng_batch bt;
+        assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+        assert_int_equal((int)bt.x[0], want[k]);
+        usleep(100);    /* a short step: the thread claims the next batch first */
+    }
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    eng_batcher_test_pause = NULL;
+    print_message("  pauses %d\n", pauses);
+    eng_batcher_destroy(b);
+    free(want);
+    index_ds_free(ds);
+}
+
 /* Prefetch with a caller whose pace varies (no work: it outruns the thread and gathers
  * batches, or the rest of one, itself; some work: the thread gathers ahead): the same
  * batches in the same order as without prefetch, every row copied once by one side. */
@@ -1062,6 +1105,7 @@ int test_engine_data(void)
         cmocka_unit_test(test_batcher_epochs),
         cmocka_unit_test(test_batcher_prefetch_same_order),
         cmocka_unit_test(test_batcher_prefetch_mixed_pace),
+        cmocka_unit_test(test_batcher_prefetch_no_lost_wakeup),
         cmocka_unit_test(test_batcher_prefetch_shared_batches),
         cmocka_unit_test(test_batcher_destroy_early),
         cmocka_unit_test(test_batcher_real_rows),
