@@ -36,46 +36,16 @@ const char *eng_grad_kind_name(eng_grad_kind k)
  * is large next to its spread keeps its variance (sum x^2 / n - mean^2 would cancel to
  * noise in float). */
 #define GK_BLOCK BLOCK
-typedef float v4f __attribute__((vector_size(16)));
-typedef int v4i __attribute__((vector_size(16)));
-#define VT v4f
-#define VI v4i
 #define W 4
-#define SFX generic
-#define ATTR
 #include "gradient_kernels.inc"
-#undef VT
-#undef VI
 #undef W
-#undef SFX
-#undef ATTR
 #if ENG_ISA_X86
-typedef float v8f __attribute__((vector_size(32)));
-typedef int v8i __attribute__((vector_size(32)));
-typedef float v16f __attribute__((vector_size(64)));
-typedef int v16i __attribute__((vector_size(64)));
-#define VT v8f
-#define VI v8i
 #define W 8
-#define SFX avx2
-#define ATTR __attribute__((target("avx2")))
 #include "gradient_kernels.inc"
-#undef VT
-#undef VI
 #undef W
-#undef SFX
-#undef ATTR
-#define VT v16f
-#define VI v16i
 #define W 16
-#define SFX avx512
-#define ATTR __attribute__((target("avx512f")))
 #include "gradient_kernels.inc"
-#undef VT
-#undef VI
 #undef W
-#undef SFX
-#undef ATTR
 #define GK_TABLE(name) { name##_generic, name##_avx2, name##_avx512 }
 #else
 #define GK_TABLE(name) { name##_generic, name##_generic, name##_generic }
