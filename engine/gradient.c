@@ -5,8 +5,7 @@
  * allocates nothing. */
 #include "internal.h"
 
-/* The reductions below keep LANES partial sums so that GCC vectorises them without
- * -ffast-math (a single float accumulator is a serial dependency it must not reorder). */
+/* eng_telem_after's and count_zeros's plain loops rely on GCC's vectoriser. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("tree-vectorize")
 #endif
@@ -15,8 +14,11 @@
 #include <stdio.h>
 #include <string.h>
 
+/* eng_telem_after's reduction keeps LANES float partial sums so that GCC vectorises it
+ * without -ffast-math (a single float accumulator is a serial dependency it must not
+ * reorder). */
 #define LANES 16
-/* Float partial sums are folded into doubles every BLOCK elements: with 64 terms per lane
+/* Float partial sums are folded into doubles every BLOCK elements: with 32 terms per lane
  * the float rounding stays near 1e-6 relative however long the tensor is. */
 #define BLOCK 1024
 
@@ -28,72 +30,36 @@ const char *eng_grad_kind_name(eng_grad_kind k)
 
 /* ---- kernels -------------------------------------------------------------------------- */
 
-/* Sums are taken about c = g[0], so a tensor whose mean is large next to its spread keeps
- * its variance (sum x^2 / n - mean^2 would cancel to noise in float). Inlined with want_max
- * a constant, so znorm's first pass (no max) does not pay for the max. */
-typedef float v4f __attribute__((vector_size(16)));
-typedef int v4i __attribute__((vector_size(16)));
+/* Each kernel is one pass over its floats, written once (gradient_kernels.inc) and
+ * compiled per instruction-set path on that path's native vectors (isa.c): 4, 8 or 16
+ * floats. The sums are taken about c = g[0] (znorm, telemetry) so that a tensor whose mean
+ * is large next to its spread keeps its variance (sum x^2 / n - mean^2 would cancel to
+ * noise in float). */
+#define GK_BLOCK BLOCK
+#define W 4
+#include "gradient_kernels.inc"
+#undef W
+#if ENG_ISA_X86
+#define W 8
+#include "gradient_kernels.inc"
+#undef W
+#define W 16
+#include "gradient_kernels.inc"
+#undef W
+#define GK_TABLE(name) { name##_generic, name##_avx2, name##_avx512 }
+#else
+#define GK_TABLE(name) { name##_generic, name##_generic, name##_generic }
+#endif
+static void (*const grad_sums_isa[ENG_ISA_N])(const float *restrict, size_t, float, double *) = GK_TABLE(grad_sums);
+static void (*const grad_stats_isa[ENG_ISA_N])(const float *restrict, size_t, float, double *) = GK_TABLE(grad_stats);
+static void (*const grad_affine_isa[ENG_ISA_N])(float *restrict, size_t, float, float) = GK_TABLE(grad_affine);
+static void (*const grad_clamp_isa[ENG_ISA_N])(float *restrict, size_t, float) = GK_TABLE(grad_clamp);
+static void (*const grad_colmean_isa[ENG_ISA_N])(const float *restrict, size_t, size_t, float *restrict) =
+    GK_TABLE(grad_colmean);
+static void (*const grad_colcentre_isa[ENG_ISA_N])(float *restrict, size_t, size_t, const float *restrict) =
+    GK_TABLE(grad_colcentre);
 
-static inline v4f load4(const float *p)
-{
-    v4f v;
-    memcpy(&v, p, sizeof v); /* an unaligned load */
-    return v;
-}
-
-/* Four 4-float accumulators per sum, written with GCC/Clang vector types: the
- * auto-vectoriser kept the 16 partial sums of the plain loop in memory (a store and a load
- * per 16 elements), which made znorm's first pass three times slower than a sum of squares. */
-static inline __attribute__((always_inline)) void shifted_sums(const float *restrict g, size_t n, int want_max,
-                                                               double *s1_out, double *s2_out, double *max_out)
-{
-    const float c = n ? g[0] : 0.0f;
-    const v4f cv = { c, c, c, c };
-    const v4i absmask = { 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff };
-    double s1 = 0, s2 = 0;
-    v4f m0 = { 0 }, m1 = { 0 };
-    size_t i = 0;
-    while (i + LANES <= n) {
-        size_t end = i + BLOCK <= n ? i + BLOCK : n - (n - i) % LANES;
-        v4f a0 = { 0 }, a1 = { 0 }, a2 = { 0 }, a3 = { 0 }, q0 = { 0 }, q1 = { 0 }, q2 = { 0 }, q3 = { 0 };
-        for (; i < end; i += LANES) {
-            v4f x0 = load4(g + i), x1 = load4(g + i + 4), x2 = load4(g + i + 8), x3 = load4(g + i + 12);
-            v4f d0 = x0 - cv, d1 = x1 - cv, d2 = x2 - cv, d3 = x3 - cv;
-            a0 += d0; a1 += d1; a2 += d2; a3 += d3;
-            q0 += d0 * d0; q1 += d1 * d1; q2 += d2 * d2; q3 += d3 * d3;
-            if (want_max) {
-                v4f b0 = (v4f)((v4i)x0 & absmask), b1 = (v4f)((v4i)x1 & absmask);
-                v4f b2 = (v4f)((v4i)x2 & absmask), b3 = (v4f)((v4i)x3 & absmask);
-                v4i k0 = b0 > m0, k1 = b1 > m1;
-                m0 = (v4f)(((v4i)b0 & k0) | ((v4i)m0 & ~k0));
-                m1 = (v4f)(((v4i)b1 & k1) | ((v4i)m1 & ~k1));
-                k0 = b2 > m0;
-                k1 = b3 > m1;
-                m0 = (v4f)(((v4i)b2 & k0) | ((v4i)m0 & ~k0));
-                m1 = (v4f)(((v4i)b3 & k1) | ((v4i)m1 & ~k1));
-            }
-        }
-        v4f a = (a0 + a1) + (a2 + a3), q = (q0 + q1) + (q2 + q3);
-        for (int j = 0; j < 4; j++) { s1 += a[j]; s2 += q[j]; }
-    }
-    float m = 0;
-    for (int j = 0; j < 4; j++) {
-        m = m0[j] > m ? m0[j] : m;
-        m = m1[j] > m ? m1[j] : m;
-    }
-    for (; i < n; i++) {
-        double d = (double)g[i] - c;
-        s1 += d;
-        s2 += d * d;
-        float ax = fabsf(g[i]);
-        m = ax > m ? ax : m;
-    }
-    *s1_out = s1;
-    *s2_out = s2;
-    *max_out = m;
-}
-
-/* mean, variance and sum of squares from the sums about c (see shifted_sums) */
+/* mean, variance and sum of squares from the sums about c (see sums_core) */
 static void moments(float c, size_t n, double s1, double s2, double *mean, double *var, double *sumsq)
 {
     double nn = n ? (double)n : 1.0, md = s1 / nn, v = s2 / nn - md * md;
@@ -105,90 +71,54 @@ static void moments(float c, size_t n, double s1, double s2, double *mean, doubl
 
 void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var, double *sumsq, double *maxabs)
 {
-    double s1, s2, m;
-    shifted_sums(g, n, 1, &s1, &s2, &m);
-    moments(n ? g[0] : 0.0f, n, s1, s2, mean, var, sumsq);
-    if (maxabs) *maxabs = m;
+    double o[3];
+    grad_stats_isa[eng_isa_current()](g, n, n ? g[0] : 0.0f, o);
+    moments(n ? g[0] : 0.0f, n, o[0], o[1], mean, var, sumsq);
+    if (maxabs) *maxabs = o[2];
 }
 
 double eng_grad_sumsq(const float *restrict g, size_t n)
 {
-    double s2 = 0;
-    size_t i = 0;
-    while (i + LANES <= n) {
-        size_t end = i + BLOCK <= n ? i + BLOCK : n - (n - i) % LANES;
-        float a2[LANES] = { 0 };
-        for (; i < end; i += LANES)
-            for (int j = 0; j < LANES; j++) a2[j] += g[i + j] * g[i + j];
-        for (int j = 0; j < LANES; j++) s2 += a2[j];
-    }
-    for (; i < n; i++) s2 += (double)g[i] * g[i];
-    return s2;
-}
-
-static double sum_of(const float *restrict g, size_t n)
-{
-    double s1 = 0;
-    size_t i = 0;
-    while (i + LANES <= n) {
-        size_t end = i + BLOCK <= n ? i + BLOCK : n - (n - i) % LANES;
-        float a1[LANES] = { 0 };
-        for (; i < end; i += LANES)
-            for (int j = 0; j < LANES; j++) a1[j] += g[i + j];
-        for (int j = 0; j < LANES; j++) s1 += a1[j];
-    }
-    for (; i < n; i++) s1 += g[i];
-    return s1;
+    double o[3];
+    grad_sums_isa[eng_isa_current()](g, n, 0.0f, o);
+    return o[1];
 }
 
 void eng_grad_scale(float *restrict g, size_t n, float s)
 {
-    for (size_t i = 0; i < n; i++) g[i] *= s;
+    grad_affine_isa[eng_isa_current()](g, n, 0.0f, s);
 }
 
 void eng_grad_clamp(float *restrict g, size_t n, float lim)
 {
-    for (size_t i = 0; i < n; i++) {
-        float x = g[i] > lim ? lim : g[i];
-        g[i] = x < -lim ? -lim : x;
-    }
+    grad_clamp_isa[eng_isa_current()](g, n, lim);
 }
 
 /* Pass 1: sum and sum of squares (one read); pass 2: (g - mean) * 1/(std + eps). */
 void eng_grad_znorm(float *restrict g, size_t n, float eps)
 {
     if (n < 2) return;
-    double s1, s2, unused, mean, var;
-    shifted_sums(g, n, 0, &s1, &s2, &unused);
-    moments(g[0], n, s1, s2, &mean, &var, NULL);
-    const float mu = (float)mean, inv = (float)(1.0 / (sqrt(var) + eps));
-    for (size_t i = 0; i < n; i++) g[i] = (g[i] - mu) * inv;
+    double o[3], mean, var;
+    grad_sums_isa[eng_isa_current()](g, n, g[0], o);
+    moments(g[0], n, o[0], o[1], &mean, &var, NULL);
+    grad_affine_isa[eng_isa_current()](g, n, (float)mean, (float)(1.0 / (sqrt(var) + eps)));
 }
 
 void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col, float *restrict colsum)
 {
+    eng_isa isa = eng_isa_current();
     if (by_col) {
-        /* dense W [in x out]: output c's fan-in is column c. Sum row by row (contiguous,
-         * vectorised across columns), then subtract the column means. */
+        /* dense W [in x out]: output c's fan-in is column c */
         if (rows < 2) return;
-        memset(colsum, 0, cols * sizeof *colsum);
-        for (size_t r = 0; r < rows; r++) {
-            const float *restrict row = g + r * cols;
-            for (size_t c = 0; c < cols; c++) colsum[c] += row[c];
-        }
-        const float inv = 1.0f / (float)rows;
-        for (size_t c = 0; c < cols; c++) colsum[c] *= inv;
-        for (size_t r = 0; r < rows; r++) {
-            float *restrict row = g + r * cols;
-            for (size_t c = 0; c < cols; c++) row[c] -= colsum[c];
-        }
+        grad_colmean_isa[isa](g, rows, cols, colsum);
+        grad_colcentre_isa[isa](g, rows, cols, colsum);
     } else {
-        /* conv W [F x C*K*K]: filter r's fan-in is row r, still in cache for the subtract. */
+        /* conv W [F x C*K*K]: filter r's fan-in is row r, still in cache for the subtract */
         if (cols < 2) return;
         for (size_t r = 0; r < rows; r++) {
-            float *restrict row = g + r * cols;
-            const float mu = (float)(sum_of(row, cols) / (double)cols);
-            for (size_t c = 0; c < cols; c++) row[c] -= mu;
+            double o[3];
+            grad_sums_isa[isa](g + r * cols, cols, 0.0f, o);
+            grad_affine_isa[isa](g + r * cols, cols, (float)(o[0] / (double)cols), 1.0f);
         }
     }
 }

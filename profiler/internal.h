@@ -20,6 +20,9 @@ const char *prof_internal_clock_note(void);
  * the cost of one read (it sets how often short scopes read it). NULL, NULL restores the
  * real clocks. Single-threaded tests only. */
 void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t *cpu, double cpu_read_ns);
+/* Test hook: every later call of every scope of p is a sampled one (reads the CPU clock
+ * and, where faults/csw come from it, getrusage), as scopes longer than the gap are. */
+void prof_internal_sample_every_call(prof_t *p);
 /* profiler.c -> mem.c: the wall clock part of it. */
 void prof_internal_fake_wall(const volatile uint64_t *wall);
 /* The one header of a Chrome trace (profiler.c's prof_trace_write and trace_merge.c):

@@ -23,10 +23,12 @@
 #define NCTR (NHW + 4)            /* ... then the software-event columns */
 #define TRACE_DEFAULT_CAP 65536
 /* The process CPU clock is a syscall (0.1-1.3 us on the VMs measured, more than most op
- * bodies): a scope reads it on one call per CPU_GAP_READS reads' worth of its own wall
- * time, so that its two reads cost it about 2/CPU_GAP_READS = 0.2 % of its time (scopes at
- * least that long read it on every call). */
-#define CPU_GAP_READS 1000.0
+ * bodies), and so is each getrusage behind faults and csw: a scope reads them on one call
+ * per SAMPLE_GAP_COSTS sampled calls' worth of its own wall time (the cost of a sampled
+ * call's reads, measured at create), so that they cost it about 1/SAMPLE_GAP_COSTS = 0.1 %
+ * of its time per nesting level (step > phase > op: ~0.3 % of a step); scopes at least
+ * that long read them on every call. */
+#define SAMPLE_GAP_COSTS 1000.0
 
 /* The prof_row counter columns, in the order of its int64_t fields from cycles on. */
 enum { C_CYC, C_INS, C_L1D, C_L2, C_L3, C_FP, C_TASK, C_FAULTS, C_CSW, C_MIGR };
@@ -107,6 +109,10 @@ struct prof {
     double peak_gflops;
     double bw_gbs;           /* calibrated memory bandwidth, 0 = none */
     double cpu_clock_ns;     /* cost of one process CPU clock read, measured at create */
+    double sample_cost_ns;   /* cost of one sampled call's reads (2 CPU clock reads, + 2
+                              * getrusage when ru_on), measured at create: sets the gap */
+    uint64_t sample_ns;      /* wall time the sampled calls' reads took, measured as they run */
+    uint64_t sde_flops, sde_bytes; /* counts not yet added to the SDE atomics (see prof_end) */
     uint64_t cpu_gap_ns;     /* mean wall time of a scope between its sampled calls */
     uint64_t cpu_bias_ns;    /* CPU time a sampled call's own two reads add (subtracted) */
     uint64_t cpu_rng;        /* xorshift state that jitters the gaps */
@@ -631,16 +637,24 @@ void prof_internal_counters_probe(int *hw, int *sw, char *hw_note, size_t hn, ch
 }
 
 static uint64_t proc_cpu_ns(void);
+static void sde_publish(prof_t *p);
 
-/* ns per process CPU clock read, best of a few bursts. */
-static double cpu_clock_cost(void)
+/* ns per process CPU clock read (rusage 0), or per sampled call's reads (rusage 1: two
+ * CPU clock reads, and two getrusage when p->ru_on), best of a few bursts. */
+static double sample_read_cost(const prof_t *p, int rusage)
 {
-    if (fake_cpu) return fake_cpu_cost;
+    if (fake_cpu) return fake_cpu_cost * (rusage ? 2 : 1);
     double best = 1e30;
     for (int r = 0; r < 5; r++) {
         uint64_t t0 = prof_now_ns();
-        for (int i = 0; i < 50; i++) (void)proc_cpu_ns();
-        double per = (double)(prof_now_ns() - t0) / 50;
+        for (int i = 0; i < 20; i++) {
+            (void)proc_cpu_ns();
+            if (!rusage) continue;
+            (void)proc_cpu_ns();
+            long long v[2];
+            for (int k = 0; k < 2 * p->ru_on; k++) thread_rusage(v);
+        }
+        double per = (double)(prof_now_ns() - t0) / 20;
         if (per < best) best = per;
     }
     return best;
@@ -682,6 +696,7 @@ static void calibrate_overhead(prof_t *p)
     memset(&p->scopes[MAX_SCOPES], 0, sizeof p->scopes[MAX_SCOPES]);
     p->events = 0;
     p->cpu_reads = 0;
+    p->sample_ns = 0;
 }
 
 prof_t *prof_create(const prof_options *opt)
@@ -726,8 +741,9 @@ prof_t *prof_create(const prof_options *opt)
         p->bw_gbs = cal.bw_gbs;
     }
     tls_active = p;
-    p->cpu_clock_ns = cpu_clock_cost();
-    p->cpu_gap_ns = (uint64_t)(CPU_GAP_READS * p->cpu_clock_ns);
+    p->cpu_clock_ns = sample_read_cost(p, 0);
+    p->sample_cost_ns = sample_read_cost(p, 1);
+    p->cpu_gap_ns = (uint64_t)(SAMPLE_GAP_COSTS * p->sample_cost_ns);
     p->cpu_bias_ns = cpu_read_bias();
     p->cpu_rng = 0x9e3779b97f4a7c15u; /* fixed: the same clocks give the same samples */
     calibrate_overhead(p);
@@ -742,6 +758,7 @@ prof_t *prof_create(const prof_options *opt)
 int prof_destroy(prof_t *p)
 {
     if (!p) return 0;
+    sde_publish(p);
     int rc = p->trace_path && !p->trace_written && prof_trace_write(p, p->trace_path) ? -1 : 0;
     if (p->eventset != PAPI_NULL) {
         long long v[NCTR];
@@ -813,16 +830,24 @@ void prof_begin(prof_t *p, int id)
         PAPI_read(p->eventset, f->c0);
     }
     /* The process CPU clock is a syscall: a call reads it once the scope has run for a gap
-     * (CPU_GAP_READS) since its last sampled call; the first call always does. getrusage
+     * (SAMPLE_GAP_COSTS) since its last sampled call; the first call always does. getrusage
      * (faults, csw: two more syscalls) is read on the same sampled calls. */
     scope_stat *s = &p->scopes[id];
-    int sample = s->cpu_since_ns >= s->cpu_next_ns;
-    if (p->ru_on && sample) {
-        f->ru_child[0] = f->ru_child[1] = 0;
-        thread_rusage(f->ru0);
+    f->cpu0 = 0;
+    if (s->cpu_since_ns >= s->cpu_next_ns) {
+        /* a sampled call times its reads (one more clock read): the footer's overhead
+         * then holds what they really took, load and all */
+        uint64_t ta = prof_now_ns();
+        if (p->ru_on) {
+            f->ru_child[0] = f->ru_child[1] = 0;
+            thread_rusage(f->ru0);
+        }
+        f->cpu0 = proc_cpu_ns();
+        p->cpu_reads += f->cpu0 != 0;
+        f->t0 = prof_now_ns();
+        p->sample_ns += f->t0 - ta;
+        return;
     }
-    f->cpu0 = sample ? proc_cpu_ns() : 0;
-    p->cpu_reads += f->cpu0 != 0;
     f->t0 = prof_now_ns(); /* last, so the profiler's own work stays outside the scope */
 }
 
@@ -876,6 +901,36 @@ static void trace_push(prof_t *p, const frame *f, uint64_t t1, uint64_t flops, u
     if (live != p->trace_last_live || p->trace_n == 1) trace_counter(p, t1, live);
 }
 
+/* The CPU clock and getrusage reads that close a sampled call (right after its end time,
+ * timed like prof_begin's). */
+static void end_sampled(prof_t *p, const frame *f, scope_stat *s, frame *parent, uint64_t t1, uint64_t dur)
+{
+    uint64_t c1 = proc_cpu_ns(), d = c1 > f->cpu0 ? c1 - f->cpu0 : 0;
+    if (p->ru_on) {
+        long long r1[2];
+        thread_rusage(r1);
+        for (int k = 0; k < 2; k++) {
+            long long dk = r1[k] - f->ru0[k];
+            s->ru[k] += dk - f->ru_child[k];
+            if (!s->calls) s->ru_first[k] = dk - f->ru_child[k];
+            if (parent) parent->ru_child[k] += dk;
+        }
+    }
+    p->sample_ns += prof_now_ns() - t1;
+    s->cpu_ns += d > p->cpu_bias_ns ? d - p->cpu_bias_ns : 0;
+    s->cpu_wall_ns += dur;
+    s->cpu_since_ns = 0;
+    s->cpu_next_ns = cpu_next_gap(p);
+}
+
+static void sde_publish(prof_t *p)
+{
+    if (!(p->sde_flops | p->sde_bytes)) return;
+    atomic_fetch_add_explicit(&sde_flops, (long long)p->sde_flops, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sde_bytes, (long long)p->sde_bytes, memory_order_relaxed);
+    p->sde_flops = p->sde_bytes = 0;
+}
+
 void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
 {
     uint64_t t1 = prof_now_ns(); /* first, for the same reason */
@@ -885,13 +940,7 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
     frame *parent = p->depth ? &p->stack[p->depth - 1] : NULL;
     scope_stat *s = &p->scopes[id];
     uint64_t dur = t1 - f->t0;
-    if (f->cpu0) {
-        uint64_t c1 = proc_cpu_ns(), d = c1 > f->cpu0 ? c1 - f->cpu0 : 0;
-        s->cpu_ns += d > p->cpu_bias_ns ? d - p->cpu_bias_ns : 0;
-        s->cpu_wall_ns += dur;
-        s->cpu_since_ns = 0;
-        s->cpu_next_ns = cpu_next_gap(p);
-    }
+    if (f->cpu0) end_sampled(p, f, s, parent, t1, dur);
     s->cpu_since_ns += dur;
     if (p->n_ctr) {
         long long c1[NCTR];
@@ -900,16 +949,6 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
             long long d = c1[i] - f->c0[i];
             s->ctr[i] += d - f->child_c[i];
             if (parent) parent->child_c[i] += d;
-        }
-    }
-    if (p->ru_on && f->cpu0) {
-        long long r1[2];
-        thread_rusage(r1);
-        for (int k = 0; k < 2; k++) {
-            long long d = r1[k] - f->ru0[k];
-            s->ru[k] += d - f->ru_child[k];
-            if (!s->calls) s->ru_first[k] = d - f->ru_child[k];
-            if (parent) parent->ru_child[k] += d;
         }
     }
     uint64_t self = dur > f->child_ns ? dur - f->child_ns : 0;
@@ -922,9 +961,12 @@ void prof_end(prof_t *p, int id, uint64_t flops, uint64_t bytes)
     if (flops | bytes) {
         s->flops += flops;
         s->bytes += bytes;
-        atomic_fetch_add_explicit(&sde_flops, (long long)flops, memory_order_relaxed);
-        atomic_fetch_add_explicit(&sde_bytes, (long long)bytes, memory_order_relaxed);
+        p->sde_flops += flops;
+        p->sde_bytes += bytes;
     }
+    /* The SDE sums are process-wide atomics (a locked add each): published once the
+     * outermost scope closes (each step), not at every op. */
+    if (!p->depth) sde_publish(p);
     if ((int64_t)f->peak_live > s->peak_mem) s->peak_mem = (int64_t)f->peak_live;
     if (parent) {
         parent->child_ns += dur;
@@ -1080,10 +1122,12 @@ void prof_summary_get(prof_t *p, prof_summary *s)
     s->peak_rss = prof_peak_rss();
     if (!p) return;
     s->total_alloc_bytes -= p->alloc_base;
+    sde_publish(p);
     for (int i = 0; i < p->n_scopes; i++) s->total_self_ns += p->scopes[i].self_ns;
     s->events = p->events;
-    /* The calibrated pair cost has no CPU clock read in it: add the reads made. */
-    s->overhead_ns = (uint64_t)(p->ns_per_event * (double)p->events + 2.0 * p->cpu_clock_ns * (double)p->cpu_reads);
+    /* The calibrated pair cost has no sampled reads in it: add the time they took. */
+    s->overhead_ns = (uint64_t)(p->ns_per_event * (double)p->events) + p->sample_ns;
+    s->sample_ns = p->sample_ns;
     s->hw_counters = p->n_hw;
     s->sw_counters = p->n_sw;
     snprintf(s->hw_note, sizeof s->hw_note, "%s", p->hw_note);
@@ -1226,6 +1270,12 @@ const char *prof_internal_clock_note(void)
 {
     prof_internal_papi_ready(NULL);
     return papi_ok ? clock_note : "clock_gettime(CLOCK_MONOTONIC): PAPI unavailable";
+}
+
+void prof_internal_sample_every_call(prof_t *p)
+{
+    p->cpu_gap_ns = 0; /* cpu_next_gap is then 0: the next call after each is sampled */
+    for (int i = 0; i < p->n_scopes; i++) p->scopes[i].cpu_next_ns = 0;
 }
 
 void prof_internal_fake_clocks(const volatile uint64_t *wall, volatile uint64_t *cpu, double cpu_read_ns)

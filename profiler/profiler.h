@@ -22,7 +22,8 @@
  * (perf::TASK-CLOCK, PAGE-FAULTS, CONTEXT-SWITCHES, CPU-MIGRATIONS): these count the thread
  * that created the profiler. Independently of PAPI, every scope also samples the process
  * CPU clock (all threads: OpenBLAS workers, the prefetch thread) for the `cpu` column: its
- * first call, then about one call per 1000 reads' worth of its wall time (see cpu_ns).
+ * first call, then about one call per 1000 sampled calls' reads' worth of its wall time
+ * (see cpu_ns).
  * prof_summary.hw_note / sw_note say what is counted and, if nothing, why not.
  * Environment: NNBENCH_PAPI_DISABLE=perf_event[,COMPONENT...] disables PAPI components before
  * PAPI initialises (forces the "no counters" path); NNBENCH_PROF_HW_EVENTS=A,B replaces the
@@ -89,15 +90,15 @@ typedef struct {
     int64_t self_mem;         /* bytes allocated inside the scope itself */
     int64_t peak_mem;         /* peak live bytes seen while the scope was open */
     /* process CPU time (every thread) while the scope was open (nested scopes included),
-     * estimated from a sample of the calls (the first, then about one per 1000 clock reads'
-     * worth of the scope's wall time; long scopes: every call), scaled by total_ns over their
+     * estimated from a sample of the calls (the first, then about one per 1000 sampled calls'
+     * reads' worth of the scope's wall time; long scopes: every call), scaled by total_ns over their
      * wall time; -1 when unknown. The `cpu` column is cpu_ns / total_ns: 1.00 = one core. */
     int64_t cpu_ns;
 } prof_row;
 
 typedef struct {
     uint64_t total_self_ns;   /* sum of self time over all rows */
-    uint64_t overhead_ns;     /* the profiler's own time (estimated per event) */
+    uint64_t overhead_ns;     /* the profiler's own time: ns_per_event x events + sample_ns */
     uint64_t events;
     int hw_counters;          /* how many hardware events are being counted (usable, not listed) */
     int sw_counters;          /* how many kernel software events (perf::...) are being counted */
@@ -111,8 +112,11 @@ typedef struct {
     double bw_gbs;            /* calibrated memory bandwidth GB/s, 0 if not measured */
     double ns_per_event;      /* measured cost of one begin+end pair (at prof_create), without
                                  CPU clock reads */
-    uint64_t cpu_reads;       /* scope calls that read the process CPU clock (twice each) */
+    uint64_t cpu_reads;       /* sampled scope calls: they read the process CPU clock (twice
+                                 each) and, where faults/csw come from it, getrusage (twice) */
     double ns_per_cpu_read;   /* measured cost of one process CPU clock read */
+    uint64_t sample_ns;       /* wall time the sampled calls' reads took (timed as they ran;
+                                 part of overhead_ns) */
     uint64_t unbalanced;      /* prof_end calls that did not match the open scope (ignored) */
     char clock[160];          /* "PAPI_get_real_nsec" or "clock_gettime (PAPI unavailable: ...)" */
 } prof_summary;

@@ -551,8 +551,8 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
         char t1[24], t2[24], t3[24], t4[24], b1[24], b2[24], b3[24], reads[96] = "";
         double profiled = (double)sum->total_self_ns;
         if (sum->cpu_reads)
-            snprintf(reads, sizeof reads, ", %llu of them reading the CPU clock (2 x %s)",
-                     (unsigned long long)sum->cpu_reads, prof_fmt_duration(t4, sizeof t4, sum->ns_per_cpu_read * 1e-9));
+            snprintf(reads, sizeof reads, ", + %s in the %llu sampled calls' clock reads",
+                     prof_fmt_duration(t4, sizeof t4, (double)sum->sample_ns * 1e-9), (unsigned long long)sum->cpu_reads);
         fprintf(f, "Self time total: %s; profiler overhead: %s (%.2f%% of it; %llu scopes x %s%s)\n",
                 prof_fmt_duration(t1, sizeof t1, profiled * 1e-9), prof_fmt_duration(t2, sizeof t2, (double)sum->overhead_ns * 1e-9),
                 profiled > 0 ? 100.0 * (double)sum->overhead_ns / profiled : 0.0,

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "../../engine/internal.h"
+#include "isa_paths.h"
 
 /* Deterministic values with a non-zero mean and uneven scale. */
 static void fill(float *g, size_t n, unsigned seed, float offset, float scale)
@@ -364,6 +365,162 @@ static void test_run_config(void **state)
     eng_experiment_free(ex);
 }
 
+/* ---- every kernel against a plain double reference, on each ISA path ------------------ */
+
+/* Odd sizes around the vector widths (4, 8, 16), the 32-lane sums and the 1024 fold. */
+static const size_t odd_sizes[] = { 1, 2, 3, 5, 7, 9, 15, 17, 31, 33, 63, 65, 1023, 1025, 1057, 4099, 100003 };
+#define N_ODD (sizeof odd_sizes / sizeof odd_sizes[0])
+
+/* Random values: mean offset, spread scale, a few large outliers. */
+static float *random_tensor(size_t n, unsigned seed, float offset, float scale)
+{
+    float *g = malloc(n * sizeof *g);
+    assert_non_null(g);
+    fill(g, n, seed, offset, scale);
+    for (size_t i = 7; i < n; i += 97) g[i] *= 40.0f;
+    return g;
+}
+
+/* max |a - b| over n, and the largest |b| (the scale the tolerance is relative to) */
+static double max_diff(const float *a, const double *b, size_t n, double *scale)
+{
+    double d = 0, sc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (fabs(a[i] - b[i]) > d) d = fabs(a[i] - b[i]);
+        if (fabs(b[i]) > sc) sc = fabs(b[i]);
+    }
+    *scale = sc;
+    return d;
+}
+
+/* znorm, clip_norm's norm and scale, clip_value and eng_grad_stats against double loops,
+ * on tensors of odd sizes; tolerances: 2e-6 of the output's largest value for znorm and
+ * the scale (float rounding of one multiply and one subtract), 1e-6 relative for the sums
+ * (float partial sums of at most 32 terms per lane, folded into double), exact for the
+ * clamp and the max. */
+static void test_kernels_vs_double(void **state)
+{
+    eng_isa before = isa_force_or_skip(state);
+    double worst_z = 0, worst_s = 0;
+    for (size_t k = 0; k < N_ODD; k++) {
+        size_t n = odd_sizes[k];
+        float *g = random_tensor(n, (unsigned)(100 + k), k % 2 ? 0.5f : -0.02f, k % 3 ? 0.1f : 3.0f);
+        double *ref = malloc(n * sizeof *ref);
+        float *o = malloc(n * sizeof *o);
+        memcpy(o, g, n * sizeof *o);
+        double s = 0, q = 0, mx = 0;
+        for (size_t i = 0; i < n; i++) { s += o[i]; mx = fabs(o[i]) > mx ? fabs(o[i]) : mx; }
+        double mean = s / (double)n;
+        for (size_t i = 0; i < n; i++) q += ((double)o[i] - mean) * ((double)o[i] - mean);
+        double sd = sqrt(q / (double)n), sq = 0;
+        for (size_t i = 0; i < n; i++) sq += (double)o[i] * o[i];
+        /* stats */
+        double m2, v2, s2, x2;
+        eng_grad_stats(o, n, &m2, &v2, &s2, &x2);
+        assert_true(fabs(m2 - mean) <= 1e-6 * (fabs(mean) + sd));
+        assert_true(fabs(sqrt(v2) - sd) <= 1e-6 * (sd + fabs(mean)));
+        assert_true(fabs(s2 - sq) <= 1e-6 * sq);
+        assert_true(x2 == mx);
+        assert_true(fabs(eng_grad_sumsq(o, n) - sq) <= 1e-6 * sq);
+        /* znorm */
+        eng_grad_znorm(g, n, 1e-8f);
+        for (size_t i = 0; i < n; i++) ref[i] = n < 2 ? o[i] : ((double)o[i] - mean) / (sd + 1e-8);
+        double sc, d = max_diff(g, ref, n, &sc);
+        if (d / sc > worst_z) worst_z = d / sc;
+        assert_true(d <= 2e-6 * sc);
+        /* clip_norm's scale to norm 0.25 */
+        memcpy(g, o, n * sizeof *g);
+        float f = (float)(0.25 / sqrt(sq));
+        eng_grad_scale(g, n, f);
+        for (size_t i = 0; i < n; i++) ref[i] = (double)o[i] * f;
+        d = max_diff(g, ref, n, &sc);
+        if (d / sc > worst_s) worst_s = d / sc;
+        assert_true(d <= 2e-6 * sc);
+        /* clip_value */
+        memcpy(g, o, n * sizeof *g);
+        eng_grad_clamp(g, n, 0.05f);
+        for (size_t i = 0; i < n; i++) assert_true(g[i] == (o[i] > 0.05f ? 0.05f : o[i] < -0.05f ? -0.05f : o[i]));
+        free(g);
+        free(ref);
+        free(o);
+    }
+    printf("  path %s: znorm max |diff| %.2e, scale %.2e of the largest output\n", eng_isa_name(eng_isa_current()),
+           worst_z, worst_s);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
+/* centralize, dense (by column) and conv (by row), on odd shapes against double means. */
+static void test_centralize_vs_double(void **state)
+{
+    eng_isa before = isa_force_or_skip(state);
+    const size_t shapes[][2] = { { 2, 1 }, { 3, 5 }, { 7, 17 }, { 33, 31 }, { 129, 65 }, { 785, 257 }, { 5, 1031 } };
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        size_t R = shapes[k][0], C = shapes[k][1], n = R * C;
+        for (int by_col = 0; by_col < 2; by_col++) {
+            float *g = random_tensor(n, (unsigned)(7 * k + (size_t)by_col), 0.3f, 0.2f);
+            float *colsum = malloc(C * sizeof *colsum);
+            double *ref = malloc(n * sizeof *ref);
+            for (size_t a = 0; a < (by_col ? C : R); a++) {
+                size_t len = by_col ? R : C, stride = by_col ? C : 1, base = by_col ? a : a * C;
+                double m = 0;
+                for (size_t j = 0; j < len; j++) m += g[base + j * stride];
+                m /= (double)len;
+                for (size_t j = 0; j < len; j++)
+                    ref[base + j * stride] = len < 2 ? g[base + j * stride] : g[base + j * stride] - m;
+            }
+            eng_grad_centralize(g, R, C, by_col, colsum);
+            double sc, d = max_diff(g, ref, n, &sc);
+            /* float column sums of up to 785 terms: a few ulps of the largest input */
+            assert_true(d <= 2e-5 * sc);
+            free(g);
+            free(colsum);
+            free(ref);
+        }
+    }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
+/* The paths give the same bits: each transform of each odd size on every available path
+ * against the baseline. */
+static void test_grad_path_bits(void **state)
+{
+    (void)state;
+    eng_isa before = eng_isa_current();
+    int checked = 0;
+    for (size_t k = 0; k < N_ODD; k++) {
+        size_t n = odd_sizes[k];
+        float *o = random_tensor(n, (unsigned)(300 + k), 0.1f, 1.0f);
+        float *base = malloc(4 * n * sizeof *base), *g = malloc(n * sizeof *g);
+        double st_base[4] = { 0 };
+        float colsum[67];
+        for (int isa = 0; isa < ENG_ISA_N; isa++) {
+            if (!eng_isa_available((eng_isa)isa)) continue;
+            assert_int_equal(eng_isa_set((eng_isa)isa), ENG_OK);
+            float *out[4] = { base, base + n, base + 2 * n, base + 3 * n };
+            for (int t = 0; t < 4; t++) {
+                float *dst = isa == 0 ? out[t] : g;
+                memcpy(dst, o, n * sizeof *dst);
+                if (t == 0) eng_grad_znorm(dst, n, 1e-8f);
+                if (t == 1) eng_grad_scale(dst, n, 0.37f);
+                if (t == 2) eng_grad_clamp(dst, n, 0.2f);
+                /* 67 columns: a tile of 4 vectors, single vectors and a scalar tail on every path */
+                if (t == 3 && n >= 2 * 67) eng_grad_centralize(dst, n / 67, 67, 1, colsum);
+                if (isa) assert_memory_equal(dst, out[t], n * sizeof *dst);
+            }
+            double st[4];
+            eng_grad_stats(o, n, &st[0], &st[1], &st[2], &st[3]);
+            if (!isa) memcpy(st_base, st, sizeof st);
+            else assert_memory_equal(st, st_base, sizeof st);
+            checked += isa > 0;
+        }
+        free(o);
+        free(base);
+        free(g);
+    }
+    printf("  %d size x path comparisons (paths here up to %s)\n", checked, eng_isa_name(eng_isa_best()));
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
 int test_engine_gradient(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +531,9 @@ int test_engine_gradient(void)
         cmocka_unit_test(test_centralize_conv),
         cmocka_unit_test(test_telemetry_known),
         cmocka_unit_test(test_run_config),
+        ISA_PATH_TESTS(test_kernels_vs_double),
+        ISA_PATH_TESTS(test_centralize_vs_double),
+        cmocka_unit_test(test_grad_path_bits),
     };
     return cmocka_run_group_tests_name("engine_gradient", tests, NULL, NULL);
 }
