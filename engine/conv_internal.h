@@ -53,4 +53,20 @@ void eng_fft_bwd(eng_node *n, int rows);
 uint64_t eng_fft_bytes(const eng_node *n, int rows, eng_dir dir);
 int eng_fft_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
 
+/* oneDNN's convolution primitives (conv_onednn.c): any stride and padding. unusable: ""
+ * or why oneDNN cannot run the node's shape (or NNBENCH_ONEDNN_CONV_FAIL, for tests, is
+ * set); prepare picks the layout (plain NCHW, or oneDNN's blocked formats with reorders)
+ * by measuring both, cached in conv-choices; force_layout sets it (tests, bench). */
+const char *eng_dnconv_unusable(const eng_node *n);
+size_t eng_dnconv_ws_floats(const eng_node *n, int chunk);
+int eng_dnconv_prepare(eng_node *n, int rows, int reps);
+void eng_dnconv_fwd(eng_node *n, int rows);
+void eng_dnconv_bwd(eng_node *n, int rows);
+uint64_t eng_dnconv_bytes(const eng_node *n, int rows, eng_dir dir);
+void eng_dnconv_force_layout(const eng_node *n, int blocked);
+int eng_dnconv_layout(const eng_node *n, char *s, size_t cap);
+/* The conv-choices key of what (an algorithm, "onednn-layout") for n's shape with rows
+ * rows on this machine, kernel path and BLAS thread count (conv.c). */
+void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap);
+
 #endif

@@ -1,4 +1,5 @@
-/* conv.c (tests) — the fast conv2d algorithms (Winograd F(2x2,3x3) and F(4x4,3x3), FFT):
+/* conv.c (tests) — the fast conv2d algorithms (Winograd F(2x2,3x3) and F(4x4,3x3), FFT,
+ * oneDNN's primitives in both layouts):
  * each forced, against a direct convolution in double, forward (y) and backward (dx, dW),
  * on the samples' layer shapes; finite differences through each; the fallback of a forced
  * algorithm a layer cannot run; their profiled stages. (db is the bias op's, the same for
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../engine/conv_internal.h"
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
 #include "isa_paths.h"
@@ -28,28 +30,40 @@
 #define REL_WINOGRAD 2e-6
 #define REL_WINOGRAD4 2e-5
 #define REL_FFT 2e-6
+/* oneDNN picks its kernels per CPU (a GEMM-based one on NCHW, JIT direct ones on its blocked
+ * formats, whose dW sums over rows and threads in an order of its own): twice the GEMM
+ * bound, as on this machine its blocked layout reached 0.9e-6 */
+#define REL_ONEDNN 2e-6
 
-typedef struct { int C, H, W, F, K, pad, rows, chunk; const char *what; } conv_case;
+typedef struct { int C, H, W, F, K, pad, rows, chunk; const char *what; int st; } conv_case;
 
 /* The Fashion CNN's two convolutions (samples/fashion-mnist-cnn.ini), ResNet-style 3x3 pad 1
  * layers at 28x28 and 14x14 with 16 and 32 channels, K = 5 and 7 "same" layers, and small
  * ones with partial tiles and pad 2. chunk < rows splits the rows (dW accumulates across
  * chunks); chunk == rows keeps the forward's transforms for backward. */
 static const conv_case cases[] = {
-    { 1, 28, 28, 6, 5, 0, 3, 2, "fashion conv1 1x28x28 k5" },
-    { 6, 12, 12, 16, 5, 0, 3, 3, "fashion conv2 6x12x12 k5" },
-    { 16, 28, 28, 16, 3, 1, 2, 2, "resnet 16x28x28 k3 p1" },
-    { 16, 14, 14, 32, 3, 1, 3, 2, "resnet 16x14x14->32 k3 p1" },
-    { 32, 14, 14, 32, 3, 1, 2, 1, "resnet 32x14x14 k3 p1" },
-    { 3, 7, 9, 5, 3, 0, 3, 2, "3x7x9 k3 p0 (partial tiles)" },
-    { 2, 6, 5, 3, 3, 2, 2, 2, "2x6x5 k3 p2" },
-    { 16, 14, 14, 16, 5, 2, 2, 2, "16x14x14 k5 p2" },
-    { 8, 14, 14, 16, 7, 3, 2, 1, "8x14x14 k7 p3" },
+    { 1, 28, 28, 6, 5, 0, 3, 2, "fashion conv1 1x28x28 k5", 1 },
+    { 6, 12, 12, 16, 5, 0, 3, 3, "fashion conv2 6x12x12 k5", 1 },
+    { 16, 28, 28, 16, 3, 1, 2, 2, "resnet 16x28x28 k3 p1", 1 },
+    { 16, 14, 14, 32, 3, 1, 3, 2, "resnet 16x14x14->32 k3 p1", 1 },
+    { 32, 14, 14, 32, 3, 1, 2, 1, "resnet 32x14x14 k3 p1", 1 },
+    { 3, 7, 9, 5, 3, 0, 3, 2, "3x7x9 k3 p0 (partial tiles)", 1 },
+    { 2, 6, 5, 3, 3, 2, 2, 2, "2x6x5 k3 p2", 1 },
+    { 16, 14, 14, 16, 5, 2, 2, 2, "16x14x14 k5 p2", 1 },
+    { 8, 14, 14, 16, 7, 3, 2, 1, "8x14x14 k7 p3", 1 },
+    /* a ResNet downsampling layer and an odd size whose last window row is dropped: only
+     * im2col and onednn run strides */
+    { 16, 28, 28, 32, 3, 1, 3, 2, "resnet 16x28x28->32 k3 p1 s2", 2 },
+    { 3, 9, 8, 4, 3, 0, 2, 2, "3x9x8 k3 s2 (dropped edge)", 2 },
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
-static const struct { eng_conv_algo algo; double rel; } algos[] = {
-    { ENG_CONV_IM2COL, REL_GEMM }, { ENG_CONV_DIRECT, REL_GEMM }, { ENG_CONV_WINOGRAD, REL_WINOGRAD }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4 }, { ENG_CONV_FFT, REL_FFT },
+/* blocked: for onednn, its own formats with reorders (1) or NCHW as stored (0) */
+static const struct { eng_conv_algo algo; double rel; int blocked; const char *name; } algos[] = {
+    { ENG_CONV_IM2COL, REL_GEMM, 0, "im2col" }, { ENG_CONV_DIRECT, REL_GEMM, 0, "direct" },
+    { ENG_CONV_WINOGRAD, REL_WINOGRAD, 0, "winograd" }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4, 0, "winograd4" },
+    { ENG_CONV_FFT, REL_FFT, 0, "fft" }, { ENG_CONV_ONEDNN, REL_ONEDNN, 0, "onednn" },
+    { ENG_CONV_ONEDNN, REL_ONEDNN, 1, "onednn-blk" },
 };
 #define N_ALGOS (sizeof algos / sizeof algos[0])
 
@@ -66,12 +80,15 @@ static void node_make(conv_node *c, const conv_case *k, int chunk)
     eng_node *n = &c->n;
     n->op = ENG_OP_CONV2D;
     n->in_shape[0] = k->C; n->in_shape[1] = k->H; n->in_shape[2] = k->W;
-    n->out_shape[0] = k->F; n->out_shape[1] = k->H + 2 * k->pad - k->K + 1; n->out_shape[2] = k->W + 2 * k->pad - k->K + 1;
+    int st = k->st;
+    n->out_shape[0] = k->F;
+    n->out_shape[1] = (k->H + 2 * k->pad - k->K) / st + 1;
+    n->out_shape[2] = (k->W + 2 * k->pad - k->K) / st + 1;
     n->in_size = (size_t)k->C * k->H * k->W;
     n->out_size = (size_t)n->out_shape[0] * n->out_shape[1] * n->out_shape[2];
     n->kernel = k->K;
     n->pad = k->pad;
-    n->stride = 1;
+    n->stride = st;
     n->chunk = chunk;
     n->col_kept = chunk >= k->rows;
     n->n_w = (size_t)k->F * k->C * k->K * k->K;
@@ -99,12 +116,19 @@ static void fill(float *v, size_t n, eng_rng *r, double scale)
     for (size_t i = 0; i < n; i++) v[i] = (float)(scale * eng_rng_normal(r));
 }
 
+/* Runs algorithm a of the table on the node (onednn: in its layout). */
+static void use_algo(conv_node *c, size_t a)
+{
+    c->n.conv_algo = algos[a].algo;
+    if (algos[a].algo == ENG_CONV_ONEDNN) eng_dnconv_force_layout(&c->n, algos[a].blocked);
+}
+
 /* y, dx, dW of the node's x, w, dy by the definition, in double. */
 static void reference(const conv_node *c, double *y, double *dx, double *dw)
 {
     const eng_node *n = &c->n;
     int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2], F = n->out_shape[0];
-    int OH = n->out_shape[1], OW = n->out_shape[2], K = n->kernel, pad = n->pad;
+    int OH = n->out_shape[1], OW = n->out_shape[2], K = n->kernel, pad = n->pad, st = n->stride;
     memset(y, 0, (size_t)c->rows * n->out_size * sizeof(double));
     memset(dx, 0, (size_t)c->rows * n->in_size * sizeof(double));
     memset(dw, 0, n->n_w * sizeof(double));
@@ -117,7 +141,7 @@ static void reference(const conv_node *c, double *y, double *dx, double *dw)
                     for (int ch = 0; ch < C; ch++)
                         for (int i = 0; i < K; i++)
                             for (int j = 0; j < K; j++) {
-                                int ih = oh - pad + i, iw = ow - pad + j;
+                                int ih = oh * st - pad + i, iw = ow * st - pad + j;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                                 size_t xi = r * n->in_size + ((size_t)ch * H + ih) * W + iw;
                                 size_t wi = (((size_t)f * C + ch) * K + i) * K + j;
@@ -166,8 +190,8 @@ static void test_conv_algos_vs_reference(void **state)
         memcpy(dy0, c.dy, ny * sizeof(float));
         for (size_t a = 0; a < N_ALGOS; a++) {
             if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
-            const char *name = eng_conv_algo_name(algos[a].algo);
-            c.n.conv_algo = algos[a].algo;
+            const char *name = algos[a].name;
+            use_algo(&c, a);
             memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
             memset(c.dx, 0xff, nx * sizeof(float));
             memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
@@ -183,7 +207,7 @@ static void test_conv_algos_vs_reference(void **state)
         node_free(&c);
     }
     for (size_t a = 0; a < N_ALGOS; a++) {
-        printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", eng_conv_algo_name(algos[a].algo), worst[a],
+        printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", algos[a].name, worst[a],
                algos[a].rel);
         assert_true(worst[a] <= algos[a].rel);
     }
@@ -264,16 +288,17 @@ static void test_conv_algos_finite_diff(void **state)
 {
     (void)state;
     static const conv_case small[] = {
-        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1" },
-        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0" },
-        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2" },
+        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1", 1 },
+        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0", 1 },
+        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2", 1 },
+        { 2, 7, 7, 2, 3, 1, 2, 1, "2x7x7 k3 p1 s2", 2 },
     };
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
         for (size_t a = 0; a < N_ALGOS; a++) {
             conv_node c;
             node_make(&c, &small[i], small[i].chunk);
             if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); continue; }
-            c.n.conv_algo = algos[a].algo;
+            use_algo(&c, a);
             eng_rng r;
             eng_rng_seed(&r, 400 + i, a);
             size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
@@ -287,7 +312,7 @@ static void test_conv_algos_finite_diff(void **state)
             memcpy(gx, c.dx, nx * sizeof(float));
             memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
             double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
-            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", eng_conv_algo_name(algos[a].algo),
+            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", algos[a].name,
                    small[i].what, ex, ew);
             assert_true(ex < FD_TOL && ew < FD_TOL);
             free(rw); free(gx); free(gw);
