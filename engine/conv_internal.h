@@ -64,7 +64,9 @@ void eng_dnconv_fwd(eng_node *n, int rows);
 void eng_dnconv_bwd(eng_node *n, int rows);
 uint64_t eng_dnconv_bytes(const eng_node *n, int rows, eng_dir dir);
 void eng_dnconv_force_layout(const eng_node *n, int blocked);
-int eng_dnconv_layout(const eng_node *n, char *s, size_t cap);
+/* "plain" or "blocked"; the reorders (of the three primitives' arguments) it runs */
+const char *eng_dnconv_layout_name(const eng_node *n);
+int eng_dnconv_reorders(const eng_node *n, int rows);
 /* The conv-choices key of what (an algorithm, "onednn-layout") for n's shape with rows
  * rows on this machine, kernel path and BLAS thread count (conv.c). */
 void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap);

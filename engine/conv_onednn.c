@@ -271,15 +271,18 @@ static int run_prim(eng_node *n, int dir, int st, const dn_prim *p, void *ptr[3]
               (o->reo && dnnl_memory_create(&user[i], &o->umd, dn_engine, ptr[i]) != dnnl_success);
     }
     for (int pass = 0; pass < 2 && !bad; pass++) {
-        /* pass 0: the inputs' reorders, then the primitive; pass 1: the outputs' reorders */
-        CONV_STAGE_BEGIN(n, dir, CONV_ST_INPUT);
+        /* pass 0: the inputs' reorders, then the primitive; pass 1: the outputs' reorders
+         * (the scope is entered only where there is one, so its calls count reorders run) */
+        int any = 0;
+        for (int i = 0; i < 3; i++) any |= p->port[i].reo && p->port[i].out == pass;
+        if (any) CONV_STAGE_BEGIN(n, dir, CONV_ST_INPUT);
         for (int i = 0; i < 3 && !bad; i++) {
             const dn_port *o = &p->port[i];
             if (!o->reo || o->out != pass) continue;
             dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, pass ? mem[i] : user[i] }, { DNNL_ARG_TO, pass ? user[i] : mem[i] } };
             bad = dnnl_primitive_execute(o->reo, stream, 2, a) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success;
         }
-        CONV_STAGE_END(n, dir, CONV_ST_INPUT);
+        if (any) CONV_STAGE_END(n, dir, CONV_ST_INPUT);
         if (pass || bad) continue;
         dnnl_exec_arg_t a[4] = { { p->port[0].arg, mem[0] }, { p->port[1].arg, mem[1] }, { p->port[2].arg, mem[2] },
                                  { DNNL_ARG_SCRATCHPAD, scratch } };
@@ -391,8 +394,15 @@ int eng_dnconv_prepare(eng_node *n, int rows, int reps)
         if (l == DN_BLOCKED ? have_bl : have_pl) { layout_set(n, l); return ENG_OK; }
     }
     if (have_pl && have_bl) {
-        /* n->x is the model's (or a zeroed stand-in): the values do not matter to the time */
+        /* the values do not matter to the time; a first layer has no input yet (the model
+         * lends one only to auto): a zeroed one stands in */
+        const float *x = n->x;
+        float *zeros = x ? NULL : prof_calloc((size_t)rows * n->in_size, sizeof(float));
+        if (!x && !zeros) return eng_fail(ENG_ENOMEM, "conv: out of memory timing oneDNN's layouts");
+        if (!x) n->x = zeros;
         double tp = time_layout(n, rows, DN_PLAIN, reps), tb = time_layout(n, rows, DN_BLOCKED, reps);
+        n->x = x;
+        prof_free(zeros);
         layout = tb < tp ? DN_BLOCKED : DN_PLAIN;
     }
     layout_set(n, layout);
@@ -402,7 +412,13 @@ int eng_dnconv_prepare(eng_node *n, int rows, int reps)
 
 void eng_dnconv_force_layout(const eng_node *n, int blocked) { layout_set(n, blocked ? DN_BLOCKED : DN_PLAIN); }
 
-int eng_dnconv_layout(const eng_node *n, char *s, size_t cap)
+const char *eng_dnconv_layout_name(const eng_node *n) { return layout_names[layout_of(n)]; }
+
+int eng_dnconv_reorders(const eng_node *n, int rows)
 {
-    return snprintf(s, cap, "%s", layout_names[layout_of(n)]);
+    const dn_set *s = set_of(n, rows, layout_of(n));
+    int k = 0;
+    for (int i = 0; s && s->ok && i < DN_PRIMS; i++)
+        for (int j = 0; j < 3; j++) k += s->p[i].port[j].reo != NULL;
+    return k;
 }

@@ -335,12 +335,31 @@ static eng_model_config conv_model(int F, int K, int pad, int stride, eng_conv_a
     return mc;
 }
 
+/* A cache directory of the test's own (auto's picks and onednn's layouts are stored
+ * there), and its removal. */
+static void cache_begin(char *dir)
+{
+    assert_non_null(mkdtemp(dir));
+    setenv("NNBENCH_CACHE_DIR", dir, 1);
+}
+
+static void cache_end(const char *dir)
+{
+    char path[80];
+    snprintf(path, sizeof path, "%s/conv-choices", dir);
+    unlink(path);
+    rmdir(dir);
+    unsetenv("NNBENCH_CACHE_DIR");
+}
+
 /* A forced algorithm the layer cannot run falls back to im2col, and the model summary
  * (stored with the run) says so and why; one it can run is kept and named; a layer's
  * :algo=X overrides model.conv_algo. auto never picks what the layer cannot run. */
 static void test_conv_fallback(void **state)
 {
     (void)state;
+    char dir[] = "/tmp/nnbench-convalgo-XXXXXX";
+    cache_begin(dir);
     static const struct { int K, pad, stride; eng_conv_algo algo, runs; const char *note; } cases_fb[] = {
         { 5, 2, 1, ENG_CONV_WINOGRAD, ENG_CONV_IM2COL, "k5 p2 im2col (winograd needs a 3x3 kernel and stride 1))" },
         { 5, 0, 1, ENG_CONV_WINOGRAD4, ENG_CONV_IM2COL, "k5 im2col (winograd4 needs a 3x3 kernel and stride 1))" },
@@ -349,6 +368,8 @@ static void test_conv_fallback(void **state)
         { 3, 1, 1, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD, "k3 p1 winograd)" },
         { 3, 0, 1, ENG_CONV_WINOGRAD4, ENG_CONV_WINOGRAD4, "k3 winograd4)" },
         { 5, 2, 1, ENG_CONV_FFT, ENG_CONV_FFT, "k5 p2 fft)" },
+        { 5, 2, 1, ENG_CONV_ONEDNN, ENG_CONV_ONEDNN, "k5 p2 onednn)" },
+        { 3, 1, 2, ENG_CONV_ONEDNN, ENG_CONV_ONEDNN, "k3 p1 s2 onednn)" },
     };
     int in[3] = { 2, 9, 9 };
     for (size_t i = 0; i < sizeof cases_fb / sizeof cases_fb[0]; i++) {
@@ -376,9 +397,6 @@ static void test_conv_fallback(void **state)
     eng_model_free(pm);
 
     /* auto on a 5x5 layer: whatever is fastest here, never Winograd */
-    char dir[] = "/tmp/nnbench-convalgo-XXXXXX", path[80];
-    assert_non_null(mkdtemp(dir));
-    setenv("NNBENCH_CACHE_DIR", dir, 1);
     eng_model_config mc = conv_model(3, 5, 2, 1, ENG_CONV_AUTO);
     eng_model *m;
     assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
@@ -386,18 +404,45 @@ static void test_conv_fallback(void **state)
     assert_true(m->nodes[0].conv_algo != ENG_CONV_WINOGRAD && m->nodes[0].conv_algo != ENG_CONV_WINOGRAD4);
     assert_non_null(strstr(eng_model_summary(m), eng_conv_algo_name(m->nodes[0].conv_algo)));
     eng_model_free(m);
-    snprintf(path, sizeof path, "%s/conv-choices", dir);
-    unlink(path);
-    rmdir(dir);
-    unsetenv("NNBENCH_CACHE_DIR");
+    cache_end(dir);
 }
 
-static const prof_row *row_named(const prof_row *rows, size_t n, const char *name)
+/* A machine where oneDNN fails (forced by NNBENCH_ONEDNN_CONV_FAIL): a forced onednn
+ * runs im2col and the summary says why; auto never picks it, on stride 1 or 2. */
+static void test_conv_onednn_fails(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-convdnn-XXXXXX";
+    cache_begin(dir);
+    setenv("NNBENCH_ONEDNN_CONV_FAIL", "1", 1);
+    int in[3] = { 2, 9, 9 };
+    static const struct { int stride; eng_conv_algo want; const char *note; } fc[] = {
+        { 1, ENG_CONV_ONEDNN, "k3 p1 im2col (onednn failed: NNBENCH_ONEDNN_CONV_FAIL is set))" },
+        { 2, ENG_CONV_ONEDNN, "k3 p1 s2 im2col (onednn failed: NNBENCH_ONEDNN_CONV_FAIL is set))" },
+        { 1, ENG_CONV_AUTO, NULL },
+        { 2, ENG_CONV_AUTO, NULL },
+    };
+    for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
+        eng_model_config mc = conv_model(3, 3, 1, fc[i].stride, fc[i].want);
+        eng_model *m;
+        assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+        printf("  oneDNN failing, %s: %s\n", eng_conv_algo_name(fc[i].want), eng_model_summary(m));
+        assert_int_not_equal(m->nodes[0].conv_algo, ENG_CONV_ONEDNN);
+        if (fc[i].note) assert_non_null(strstr(eng_model_summary(m), fc[i].note));
+        eng_model_free(m);
+    }
+    unsetenv("NNBENCH_ONEDNN_CONV_FAIL");
+    cache_end(dir);
+}
+
+static const prof_row *row_in(const prof_row *rows, size_t n, const char *name, const char *layer)
 {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(rows[i].name, name) && !strcmp(rows[i].layer, "conv1")) return &rows[i];
+        if (!strcmp(rows[i].name, name) && !strcmp(rows[i].layer, layer)) return &rows[i];
     return NULL;
 }
+
+static const prof_row *row_named(const prof_row *rows, size_t n, const char *name) { return row_in(rows, n, name, "conv1"); }
 
 /* Each fast algorithm's stages are scopes of their own inside conv2d.fwd/.bwd: one call
  * per op call here (one chunk), and the op's self time is its total minus theirs, so the
@@ -452,6 +497,77 @@ static void test_conv_stage_scopes(void **state)
     }
 }
 
+/* Trains 2 steps of m on 4 rows of a fixed input (in_size floats each). */
+static void two_steps(eng_model *m, size_t in_size)
+{
+    float *x = malloc(4 * in_size * sizeof(float));
+    int32_t lab[4] = { 0, 1, 0, 1 };
+    for (size_t i = 0; i < 4 * in_size; i++) x[i] = (float)((i * 7) % 11) / 11.0f;
+    for (int k = 0; k < 2; k++) {
+        eng_model_forward(m, x, 4, lab, NULL, NULL);
+        eng_model_backward(m);
+    }
+    free(x);
+}
+
+/* onednn in the op table: inside conv2d.fwd/.bwd one scope per primitive (forward;
+ * backward_data, only where the layer passes a gradient on; backward_weights) and one for
+ * the reorders (entered only where the layout has some); the op's self time is its total
+ * minus theirs; its FLOPs are the convolution's (eng_conv_flops) per call. */
+static void test_conv_onednn_scopes(void **state)
+{
+    (void)state;
+    int in[3] = { 2, 8, 8 };
+    char cache[] = "/tmp/nnbench-convdnn-XXXXXX";
+    cache_begin(cache);
+    for (int blocked = 0; blocked < 2; blocked++) {
+        prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+        assert_non_null(p);
+        eng_model_config mc = conv_model(4, 3, 1, 1, ENG_CONV_ONEDNN);
+        mc.n_layers = 4;
+        mc.layers[3] = mc.layers[2];
+        mc.layers[2] = mc.layers[1];
+        mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 3, .kernel = 3, .pad = 1, .stride = 2 };
+        eng_model *m;
+        assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
+        const eng_node *c[2] = { &m->nodes[m->layers[0].node_first], &m->nodes[m->layers[1].node_first] };
+        for (int l = 0; l < 2; l++) {
+            assert_int_equal(c[l]->conv_algo, ENG_CONV_ONEDNN);
+            eng_dnconv_force_layout(c[l], blocked);
+        }
+        two_steps(m, 2 * 8 * 8);
+        prof_row *rows;
+        size_t n;
+        assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+        static const char *const stages[2][3] = { { "onednn.reorder.fwd", "onednn.forward.fwd", NULL },
+                                                  { "onednn.reorder.bwd", "onednn.backward_data.bwd", "onednn.backward_weights.bwd" } };
+        for (int l = 0; l < 2; l++)
+            for (int dir = 0; dir < 2; dir++) {
+                const char *layer = l ? "conv2" : "conv1";
+                const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
+                assert_non_null(op);
+                uint64_t in_stages = 0;
+                for (int s = 0; s < 3 && stages[dir][s]; s++) {
+                    const prof_row *r = row_in(rows, n, stages[dir][s], layer);
+                    /* the first layer computes no dx; a plain layout reorders nothing */
+                    int want = s == 0 ? eng_dnconv_reorders(c[l], 4) > 0 : !(l == 0 && s == 1 && dir);
+                    assert_true(r != NULL);
+                    if (want ? r->calls < 2 : r->calls != 0) fail_msg("%s %s: %llu calls", layer, stages[dir][s], (unsigned long long)r->calls);
+                    in_stages += r->total_ns;
+                }
+                printf("  onednn %-7s %s %s: %d reorders, total %llu ns, primitives and reorders %llu ns\n",
+                       eng_dnconv_layout_name(c[l]), layer, op->name, eng_dnconv_reorders(c[l], 4),
+                       (unsigned long long)op->total_ns, (unsigned long long)in_stages);
+                assert_int_equal(op->self_ns, op->total_ns - in_stages);
+                assert_true(op->flops == op->calls * eng_conv_flops(c[l], 4, dir ? ENG_BWD : ENG_FWD));
+            }
+        free(rows);
+        eng_model_free(m);
+        prof_destroy(p);
+    }
+    cache_end(cache);
+}
+
 int test_engine_conv(void)
 {
     const struct CMUnitTest tests[] = {
@@ -459,7 +575,9 @@ int test_engine_conv(void)
         ISA_PATH_TESTS(test_conv_winograd_path_bits),
         cmocka_unit_test(test_conv_algos_finite_diff),
         cmocka_unit_test(test_conv_fallback),
+        cmocka_unit_test(test_conv_onednn_fails),
         cmocka_unit_test(test_conv_stage_scopes),
+        cmocka_unit_test(test_conv_onednn_scopes),
     };
     return cmocka_run_group_tests_name("engine_conv", tests, NULL, NULL);
 }
