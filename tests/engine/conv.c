@@ -335,6 +335,17 @@ static eng_model_config conv_model(int F, int K, int pad, int stride, eng_conv_a
     return mc;
 }
 
+/* conv1: F filters 3x3 pad 1 under algo; conv2: F2 filters 3x3 pad 1 stride 2; a dense head. */
+static eng_model_config two_conv_model(int F, int F2, eng_conv_algo algo)
+{
+    eng_model_config mc = conv_model(F, 3, 1, 1, algo);
+    mc.n_layers = 4;
+    mc.layers[3] = mc.layers[2];
+    mc.layers[2] = mc.layers[1];
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = F2, .kernel = 3, .pad = 1, .stride = 2 };
+    return mc;
+}
+
 /* A cache directory of the test's own (auto's picks and onednn's layouts are stored
  * there), and its removal. */
 static void cache_begin(char *dir)
@@ -382,11 +393,7 @@ static void test_conv_fallback(void **state)
         eng_model_free(m);
     }
     /* a layer's :algo=X wins over model.conv_algo, falling back the same way */
-    eng_model_config pl = conv_model(3, 3, 1, 1, ENG_CONV_WINOGRAD);
-    pl.n_layers = 4;
-    pl.layers[3] = pl.layers[2];
-    pl.layers[2] = pl.layers[1];
-    pl.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .pad = 1, .stride = 2 };
+    eng_model_config pl = two_conv_model(3, 2, ENG_CONV_WINOGRAD);
     pl.layer_algo[0] = pl.layer_algo[1] = 1 + ENG_CONV_FFT;
     eng_model *pm;
     assert_int_equal(eng_model_build(&pl, in, 2, 4, 1, NULL, &pm), ENG_OK);
@@ -523,11 +530,7 @@ static void test_conv_onednn_scopes(void **state)
     for (int blocked = 0; blocked < 2; blocked++) {
         prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
         assert_non_null(p);
-        eng_model_config mc = conv_model(4, 3, 1, 1, ENG_CONV_ONEDNN);
-        mc.n_layers = 4;
-        mc.layers[3] = mc.layers[2];
-        mc.layers[2] = mc.layers[1];
-        mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 3, .kernel = 3, .pad = 1, .stride = 2 };
+        eng_model_config mc = two_conv_model(4, 3, ENG_CONV_ONEDNN);
         eng_model *m;
         assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
         const eng_node *c[2] = { &m->nodes[m->layers[0].node_first], &m->nodes[m->layers[1].node_first] };
