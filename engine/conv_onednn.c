@@ -196,7 +196,11 @@ static const dn_set *set_get(const int *key)
     dn_set *s = NULL;
     for (size_t i = 0; i < n_sets && !s; i++)
         if (!memcmp(sets[i]->key, key, sizeof sets[i]->key)) s = sets[i];
-    if (!s && (n_sets < cap_sets || (sets = realloc(sets, (cap_sets = 2 * cap_sets + 8) * sizeof *sets)))) {
+    if (!s && n_sets == cap_sets) {
+        dn_set **grown = realloc(sets, (2 * cap_sets + 8) * sizeof *sets);
+        if (grown) { sets = grown; cap_sets = 2 * cap_sets + 8; }
+    }
+    if (!s && n_sets < cap_sets) {
         s = make_set(key);
         if (s) sets[n_sets++] = s;
     }
