@@ -27,9 +27,11 @@ void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const f
 /* The profiled stages of a fast algorithm, inside the op's conv2d.fwd/.bwd scope (so the
  * op keeps only the time no stage took as its self time). Winograd: input, filter and
  * output transforms and the per-point GEMMs; FFT: forward transforms, the per-bin
- * products, inverse transforms (its 4th stage is unused). */
+ * products, inverse transforms (its 4th stage is unused); oneDNN: the reorders, the forward
+ * or backward-data primitive, the backward-weights primitive. */
 enum { CONV_ST_INPUT, CONV_ST_FILTER, CONV_ST_GEMM, CONV_ST_OUTPUT, CONV_STAGES };
 enum { CONV_ST_FFT = 0, CONV_ST_PRODUCT = 1, CONV_ST_IFFT = 2 };
+enum { CONV_ST_REORDER = 0, CONV_ST_PRIM = 1, CONV_ST_WEIGHTS = 2 };
 #define CONV_STAGE_BEGIN(n, dir, st) PROF_BEGIN((n)->prof, (n)->prof_stage[dir][st])
 #define CONV_STAGE_END(n, dir, st) PROF_END((n)->prof, (n)->prof_stage[dir][st], 0, 0)
 

@@ -262,7 +262,7 @@ size_t eng_dnconv_ws_floats(const eng_node *n, int chunk)
 
 /* Runs primitive p of s: inputs reordered into the workspace first, outputs out of it
  * after; ptr[i] is port i's tensor as the engine stores it. The reorders are the stage
- * CONV_ST_INPUT ("reorder"), the primitive stage st. */
+ * CONV_ST_REORDER, the primitive stage st. */
 static int run_prim(eng_node *n, int dir, int st, const dn_prim *p, void *ptr[3], float *ws)
 {
     dnnl_stream_t stream = NULL;
@@ -279,14 +279,14 @@ static int run_prim(eng_node *n, int dir, int st, const dn_prim *p, void *ptr[3]
          * (the scope is entered only where there is one, so its calls count reorders run) */
         int any = 0;
         for (int i = 0; i < 3; i++) any |= p->port[i].reo && p->port[i].out == pass;
-        if (any) CONV_STAGE_BEGIN(n, dir, CONV_ST_INPUT);
+        if (any) CONV_STAGE_BEGIN(n, dir, CONV_ST_REORDER);
         for (int i = 0; i < 3 && !bad; i++) {
             const dn_port *o = &p->port[i];
             if (!o->reo || o->out != pass) continue;
             dnnl_exec_arg_t a[2] = { { DNNL_ARG_FROM, pass ? mem[i] : user[i] }, { DNNL_ARG_TO, pass ? user[i] : mem[i] } };
             bad = dnnl_primitive_execute(o->reo, stream, 2, a) != dnnl_success || dnnl_stream_wait(stream) != dnnl_success;
         }
-        if (any) CONV_STAGE_END(n, dir, CONV_ST_INPUT);
+        if (any) CONV_STAGE_END(n, dir, CONV_ST_REORDER);
         if (pass || bad) continue;
         dnnl_exec_arg_t a[4] = { { p->port[0].arg, mem[0] }, { p->port[1].arg, mem[1] }, { p->port[2].arg, mem[2] },
                                  { DNNL_ARG_SCRATCHPAD, scratch } };
@@ -311,15 +311,15 @@ static int run_rows(eng_node *n, const dn_set *s, int r0, int S, int bwd, int fi
     float *dy = n->dy + (size_t)r0 * n->out_size;
     if (!bwd) {
         void *ptr[3] = { x, n->w, n->y + (size_t)r0 * n->out_size };
-        return run_prim(n, 0, CONV_ST_FILTER, &s->p[DN_FWD], ptr, ws);
+        return run_prim(n, 0, CONV_ST_PRIM, &s->p[DN_FWD], ptr, ws);
     }
     if (n->dx) {
         void *ptr[3] = { dy, n->w, n->dx + (size_t)r0 * n->in_size };
-        if (run_prim(n, 1, CONV_ST_FILTER, &s->p[DN_DATA], ptr, ws)) return -1;
+        if (run_prim(n, 1, CONV_ST_PRIM, &s->p[DN_DATA], ptr, ws)) return -1;
     }
     float *dw = first ? n->dw : ws + s->dw_off;
     void *ptr[3] = { x, dy, dw };
-    if (run_prim(n, 1, CONV_ST_GEMM, &s->p[DN_WEIGHTS], ptr, ws)) return -1;
+    if (run_prim(n, 1, CONV_ST_WEIGHTS, &s->p[DN_WEIGHTS], ptr, ws)) return -1;
     if (!first) cblas_saxpy((int)n->n_w, 1.0f, dw, 1, n->dw, 1);
     return 0;
 }
