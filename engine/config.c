@@ -50,9 +50,9 @@ static const char *const E_LOSS[] = { "softmax_xent", "mse", NULL };
 static const int V_LOSS[] = { ENG_LOSS_SOFTMAX_XENT, ENG_LOSS_MSE };
 static const char *const E_INIT[] = { "auto", "he", "xavier", NULL };
 static const int V_INIT[] = { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER };
-static const char *const E_CONV[] = { "auto", "im2col", "direct", "winograd", "winograd4", "fft", NULL };
+static const char *const E_CONV[] = { "auto", "im2col", "direct", "winograd", "winograd4", "fft", "onednn", NULL };
 static const int V_CONV[] = { ENG_CONV_AUTO, ENG_CONV_IM2COL, ENG_CONV_DIRECT, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4,
-                              ENG_CONV_FFT };
+                              ENG_CONV_FFT, ENG_CONV_ONEDNN };
 static const char *const E_OPT[] = { "sgd", "momentum", "adam", "adamw", "newton", NULL };
 static const int V_OPT[] = { ENG_OPT_SGD, ENG_OPT_MOMENTUM, ENG_OPT_ADAM, ENG_OPT_ADAMW, ENG_OPT_NEWTON };
 static const char *const E_SCHED[] = { "constant", "step", "cosine", "linear", NULL };
@@ -152,8 +152,8 @@ static const int V_READOUT[] = { ENG_READOUT_NONE, ENG_READOUT_TOMOGRAPHY };
       "softmax cross-entropy (classification) or mean squared error")                              \
     X("model", "init", K_ENUM, model.init, 0, 0, E_INIT, V_INIT, "auto, he, xavier", "auto",         \
       "weight initialisation; auto = He before relu/gelu, Xavier otherwise")                       \
-    X("model", "conv_algo", K_ENUM, model.conv_algo, 0, 0, E_CONV, V_CONV, "auto, im2col, direct, winograd, winograd4, fft", "auto", \
-      "how conv layers compute: im2col + sgemm; direct loops (stride 1); winograd = F(2x2,3x3), winograd4 = F(4x4,3x3) (3x3 stride 1); fft (FFTW, stride 1); a layer that cannot run the one asked for uses im2col (the model summary says so); auto times every candidate per conv layer on its shape with the batch when the model is built and keeps the fastest (the model summary names the choice)") \
+    X("model", "conv_algo", K_ENUM, model.conv_algo, 0, 0, E_CONV, V_CONV, "auto, im2col, direct, winograd, winograd4, fft, onednn", "auto", \
+      "how conv layers compute: im2col + sgemm; direct loops (stride 1); winograd = F(2x2,3x3), winograd4 = F(4x4,3x3) (3x3 stride 1); fft (FFTW, stride 1); onednn = oneDNN's convolution primitives (any stride); a layer that cannot run the one asked for uses im2col (the model summary says so); auto times every candidate per conv layer on its shape with the batch when the model is built and keeps the fastest (the model summary names the choice)") \
     X("train", "optimizer", K_ENUM, train.optimizer, 0, 0, E_OPT, V_OPT,                              \
       "sgd, momentum, adam, adamw, newton", "sgd", "the optimizer ([newton] and [quantum] apply to newton)") \
     X("train", "lr", K_DBL_POS, train.lr, 0, INF, NULL, NULL, "number > 0", "0.01",                \
@@ -455,7 +455,7 @@ static int parse_conv(char *const *parts, int np, eng_layer_spec *L, unsigned ch
             while (E_CONV[k] && strcmp(E_CONV[k], p + 5)) k++;
             if (seen_algo++ || !E_CONV[k]) {
                 snprintf(why, cap, seen_algo > 1 ? "algo is given twice"
-                                                 : "algo must be one of auto, im2col, direct, winograd, winograd4, fft");
+                                                 : "algo must be one of auto, im2col, direct, winograd, winograd4, fft, onednn");
                 return -1;
             }
             *algo = (unsigned char)(1 + V_CONV[k]);

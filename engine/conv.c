@@ -399,6 +399,7 @@ const char *eng_conv_algo_name(eng_conv_algo a)
     case ENG_CONV_WINOGRAD: return "winograd";
     case ENG_CONV_WINOGRAD4: return "winograd4";
     case ENG_CONV_FFT: return "fft";
+    case ENG_CONV_ONEDNN: return "onednn";
     }
     return "?";
 }
@@ -411,6 +412,7 @@ const char *eng_conv_fallback(const eng_node *n, eng_conv_algo algo)
     case ENG_CONV_FFT: return st1 ? "" : "needs stride 1";
     case ENG_CONV_WINOGRAD:
     case ENG_CONV_WINOGRAD4: return st1 && n->kernel == 3 ? "" : "needs a 3x3 kernel and stride 1";
+    case ENG_CONV_ONEDNN: return eng_dnconv_unusable(n);
     default: return "";
     }
 }
@@ -431,6 +433,7 @@ static void conv_run(eng_node *n, int rows, int bwd)
     case ENG_CONV_WINOGRAD: bwd ? eng_wino_bwd(n, rows, 2) : eng_wino_fwd(n, rows, 2); break;
     case ENG_CONV_WINOGRAD4: bwd ? eng_wino_bwd(n, rows, 4) : eng_wino_fwd(n, rows, 4); break;
     case ENG_CONV_FFT: bwd ? eng_fft_bwd(n, rows) : eng_fft_fwd(n, rows); break;
+    case ENG_CONV_ONEDNN: bwd ? eng_dnconv_bwd(n, rows) : eng_dnconv_fwd(n, rows); break;
     default: bwd ? im2col_bwd(n, rows) : im2col_fwd(n, rows); break;
     }
 }
@@ -445,7 +448,7 @@ static size_t max_sz(size_t a, size_t b) { return a > b ? a : b; }
 size_t eng_conv_ws_floats(const eng_node *n, int chunk)
 {
     conv_dims d = conv_get(n);
-    size_t col = d.CKK * d.P * (size_t)chunk;
+    size_t col = max_sz(d.CKK * d.P * (size_t)chunk, eng_dnconv_ws_floats(n, chunk));
     if (d.st != 1) return col;
     dconv_plan p = dconv_plan_of(&d);
     col = max_sz(col, p.wpk + p.xp + p.dyp + p.dq + p.acc);
@@ -457,7 +460,8 @@ size_t eng_conv_ws_floats(const eng_node *n, int chunk)
 int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
     switch (algo_of(n)) {
-    case ENG_CONV_DIRECT: return 0; /* no GEMM at all */
+    case ENG_CONV_DIRECT:
+    case ENG_CONV_ONEDNN: return 0; /* no eng_sgemm call at all */
     case ENG_CONV_WINOGRAD: return eng_wino_gemms(n, 2, rows, g);
     case ENG_CONV_WINOGRAD4: return eng_wino_gemms(n, 4, rows, g);
     case ENG_CONV_FFT: return eng_fft_gemms(n, rows, g);
@@ -504,6 +508,7 @@ uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir)
     case ENG_CONV_WINOGRAD: return eng_wino_bytes(n, 2, rows, dir);
     case ENG_CONV_WINOGRAD4: return eng_wino_bytes(n, 4, rows, dir);
     case ENG_CONV_FFT: return eng_fft_bytes(n, rows, dir);
+    case ENG_CONV_ONEDNN: return eng_dnconv_bytes(n, rows, dir);
     default: break;
     }
     conv_dims d = conv_get(n);
@@ -534,28 +539,37 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
     return best;
 }
 
-/* The candidates of auto, fastest kept: im2col always; with stride 1 direct, Winograd
- * F(2x2) and F(4x4) on 3x3 kernels and FFT on kernels of 5 and more (below that it never
- * wins: the transforms cost more than the products save). The pick is cached per machine,
- * kernel path, GEMM threads, layer shape and rows (conv-choices in the cache directory;
- * the threads are BLAS's, set before the model is built), as the GEMM choice is: the same
- * model on the same machine runs the same algorithm, so its runs repeat bit for bit and a
- * resumed or data-parallel run computes as the first one did. */
+/* v3: onednn joined the candidates, and strided layers have a choice (so S is in the key);
+ * a v2 entry, chosen without them, is ignored. */
+void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap)
+{
+    char cpu[160];
+    if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
+    snprintf(key, cap, "v3 %s%s%s|%s|%dT|C%d H%d W%d F%d K%d P%d S%d|rows %d", what, *what ? " " : "", cpu, eng_isa_name(eng_isa_current()),
+             openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad,
+             n->stride > 1 ? n->stride : 1, rows);
+    for (char *p = key; *p; p++)
+        if (*p == '\t' || *p == '\n') *p = ' ';
+}
+
+/* The candidates of auto, fastest kept: im2col and onednn always; with stride 1 direct,
+ * Winograd F(2x2) and F(4x4) on 3x3 kernels and FFT on kernels of 5 and more (below that
+ * it never wins: the transforms cost more than the products save). The pick is cached per
+ * machine, kernel path, GEMM threads, layer shape and rows (conv-choices in the cache
+ * directory; the threads are BLAS's, set before the model is built), as the GEMM choice
+ * is: the same model on the same machine runs the same algorithm, so its runs repeat bit
+ * for bit and a resumed or data-parallel run computes as the first one did. */
 static void conv_choose(eng_node *n, int rows, int reps)
 {
     static const eng_conv_algo cand[] = { ENG_CONV_IM2COL, ENG_CONV_DIRECT, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4,
-                                          ENG_CONV_FFT };
+                                          ENG_CONV_FFT, ENG_CONV_ONEDNN };
     n->conv_algo = ENG_CONV_IM2COL;
-    if (n->stride > 1) return;
-    char cpu[160], key[400], val[32];
-    if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
-    snprintf(key, sizeof key, "v2 %s|%s|%dT|C%d H%d W%d F%d K%d P%d|rows %d", cpu, eng_isa_name(eng_isa_current()),
-             openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad, rows);
-    for (char *p = key; *p; p++)
-        if (*p == '\t' || *p == '\n') *p = ' ';
+    char key[400], val[32];
+    eng_conv_choice_key(n, rows, "", key, sizeof key);
     if (eng_choice_get("conv-choices", key, val, sizeof val))
         for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++)
-            if (!strcmp(val, eng_conv_algo_name(cand[i])) && !*eng_conv_fallback(n, cand[i])) {
+            if (!strcmp(val, eng_conv_algo_name(cand[i])) && !*eng_conv_fallback(n, cand[i]) &&
+                (cand[i] != ENG_CONV_ONEDNN || !eng_dnconv_prepare(n, rows, reps))) {
                 n->conv_algo = cand[i];
                 return;
             }
@@ -564,6 +578,7 @@ static void conv_choose(eng_node *n, int rows, int reps)
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
         if (*eng_conv_fallback(n, cand[i])) continue;
         if (cand[i] == ENG_CONV_FFT && (n->kernel < 5 || eng_fft_prepare(n))) continue;
+        if (cand[i] == ENG_CONV_ONEDNN && eng_dnconv_prepare(n, rows, reps)) continue;
         double t = conv_time(n, cand[i], rows, reps);
         if (t < tbest) { tbest = t; best = cand[i]; }
     }
@@ -575,6 +590,7 @@ int eng_conv_select(eng_node *n, eng_conv_algo want, int rows, int reps)
 {
     if (want == ENG_CONV_AUTO) conv_choose(n, rows, reps);
     else n->conv_algo = *eng_conv_fallback(n, want) ? ENG_CONV_IM2COL : want;
+    if (n->conv_algo == ENG_CONV_ONEDNN) return eng_dnconv_prepare(n, rows, reps);
     return n->conv_algo == ENG_CONV_FFT ? eng_fft_prepare(n) : ENG_OK;
 }
 
@@ -594,12 +610,16 @@ int eng_conv_register_stages(prof_t *prof, eng_node *n, const char *layer)
 {
     static const char *const wino[CONV_STAGES] = { "input", "filter", "gemm", "output" };
     static const char *const fft[CONV_STAGES] = { "fft", "product", "ifft", NULL };
+    /* oneDNN: per direction, the reorders and each primitive (conv_onednn.c) */
+    static const char *const dnn[2][CONV_STAGES] = { { "reorder", "forward", NULL, NULL },
+                                                     { "reorder", "backward_data", "backward_weights", NULL } };
     eng_conv_algo a = algo_of(n);
     const char *const *names = a == ENG_CONV_FFT ? fft : a == ENG_CONV_WINOGRAD || a == ENG_CONV_WINOGRAD4 ? wino : NULL;
     n->prof = NULL;
     for (int dir = 0; dir < 2; dir++)
         for (int st = 0; st < CONV_STAGES; st++) {
             n->prof_stage[dir][st] = -1;
+            if (a == ENG_CONV_ONEDNN) names = dnn[dir];
             if (!names || !names[st]) continue;
             char name[48];
             snprintf(name, sizeof name, "%s.%s.%s", eng_conv_algo_name(a), names[st], dir ? "bwd" : "fwd");

@@ -27,9 +27,11 @@ void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const f
 /* The profiled stages of a fast algorithm, inside the op's conv2d.fwd/.bwd scope (so the
  * op keeps only the time no stage took as its self time). Winograd: input, filter and
  * output transforms and the per-point GEMMs; FFT: forward transforms, the per-bin
- * products, inverse transforms (its 4th stage is unused). */
+ * products, inverse transforms (its 4th stage is unused); oneDNN: the reorders, the forward
+ * or backward-data primitive, the backward-weights primitive. */
 enum { CONV_ST_INPUT, CONV_ST_FILTER, CONV_ST_GEMM, CONV_ST_OUTPUT, CONV_STAGES };
 enum { CONV_ST_FFT = 0, CONV_ST_PRODUCT = 1, CONV_ST_IFFT = 2 };
+enum { CONV_ST_REORDER = 0, CONV_ST_PRIM = 1, CONV_ST_WEIGHTS = 2 };
 #define CONV_STAGE_BEGIN(n, dir, st) PROF_BEGIN((n)->prof, (n)->prof_stage[dir][st])
 #define CONV_STAGE_END(n, dir, st) PROF_END((n)->prof, (n)->prof_stage[dir][st], 0, 0)
 
@@ -52,5 +54,23 @@ void eng_fft_fwd(eng_node *n, int rows);
 void eng_fft_bwd(eng_node *n, int rows);
 uint64_t eng_fft_bytes(const eng_node *n, int rows, eng_dir dir);
 int eng_fft_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+
+/* oneDNN's convolution primitives (conv_onednn.c): any stride and padding. unusable: ""
+ * or why oneDNN cannot run the node's shape (or NNBENCH_ONEDNN_CONV_FAIL, for tests, is
+ * set); prepare picks the layout (plain NCHW, or oneDNN's blocked formats with reorders)
+ * by measuring both, cached in conv-choices; force_layout sets it (tests, bench). */
+const char *eng_dnconv_unusable(const eng_node *n);
+size_t eng_dnconv_ws_floats(const eng_node *n, int chunk);
+int eng_dnconv_prepare(eng_node *n, int rows, int reps);
+void eng_dnconv_fwd(eng_node *n, int rows);
+void eng_dnconv_bwd(eng_node *n, int rows);
+uint64_t eng_dnconv_bytes(const eng_node *n, int rows, eng_dir dir);
+void eng_dnconv_force_layout(const eng_node *n, int blocked);
+/* "plain" or "blocked"; the reorders (of the three primitives' arguments) it runs */
+const char *eng_dnconv_layout_name(const eng_node *n);
+int eng_dnconv_reorders(const eng_node *n, int rows);
+/* The conv-choices key of what (an algorithm, "onednn-layout") for n's shape with rows
+ * rows on this machine, kernel path and BLAS thread count (conv.c). */
+void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap);
 
 #endif

@@ -204,7 +204,7 @@ typedef enum { ENG_INIT_AUTO, ENG_INIT_HE, ENG_INIT_XAVIER } eng_init_kind;
 /* model.conv_algo: how conv2d layers compute (engine/conv.c). im2col is 0 so that a zeroed
  * config keeps the algorithm models had before the key existed. */
 typedef enum { ENG_CONV_IM2COL = 0, ENG_CONV_DIRECT = 1, ENG_CONV_AUTO = 2, ENG_CONV_WINOGRAD = 3,
-               ENG_CONV_WINOGRAD4 = 4, ENG_CONV_FFT = 5 } eng_conv_algo;
+               ENG_CONV_WINOGRAD4 = 4, ENG_CONV_FFT = 5, ENG_CONV_ONEDNN = 6 } eng_conv_algo;
 
 #define ENG_MAX_LAYERS 64        /* a ResNet-14: 40 layers (each res( ) counts 2 besides its layers) */
 typedef struct {

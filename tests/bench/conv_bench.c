@@ -3,7 +3,11 @@
  *  - Winograd F(2x2,3x3) and F(4x4,3x3) on ResNet-style 3x3 pad 1 layers: the multiplication
  *    ratio (direct multiplications / the algorithm's element-wise ones, counted from its
  *    tiles: 2.25x and 4x in theory, less where edge tiles overhang) and the time ratio;
- *  - FFT on a K = 5 and a K = 7 layer: the time ratio.
+ *  - FFT on a K = 5 and a K = 7 layer: the time ratio;
+ *  - oneDNN's primitives (onednn) on the Fashion CNN's two layers and two ResNet layers, in
+ *    each layout (plain NCHW; blocked: oneDNN's formats with reorders): the time ratio, and
+ *    the convolution's GFLOP/s over the machine's GEMM rate (the faster of OpenBLAS's and
+ *    oneDNN's sgemm on 512^3, single thread; goal >= 0.5 on the Fashion layers, issue 21).
  * Time ratios are im2col / algorithm (above 1: the algorithm is faster), per rep, the two
  * interleaved; each timing is the best of 3 passes, in this thread's CPU time: with one
  * BLAS thread all the work runs here, and other loads on a shared machine inflate CPU time
@@ -12,6 +16,8 @@
  * absolute<TAB>goal<TAB>verdict" lines for tests/bench/run.sh.
  * usage: conv_bench [--quick] [--reps N] */
 #include <cblas.h>
+#include <dnnl.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,13 +29,21 @@
 #define BATCH 32
 #define PASSES 3
 
-typedef struct { int C, H, F, K; eng_conv_algo algo; } layer;
+/* valid: no padding (the Fashion CNN's layers); else "same". blocked: onednn's layout;
+ * goal: the GFLOP/s row is a goal (>= 0.5 of the GEMM rate) rather than info */
+typedef struct { int C, H, F, K; eng_conv_algo algo; int valid, blocked, goal; } layer;
 
 static const layer layers[] = {
-    { 16, 28, 16, 3, ENG_CONV_WINOGRAD }, { 32, 14, 32, 3, ENG_CONV_WINOGRAD },
-    { 16, 28, 16, 3, ENG_CONV_WINOGRAD4 }, { 32, 14, 32, 3, ENG_CONV_WINOGRAD4 },
-    { 16, 28, 16, 5, ENG_CONV_FFT }, { 16, 28, 16, 7, ENG_CONV_FFT },
+    { 16, 28, 16, 3, ENG_CONV_WINOGRAD, 0, 0, 0 }, { 32, 14, 32, 3, ENG_CONV_WINOGRAD, 0, 0, 0 },
+    { 16, 28, 16, 3, ENG_CONV_WINOGRAD4, 0, 0, 0 }, { 32, 14, 32, 3, ENG_CONV_WINOGRAD4, 0, 0, 0 },
+    { 16, 28, 16, 5, ENG_CONV_FFT, 0, 0, 0 }, { 16, 28, 16, 7, ENG_CONV_FFT, 0, 0, 0 },
+    { 1, 28, 6, 5, ENG_CONV_ONEDNN, 1, 0, 1 }, { 1, 28, 6, 5, ENG_CONV_ONEDNN, 1, 1, 1 },
+    { 6, 12, 16, 5, ENG_CONV_ONEDNN, 1, 0, 1 }, { 6, 12, 16, 5, ENG_CONV_ONEDNN, 1, 1, 1 },
+    { 16, 28, 16, 3, ENG_CONV_ONEDNN, 0, 0, 0 }, { 16, 28, 16, 3, ENG_CONV_ONEDNN, 0, 1, 0 },
+    { 32, 14, 32, 3, ENG_CONV_ONEDNN, 0, 0, 0 }, { 32, 14, 32, 3, ENG_CONV_ONEDNN, 0, 1, 0 },
 };
+
+static double gemm_rate; /* GFLOP/s, main */
 
 typedef struct { eng_node n; float *buf[6]; } bench_node;
 
@@ -40,11 +54,12 @@ static int node_make(bench_node *b, const layer *L)
     eng_node *n = &b->n;
     n->op = ENG_OP_CONV2D;
     n->in_shape[0] = L->C; n->in_shape[1] = n->in_shape[2] = L->H;
-    n->out_shape[0] = L->F; n->out_shape[1] = n->out_shape[2] = L->H;
+    int OH = L->valid ? L->H - L->K + 1 : L->H;
+    n->out_shape[0] = L->F; n->out_shape[1] = n->out_shape[2] = OH;
     n->in_size = (size_t)L->C * L->H * L->H;
-    n->out_size = (size_t)L->F * L->H * L->H;
+    n->out_size = (size_t)L->F * OH * OH;
     n->kernel = L->K;
-    n->pad = (L->K - 1) / 2;
+    n->pad = L->valid ? 0 : (L->K - 1) / 2;
     n->stride = 1;
     n->chunk = BATCH;
     n->col_kept = 1;
@@ -104,9 +119,19 @@ static void bench_layer(const layer *L, int reps)
         node_free(&b);
         exit(1);
     }
-    char shape[64];
+    char shape[64], label[32];
     snprintf(shape, sizeof shape, "%dx%dx%d->%d k%d p%d, batch %d", L->C, L->H, L->H, L->F, L->K, b.n.pad, BATCH);
-    if (L->algo != ENG_CONV_FFT) {
+    if (L->algo == ENG_CONV_ONEDNN) {
+        if (*eng_conv_fallback(&b.n, ENG_CONV_ONEDNN)) {
+            fprintf(stderr, "conv_bench: oneDNN cannot run %s: %s\n", shape, eng_conv_fallback(&b.n, ENG_CONV_ONEDNN));
+            node_free(&b);
+            exit(1);
+        }
+        eng_dnconv_force_layout(&b.n, L->blocked);
+        snprintf(label, sizeof label, "onednn %s", eng_dnconv_layout_name(&b.n));
+        name = label;
+    }
+    if (L->algo == ENG_CONV_WINOGRAD || L->algo == ENG_CONV_WINOGRAD4) {
         int m = L->algo == ENG_CONV_WINOGRAD ? 2 : 4;
         double direct = (double)b.n.out_size / L->F * L->K * L->K * L->C * L->F;
         double mr = direct / (double)eng_wino_mults(&b.n, m);
@@ -126,7 +151,38 @@ static void bench_layer(const layer *L, int reps)
     stats s = stats_of(ratio, reps), a = stats_of(ta, reps), t = stats_of(tb, reps);
     printf("ROW\t14\tconv %s: time im2col / %s (fwd + bwd)\t%.3f\t%.3f\t%.3f\tim2col %.2f ms, %s %.2f ms (CPU)\t-\tinfo\n", shape,
            name, s.med, s.min, s.max, 1e3 * a.med, name, 1e3 * t.med);
+    if (L->algo == ENG_CONV_ONEDNN) {
+        /* fwd + bwd with dx: 3 times the forward's multiply-adds */
+        double gf = 3.0 * (double)eng_conv_flops(&b.n, BATCH, ENG_FWD) * 1e-9, r[64];
+        for (int k = 0; k < reps; k++) r[k] = gf / tb[k] / gemm_rate;
+        stats g = stats_of(r, reps);
+        printf("ROW\t14\tconv %s: %s GFLOP/s / GEMM rate\t%.3f\t%.3f\t%.3f\t%.1f of %.1f GFLOP/s\t%s\t%s\n", shape, name,
+               g.med, g.min, g.max, g.med * gemm_rate, gemm_rate, L->goal ? ">= 0.5" : "-",
+               !L->goal ? "info" : g.med >= 0.5 ? "met" : "MISSED");
+    }
     node_free(&b);
+}
+
+/* The faster of OpenBLAS's and oneDNN's sgemm on 512^3 (the best of 5 calls each, CPU
+ * time, one thread), GFLOP/s: the rate the convolutions are held against. */
+static double machine_gemm_rate(void)
+{
+    enum { S = 512 };
+    float *a = malloc(3 * S * S * sizeof(float));
+    if (!a) { fprintf(stderr, "conv_bench: out of memory\n"); exit(1); }
+    for (size_t i = 0; i < 3 * (size_t)S * S; i++) a[i] = (float)(i % 7) * 0.1f;
+    double best = 1e300;
+    omp_set_num_threads(1); /* this thread's CPU time must be all of the work */
+    for (int lib = 0; lib < 2; lib++)
+        for (int k = 0; k < 5; k++) {
+            double t0 = cpu_s();
+            if (lib) dnnl_sgemm('N', 'N', S, S, S, 1.0f, a, S, a + S * S, S, 0.0f, a + 2 * S * S, S);
+            else cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, S, S, S, 1.0f, a, S, a + S * S, S, 0.0f, a + 2 * S * S, S);
+            double t = cpu_s() - t0;
+            if (t < best) best = t;
+        }
+    free(a);
+    return 2.0 * S * S * S / best * 1e-9;
 }
 
 int main(int argc, char **argv)
@@ -147,6 +203,8 @@ int main(int argc, char **argv)
     }
     openblas_set_num_threads(1);
     printf("ENV\tconv_bench_threads\t1\n");
+    gemm_rate = machine_gemm_rate();
+    printf("ENV\tconv_bench_gemm_gflops\t%.1f\n", gemm_rate);
     for (size_t i = 0; i < sizeof layers / sizeof layers[0]; i++) bench_layer(&layers[i], reps);
     return 0;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # conv_algos.sh — model.conv_algo end to end on Fashion-MNIST: a forced Winograd, F(4x4) or
 # FFT run finishes, stores each fast layer's stage rows (winograd.gemm.fwd, fft.product.bwd,
-# ...) beside its conv2d rows, and its model summary names what each conv layer ran; a 5x5
+# ...; onednn's per primitive) beside its conv2d rows, and its model summary names what each
+# conv layer ran; a 5x5
 # layer under winograd runs im2col and the stored summary says why; a layer's :algo=X wins
 # over the model key (docs/convolution.md).
 . "$(dirname "$0")/lib/check.sh"
@@ -41,6 +42,20 @@ for algo in winograd winograd4 fft; do
         *) bad "$algo: model summary '$(model $id)'" ;;
     esac
 done
+
+# onednn: a stored row per primitive (conv1, the first layer, passes no gradient on: no
+# backward_data), and the summary names it on both layers.
+id=$((id + 1))
+if run onednn; then
+    for r in conv1:onednn.forward.fwd conv1:onednn.backward_weights.bwd conv2:onednn.forward.fwd \
+             conv2:onednn.backward_data.bwd conv2:onednn.backward_weights.bwd; do
+        [ "$(rows $id "${r%%:*}" "${r#*:}")" = 1 ] || bad "onednn: no stored ${r#*:} row for ${r%%:*}"
+    done
+    case "$(model $id)" in
+        *"k3 p1 onednn) relu"*"k5 p2 onednn) relu"*) ok "onednn: each primitive's rows stored, the summary names it" ;;
+        *) bad "onednn: model summary '$(model $id)'" ;;
+    esac
+else bad "onednn run failed: $(cat "$tmp/e")"; fi
 
 # A layer's own :algo=X wins over model.conv_algo.
 id=$((id + 1))

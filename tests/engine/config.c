@@ -367,7 +367,7 @@ static void test_conv_options(void **state)
         { "conv:8:3:pad=-1", NULL },
         { "conv:8:3:relu:stride=0", "stride must be an integer in 1..64" },
         { "conv:8:3:pad=1:pad=1", "pad is given twice" },
-        { "conv:8:3:algo=winograd8", "algo must be one of auto, im2col, direct, winograd, winograd4, fft" },
+        { "conv:8:3:algo=winograd8", "algo must be one of auto, im2col, direct, winograd, winograd4, fft, onednn" },
         { "conv:8:3:algo=fft:algo=fft", "algo is given twice" },
         { "conv:8:3:relu:tanh", "expected conv:FILTERS:KERNEL[:ACT] with FILTERS, KERNEL >= 1 and ACT one of relu, tanh, "
                                 "sigmoid, gelu, none" },
@@ -405,7 +405,7 @@ static void test_conv_options(void **state)
     eng_experiment_free(ex);
     static const struct { const char *set; eng_conv_algo want; } fast[] = {
         { "model.conv_algo=winograd", ENG_CONV_WINOGRAD }, { "model.conv_algo=winograd4", ENG_CONV_WINOGRAD4 },
-        { "model.conv_algo=fft", ENG_CONV_FFT },
+        { "model.conv_algo=fft", ENG_CONV_FFT }, { "model.conv_algo=onednn", ENG_CONV_ONEDNN },
     };
     for (size_t i = 0; i < sizeof fast / sizeof fast[0]; i++) {
         assert_int_equal(eng_experiment_load(p, &fast[i].set, 1, &ex), ENG_OK);
@@ -413,7 +413,7 @@ static void test_conv_options(void **state)
         eng_experiment_free(ex);
     }
     expect_error("[model]\nlayers = conv:8:3, flatten, dense:2\nconv_algo = winograd8\n", NULL, 0, ENG_EINVAL,
-                 ":3: key 'conv_algo': expected one of auto, im2col, direct, winograd, winograd4, fft, got 'winograd8'");
+                 ":3: key 'conv_algo': expected one of auto, im2col, direct, winograd, winograd4, fft, onednn, got 'winograd8'");
     const char *set[] = { "model.layers=conv:8:3:stride=x, flatten, dense:2" };
     expect_error("[model]\nlayers = dense:2\n", set, 1, ENG_EINVAL,
                  "--set model.layers=conv:8:3:stride=x, flatten, dense:2: key 'layers': layer 1: stride must be an "

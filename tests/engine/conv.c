@@ -1,4 +1,5 @@
-/* conv.c (tests) — the fast conv2d algorithms (Winograd F(2x2,3x3) and F(4x4,3x3), FFT):
+/* conv.c (tests) — the fast conv2d algorithms (Winograd F(2x2,3x3) and F(4x4,3x3), FFT,
+ * oneDNN's primitives in both layouts):
  * each forced, against a direct convolution in double, forward (y) and backward (dx, dW),
  * on the samples' layer shapes; finite differences through each; the fallback of a forced
  * algorithm a layer cannot run; their profiled stages. (db is the bias op's, the same for
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../engine/conv_internal.h"
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
 #include "isa_paths.h"
@@ -28,28 +30,40 @@
 #define REL_WINOGRAD 2e-6
 #define REL_WINOGRAD4 2e-5
 #define REL_FFT 2e-6
+/* oneDNN picks its kernels per CPU (a GEMM-based one on NCHW, JIT direct ones on its blocked
+ * formats, whose dW sums over rows and threads in an order of its own): twice the GEMM
+ * bound, as on this machine its blocked layout reached 0.9e-6 */
+#define REL_ONEDNN 2e-6
 
-typedef struct { int C, H, W, F, K, pad, rows, chunk; const char *what; } conv_case;
+typedef struct { int C, H, W, F, K, pad, rows, chunk; const char *what; int st; } conv_case;
 
 /* The Fashion CNN's two convolutions (samples/fashion-mnist-cnn.ini), ResNet-style 3x3 pad 1
  * layers at 28x28 and 14x14 with 16 and 32 channels, K = 5 and 7 "same" layers, and small
  * ones with partial tiles and pad 2. chunk < rows splits the rows (dW accumulates across
  * chunks); chunk == rows keeps the forward's transforms for backward. */
 static const conv_case cases[] = {
-    { 1, 28, 28, 6, 5, 0, 3, 2, "fashion conv1 1x28x28 k5" },
-    { 6, 12, 12, 16, 5, 0, 3, 3, "fashion conv2 6x12x12 k5" },
-    { 16, 28, 28, 16, 3, 1, 2, 2, "resnet 16x28x28 k3 p1" },
-    { 16, 14, 14, 32, 3, 1, 3, 2, "resnet 16x14x14->32 k3 p1" },
-    { 32, 14, 14, 32, 3, 1, 2, 1, "resnet 32x14x14 k3 p1" },
-    { 3, 7, 9, 5, 3, 0, 3, 2, "3x7x9 k3 p0 (partial tiles)" },
-    { 2, 6, 5, 3, 3, 2, 2, 2, "2x6x5 k3 p2" },
-    { 16, 14, 14, 16, 5, 2, 2, 2, "16x14x14 k5 p2" },
-    { 8, 14, 14, 16, 7, 3, 2, 1, "8x14x14 k7 p3" },
+    { 1, 28, 28, 6, 5, 0, 3, 2, "fashion conv1 1x28x28 k5", 1 },
+    { 6, 12, 12, 16, 5, 0, 3, 3, "fashion conv2 6x12x12 k5", 1 },
+    { 16, 28, 28, 16, 3, 1, 2, 2, "resnet 16x28x28 k3 p1", 1 },
+    { 16, 14, 14, 32, 3, 1, 3, 2, "resnet 16x14x14->32 k3 p1", 1 },
+    { 32, 14, 14, 32, 3, 1, 2, 1, "resnet 32x14x14 k3 p1", 1 },
+    { 3, 7, 9, 5, 3, 0, 3, 2, "3x7x9 k3 p0 (partial tiles)", 1 },
+    { 2, 6, 5, 3, 3, 2, 2, 2, "2x6x5 k3 p2", 1 },
+    { 16, 14, 14, 16, 5, 2, 2, 2, "16x14x14 k5 p2", 1 },
+    { 8, 14, 14, 16, 7, 3, 2, 1, "8x14x14 k7 p3", 1 },
+    /* a ResNet downsampling layer and an odd size whose last window row is dropped: only
+     * im2col and onednn run strides */
+    { 16, 28, 28, 32, 3, 1, 3, 2, "resnet 16x28x28->32 k3 p1 s2", 2 },
+    { 3, 9, 8, 4, 3, 0, 2, 2, "3x9x8 k3 s2 (dropped edge)", 2 },
 };
 #define N_CASES (sizeof cases / sizeof cases[0])
 
-static const struct { eng_conv_algo algo; double rel; } algos[] = {
-    { ENG_CONV_IM2COL, REL_GEMM }, { ENG_CONV_DIRECT, REL_GEMM }, { ENG_CONV_WINOGRAD, REL_WINOGRAD }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4 }, { ENG_CONV_FFT, REL_FFT },
+/* blocked: for onednn, its own formats with reorders (1) or NCHW as stored (0) */
+static const struct { eng_conv_algo algo; double rel; int blocked; const char *name; } algos[] = {
+    { ENG_CONV_IM2COL, REL_GEMM, 0, "im2col" }, { ENG_CONV_DIRECT, REL_GEMM, 0, "direct" },
+    { ENG_CONV_WINOGRAD, REL_WINOGRAD, 0, "winograd" }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4, 0, "winograd4" },
+    { ENG_CONV_FFT, REL_FFT, 0, "fft" }, { ENG_CONV_ONEDNN, REL_ONEDNN, 0, "onednn" },
+    { ENG_CONV_ONEDNN, REL_ONEDNN, 1, "onednn-blk" },
 };
 #define N_ALGOS (sizeof algos / sizeof algos[0])
 
@@ -66,12 +80,15 @@ static void node_make(conv_node *c, const conv_case *k, int chunk)
     eng_node *n = &c->n;
     n->op = ENG_OP_CONV2D;
     n->in_shape[0] = k->C; n->in_shape[1] = k->H; n->in_shape[2] = k->W;
-    n->out_shape[0] = k->F; n->out_shape[1] = k->H + 2 * k->pad - k->K + 1; n->out_shape[2] = k->W + 2 * k->pad - k->K + 1;
+    int st = k->st;
+    n->out_shape[0] = k->F;
+    n->out_shape[1] = (k->H + 2 * k->pad - k->K) / st + 1;
+    n->out_shape[2] = (k->W + 2 * k->pad - k->K) / st + 1;
     n->in_size = (size_t)k->C * k->H * k->W;
     n->out_size = (size_t)n->out_shape[0] * n->out_shape[1] * n->out_shape[2];
     n->kernel = k->K;
     n->pad = k->pad;
-    n->stride = 1;
+    n->stride = st;
     n->chunk = chunk;
     n->col_kept = chunk >= k->rows;
     n->n_w = (size_t)k->F * k->C * k->K * k->K;
@@ -99,12 +116,19 @@ static void fill(float *v, size_t n, eng_rng *r, double scale)
     for (size_t i = 0; i < n; i++) v[i] = (float)(scale * eng_rng_normal(r));
 }
 
+/* Runs algorithm a of the table on the node (onednn: in its layout). */
+static void use_algo(conv_node *c, size_t a)
+{
+    c->n.conv_algo = algos[a].algo;
+    if (algos[a].algo == ENG_CONV_ONEDNN) eng_dnconv_force_layout(&c->n, algos[a].blocked);
+}
+
 /* y, dx, dW of the node's x, w, dy by the definition, in double. */
 static void reference(const conv_node *c, double *y, double *dx, double *dw)
 {
     const eng_node *n = &c->n;
     int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2], F = n->out_shape[0];
-    int OH = n->out_shape[1], OW = n->out_shape[2], K = n->kernel, pad = n->pad;
+    int OH = n->out_shape[1], OW = n->out_shape[2], K = n->kernel, pad = n->pad, st = n->stride;
     memset(y, 0, (size_t)c->rows * n->out_size * sizeof(double));
     memset(dx, 0, (size_t)c->rows * n->in_size * sizeof(double));
     memset(dw, 0, n->n_w * sizeof(double));
@@ -117,7 +141,7 @@ static void reference(const conv_node *c, double *y, double *dx, double *dw)
                     for (int ch = 0; ch < C; ch++)
                         for (int i = 0; i < K; i++)
                             for (int j = 0; j < K; j++) {
-                                int ih = oh - pad + i, iw = ow - pad + j;
+                                int ih = oh * st - pad + i, iw = ow * st - pad + j;
                                 if (ih < 0 || ih >= H || iw < 0 || iw >= W) continue;
                                 size_t xi = r * n->in_size + ((size_t)ch * H + ih) * W + iw;
                                 size_t wi = (((size_t)f * C + ch) * K + i) * K + j;
@@ -166,8 +190,8 @@ static void test_conv_algos_vs_reference(void **state)
         memcpy(dy0, c.dy, ny * sizeof(float));
         for (size_t a = 0; a < N_ALGOS; a++) {
             if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
-            const char *name = eng_conv_algo_name(algos[a].algo);
-            c.n.conv_algo = algos[a].algo;
+            const char *name = algos[a].name;
+            use_algo(&c, a);
             memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
             memset(c.dx, 0xff, nx * sizeof(float));
             memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
@@ -183,7 +207,7 @@ static void test_conv_algos_vs_reference(void **state)
         node_free(&c);
     }
     for (size_t a = 0; a < N_ALGOS; a++) {
-        printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", eng_conv_algo_name(algos[a].algo), worst[a],
+        printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", algos[a].name, worst[a],
                algos[a].rel);
         assert_true(worst[a] <= algos[a].rel);
     }
@@ -264,16 +288,17 @@ static void test_conv_algos_finite_diff(void **state)
 {
     (void)state;
     static const conv_case small[] = {
-        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1" },
-        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0" },
-        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2" },
+        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1", 1 },
+        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0", 1 },
+        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2", 1 },
+        { 2, 7, 7, 2, 3, 1, 2, 1, "2x7x7 k3 p1 s2", 2 },
     };
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
         for (size_t a = 0; a < N_ALGOS; a++) {
             conv_node c;
             node_make(&c, &small[i], small[i].chunk);
             if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); continue; }
-            c.n.conv_algo = algos[a].algo;
+            use_algo(&c, a);
             eng_rng r;
             eng_rng_seed(&r, 400 + i, a);
             size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
@@ -287,7 +312,7 @@ static void test_conv_algos_finite_diff(void **state)
             memcpy(gx, c.dx, nx * sizeof(float));
             memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
             double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
-            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", eng_conv_algo_name(algos[a].algo),
+            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", algos[a].name,
                    small[i].what, ex, ew);
             assert_true(ex < FD_TOL && ew < FD_TOL);
             free(rw); free(gx); free(gw);
@@ -310,12 +335,42 @@ static eng_model_config conv_model(int F, int K, int pad, int stride, eng_conv_a
     return mc;
 }
 
+/* conv1: F filters 3x3 pad 1 under algo; conv2: F2 filters 3x3 pad 1 stride 2; a dense head. */
+static eng_model_config two_conv_model(int F, int F2, eng_conv_algo algo)
+{
+    eng_model_config mc = conv_model(F, 3, 1, 1, algo);
+    mc.n_layers = 4;
+    mc.layers[3] = mc.layers[2];
+    mc.layers[2] = mc.layers[1];
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = F2, .kernel = 3, .pad = 1, .stride = 2 };
+    return mc;
+}
+
+/* A cache directory of the test's own (auto's picks and onednn's layouts are stored
+ * there), and its removal. */
+static void cache_begin(char *dir)
+{
+    assert_non_null(mkdtemp(dir));
+    setenv("NNBENCH_CACHE_DIR", dir, 1);
+}
+
+static void cache_end(const char *dir)
+{
+    char path[80];
+    snprintf(path, sizeof path, "%s/conv-choices", dir);
+    unlink(path);
+    rmdir(dir);
+    unsetenv("NNBENCH_CACHE_DIR");
+}
+
 /* A forced algorithm the layer cannot run falls back to im2col, and the model summary
  * (stored with the run) says so and why; one it can run is kept and named; a layer's
  * :algo=X overrides model.conv_algo. auto never picks what the layer cannot run. */
 static void test_conv_fallback(void **state)
 {
     (void)state;
+    char dir[] = "/tmp/nnbench-convalgo-XXXXXX";
+    cache_begin(dir);
     static const struct { int K, pad, stride; eng_conv_algo algo, runs; const char *note; } cases_fb[] = {
         { 5, 2, 1, ENG_CONV_WINOGRAD, ENG_CONV_IM2COL, "k5 p2 im2col (winograd needs a 3x3 kernel and stride 1))" },
         { 5, 0, 1, ENG_CONV_WINOGRAD4, ENG_CONV_IM2COL, "k5 im2col (winograd4 needs a 3x3 kernel and stride 1))" },
@@ -324,6 +379,8 @@ static void test_conv_fallback(void **state)
         { 3, 1, 1, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD, "k3 p1 winograd)" },
         { 3, 0, 1, ENG_CONV_WINOGRAD4, ENG_CONV_WINOGRAD4, "k3 winograd4)" },
         { 5, 2, 1, ENG_CONV_FFT, ENG_CONV_FFT, "k5 p2 fft)" },
+        { 5, 2, 1, ENG_CONV_ONEDNN, ENG_CONV_ONEDNN, "k5 p2 onednn)" },
+        { 3, 1, 2, ENG_CONV_ONEDNN, ENG_CONV_ONEDNN, "k3 p1 s2 onednn)" },
     };
     int in[3] = { 2, 9, 9 };
     for (size_t i = 0; i < sizeof cases_fb / sizeof cases_fb[0]; i++) {
@@ -336,11 +393,7 @@ static void test_conv_fallback(void **state)
         eng_model_free(m);
     }
     /* a layer's :algo=X wins over model.conv_algo, falling back the same way */
-    eng_model_config pl = conv_model(3, 3, 1, 1, ENG_CONV_WINOGRAD);
-    pl.n_layers = 4;
-    pl.layers[3] = pl.layers[2];
-    pl.layers[2] = pl.layers[1];
-    pl.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .pad = 1, .stride = 2 };
+    eng_model_config pl = two_conv_model(3, 2, ENG_CONV_WINOGRAD);
     pl.layer_algo[0] = pl.layer_algo[1] = 1 + ENG_CONV_FFT;
     eng_model *pm;
     assert_int_equal(eng_model_build(&pl, in, 2, 4, 1, NULL, &pm), ENG_OK);
@@ -351,9 +404,6 @@ static void test_conv_fallback(void **state)
     eng_model_free(pm);
 
     /* auto on a 5x5 layer: whatever is fastest here, never Winograd */
-    char dir[] = "/tmp/nnbench-convalgo-XXXXXX", path[80];
-    assert_non_null(mkdtemp(dir));
-    setenv("NNBENCH_CACHE_DIR", dir, 1);
     eng_model_config mc = conv_model(3, 5, 2, 1, ENG_CONV_AUTO);
     eng_model *m;
     assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
@@ -361,18 +411,45 @@ static void test_conv_fallback(void **state)
     assert_true(m->nodes[0].conv_algo != ENG_CONV_WINOGRAD && m->nodes[0].conv_algo != ENG_CONV_WINOGRAD4);
     assert_non_null(strstr(eng_model_summary(m), eng_conv_algo_name(m->nodes[0].conv_algo)));
     eng_model_free(m);
-    snprintf(path, sizeof path, "%s/conv-choices", dir);
-    unlink(path);
-    rmdir(dir);
-    unsetenv("NNBENCH_CACHE_DIR");
+    cache_end(dir);
 }
 
-static const prof_row *row_named(const prof_row *rows, size_t n, const char *name)
+/* A machine where oneDNN fails (forced by NNBENCH_ONEDNN_CONV_FAIL): a forced onednn
+ * runs im2col and the summary says why; auto never picks it, on stride 1 or 2. */
+static void test_conv_onednn_fails(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nnbench-convdnn-XXXXXX";
+    cache_begin(dir);
+    setenv("NNBENCH_ONEDNN_CONV_FAIL", "1", 1);
+    int in[3] = { 2, 9, 9 };
+    static const struct { int stride; eng_conv_algo want; const char *note; } fc[] = {
+        { 1, ENG_CONV_ONEDNN, "k3 p1 im2col (onednn failed: NNBENCH_ONEDNN_CONV_FAIL is set))" },
+        { 2, ENG_CONV_ONEDNN, "k3 p1 s2 im2col (onednn failed: NNBENCH_ONEDNN_CONV_FAIL is set))" },
+        { 1, ENG_CONV_AUTO, NULL },
+        { 2, ENG_CONV_AUTO, NULL },
+    };
+    for (size_t i = 0; i < sizeof fc / sizeof fc[0]; i++) {
+        eng_model_config mc = conv_model(3, 3, 1, fc[i].stride, fc[i].want);
+        eng_model *m;
+        assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+        printf("  oneDNN failing, %s: %s\n", eng_conv_algo_name(fc[i].want), eng_model_summary(m));
+        assert_int_not_equal(m->nodes[0].conv_algo, ENG_CONV_ONEDNN);
+        if (fc[i].note) assert_non_null(strstr(eng_model_summary(m), fc[i].note));
+        eng_model_free(m);
+    }
+    unsetenv("NNBENCH_ONEDNN_CONV_FAIL");
+    cache_end(dir);
+}
+
+static const prof_row *row_in(const prof_row *rows, size_t n, const char *name, const char *layer)
 {
     for (size_t i = 0; i < n; i++)
-        if (!strcmp(rows[i].name, name) && !strcmp(rows[i].layer, "conv1")) return &rows[i];
+        if (!strcmp(rows[i].name, name) && !strcmp(rows[i].layer, layer)) return &rows[i];
     return NULL;
 }
+
+static const prof_row *row_named(const prof_row *rows, size_t n, const char *name) { return row_in(rows, n, name, "conv1"); }
 
 /* Each fast algorithm's stages are scopes of their own inside conv2d.fwd/.bwd: one call
  * per op call here (one chunk), and the op's self time is its total minus theirs, so the
@@ -427,6 +504,73 @@ static void test_conv_stage_scopes(void **state)
     }
 }
 
+/* Trains 2 steps of m on 4 rows of a fixed input (in_size floats each). */
+static void two_steps(eng_model *m, size_t in_size)
+{
+    float *x = malloc(4 * in_size * sizeof(float));
+    int32_t lab[4] = { 0, 1, 0, 1 };
+    for (size_t i = 0; i < 4 * in_size; i++) x[i] = (float)((i * 7) % 11) / 11.0f;
+    for (int k = 0; k < 2; k++) {
+        eng_model_forward(m, x, 4, lab, NULL, NULL);
+        eng_model_backward(m);
+    }
+    free(x);
+}
+
+/* onednn in the op table: inside conv2d.fwd/.bwd one scope per primitive (forward;
+ * backward_data, only where the layer passes a gradient on; backward_weights) and one for
+ * the reorders (entered only where the layout has some); the op's self time is its total
+ * minus theirs; its FLOPs are the convolution's (eng_conv_flops) per call. */
+static void test_conv_onednn_scopes(void **state)
+{
+    (void)state;
+    int in[3] = { 2, 8, 8 };
+    char cache[] = "/tmp/nnbench-convdnn-XXXXXX";
+    cache_begin(cache);
+    for (int blocked = 0; blocked < 2; blocked++) {
+        prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+        assert_non_null(p);
+        eng_model_config mc = two_conv_model(4, 3, ENG_CONV_ONEDNN);
+        eng_model *m;
+        assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
+        const eng_node *c[2] = { &m->nodes[m->layers[0].node_first], &m->nodes[m->layers[1].node_first] };
+        for (int l = 0; l < 2; l++) {
+            assert_int_equal(c[l]->conv_algo, ENG_CONV_ONEDNN);
+            eng_dnconv_force_layout(c[l], blocked);
+        }
+        two_steps(m, 2 * 8 * 8);
+        prof_row *rows;
+        size_t n;
+        assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+        static const char *const stages[2][3] = { { "onednn.reorder.fwd", "onednn.forward.fwd", NULL },
+                                                  { "onednn.reorder.bwd", "onednn.backward_data.bwd", "onednn.backward_weights.bwd" } };
+        for (int l = 0; l < 2; l++)
+            for (int dir = 0; dir < 2; dir++) {
+                const char *layer = l ? "conv2" : "conv1";
+                const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
+                assert_non_null(op);
+                uint64_t in_stages = 0;
+                for (int s = 0; s < 3 && stages[dir][s]; s++) {
+                    const prof_row *r = row_in(rows, n, stages[dir][s], layer);
+                    /* the first layer computes no dx; a plain layout reorders nothing */
+                    int want = s == 0 ? eng_dnconv_reorders(c[l], 4) > 0 : !(l == 0 && s == 1 && dir);
+                    assert_true(r != NULL);
+                    if (want ? r->calls < 2 : r->calls != 0) fail_msg("%s %s: %llu calls", layer, stages[dir][s], (unsigned long long)r->calls);
+                    in_stages += r->total_ns;
+                }
+                printf("  onednn %-7s %s %s: %d reorders, total %llu ns, primitives and reorders %llu ns\n",
+                       eng_dnconv_layout_name(c[l]), layer, op->name, eng_dnconv_reorders(c[l], 4),
+                       (unsigned long long)op->total_ns, (unsigned long long)in_stages);
+                assert_int_equal(op->self_ns, op->total_ns - in_stages);
+                assert_true(op->flops == op->calls * eng_conv_flops(c[l], 4, dir ? ENG_BWD : ENG_FWD));
+            }
+        free(rows);
+        eng_model_free(m);
+        prof_destroy(p);
+    }
+    cache_end(cache);
+}
+
 int test_engine_conv(void)
 {
     const struct CMUnitTest tests[] = {
@@ -434,7 +578,9 @@ int test_engine_conv(void)
         ISA_PATH_TESTS(test_conv_winograd_path_bits),
         cmocka_unit_test(test_conv_algos_finite_diff),
         cmocka_unit_test(test_conv_fallback),
+        cmocka_unit_test(test_conv_onednn_fails),
         cmocka_unit_test(test_conv_stage_scopes),
+        cmocka_unit_test(test_conv_onednn_scopes),
     };
     return cmocka_run_group_tests_name("engine_conv", tests, NULL, NULL);
 }
