@@ -37,27 +37,20 @@ static const float *bn_plane(const float *base, const eng_node *n, bn_dims d, in
  * ((x - K) - *ms)^2, in float lanes (the plane is in L1 for the second pass). */
 static void bn_plane_moments(const float *restrict x, size_t hw, float K, float *ms, float *m2)
 {
-    eng_lanes vk, acc = { 0 }, v;
-    LANES_SPLAT(vk, K);
+    eng_v4 vk = v4_splat(K), a0 = { 0 }, a1 = a0, a2 = a0, a3 = a0, e;
     float t[ENG_LANES];
     size_t k = 0;
-    for (; k + ENG_LANES <= hw; k += ENG_LANES) {
-        LANES_LOAD(v, x + k);
-        acc += v - vk;
-    }
+#define BN_SUM_Q(q, o) a##q += v4_load(x + (o)) - vk;
+    for (; k + ENG_LANES <= hw; k += ENG_LANES) { LANES_BLOCK(BN_SUM_Q, k) }
     for (size_t j = 0; k + j < hw; j++) t[j] = x[k + j] - K;
-    float m = lanes_fold(&acc, t, hw - k) / (float)hw;
-    eng_lanes vm;
-    LANES_SPLAT(vm, m);
-    acc = (eng_lanes){ 0 };
-    for (k = 0; k + ENG_LANES <= hw; k += ENG_LANES) {
-        LANES_LOAD(v, x + k);
-        v = (v - vk) - vm;
-        acc += v * v;
-    }
+    float m = lanes_fold(a0, a1, a2, a3, t, hw - k) / (float)hw;
+    eng_v4 vm = v4_splat(m);
+    a0 = a1 = a2 = a3 = (eng_v4){ 0 };
+#define BN_SQ_Q(q, o) e = (v4_load(x + (o)) - vk) - vm; a##q += e * e;
+    for (k = 0; k + ENG_LANES <= hw; k += ENG_LANES) { LANES_BLOCK(BN_SQ_Q, k) }
     for (size_t j = 0; k + j < hw; j++) t[j] = ((x[k + j] - K) - m) * ((x[k + j] - K) - m);
     *ms = m;
-    *m2 = lanes_fold(&acc, t, hw - k);
+    *m2 = lanes_fold(a0, a1, a2, a3, t, hw - k);
 }
 
 /* Mean and population variance of channel c over the rows. Planes of at least ENG_LANES
@@ -99,17 +92,9 @@ static void bn_moments(const eng_node *n, bn_dims d, int rows, int c, double *me
  * a·ulp(mean)/2. Folding the mean into the shift instead (a·x + b') cancels there too. */
 static void bn_plane_y(const float *restrict x, float *restrict y, size_t hw, float mhi, float mlo, float a, float b)
 {
-    eng_lanes vh, vl, va, vb, v;
-    LANES_SPLAT(vh, mhi);
-    LANES_SPLAT(vl, mlo);
-    LANES_SPLAT(va, a);
-    LANES_SPLAT(vb, b);
+    eng_v4 vh = v4_splat(mhi), vl = v4_splat(mlo), va = v4_splat(a), vb = v4_splat(b);
     size_t k = 0;
-    for (; k + ENG_LANES <= hw; k += ENG_LANES) {
-        LANES_LOAD(v, x + k);
-        v = va * ((v - vh) - vl) + vb;
-        LANES_STORE(y + k, v);
-    }
+    for (; k + 4 <= hw; k += 4) v4_store(y + k, va * ((v4_load(x + k) - vh) - vl) + vb);
     for (; k < hw; k++) y[k] = a * ((x[k] - mhi) - mlo) + b;
 }
 
@@ -146,37 +131,23 @@ void eng_bn_fwd(eng_node *n, int rows)
 static void bn_plane_sums(const float *restrict x, const float *restrict dy, size_t hw, float mean, double *sdy,
                           double *sdxm)
 {
-    eng_lanes a = { 0 }, b = { 0 }, vm, g, v;
-    LANES_SPLAT(vm, mean);
+    eng_v4 vm = v4_splat(mean), a0 = { 0 }, a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0, g;
     float ta[ENG_LANES], tb[ENG_LANES];
     size_t k = 0;
-    for (; k + ENG_LANES <= hw; k += ENG_LANES) {
-        LANES_LOAD(g, dy + k);
-        LANES_LOAD(v, x + k);
-        a += g;
-        b += g * (v - vm);
-    }
+#define BN_DY_Q(q, o) g = v4_load(dy + (o)); a##q += g; b##q += g * (v4_load(x + (o)) - vm);
+    for (; k + ENG_LANES <= hw; k += ENG_LANES) { LANES_BLOCK(BN_DY_Q, k) }
     for (size_t j = 0; k + j < hw; j++) { ta[j] = dy[k + j]; tb[j] = dy[k + j] * (x[k + j] - mean); }
-    *sdy += lanes_fold(&a, ta, hw - k);
-    *sdxm += lanes_fold(&b, tb, hw - k);
+    *sdy += lanes_fold(a0, a1, a2, a3, ta, hw - k);
+    *sdxm += lanes_fold(b0, b1, b2, b3, tb, hw - k);
 }
 
 /* dx = k1·(dy - mdy - (x - mean)·g) over one plane */
 static void bn_plane_dx(const float *restrict x, const float *restrict dy, float *restrict dx, size_t hw, float k1,
                         float mdy, float mean, float g)
 {
-    eng_lanes v1, vd, vm, vg, a, b;
-    LANES_SPLAT(v1, k1);
-    LANES_SPLAT(vd, mdy);
-    LANES_SPLAT(vm, mean);
-    LANES_SPLAT(vg, g);
+    eng_v4 v1 = v4_splat(k1), vd = v4_splat(mdy), vm = v4_splat(mean), vg = v4_splat(g);
     size_t k = 0;
-    for (; k + ENG_LANES <= hw; k += ENG_LANES) {
-        LANES_LOAD(a, dy + k);
-        LANES_LOAD(b, x + k);
-        a = v1 * (a - vd - (b - vm) * vg);
-        LANES_STORE(dx + k, a);
-    }
+    for (; k + 4 <= hw; k += 4) v4_store(dx + k, v1 * (v4_load(dy + k) - vd - (v4_load(x + k) - vm) * vg));
     for (; k < hw; k++) dx[k] = k1 * (dy[k] - mdy - (x[k] - mean) * g);
 }
 

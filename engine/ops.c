@@ -56,6 +56,7 @@
 #endif
 
 #include "internal.h"
+#include "lanes.h"
 
 #include <math.h>
 #include <string.h>
@@ -113,8 +114,7 @@ static void bias_fwd(eng_node *n, int rows)
         if (s == 1)
             for (size_t c = 0; c < nb; c++) y[c] += b[c];
         else
-            for (size_t c = 0; c < nb; c++)
-                for (size_t k = 0; k < s; k++) y[c * s + k] += b[c];
+            for (size_t c = 0; c < nb; c++) lanes_add_scalar(y + c * s, s, b[c]);
     }
 }
 
@@ -129,11 +129,7 @@ static void bias_bwd(eng_node *n, int rows)
         if (s == 1)
             for (size_t c = 0; c < nb; c++) db[c] += dy[c];
         else
-            for (size_t c = 0; c < nb; c++) {
-                float acc = 0.0f;
-                for (size_t k = 0; k < s; k++) acc += dy[c * s + k];
-                db[c] += acc;
-            }
+            for (size_t c = 0; c < nb; c++) db[c] += lanes_sum(dy + c * s, s);
     }
 }
 
@@ -208,30 +204,13 @@ static inline float gelu_2u(float x) { return (2.0f * GELU_C) * x * (1.0f + GELU
  * internal.h), and the path isa.c chose (NNBENCH_ISA, or the CPU's widest) runs. AVX2
  * alone brings no FMA, so both give the same bits; AVX-512 machines run the AVX2 code. */
 
-/* v where x > 0, else +0, without a branch: relu's sign pattern is random, and a
- * mispredicted branch per element made relu ~20x slower than memory allows. */
-static inline float pass_if_positive(float v, float x)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    u &= -(uint32_t)(x > 0.0f);
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-static void relu_fwd(eng_node *n, int rows)
-{
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x;
-    float *restrict y = n->y;
-    for (size_t i = 0; i < e; i++) y[i] = pass_if_positive(x[i], x[i]);
-}
+/* relu: lanes_pass_if_positive (lanes.h) keeps the bits where x > 0, without a branch: the
+ * sign pattern is random, and a mispredicted branch per element made relu ~20x slower
+ * than memory allows. */
+static void relu_fwd(eng_node *n, int rows) { lanes_pass_if_positive(n->x, n->x, n->y, (size_t)rows * n->out_size); }
 static void relu_bwd(eng_node *n, int rows)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x, *restrict dy = n->dy;
-    float *restrict dx = n->dx;
-    for (size_t i = 0; i < e; i++) dx[i] = pass_if_positive(dy[i], x[i]);
+    lanes_pass_if_positive(n->dy, n->x, n->dx, (size_t)rows * n->out_size);
 }
 
 ENG_ISA_BODY tanh_fwd_body(size_t e, const float *restrict x, float *restrict y)
@@ -600,12 +579,7 @@ static void gap_fwd(eng_node *n, int rows)
     size_t C = (size_t)n->in_shape[0], HW = n->in_size / C;
     float inv = 1.0f / (float)HW;
     for (int r = 0; r < rows; r++)
-        for (size_t c = 0; c < C; c++) {
-            const float *restrict x = n->x + (size_t)r * n->in_size + c * HW;
-            float acc = 0.0f;
-            for (size_t k = 0; k < HW; k++) acc += x[k];
-            n->y[(size_t)r * C + c] = acc * inv;
-        }
+        for (size_t c = 0; c < C; c++) n->y[(size_t)r * C + c] = lanes_sum(n->x + (size_t)r * n->in_size + c * HW, HW) * inv;
 }
 
 static void gap_bwd(eng_node *n, int rows)
@@ -614,11 +588,7 @@ static void gap_bwd(eng_node *n, int rows)
     size_t C = (size_t)n->in_shape[0], HW = n->in_size / C;
     float inv = 1.0f / (float)HW;
     for (int r = 0; r < rows; r++)
-        for (size_t c = 0; c < C; c++) {
-            float g = n->dy[(size_t)r * C + c] * inv;
-            float *restrict dx = n->dx + (size_t)r * n->in_size + c * HW;
-            for (size_t k = 0; k < HW; k++) dx[k] = g;
-        }
+        for (size_t c = 0; c < C; c++) lanes_fill(n->dx + (size_t)r * n->in_size + c * HW, HW, n->dy[(size_t)r * C + c] * inv);
 }
 
 static uint64_t gap_flops(const eng_node *n, int rows, eng_dir dir)
