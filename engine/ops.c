@@ -519,21 +519,30 @@ static pool_dims avgpool_get(const eng_node *n)
                         n->kernel, n->stride > 0 ? n->stride : n->kernel };
 }
 
+/* The loops run window offset (i, j) outside and output column ow inside, so the inner
+ * loop is a (strided, for S > 1) walk along one input row that GCC vectorises; each output
+ * still adds its window in the order i, then j, as a per-window loop would. */
+#define AVGPOOL_SPAN 256 /* output columns per pass (the accumulator row on the stack) */
+
 static void avgpool_fwd(eng_node *n, int rows)
 {
     pool_dims d = avgpool_get(n);
     float inv = 1.0f / (float)(d.K * d.K);
+    float acc[AVGPOOL_SPAN];
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < d.C; c++) {
             const float *x = n->x + (size_t)r * n->in_size + (size_t)c * d.H * d.W;
             float *y = n->y + (size_t)r * n->out_size + (size_t)c * d.OH * d.OW;
             for (int oh = 0; oh < d.OH; oh++)
-                for (int ow = 0; ow < d.OW; ow++) {
-                    const float *w0 = x + (size_t)oh * d.S * d.W + (size_t)ow * d.S;
-                    float acc = 0.0f;
+                for (int o0 = 0; o0 < d.OW; o0 += AVGPOOL_SPAN) {
+                    int m = d.OW - o0 < AVGPOOL_SPAN ? d.OW - o0 : AVGPOOL_SPAN;
+                    memset(acc, 0, (size_t)m * sizeof(float));
                     for (int i = 0; i < d.K; i++)
-                        for (int j = 0; j < d.K; j++) acc += w0[(size_t)i * d.W + j];
-                    y[oh * d.OW + ow] = acc * inv;
+                        for (int j = 0; j < d.K; j++) {
+                            const float *restrict src = x + (size_t)(oh * d.S + i) * d.W + (size_t)o0 * d.S + j;
+                            for (int ow = 0; ow < m; ow++) acc[ow] += src[(size_t)ow * d.S];
+                        }
+                    for (int ow = 0; ow < m; ow++) y[oh * d.OW + o0 + ow] = acc[ow] * inv;
                 }
         }
 }
@@ -543,17 +552,23 @@ static void avgpool_bwd(eng_node *n, int rows)
     if (!n->dx) return; /* the first layer: nothing below it needs a gradient */
     pool_dims d = avgpool_get(n);
     float inv = 1.0f / (float)(d.K * d.K);
+    float g[AVGPOOL_SPAN];
     memset(n->dx, 0, (size_t)rows * n->in_size * sizeof(float));
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < d.C; c++) {
             float *dx = n->dx + (size_t)r * n->in_size + (size_t)c * d.H * d.W;
             const float *dy = n->dy + (size_t)r * n->out_size + (size_t)c * d.OH * d.OW;
             for (int oh = 0; oh < d.OH; oh++)
-                for (int ow = 0; ow < d.OW; ow++) {
-                    float g = dy[oh * d.OW + ow] * inv;
-                    float *w0 = dx + (size_t)oh * d.S * d.W + (size_t)ow * d.S;
+                for (int o0 = 0; o0 < d.OW; o0 += AVGPOOL_SPAN) {
+                    int m = d.OW - o0 < AVGPOOL_SPAN ? d.OW - o0 : AVGPOOL_SPAN;
+                    for (int ow = 0; ow < m; ow++) g[ow] = dy[oh * d.OW + o0 + ow] * inv;
                     for (int i = 0; i < d.K; i++)
-                        for (int j = 0; j < d.K; j++) w0[(size_t)i * d.W + j] += g;
+                        for (int j = 0; j < d.K; j++) {
+                            float *restrict dst = dx + (size_t)(oh * d.S + i) * d.W + (size_t)o0 * d.S + j;
+                            /* windows overlap when S < K: an input then takes several g's;
+                             * within one (i, j) pass the ow's touch distinct inputs */
+                            for (int ow = 0; ow < m; ow++) dst[(size_t)ow * d.S] += g[ow];
+                        }
                 }
         }
 }

@@ -930,6 +930,61 @@ static void test_lane_ops(void **state)
     check_lane_ops(s14, 2);
 }
 
+/* avgpool's loops run window offsets outside and output columns inside (vectorised): the
+ * forward adds each window in the same order as the per-window loops it replaced (below),
+ * so it is bit for bit the same; the backward adds overlapping windows' shares in another
+ * order (within 1e-6). K x K windows at stride S over 3 x 15 x 17 planes, 2 rows, and
+ * one plane wider than a pass of 256 outputs. */
+static void ref_avgpool(const eng_node *n, int rows, float *y, float *dx)
+{
+    int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2], OH = n->out_shape[1], OW = n->out_shape[2];
+    int K = n->kernel, S = n->stride;
+    float inv = 1.0f / (float)(K * K);
+    memset(dx, 0, (size_t)rows * n->in_size * sizeof(float));
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    size_t base = (size_t)r * n->in_size + ((size_t)c * H + (size_t)oh * S) * W + (size_t)ow * S;
+                    size_t o = (size_t)r * n->out_size + ((size_t)c * OH + oh) * OW + ow;
+                    float acc = 0.0f, g = n->dy[o] * inv;
+                    for (int i = 0; i < K; i++)
+                        for (int j = 0; j < K; j++) {
+                            acc += n->x[base + (size_t)i * W + j];
+                            dx[base + (size_t)i * W + j] += g;
+                        }
+                    y[o] = acc * inv;
+                }
+}
+
+static void test_avgpool_matches_old(void **state)
+{
+    (void)state;
+    int KSW[4][3] = { { 2, 2, 17 }, { 3, 2, 17 }, { 3, 1, 17 }, { 2, 2, 601 } }; /* 601: 300 outputs, two passes */
+    for (int t = 0; t < 4; t++) {
+        int K = KSW[t][0], S = KSW[t][1], in[3] = { 3, 15, KSW[t][2] };
+        int out[3] = { 3, (15 - K) / S + 1, (in[2] - K) / S + 1 };
+        harness h;
+        h_init(&h, ENG_OP_AVGPOOL, 2, in, out, 0);
+        h.n.kernel = K;
+        h.n.stride = S;
+        h_random(&h, 60 + (uint64_t)t, 1.0);
+        size_t xi = 2 * h.n.in_size, yo = 2 * h.n.out_size;
+        memcpy(h.xbuf, h.x0, xi * sizeof(float));
+        memcpy(h.gy, h.r, yo * sizeof(float));
+        float *ry = malloc(yo * sizeof(float)), *rdx = malloc(xi * sizeof(float));
+        ref_avgpool(&h.n, 2, ry, rdx);
+        eng_ops[ENG_OP_AVGPOOL].forward(&h.n, 2);
+        eng_ops[ENG_OP_AVGPOOL].backward(&h.n, 2);
+        assert_memory_equal(h.ybuf, ry, yo * sizeof(float));
+        double worst = lanes_worst(h.gx, rdx, xi);
+        printf("  avgpool K%d S%d W%d: y bit-exact, dx max rel diff %.2e\n", K, S, in[2], worst);
+        assert_true(worst < 1e-6);
+        free(ry); free(rdx);
+        h_free(&h);
+    }
+}
+
 static void test_grad_flatten(void **state)
 {
     (void)state;
@@ -1569,6 +1624,7 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_avgpool),
         cmocka_unit_test(test_grad_gap),
         cmocka_unit_test(test_lane_ops),
+        cmocka_unit_test(test_avgpool_matches_old),
         cmocka_unit_test(test_grad_flatten),
         cmocka_unit_test(test_grad_model_cnn),
         cmocka_unit_test(test_grad_model_mlp_mse),
