@@ -30,6 +30,14 @@ static inline void v4_store(float *p, eng_v4 v) { memcpy(p, &v, sizeof v); }
 
 static inline eng_v4 v4_splat(float a) { return (eng_v4){ a, a, a, a }; }
 
+/* V4_SHUFFLE2(a, b, i, j, k, l): lanes i, j, k, l of the 8 lanes of a then b (GCC and clang
+ * spell it differently). */
+#if defined(__clang__)
+#define V4_SHUFFLE2(a, b, i, j, k, l) __builtin_shufflevector((a), (b), i, j, k, l)
+#else
+#define V4_SHUFFLE2(a, b, i, j, k, l) __builtin_shuffle((a), (b), (eng_v4i){ i, j, k, l })
+#endif
+
 /* BODY(q, off) for the four quarters q = 0..3 of the 16-float block at k: a sum's loop body
  * names its accumulators a##q (and b##q for a second sum). */
 #define LANES_BLOCK(BODY, k) BODY(0, (k)) BODY(1, (k) + 4) BODY(2, (k) + 8) BODY(3, (k) + 12)

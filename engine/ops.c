@@ -520,9 +520,44 @@ static pool_dims avgpool_get(const eng_node *n)
 }
 
 /* The loops run window offset (i, j) outside and output column ow inside, so the inner
- * loop is a (strided, for S > 1) walk along one input row that GCC vectorises; each output
- * still adds its window in the order i, then j, as a per-window loop would. */
+ * loop is a walk along one input row, on 4-float vectors for S = 1 and 2 (engine/lanes.h);
+ * each output still adds its window in the order i, then j, as a per-window loop would. */
 #define AVGPOOL_SPAN 256 /* output columns per pass (the accumulator row on the stack) */
+
+/* acc[ow] += src[ow·S] for ow < m; avail = floats readable from src (the rest of the row).
+ * S = 2 takes the even lanes of two 4-float loads, while both stay inside the row. */
+static void avgpool_row_acc(float *restrict acc, const float *restrict src, int m, int S, size_t avail)
+{
+    int ow = 0;
+    if (S == 1) {
+        lanes_add(acc, src, acc, (size_t)m);
+        return;
+    }
+    if (S == 2)
+        for (; ow + 4 <= m && 2 * (size_t)ow + 8 <= avail; ow += 4) {
+            eng_v4 even = V4_SHUFFLE2(v4_load(src + 2 * ow), v4_load(src + 2 * ow + 4), 0, 2, 4, 6);
+            v4_store(acc + ow, v4_load(acc + ow) + even);
+        }
+    for (; ow < m; ow++) acc[ow] += src[(size_t)ow * S];
+}
+
+/* dst[ow·S] += g[ow] for ow < m (the adjoint of avgpool_row_acc). S = 2 adds g interleaved
+ * with zeros to 8 floats at a time (the odd ones gain +0). */
+static void avgpool_row_spread(float *restrict dst, const float *restrict g, int m, int S, size_t avail)
+{
+    int ow = 0;
+    if (S == 1) {
+        lanes_add(dst, g, dst, (size_t)m);
+        return;
+    }
+    if (S == 2)
+        for (; ow + 4 <= m && 2 * (size_t)ow + 8 <= avail; ow += 4) {
+            eng_v4 gv = v4_load(g + ow), z = { 0 };
+            v4_store(dst + 2 * ow, v4_load(dst + 2 * ow) + V4_SHUFFLE2(gv, z, 0, 4, 1, 4));
+            v4_store(dst + 2 * ow + 4, v4_load(dst + 2 * ow + 4) + V4_SHUFFLE2(gv, z, 2, 4, 3, 4));
+        }
+    for (; ow < m; ow++) dst[(size_t)ow * S] += g[ow];
+}
 
 static void avgpool_fwd(eng_node *n, int rows)
 {
@@ -539,8 +574,8 @@ static void avgpool_fwd(eng_node *n, int rows)
                     memset(acc, 0, (size_t)m * sizeof(float));
                     for (int i = 0; i < d.K; i++)
                         for (int j = 0; j < d.K; j++) {
-                            const float *restrict src = x + (size_t)(oh * d.S + i) * d.W + (size_t)o0 * d.S + j;
-                            for (int ow = 0; ow < m; ow++) acc[ow] += src[(size_t)ow * d.S];
+                            size_t at = (size_t)o0 * d.S + j;
+                            avgpool_row_acc(acc, x + (size_t)(oh * d.S + i) * d.W + at, m, d.S, (size_t)d.W - at);
                         }
                     for (int ow = 0; ow < m; ow++) y[oh * d.OW + o0 + ow] = acc[ow] * inv;
                 }
@@ -564,10 +599,10 @@ static void avgpool_bwd(eng_node *n, int rows)
                     for (int ow = 0; ow < m; ow++) g[ow] = dy[oh * d.OW + o0 + ow] * inv;
                     for (int i = 0; i < d.K; i++)
                         for (int j = 0; j < d.K; j++) {
-                            float *restrict dst = dx + (size_t)(oh * d.S + i) * d.W + (size_t)o0 * d.S + j;
                             /* windows overlap when S < K: an input then takes several g's;
                              * within one (i, j) pass the ow's touch distinct inputs */
-                            for (int ow = 0; ow < m; ow++) dst[(size_t)ow * d.S] += g[ow];
+                            size_t at = (size_t)o0 * d.S + j;
+                            avgpool_row_spread(dx + (size_t)(oh * d.S + i) * d.W + at, g, m, d.S, (size_t)d.W - at);
                         }
                 }
         }
