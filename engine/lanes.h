@@ -3,9 +3,9 @@
  * vector types of 4 floats (SSE2, the x86-64 baseline) so that they vectorise at -O2, whose
  * cost model leaves loops of unknown trip count scalar. (Wider vector types spill to the
  * stack when the baseline lacks the registers.) A sum keeps ENG_LANES = 16 partial sums in
- * four named vectors a0..a3 (an array of them would live in memory), adds the tail into the
- * first lanes and folds the lanes in a fixed order, so its result does not depend on the
- * instructions the compiler picked (no FMA: -std=c11 means -ffp-contract=off). Private to
+ * four named vectors a0..a3 (an array of them would live in memory), folds them in a fixed
+ * order and adds the tail after, so its result does not depend on the instructions the
+ * compiler picked (no FMA: -std=c11 means -ffp-contract=off). Private to
  * engine/. */
 #ifndef NNBENCH_ENGINE_LANES_H
 #define NNBENCH_ENGINE_LANES_H
@@ -42,18 +42,13 @@ static inline eng_v4 v4_splat(float a) { return (eng_v4){ a, a, a, a }; }
  * names its accumulators a##q (and b##q for a second sum). */
 #define LANES_BLOCK(BODY, k) BODY(0, (k)) BODY(1, (k) + 4) BODY(2, (k) + 8) BODY(3, (k) + 12)
 
-/* Folds the 16 lanes of a0..a3, plus tail[0..nt) added into lanes 0..nt-1, in a fixed order. */
+/* The sum of the 16 lanes of a0..a3, folded in a fixed order, then of tail[0..nt). */
 static inline float lanes_fold(eng_v4 a0, eng_v4 a1, eng_v4 a2, eng_v4 a3, const float *tail, size_t nt)
 {
-    float t[ENG_LANES];
-    memcpy(t, &a0, sizeof a0);
-    memcpy(t + 4, &a1, sizeof a1);
-    memcpy(t + 8, &a2, sizeof a2);
-    memcpy(t + 12, &a3, sizeof a3);
-    for (size_t j = 0; j < nt; j++) t[j] += tail[j];
-    for (int w = ENG_LANES / 2; w > 0; w /= 2)
-        for (int i = 0; i < w; i++) t[i] += t[i + w];
-    return t[0];
+    eng_v4 v = (a0 + a2) + (a1 + a3);
+    float s = (v[0] + v[2]) + (v[1] + v[3]);
+    for (size_t j = 0; j < nt; j++) s += tail[j];
+    return s;
 }
 
 /* sum x[0..n) */
