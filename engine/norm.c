@@ -51,6 +51,8 @@ static void bn_plane_moments(const float *restrict x, size_t hw, float K, float 
     for (size_t j = 0; k + j < hw; j++) t[j] = ((x[k + j] - K) - m) * ((x[k + j] - K) - m);
     *ms = m;
     *m2 = lanes_fold(a0, a1, a2, a3, t, hw - k);
+#undef BN_SUM_Q
+#undef BN_SQ_Q
 }
 
 /* Mean and population variance of channel c over the rows. Planes of at least ENG_LANES
@@ -139,6 +141,7 @@ static void bn_plane_sums(const float *restrict x, const float *restrict dy, siz
     for (size_t j = 0; k + j < hw; j++) { ta[j] = dy[k + j]; tb[j] = dy[k + j] * (x[k + j] - mean); }
     *sdy += lanes_fold(a0, a1, a2, a3, ta, hw - k);
     *sdxm += lanes_fold(b0, b1, b2, b3, tb, hw - k);
+#undef BN_DY_Q
 }
 
 /* dx = k1·(dy - mdy - (x - mean)·g) over one plane */
