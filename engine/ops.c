@@ -56,6 +56,7 @@
 #endif
 
 #include "internal.h"
+#include "lanes.h"
 
 #include <math.h>
 #include <string.h>
@@ -113,8 +114,7 @@ static void bias_fwd(eng_node *n, int rows)
         if (s == 1)
             for (size_t c = 0; c < nb; c++) y[c] += b[c];
         else
-            for (size_t c = 0; c < nb; c++)
-                for (size_t k = 0; k < s; k++) y[c * s + k] += b[c];
+            for (size_t c = 0; c < nb; c++) lanes_add_scalar(y + c * s, s, b[c]);
     }
 }
 
@@ -129,11 +129,7 @@ static void bias_bwd(eng_node *n, int rows)
         if (s == 1)
             for (size_t c = 0; c < nb; c++) db[c] += dy[c];
         else
-            for (size_t c = 0; c < nb; c++) {
-                float acc = 0.0f;
-                for (size_t k = 0; k < s; k++) acc += dy[c * s + k];
-                db[c] += acc;
-            }
+            for (size_t c = 0; c < nb; c++) db[c] += lanes_sum(dy + c * s, s);
     }
 }
 
@@ -208,30 +204,13 @@ static inline float gelu_2u(float x) { return (2.0f * GELU_C) * x * (1.0f + GELU
  * internal.h), and the path isa.c chose (NNBENCH_ISA, or the CPU's widest) runs. AVX2
  * alone brings no FMA, so both give the same bits; AVX-512 machines run the AVX2 code. */
 
-/* v where x > 0, else +0, without a branch: relu's sign pattern is random, and a
- * mispredicted branch per element made relu ~20x slower than memory allows. */
-static inline float pass_if_positive(float v, float x)
-{
-    uint32_t u;
-    memcpy(&u, &v, sizeof u);
-    u &= -(uint32_t)(x > 0.0f);
-    memcpy(&v, &u, sizeof v);
-    return v;
-}
-
-static void relu_fwd(eng_node *n, int rows)
-{
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x;
-    float *restrict y = n->y;
-    for (size_t i = 0; i < e; i++) y[i] = pass_if_positive(x[i], x[i]);
-}
+/* relu: lanes_pass_if_positive (lanes.h) keeps the bits where x > 0, without a branch: the
+ * sign pattern is random, and a mispredicted branch per element made relu ~20x slower
+ * than memory allows. */
+static void relu_fwd(eng_node *n, int rows) { lanes_pass_if_positive(n->x, n->x, n->y, (size_t)rows * n->out_size); }
 static void relu_bwd(eng_node *n, int rows)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict x = n->x, *restrict dy = n->dy;
-    float *restrict dx = n->dx;
-    for (size_t i = 0; i < e; i++) dx[i] = pass_if_positive(dy[i], x[i]);
+    lanes_pass_if_positive(n->dy, n->x, n->dx, (size_t)rows * n->out_size);
 }
 
 ENG_ISA_BODY tanh_fwd_body(size_t e, const float *restrict x, float *restrict y)
@@ -540,21 +519,65 @@ static pool_dims avgpool_get(const eng_node *n)
                         n->kernel, n->stride > 0 ? n->stride : n->kernel };
 }
 
+/* The loops run window offset (i, j) outside and output column ow inside, so the inner
+ * loop is a walk along one input row, on 4-float vectors for S = 1 and 2 (engine/lanes.h);
+ * each output still adds its window in the order i, then j, as a per-window loop would. */
+#define AVGPOOL_SPAN 256 /* output columns per pass (the accumulator row on the stack) */
+
+/* acc[ow] += src[ow·S] for ow < m; avail = floats readable from src (the rest of the row).
+ * S = 2 takes the even lanes of two 4-float loads, while both stay inside the row. */
+static void avgpool_row_acc(float *restrict acc, const float *restrict src, int m, int S, size_t avail)
+{
+    int ow = 0;
+    if (S == 1) {
+        lanes_add(acc, src, acc, (size_t)m);
+        return;
+    }
+    if (S == 2)
+        for (; ow + 4 <= m && 2 * (size_t)ow + 8 <= avail; ow += 4) {
+            eng_v4 even = V4_SHUFFLE2(v4_load(src + 2 * ow), v4_load(src + 2 * ow + 4), 0, 2, 4, 6);
+            v4_store(acc + ow, v4_load(acc + ow) + even);
+        }
+    for (; ow < m; ow++) acc[ow] += src[(size_t)ow * S];
+}
+
+/* dst[ow·S] += g[ow] for ow < m (the adjoint of avgpool_row_acc). S = 2 adds g interleaved
+ * with zeros to 8 floats at a time (the odd ones gain +0). */
+static void avgpool_row_spread(float *restrict dst, const float *restrict g, int m, int S, size_t avail)
+{
+    int ow = 0;
+    if (S == 1) {
+        lanes_add(dst, g, dst, (size_t)m);
+        return;
+    }
+    if (S == 2)
+        for (; ow + 4 <= m && 2 * (size_t)ow + 8 <= avail; ow += 4) {
+            eng_v4 gv = v4_load(g + ow), z = { 0 };
+            v4_store(dst + 2 * ow, v4_load(dst + 2 * ow) + V4_SHUFFLE2(gv, z, 0, 4, 1, 4));
+            v4_store(dst + 2 * ow + 4, v4_load(dst + 2 * ow + 4) + V4_SHUFFLE2(gv, z, 2, 4, 3, 4));
+        }
+    for (; ow < m; ow++) dst[(size_t)ow * S] += g[ow];
+}
+
 static void avgpool_fwd(eng_node *n, int rows)
 {
     pool_dims d = avgpool_get(n);
     float inv = 1.0f / (float)(d.K * d.K);
+    float acc[AVGPOOL_SPAN];
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < d.C; c++) {
             const float *x = n->x + (size_t)r * n->in_size + (size_t)c * d.H * d.W;
             float *y = n->y + (size_t)r * n->out_size + (size_t)c * d.OH * d.OW;
             for (int oh = 0; oh < d.OH; oh++)
-                for (int ow = 0; ow < d.OW; ow++) {
-                    const float *w0 = x + (size_t)oh * d.S * d.W + (size_t)ow * d.S;
-                    float acc = 0.0f;
+                for (int o0 = 0; o0 < d.OW; o0 += AVGPOOL_SPAN) {
+                    int m = d.OW - o0 < AVGPOOL_SPAN ? d.OW - o0 : AVGPOOL_SPAN;
+                    memset(acc, 0, (size_t)m * sizeof(float));
                     for (int i = 0; i < d.K; i++)
-                        for (int j = 0; j < d.K; j++) acc += w0[(size_t)i * d.W + j];
-                    y[oh * d.OW + ow] = acc * inv;
+                        for (int j = 0; j < d.K; j++) {
+                            size_t at = (size_t)o0 * d.S + j;
+                            avgpool_row_acc(acc, x + (size_t)(oh * d.S + i) * d.W + at, m, d.S, (size_t)d.W - at);
+                        }
+                    for (int ow = 0; ow < m; ow++) y[oh * d.OW + o0 + ow] = acc[ow] * inv;
                 }
         }
 }
@@ -564,17 +587,23 @@ static void avgpool_bwd(eng_node *n, int rows)
     if (!n->dx) return; /* the first layer: nothing below it needs a gradient */
     pool_dims d = avgpool_get(n);
     float inv = 1.0f / (float)(d.K * d.K);
+    float g[AVGPOOL_SPAN];
     memset(n->dx, 0, (size_t)rows * n->in_size * sizeof(float));
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < d.C; c++) {
             float *dx = n->dx + (size_t)r * n->in_size + (size_t)c * d.H * d.W;
             const float *dy = n->dy + (size_t)r * n->out_size + (size_t)c * d.OH * d.OW;
             for (int oh = 0; oh < d.OH; oh++)
-                for (int ow = 0; ow < d.OW; ow++) {
-                    float g = dy[oh * d.OW + ow] * inv;
-                    float *w0 = dx + (size_t)oh * d.S * d.W + (size_t)ow * d.S;
+                for (int o0 = 0; o0 < d.OW; o0 += AVGPOOL_SPAN) {
+                    int m = d.OW - o0 < AVGPOOL_SPAN ? d.OW - o0 : AVGPOOL_SPAN;
+                    for (int ow = 0; ow < m; ow++) g[ow] = dy[oh * d.OW + o0 + ow] * inv;
                     for (int i = 0; i < d.K; i++)
-                        for (int j = 0; j < d.K; j++) w0[(size_t)i * d.W + j] += g;
+                        for (int j = 0; j < d.K; j++) {
+                            /* windows overlap when S < K: an input then takes several g's;
+                             * within one (i, j) pass the ow's touch distinct inputs */
+                            size_t at = (size_t)o0 * d.S + j;
+                            avgpool_row_spread(dx + (size_t)(oh * d.S + i) * d.W + at, g, m, d.S, (size_t)d.W - at);
+                        }
                 }
         }
 }
@@ -600,12 +629,7 @@ static void gap_fwd(eng_node *n, int rows)
     size_t C = (size_t)n->in_shape[0], HW = n->in_size / C;
     float inv = 1.0f / (float)HW;
     for (int r = 0; r < rows; r++)
-        for (size_t c = 0; c < C; c++) {
-            const float *restrict x = n->x + (size_t)r * n->in_size + c * HW;
-            float acc = 0.0f;
-            for (size_t k = 0; k < HW; k++) acc += x[k];
-            n->y[(size_t)r * C + c] = acc * inv;
-        }
+        for (size_t c = 0; c < C; c++) n->y[(size_t)r * C + c] = lanes_sum(n->x + (size_t)r * n->in_size + c * HW, HW) * inv;
 }
 
 static void gap_bwd(eng_node *n, int rows)
@@ -614,11 +638,7 @@ static void gap_bwd(eng_node *n, int rows)
     size_t C = (size_t)n->in_shape[0], HW = n->in_size / C;
     float inv = 1.0f / (float)HW;
     for (int r = 0; r < rows; r++)
-        for (size_t c = 0; c < C; c++) {
-            float g = n->dy[(size_t)r * C + c] * inv;
-            float *restrict dx = n->dx + (size_t)r * n->in_size + c * HW;
-            for (size_t k = 0; k < HW; k++) dx[k] = g;
-        }
+        for (size_t c = 0; c < C; c++) lanes_fill(n->dx + (size_t)r * n->in_size + c * HW, HW, n->dy[(size_t)r * C + c] * inv);
 }
 
 static uint64_t gap_flops(const eng_node *n, int rows, eng_dir dir)

@@ -7,6 +7,7 @@
  * output: as it is (identity) when the shapes agree, else through a 1x1 convolution with
  * stride S and a bias (the projection shortcut, He et al. 2016, option B). */
 #include "internal.h"
+#include "lanes.h"
 
 #include <string.h>
 
@@ -44,10 +45,7 @@ void eng_res_fork_fwd(eng_node *n, int rows) { (void)n; (void)rows; }
 void eng_res_fork_bwd(eng_node *n, int rows)
 {
     if (!n->dx) return; /* the block starts the model: nothing below needs a gradient */
-    size_t e = (size_t)rows * n->in_size;
-    float *restrict dx = n->dx;
-    const float *restrict ds = n->dskip;
-    for (size_t i = 0; i < e; i++) dx[i] += ds[i];
+    lanes_add(n->dx, n->dskip, n->dx, (size_t)rows * n->in_size);
 }
 
 uint64_t eng_res_fork_flops(const eng_node *n, int rows, eng_dir dir)
@@ -101,9 +99,7 @@ void eng_res_add_fwd(eng_node *n, int rows)
     const float *s = n->peer->x;
     size_t e = (size_t)rows * n->out_size;
     if (!n->w) {
-        const float *restrict x = n->x, *restrict sr = s;
-        float *restrict y = n->y;
-        for (size_t i = 0; i < e; i++) y[i] = x[i] + sr[i];
+        lanes_add(n->x, s, n->y, e);
         return;
     }
     proj_dims d = proj_get(n);
@@ -112,8 +108,7 @@ void eng_res_add_fwd(eng_node *n, int rows)
         float *sub = n->col + (size_t)r * d.cp, *y = n->y + (size_t)r * n->out_size;
         proj_gather(&d, (float *)(s + (size_t)r * n->peer->in_size), sub, 0); /* only read when add = 0 */
         eng_sgemm(0, 0, d.F, d.P, d.C, 1.0f, n->w, d.C, sub, d.P, 1.0f, y, d.P);
-        for (int f = 0; f < d.F; f++)
-            for (int p = 0; p < d.P; p++) y[(size_t)f * d.P + p] += n->b[f];
+        for (int f = 0; f < d.F; f++) lanes_add_scalar(y + (size_t)f * d.P, (size_t)d.P, n->b[f]);
     }
 }
 
@@ -129,8 +124,7 @@ void eng_res_add_bwd(eng_node *n, int rows)
     for (int r = 0; r < rows; r++) {
         const float *dy = n->dy + (size_t)r * n->out_size;
         eng_sgemm(0, 1, d.F, d.C, d.P, 1.0f, dy, d.P, n->col + (size_t)r * d.cp, d.P, r ? 1.0f : 0.0f, n->dw, d.C);
-        for (int f = 0; f < d.F; f++)
-            for (int p = 0; p < d.P; p++) n->db[f] += dy[(size_t)f * d.P + p];
+        for (int f = 0; f < d.F; f++) n->db[f] += lanes_sum(dy + (size_t)f * d.P, (size_t)d.P);
         if (!needs_ds(n)) continue;
         float *ds = n->dskip + (size_t)r * n->peer->in_size;
         eng_sgemm(1, 0, d.C, d.P, d.F, 1.0f, n->w, d.C, dy, d.P, 0.0f, n->dcol, d.P);

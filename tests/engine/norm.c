@@ -199,6 +199,149 @@ static void test_bn_values(void **state)
     bn_free(&t);
 }
 
+/* ---- batchnorm against the scalar implementation it replaced ----------------------------
+ * ref_bn_fwd / ref_bn_bwd are the loops eng_bn_fwd / eng_bn_bwd had before they were
+ * vectorised (float lanes within a plane, a one-pass merge of the planes' moments): two
+ * passes in double per channel, element by element. The new code sums in a different
+ * order, so they agree to rounding: max |new - old| / (|old| + 1) stays below 1e-5 on every
+ * output (y, dx, dgamma, dbeta, running statistics), on the sample ResNet's plane sizes
+ * (28x28, 14x14, 7x7), on planes smaller than the 16 lanes (the two-pass path) and on flat
+ * features. On a channel whose mean (1000) dwarfs its spread (0.01), where a one-pass sum
+ * of squares would cancel, y is held to the value computed in double instead: the old
+ * a·x + b (b = beta - mean·a) cancelled there (off by 1.5e-2), and so would a·(x - mean) with
+ * the mean rounded to float (4e-3); the new code subtracts the mean in two float parts. */
+
+static void ref_bn_fwd(eng_node *n, int rows, int exact, float *y)
+{
+    int C = eng_bn_channels(n);
+    size_t hw = n->in_size / (size_t)C, cnt = (size_t)rows * hw;
+    for (int c = 0; c < C; c++) {
+        double s = 0.0, q = 0.0, mean, var;
+        for (int r = 0; r < rows; r++)
+            for (size_t k = 0; k < hw; k++) s += n->x[(size_t)r * n->in_size + (size_t)c * hw + k];
+        mean = s / (double)cnt;
+        for (int r = 0; r < rows; r++)
+            for (size_t k = 0; k < hw; k++) {
+                double e = n->x[(size_t)r * n->in_size + (size_t)c * hw + k] - mean;
+                q += e * e;
+            }
+        var = q / (double)cnt;
+        if (!n->training) { mean = n->stats[c]; var = n->stats[C + c]; }
+        float inv = (float)(1.0 / sqrt(var + (double)ENG_BN_EPS));
+        float a = n->w[c] * inv, b = n->b[c] - (float)mean * a;
+        for (int r = 0; r < rows; r++)
+            for (size_t k = 0; k < hw; k++) {
+                size_t i = (size_t)r * n->in_size + (size_t)c * hw + k;
+                y[i] = exact ? (float)(n->w[c] * (n->x[i] - mean) / sqrt(var + (double)ENG_BN_EPS) + n->b[c])
+                             : a * n->x[i] + b;
+            }
+    }
+}
+
+/* The old backward, from the mean and 1/std in n->save (which the new forward wrote). */
+static void ref_bn_bwd(const eng_node *n, int rows, float *dx, float *dw, float *db)
+{
+    int C = eng_bn_channels(n);
+    size_t hw = n->in_size / (size_t)C, cnt = (size_t)rows * hw;
+    for (int c = 0; c < C; c++) {
+        float mean = n->save[c], inv = n->save[C + c];
+        double sdy = 0.0, sdyx = 0.0;
+        for (int r = 0; r < rows; r++)
+            for (size_t k = 0; k < hw; k++) {
+                size_t i = (size_t)r * n->in_size + (size_t)c * hw + k;
+                sdy += n->dy[i];
+                sdyx += (double)n->dy[i] * ((n->x[i] - mean) * inv);
+            }
+        db[c] = (float)sdy;
+        dw[c] = (float)sdyx;
+        float k1 = n->w[c] * inv;
+        float mdy = n->training ? (float)(sdy / (double)cnt) : 0.0f;
+        float mdyx = n->training ? (float)(sdyx / (double)cnt) : 0.0f;
+        for (int r = 0; r < rows; r++)
+            for (size_t k = 0; k < hw; k++) {
+                size_t i = (size_t)r * n->in_size + (size_t)c * hw + k;
+                dx[i] = k1 * (n->dy[i] - mdy - (n->x[i] - mean) * inv * mdyx);
+            }
+    }
+}
+
+/* max |a - b| / (|b| + 1) over count values, printed under what. */
+static double ref_diff(const char *label, const char *what, const float *a, const float *b, size_t count)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        double d = fabs((double)a[i] - b[i]) / (fabs(b[i]) + 1.0);
+        if (d > worst) worst = d;
+    }
+    printf("  %-26s %-8s max |new - old| / (|old| + 1) %.2e over %zu values\n", label, what, worst, count);
+    return worst;
+}
+
+static double bn_vs_ref(const int shape[3], int rows, int training, float offset, float spread, int exact,
+                        const char *label)
+{
+    bn_case t;
+    bn_make(&t, shape, rows, training);
+    size_t e = (size_t)rows * t.n.in_size, C = t.n.n_w;
+    if (offset != 0.0f)
+        for (size_t i = 0; i < e; i++) t.x[i] = offset + spread * t.x[i];
+    float *ry = malloc(e * sizeof(float)), *rdx = malloc(e * sizeof(float));
+    float *rdw = malloc(C * sizeof(float)), *rdb = malloc(C * sizeof(float)), *st0 = copy_of(t.stats, 2 * C);
+    ref_bn_fwd(&t.n, rows, exact, ry);
+    eng_ops[ENG_OP_BATCHNORM].forward(&t.n, rows);
+    /* the running statistics the old code would have left, from its moments */
+    float *rst = copy_of(st0, 2 * C);
+    if (training) {
+        size_t hw = t.n.in_size / C, cnt = (size_t)rows * hw;
+        for (size_t c = 0; c < C; c++) {
+            double s = 0.0, q = 0.0;
+            for (int r = 0; r < rows; r++)
+                for (size_t k = 0; k < hw; k++) s += t.x[(size_t)r * t.n.in_size + c * hw + k];
+            for (int r = 0; r < rows; r++)
+                for (size_t k = 0; k < hw; k++) {
+                    double d = t.x[(size_t)r * t.n.in_size + c * hw + k] - s / (double)cnt;
+                    q += d * d;
+                }
+            rst[c] = 0.9f * st0[c] + 0.1f * (float)(s / (double)cnt);
+            rst[C + c] = 0.9f * st0[C + c] + 0.1f * (float)(q / (double)(cnt - 1));
+        }
+    }
+    fill_normal(t.dy, e, 5, 1.0);
+    ref_bn_bwd(&t.n, rows, rdx, rdw, rdb);
+    eng_ops[ENG_OP_BATCHNORM].backward(&t.n, rows);
+    double worst = 0.0, d;
+    if ((d = ref_diff(label, exact ? "y (exact)" : "y", t.y, ry, e)) > worst) worst = d;
+    if ((d = ref_diff(label, "dx", t.dx, rdx, e)) > worst) worst = d;
+    if ((d = ref_diff(label, "dgamma", t.dw, rdw, C)) > worst) worst = d;
+    if ((d = ref_diff(label, "dbeta", t.db, rdb, C)) > worst) worst = d;
+    if ((d = ref_diff(label, "stats", t.stats, rst, 2 * C)) > worst) worst = d;
+    free(ry); free(rdx); free(rdw); free(rdb); free(st0); free(rst);
+    bn_free(&t);
+    return worst;
+}
+
+static void test_bn_matches_old(void **state)
+{
+    (void)state;
+    int s28[3] = { 4, 28, 28 }, s14[3] = { 8, 14, 14 }, s7[3] = { 16, 7, 7 }, s3[3] = { 3, 3, 3 }, flat[3] = { 1, 1, 10 };
+    const double tol = 1e-5;
+    for (int training = 1; training >= 0; training--) {
+        const char *mode = training ? "train" : "eval";
+        char l[64];
+        snprintf(l, sizeof l, "4x28x28 x6 %s", mode);
+        assert_true(bn_vs_ref(s28, 6, training, 0.0f, 1.0f, 0, l) < tol);
+        snprintf(l, sizeof l, "8x14x14 x9 %s", mode);
+        assert_true(bn_vs_ref(s14, 9, training, 0.0f, 1.0f, 0, l) < tol);
+        snprintf(l, sizeof l, "16x7x7 x64 %s", mode);
+        assert_true(bn_vs_ref(s7, 64, training, 0.0f, 1.0f, 0, l) < tol);
+        snprintf(l, sizeof l, "3x3x3 x5 %s", mode);
+        assert_true(bn_vs_ref(s3, 5, training, 0.0f, 1.0f, 0, l) < tol);
+        snprintf(l, sizeof l, "flat 10 x7 %s", mode);
+        assert_true(bn_vs_ref(flat, 7, training, 0.0f, 1.0f, 0, l) < tol);
+    }
+    assert_true(bn_vs_ref(s14, 9, 1, 1000.0f, 0.01f, 1, "8x14x14 mean 1000 sd .01") < tol);
+}
+
 /* res_fork + res_add as one block with no layers between: y = x + P(s) where x (the branch
  * output) and s (the fork's input) are independent inputs here. */
 typedef struct { eng_node fork, add; float *s, *x, *y, *ds, *dx, *dy, *dskip, *w, *b, *dw, *db, *col, *dcol; } res_case;
@@ -487,15 +630,18 @@ static void test_flops_bytes(void **state)
     eng_node bn = shaped(ENG_OP_BATCHNORM, a, a);
     uint64_t e = 10 * 144;
     bn.training = 1;
-    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_FWD), 6 * e);
-    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].bytes(&bn, 10, ENG_FWD), 16 * e);
-    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_BWD), 5 * e);  /* no dx */
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_FWD), 10 * e);
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].bytes(&bn, 10, ENG_FWD), 12 * e); /* 36-float planes: one pass for the moments */
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_BWD), 4 * e);  /* no dx */
     bn.dx = &dummy;
-    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_BWD), 10 * e);
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_BWD), 9 * e);
     assert_int_equal(eng_ops[ENG_OP_BATCHNORM].bytes(&bn, 10, ENG_BWD), 20 * e);
     bn.training = 0;
-    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_FWD), 2 * e);
-    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_BWD), 7 * e);
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_FWD), 4 * e);
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].flops(&bn, 10, ENG_BWD), 9 * e);
+    eng_node bn9 = shaped(ENG_OP_BATCHNORM, b, b); /* 9-float planes: two passes */
+    bn9.training = 1;
+    assert_int_equal(eng_ops[ENG_OP_BATCHNORM].bytes(&bn9, 10, ENG_FWD), 16 * 10 * 72);
 
     eng_node fork = shaped(ENG_OP_RES_FORK, a, a);
     assert_int_equal(eng_ops[ENG_OP_RES_FORK].flops(&fork, 10, ENG_FWD), 0);
@@ -621,6 +767,7 @@ int test_engine_norm(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bn_grad),
         cmocka_unit_test(test_bn_values),
+        cmocka_unit_test(test_bn_matches_old),
         cmocka_unit_test(test_res_grad),
         cmocka_unit_test(test_model_grad),
         cmocka_unit_test(test_model_train_eval),

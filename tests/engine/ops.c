@@ -841,6 +841,150 @@ static void test_grad_gap(void **state)
     h_free(&h);
 }
 
+/* relu, bias and gap run on GCC vector lanes (engine/lanes.h) with a scalar tail: on
+ * planes of 7x7 and 14x14 (vector body plus a tail of 1 and 4) they give what the scalar
+ * loops they replaced gave: relu and bias forward bit for bit (the same operations per
+ * element), the sums of bias backward and gap forward to 1e-6 relative (another order). */
+static double lanes_worst(const float *a, const float *b, size_t n)
+{
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]) / (fabs(b[i]) + 1.0);
+        if (d > worst) worst = d;
+    }
+    return worst;
+}
+
+static void check_lane_ops(const int in[3], int rows)
+{
+    int out1[3] = { in[0], 1, 1 };
+    size_t hw = (size_t)in[1] * in[2], C = (size_t)in[0], e = (size_t)rows * C * hw;
+    harness h;
+    h_init(&h, ENG_OP_RELU, rows, in, in, 0);
+    h_random(&h, 77, 1.0);
+    memcpy(h.xbuf, h.x0, e * sizeof(float));
+    h.xbuf[3] = -0.0f;
+    eng_ops[ENG_OP_RELU].forward(&h.n, rows);
+    memcpy(h.gy, h.r, e * sizeof(float));
+    eng_ops[ENG_OP_RELU].backward(&h.n, rows);
+    for (size_t i = 0; i < e; i++) {
+        float want = h.xbuf[i] > 0.0f ? h.xbuf[i] : 0.0f, gwant = h.xbuf[i] > 0.0f ? h.gy[i] : 0.0f;
+        assert_memory_equal(&h.ybuf[i], &want, sizeof want); /* +0, never -0, where x <= 0 */
+        assert_memory_equal(&h.gx[i], &gwant, sizeof gwant);
+    }
+    h_free(&h);
+
+    h_init(&h, ENG_OP_BIAS, rows, in, in, 0);
+    h.n.n_b = C;
+    h.n.b = calloc(C, sizeof(float));
+    h.n.db = calloc(C, sizeof(float));
+    h_random(&h, 78, 1.0);
+    memcpy(h.ybuf, h.x0, e * sizeof(float));
+    eng_ops[ENG_OP_BIAS].forward(&h.n, rows);
+    memcpy(h.gy, h.r, e * sizeof(float));
+    eng_ops[ENG_OP_BIAS].backward(&h.n, rows);
+    double sum_worst = 0.0;
+    for (size_t c = 0; c < C; c++) {
+        double s = 0.0;
+        for (int r = 0; r < rows; r++)
+            for (size_t k = 0; k < hw; k++) {
+                size_t i = ((size_t)r * C + c) * hw + k;
+                float want = h.x0[i] + h.n.b[c];
+                assert_memory_equal(&h.ybuf[i], &want, sizeof want);
+                s += h.r[i];
+            }
+        float sf = (float)s;
+        double d = lanes_worst(&h.n.db[c], &sf, 1);
+        if (d > sum_worst) sum_worst = d;
+    }
+    h_free(&h);
+
+    h_init(&h, ENG_OP_GAP, rows, in, out1, 0);
+    h_random(&h, 79, 1.0);
+    memcpy(h.xbuf, h.x0, e * sizeof(float));
+    eng_ops[ENG_OP_GAP].forward(&h.n, rows);
+    memcpy(h.gy, h.r, (size_t)rows * C * sizeof(float));
+    eng_ops[ENG_OP_GAP].backward(&h.n, rows);
+    for (size_t rc = 0; rc < (size_t)rows * C; rc++) {
+        double s = 0.0;
+        for (size_t k = 0; k < hw; k++) {
+            s += h.x0[rc * hw + k];
+            float g = h.gy[rc] * (1.0f / (float)hw);
+            assert_memory_equal(&h.gx[rc * hw + k], &g, sizeof g);
+        }
+        float m = (float)(s / (double)hw);
+        double d = lanes_worst(&h.ybuf[rc], &m, 1);
+        if (d > sum_worst) sum_worst = d;
+    }
+    printf("  %dx%dx%d x%d: relu, bias fwd, gap bwd bit-exact; bias bwd, gap fwd sums max rel diff %.2e\n", in[0], in[1],
+           in[2], rows, sum_worst);
+    assert_true(sum_worst < 1e-6);
+    h_free(&h);
+}
+
+static void test_lane_ops(void **state)
+{
+    (void)state;
+    int s7[3] = { 5, 7, 7 }, s14[3] = { 3, 14, 14 };
+    check_lane_ops(s7, 3);
+    check_lane_ops(s14, 2);
+}
+
+/* avgpool's loops run window offsets outside and output columns inside (vectorised): the
+ * forward adds each window in the same order as the per-window loops it replaced (below),
+ * so it is bit for bit the same; the backward adds overlapping windows' shares in another
+ * order (within 1e-6). K x K windows at stride S over 3 x 15 x 17 planes, 2 rows, and
+ * one plane wider than a pass of 256 outputs. */
+static void ref_avgpool(const eng_node *n, int rows, float *y, float *dx)
+{
+    int C = n->in_shape[0], H = n->in_shape[1], W = n->in_shape[2], OH = n->out_shape[1], OW = n->out_shape[2];
+    int K = n->kernel, S = n->stride;
+    float inv = 1.0f / (float)(K * K);
+    memset(dx, 0, (size_t)rows * n->in_size * sizeof(float));
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < C; c++)
+            for (int oh = 0; oh < OH; oh++)
+                for (int ow = 0; ow < OW; ow++) {
+                    size_t base = (size_t)r * n->in_size + ((size_t)c * H + (size_t)oh * S) * W + (size_t)ow * S;
+                    size_t o = (size_t)r * n->out_size + ((size_t)c * OH + oh) * OW + ow;
+                    float acc = 0.0f, g = n->dy[o] * inv;
+                    for (int i = 0; i < K; i++)
+                        for (int j = 0; j < K; j++) {
+                            acc += n->x[base + (size_t)i * W + j];
+                            dx[base + (size_t)i * W + j] += g;
+                        }
+                    y[o] = acc * inv;
+                }
+}
+
+static void test_avgpool_matches_old(void **state)
+{
+    (void)state;
+    int KSW[4][3] = { { 2, 2, 17 }, { 3, 2, 17 }, { 3, 1, 17 }, { 2, 2, 601 } }; /* 601: 300 outputs, two passes */
+    for (int t = 0; t < 4; t++) {
+        int K = KSW[t][0], S = KSW[t][1], in[3] = { 3, 15, KSW[t][2] };
+        int out[3] = { 3, (15 - K) / S + 1, (in[2] - K) / S + 1 };
+        harness h;
+        h_init(&h, ENG_OP_AVGPOOL, 2, in, out, 0);
+        h.n.kernel = K;
+        h.n.stride = S;
+        h_random(&h, 60 + (uint64_t)t, 1.0);
+        size_t xi = 2 * h.n.in_size, yo = 2 * h.n.out_size;
+        memcpy(h.xbuf, h.x0, xi * sizeof(float));
+        memcpy(h.gy, h.r, yo * sizeof(float));
+        float *ry = malloc(yo * sizeof(float)), *rdx = malloc(xi * sizeof(float));
+        ref_avgpool(&h.n, 2, ry, rdx);
+        eng_ops[ENG_OP_AVGPOOL].forward(&h.n, 2);
+        eng_ops[ENG_OP_AVGPOOL].backward(&h.n, 2);
+        assert_memory_equal(h.ybuf, ry, yo * sizeof(float));
+        double worst = lanes_worst(h.gx, rdx, xi);
+        printf("  avgpool K%d S%d W%d: y bit-exact, dx max rel diff %.2e\n", K, S, in[2], worst);
+        assert_true(worst < 1e-6);
+        free(ry); free(rdx);
+        h_free(&h);
+    }
+}
+
 static void test_grad_flatten(void **state)
 {
     (void)state;
@@ -1481,6 +1625,8 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_maxpool),
         cmocka_unit_test(test_grad_avgpool),
         cmocka_unit_test(test_grad_gap),
+        cmocka_unit_test(test_lane_ops),
+        cmocka_unit_test(test_avgpool_matches_old),
         cmocka_unit_test(test_grad_flatten),
         cmocka_unit_test(test_grad_model_cnn),
         cmocka_unit_test(test_grad_model_mlp_mse),
