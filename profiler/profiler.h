@@ -209,6 +209,10 @@ int prof_table_bound(const prof_table *t, const prof_row *r);
  * `run --profile`, `show`, the reports and the Profile tab. Returns how many lines. */
 int prof_perf_warnings(const prof_row *rows, size_t n, uint64_t total_self_ns, int gemm_threads, const char *blas_core,
                   const char *cpu_isa, char *out, size_t cap);
+/* The sort key that orders column c (a click on its header, the sort picker): "self %" and
+ * "self" by self, "% peak" by GFLOP/s, "% bw" by GB/s, "bound" by FLOP/B, "self mem" by
+ * mem; -1 for a column no key orders (layer, rank, counters, peak mem). */
+int prof_col_sort(prof_col c);
 /* The text of column c for row r into b (made visible: names come from databases); "-"
  * where the value is not known. Returns b. */
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);

@@ -247,9 +247,11 @@ int prof_perf_warnings(const prof_row *rows, size_t n, uint64_t total_self_ns, i
             continue;
         } else if (!strncmp(base, "dense.", 6) && rows[i].kind == PROF_OP && gemm_threads > 1) {
             sum_named(rows, n, base, &total, &cpu);
+            /* shown rounded down: 0.998 is below 1 and must not read "1.00 below 1" */
             if (cpu >= 0 && total > 0 && cpu < total)
                 snprintf(line, sizeof line, "%s: cpu %.2f below 1 with a %d-thread GEMM: its threads wait "
-                         "(a loaded machine, or too many threads for the shape)", base, cpu / total, gemm_threads);
+                         "(a loaded machine, or too many threads for the shape)", base,
+                         floor(cpu / total * 100 + 1e-9) / 100, gemm_threads);
         } else if (!strcmp(base, "data.wait") && self > 0) {
             sum_named(rows, n, base, &total, &cpu);
             if (total > 0.05 * self)
@@ -261,6 +263,23 @@ int prof_perf_warnings(const prof_row *rows, size_t n, uint64_t total_self_ns, i
         count++;
     }
     return count;
+}
+
+int prof_col_sort(prof_col c)
+{
+    switch (c) {
+    case PROF_COL_NAME: return PROF_SORT_NAME;
+    case PROF_COL_SELF_PCT: case PROF_COL_SELF: return PROF_SORT_SELF;
+    case PROF_COL_TOTAL: return PROF_SORT_TOTAL;
+    case PROF_COL_AVG: return PROF_SORT_AVG;
+    case PROF_COL_CALLS: return PROF_SORT_CALLS;
+    case PROF_COL_GFLOPS: case PROF_COL_PEAK_PCT: return PROF_SORT_GFLOPS;
+    case PROF_COL_BYTES: return PROF_SORT_BYTES;
+    case PROF_COL_GBPS: case PROF_COL_BW_PCT: return PROF_SORT_GBPS;
+    case PROF_COL_SELF_MEM: return PROF_SORT_MEM;
+    case PROF_COL_INTENSITY: case PROF_COL_BOUND: return PROF_SORT_INTENSITY;
+    default: return -1;
+    }
 }
 
 static const char *dash(char *b, size_t cap)

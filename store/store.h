@@ -320,8 +320,9 @@ typedef struct {
     int all_keys;             /* config: every key, not only those that differ */
     const char *metric;       /* NULL/"train_loss": none; else a "KEY final / best" row */
     double target;            /* NAN: each run's target_loss on train_loss; else on metric */
-    /* One run, without all_keys: the config keys to show, those not at their default (the
-     * caller knows which: the store does not know the engine's defaults). NULL: every key. */
+    /* One run: its config keys not at their default (the caller knows which: the store does
+     * not know the engine's defaults), the only ones shown, or with all_keys the first ones,
+     * marked. NULL: every key, in key order. */
     const char *const *set_keys;
     size_t n_set_keys;
 } store_cmp_opts;
@@ -353,6 +354,7 @@ typedef struct {
     store_cmp_row *rows;
     size_t n_rows;
     int config_set_only;      /* the config rows are one run's keys not at their default */
+    int config_set_first;     /* one run, all keys: those not at their default first, differs = 1 */
 } store_compare;
 
 /* Loads the runs and builds the rows. o may be NULL. Free with store_compare_free. */

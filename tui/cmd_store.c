@@ -528,8 +528,9 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
-    /* One run: nothing differs; its keys not at their default are what tells it apart. */
-    if (n == 1 && !all_keys) co.set_keys = set_keys = cli_one_run_set_keys(s, ids[0], &params, &co.n_set_keys);
+    /* One run: nothing differs; its keys not at their default are what tells it apart
+     * (with --all-keys: first, marked). */
+    if (n == 1) co.set_keys = set_keys = cli_one_run_set_keys(s, ids[0], &params, &co.n_set_keys);
     if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     if (!c->have_metric) {
         char **keys;

@@ -38,6 +38,7 @@ const tui_key tui_keys[] = {
     { { 's' }, "s", NULL, TUI_ACT_SORT, TUI_SCR_RUNS | TUI_SCR_RUN, "sort by the next column (Runs; Profile tab)", "sort" },
     { { 'b' }, "b", NULL, TUI_ACT_GROUP, TUI_SCR_RUN, "Profile tab: rows by op and layer / op / layer / phase (as run --profile-by)", "by" },
     { { 'S' }, "S", NULL, TUI_ACT_SORT_ORDER, TUI_SCR_RUNS | TUI_SCR_RUN, "reverse the sort order", NULL },
+    { { 'o' }, "o", NULL, TUI_ACT_SORT_PICK, TUI_SCR_RUNS | TUI_SCR_RUN, "sort by: a list of the sortable columns, the current one marked (Runs; Profile tab); a click on a column title sorts by it, again reverses", NULL },
     { { 'd', KEY_DC }, "d / Delete", NULL, TUI_ACT_DELETE, TUI_SCR_RUNS, "delete the marked runs the screen shows (else the selected one), after confirmation", "delete" },
     { { 'u' }, "u", NULL, TUI_ACT_CLEAR_MARKS, TUI_SCR_RUNS, "clear all marks", NULL },
     { { 'u', KEY_DC }, "u / Delete", NULL, TUI_ACT_REVERT, TUI_SCR_NEW, "undo the edit of the selected key (back to the file's value)", "undo" },

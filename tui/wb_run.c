@@ -335,10 +335,15 @@ static void draw_tabs(wb_app *a, int y)
     }
 }
 
-/* A click on the tab row (row 1) picks the tab under it, laid out as draw_tabs does. */
+/* A click on the tab row (row 1) picks the tab under it, laid out as draw_tabs does; on a
+ * column title of the Profile tab's op table, sorts by it. */
 static void run_click(wb_app *a, int y, int x)
 {
-    (void)a;
+    int key = rv.tab == TAB_PROFILE ? wb_header_hit(a, y, x) : -1;
+    if (key >= 0) {   /* a column title of the op table: sort by it, again: reversed */
+        wb_sort_by(&rv.op_sort, &rv.op_desc, key);
+        return;
+    }
     if (y != 1) return;
     int from = 1;
     for (int t = 0; t < TAB_N; t++) {
@@ -606,6 +611,14 @@ static int run_key(wb_app *a, tui_action act, int ch)
         wb_message(a, "ops sorted by %s", prof_sort_name((prof_sort)rv.op_sort));
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    case TUI_ACT_SORT_PICK: {
+        if (rv.tab != TAB_PROFILE) { wb_message(a, "o sorts the Profile tab's op table"); return 1; }
+        const char *names[PROF_SORT_N];
+        for (int k = 0; k < PROF_SORT_N; k++) names[k] = prof_sort_name((prof_sort)k);
+        int k = wb_pick(a, "sort the ops by", names, PROF_SORT_N, rv.op_sort);
+        if (k >= 0) wb_sort_by(&rv.op_sort, &rv.op_desc, k);
+        return 1;
+    }
     case TUI_ACT_GROUP:
         if (rv.tab != TAB_PROFILE) { wb_message(a, "b groups the Profile tab's rows"); return 1; }
         if (rv.balance.ranks > 1) { wb_message(a, "a data-parallel run's rows stay per rank (v: one rank at a time)"); return 1; }
@@ -666,7 +679,7 @@ static int run_offers(wb_app *a, tui_action act)
 {
     char why[512];
     switch (act) {
-    case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: return rv.tab == TAB_PROFILE;
+    case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: case TUI_ACT_SORT_PICK: return rv.tab == TAB_PROFILE;
     case TUI_ACT_GROUP: return rv.tab == TAB_PROFILE && rv.n_ops && rv.balance.ranks < 2;
     case TUI_ACT_FILTER: return rv.tab == TAB_CONFIG || rv.tab == TAB_SYSTEM;
     case TUI_ACT_METRIC: return rv.tab == TAB_LAYERS || (rv.tab == TAB_PROFILE && rv.balance.ranks >= 2);

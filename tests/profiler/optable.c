@@ -189,6 +189,12 @@ static void test_warnings_scope_rows(void **state)
     assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 1);
     assert_string_equal(w, "dense.fwd: cpu 0.73 below 1 with a 2-thread GEMM: its threads wait "
                            "(a loaded machine, or too many threads for the shape)\n");
+    /* 2.994 ms in 3.0 ms: 0.998, shown as 0.99, never "1.00 below 1" */
+    r[0].cpu_ns = 200000;
+    r[1].cpu_ns = 1900000;
+    r[2].cpu_ns = 894000;
+    assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_non_null(strstr(w, "dense.fwd: cpu 0.99 below 1"));
     r[1].cpu_ns = -1;        /* not counted (an old schema) */
     assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 0);
 }
