@@ -29,7 +29,7 @@ const tui_key tui_keys[] = {
     { { ESC, KEY_BACKSPACE, 127, 8 }, "Esc / Backspace", NULL, TUI_ACT_BACK, TUI_SCR_RUNS | TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW | TUI_SCR_HELP, "back to the previous screen (on Runs: clear the filter)", "back" },
     { { '\t' }, "Tab", NULL, TUI_ACT_TAB_NEXT, TUI_SCR_RUN, "next tab", "tab" },
     { { KEY_BTAB }, "Shift-Tab", NULL, TUI_ACT_TAB_PREV, TUI_SCR_RUN, "previous tab", NULL },
-    { { ' ' }, "Space", NULL, TUI_ACT_MARK, TUI_SCR_RUNS, "mark / unmark a run for Compare (2 to 6)", "mark" },
+    { { ' ' }, "Space", NULL, TUI_ACT_MARK, TUI_SCR_RUNS, "mark / unmark a run for Compare (1 to 6)", "mark" },
     { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_RUNS, "compare the marked runs the screen shows (as d deletes them)", "compare" },
     { { 'c' }, "c", NULL, TUI_ACT_COMPARE, TUI_SCR_NEW, "compare the runs the last start made (all variants: the batch)", "compare" },
     { { 'n' }, "n", NULL, TUI_ACT_NEW, TUI_SCR_RUNS, "new run: pick a sample and a variant, edit keys, start", "new" },
