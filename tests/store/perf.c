@@ -91,14 +91,22 @@ static void shown_free(shown *o)
     free(o->all);
 }
 
-static void test_calibration_stored_with_run(void **st)
+/* A new database in a new directory (dir, for rm_rf). */
+static store *new_db(char *dir, size_t cap)
 {
-    (void)st;
-    char dir[256], path[512];
-    tmp_dir(dir, sizeof dir);
+    char path[512];
+    tmp_dir(dir, cap);
     snprintf(path, sizeof path, "%s/p.db", dir);
     store *s;
     assert_int_equal(store_open(path, STORE_OPEN_CREATE, &s), STORE_OK);
+    return s;
+}
+
+static void test_calibration_stored_with_run(void **st)
+{
+    (void)st;
+    char dir[256];
+    store *s = new_db(dir, sizeof dir);
     store_kv sys[4];
     kv(&sys[0], STORE_SYS_CALIB_PEAK, "100");
     kv(&sys[1], STORE_SYS_CALIB_BW, "20");
@@ -132,11 +140,8 @@ static void test_calibration_stored_with_run(void **st)
 static void test_old_run_shows_dash(void **st)
 {
     (void)st;
-    char dir[256], path[512];
-    tmp_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/old.db", dir);
-    store *s;
-    assert_int_equal(store_open(path, STORE_OPEN_CREATE, &s), STORE_OK);
+    char dir[256];
+    store *s = new_db(dir, sizeof dir);
     store_kv sys[2];
     kv(&sys[0], "blas_core", "Haswell");
     kv(&sys[1], STORE_SYS_CALIB_BW, "garbage");   /* not a number: as absent */
