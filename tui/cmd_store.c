@@ -202,7 +202,7 @@ static const char show_help[] =
     "usage: nnbench show RUN [--db PATH] [--ops N] [--json]\n\n"
     "Everything about one run: config (resolved keys), system, final and best metrics, the top\n"
     "ops by self time (--ops N rows, default 10; % bw and bound from the calibration kept\n"
-    "with the run, and the warnings of run --profile) and the Newton solver summary if any.\n"
+    "with the run, and the warnings of a profiled run) and the Newton solver summary if any.\n"
     "RUN is an id from nnbench list, or 'last'. --json: everything stored about the run\n"
     "(config, system, metric series, ops, profile, solver events) as the JSON report has it.\n";
 
