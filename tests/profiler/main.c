@@ -730,8 +730,8 @@ static void test_table(void **state)
     assert_non_null(strstr(t, "20.0%")); /* 20 GFLOP/s of a 100 GFLOP/s peak */
     assert_non_null(strstr(t, "(1 of 3 rows shown, sorted by self)"));
     assert_null(strstr(t, "busy machine"));
-    free(t);
     assert_null(strstr(t, "ridge point"));   /* no bandwidth calibrated */
+    free(t);
     s.bw_gbs = 20;                            /* ridge at 100 / 20 = 5 FLOP/B */
     t = table_text(rows, 3, &s, PROF_SORT_SELF, 1);
     assert_non_null(strstr(t, "ridge point 5 FLOP/B"));
