@@ -197,18 +197,26 @@ double prof_table_rest_ns(const prof_table *t);
  * rows' self time; peak_gflops 0 = no calibration. */
 void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t total_self_ns, double peak_gflops);
 /* Sets the calibrated memory bandwidth (GB/s; 0 = none) after prof_table_init: "% bw" and,
- * with a calibrated peak too, "bound" then show. */
-void prof_table_set_bw(prof_table *t, double bw_gbs);
+ * with a calibrated peak too, "bound" then show. show_unknown 1 (a stored run's table):
+ * both columns show wherever FLOP/B does, with "-" when the run stored no calibration, so
+ * that a run from before calibrations were stored says so instead of losing the columns. */
+void prof_table_set_bw(prof_table *t, double bw_gbs, int show_unknown);
 /* Roofline class of row r: 1 compute bound (FLOP/byte above the ridge point peak_gflops /
  * bw_gbs), -1 memory bound, 0 unknown (no FLOPs or bytes counted, or no calibration). */
 int prof_table_bound(const prof_table *t, const prof_row *r);
-/* What a performance engineer should look at, one line each into out (empty: nothing):
- * blas_core (OpenBLAS core name, "" = unknown) weaker than cpu_isa (eng_isa_name of the
- * widest ISA: "generic", "avx2", "avx512"); cpu below 1 on a dense (GEMM) row while the
- * GEMM runs gemm_threads > 1 threads; data.wait above 5% of the profile's self time (the
- * steps). Returns how many lines. */
-int prof_table_warnings(const prof_table *t, int gemm_threads, const char *blas_core, const char *cpu_isa,
-                        char *out, size_t cap);
+/* What a performance engineer should look at, one line each into out (empty: nothing), from
+ * a profile's rows as stored (per scope; any grouping of them gives the same lines) and the
+ * run's facts: blas_core (OpenBLAS core name, "" = unknown) weaker than cpu_isa (eng_isa_name
+ * of the widest ISA: "generic", "avx2", "avx512"); cpu below 1 on a dense (GEMM) op, its
+ * layers and ranks summed, while the GEMM runs gemm_threads > 1 threads; data.wait above 5%
+ * of total_self_ns (the steps; 0 = the rows' self time). The one source of these warnings:
+ * `run --profile`, `show`, the reports and the Profile tab. Returns how many lines. */
+int prof_perf_warnings(const prof_row *rows, size_t n, uint64_t total_self_ns, int gemm_threads, const char *blas_core,
+                  const char *cpu_isa, char *out, size_t cap);
+/* The sort key that orders column c (a click on its header, the sort picker): "self %" and
+ * "self" by self, "% peak" by GFLOP/s, "% bw" by GB/s, "bound" by FLOP/B, "self mem" by
+ * mem; -1 for a column no key orders (layer, rank, counters, peak mem). */
+int prof_col_sort(prof_col c);
 /* The text of column c for row r into b (made visible: names come from databases); "-"
  * where the value is not known. Returns b. */
 const char *prof_table_cell(const prof_table *t, const prof_row *r, prof_col c, char *b, size_t cap);

@@ -168,11 +168,12 @@ void prof_table_init(prof_table *t, const prof_row *rows, size_t n, uint64_t tot
     t->self_total_ns = total_self_ns ? (double)total_self_ns : self;
 }
 
-void prof_table_set_bw(prof_table *t, double bw_gbs)
+void prof_table_set_bw(prof_table *t, double bw_gbs, int show_unknown)
 {
     t->bw_gbs = bw_gbs > 0 && isfinite(bw_gbs) ? bw_gbs : 0;
-    t->show[PROF_COL_BW_PCT] = t->bw_gbs > 0;
-    t->show[PROF_COL_BOUND] = t->bw_gbs > 0 && t->peak_gflops > 0 && t->show[PROF_COL_INTENSITY];
+    int known = t->bw_gbs > 0 && t->peak_gflops > 0;
+    t->show[PROF_COL_BW_PCT] = t->bw_gbs > 0 || (show_unknown && t->show[PROF_COL_INTENSITY]);
+    t->show[PROF_COL_BOUND] = t->show[PROF_COL_INTENSITY] && (known || show_unknown);
 }
 
 int prof_table_bound(const prof_table *t, const prof_row *r)
@@ -197,37 +198,88 @@ static int core_level(const char *core)
     return -1;
 }
 
-int prof_table_warnings(const prof_table *t, int gemm_threads, const char *blas_core, const char *cpu_isa,
-                        char *out, size_t cap)
+/* Sums of the rows whose name (without a "rankK:" prefix) is name, over layers and ranks:
+ * an op's figures across the model, as grouping by op gives them. */
+static void sum_named(const prof_row *rows, size_t n, const char *name, double *total_ns, double *cpu_ns)
+{
+    *total_ns = *cpu_ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *base;
+        prof_row_rank(&rows[i], &base);
+        if (strcmp(base, name)) continue;
+        *total_ns += (double)rows[i].total_ns;
+        /* a row without the CPU clock makes the op's cpu unknown */
+        *cpu_ns = rows[i].cpu_ns < 0 || *cpu_ns < 0 ? -1 : *cpu_ns + (double)rows[i].cpu_ns;
+    }
+}
+
+/* 1 when rows[i] is the first row named like it (the one that speaks for its op). */
+static int first_named(const prof_row *rows, size_t i)
+{
+    const char *a, *b;
+    prof_row_rank(&rows[i], &a);
+    for (size_t j = 0; j < i; j++)
+        if (prof_row_rank(&rows[j], &b), !strcmp(a, b)) return 0;
+    return 1;
+}
+
+int prof_perf_warnings(const prof_row *rows, size_t n, uint64_t total_self_ns, int gemm_threads, const char *blas_core,
+                  const char *cpu_isa, char *out, size_t cap)
 {
     size_t len = 0;
-    int n = 0;
+    int count = 0;
     char line[320];
     if (cap) out[0] = 0;
+    double self = (double)total_self_ns;
+    for (size_t i = 0; !total_self_ns && i < n; i++) self += (double)rows[i].self_ns;
     int isa = !cpu_isa ? -1 : !strcmp(cpu_isa, "avx512") ? 3 : !strcmp(cpu_isa, "avx2") ? 2 : -1;
     int core = core_level(blas_core);
-    for (size_t i = 0; i <= t->n; i++) {
+    for (size_t i = 0; i <= n; i++) {
         line[0] = 0;
-        if (i == t->n) {
+        const char *base = "";
+        if (i < n) prof_row_rank(&rows[i], &base);
+        double total = 0, cpu = 0;
+        if (i == n) {
             if (core >= 0 && isa > core)
                 snprintf(line, sizeof line, "the BLAS core %s is weaker than this CPU (%s): GEMMs leave speed "
                          "unused; see sysinfo's core choice, or set OPENBLAS_CORETYPE", blas_core, cpu_isa);
-        } else {
-            const prof_row *r = &t->rows[i];
-            double cpu = r->cpu_ns >= 0 && r->total_ns ? (double)r->cpu_ns / (double)r->total_ns : NAN;
-            if (!strncmp(r->name, "dense.", 6) && gemm_threads > 1 && cpu < 1.0)
+        } else if (!first_named(rows, i)) {
+            continue;
+        } else if (!strncmp(base, "dense.", 6) && rows[i].kind == PROF_OP && gemm_threads > 1) {
+            sum_named(rows, n, base, &total, &cpu);
+            /* shown rounded down: 0.998 is below 1 and must not read "1.00 below 1" */
+            if (cpu >= 0 && total > 0 && cpu < total)
                 snprintf(line, sizeof line, "%s: cpu %.2f below 1 with a %d-thread GEMM: its threads wait "
-                         "(a loaded machine, or too many threads for the shape)", r->name, cpu, gemm_threads);
-            else if (!strcmp(r->name, "data.wait") && t->self_total_ns > 0 &&
-                     (double)r->total_ns > 0.05 * t->self_total_ns)
+                         "(a loaded machine, or too many threads for the shape)", base,
+                         floor(cpu / total * 100 + 1e-9) / 100, gemm_threads);
+        } else if (!strcmp(base, "data.wait") && self > 0) {
+            sum_named(rows, n, base, &total, &cpu);
+            if (total > 0.05 * self)
                 snprintf(line, sizeof line, "data.wait is %.1f%% of the steps (above 5%%): training waits for "
-                         "batches; try data.prefetch", 100.0 * (double)r->total_ns / t->self_total_ns);
+                         "batches; try data.prefetch", 100.0 * total / self);
         }
         if (!line[0] || len + strlen(line) + 2 > cap) continue;
         len += (size_t)snprintf(out + len, cap - len, "%s\n", line);
-        n++;
+        count++;
     }
-    return n;
+    return count;
+}
+
+int prof_col_sort(prof_col c)
+{
+    switch (c) {
+    case PROF_COL_NAME: return PROF_SORT_NAME;
+    case PROF_COL_SELF_PCT: case PROF_COL_SELF: return PROF_SORT_SELF;
+    case PROF_COL_TOTAL: return PROF_SORT_TOTAL;
+    case PROF_COL_AVG: return PROF_SORT_AVG;
+    case PROF_COL_CALLS: return PROF_SORT_CALLS;
+    case PROF_COL_GFLOPS: case PROF_COL_PEAK_PCT: return PROF_SORT_GFLOPS;
+    case PROF_COL_BYTES: return PROF_SORT_BYTES;
+    case PROF_COL_GBPS: case PROF_COL_BW_PCT: return PROF_SORT_GBPS;
+    case PROF_COL_SELF_MEM: return PROF_SORT_MEM;
+    case PROF_COL_INTENSITY: case PROF_COL_BOUND: return PROF_SORT_INTENSITY;
+    default: return -1;
+    }
 }
 
 static const char *dash(char *b, size_t cap)
@@ -538,7 +590,7 @@ void prof_print_table(FILE *f, const prof_row *rows, size_t n, const prof_summar
     size_t shown = max_rows && max_rows < n ? max_rows : n;
     prof_table t;
     prof_table_init(&t, sorted, n, sum ? sum->total_self_ns : 0, sum ? sum->peak_gflops : 0);
-    prof_table_set_bw(&t, sum ? sum->bw_gbs : 0);
+    prof_table_set_bw(&t, sum ? sum->bw_gbs : 0, 0);
     prof_table_print(f, &t, max_rows, 40, "");
     if (shown < n) fprintf(f, "(%zu of %zu rows shown, sorted by %s)\n", shown, n, sort_names[sort]);
     if (sum) {

@@ -400,6 +400,7 @@ static int rows_time(store_compare *c, const store_cmp_opts *o, size_t *cap)
 static int rows_config(store_compare *c, const store_cmp_opts *o, size_t *cap)
 {
     c->config_set_only = c->n == 1 && !o->all_keys && o->set_keys;
+    c->config_set_first = c->n == 1 && o->all_keys && o->set_keys;
     store_cmp_row *w;
     /* Config: the union of keys in key order (every run's list is sorted by key). */
     const char **keys = NULL;
@@ -422,25 +423,27 @@ static int rows_config(store_compare *c, const store_cmp_opts *o, size_t *cap)
         for (size_t y = x; y > 0 && strcmp(keys[y - 1], keys[y]) > 0; y--) {
             const char *t = keys[y]; keys[y] = keys[y - 1]; keys[y - 1] = t;
         }
-    for (size_t k = 0; k < nk; k++) {
-        int differs = 0;
-        const char *v0 = store_kv_find(c->params[0], c->n_params[0], keys[k]);
-        for (size_t j = 1; j < c->n && !differs; j++) {
-            const char *vj = store_kv_find(c->params[j], c->n_params[j], keys[k]);
-            differs = !v0 || !vj ? v0 != vj : strcmp(v0, vj) != 0;
+    /* One run with its keys not at their default: those first, marked as differing (the
+     * `*` of all keys), then, with all keys, the defaults. */
+    int one_set = c->n == 1 && o->set_keys != NULL;
+    for (int pass = one_set; pass >= 0; pass--)
+        for (size_t k = 0; k < nk; k++) {
+            int differs = 0, is_set = 0;
+            const char *v0 = store_kv_find(c->params[0], c->n_params[0], keys[k]);
+            for (size_t j = 1; j < c->n && !differs; j++) {
+                const char *vj = store_kv_find(c->params[j], c->n_params[j], keys[k]);
+                differs = !v0 || !vj ? v0 != vj : strcmp(v0, vj) != 0;
+            }
+            for (size_t j = 0; one_set && j < o->n_set_keys && !is_set; j++) is_set = !strcmp(o->set_keys[j], keys[k]);
+            if (one_set && (is_set != pass || (!pass && !o->all_keys))) continue;
+            if (!one_set && !differs && !o->all_keys && c->n > 1) continue;
+            if (!(w = row_add(c, cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); return -1; }
+            w->differs = one_set ? is_set : differs;
+            EACH {
+                const char *v = store_kv_find(c->params[i], c->n_params[i], keys[k]);
+                prof_text_fit(w->cells[i], 64, v ? v : "-", 63, 0);
+            }
         }
-        if (c->config_set_only) {
-            int keep = 0;
-            for (size_t j = 0; j < o->n_set_keys && !keep; j++) keep = !strcmp(o->set_keys[j], keys[k]);
-            if (!keep) continue;
-        } else if (!differs && !o->all_keys && c->n > 1) continue;
-        if (!(w = row_add(c, cap, STORE_CMP_CONFIG, keys[k]))) { free(keys); return -1; }
-        w->differs = differs;
-        EACH {
-            const char *v = store_kv_find(c->params[i], c->n_params[i], keys[k]);
-            prof_text_fit(w->cells[i], 64, v ? v : "-", 63, 0);
-        }
-    }
     free(keys);
 
     return 0;

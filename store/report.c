@@ -23,6 +23,8 @@ typedef struct {
     store_profile prof;
     int has_prof;
     prof_balance balance;       /* across MPI ranks (data-parallel runs), from every kind of row */
+    store_run_perf perf;        /* the calibration and machine facts stored with the run */
+    char warnings[1024];        /* store_run_warnings: the lines `run --profile` printed */
     store_solver_event *ev;
     size_t n_ev;
     char label[256];            /* the comparison's label: "#3 name/variant [lr=0.1]" */
@@ -63,15 +65,17 @@ static int rep_load(store *s, const long long *ids, size_t n, rep_run **out)
         for (size_t k = 0; k < x->n_keys && !st; k++) st = store_metric_get(s, ids[i], x->keys[k], &x->series[k]);
         if (st) break;
         if ((st = store_op_stats_get(s, ids[i], 0, &x->ops, &x->n_ops))) break;
-        store_op_row *all = NULL;
-        size_t na = 0;
-        if ((st = store_op_stats_get(s, ids[i], -1, &all, &na))) break;
-        prof_balance_get(all, na, &x->balance);
-        free(all);
         st = store_profile_get(s, ids[i], &x->prof);
         x->has_prof = st == STORE_OK;
         if (st == STORE_ENOTFOUND) st = STORE_OK;
         if (st) break;
+        store_run_perf_get(&x->r, x->sys, x->n_sys, x->has_prof ? &x->prof : NULL, &x->perf);
+        store_op_row *all = NULL;
+        size_t na = 0;
+        if ((st = store_op_stats_get(s, ids[i], -1, &all, &na))) break;
+        prof_balance_get(all, na, &x->balance);
+        store_run_warnings(all, na, x->has_prof ? &x->prof : NULL, &x->perf, x->warnings, sizeof x->warnings);
+        free(all);
         if ((st = store_solver_events_get(s, ids[i], &x->ev, &x->n_ev))) break;
         st = store_quants_list(s, ids[i], &x->quants, &x->n_quants);
     }
@@ -398,6 +402,11 @@ static void json_profile(prof_json *j, const rep_run *x)
     } else {
         prof_json_null(j);
     }
+    /* the lines `run --profile` printed, from the stored profile (one string each) */
+    prof_json_key(j, "warnings");
+    prof_json_array(j);
+    for (const char *w = x->warnings, *nl; *w && (nl = strchr(w, '\n')); w = nl + 1) prof_json_strn(j, w, (size_t)(nl - w));
+    prof_json_close(j);
 }
 
 static void json_solver_events(prof_json *j, const rep_run *x)
@@ -718,8 +727,7 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
     heading(t, 3, h);
     if (!x->n_ops) { para(t, "Not profiled."); return; }
     prof_table pt;
-    prof_table_init(&pt, x->ops, x->n_ops, x->has_prof ? (uint64_t)x->prof.total_self_ns : 0,
-                    x->has_prof ? x->prof.peak_gflops : 0);
+    store_op_table_init(&pt, x->ops, x->n_ops, x->has_prof ? &x->prof : NULL, &x->perf);
     pt.ranks = &x->balance;
     const char *head[PROF_COL_N], *cells[PROF_COL_N];
     char c[PROF_COL_N][64];
@@ -737,6 +745,12 @@ static void ops_table(tw *t, const rep_run *x, size_t max_rows)
     char bl[256];
     if (prof_balance_line(&x->balance, bl, sizeof bl)[0]) para(t, bl);
     if (x->has_prof && x->prof.counters_note[0]) para(t, x->prof.counters_note);
+    char w[400];
+    if (store_run_perf_line(&pt, &x->perf, w, sizeof w)[0]) para(t, w);
+    for (const char *p = x->warnings, *nl; *p && (nl = strchr(p, '\n')); p = nl + 1) {
+        snprintf(w, sizeof w, "Warning: %.*s", (int)(nl - p), p);
+        para(t, w);
+    }
 }
 
 /* The op diff of the two runs of a report (diff.c), the columns and cells of `nnbench diff`. */

@@ -320,8 +320,9 @@ typedef struct {
     int all_keys;             /* config: every key, not only those that differ */
     const char *metric;       /* NULL/"train_loss": none; else a "KEY final / best" row */
     double target;            /* NAN: each run's target_loss on train_loss; else on metric */
-    /* One run, without all_keys: the config keys to show, those not at their default (the
-     * caller knows which: the store does not know the engine's defaults). NULL: every key. */
+    /* One run: its config keys not at their default (the caller knows which: the store does
+     * not know the engine's defaults), the only ones shown, or with all_keys the first ones,
+     * marked. NULL: every key, in key order. */
     const char *const *set_keys;
     size_t n_set_keys;
 } store_cmp_opts;
@@ -353,6 +354,7 @@ typedef struct {
     store_cmp_row *rows;
     size_t n_rows;
     int config_set_only;      /* the config rows are one run's keys not at their default */
+    int config_set_first;     /* one run, all keys: those not at their default first, differs = 1 */
 } store_compare;
 
 /* Loads the runs and builds the rows. o may be NULL. Free with store_compare_free. */
@@ -363,6 +365,33 @@ void store_compare_free(store_compare *c);
 /* The value of key in a key/value list (NULL if absent): the one lookup for params,
  * system facts and config rows. */
 const char *store_kv_find(const store_kv *kv, size_t n, const char *key);
+/* ---- a stored run's performance context (perf.c) ------------------------------------ */
+/* system_info keys written when a run starts (tui/runner_store.c): the calibration then in
+ * force (`nnbench sysinfo --calibrate`; absent when there was none) and the CPU's widest ISA. */
+#define STORE_SYS_CALIB_PEAK "calib_peak_gflops"
+#define STORE_SYS_CALIB_BW "calib_bw_gbs"
+#define STORE_SYS_CPU_ISA "cpu_isa"
+typedef struct {
+    double peak_gflops;   /* sgemm peak the run started with; else run_profile's; 0 = none */
+    double bw_gbs;        /* memory bandwidth the run started with; 0 = not stored (older runs) */
+    int gemm_threads;     /* runs.threads */
+    char blas_core[64];   /* "" = not stored */
+    char cpu_isa[16];     /* "" = not stored (older runs: no BLAS-core warning) */
+} store_run_perf;
+/* From a run's row, its system_info and its profile (each may be NULL / n 0). */
+void store_run_perf_get(const store_run *r, const store_kv *sys, size_t n, const store_profile *prof,
+                        store_run_perf *out);
+/* The op-table model over stored rows: prof_table_init with the run's peak, then its
+ * bandwidth ("% bw" and "bound" show "-" for a run that stored none). */
+void store_op_table_init(prof_table *t, const store_op_row *rows, size_t n, const store_profile *prof,
+                         const store_run_perf *pf);
+/* The line under a stored run's op table that says what "bound" compares (the ridge
+ * point from the stored calibration) or why "% bw" and "bound" are "-"; "" when the table
+ * has no bound column. Returns b. */
+const char *store_run_perf_line(const prof_table *t, const store_run_perf *pf, char *b, size_t cap);
+/* prof_perf_warnings of a stored run: scopes = all its op_stats rows (store_op_stats_get kind -1). */
+int store_run_warnings(const store_op_row *scopes, size_t n, const store_profile *prof, const store_run_perf *pf,
+                       char *out, size_t cap);
 /* The runs of the newest batch: the last run and the runs just before it written by the
  * same process from the same experiment file, one per variant (what one `nnbench run` or
  * one all-variants New run makes). Ascending ids, malloc'd. STORE_ENOTFOUND when empty. */

@@ -152,7 +152,7 @@ typedef struct {
     long long run_id;
     prof_row *ops;    /* --json --profile: the op table, as printed (by --profile-by, sorted) */
     size_t n_ops;
-    char warnings[1024]; /* prof_table_warnings of the printed table, one per line */
+    char warnings[1024]; /* prof_perf_warnings of the run's profile, one per line */
 } row;
 
 static const char *opt_name(eng_optimizer o)
@@ -456,10 +456,13 @@ static void run_done(void *ud, const runner_variant *o, prof_t *prof)
             prof_rows_sort(prow, pn, c->psort);
             fprintf(c->side, "\nprofile of variant %s (by %s, sorted by %s):\n", r->variant, c->prof_by_s, c->prof_sort_s);
             prof_print_table(c->side, prow, pn, &sum, c->psort, (size_t)c->prof_rows_n);
-            prof_table wt;
-            prof_table_init(&wt, prow, pn, sum.total_self_ns, sum.peak_gflops);
-            prof_table_warnings(&wt, r->threads, openblas_get_corename(), eng_isa_name(eng_isa_best()),
-                                r->warnings, sizeof r->warnings);
+            /* from every scope, whatever --profile-by shows (data.wait is a phase) */
+            prof_row *scopes = NULL;
+            size_t ns = 0;
+            if (!prof_rows(prof, PROF_BY_SCOPE, &scopes, &ns))
+                prof_perf_warnings(scopes, ns, sum.total_self_ns, r->threads, openblas_get_corename(),
+                              eng_isa_name(eng_isa_best()), r->warnings, sizeof r->warnings);
+            free(scopes);
             for (char *w = r->warnings, *nl; *w && (nl = strchr(w, '\n')); w = nl + 1)
                 fprintf(c->side, "Warning: %.*s\n", (int)(nl - w), w);
             fprintf(c->side, "\n");

@@ -201,7 +201,8 @@ int cmd_list(int argc, char **argv)
 static const char show_help[] =
     "usage: nnbench show RUN [--db PATH] [--ops N] [--json]\n\n"
     "Everything about one run: config (resolved keys), system, final and best metrics, the top\n"
-    "ops by self time (--ops N rows, default 10) and the Newton solver summary if any.\n"
+    "ops by self time (--ops N rows, default 10; % bw and bound from the calibration kept\n"
+    "with the run, and the warnings of a profiled run) and the Newton solver summary if any.\n"
     "RUN is an id from nnbench list, or 'last'. --json: everything stored about the run\n"
     "(config, system, metric series, ops, profile, solver events) as the JSON report has it.\n";
 
@@ -216,20 +217,28 @@ static void print_solver(const store_solver_event *ev, size_t n, const char *ind
     for (int i = 0; i < k; i++) printf("%s%s\n", indent, lines[i]);
 }
 
-/* The top ops (the op-table model, as everywhere) and, for a data-parallel run, the load
- * imbalance across ranks in one line. */
-static void print_ops(store *s, long long id, const store_op_row *ops, size_t n, size_t max_rows)
+/* The top ops (the op-table model, as everywhere), with "% bw" and "bound" from the
+ * calibration stored when the run started, the warnings of its stored profile (the ones
+ * `run --profile` printed) and, for a data-parallel run, the load imbalance in one line. */
+static void print_ops(store *s, const store_run *r, const store_kv *sys, size_t nsys, const store_op_row *ops,
+                      size_t n, size_t max_rows)
 {
     store_profile prof;
-    int have = !store_profile_get(s, id, &prof);
+    int have = !store_profile_get(s, r->id, &prof);
+    store_run_perf pf;
+    store_run_perf_get(r, sys, nsys, have ? &prof : NULL, &pf);
     store_op_row *all = NULL;
     size_t na = 0;
     prof_balance bal;
     prof_balance_get(NULL, 0, &bal);
-    if (!store_op_stats_get(s, id, -1, &all, &na)) prof_balance_get(all, na, &bal);
+    char warn[1024] = "";
+    if (!store_op_stats_get(s, r->id, -1, &all, &na)) {
+        prof_balance_get(all, na, &bal);
+        store_run_warnings(all, na, have ? &prof : NULL, &pf, warn, sizeof warn);
+    }
     free(all);
     prof_table t;
-    prof_table_init(&t, ops, n, have ? (uint64_t)prof.total_self_ns : 0, have ? prof.peak_gflops : 0);
+    store_op_table_init(&t, ops, n, have ? &prof : NULL, &pf);
     t.ranks = &bal;
     prof_table_print(stdout, &t, max_rows, 28, "  ");
     if (max_rows < n) printf("  (%zu of %zu ops shown; --ops N for more)\n", max_rows, n);
@@ -239,7 +248,12 @@ static void print_ops(store *s, long long id, const store_op_row *ops, size_t n,
         if (prof.counters_note[0]) printf("; %s", cli_text(prof.counters_note));
         printf("\n");
     }
-    char line[256];
+    char line[400];
+    if (store_run_perf_line(&t, &pf, line, sizeof line)[0]) printf("  %s\n", line);
+    for (char *w = warn, *nl; *w && (nl = strchr(w, '\n')); w = nl + 1) {
+        *nl = 0;   /* names come from the database: made visible */
+        printf("  Warning: %s\n", cli_text(w));
+    }
     if (prof_balance_line(&bal, line, sizeof line)[0]) printf("  %s\n", line);
 }
 
@@ -389,7 +403,7 @@ int cmd_show(int argc, char **argv)
 
     printf("\ntop ops by self time\n");
     if (nops) {
-        print_ops(s, id, ops, nops, (size_t)max_ops);
+        print_ops(s, &r, sys, ns, ops, nops, (size_t)max_ops);
     } else {
         printf("  (not profiled)\n");
     }
@@ -439,9 +453,7 @@ static const char *metric_alias(const char *m)
     return m;
 }
 
-/* The keys of run id not at their default (pointers into *params, which the caller frees
- * with the result), or NULL when they cannot be told (compare then shows every key). */
-static const char **one_run_set_keys(store *s, long long id, store_kv **params, size_t *n_set)
+const char **cli_one_run_set_keys(store *s, long long id, store_kv **params, size_t *n_set)
 {
     size_t np = 0;
     *n_set = 0;
@@ -517,8 +529,9 @@ int cmd_compare(int argc, char **argv)
         goto out;
     }
     store_cmp_opts co = { .all_keys = all_keys, .metric = metric, .target = target };
-    /* One run: nothing differs; its keys not at their default are what tells it apart. */
-    if (n == 1 && !all_keys) co.set_keys = set_keys = one_run_set_keys(s, ids[0], &params, &co.n_set_keys);
+    /* One run: nothing differs; its keys not at their default are what tells it apart
+     * (with --all-keys: first, marked). */
+    if (n == 1) co.set_keys = set_keys = cli_one_run_set_keys(s, ids[0], &params, &co.n_set_keys);
     if (store_compare_load(s, ids, n, &co, &c)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); goto out; }
     if (!c->have_metric) {
         char **keys;

@@ -62,10 +62,21 @@ static void kv_set(store_kv *kv, size_t *n, const char *key, const char *fmt, ..
     va_end(ap);
 }
 
+/* The calibration in force when the run starts (its peak and memory bandwidth), kept with
+ * the run so that show, reports and the workbench class its ops later; none when the
+ * machine was never calibrated (or the file is unreadable: `sysinfo` says why). */
+static void put_calibration(store_kv *kv, size_t *n)
+{
+    prof_calibration cal;
+    if (prof_calibration_load(&cal)) return;
+    if (cal.peak_gflops > 0) kv_set(kv, n, STORE_SYS_CALIB_PEAK, "%.6g", cal.peak_gflops);
+    if (cal.bw_gbs > 0) kv_set(kv, n, STORE_SYS_CALIB_BW, "%.6g", cal.bw_gbs);
+}
+
 /* Facts about this machine that explain a run's speed (see BENCH-NOTES.md). */
 static int put_system(store *db, long long run, int threads, const eng_run_info *info)
 {
-    store_kv kv[16];
+    store_kv kv[20];
     size_t n = 0;
     char cpu[256];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
@@ -86,6 +97,8 @@ static int put_system(store *db, long long run, int threads, const eng_run_info 
     if (info && info->gemm_classes) kv_set(kv, &n, "gemm_classes", "%s", info->gemm_classes);
     if (info && info->gemm_notes && info->gemm_notes[0]) kv_set(kv, &n, "gemm_notes", "%s", info->gemm_notes);
     kv_set(kv, &n, "nnbench_version", "%s", NNBENCH_VERSION);
+    kv_set(kv, &n, STORE_SYS_CPU_ISA, "%s", eng_isa_name(eng_isa_best()));
+    put_calibration(kv, &n);
     return store_sysinfo_put(db, run, kv, n);
 }
 

@@ -103,6 +103,7 @@ typedef enum {
     TUI_ACT_QUIT, TUI_ACT_LOG_Y, TUI_ACT_X_AXIS, TUI_ACT_SMOOTH, TUI_ACT_ALL_KEYS,
     TUI_ACT_METRIC, TUI_ACT_EDIT, TUI_ACT_START, TUI_ACT_STOP, TUI_ACT_X_SCALE, TUI_ACT_CLEAR_MARKS,
     TUI_ACT_TAB_N, TUI_ACT_REVERT, TUI_ACT_RESUME, TUI_ACT_QUANTIZE, TUI_ACT_GROUP,
+    TUI_ACT_SORT_PICK,
 } tui_action;
 
 #define TUI_KEY_CODES 8
@@ -134,5 +135,11 @@ int tui_status_hints_if(unsigned screen, int utf8, int width, int (*offers)(void
                         char *buf, size_t n);
 /* The key table as a Markdown table (the docs/workbench.md's key list). */
 void tui_keys_markdown(FILE *f);
+
+/* The keys of stored run id not at their default (pointers into *params, which the caller
+ * frees with the result), or NULL when they cannot be told (the stored file no longer
+ * loads: a one-run compare then shows every key). What a one-run compare shows first and
+ * marks: `compare ID` and the workbench's Compare of one run. (cmd_store.c) */
+const char **cli_one_run_set_keys(store *s, long long id, store_kv **params, size_t *n_set);
 
 #endif

@@ -378,7 +378,8 @@ void tui_compare_row_text(const store_compare *c, const char *label, char (*cell
 /* What the config rows are, in the section's heading. */
 static const char *config_words(const store_compare *c, int all_keys)
 {
-    return all_keys ? "all keys" : c->config_set_only ? "keys not at their default" : "keys that differ";
+    return all_keys && c->config_set_first ? "all keys; * not at their default, first"
+         : all_keys ? "all keys" : c->config_set_only ? "keys not at their default" : "keys that differ";
 }
 
 int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys, char ***lines, size_t *n)

@@ -120,6 +120,10 @@ struct wb_app {
     char filter[128];
     int sort_col, sort_desc;
     int sort_shown;          /* run columns the Runs table showed last (s cycles those) */
+    /* The column titles of the table drawn last (row hdr_y, reset each frame; -1: none):
+     * a click on one sorts by hdr_key[i] (a run column or a prof_sort; -1 not sortable). */
+    int hdr_y, hdr_n;
+    int hdr_x0[32], hdr_x1[32], hdr_key[32];
     /* shared chart toggles */
     int log_y, x_axis, smooth_idx, x_scale;
     /* Run / Compare */
@@ -135,6 +139,15 @@ extern wb_panel wb_runs_panel, wb_run_panel, wb_compare_panel, wb_new_panel, wb_
 void wb_push(wb_app *a, wb_panel *p);
 void wb_pop(wb_app *a);
 void wb_message(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A small list in a box over the screen (the sort picker): items[cur] marked, the cursor
+ * on it; Enter or a click picks. Returns the index picked, -1 when cancelled (Esc). */
+int wb_pick(wb_app *a, const char *title, const char *const *items, int n, int cur);
+/* Records one column title of the table being drawn (wb_app.hdr_*), for wb_header_hit. */
+void wb_header_add(wb_app *a, int y, int x, int w, int key);
+/* The sort key of the column title at (y, x) of the last frame; -1 none. */
+int wb_header_hit(const wb_app *a, int y, int x);
+/* Sorting by key: a new key ascending, the current one reversed (a click, the picker). */
+void wb_sort_by(int *cur, int *desc, int key);
 /* Yes/no question in a box over the screen; 1 = yes. */
 int wb_confirm(wb_app *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Single-line input in a framed box above the footer row (the status bar keeps its hints);

@@ -147,6 +147,8 @@ static void draw_all(wb_app *a)
     if (a->too_small) { draw_too_small(a); refresh(); return; }
     erase();
     draw_title(a);
+    a->hdr_y = -1;
+    a->hdr_n = 0;
     top_panel(a)->draw(a);
     draw_status(a);
     refresh();
@@ -246,6 +248,80 @@ int wb_confirm(wb_app *a, const char *fmt, ...)
         if (got_sigint) { got_sigint = 0; return 0; }
         if (ch == 'y' || ch == 'Y') return 1;
         if (ch == 'n' || ch == 'N' || ch == 27 || ch == 'q') return 0;
+    }
+}
+
+void wb_header_add(wb_app *a, int y, int x, int w, int key)
+{
+    if (a->hdr_n >= (int)(sizeof a->hdr_key / sizeof a->hdr_key[0])) return;
+    a->hdr_y = y;
+    a->hdr_x0[a->hdr_n] = x;
+    a->hdr_x1[a->hdr_n] = x + w;
+    a->hdr_key[a->hdr_n++] = key;
+}
+
+int wb_header_hit(const wb_app *a, int y, int x)
+{
+    if (y != a->hdr_y) return -1;
+    for (int i = 0; i < a->hdr_n; i++)
+        if (x >= a->hdr_x0[i] && x < a->hdr_x1[i]) return a->hdr_key[i];
+    return -1;
+}
+
+void wb_sort_by(int *cur, int *desc, int key)
+{
+    if (key < 0) return;
+    if (*cur == key) *desc = !*desc;
+    else { *cur = key; *desc = 0; }
+}
+
+/* The picker's row under a click, or -1 (its box as wb_pick lays it out). */
+static int pick_hit(int y0, int x0, int w, int n, int y, int x)
+{
+    return x > x0 && x < x0 + w - 1 && y > y0 && y <= y0 + n ? y - y0 - 1 : -1;
+}
+
+int wb_pick(wb_app *a, const char *title, const char *const *items, int n, int cur)
+{
+    int sel = cur >= 0 && cur < n ? cur : 0;
+    for (;;) {
+        draw_all(a);
+        int w = tui_text_width(title) + 6, h = n + 3;
+        for (int i = 0; i < n; i++)
+            if (tui_text_width(items[i]) + 10 > w) w = tui_text_width(items[i]) + 10;
+        if (w < 34) w = 34;
+        if (h > a->rows - 2) h = a->rows - 2;
+        int shown = h - 3, y = (a->rows - h) / 2, x = (a->cols - w) / 2, top = sel >= shown ? sel - shown + 1 : 0;
+        if (!a->too_small) {
+            int at = modal_box(a, y, x, h, w);
+            attron(at);
+            char t[160];
+            snprintf(t, sizeof t, " %s ", title);
+            wb_text(a, y, x + 2, tui_text_width(t), 0, t);
+            for (int i = 0; i < shown && top + i < n; i++) {
+                char l[160];
+                /* ">" the cursor; the current key marked, as the footer's arrow marks it */
+                snprintf(l, sizeof l, "%s %s %s", top + i == sel ? ">" : " ",
+                         top + i == cur ? (a->utf8 ? "\xe2\x97\x8f" : "*") : " ", items[top + i]);
+                if (top + i == sel) attron(A_BOLD | A_UNDERLINE);
+                wb_text(a, y + 1 + i, x + 2, w - 4, 0, l);
+                if (top + i == sel) attroff(A_BOLD | A_UNDERLINE);
+            }
+            wb_text(a, y + h - 2, x + 3, w - 6, 0, "Enter = sort   Esc = cancel");
+            attroff(at);
+            refresh();
+        }
+        int ch = modal_getch(a);
+        if (got_sigint) { got_sigint = 0; return -1; }
+        if (ch == 27 || ch == 'q') return -1;
+        if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) return sel;
+        if ((ch == KEY_UP || ch == 'k') && sel > 0) sel--;
+        if ((ch == KEY_DOWN || ch == 'j') && sel < n - 1) sel++;
+        MEVENT ev;
+        if (ch == KEY_MOUSE && getmouse(&ev) == OK && (ev.bstate & (BUTTON1_PRESSED | BUTTON1_CLICKED))) {
+            int i = pick_hit(y, x, w, shown, ev.y, ev.x);
+            if (i >= 0 && top + i < n) return top + i;
+        }
     }
 }
 

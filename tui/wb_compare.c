@@ -20,6 +20,11 @@ typedef struct {
     char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
     size_t n_tkeys;
     int all_keys;
+    /* one run: its keys not at their default, shown first and marked (as `compare ID`);
+     * set_keys point into set_params; NULL when the stored file no longer loads */
+    store_kv *set_params;
+    const char **set_keys;
+    size_t n_set_keys;
     int scroll, page;        /* page: the table rows the last draw showed */
     char **lines;
     size_t n_lines;
@@ -38,6 +43,23 @@ static void cmp_unload(cmp_state *cv)
     tui_lines_free(cv->lines, cv->n_lines);
     cv->lines = NULL;
     cv->n_lines = 0;
+    free(cv->set_keys);
+    free(cv->set_params);
+    cv->set_keys = NULL;
+    cv->set_params = NULL;
+    cv->n_set_keys = 0;
+}
+
+/* The compare options of the screen's state: those of `compare` (one run: its keys not at
+ * their default, alone, or first and marked with all keys). */
+static store_cmp_opts cmp_opts(const cmp_state *cv, const char *metric)
+{
+    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = metric, .target = NAN };
+    if (cv->n == 1) {
+        o.set_keys = cv->set_keys;
+        o.n_set_keys = cv->n_set_keys;
+    }
+    return o;
 }
 
 /* The side-by-side table as text lines (rebuilt on load, toggles and resize). */
@@ -85,7 +107,8 @@ static int cmp_load(wb_app *a, cmp_state *cv)
         for (size_t k = 0; k < cv->n_tkeys; k++)
             if (!strcmp(cv->tkeys[k], keep)) cv->metric = 4 + (int)k;
     }
-    store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
+    if (m == 1) cv->set_keys = cli_one_run_set_keys(a->db, cv->ids[0], &cv->set_params, &cv->n_set_keys);
+    store_cmp_opts o = cmp_opts(cv, cmp_metric_name(cv));
     if (store_compare_load(a->db, cv->ids, (size_t)m, &o, &cv->c)) {
         wb_message(a, "compare: %s", store_error());
         return -1;
@@ -101,13 +124,13 @@ static int cmp_load(wb_app *a, cmp_state *cv)
 
 void wb_open_compare_ids(wb_app *a, const long long *ids, int n)
 {
-    if (n < 2) { wb_message(a, "compare needs 2 runs or more"); return; }
+    if (n < 1) { wb_message(a, "nothing to compare"); return; }
     cmp_state *cv = calloc(1, sizeof *cv);
     if (!cv) { wb_message(a, "out of memory"); return; }
     if (n > WB_MAX_COMPARE) n = WB_MAX_COMPARE;
     memcpy(cv->ids, ids, (size_t)n * sizeof *ids);
     cv->n = n;
-    if (cmp_load(a, cv) || cv->n < 2) {
+    if (cmp_load(a, cv) || cv->n < 1) {
         if (!a->msg[0]) wb_message(a, "the runs to compare are gone");
         cmp_unload(cv);
         free(cv);
@@ -152,8 +175,8 @@ static void cmp_draw(wb_app *a)
     store_compare *c = cv->c;
     char t[512], tg[160];
     wb_toggles_text(a, tg, sizeof tg);
-    snprintf(t, sizeof t, "%s%s%d runs   metric: %s (v%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
-             cmp_metric_name(cv), cv->n_tkeys ? ", then layer telemetry" : "", tg);
+    snprintf(t, sizeof t, "%s%s%d run%s   metric: %s (v%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
+             cv->n == 1 ? "" : "s", cmp_metric_name(cv), cv->n_tkeys ? ", then layer telemetry" : "", tg);
     attron(A_DIM);
     wb_text(a, 1, 1, a->cols - 2, 0, t);
     attroff(A_DIM);
@@ -199,7 +222,7 @@ static int cmp_key(wb_app *a, tui_action act, int ch)
     case TUI_ACT_ALL_KEYS:
         cv->all_keys = !cv->all_keys;
         if (cv->c) {
-            store_cmp_opts o = { .all_keys = cv->all_keys, .metric = cmp_metric_name(cv), .target = NAN };
+            store_cmp_opts o = cmp_opts(cv, cmp_metric_name(cv));
             store_compare_rows(cv->c, &o);
         }
         cmp_build_lines(a, cv);

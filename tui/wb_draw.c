@@ -178,7 +178,11 @@ void wb_draw_op_table(wb_app *a, const prof_table *t, int y, int page, int scrol
     int vis = tui_table_layout(cols, ncol, a->cols - 2, 1, w);
     int x = 1;
     attron(A_BOLD | A_UNDERLINE);
-    for (int c = 0; c < vis; c++) { wb_text(a, y, x, w[c], cols[c].right, cols[c].title); x += w[c] + 1; }
+    for (int c = 0; c < vis; c++) {
+        wb_text(a, y, x, w[c], cols[c].right, cols[c].title);
+        if (map[c] >= 0) wb_header_add(a, y, x, w[c], prof_col_sort((prof_col)map[c]));   /* a click sorts */
+        x += w[c] + 1;
+    }
     attroff(A_BOLD | A_UNDERLINE);
     for (int r = 0; r < page && scroll + r < (int)t->n; r++) {
         const store_op_row *o = &t->rows[scroll + r];

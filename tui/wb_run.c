@@ -57,6 +57,8 @@ typedef struct {
     char find[128];          /* the Config/System tabs' last search (/) */
     store_profile prof;
     int have_prof;
+    store_run_perf perf;     /* calibration and machine facts stored with the run */
+    char warnings[1024];     /* store_run_warnings: what `run --profile` warned, one per line */
     store_solver_event *ev;
     size_t n_ev;
     char **cfg, **sys;       /* text of the Config and System tabs */
@@ -104,6 +106,8 @@ static void run_unload(void)
     free(rv.scopes);
     free(rv.ev);
     rv.ops = NULL; rv.scopes = NULL; rv.ev = NULL; rv.n_ops = rv.n_scopes = rv.n_ev = 0;
+    rv.warnings[0] = 0;
+    memset(&rv.perf, 0, sizeof rv.perf);
     tui_lines_clear(&rv.cfg, &rv.n_cfg);
     tui_lines_clear(&rv.sys, &rv.n_sys);
     wb_layers_clear(&rv.layers);
@@ -244,11 +248,12 @@ static void run_load(wb_app *a)
     tui_lines_add(&rv.sys, &rv.n_sys, "%s", "");
     tui_lines_add(&rv.sys, &rv.n_sys, "System:");
     kv = NULL; n = 0;
-    if (!store_sysinfo_get(a->db, id, &kv, &n)) {
-        for (size_t i = 0; i < n; i++) add_kv(kv[i].key, kv[i].value, a->cols);
-        if (!n) tui_lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
-        free(kv);
-    }
+    if (store_sysinfo_get(a->db, id, &kv, &n)) kv = NULL, n = 0;
+    else if (!n) tui_lines_add(&rv.sys, &rv.n_sys, "  (no system facts stored)");
+    for (size_t i = 0; i < n; i++) add_kv(kv[i].key, kv[i].value, a->cols);
+    store_run_perf_get(&rv.run, kv, n, rv.have_prof ? &rv.prof : NULL, &rv.perf);
+    store_run_warnings(rv.scopes, rv.n_scopes, rv.have_prof ? &rv.prof : NULL, &rv.perf, rv.warnings, sizeof rv.warnings);
+    free(kv);
     if (rv.have_prof) {
         char hw[840];
         snprintf(hw, sizeof hw, "%d%s%s", rv.prof.hw_counters, rv.prof.counters_note[0] ? "  " : "", rv.prof.counters_note);
@@ -330,10 +335,15 @@ static void draw_tabs(wb_app *a, int y)
     }
 }
 
-/* A click on the tab row (row 1) picks the tab under it, laid out as draw_tabs does. */
+/* A click on the tab row (row 1) picks the tab under it, laid out as draw_tabs does; on a
+ * column title of the Profile tab's op table, sorts by it. */
 static void run_click(wb_app *a, int y, int x)
 {
-    (void)a;
+    int key = rv.tab == TAB_PROFILE ? wb_header_hit(a, y, x) : -1;
+    if (key >= 0) {   /* a column title of the op table: sort by it, again: reversed */
+        wb_sort_by(&rv.op_sort, &rv.op_desc, key);
+        return;
+    }
     if (y != 1) return;
     int from = 1;
     for (int t = 0; t < TAB_N; t++) {
@@ -420,7 +430,7 @@ static void draw_profile(wb_app *a, int y0, int y1)
     store_op_row *rows = profile_rows(&n);
     if (!rows) return;
     prof_table t;
-    prof_table_init(&t, rows, n, rv.have_prof ? (uint64_t)rv.prof.total_self_ns : 0, rv.have_prof ? rv.prof.peak_gflops : 0);
+    store_op_table_init(&t, rows, n, rv.have_prof ? &rv.prof : NULL, &rv.perf);
     if (rv.balance.ranks > 1) {
         t.show[PROF_COL_RANK] = 1;   /* also when one rank is shown */
         t.ranks = &rv.balance;       /* self % of each rank's own profile */
@@ -444,6 +454,14 @@ static void draw_profile(wb_app *a, int y0, int y1)
         snprintf(l, sizeof l, "ranks: %s (v)   %s", which, prof_balance_line(&rv.balance, bl, sizeof bl));
         wb_text(a, ++y0, 1, a->cols - 2, 0, l);
     }
+    /* the warnings of `run --profile` and `show`, from the stored profile */
+    attron(A_BOLD);
+    for (const char *w = rv.warnings, *nl; *w && (nl = strchr(w, '\n')) && y0 + 2 < y1; w = nl + 1) {
+        char l[400];
+        snprintf(l, sizeof l, "Warning: %.*s", (int)(nl - w), w);
+        wb_text(a, ++y0, 1, a->cols - 2, 0, l);
+    }
+    attroff(A_BOLD);
     int page = y1 - y0 - 1;
     rv.page = page;
     if (rv.scroll > (int)n - page) rv.scroll = (int)n - page;
@@ -593,6 +611,14 @@ static int run_key(wb_app *a, tui_action act, int ch)
         wb_message(a, "ops sorted by %s", prof_sort_name((prof_sort)rv.op_sort));
         return 1;
     case TUI_ACT_SORT_ORDER: rv.op_desc = !rv.op_desc; return 1;
+    case TUI_ACT_SORT_PICK: {
+        if (rv.tab != TAB_PROFILE) { wb_message(a, "o sorts the Profile tab's op table"); return 1; }
+        const char *names[PROF_SORT_N];
+        for (int k = 0; k < PROF_SORT_N; k++) names[k] = prof_sort_name((prof_sort)k);
+        int k = wb_pick(a, "sort the ops by", names, PROF_SORT_N, rv.op_sort);
+        if (k >= 0) wb_sort_by(&rv.op_sort, &rv.op_desc, k);
+        return 1;
+    }
     case TUI_ACT_GROUP:
         if (rv.tab != TAB_PROFILE) { wb_message(a, "b groups the Profile tab's rows"); return 1; }
         if (rv.balance.ranks > 1) { wb_message(a, "a data-parallel run's rows stay per rank (v: one rank at a time)"); return 1; }
@@ -653,7 +679,7 @@ static int run_offers(wb_app *a, tui_action act)
 {
     char why[512];
     switch (act) {
-    case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: return rv.tab == TAB_PROFILE;
+    case TUI_ACT_SORT: case TUI_ACT_SORT_ORDER: case TUI_ACT_SORT_PICK: return rv.tab == TAB_PROFILE;
     case TUI_ACT_GROUP: return rv.tab == TAB_PROFILE && rv.n_ops && rv.balance.ranks < 2;
     case TUI_ACT_FILTER: return rv.tab == TAB_CONFIG || rv.tab == TAB_SYSTEM;
     case TUI_ACT_METRIC: return rv.tab == TAB_LAYERS || (rv.tab == TAB_PROFILE && rv.balance.ranks >= 2);

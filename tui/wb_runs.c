@@ -127,6 +127,7 @@ static void runs_draw(wb_app *a)
             snprintf(h, sizeof h, "%s%s", fit, sort_arrow(a));
         } else snprintf(h, sizeof h, "%s", cols[c].title);
         wb_text(a, 1, x, w[c], cols[c].right, h);
+        if (c > 0) wb_header_add(a, 1, x, w[c], c - 1);   /* a click sorts by it */
         x += w[c] + 2;
     }
     attroff(A_BOLD | A_UNDERLINE);
@@ -201,10 +202,12 @@ static void compare_runs(wb_app *a)
     long long ids[6];
     int hidden;
     size_t n = shown_marks(a, ids, &hidden);
-    if (n < 2) {
+    /* one marked run alone is the CLI's `compare ID`; one shown of several marked is likely
+     * not what was meant */
+    if (n < 1 || (n == 1 && hidden)) {
         if (hidden) wb_message(a, "%zu marked run%s shown, %d hidden by the filter: clear it (Esc) or mark more", n,
                                n == 1 ? "" : "s", hidden);
-        else wb_message(a, "mark 2 to 6 runs with Space first (%d marked)", a->n_marked);
+        else wb_message(a, "mark 1 to 6 runs with Space first (%d marked)", a->n_marked);
         return;
     }
     wb_open_compare_ids(a, ids, (int)n);
@@ -295,6 +298,16 @@ static int runs_key(wb_app *a, tui_action act, int ch)
         a->sort_desc = !a->sort_desc;
         rebuild_view(a);
         break;
+    case TUI_ACT_SORT_PICK: {
+        /* the columns the table shows, as s cycles them */
+        int n = a->sort_shown > 0 && a->sort_shown < TUI_RC_COUNT ? a->sort_shown : TUI_RC_COUNT;
+        int k = wb_pick(a, "sort the runs by", tui_run_col_names, n, a->sort_col);
+        if (k >= 0) {
+            wb_sort_by(&a->sort_col, &a->sort_desc, k);
+            rebuild_view(a);
+        }
+        break;
+    }
     case TUI_ACT_DELETE: delete_runs(a); break;
     case TUI_ACT_CLEAR_MARKS:
         wb_message(a, "%d mark%s cleared", a->n_marked, a->n_marked == 1 ? "" : "s");
@@ -312,10 +325,16 @@ static int runs_key(wb_app *a, tui_action act, int ch)
     return 1;
 }
 
-/* A click on a run's row selects it; on the selected row, opens it (as Enter). */
+/* A click on a run's row selects it; on the selected row, opens it (as Enter); on a column
+ * title, sorts by it. */
 static void runs_click(wb_app *a, int y, int x)
 {
-    (void)x;
+    int key = wb_header_hit(a, y, x);
+    if (key >= 0) {   /* a column title: sort by it, again: reversed */
+        wb_sort_by(&a->sort_col, &a->sort_desc, key);
+        rebuild_view(a);
+        return;
+    }
     int r = y - 2, idx = a->top + r;   /* rows start at 2 (runs_draw) */
     if (r < 0 || y > a->rows - 3 || idx >= (int)a->n_view) return;
     if (idx == a->sel) wb_open_run(a, a->view[idx].id);

@@ -111,11 +111,6 @@ wait_for "3/3 runs"
 step "mouse: a click selects a run's row, a second one opens it; a click on a tab picks it"
 # X10 mouse reports as TERM=screen's kmous spells them: ESC [ M, then 32 + button (0
 # press, 3 release), 32 + 1 + column, 32 + 1 + row.
-click() { # click ROW COL
-    x=$(printf '%x' $((33 + $2)))
-    y=$(printf '%x' $((33 + $1)))
-    $T send-keys -t w -H 1b 5b 4d 20 "$x" "$y" 1b 5b 4d 23 "$x" "$y"
-}
 keys Home
 click 3 10      # the second row of the list: run #2
 esc=$(printf '\033')

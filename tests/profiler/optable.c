@@ -107,13 +107,13 @@ static void test_roofline(void **state)
         assert_string_equal(prof_table_cell(&t, &r[i], PROF_COL_BOUND, b, sizeof b), "-");
     }
     /* bandwidth alone: % bw, but no class without the peak */
-    prof_table_set_bw(&t, 20);
+    prof_table_set_bw(&t, 20, 0);
     assert_true(t.show[PROF_COL_BW_PCT]);
     assert_false(t.show[PROF_COL_BOUND]);
     assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_BOUND, b, sizeof b), "-");
     /* both calibrated: classes on either side of the ridge */
     prof_table_init(&t, r, 3, 0, 100);
-    prof_table_set_bw(&t, 20);
+    prof_table_set_bw(&t, 20, 0);
     assert_true(t.show[PROF_COL_BOUND] && t.show[PROF_COL_BW_PCT]);
     assert_int_equal(prof_table_bound(&t, &r[0]), 1);
     assert_int_equal(prof_table_bound(&t, &r[1]), -1);
@@ -123,7 +123,7 @@ static void test_roofline(void **state)
     /* 1 MB in 1 ms = 1 GB/s = 5% of 20 GB/s */
     assert_string_equal(prof_table_cell(&t, &r[1], PROF_COL_BW_PCT, b, sizeof b), "5.0%");
     /* a bandwidth that moves the ridge above 16 FLOP/B turns the GEMM row memory bound */
-    prof_table_set_bw(&t, 5);
+    prof_table_set_bw(&t, 5, 0);
     assert_int_equal(prof_table_bound(&t, &r[0]), -1);
     /* the new sort keys: by name, and in order */
     prof_sort k;
@@ -141,37 +141,87 @@ static void test_roofline(void **state)
 static void test_warnings(void **state)
 {
     (void)state;
-    prof_row r[3] = { row("dense.fwd", PROF_OP, 10, 1000000, 1000000), row("data.wait", PROF_OP, 10, 40000, 40000),
+    prof_row r[3] = { row("dense.fwd", PROF_OP, 10, 1000000, 1000000), row("data.wait", PROF_PHASE, 10, 40000, 40000),
                       row("relu.fwd", PROF_OP, 10, 960000, 960000) };
     r[0].cpu_ns = 1800000;   /* cpu 1.80: the 2 GEMM threads busy */
     r[2].cpu_ns = 500000;    /* not a GEMM: its cpu 0.5 is no warning */
-    prof_table t;
-    prof_table_init(&t, r, 3, 0, 0);
     char w[1024];
     /* data.wait 2% of 2 ms, cores matching the ISA: nothing */
-    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 0);
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 2, "Haswell", "avx2", w, sizeof w), 0);
     assert_string_equal(w, "");
-    assert_int_equal(prof_table_warnings(&t, 2, "SkylakeX", "avx2", w, sizeof w), 0);  /* stronger is fine */
-    assert_int_equal(prof_table_warnings(&t, 2, "SomeNewCore", "avx512", w, sizeof w), 0); /* unknown: silent */
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 2, "SkylakeX", "avx2", w, sizeof w), 0);  /* stronger is fine */
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 2, "SomeNewCore", "avx512", w, sizeof w), 0); /* unknown: silent */
     /* a weaker core */
-    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx512", w, sizeof w), 1);
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 2, "Haswell", "avx512", w, sizeof w), 1);
     assert_non_null(strstr(w, "BLAS core Haswell is weaker than this CPU (avx512)"));
-    assert_int_equal(prof_table_warnings(&t, 2, "Prescott", "avx2", w, sizeof w), 1);
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 2, "Prescott", "avx2", w, sizeof w), 1);
     /* cpu below 1 on the GEMM row: only when the GEMM is multi-threaded */
     r[0].cpu_ns = 700000;
-    assert_int_equal(prof_table_warnings(&t, 1, "Haswell", "avx2", w, sizeof w), 0);
-    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 1, "Haswell", "avx2", w, sizeof w), 0);
+    assert_int_equal(prof_perf_warnings(r, 3, 0, 2, "Haswell", "avx2", w, sizeof w), 1);
     assert_non_null(strstr(w, "dense.fwd: cpu 0.70 below 1 with a 2-thread GEMM"));
-    /* data.wait at 6% of the steps */
+    /* data.wait (a phase scope, as the engine registers it) at 6% of the steps */
     r[0].cpu_ns = 1800000;
     r[1].total_ns = r[1].self_ns = 120000;
-    prof_table_init(&t, r, 3, 2000000, 0);
-    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_int_equal(prof_perf_warnings(r, 3, 2000000, 2, "Haswell", "avx2", w, sizeof w), 1);
     assert_non_null(strstr(w, "data.wait is 6.0% of the steps"));
     /* all three, one line each */
     r[0].cpu_ns = 700000;
-    assert_int_equal(prof_table_warnings(&t, 2, "Haswell", "avx512", w, sizeof w), 3);
+    assert_int_equal(prof_perf_warnings(r, 3, 2000000, 2, "Haswell", "avx512", w, sizeof w), 3);
     assert_true(strchr(w, '\n') && w[strlen(w) - 1] == '\n');
+}
+
+/* Stored rows are per scope: a GEMM's layers (and ranks) are one op, named once, with its
+ * cpu over all of them; a row without the CPU clock leaves the op's cpu unknown. */
+static void test_warnings_scope_rows(void **state)
+{
+    (void)state;
+    prof_row r[4] = { row("dense.fwd", PROF_OP, 10, 1000000, 1000000), row("dense.fwd", PROF_OP, 10, 1000000, 1000000),
+                      row("rank1:dense.fwd", PROF_OP, 10, 1000000, 1000000), row("step", PROF_STEP, 10, 0, 3000000) };
+    snprintf(r[0].layer, sizeof r[0].layer, "dense1");
+    snprintf(r[1].layer, sizeof r[1].layer, "dense2");
+    r[0].cpu_ns = 200000;    /* one layer waits, */
+    r[1].cpu_ns = 1900000;   /* the others keep both threads busy: */
+    r[2].cpu_ns = 1900000;   /* 4.0 ms of CPU in 3.0 ms, no warning */
+    char w[1024];
+    assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 0);
+    r[2].cpu_ns = 100000;    /* 2.2 ms in 3.0 ms: one line for the op */
+    assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_string_equal(w, "dense.fwd: cpu 0.73 below 1 with a 2-thread GEMM: its threads wait "
+                           "(a loaded machine, or too many threads for the shape)\n");
+    /* 2.994 ms in 3.0 ms: 0.998, shown as 0.99, never "1.00 below 1" */
+    r[0].cpu_ns = 200000;
+    r[1].cpu_ns = 1900000;
+    r[2].cpu_ns = 894000;
+    assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 1);
+    assert_non_null(strstr(w, "dense.fwd: cpu 0.99 below 1"));
+    r[1].cpu_ns = -1;        /* not counted (an old schema) */
+    assert_int_equal(prof_perf_warnings(r, 4, 0, 2, "Haswell", "avx2", w, sizeof w), 0);
+}
+
+/* A stored run's table keeps "% bw" and "bound" with "-" when the run stored no
+ * calibration (show_unknown), and leaves them out of a live table without one. */
+static void test_bw_unknown(void **state)
+{
+    (void)state;
+    prof_row r[1] = { row("dense.fwd", PROF_OP, 10, 1000000, 1000000) };
+    r[0].flops = 16000000;
+    r[0].bytes = 1000000;
+    prof_table t;
+    char b[32];
+    prof_table_init(&t, r, 1, 0, 0);
+    prof_table_set_bw(&t, 0, 0);
+    assert_false(t.show[PROF_COL_BW_PCT]);
+    assert_false(t.show[PROF_COL_BOUND]);
+    prof_table_set_bw(&t, 0, 1);
+    assert_true(t.show[PROF_COL_BW_PCT]);
+    assert_true(t.show[PROF_COL_BOUND]);
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_BW_PCT, b, sizeof b), "-");
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_BOUND, b, sizeof b), "-");
+    prof_table_init(&t, r, 1, 0, 100);
+    prof_table_set_bw(&t, 20, 1);
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_BW_PCT, b, sizeof b), "5.0%");
+    assert_string_equal(prof_table_cell(&t, &r[0], PROF_COL_BOUND, b, sizeof b), "compute");
 }
 
 static void test_rank_prefix(void **state)
@@ -348,6 +398,8 @@ int test_profiler_optable(void)
         cmocka_unit_test(test_columns_and_cells),
         cmocka_unit_test(test_roofline),
         cmocka_unit_test(test_warnings),
+        cmocka_unit_test(test_warnings_scope_rows),
+        cmocka_unit_test(test_bw_unknown),
         cmocka_unit_test(test_rank_prefix),
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_balance),

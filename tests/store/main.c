@@ -9,6 +9,8 @@ int test_store_checkpoint(void);
 int test_store_ops_v2(void);
 int test_store_telemetry(void);
 int test_store_diff(void);
+int test_store_perf(void);
+int test_store_compare1(void);
 
 int main(void)
 {
@@ -20,5 +22,7 @@ int main(void)
     failed += test_store_ops_v2();
     failed += test_store_telemetry();
     failed += test_store_diff();
+    failed += test_store_perf();
+    failed += test_store_compare1();
     return failed ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 # tmux.sh — helpers of the tmux-driven workbench tests (sourced by tests/e2e/tui.sh,
 # tui_hangup.sh, tui_model.sh, gradlab.sh, dist_profile.sh, store_tui_concurrent.sh and the
-# issue 27 scripts tui_newrun.sh, tui_compare.sh, tui_status.sh, tui_solver.sh, tui_rest.sh):
+# issue 27 scripts tui_newrun.sh, tui_compare.sh, tui_status.sh, tui_solver.sh, tui_rest.sh, tui_sort.sh):
 # the caller sets T (tmux_server does, or the tmux command with its -L socket) and limit
 # (seconds a wait_* may take) and names its window w.
 # tmux_server NAME: T drives a tmux server of the test's own (socket nnbench-NAME-PID, no
@@ -50,6 +50,13 @@ wait_gone() {
     fail "'$1' is still on screen"
 }
 keys() { $T send-keys -t w "$@"; }
+# click ROW COL: a left click (press, release) at screen row ROW, column COL, as xterm's
+# mouse protocol sends it (one byte per coordinate; ncurses decodes columns 0-93 only).
+click() {
+    click_x=$(printf '%x' $((33 + $2)))
+    click_y=$(printf '%x' $((33 + $1)))
+    $T send-keys -t w -H 1b 5b 4d 20 "$click_x" "$click_y" 1b 5b 4d 23 "$click_x" "$click_y"
+}
 # tui_start COLS ROWS DB: the workbench on DB in window w of $T (from $NNBENCH_TOP, no
 # default database), "NNBENCH-EXIT=N" shown when it ends.
 tui_start() {
