@@ -203,6 +203,31 @@ typedef struct {
 int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n);
 void eng_gemm_set_threads(int n);
 int eng_gemm_threads(void);
+
+/* ---- the worker pool (pool.c) ------------------------------------------------------------
+ * One pool for the GEMM slabs and the elementwise loops. eng_pool_run(nslab, fn, ctx) runs
+ * fn(ctx, s, nslab) once for every s in [0, nslab), on the caller and the pool's workers,
+ * and returns 1; it returns 0 without running anything when nslab < 2 or the pool is
+ * driven already (a call from inside a slab, or from another thread): the caller then does
+ * the work itself, unsplit. eng_pool_for(n, grain, fn, ctx) runs fn(ctx, lo, hi) over
+ * [0, n) in at most eng_pool_threads() ranges of at least `grain` each (edges on multiples
+ * of 16), or in one call. A loop whose elements are independent gives the same bits either
+ * way. */
+#define ENG_POOL_MAX 8
+typedef void (*eng_pool_fn)(void *ctx, int slab, int nslab);
+typedef void (*eng_pool_range_fn)(void *ctx, size_t lo, size_t hi);
+int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx);
+void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx);
+/* Threads eng_pool_for splits over (1..ENG_POOL_MAX; eng_gemm_prepare sets it to the run's
+ * count when the GEMMs run on the pool, else 1). */
+void eng_pool_set_threads(int n);
+int eng_pool_threads(void);
+/* Slabs run by workers so far (not by callers): tests and benches see whether they helped. */
+long eng_pool_worker_slabs(void);
+/* The smallest range (floats) a memory-bound loop is split into: below it the hand-over to
+ * a spinning worker (~1 us with the wait for its slab) costs what the split saves; measured
+ * by tests/bench/pool_bench.c. */
+#define ENG_POOL_GRAIN 8192
 /* The GEMM shapes one forward + backward of m on `rows` rows issues; the count written. */
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap);
 
