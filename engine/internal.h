@@ -224,9 +224,10 @@ void eng_pool_set_threads(int n);
 int eng_pool_threads(void);
 /* Slabs run by workers so far (not by callers): tests and benches see whether they helped. */
 long eng_pool_worker_slabs(void);
-/* The smallest range (floats) a memory-bound loop is split into: below it the hand-over to
- * a spinning worker (~1 us with the wait for its slab) costs what the split saves; measured
- * by tests/bench/pool_bench.c. */
+/* The smallest range (floats) a memory-bound loop is split into: 32 KiB of input, a few
+ * microseconds of one core's bandwidth, against the ~2 us a hand-over may cost (gemm.c's
+ * split_count assumes the same). An estimate: tests/bench/pool_bench.c measures the
+ * crossover, and only an idle machine gives figures to tune it by. */
 #define ENG_POOL_GRAIN 8192
 /* The GEMM shapes one forward + backward of m on `rows` rows issues; the count written. */
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap);
