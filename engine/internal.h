@@ -206,13 +206,13 @@ int eng_gemm_threads(void);
 
 /* ---- the worker pool (pool.c) ------------------------------------------------------------
  * One pool for the GEMM slabs and the elementwise loops. eng_pool_run(nslab, fn, ctx) runs
- * fn(ctx, s, nslab) once for every s in [0, nslab), on the caller and the pool's workers,
- * and returns 1; it returns 0 without running anything when nslab < 2 or the pool is
- * driven already (a call from inside a slab, or from another thread): the caller then does
- * the work itself, unsplit. eng_pool_for(n, grain, fn, ctx) runs fn(ctx, lo, hi) over
- * [0, n) in at most eng_pool_threads() ranges of at least `grain` each (edges on multiples
- * of 16), or in one call. A loop whose elements are independent gives the same bits either
- * way. */
+ * fn(ctx, s, nslab) once for every s in [0, nslab) (s = 0 on the caller, s = i on worker i
+ * when it comes in time, else on the caller) and returns 1; it returns 0 without running
+ * anything when nslab is not in 2..ENG_POOL_MAX or the pool is driven already (a call from
+ * inside a slab, or from another thread): the caller then does the work itself, unsplit.
+ * eng_pool_for(n, grain, fn, ctx) runs fn(ctx, lo, hi) over [0, n) in at most
+ * eng_pool_threads() ranges of at least `grain` each (edges on multiples of 16), or in one
+ * call. A loop whose elements are independent gives the same bits either way. */
 #define ENG_POOL_MAX 8
 typedef void (*eng_pool_fn)(void *ctx, int slab, int nslab);
 typedef void (*eng_pool_range_fn)(void *ctx, size_t lo, size_t hi);
@@ -224,6 +224,13 @@ void eng_pool_set_threads(int n);
 int eng_pool_threads(void);
 /* Slabs run by workers so far (not by callers): tests and benches see whether they helped. */
 long eng_pool_worker_slabs(void);
+/* Test hooks (tests/engine/pool.c holds a thread at a chosen point with them; NULL in a
+ * run): the claim hook gets the pool's state at each claim attempt, before the job is read;
+ * the post hook runs after a job is written and before it is published. */
+typedef void (*eng_pool_claim_hook_fn)(uint64_t state);
+typedef void (*eng_pool_post_hook_fn)(void);
+extern _Atomic(eng_pool_claim_hook_fn) eng_pool_claim_hook;
+extern _Atomic(eng_pool_post_hook_fn) eng_pool_post_hook;
 /* The smallest range (floats) a memory-bound loop is split into: 32 KiB of input, a few
  * microseconds of one core's bandwidth, against the ~2 us a hand-over may cost (gemm.c's
  * split_count assumes the same). An estimate: tests/bench/pool_bench.c measures the

@@ -259,6 +259,80 @@ static void test_slabs_claimed(void **state)
     }
 }
 
+/* ---- a worker between two jobs ---------------------------------------------------------
+ * A worker that read a finished job's state, then the next job's fields (written before the
+ * next generation is published), must find nothing to claim. When only the bits below
+ * nslab were tracked, it claimed bit 2 of the finished 2-slab job and ran slab 2 of the
+ * next 8-slab job, which was then handed out again: run twice, and the caller counted a
+ * slab finished that was not (seen as a stale slab writing into a later job). */
+static atomic_int hk_armed, hk_arrived, hk_go, hk_ran;
+static pthread_t hk_caller;
+
+static void hold_after_state(uint64_t st)
+{
+    if (pthread_equal(pthread_self(), hk_caller) || ((uint32_t)st & 3u) != 3u) return;
+    if (!atomic_exchange(&hk_armed, 0)) return;
+    atomic_store(&hk_arrived, 1);
+    wait_for(&hk_go, 1);
+}
+
+/* Lets the held worker go while the next job is written but not published, and gives it
+ * the time to claim (it runs a slab at once if it can: then hk_ran is set). */
+static void release_before_publish(void)
+{
+    atomic_store(&hk_go, 1);
+    for (int i = 0; i < 300 && !atomic_load(&hk_ran); i++) {
+        struct timespec nap = { 0, 1000000 };
+        nanosleep(&nap, NULL);
+    }
+}
+
+static void count_and_flag(void *ctx, int s, int nslab)
+{
+    atomic_store(&hk_ran, 1);
+    count_slab(ctx, s, nslab);
+}
+
+static void test_worker_between_jobs(void **state)
+{
+    (void)state;
+    hk_caller = pthread_self();
+    atomic_store(&hk_arrived, 0);
+    atomic_store(&hk_go, 0);
+    atomic_store(&hk_ran, 0);
+    atomic_store(&eng_pool_claim_hook, hold_after_state);
+    slab_count a;
+    /* job A, 2 slabs: a worker that finished its slab looks for more after the caller took
+     * slab 0, and is held there (a few tries: the caller may come second) */
+    for (int tries = 0; tries < 200 && !atomic_load(&hk_arrived); tries++) {
+        memset(&a, 0, sizeof a);
+        atomic_store(&hk_armed, 1);
+        assert_int_equal(eng_pool_run(2, count_slab, &a), 1);
+        for (int i = 0; i < 20 && !atomic_load(&hk_arrived); i++) {
+            struct timespec nap = { 0, 1000000 };
+            nanosleep(&nap, NULL);
+        }
+        atomic_store(&hk_armed, 0);
+    }
+    assert_true(atomic_load(&hk_arrived));
+    atomic_store(&eng_pool_post_hook, release_before_publish);
+    slab_count b;
+    memset(&b, 0, sizeof b);
+    assert_int_equal(eng_pool_run(ENG_POOL_MAX, count_and_flag, &b), 1);
+    atomic_store(&eng_pool_post_hook, NULL);
+    atomic_store(&eng_pool_claim_hook, NULL);
+    for (int s = 0; s < ENG_POOL_MAX; s++)
+        if (atomic_load(&b.count[s]) != 1) fail_msg("slab %d of the 8-slab job ran %d times", s, atomic_load(&b.count[s]));
+}
+
+static int teardown_hooks(void **state)
+{
+    atomic_store(&eng_pool_post_hook, NULL);
+    atomic_store(&eng_pool_claim_hook, NULL);
+    atomic_store(&hk_go, 1);
+    return teardown(state);
+}
+
 /* ---- the split ops and optimizers: the bits of one thread -------------------------------- */
 
 static float rnd(uint32_t *s)
@@ -364,6 +438,7 @@ int test_engine_pool(void)
         cmocka_unit_test_teardown(test_concurrent_unsplit, teardown),
         cmocka_unit_test_teardown(test_worker_started_mid_run, teardown),
         cmocka_unit_test_teardown(test_slabs_claimed, teardown),
+        cmocka_unit_test_teardown(test_worker_between_jobs, teardown_hooks),
         cmocka_unit_test_teardown(test_ops_same_bits, teardown),
         cmocka_unit_test_teardown(test_optim_same_bits, teardown),
     };
