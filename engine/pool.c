@@ -42,7 +42,10 @@ static struct {
     atomic_int nslab;
     int nthreads;            /* workers started */
     atomic_long slabs_by_workers; /* slabs run by workers (tests and benches: did they help) */
-} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER };
+} pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
+            /* generation 0 posts nothing: every bit claimed, or a worker started before the
+             * first job would claim a slab of no job and call a NULL function */
+            .state = 0xffffffffu };
 
 static int pool_threads = 1; /* eng_pool_set_threads */
 
