@@ -286,6 +286,7 @@ int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *sha
     if (threads < 1) threads = 1;
     eng_gemm_classes_clear();
     eng_gemm_set_threads(threads);
+    eng_pool_set_threads(1);
     chosen.threads = threads;
     chosen.pol = pol;
     int rc = collect(shapes, n);
@@ -306,6 +307,10 @@ int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *sha
     free(others);
     if (rc) return rc;
     if ((rc = pick(pol, threads))) return rc;
+    /* The elementwise loops share the pool only when the GEMMs run on it: OpenBLAS's own
+     * workers spin after each call and would compete with the pool's. */
+    for (int i = 0; i < chosen.n; i++)
+        if (chosen.c[i].be == ENG_GEMM_ONEDNN) eng_pool_set_threads(threads);
     warm_up();
     return ENG_OK;
 }

@@ -203,6 +203,39 @@ typedef struct {
 int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n);
 void eng_gemm_set_threads(int n);
 int eng_gemm_threads(void);
+
+/* ---- the worker pool (pool.c) ------------------------------------------------------------
+ * One pool for the GEMM slabs and the elementwise loops. eng_pool_run(nslab, fn, ctx) runs
+ * fn(ctx, s, nslab) once for every s in [0, nslab) (s = 0 on the caller, s = i on worker i
+ * when it comes in time, else on the caller) and returns 1; it returns 0 without running
+ * anything when nslab is not in 2..ENG_POOL_MAX or the pool is driven already (a call from
+ * inside a slab, or from another thread): the caller then does the work itself, unsplit.
+ * eng_pool_for(n, grain, fn, ctx) runs fn(ctx, lo, hi) over [0, n) in at most
+ * eng_pool_threads() ranges of at least `grain` each (edges on multiples of 16), or in one
+ * call. A loop whose elements are independent gives the same bits either way. */
+#define ENG_POOL_MAX 8
+typedef void (*eng_pool_fn)(void *ctx, int slab, int nslab);
+typedef void (*eng_pool_range_fn)(void *ctx, size_t lo, size_t hi);
+int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx);
+void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx);
+/* Threads eng_pool_for splits over (1..ENG_POOL_MAX; eng_gemm_prepare sets it to the run's
+ * count when the GEMMs run on the pool, else 1). */
+void eng_pool_set_threads(int n);
+int eng_pool_threads(void);
+/* Slabs run by workers so far (not by callers): tests and benches see whether they helped. */
+long eng_pool_worker_slabs(void);
+/* Test hooks (tests/engine/pool.c holds a thread at a chosen point with them; NULL in a
+ * run): the claim hook gets the pool's state at each claim attempt, before the job is read;
+ * the post hook runs after a job is written and before it is published. */
+typedef void (*eng_pool_claim_hook_fn)(uint64_t state);
+typedef void (*eng_pool_post_hook_fn)(void);
+extern _Atomic(eng_pool_claim_hook_fn) eng_pool_claim_hook;
+extern _Atomic(eng_pool_post_hook_fn) eng_pool_post_hook;
+/* The smallest range (floats) a memory-bound loop is split into: 32 KiB of input, a few
+ * microseconds of one core's bandwidth, against the ~2 us a hand-over may cost (gemm.c's
+ * split_count assumes the same). An estimate: tests/bench/pool_bench.c measures the
+ * crossover, and only an idle machine gives figures to tune it by. */
+#define ENG_POOL_GRAIN 8192
 /* The GEMM shapes one forward + backward of m on `rows` rows issues; the count written. */
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap);
 

@@ -105,12 +105,14 @@ static uint64_t dense_bytes(const eng_node *n, int rows, eng_dir dir)
 
 /* ---- bias: y[B, nb, s] += b[nb], in place (dense: s = 1; conv: s = H*W) ------------- */
 
-static void bias_fwd(eng_node *n, int rows)
+/* Rows [lo, hi) of y += b. */
+static void bias_fwd_rows(void *ctx, size_t lo, size_t hi)
 {
+    const eng_node *n = ctx;
     size_t nb = n->n_b, s = n->out_size / nb;
     const float *restrict b = n->b;
-    for (int r = 0; r < rows; r++) {
-        float *restrict y = n->y + (size_t)r * n->out_size;
+    for (size_t r = lo; r < hi; r++) {
+        float *restrict y = n->y + r * n->out_size;
         if (s == 1)
             for (size_t c = 0; c < nb; c++) y[c] += b[c];
         else
@@ -118,19 +120,43 @@ static void bias_fwd(eng_node *n, int rows)
     }
 }
 
+/* Rows split over the pool when each slab keeps ENG_POOL_GRAIN floats. */
+static size_t rows_grain(const eng_node *n)
+{
+    return n->out_size ? (ENG_POOL_GRAIN + n->out_size - 1) / n->out_size : 1;
+}
+
+static void bias_fwd(eng_node *n, int rows) { eng_pool_for((size_t)rows, rows_grain(n), bias_fwd_rows, n); }
+
+typedef struct {
+    const eng_node *n;
+    int rows;
+} bias_job;
+
+/* db[c] for c in [lo, hi): each column sums its rows in row order, however the columns are
+ * split, so the bits do not depend on the thread count. */
+static void bias_bwd_cols(void *ctx, size_t lo, size_t hi)
+{
+    const bias_job *j = ctx;
+    const eng_node *n = j->n;
+    size_t nb = n->n_b, s = n->out_size / nb;
+    float *restrict db = n->db;
+    memset(db + lo, 0, (hi - lo) * sizeof(float));
+    for (int r = 0; r < j->rows; r++) {
+        const float *restrict dy = n->dy + (size_t)r * n->out_size;
+        if (s == 1)
+            for (size_t c = lo; c < hi; c++) db[c] += dy[c];
+        else
+            for (size_t c = lo; c < hi; c++) db[c] += lanes_sum(dy + c * s, s);
+    }
+}
+
 /* db[c] = sum over rows and positions of dy; dx is dy itself (same buffer). */
 static void bias_bwd(eng_node *n, int rows)
 {
-    size_t nb = n->n_b, s = n->out_size / nb;
-    float *restrict db = n->db;
-    memset(db, 0, nb * sizeof(float));
-    for (int r = 0; r < rows; r++) {
-        const float *restrict dy = n->dy + (size_t)r * n->out_size;
-        if (s == 1)
-            for (size_t c = 0; c < nb; c++) db[c] += dy[c];
-        else
-            for (size_t c = 0; c < nb; c++) db[c] += lanes_sum(dy + c * s, s);
-    }
+    bias_job j = { n, rows };
+    size_t per_col = (size_t)rows * (n->out_size / n->n_b);
+    eng_pool_for(n->n_b, per_col ? (ENG_POOL_GRAIN + per_col - 1) / per_col : 1, bias_bwd_cols, &j);
 }
 
 static uint64_t bias_flops(const eng_node *n, int rows, eng_dir dir) { (void)dir; return U64(rows) * n->out_size; }
@@ -204,31 +230,53 @@ static inline float gelu_2u(float x) { return (2.0f * GELU_C) * x * (1.0f + GELU
  * internal.h), and the path isa.c chose (NNBENCH_ISA, or the CPU's widest) runs. AVX2
  * alone brings no FMA, so both give the same bits; AVX-512 machines run the AVX2 code. */
 
+/* ---- splitting the elementwise loops over the pool ---------------------------------
+ * un(e, a, out) or bin(e, a, b, out) over [lo, hi) of every operand: each element is
+ * computed alone, so any split gives the same bits. */
+typedef void (*ew_unary)(size_t e, const float *restrict a, float *restrict out);
+typedef void (*ew_binary)(size_t e, const float *restrict a, const float *restrict b, float *restrict out);
+typedef struct {
+    ew_unary un;
+    ew_binary bin;
+    const float *a, *b;
+    float *out;
+} ew_job;
+
+static void ew_range(void *ctx, size_t lo, size_t hi)
+{
+    const ew_job *j = ctx;
+    if (j->un) j->un(hi - lo, j->a + lo, j->out + lo);
+    else j->bin(hi - lo, j->a + lo, j->b + lo, j->out + lo);
+}
+
+static void ew_run(const eng_node *n, int rows, ew_unary un, ew_binary bin, const float *a, const float *b, float *out)
+{
+    ew_job j = { un, bin, a, b, out };
+    eng_pool_for((size_t)rows * n->out_size, ENG_POOL_GRAIN, ew_range, &j);
+}
+
 /* relu: lanes_pass_if_positive (lanes.h) keeps the bits where x > 0, without a branch: the
  * sign pattern is random, and a mispredicted branch per element made relu ~20x slower
  * than memory allows. */
-static void relu_fwd(eng_node *n, int rows) { lanes_pass_if_positive(n->x, n->x, n->y, (size_t)rows * n->out_size); }
-static void relu_bwd(eng_node *n, int rows)
+static void relu_fwd_k(size_t e, const float *restrict x, float *restrict y) { lanes_pass_if_positive(x, x, y, e); }
+static void relu_bwd_k(size_t e, const float *restrict x, const float *restrict dy, float *restrict dx)
 {
-    lanes_pass_if_positive(n->dy, n->x, n->dx, (size_t)rows * n->out_size);
+    lanes_pass_if_positive(dy, x, dx, e);
 }
+static void relu_fwd(eng_node *n, int rows) { ew_run(n, rows, relu_fwd_k, NULL, n->x, NULL, n->y); }
+static void relu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, relu_bwd_k, n->x, n->dy, n->dx); }
 
 ENG_ISA_BODY tanh_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {
     for (size_t i = 0; i < e; i++) y[i] = tanh_fast(x[i]);
 }
 ENG_ISA_KERNEL_AVX2(tanh_fwd, (size_t e, const float *restrict x, float *restrict y), (e, x, y))
-static void tanh_fwd(eng_node *n, int rows)
+static void tanh_fwd(eng_node *n, int rows) { ew_run(n, rows, tanh_fwd_isa[eng_isa_current()], NULL, n->x, NULL, n->y); }
+static void tanh_bwd_k(size_t e, const float *restrict y, const float *restrict dy, float *restrict dx)
 {
-    tanh_fwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->y);
-}
-static void tanh_bwd(eng_node *n, int rows)
-{
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict y = n->y, *restrict dy = n->dy;
-    float *restrict dx = n->dx;
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
+static void tanh_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, tanh_bwd_k, n->y, n->dy, n->dx); }
 
 ENG_ISA_BODY sigmoid_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {
@@ -237,25 +285,20 @@ ENG_ISA_BODY sigmoid_fwd_body(size_t e, const float *restrict x, float *restrict
 ENG_ISA_KERNEL_AVX2(sigmoid_fwd, (size_t e, const float *restrict x, float *restrict y), (e, x, y))
 static void sigmoid_fwd(eng_node *n, int rows)
 {
-    sigmoid_fwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->y);
+    ew_run(n, rows, sigmoid_fwd_isa[eng_isa_current()], NULL, n->x, NULL, n->y);
 }
-static void sigmoid_bwd(eng_node *n, int rows)
+static void sigmoid_bwd_k(size_t e, const float *restrict y, const float *restrict dy, float *restrict dx)
 {
-    size_t e = (size_t)rows * n->out_size;
-    const float *restrict y = n->y, *restrict dy = n->dy;
-    float *restrict dx = n->dx;
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
+static void sigmoid_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, sigmoid_bwd_k, n->y, n->dy, n->dx); }
 
 ENG_ISA_BODY gelu_fwd_body(size_t e, const float *restrict xs, float *restrict y)
 {
     for (size_t i = 0; i < e; i++) y[i] = xs[i] * sigmoid_fast(gelu_2u(xs[i]));
 }
 ENG_ISA_KERNEL_AVX2(gelu_fwd, (size_t e, const float *restrict xs, float *restrict y), (e, xs, y))
-static void gelu_fwd(eng_node *n, int rows)
-{
-    gelu_fwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->y);
-}
+static void gelu_fwd(eng_node *n, int rows) { ew_run(n, rows, gelu_fwd_isa[eng_isa_current()], NULL, n->x, NULL, n->y); }
 /* d/dx x s(2u) = s + 2 x s (1 - s) du/dx; with t = tanh(u) this is the textbook
  * 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx, since 1 + t = 2s and 1 - t^2 = 4 s (1 - s). */
 static inline float gelu_d1(float x)
@@ -271,10 +314,7 @@ ENG_ISA_BODY gelu_bwd_body(size_t e, const float *restrict x, const float *restr
 }
 ENG_ISA_KERNEL_AVX2(gelu_bwd, (size_t e, const float *restrict x, const float *restrict dy, float *restrict dx),
                     (e, x, dy, dx))
-static void gelu_bwd(eng_node *n, int rows)
-{
-    gelu_bwd_isa[eng_isa_current()]((size_t)rows * n->out_size, n->x, n->dy, n->dx);
-}
+static void gelu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, gelu_bwd_isa[eng_isa_current()], n->x, n->dy, n->dx); }
 
 static uint64_t act_bytes(const eng_node *n, int rows, eng_dir dir)
 {

@@ -86,14 +86,14 @@ static double check_one(eng_gemm_backend be, int ta, int tb, int M, int N, int K
     return worst;
 }
 
-/* Every backend, forced, on every transpose, with 1 and 3 threads (3: the pool splits
- * rows or columns into uneven slabs) and shapes that split and that do not. */
+/* Every backend, forced, on every transpose, with 1 to 4 threads (3: the pool splits rows
+ * or columns into uneven slabs) and shapes that split and that do not. */
 static void test_backends_agree(void **state)
 {
     (void)state;
     static const int shapes[][3] = { { 1, 1, 1 }, { 7, 5, 3 }, { 130, 70, 33 }, { 20, 300, 64 }, { 257, 9, 129 } };
     for (int be = 0; be < ENG_GEMM_NB; be++)
-        for (int th = 1; th <= 3; th += 2) {
+        for (int th = 1; th <= 4; th++) {
             eng_gemm_set_threads(th);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
                 for (int t = 0; t < 4; t++) {

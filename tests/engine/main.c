@@ -3,7 +3,7 @@
 
 /* Weak so a group still being written shows as missing (and fails) instead of breaking
  * the link for the others. */
-#define GROUPS(X) X(ops) X(optim) X(data) X(config) X(train) X(newton) X(sparse) X(graph) X(gnn) X(pipeline) X(checkpoint) X(quant) X(gradient) X(input) X(isa) X(compress) X(balance) X(gemm) X(attention) X(norm) X(conv)
+#define GROUPS(X) X(ops) X(optim) X(data) X(config) X(train) X(newton) X(sparse) X(graph) X(gnn) X(pipeline) X(checkpoint) X(quant) X(gradient) X(input) X(isa) X(compress) X(balance) X(gemm) X(attention) X(norm) X(conv) X(pool)
 #define DECL(g) int test_engine_##g(void) __attribute__((weak));
 GROUPS(DECL)
 
