@@ -6,7 +6,8 @@
 # Markdown, a log-log SVG chart per measure in HTML and a "scaling" member in JSON; the
 # attention memory, which does not depend on the machine or its load, grows faster with
 # full attention than with Linformer; runs of one size get no scaling view; no "nan"
-# anywhere. Times are never asserted (the machine may be loaded).
+# anywhere; scripts/linformer_table.py prints its ratio table beside the paper's figures.
+# Times are never asserted (the machine may be loaded).
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 T=$(mktemp -d /tmp/nnbench-e2e-scaling.XXXXXX)
@@ -65,4 +66,17 @@ EOF
 "$NNBENCH" compare --last-batch --db "$DB" --json >"$T/c.json" 2>"$T/out" || fail "compare --json"
 python3 -c "import json, sys; assert len(json.load(open(sys.argv[1]))['scaling']['series']) == 3" "$T/c.json" ||
     fail "compare --json: no scaling member"
+# scripts/linformer_table.py: from the stored batch (k read from its runs), and running its
+# own full/Linformer experiment at a given k
+python3 "$NNBENCH_TOP/scripts/linformer_table.py" --nnbench "$NNBENCH" --db "$DB" --no-run >"$T/out" 2>&1 ||
+    fail "linformer_table.py --no-run"
+grep -q '^Measured .* load average ' "$T/out" || fail "linformer_table.py: when/where/load line missing"
+grep -q '^Linformer k = 64,' "$T/out" || fail "linformer_table.py: k of the stored runs not read"
+[ "$(grep -cE '^\| (16|32|64|128|256) \| [0-9.]+x \| [0-9.]+x \| [0-9.]+x \| [0-9.]+x \| - \| - \|$' "$T/out")" = 5 ] ||
+    fail "linformer_table.py: a row of four ratios per n expected (no paper figure below n = 512)"
+python3 "$NNBENCH_TOP/scripts/linformer_table.py" --nnbench "$NNBENCH" --k 128 --sizes 256,512 >"$T/out" 2>&1 ||
+    fail "linformer_table.py --k 128 --sizes 256,512"
+grep -qE '^\| 512 \| [0-9.]+x \| [0-9.]+x \| [0-9.]+x \| [0-9.]+x \| 1\.5x \| 1\.7x \|$' "$T/out" ||
+    fail "linformer_table.py: n = 512 at k = 128 lacks the paper's 1.5x / 1.7x"
+grep -qi 'nan' "$T/out" && fail "linformer_table.py printed nan"
 echo "attention_scaling.sh: ok"
