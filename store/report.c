@@ -1048,7 +1048,8 @@ static void layer_chart(tw *t, const rep_run *x)
  * decade ticks on both axes, the fitted exponent in the legend. */
 static void svg_scaling_chart(FILE *f, const store_scaling *sc, store_scale_measure m)
 {
-    const int W = 720, H = 340, L = 80, R = 20, T = 30, B = 70;
+    /* the legend: four entries a row, under the x axis */
+    const int W = 720, L = 80, R = 20, T = 30, B = 56 + 14 * (int)((sc->n_series + 3) / 4), H = T + 240 + B;
     double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
     for (size_t k = 0; k < sc->n_series; k++)
         for (size_t p = 0; p < sc->series[k].n; p++) {
@@ -1101,12 +1102,13 @@ static void svg_scaling_chart(FILE *f, const store_scaling *sc, store_scale_meas
             if (sr->y[m][p] > 0 && isfinite(sr->y[m][p]))
                 fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", SX(log10(sr->x[p])),
                         SY(log10(sr->y[m][p])), col);
-        char e[32];
+        char e[32], lab[80];
         double bx = L + (double)(k % 4) * 160, by = T + ph + 40 + (double)(k / 4) * 14;
         fprintf(f, "<g class=\"legend\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
                 "stroke-width=\"3\"/><text x=\"%.1f\" y=\"%.1f\" font-family=\"sans-serif\" font-size=\"11\">",
                 bx, by, bx + 14, by, col, bx + 18, by + 4);
-        put_html(f, sr->label);
+        prof_text_fit(lab, sizeof lab, sr->label, 16, 0);   /* an entry is 160 px wide */
+        put_html(f, lab);
         fprintf(f, " n^%s</text></g>\n", store_fit_text(&sr->fit[m], e, sizeof e));
     }
 #undef SX

@@ -4,6 +4,7 @@
 # sizes) and compared: the v cycle goes train_loss ... test_acc, then each scaling measure
 # as a log-log chart against n whose legend carries every variant's exponent, then back to
 # train_loss; the scaling tables with their exponent rows follow the comparison's table.
+# Then New run starts all 15 variants and Compare takes the whole batch (up to 16 runs).
 set -u
 : "${NNBENCH:?set NNBENCH to the nnbench binary}"
 : "${NNBENCH_TOP:=$(cd "$(dirname "$0")/../.." && pwd)}"
@@ -44,6 +45,24 @@ wait_for "metric: train_loss"
 step "the tables follow the comparison: an exponent row per measure"
 keys End
 wait_re "^ +exponent +-?[0-9]+\\.[0-9][0-9] +-?[0-9]+\\.[0-9][0-9] +-?[0-9]+\\.[0-9][0-9] *$"
+
+step "New run, all 15 variants of the tiny sample: Compare takes the whole batch"
+keys Escape
+wait_for "15/15 runs"
+keys n
+wait_for "[ Start ]"
+keys Home Enter
+wait_for "experiment file: "
+keys C-u "$tmp/tiny.ini" Enter
+keys Down Left
+wait_for "all 15 variants"
+keys Down Down Down Down Down Down Down Enter
+wait_for "[ Compare this batch: 15 runs ]" 120
+keys c
+wait_for "15 runs   metric: train_loss (v, then scaling against n)"
+keys v v v v v
+wait_for "scaling: attention time"
+for v in full linformer lsh; do wait_re "(^| )$v n\\^-?[0-9]+\\.[0-9][0-9]( |$)"; done
 
 keys q
 wait_for "NNBENCH-EXIT=0"
