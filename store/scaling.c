@@ -92,7 +92,9 @@ static void series_label(const store_run *r, char *b, size_t cap)
     while (e > 0 && isdigit((unsigned char)v[e - 1])) e--;
     if (e < len && e > 0 && (v[e - 1] == 'n' || v[e - 1] == 'N')) e--;
     if (e < len && e > 1 && (v[e - 1] == '-' || v[e - 1] == '_')) len = e - 1;
-    prof_text_fit(b, cap, v, len, 0);
+    char head[sizeof r->variant > sizeof r->name ? sizeof r->variant : sizeof r->name];
+    snprintf(head, sizeof head, "%.*s", (int)len, v);
+    prof_text_fit(b, cap, head, (size_t)-1, 0);   /* made visible, cut between characters */
 }
 
 /* The measures of run i of c: NAN where the run does not say. */

@@ -198,13 +198,17 @@ static void test_scaling_labels_and_no_view(void **st)
     add_run(&f, "n512", "512", 512, 1, 1);         /* nothing left without the size: kept whole */
     add_run(&f, "", "64", 64, 1, 1);               /* no variant: the experiment's name */
     add_run(&f, "x", "abc", 64, 1, 1);             /* not a number: left out */
+    add_run(&f, "gr\xc3\xb6\xc3\x9f" "e-n64", "64", 64, 1, 1);    /* the size cut by bytes, not characters */
+    add_run(&f, "gr\xc3\xb6\xc3\x9f" "e-n128", "128", 128, 1, 1);
     store_scaling *s = NULL;
     assert_int_equal(store_scaling_build(&f.c, &s), STORE_OK);
-    assert_int_equal(s->n_series, 3);
+    assert_int_equal(s->n_series, 4);
     assert_string_equal(s->series[0].label, "lsh");
     assert_int_equal(s->series[0].n, 2);
     assert_string_equal(s->series[1].label, "n512");
     assert_string_equal(s->series[2].label, "attention-scaling");
+    assert_string_equal(s->series[3].label, "gr\xc3\xb6\xc3\x9f" "e");
+    assert_int_equal(s->series[3].n, 2);
     assert_int_equal(s->skipped, 1);
     store_scaling_free(s);
     /* one size only: no view, and the note says why */
