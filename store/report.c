@@ -475,7 +475,8 @@ static void json_run(prof_json *j, const rep_run *x)
 
 static void json_diff(prof_json *jp, const store_diff *d);
 
-static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n, const store_diff *d)
+static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n, const store_diff *d,
+                       const store_scaling *sc)
 {
     prof_json j;
     prof_json_begin(&j, f, 0);
@@ -492,6 +493,7 @@ static void write_json(FILE *f, const char *db, const rep_run *rr, size_t n, con
         prof_json_key(&j, "diff");
         json_diff(&j, d);
     }
+    if (sc && sc->n_xs >= 2) store_scaling_json(&j, sc);
     prof_json_close(&j);
     prof_json_end(&j);
 }
@@ -1054,8 +1056,122 @@ static void layer_chart(tw *t, const rep_run *x)
     fputs("</g>\n</svg></figure>\n", f);
 }
 
+/* ---- the scaling view: time and memory against n, log-log -------------------------- */
+
+/* The log-log chart of measure m: one polyline (with its points marked) per variant,
+ * decade ticks on both axes, the fitted exponent in the legend. */
+static void svg_scaling_chart(FILE *f, const store_scaling *sc, store_scale_measure m)
+{
+    /* the legend: four entries a row, under the x axis */
+    const int W = 720, L = 80, R = 20, T = 30, B = 56 + 14 * (int)((sc->n_series + 3) / 4), H = T + 240 + B;
+    double x0 = INFINITY, x1 = -INFINITY, y0 = INFINITY, y1 = -INFINITY;
+    for (size_t k = 0; k < sc->n_series; k++)
+        for (size_t p = 0; p < sc->series[k].n; p++) {
+            double x = sc->series[k].x[p], y = sc->series[k].y[m][p];
+            if (!(x > 0 && y > 0 && isfinite(y))) continue;
+            x0 = fmin(x0, log10(x)); x1 = fmax(x1, log10(x));
+            y0 = fmin(y0, log10(y)); y1 = fmax(y1, log10(y));
+        }
+    const store_scale_def *def = &store_scale_defs[m];
+    fprintf(f, "<figure><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" "
+            "data-scaling=\"%s\" role=\"img\">\n<title>%s against n (log-log)</title>\n"
+            "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", W, H, W, H, def->key, def->title, W, H);
+    if (!isfinite(x0) || !isfinite(y0)) {
+        fprintf(f, "<text x=\"%d\" y=\"%d\">no positive values</text>\n</svg></figure>\n", W / 2 - 60, H / 2);
+        return;
+    }
+    /* whole decades around the data, at least one on each axis */
+    x0 = floor(x0 * 10) / 10; x1 = ceil(x1 * 10) / 10; y0 = floor(y0); y1 = ceil(y1);
+    if (x1 <= x0) x1 = x0 + 1;
+    if (y1 <= y0) y1 = y0 + 1;
+    double pw = W - L - R, ph = H - T - B;
+#define SX(v) (L + ((v) - x0) / (x1 - x0) * pw)
+#define SY(v) (T + ph - ((v) - y0) / (y1 - y0) * ph)
+    fputs("<g stroke=\"#ccc\" font-family=\"sans-serif\" font-size=\"11\" fill=\"#333\">\n", f);
+    for (double v = y0; v <= y1 + 1e-9; v += 1) {
+        char lab[32];
+        if (def->bytes) prof_fmt_bytes(lab, sizeof lab, pow(10, v));
+        else prof_fmt_duration(lab, sizeof lab, pow(10, v));
+        fprintf(f, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\"/><text x=\"%d\" y=\"%.1f\" stroke=\"none\" "
+                "text-anchor=\"end\">%s</text>\n", L, SY(v), W - R, SY(v), L - 4, SY(v) + 4, lab);
+    }
+    for (size_t j = 0; j < sc->n_xs; j++) {
+        double v = log10(sc->xs[j]);
+        fprintf(f, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" stroke=\"none\" "
+                "text-anchor=\"middle\">%.0f</text>\n", SX(v), T, SX(v), T + ph, SX(v), T + ph + 14, sc->xs[j]);
+    }
+    fprintf(f, "</g>\n<text x=\"%.1f\" y=\"%.1f\" font-family=\"sans-serif\" font-size=\"12\" text-anchor=\"middle\">"
+            "n (%s), log scale</text>\n<text x=\"%d\" y=\"18\" font-family=\"sans-serif\" font-size=\"13\" "
+            "font-weight=\"bold\">%s against n, log-log</text>\n", L + pw / 2, T + ph + 30, sc->x_key, L, def->title);
+    size_t np = sizeof palette / sizeof palette[0];
+    for (size_t k = 0; k < sc->n_series; k++) {
+        const store_scale_series *sr = &sc->series[k];
+        const char *col = palette[k % np];
+        fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.5\" points=\"", col);
+        for (size_t p = 0; p < sr->n; p++)
+            if (sr->y[m][p] > 0 && isfinite(sr->y[m][p]))
+                fprintf(f, "%.1f,%.1f ", SX(log10(sr->x[p])), SY(log10(sr->y[m][p])));
+        fputs("\"/>\n", f);
+        for (size_t p = 0; p < sr->n; p++)
+            if (sr->y[m][p] > 0 && isfinite(sr->y[m][p]))
+                fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.5\" fill=\"%s\"/>\n", SX(log10(sr->x[p])),
+                        SY(log10(sr->y[m][p])), col);
+        char e[32], lab[80];
+        double bx = L + (double)(k % 4) * 160, by = T + ph + 40 + (double)(k / 4) * 14;
+        fprintf(f, "<g class=\"legend\"><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" "
+                "stroke-width=\"3\"/><text x=\"%.1f\" y=\"%.1f\" font-family=\"sans-serif\" font-size=\"11\">",
+                bx, by, bx + 14, by, col, bx + 18, by + 4);
+        prof_text_fit(lab, sizeof lab, sr->label, 16, 0);   /* an entry is 160 px wide */
+        put_html(f, lab);
+        fprintf(f, " n^%s</text></g>\n", store_fit_text(&sr->fit[m], e, sizeof e));
+    }
+#undef SX
+#undef SY
+    fputs("</svg></figure>\n", f);
+}
+
+/* Per measure a table, n down and a column per variant, the exponents last; notes under
+ * it for what was not fitted; in HTML its log-log chart before it. */
+static void scaling_section(tw *t, const store_scaling *sc)
+{
+    char b[640];
+    heading(t, 2, "Scaling against n");
+    snprintf(b, sizeof b, "n is %s; one series per variant; exponent = least-squares slope of log y on log n "
+             "(about 2 for full attention, 1 for Linformer, a little above 1 for LSH).%s%s", sc->x_key,
+             sc->note[0] ? " " : "", sc->note);
+    para(t, b);
+    size_t cols = sc->n_series + 1 > MAXC ? MAXC : sc->n_series + 1;
+    for (int m = 0; m < STORE_SCALE_N; m++) {
+        snprintf(b, sizeof b, "%s: %s", store_scale_defs[m].title, store_scale_defs[m].doc);
+        heading(t, 3, b);
+        if (t->html) svg_scaling_chart(t->f, sc, (store_scale_measure)m);
+        const char *cells[MAXC];
+        char txt[MAXC][64];
+        cells[0] = "n";
+        for (size_t k = 1; k < cols; k++) cells[k] = sc->series[k - 1].label;
+        tw_open(t, cells, (int)cols);
+        for (size_t j = 0; j <= sc->n_xs; j++) {
+            if (j < sc->n_xs) snprintf(txt[0], sizeof txt[0], "%.0f", sc->xs[j]);
+            else snprintf(txt[0], sizeof txt[0], "exponent");
+            for (size_t k = 1; k < cols; k++) {
+                const store_scale_series *sr = &sc->series[k - 1];
+                if (j < sc->n_xs) store_scale_cell(sr, sc->xs[j], (store_scale_measure)m, txt[k], sizeof txt[k]);
+                else store_fit_text(&sr->fit[m], txt[k], sizeof txt[k]);
+            }
+            for (size_t k = 0; k < cols; k++) cells[k] = txt[k];
+            tw_row(t, cells, (int)cols);
+        }
+        tw_close(t);
+        for (size_t k = 0; k < sc->n_series; k++)
+            if (sc->series[k].fit[m].note[0]) {
+                snprintf(b, sizeof b, "%s: %s", sc->series[k].label, sc->series[k].fit[m].note);
+                para(t, b);
+            }
+    }
+}
+
 static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size_t n, const store_compare *c,
-                      const store_diff *d)
+                      const store_diff *d, const store_scaling *sc)
 {
     tw t = { f, html };
     char when[64];
@@ -1079,6 +1195,7 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     }
     heading(&t, 2, "Runs");
     cmp_table(&t, rr, c);
+    if (sc && sc->n_xs >= 2) scaling_section(&t, sc);
     if (html) {
         /* Losses first; each loss also against the hybrid clock (simulated). */
         const char *keys[64];
@@ -1137,6 +1254,20 @@ static void write_doc(FILE *f, int html, const char *db, const rep_run *rr, size
     if (html) fputs("</body>\n</html>\n", f);
 }
 
+/* The scaling view of the runs into *out (NULL for one run): from c when the caller has
+ * the comparison, else from one loaded here. */
+static int scaling_load(store *s, const long long *ids, size_t n, const store_compare *c, store_scaling **out)
+{
+    *out = NULL;
+    if (n < 2) return STORE_OK;
+    store_compare *own = NULL;
+    store_cmp_opts co = { .target = NAN };
+    int st = c ? STORE_OK : store_compare_load(s, ids, n, &co, &own);
+    if (!st) st = store_scaling_build(c ? c : own, out);
+    store_compare_free(own);
+    return st;
+}
+
 int store_report_write(store *s, const long long *ids, size_t n, const char *path)
 {
     if (!n) return store_fail(STORE_EINVAL, "no runs to report");
@@ -1168,22 +1299,25 @@ int store_report_write(store *s, const long long *ids, size_t n, const char *pat
     }
     /* Written next to the target and renamed: a failed report never leaves half a file. */
     store_output out;
-    if ((st = store_output_open(s->path, path, &out))) {
+    store_scaling *sc = NULL;
+    if ((kind <= 2 && (st = scaling_load(s, ids, n, c, &sc))) || (st = store_output_open(s->path, path, &out))) {
         if (rr) rep_free(rr, n);
         store_diff_free(d);
         store_compare_free(c);
+        store_scaling_free(sc);
         return st;
     }
     FILE *f = out.f;
     switch (kind) {
-    case 0: write_doc(f, 0, s->path, rr, n, c, d); break;
-    case 1: write_doc(f, 1, s->path, rr, n, c, d); break;
-    case 2: write_json(f, s->path, rr, n, d); break;
+    case 0: write_doc(f, 0, s->path, rr, n, c, d, sc); break;
+    case 1: write_doc(f, 1, s->path, rr, n, c, d, sc); break;
+    case 2: write_json(f, s->path, rr, n, d, sc); break;
     default: st = store_report_csv(s, ids, n, f); break;
     }
     if (rr) rep_free(rr, n);
     store_diff_free(d);
     store_compare_free(c);
+    store_scaling_free(sc);
     return store_output_close(&out, st);
 }
 
@@ -1198,10 +1332,13 @@ int store_report_json(store *s, const long long *ids, size_t n, FILE *f)
         store_cmp_opts co = { .target = NAN };
         if (!(st = store_compare_load(s, ids, n, &co, &c))) st = store_diff_load(s, c, 0, 1, &d);
     }
-    if (!st) write_json(f, s->path, rr, n, d);
+    store_scaling *sc = NULL;
+    if (!st) st = scaling_load(s, ids, n, c, &sc);
+    if (!st) write_json(f, s->path, rr, n, d, sc);
     if (rr) rep_free(rr, n);
     store_diff_free(d);
     store_compare_free(c);
+    store_scaling_free(sc);
     if (!st && (fflush(f) || ferror(f))) st = store_fail(STORE_EIO, "writing the JSON: %s", strerror(errno));
     return st;
 }

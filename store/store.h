@@ -481,6 +481,70 @@ typedef struct {
 void store_solver_summarize(const store_solver_event *ev, size_t n, store_solver_summary *out);
 /* The summary as up to 3 lines of text (the same words everywhere); returns the count. */
 int store_solver_summary_lines(const store_solver_summary *s, char lines[3][256]);
+/* ---- scaling: time and memory against a size (scaling.c) --------------------------
+ * A view of the comparison: its runs that set STORE_SCALING_X_KEY (n, the sequence length)
+ * grouped into one series per variant (the variant without a trailing size: "full-n256"
+ * and "full-n512" are series "full"; a run without a variant is named by its experiment),
+ * each measure per n, and the exponent of the power law it follows, fitted by least
+ * squares of log y on log n (about 2 for full attention, 1 for Linformer, 1 plus a log
+ * for LSH). `compare`, the Compare screen and the reports render it when the runs hold
+ * two sizes or more (n_xs >= 2). */
+#define STORE_SCALING_X_KEY "data.seq_len"
+
+/* y = coef * x^exponent fitted on the points with positive, finite x and y. Returns 1 when
+ * fitted, 0 when not (fewer than 2 such points or all at one x): exponent, coef and r2 are
+ * NAN then and note says why; note also names points left out of a fit. */
+typedef struct {
+    double exponent, coef, r2;
+    size_t used, dropped;
+    char note[160];
+} store_fit;
+int store_fit_power(const double *x, const double *y, size_t n, store_fit *out);
+/* The exponent as every view prints it: "2.03", or "-" when not fitted (never "nan"). */
+const char *store_fit_text(const store_fit *f, char *b, size_t cap);
+
+typedef enum { STORE_SCALE_STEP, STORE_SCALE_ATTN, STORE_SCALE_ATTN_MEM, STORE_SCALE_PEAK, STORE_SCALE_N } store_scale_measure;
+typedef struct {
+    const char *title;        /* "step time", "attention time", ... */
+    const char *key;          /* JSON member: "step_s", "attn_s", "attn_bytes", "peak_bytes" */
+    const char *doc;          /* where the number comes from */
+    int bytes;                /* 1: a size, 0: seconds */
+} store_scale_def;
+extern const store_scale_def store_scale_defs[STORE_SCALE_N];
+/* 1 for the op rows whose self time and memory are "attention": attn_scores, attn_softmax,
+ * attn_wsum, linformer_proj, lsh_hash (forward and backward). */
+int store_attention_scope(const char *op_name);
+
+typedef struct {
+    char label[64];
+    size_t n;                 /* points, by x ascending */
+    double *x;
+    double *y[STORE_SCALE_N]; /* NAN where the run does not say (not profiled, ...) */
+    long long *run;           /* the run id of each point */
+    store_fit fit[STORE_SCALE_N];
+} store_scale_series;
+
+typedef struct {
+    char x_key[64];
+    store_scale_series *series;
+    size_t n_series;
+    double *xs;               /* every size of every series, ascending, once */
+    size_t n_xs;
+    size_t skipped;           /* runs without the key */
+    char note[256];           /* why there is no view, or what was left out; "" */
+} store_scaling;
+
+/* Builds the view of c (c may be freed afterwards). STORE_ENOMEM only: runs that do not
+ * vary the key give n_xs < 2 and a note. Free with store_scaling_free. */
+int store_scaling_build(const store_compare *c, store_scaling **out);
+void store_scaling_free(store_scaling *s);
+/* The measure of series sr at x (NAN when absent), and as text ("1.20 ms", "4.0 MiB", "-"). */
+double store_scale_value(const store_scale_series *sr, double x, store_scale_measure m);
+const char *store_scale_cell(const store_scale_series *sr, double x, store_scale_measure m, char *b, size_t cap);
+/* The member "scaling": {x_key, note, series: [{label, points: [{x, run, step_s, ...}],
+ * exponents: {...}, fit_notes: {...}}]} (unknown numbers null). */
+void store_scaling_json(prof_json *j, const store_scaling *s);
+
 /* ---- checkpoints and quantizations (checkpoint.c) --------------------------------- */
 
 #define STORE_CHECKPOINTS_KEPT 2   /* per run: the newest ones */

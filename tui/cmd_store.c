@@ -432,7 +432,10 @@ static const char compare_help[] =
     "A side-by-side table, one column per run (the same rows and words as the workbench's\n"
     "Compare screen and the reports): results; wall time, quantum time (simulated), hybrid\n"
     "time (simulated) and steps / time to the target on both clocks; the config keys that\n"
-    "differ (--all-keys: all); the top ops. Then a terminal line chart of one metric.\n\n"
+    "differ (--all-keys: all); the top ops. Then a terminal line chart of one metric.\n"
+    "Runs that differ in data.seq_len (samples/attention-scaling.ini) add the scaling view:\n"
+    "step time, attention time and memory, peak memory per n and variant, each with its\n"
+    "fitted log-log exponent, and log-log charts of the attention's time and memory.\n\n"
     "  --last-batch  the runs of the newest batch (one `nnbench run`, or one all-variants New run)\n"
     "  --metric KEY  train_loss (also 'loss'), test_loss, train_acc, test_acc ('acc'), lr, ...\n"
     "  --x AXIS      step (default), time (wall seconds) or hybrid_time (Q-Newton clock, simulated)\n"
@@ -479,6 +482,41 @@ static const cli_opt compare_opt[] = {
     CLI_OPT_FLAG("--no-color", NULL, compare_opts, no_color), CLI_OPT_FLAG("--json", NULL, compare_opts, json),
 };
 const cli_spec cmd_compare_spec = { "compare", cmd_compare_help, compare_opt, CLI_N(compare_opt) };
+
+/* The scaling view when the runs hold two sizes or more (docs/attention.md): a table per
+ * measure with the fitted exponents, then log-log charts of the attention's time and
+ * memory, one line per variant. */
+static int print_scaling(const store_compare *c, int tw, int utf8, int color, int height)
+{
+    store_scaling *sc;
+    if (store_scaling_build(c, &sc)) { fprintf(stderr, "nnbench: %s\n", cli_text(store_error())); return 1; }
+    char **lines = NULL;
+    size_t nl = 0;
+    int rc = sc->n_xs < 2 ? 0 : tui_scaling_lines(sc, tw - 1, utf8, &lines, &nl);
+    for (size_t i = 0; i < nl; i++) printf("%s\n", lines[i]);
+    tui_lines_free(lines, nl);
+    tui_series *ser = calloc(sc->n_series ? sc->n_series : 1, sizeof *ser);
+    char (*labels)[96] = calloc(sc->n_series ? sc->n_series : 1, sizeof *labels);
+    static const store_scale_measure shown[] = { STORE_SCALE_ATTN, STORE_SCALE_ATTN_MEM };
+    for (size_t k = 0; !rc && sc->n_xs >= 2 && ser && labels && k < sizeof shown / sizeof *shown; k++) {
+        size_t ns = tui_scaling_series(sc, shown[k], ser, labels, sc->n_series);
+        char title[160];
+        tui_chart_opts o = { .width = tw > 160 ? 160 : tw, .height = height, .utf8 = utf8, .mono = !color };
+        tui_scaling_chart_opts(shown[k], &o, title, sizeof title);
+        tui_canvas cv;
+        printf("\n");
+        if (tui_chart_draw(ser, ns, &o, &cv) == 0) {
+            tui_canvas_print(stdout, &cv, color);
+            tui_canvas_free(&cv);
+        }
+    }
+    if (sc->n_xs >= 2 && (!ser || !labels)) rc = -1;
+    free(ser);
+    free(labels);
+    store_scaling_free(sc);
+    if (rc) fprintf(stderr, "nnbench: out of memory\n");
+    return rc ? 1 : 0;
+}
 
 int cmd_compare(int argc, char **argv)
 {
@@ -589,7 +627,7 @@ int cmd_compare(int argc, char **argv)
     free(xs);
     free(ser);
     free(legend);
-    code = 0;
+    code = print_scaling(c, tw, utf8, color, height);
 out:
     store_compare_free(c);
     free(set_keys);

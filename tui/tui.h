@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "../store/store.h"
+#include "chart.h"
 #include "text.h"
 
 /* ---- text and tables --------------------------------------------------------------- */
@@ -87,6 +88,17 @@ void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n);
  * table in width cells (max_rows 0 = every row). The `diff` command and the Compare screen
  * of two runs. 0 ok, -1 out of memory. (cmd_diff.c) */
 int tui_diff_lines(const store_diff *d, int width, int utf8, size_t max_rows, char ***lines, size_t *n);
+
+/* The scaling view of a comparison (store_scaling) as lines: a heading, then per measure a
+ * table with a row per n, a column per variant and the fitted exponent last, and what was
+ * not fitted; only the note when the runs hold fewer than 2 sizes. 0 ok, -1 out of
+ * memory. (cmp_scaling.c) */
+int tui_scaling_lines(const store_scaling *s, int width, int utf8, char ***lines, size_t *n);
+/* The chart series of measure m, one per variant (x = n), each labelled "full n^2.03" in
+ * labels (96 bytes each); at most cap. Returns how many. */
+size_t tui_scaling_series(const store_scaling *s, store_scale_measure m, tui_series *out, char (*labels)[96], size_t cap);
+/* Log-log axes, labels and a title (written into title) for measure m's chart. */
+void tui_scaling_chart_opts(store_scale_measure m, tui_chart_opts *o, char *title, size_t cap);
 
 /* ---- keys -------------------------------------------------------------------------- */
 

@@ -47,7 +47,8 @@ typedef struct {
     size_t n, cap;
 } wb_series;
 
-#define WB_MAX_COMPARE 8   /* runs on the Compare screen (6 marked, or a batch of up to 8) */
+#define WB_MAX_COMPARE 16  /* runs on the Compare screen (6 marked, or a batch of up to 16:
+                              samples/attention-scaling.ini makes 15) */
 
 enum { WB_LIVE_TRAIN_LOSS, WB_LIVE_TEST_LOSS, WB_LIVE_TRAIN_ACC, WB_LIVE_TEST_ACC, WB_LIVE_N };
 

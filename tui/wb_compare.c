@@ -1,5 +1,7 @@
 /* wb_compare.c — the Compare screen: store_compare (store/compare.c) rendered as the CLI
- * renders it, with a chart of one metric (or layer telemetry key) of every run. */
+ * renders it, with a chart of one metric (or layer telemetry key) of every run; runs that
+ * differ in the sequence length add the scaling view (store/scaling.c): its tables, and
+ * in the v cycle log-log charts of each measure against n, one line per variant. */
 #include "wb.h"
 
 #include <curses.h>
@@ -16,9 +18,13 @@ typedef struct {
     int n;
     store_compare *c;
     double *xstep[WB_MAX_COMPARE];  /* step as double, per run, for the chart */
-    int metric;              /* < 4: index into wb_metric_keys; else tkeys[metric - 4] */
+    /* < 4: index into wb_metric_keys; then the scaling measures (n_scale of them); then
+     * tkeys[metric - 4 - n_scale] */
+    int metric;
     char **tkeys;            /* layer telemetry keys of the runs ("grad_norm/dense1.W", ...) */
     size_t n_tkeys;
+    store_scaling *sc;       /* the scaling view of the runs */
+    int n_scale;             /* STORE_SCALE_N when the runs hold 2 sizes or more, else 0 */
     int all_keys;
     /* one run: its keys not at their default, shown first and marked (as `compare ID`);
      * set_keys point into set_params; NULL when the stored file no longer loads */
@@ -40,6 +46,8 @@ static void cmp_unload(cmp_state *cv)
     cv->n_tkeys = 0;
     store_compare_free(cv->c);
     cv->c = NULL;
+    store_scaling_free(cv->sc);
+    cv->sc = NULL;
     tui_lines_free(cv->lines, cv->n_lines);
     cv->lines = NULL;
     cv->n_lines = 0;
@@ -70,6 +78,8 @@ static void cmp_build_lines(wb_app *a, cmp_state *cv)
     cv->n_lines = 0;
     if (cv->c && tui_compare_lines(cv->c, a->cols - 2, a->utf8, cv->all_keys, &cv->lines, &cv->n_lines))
         wb_message(a, "out of memory");
+    if (cv->n_scale && tui_scaling_lines(cv->sc, a->cols - 2, a->utf8, &cv->lines, &cv->n_lines))
+        wb_message(a, "out of memory");
     /* Two runs: the op diff of the second against the first follows, as `nnbench diff`. */
     store_diff *d = NULL;
     if (!cv->c || cv->n != 2) return;
@@ -80,15 +90,36 @@ static void cmp_build_lines(wb_app *a, cmp_state *cv)
     store_diff_free(d);
 }
 
+/* The scaling measure the chart shows, or -1 for a metric. */
+static int cmp_scale(const cmp_state *cv)
+{
+    return cv->metric >= 4 && cv->metric < 4 + cv->n_scale ? cv->metric - 4 : -1;
+}
+
+/* The metric key the comparison loads (the scaling charts keep train_loss loaded). */
 static const char *cmp_metric_name(const cmp_state *cv)
 {
-    return cv->metric < 4 ? wb_metric_keys[cv->metric] : cv->tkeys[cv->metric - 4];
+    if (cv->metric < 4) return wb_metric_keys[cv->metric];
+    return cmp_scale(cv) >= 0 ? wb_metric_keys[0] : cv->tkeys[cv->metric - 4 - cv->n_scale];
+}
+
+/* Builds the scaling view of the loaded comparison; the chart index keeps pointing at the
+ * same kind of thing when the view comes or goes (a run deleted meanwhile). */
+static void cmp_load_scaling(wb_app *a, cmp_state *cv, int scale, int tkey)
+{
+    cv->n_scale = 0;
+    if (store_scaling_build(cv->c, &cv->sc)) wb_message(a, "scaling: %s", store_error());
+    else if (cv->sc->n_xs >= 2) cv->n_scale = STORE_SCALE_N;
+    if (scale >= 0) cv->metric = cv->n_scale ? 4 + scale : 0;
+    if (tkey >= 0) cv->metric = 4 + cv->n_scale + tkey;
 }
 
 static int cmp_load(wb_app *a, cmp_state *cv)
 {
     char keep[128] = "";     /* the telemetry key shown, kept across the reload */
-    if (cv->metric >= 4 && (size_t)(cv->metric - 4) < cv->n_tkeys) snprintf(keep, sizeof keep, "%s", cmp_metric_name(cv));
+    int scale = cmp_scale(cv);
+    if (cv->metric >= 4 + cv->n_scale && (size_t)(cv->metric - 4 - cv->n_scale) < cv->n_tkeys)
+        snprintf(keep, sizeof keep, "%s", cmp_metric_name(cv));
     cmp_unload(cv);
     /* Runs deleted meanwhile drop out. */
     int m = 0;
@@ -102,17 +133,17 @@ static int cmp_load(wb_app *a, cmp_state *cv)
     if (!m) return -1;
     /* the layer telemetry keys of these runs follow the four metrics in the v cycle */
     cv->n_tkeys = wb_layers_metric_keys(a->db, cv->ids, m, &cv->tkeys);
-    if (cv->metric >= 4) {
-        cv->metric = 0;
-        for (size_t k = 0; k < cv->n_tkeys; k++)
-            if (!strcmp(cv->tkeys[k], keep)) cv->metric = 4 + (int)k;
-    }
+    int tk = -1;             /* the kept telemetry key in the new list */
+    for (size_t k = 0; keep[0] && k < cv->n_tkeys; k++)
+        if (!strcmp(cv->tkeys[k], keep)) tk = (int)k;
+    if (keep[0] && tk < 0) cv->metric = 0;
     if (m == 1) cv->set_keys = cli_one_run_set_keys(a->db, cv->ids[0], &cv->set_params, &cv->n_set_keys);
-    store_cmp_opts o = cmp_opts(cv, cmp_metric_name(cv));
+    store_cmp_opts o = cmp_opts(cv, tk >= 0 ? cv->tkeys[tk] : wb_metric_keys[cv->metric < 4 ? cv->metric : 0]);
     if (store_compare_load(a->db, cv->ids, (size_t)m, &o, &cv->c)) {
         wb_message(a, "compare: %s", store_error());
         return -1;
     }
+    cmp_load_scaling(a, cv, scale, tk);
     for (int i = 0; i < m; i++) {
         const store_series *sr = &cv->c->metric[i];
         cv->xstep[i] = malloc((sr->n ? sr->n : 1) * sizeof(double));
@@ -169,17 +200,10 @@ static int cmp_chart_height(wb_app *a, tui_series *s, int n, char (*labels)[192]
     return h;
 }
 
-static void cmp_draw(wb_app *a)
+/* The chart of the chosen metric, one line per run; returns its height. */
+static int cmp_metric_chart(wb_app *a, cmp_state *cv)
 {
-    cmp_state *cv = CV;
-    store_compare *c = cv->c;
-    char t[512], tg[160];
-    wb_toggles_text(a, tg, sizeof tg);
-    snprintf(t, sizeof t, "%s%s%d run%s   metric: %s (v%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
-             cv->n == 1 ? "" : "s", cmp_metric_name(cv), cv->n_tkeys ? ", then layer telemetry" : "", tg);
-    attron(A_DIM);
-    wb_text(a, 1, 1, a->cols - 2, 0, t);
-    attroff(A_DIM);
+    const store_compare *c = cv->c;
     tui_series s[WB_MAX_COMPARE];
     char labels[WB_MAX_COMPARE][192];
     for (int i = 0; i < cv->n; i++) {
@@ -194,7 +218,46 @@ static void cmp_draw(wb_app *a)
     int h = cmp_chart_height(a, s, cv->n, labels);
     wb_chart_at(a, 2, 1, a->cols - 2, h, s, (size_t)cv->n, cmp_metric_name(cv), cmp_metric_name(cv),
              a->log_y && (cv->metric < 2 || (cv->metric >= 4 && strncmp(cmp_metric_name(cv), "grad_mean/", 10))));
-    int ty = 2 + h;
+    return h;
+}
+
+/* The scaling chart of measure m: log-log, one line per variant, the fitted exponent in
+ * the legend (the workbench's x and y toggles do not apply: the axes are n and the
+ * measure, both logarithmic). Returns its height. */
+static int cmp_scaling_chart(wb_app *a, cmp_state *cv, store_scale_measure m)
+{
+    tui_series s[WB_MAX_COMPARE];
+    char labels[WB_MAX_COMPARE][96], title[160];
+    size_t ns = tui_scaling_series(cv->sc, m, s, labels, WB_MAX_COMPARE);
+    int h = (a->rows - 4) / 2;
+    if (h < 9) h = 9;
+    tui_chart_opts o = { .width = a->cols - 2, .height = h, .utf8 = a->utf8, .mono = !a->color };
+    tui_scaling_chart_opts(m, &o, title, sizeof title);
+    tui_canvas cvs;
+    if (tui_chart_draw(s, ns, &o, &cvs)) {
+        wb_text(a, 2, 1, a->cols - 2, 0, "(chart: not enough room)");
+        return h;
+    }
+    wb_draw_canvas(a, 2, 1, &cvs);
+    tui_canvas_free(&cvs);
+    return h;
+}
+
+static void cmp_draw(wb_app *a)
+{
+    cmp_state *cv = CV;
+    store_compare *c = cv->c;
+    char t[512], tg[160];
+    wb_toggles_text(a, tg, sizeof tg);
+    int scale = cmp_scale(cv);
+    snprintf(t, sizeof t, "%s%s%d run%s   %s: %s (v%s%s)   %s", c->common_name, c->common_name[0] ? ": " : "", cv->n,
+             cv->n == 1 ? "" : "s", scale >= 0 ? "scaling" : "metric", scale >= 0 ? store_scale_defs[scale].title : cmp_metric_name(cv),
+             cv->n_scale ? ", then scaling against n" : "", cv->n_tkeys ? ", then layer telemetry" : "",
+             scale >= 0 ? "x: n (log)  y: log" : tg);
+    attron(A_DIM);
+    wb_text(a, 1, 1, a->cols - 2, 0, t);
+    attroff(A_DIM);
+    int ty = 2 + (scale >= 0 ? cmp_scaling_chart(a, cv, (store_scale_measure)scale) : cmp_metric_chart(a, cv));
     /* Table header row in series colours, then the scrolling body. */
     if (cv->n_lines > 0) {
         int lw, cw;
@@ -218,7 +281,7 @@ static int cmp_key(wb_app *a, tui_action act, int ch)
     (void)ch;
     cmp_state *cv = CV;
     switch (act) {
-    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % (4 + (int)cv->n_tkeys); cmp_load(a, cv); return 1;
+    case TUI_ACT_METRIC: cv->metric = (cv->metric + 1) % (4 + cv->n_scale + (int)cv->n_tkeys); cmp_load(a, cv); return 1;
     case TUI_ACT_ALL_KEYS:
         cv->all_keys = !cv->all_keys;
         if (cv->c) {

@@ -47,7 +47,7 @@ const tui_key tui_keys[] = {
     { { 'x' }, "x", NULL, TUI_ACT_X_AXIS, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: x axis step / wall time / hybrid time", "x-axis" },
     { { 'X' }, "X", NULL, TUI_ACT_X_SCALE, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: x scale linear / log / normalised per run (each run's x divided by its own last x)", "x-scale" },
     { { 'm' }, "m", NULL, TUI_ACT_SMOOTH, TUI_SCR_RUN | TUI_SCR_COMPARE | TUI_SCR_NEW, "charts: smoothing off / 0.6 / 0.9 (EMA, debiased)", "smooth" },
-    { { 'v' }, "v", NULL, TUI_ACT_METRIC, TUI_SCR_COMPARE | TUI_SCR_RUN, "Compare: chart the next metric (losses, accuracies, then layer telemetry keys); Layers tab: the next statistic; Profile tab of a data-parallel run: one rank at a time, or all", "metric" },
+    { { 'v' }, "v", NULL, TUI_ACT_METRIC, TUI_SCR_COMPARE | TUI_SCR_RUN, "Compare: chart the next metric (losses, accuracies, then scaling against n when the runs differ in it, then layer telemetry keys); Layers tab: the next statistic; Profile tab of a data-parallel run: one rank at a time, or all", "metric" },
     { { 'a' }, "a", NULL, TUI_ACT_ALL_KEYS, TUI_SCR_COMPARE, "Compare: all config keys / only differing ones", "all-keys" },
     { { 'R' }, "R", NULL, TUI_ACT_RESUME, TUI_SCR_RUN, "resume this crashed, interrupted or failed run from its last checkpoint, into the same run id (asks first; says why when it cannot)", "resume" },
     { { 'Q' }, "Q", NULL, TUI_ACT_QUANTIZE, TUI_SCR_RUN, "int8-quantize this finished run's final checkpoint (asks calibration samples and scheme); the Int8 tab shows fp32 vs int8", "quantize" },

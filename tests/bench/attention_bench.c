@@ -34,14 +34,6 @@ typedef struct {
     double step_s, attn_s, attn_bytes, peak_bytes;
 } point;
 
-static int is_attention_scope(const char *name)
-{
-    static const char *const pre[] = { "attn_scores.", "attn_softmax.", "attn_wsum.", "linformer_proj.", "lsh_hash." };
-    for (size_t i = 0; i < sizeof pre / sizeof *pre; i++)
-        if (!strncmp(name, pre[i], strlen(pre[i]))) return 1;
-    return 0;
-}
-
 /* The attention scopes' self time so far (ns) and memory column (bytes). */
 static void attention_sums(prof_t *p, double *ns, double *bytes)
 {
@@ -50,7 +42,7 @@ static void attention_sums(prof_t *p, double *ns, double *bytes)
     *ns = *bytes = 0.0;
     if (prof_rows(p, PROF_BY_SCOPE, &rows, &nr)) return;
     for (size_t i = 0; i < nr; i++)
-        if (is_attention_scope(rows[i].name)) {
+        if (store_attention_scope(rows[i].name)) {
             *ns += (double)rows[i].self_ns;
             *bytes += (double)rows[i].self_mem;
         }

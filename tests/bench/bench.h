@@ -10,6 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../../store/store.h"
+
 static inline double now_s(void)
 {
     struct timespec ts;
@@ -47,15 +49,13 @@ static inline void bench_remove_db(const char *path)
     unlink(aux);
 }
 
-/* Least-squares slope of log(y) against log(x): y ~ c x^slope. */
+/* Least-squares slope of log(y) against log(x): y ~ c x^slope, by the one fit the views
+ * use (store_fit_power); NAN when it cannot be fitted. */
 static inline double fit_exponent(const double *x, const double *y, int m)
 {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int i = 0; i < m; i++) {
-        double lx = log(x[i]), ly = log(y[i]);
-        sx += lx; sy += ly; sxx += lx * lx; sxy += lx * ly;
-    }
-    return (m * sxy - sx * sy) / (m * sxx - sx * sx);
+    store_fit f;
+    store_fit_power(x, y, m > 0 ? (size_t)m : 0, &f);
+    return f.exponent;
 }
 
 #endif

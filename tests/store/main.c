@@ -1,5 +1,6 @@
 /* main.c — test_store: runs every group of tests/store/ (schema and migrations, writing and
- * batching, statuses, queries, files that are not databases, read-only, the sink, the CLI). */
+ * batching, statuses, queries, files that are not databases, read-only, the sink, the CLI,
+ * the scaling view). */
 #include "util.h"
 
 int test_store_core(void);
@@ -11,6 +12,7 @@ int test_store_telemetry(void);
 int test_store_diff(void);
 int test_store_perf(void);
 int test_store_compare1(void);
+int test_store_scaling(void);
 
 int main(void)
 {
@@ -24,5 +26,6 @@ int main(void)
     failed += test_store_diff();
     failed += test_store_perf();
     failed += test_store_compare1();
+    failed += test_store_scaling();
     return failed ? 1 : 0;
 }
