@@ -265,15 +265,24 @@ static void tb_golden_sequence(monitor_tb *w)
     }
 }
 
+/* An event writer in a new temporary directory (*dir, malloc'd). */
+static monitor_tb *tb_in_tmp(const char *sub, char **dir)
+{
+    char err[512];
+    *dir = tmpdir_make();
+    monitor_tb *w = monitor_tb_open(*dir, sub, err, sizeof err);
+    if (!w) fail_msg("%s", err);
+    return w;
+}
+
 /* The sequence's records (all after file_version) came to 19917 bytes with CRC32C 0xD5F59897
  * from the synchronous encoder the writer thread replaced (main at 4acaf50): the queue and
  * the thread change when the records are written, never a byte of them. */
 static void test_tb_same_bytes_as_before(void **st)
 {
     (void)st;
-    char *dir = tmpdir_make(), err[512];
-    monitor_tb *w = monitor_tb_open(dir, "golden", err, sizeof err);
-    assert_non_null(w);
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("golden", &dir);
     tb_golden_sequence(w);
     assert_int_equal(monitor_tb_close(w, err, sizeof err), 0);
     assert_string_equal(err, "");
@@ -361,6 +370,16 @@ static void check_in_order(const char *dir, const char *sub, long n)
     free(b);
 }
 
+/* Holds the writer and queues entries from `from` on until the queue is full; the next entry. */
+static long hold_and_fill(monitor_tb *w, long from)
+{
+    monitor_tb_test_hold(w, 1);
+    long n = from, items = 0;
+    for (; items + q_items(n) <= MONITOR_TB_QUEUE; items += q_items(n++)) assert_int_equal(q_put(w, n), 0);
+    assert_int_equal(items, MONITOR_TB_QUEUE); /* full, and no put waited */
+    return n;
+}
+
 typedef struct { monitor_tb *w; long from, to; atomic_int done; } q_producer;
 
 static void *q_produce(void *arg)
@@ -384,15 +403,11 @@ static void wait_behind(monitor_tb *w, long want)
 static void test_tb_full_queue_waits(void **st)
 {
     (void)st;
-    char *dir = tmpdir_make(), err[512];
-    monitor_tb *w = monitor_tb_open(dir, "full", err, sizeof err);
-    assert_non_null(w);
-    monitor_tb_test_hold(w, 1);
-    long n = 0, items = 0;
-    for (; items + q_items(n) <= MONITOR_TB_QUEUE; items += q_items(n++)) assert_int_equal(q_put(w, n), 0);
-    assert_int_equal(items, MONITOR_TB_QUEUE); /* full */
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("full", &dir);
+    long n = hold_and_fill(w, 0);
     assert_int_equal(monitor_tb_behind(w), 0);
-    q_producer p = { .w = w, .from = n, .to = n + 1000 };
+    q_producer p = { .w = w, .from = n, .to = n + 1 }; /* more could fall behind again */
     pthread_t t;
     assert_int_equal(pthread_create(&t, NULL, q_produce, &p), 0);
     wait_behind(w, 1);
@@ -411,21 +426,17 @@ static void test_tb_full_queue_waits(void **st)
 static void test_tb_close_drains(void **st)
 {
     (void)st;
-    char *dir = tmpdir_make(), err[512];
-    monitor_tb *w = monitor_tb_open(dir, "drain", err, sizeof err);
-    assert_non_null(w);
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("drain", &dir);
     assert_int_equal(q_put(w, 0), 0);
     assert_int_equal(monitor_tb_flush(w), 0);
     size_t len = 0;
-    for (int t = 0; t < 10000 && len < 100; t++) {
+    for (int t = 0; t < 10000 && len <= 40; t++) { /* file_version alone is 40 bytes */
         free(read_events(dir, "drain", &len));
         usleep(1000);
     }
     assert_true(len > 40); /* file_version and the scalar are in the file */
-    monitor_tb_test_hold(w, 1);
-    long n = 1, items = 0;
-    for (; items + q_items(n) <= MONITOR_TB_QUEUE; items += q_items(n++)) assert_int_equal(q_put(w, n), 0);
-    assert_int_equal(items, MONITOR_TB_QUEUE); /* full */
+    long n = hold_and_fill(w, 1);
     assert_int_equal(monitor_tb_close(w, err, sizeof err), 0);
     assert_string_equal(err, "");
     check_in_order(dir, "drain", n);
@@ -438,9 +449,8 @@ static void test_tb_close_drains(void **st)
 static void test_tb_write_error(void **st)
 {
     (void)st;
-    char *dir = tmpdir_make(), err[512];
-    monitor_tb *w = monitor_tb_open(dir, "disk", err, sizeof err);
-    assert_non_null(w);
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("disk", &dir);
     monitor_tb_test_hold(w, 1);
     assert_int_equal(monitor_tb_test_full(w), 0);
     assert_int_equal(q_put(w, 0), 0);
