@@ -40,7 +40,8 @@ int monitor_port(const monitor *m);
  * that the sink goes on without waiting. */
 void monitor_test_hold(monitor *m, int hold);
 /* Stops the endpoint, closes the event file. NULL is fine. Returns 0, or -1 when the event
- * file could not be completed (err says why). */
+ * file could not be completed (err says why). On 0, err may still hold a note for a warning
+ * (the event writer fell behind: monitor_tb_close). */
 int monitor_close(monitor *m, char *err, size_t cap);
 
 /* ---- the exposition text (monitor.c), for tests ----------------------------------------- */
@@ -64,10 +65,11 @@ typedef struct monitor_tb monitor_tb;
  *
  * One thread (the producer) calls scalar, telemetry and flush: they only copy tag ids and
  * values into a bounded queue (MONITOR_TB_QUEUE items; no allocation but for a tag never seen
- * before, no system call unless the queue is full or half full); the writer thread encodes,
- * frames, writes and flushes them in the order they came. A full queue makes the producer
- * wait (counted: monitor_tb_behind), nothing is dropped. They return 0, or -1 with errno once
- * the writer has failed (a full disk): nothing more is queued then, and close says why. */
+ * before; no system call but to wake the writer for a flush or a half-full queue, or to wait
+ * on a full one); the writer thread encodes, frames, writes and flushes them in the order
+ * they came. A full queue makes the producer wait (counted: monitor_tb_behind); nothing is
+ * dropped. They return 0, or -1 with errno once the writer has failed (a full disk): nothing
+ * more is queued then, and close says why. */
 monitor_tb *monitor_tb_open(const char *dir, const char *sub, char *err, size_t cap);
 #define MONITOR_TB_QUEUE 8192
 /* Scalar summary value `tag` (made valid UTF-8 without control characters). */
