@@ -1,6 +1,7 @@
 /* monitor.c — the live monitor (tui/monitor.c, monitor_tb.c): label escaping, addresses,
- * the snapshot that never makes the training thread wait, the event-file framing, and a
- * monitor that cannot start failing the variant before anything trains. */
+ * the snapshot that never makes the training thread wait, the event-file framing, the event
+ * writer thread (the same bytes as the synchronous encoder wrote, a full queue, close, a full
+ * disk), and a monitor that cannot start failing the variant before anything trains. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -9,6 +10,10 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -188,8 +193,11 @@ static unsigned char *read_events(const char *dir, const char *sub, size_t *n)
     closedir(d);
     FILE *fp = fopen(f, "rb");
     assert_non_null(fp);
-    unsigned char *b = malloc(1 << 16);
-    *n = fread(b, 1, 1 << 16, fp);
+    fseek(fp, 0, SEEK_END);
+    long size = ftell(fp);
+    rewind(fp);
+    unsigned char *b = malloc((size_t)size + 1);
+    *n = fread(b, 1, (size_t)size, fp);
     fclose(fp);
     return b;
 }
@@ -228,6 +236,239 @@ static void test_tb_frames_and_tags(void **st)
     /* A directory that cannot be made fails with the reason. */
     assert_null(monitor_tb_open("/dev/null/x", "r", err, sizeof err));
     assert_non_null(strstr(err, "cannot write event files under '/dev/null/x/r'"));
+    rm_tree(dir);
+    free(dir);
+}
+
+/* ---- the writer thread: the same bytes as before, a full queue, close, a full disk ---- */
+
+/* A fixed sequence of scalars, telemetry records and flushes (hostile tags, NaN and
+ * infinite values, one-value and equal-value histograms), as a live run writes them. */
+static void tb_golden_sequence(monitor_tb *w)
+{
+    static const char *const keys[] = { "grad_norm/d1.W", "grad_norm/d1.b", "update_ratio/d1.W", "grad_norm/d2.W",
+                                        "update_ratio/d2.W", "zero_frac/d1", "plain", "grad_max/\xff\x01" };
+    static const char *const tags[] = { "train_loss", "lr", "loss\n\"x\xff", "t\xc3\xa4g/\xc3\xbc" };
+    for (long s = 0; s < 60; s++) {
+        double wall = 1.7e9 + s * 0.015625;
+        for (int t = 0; t < 4; t++) {
+            double v = t == 2 && s == 7 ? NAN : t == 3 && s == 9 ? -INFINITY : (double)(s * 37 % 11) / (t + 1.5) - 2;
+            monitor_tb_scalar(w, tags[t], s, wall, v);
+        }
+        if (s % 5 == 0) {
+            double vals[8];
+            for (int i = 0; i < 8; i++) vals[i] = s == 10 ? 0.5 : (double)((s + 3) * (i + 7) % 13) / 8 - 0.7;
+            if (s == 20) vals[1] = NAN;
+            monitor_tb_telemetry(w, s, wall + 0.001, keys, vals, s == 25 ? 1 : s == 30 ? 0 : 8);
+        }
+        if (s % 17 == 0) monitor_tb_flush(w);
+    }
+}
+
+/* An event writer in a new temporary directory (*dir, malloc'd). */
+static monitor_tb *tb_in_tmp(const char *sub, char **dir)
+{
+    char err[512];
+    *dir = tmpdir_make();
+    monitor_tb *w = monitor_tb_open(*dir, sub, err, sizeof err);
+    if (!w) fail_msg("%s", err);
+    return w;
+}
+
+/* The sequence's records (all after file_version) came to 19917 bytes with CRC32C 0xD5F59897
+ * from the synchronous encoder the writer thread replaced (main at 4acaf50): the queue and
+ * the thread change when the records are written, never a byte of them. */
+static void test_tb_same_bytes_as_before(void **st)
+{
+    (void)st;
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("golden", &dir);
+    tb_golden_sequence(w);
+    assert_int_equal(monitor_tb_close(w, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    size_t n;
+    unsigned char *b = read_events(dir, "golden", &n);
+    assert_true(n > 16);
+    size_t first = 16 + le32(b); /* the file_version record: its wall time is now */
+    assert_int_equal(n - first, 19917);
+    assert_int_equal(monitor_crc32c(b + first, n - first), 0xD5F59897u);
+    free(b);
+    rm_tree(dir);
+    free(dir);
+}
+
+/* The next record of b[*at..n) (CRCs checked): its step, and the tag and value of its scalar
+ * (tag "" for file_version, value NAN for a histogram). 0 at the end. */
+static int next_record(const unsigned char *b, size_t n, size_t *at, long *step, char *tag, size_t cap, float *value)
+{
+    if (*at >= n) return 0;
+    assert_true(*at + 16 <= n);
+    size_t len = le32(b + *at), p = *at + 12, end = p + len;
+    assert_int_equal(le32(b + *at + 8), monitor_crc_mask(monitor_crc32c(b + *at, 8)));
+    assert_true(end + 4 <= n);
+    assert_int_equal(le32(b + end), monitor_crc_mask(monitor_crc32c(b + p, len)));
+    *at = end + 4;
+    *step = 0, tag[0] = 0, *value = NAN;
+    /* Event: 1 wall (fixed64), 2 step (varint), 3 file_version / 5 summary (length). In a
+     * summary: 1 value, 1 tag, 2 simple_value (fixed32) or 5 histo; all lengths < 128 here. */
+    p += 9;
+    if (b[p] == 0x10) {
+        p++;
+        for (int s = 0; b[p - 1] & 0x80 || s == 0; s += 7) *step |= (long)(b[p++] & 0x7f) << s;
+    }
+    if (b[p] != 0x2a) return 1; /* file_version */
+    p += 4; /* 0x2a len 0x0a len */
+    assert_int_equal(b[p], 0x0a);
+    size_t tl = b[p + 1];
+    snprintf(tag, cap, "%.*s", (int)tl, (const char *)b + p + 2);
+    p += 2 + tl;
+    if (b[p] == 0x15) memcpy(value, b + p + 1, 4);
+    return 1;
+}
+
+static const char *const q_tags[] = { "loss", "lr", "grad_norm/a", "grad_norm/b" };
+
+/* Queue items of entry i of a test sequence: every 100th is a two-key telemetry record. */
+static long q_items(long i) { return i % 100 == 99 ? 2 : 1; }
+
+/* Queues entry i of the test sequence: a scalar, or every 100th a telemetry record. */
+static int q_put(monitor_tb *w, long i)
+{
+    if (i % 100 == 99) {
+        double v[2] = { (double)i, (double)i + 0.5 };
+        return monitor_tb_telemetry(w, i, 1e9 + i, q_tags + 2, v, 2);
+    }
+    return monitor_tb_scalar(w, q_tags[i % 2], i, 1e9 + i, (double)i);
+}
+
+/* Every item 0..n-1 in order: a scalar per item, a telemetry record its two scalars and one
+ * histogram. */
+static void check_in_order(const char *dir, const char *sub, long n)
+{
+    size_t len, at = 0;
+    unsigned char *b = read_events(dir, sub, &len);
+    long step, i = 0, k = 0;
+    char tag[64];
+    float v;
+    assert_true(next_record(b, len, &at, &step, tag, sizeof tag, &v));
+    assert_string_equal(tag, ""); /* file_version */
+    while (next_record(b, len, &at, &step, tag, sizeof tag, &v)) {
+        assert_int_equal(step, i);
+        if (i % 100 != 99) {
+            assert_string_equal(tag, q_tags[i % 2]);
+            assert_true(v == (float)i);
+            i++;
+            continue;
+        }
+        const char *want = k == 2 ? "grad_norm" : q_tags[2 + k];
+        if (strcmp(tag, want)) fail_msg("record of item %ld: tag '%s', want '%s'", i, tag, want);
+        if (k < 2) assert_true(v == (float)(i + 0.5 * k));
+        else assert_true(isnan(v));
+        if (++k == 3) k = 0, i++;
+    }
+    assert_int_equal(i, n);
+    free(b);
+}
+
+/* Holds the writer and queues entries from `from` on until the queue is full; the next entry. */
+static long hold_and_fill(monitor_tb *w, long from)
+{
+    monitor_tb_test_hold(w, 1);
+    long n = from, items = 0;
+    for (; items + q_items(n) <= MONITOR_TB_QUEUE; items += q_items(n++)) assert_int_equal(q_put(w, n), 0);
+    assert_int_equal(items, MONITOR_TB_QUEUE); /* full, and no put waited */
+    return n;
+}
+
+typedef struct { monitor_tb *w; long from, to; atomic_int done; } q_producer;
+
+static void *q_produce(void *arg)
+{
+    q_producer *p = arg;
+    for (long i = p->from; i < p->to; i++)
+        if (q_put(p->w, i)) break;
+    atomic_store(&p->done, 1);
+    return NULL;
+}
+
+/* Waits (10 s at most) until the producer has waited for room want times. */
+static void wait_behind(monitor_tb *w, long want)
+{
+    for (int t = 0; t < 10000 && monitor_tb_behind(w) < want; t++) usleep(1000);
+    assert_int_equal(monitor_tb_behind(w), want);
+}
+
+/* The writer held: the queue fills, the producer waits for room (not dropping, counted),
+ * and once the writer goes on everything arrives in order. */
+static void test_tb_full_queue_waits(void **st)
+{
+    (void)st;
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("full", &dir);
+    long n = hold_and_fill(w, 0);
+    assert_int_equal(monitor_tb_behind(w), 0);
+    q_producer p = { .w = w, .from = n, .to = n + 1 }; /* more could fall behind again */
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, q_produce, &p), 0);
+    wait_behind(w, 1);
+    assert_false(atomic_load(&p.done)); /* it waits: nothing was dropped to make room */
+    monitor_tb_test_hold(w, 0);
+    pthread_join(t, NULL);
+    assert_int_equal(monitor_tb_close(w, err, sizeof err), 0);
+    assert_string_equal(err, "tensorboard: the writer fell behind 1 times (the training thread waited for room in its queue)");
+    check_in_order(dir, "full", p.to);
+    rm_tree(dir);
+    free(dir);
+}
+
+/* Close with a full queue and the writer held: it writes everything first. A flush wakes
+ * the writer by itself (no full queue, no close). */
+static void test_tb_close_drains(void **st)
+{
+    (void)st;
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("drain", &dir);
+    assert_int_equal(q_put(w, 0), 0);
+    assert_int_equal(monitor_tb_flush(w), 0);
+    size_t len = 0;
+    for (int t = 0; t < 10000 && len <= 40; t++) { /* file_version alone is 40 bytes */
+        free(read_events(dir, "drain", &len));
+        usleep(1000);
+    }
+    assert_true(len > 40); /* file_version and the scalar are in the file */
+    long n = hold_and_fill(w, 1);
+    assert_int_equal(monitor_tb_close(w, err, sizeof err), 0);
+    assert_string_equal(err, "");
+    check_in_order(dir, "drain", n);
+    rm_tree(dir);
+    free(dir);
+}
+
+/* A full disk under the writer: the producer hears it at a later put (ENOSPC), nothing more
+ * is queued, and close fails naming the file. */
+static void test_tb_write_error(void **st)
+{
+    (void)st;
+    char *dir, err[512];
+    monitor_tb *w = tb_in_tmp("disk", &dir);
+    monitor_tb_test_hold(w, 1);
+    assert_int_equal(monitor_tb_test_full(w), 0);
+    assert_int_equal(q_put(w, 0), 0);
+    assert_int_equal(monitor_tb_flush(w), 0);
+    monitor_tb_test_hold(w, 0);
+    int rc = 0;
+    for (int t = 0; t < 10000 && !rc; t++) {
+        rc = monitor_tb_scalar(w, "loss", 1, 1e9, 1);
+        if (!rc) usleep(1000);
+    }
+    assert_int_equal(rc, -1);
+    assert_int_equal(errno, ENOSPC);
+    assert_int_equal(monitor_tb_flush(w), -1);
+    assert_int_equal(monitor_tb_close(w, err, sizeof err), -1);
+    char want[700];
+    snprintf(want, sizeof want, "tensorboard: %s/disk/events.out.tfevents.", dir);
+    assert_memory_equal(err, want, strlen(want));
+    assert_non_null(strstr(err, ": No space left on device"));
     rm_tree(dir);
     free(dir);
 }
@@ -305,6 +546,8 @@ int test_tui_monitor(void)
         cmocka_unit_test(test_prom_label), cmocka_unit_test(test_addr_parse), cmocka_unit_test(test_crc32c),
         cmocka_unit_test(test_snapshot_never_waits), cmocka_unit_test(test_tb_frames_and_tags),
         cmocka_unit_test(test_monitor_fails_before_training), cmocka_unit_test(test_metric_and_newton_series),
+        cmocka_unit_test(test_tb_same_bytes_as_before), cmocka_unit_test(test_tb_full_queue_waits),
+        cmocka_unit_test(test_tb_close_drains), cmocka_unit_test(test_tb_write_error),
     };
     return cmocka_run_group_tests_name("tui_monitor", t, NULL, NULL);
 }
