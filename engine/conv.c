@@ -539,19 +539,6 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
     return best;
 }
 
-/* v3: onednn joined the candidates, and strided layers have a choice (so S is in the key);
- * a v2 entry, chosen without them, is ignored. */
-void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap)
-{
-    char cpu[160];
-    if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
-    snprintf(key, cap, "v3 %s%s%s|%s|%dT|C%d H%d W%d F%d K%d P%d S%d|rows %d", what, *what ? " " : "", cpu, eng_isa_name(eng_isa_current()),
-             openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad,
-             n->stride > 1 ? n->stride : 1, rows);
-    for (char *p = key; *p; p++)
-        if (*p == '\t' || *p == '\n') *p = ' ';
-}
-
 /* The candidates of auto, fastest kept: im2col and onednn always; with stride 1 direct,
  * Winograd F(2x2) and F(4x4) on 3x3 kernels and FFT on kernels of 5 and more (below that
  * it never wins: the transforms cost more than the products save). The pick is cached per

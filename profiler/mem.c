@@ -1,11 +1,9 @@
 /* mem.c — the engine's one allocator wrapper: 64-byte aligned blocks with a size header,
- * process-wide live/peak/total byte counts (atomics, also published as SDEs), peak RSS, clock. */
-#include <papi.h>
+ * process-wide live/peak/total byte counts (atomics, also published as SDEs), peak RSS. */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -22,8 +20,6 @@ typedef struct {
 _Static_assert(sizeof(block_header) <= PROF_ALIGN, "header must fit in one alignment unit");
 
 static atomic_size_t mem_live, mem_peak, mem_total;
-static atomic_int clock_papi;
-static const volatile uint64_t *fake_wall; /* prof_internal_fake_clocks (tests) */
 
 static void note_alloc(size_t n)
 {
@@ -85,22 +81,3 @@ size_t prof_peak_rss(void)
     if (getrusage(RUSAGE_SELF, &ru)) return 0;
     return (size_t)ru.ru_maxrss * 1024; /* Linux reports KiB */
 }
-
-void prof_internal_clock_use_papi(int on)
-{
-    atomic_store_explicit(&clock_papi, on, memory_order_relaxed);
-}
-
-void prof_internal_fake_wall(const volatile uint64_t *wall) { fake_wall = wall; }
-
-uint64_t prof_now_ns(void)
-{
-    if (fake_wall) return *fake_wall;
-    if (atomic_load_explicit(&clock_papi, memory_order_relaxed))
-        return (uint64_t)PAPI_get_real_nsec();
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-double prof_now_s(void) { return 1e-9 * (double)prof_now_ns(); }

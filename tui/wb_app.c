@@ -251,23 +251,6 @@ int wb_confirm(wb_app *a, const char *fmt, ...)
     }
 }
 
-void wb_header_add(wb_app *a, int y, int x, int w, int key)
-{
-    if (a->hdr_n >= (int)(sizeof a->hdr_key / sizeof a->hdr_key[0])) return;
-    a->hdr_y = y;
-    a->hdr_x0[a->hdr_n] = x;
-    a->hdr_x1[a->hdr_n] = x + w;
-    a->hdr_key[a->hdr_n++] = key;
-}
-
-int wb_header_hit(const wb_app *a, int y, int x)
-{
-    if (y != a->hdr_y) return -1;
-    for (int i = 0; i < a->hdr_n; i++)
-        if (x >= a->hdr_x0[i] && x < a->hdr_x1[i]) return a->hdr_key[i];
-    return -1;
-}
-
 void wb_sort_by(int *cur, int *desc, int key)
 {
     if (key < 0) return;
