@@ -731,57 +731,11 @@ static void fill(store *s, long long *ids)
     assert_int_equal(store_flush(s), STORE_OK);
 }
 
-static void test_queries(void **st)
+/* The per-run reads of fill()'s runs: params, system facts, metric keys and series, op
+ * rows, profile, solver events. */
+static void check_run_reads(store *s, const long long *ids)
 {
-    (void)st;
-    char p[600];
-    db_path(p, sizeof p, "query.db");
-    store *s;
-    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
-    long long ids[3];
-    fill(s, ids);
-    store_run *runs;
     size_t n;
-    assert_int_equal(store_runs_list(s, NULL, &runs, &n), STORE_OK);
-    assert_int_equal(n, 3);
-    assert_int_equal(runs[0].id, ids[0]);
-    assert_null(runs[0].exp_text);
-    assert_string_equal(runs[2].optimizer, "newton");
-    free(runs);
-    store_list_filter f = { .status = STORE_RUN_FINISHED, .sort = "loss", .desc = 1 };
-    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_OK);
-    assert_int_equal(n, 2);
-    assert_int_equal(runs[0].id, ids[2]);
-    free(runs);
-    f = (store_list_filter){ .status = -1, .grep = "MNIST" };
-    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_OK);
-    assert_int_equal(n, 1);
-    assert_int_equal(runs[0].id, ids[2]);
-    free(runs);
-    f = (store_list_filter){ .status = -1, .sort = "samples_per_s", .desc = 1, .limit = 2 };
-    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_OK);
-    assert_int_equal(n, 2);
-    assert_int_equal(runs[0].id, ids[2]);
-    assert_int_equal(runs[1].id, ids[1]);
-    free(runs);
-    f.sort = "bogus";
-    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_EINVAL);
-    assert_non_null(strstr(store_error(), "bogus"));
-    long long cnt;
-    assert_int_equal(store_run_count(s, &cnt), STORE_OK);
-    assert_int_equal(cnt, 3);
-
-    long long id;
-    assert_int_equal(store_run_resolve(s, "last", &id), STORE_OK);
-    assert_int_equal(id, ids[2]);
-    char spec[32];
-    snprintf(spec, sizeof spec, "#%lld", ids[1]);
-    assert_int_equal(store_run_resolve(s, spec, &id), STORE_OK);
-    assert_int_equal(id, ids[1]);
-    assert_int_equal(store_run_resolve(s, "77", &id), STORE_ENOTFOUND);
-    assert_int_equal(store_run_resolve(s, "x1", &id), STORE_EINVAL);
-    assert_int_equal(store_run_resolve(s, "-3", &id), STORE_EINVAL);
-
     store_kv *kv;
     assert_int_equal(store_params_get(s, ids[1], &kv, &n), STORE_OK);
     assert_int_equal(n, 2);
@@ -838,6 +792,60 @@ static void test_queries(void **st)
     assert_int_equal(ev[1].route, 1);
     assert_true(isnan(ev[0].kappa_exact) || ev[0].kappa_exact == 0);
     free(ev);
+}
+
+static void test_queries(void **st)
+{
+    (void)st;
+    char p[600];
+    db_path(p, sizeof p, "query.db");
+    store *s;
+    assert_int_equal(store_open(p, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long ids[3];
+    fill(s, ids);
+    store_run *runs;
+    size_t n;
+    assert_int_equal(store_runs_list(s, NULL, &runs, &n), STORE_OK);
+    assert_int_equal(n, 3);
+    assert_int_equal(runs[0].id, ids[0]);
+    assert_null(runs[0].exp_text);
+    assert_string_equal(runs[2].optimizer, "newton");
+    free(runs);
+    store_list_filter f = { .status = STORE_RUN_FINISHED, .sort = "loss", .desc = 1 };
+    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(runs[0].id, ids[2]);
+    free(runs);
+    f = (store_list_filter){ .status = -1, .grep = "MNIST" };
+    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(runs[0].id, ids[2]);
+    free(runs);
+    f = (store_list_filter){ .status = -1, .sort = "samples_per_s", .desc = 1, .limit = 2 };
+    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(runs[0].id, ids[2]);
+    assert_int_equal(runs[1].id, ids[1]);
+    free(runs);
+    f.sort = "bogus";
+    assert_int_equal(store_runs_list(s, &f, &runs, &n), STORE_EINVAL);
+    assert_non_null(strstr(store_error(), "bogus"));
+    long long cnt;
+    assert_int_equal(store_run_count(s, &cnt), STORE_OK);
+    assert_int_equal(cnt, 3);
+
+    long long id;
+    assert_int_equal(store_run_resolve(s, "last", &id), STORE_OK);
+    assert_int_equal(id, ids[2]);
+    char spec[32];
+    snprintf(spec, sizeof spec, "#%lld", ids[1]);
+    assert_int_equal(store_run_resolve(s, spec, &id), STORE_OK);
+    assert_int_equal(id, ids[1]);
+    assert_int_equal(store_run_resolve(s, "77", &id), STORE_ENOTFOUND);
+    assert_int_equal(store_run_resolve(s, "x1", &id), STORE_EINVAL);
+    assert_int_equal(store_run_resolve(s, "-3", &id), STORE_EINVAL);
+
+    check_run_reads(s, ids);
 
     /* Watch token: changes on our writes and on another process's. */
     uint64_t t0, t1, t2;
