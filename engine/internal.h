@@ -301,6 +301,9 @@ struct eng_node {
      * direction (eng_conv_register_stages); prof NULL = stages not profiled */
     prof_t *prof;
     int prof_stage[2][4];
+    /* conv2d under onednn: its layer record (layout, workspace, primitive sets), found on
+     * the first pass and kept; process-lived, owned by conv_onednn.c (NULL: not yet) */
+    struct eng_dnconv *dn;
     /* loss nodes: x = logits, dx = dL/dlogits, y = softmax probabilities (softmax_xent) */
     const int32_t *labels;      /* class per row, or NULL */
     const float *targets;       /* [rows x out_size] targets, or NULL */
