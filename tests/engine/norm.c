@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,57 @@ static void test_bn_matches_old(void **state)
         assert_true(bn_vs_ref(flat, 7, training, 0.0f, 1.0f, 0, l) < tol);
     }
     assert_true(bn_vs_ref(s14, 9, 1, 1000.0f, 0.01f, 1, "8x14x14 mean 1000 sd .01") < tol);
+}
+
+/* Batch norm splits its channels over the pool's threads: 1 and 2 threads give the same
+ * bits (each channel is computed alike whichever thread runs it), forward in training and
+ * evaluation (with the running statistics it updates) and backward; the 2-thread pass posts
+ * a pool job (the post hook counts them, whoever runs the slabs). */
+static atomic_int bn_posts;
+static void bn_count_post(void) { atomic_fetch_add(&bn_posts, 1); }
+
+static void bn_outputs(bn_case *t, int rows, float *out)
+{
+    size_t e = (size_t)rows * t->n.in_size, C = t->n.n_w;
+    float *dy0 = copy_of(t->dy, e);
+    eng_ops[ENG_OP_BATCHNORM].forward(&t->n, rows);
+    eng_ops[ENG_OP_BATCHNORM].backward(&t->n, rows);
+    memcpy(out, t->y, e * sizeof(float));
+    memcpy(out + e, t->dx, e * sizeof(float));
+    memcpy(out + 2 * e, t->dw, C * sizeof(float));
+    memcpy(out + 2 * e + C, t->db, C * sizeof(float));
+    memcpy(out + 2 * e + 2 * C, t->stats, 2 * C * sizeof(float));
+    memcpy(t->dy, dy0, e * sizeof(float));
+    free(dy0);
+}
+
+static void test_bn_threads_same_bits(void **state)
+{
+    (void)state;
+    int keep = eng_pool_threads();
+    static const int shapes[][3] = { { 16, 28, 28 }, { 3, 28, 28 } }; /* 3: slabs of 1 and 2 channels */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int training = 1; training >= 0; training--) {
+            bn_case t[2];
+            float *out[2];
+            size_t e = 8 * (size_t)shapes[i][0] * shapes[i][1] * shapes[i][2], tot = 2 * e + 4 * (size_t)shapes[i][0];
+            for (int k = 0; k < 2; k++) {
+                bn_make(&t[k], shapes[i], 8, training);
+                fill_normal(t[k].dy, e, 9, 1.0);
+                out[k] = malloc(tot * sizeof(float));
+                eng_pool_set_threads(k + 1);
+                atomic_store(&bn_posts, 0);
+                atomic_store(&eng_pool_post_hook, bn_count_post);
+                bn_outputs(&t[k], 8, out[k]);
+                atomic_store(&eng_pool_post_hook, NULL);
+                if (k) assert_int_equal(atomic_load(&bn_posts), 2); /* forward and backward */
+            }
+            printf("  batchnorm %dx%dx%d %s: 1 and 2 threads, %zu values, the same bits\n", shapes[i][0], shapes[i][1],
+                   shapes[i][2], training ? "training" : "evaluation", tot);
+            assert_memory_equal(out[0], out[1], tot * sizeof(float));
+            for (int k = 0; k < 2; k++) { free(out[k]); bn_free(&t[k]); }
+        }
+    eng_pool_set_threads(keep);
 }
 
 /* res_fork + res_add as one block with no layers between: y = x + P(s) where x (the branch
@@ -841,6 +893,7 @@ int test_engine_norm(void)
         cmocka_unit_test(test_bn_grad),
         cmocka_unit_test(test_bn_values),
         cmocka_unit_test(test_bn_matches_old),
+        cmocka_unit_test(test_bn_threads_same_bits),
         cmocka_unit_test(test_res_grad),
         cmocka_unit_test(test_res_proj_batched),
         cmocka_unit_test(test_model_grad),
