@@ -516,7 +516,10 @@ static void dn_pass(eng_node *n, int rows, int bwd)
     if (omp_get_max_threads() != 1) omp_set_num_threads(1);
     dn_job j = { n, L, rows, bwd, L ? atomic_load(&L->layout) : DN_PLAIN, pthread_self(), 0 };
     int nslab = L ? slabs_for(n, L, rows) : 1;
-    if (L && (nslab < 2 || !eng_pool_run(nslab, dn_slab, &j))) nslab = 1, dn_slab(&j, 0, 1);
+    if (L && (nslab < 2 || !eng_pool_run(nslab, dn_slab, &j))) {
+        nslab = 1; /* unsplit (one slab, or the pool is driven already) */
+        dn_slab(&j, 0, 1);
+    }
     /* the slabs' dW sums, in slab order (the same bits at the same thread count) */
     for (int s = 1; bwd && s < nslab && !atomic_load(&j.failed); s++)
         cblas_saxpy((int)n->n_w, 1.0f, n->col + (size_t)s * L->room, 1, n->dw, 1);
