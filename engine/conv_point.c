@@ -20,7 +20,7 @@ void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *ke
 {
     char cpu[160];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
-    snprintf(key, cap, "v3 %s%s%s|%s|%dT|C%d H%d W%d F%d K%d P%d S%d|rows %d", what, *what ? " " : "", cpu, eng_isa_name(eng_isa_current()),
+    snprintf(key, cap, "v4 %s%s%s|%s|%dT|C%d H%d W%d F%d K%d P%d S%d|rows %d", what, *what ? " " : "", cpu, eng_isa_name(eng_isa_current()),
              openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad,
              n->stride > 1 ? n->stride : 1, rows);
     for (char *p = key; *p; p++)

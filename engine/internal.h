@@ -301,6 +301,9 @@ struct eng_node {
      * direction (eng_conv_register_stages); prof NULL = stages not profiled */
     prof_t *prof;
     int prof_stage[2][4];
+    /* conv2d under onednn: its layer record (layout, workspace, primitive sets), found on
+     * the first pass and kept; process-lived, owned by conv_onednn.c (NULL: not yet) */
+    struct eng_dnconv *dn;
     /* loss nodes: x = logits, dx = dL/dlogits, y = softmax probabilities (softmax_xent) */
     const int32_t *labels;      /* class per row, or NULL */
     const float *targets;       /* [rows x out_size] targets, or NULL */
@@ -324,7 +327,8 @@ struct eng_node {
     /* res_add: peer is the block's res_fork node (the shortcut is peer->x); dskip [rows x
      * peer->in_size] is dL/dshortcut, written by res_add's backward and added by the fork's.
      * With a projection (w != NULL): W [F x C], b [F], stride; col holds the strided
-     * shortcut [rows x C*P] of the last forward and dcol one row's gradient of it [C*P]. */
+     * shortcut of the last forward channel-major [C x rows*P], dcol the GEMMs' products
+     * (eng_res_proj_dcol_floats). */
     struct eng_node *peer;
     float *dskip;
 };
@@ -454,6 +458,9 @@ void eng_res_dims(const int shape[3], int *C, int *P);
 /* The projection stride taking a shortcut of shape in to out (1x1 conv: (H-1)/S + 1 == OH
  * and the same for W), or 0 when there is none. */
 int eng_res_proj_stride(const int in[3], const int out[3]);
+/* A projection res_add's dcol for `rows` rows (floats): the filter-major product [F x rows·P]
+ * (16-aligned), then the shortcut's gradient [C x rows·P] (residual.c). */
+size_t eng_res_proj_dcol_floats(const eng_node *n, size_t rows);
 
 /* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
  * the one call site of every op, also for graph models (gnn.c). */

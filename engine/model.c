@@ -328,7 +328,7 @@ static int conv_chunk(const eng_node *n, int max_batch)
 }
 
 /* Floats of a node's own buffers besides y and dy (batchnorm's saved statistics; a
- * projection's strided shortcut, its one-row gradient and the shortcut's gradient). */
+ * projection's strided shortcut, its GEMMs' products and the shortcut's gradient). */
 static size_t extra_floats(const eng_node *n, size_t B)
 {
     if (n->op == ENG_OP_BATCHNORM) return round16(2 * (size_t)eng_bn_channels(n));
@@ -337,7 +337,7 @@ static size_t extra_floats(const eng_node *n, size_t B)
     eng_res_dims(n->peer->in_shape, &C, &Pin);
     eng_res_dims(n->out_shape, &F, &P);
     size_t cp = (size_t)C * P;
-    return round16(B * cp) + round16(cp) + round16(B * n->peer->in_size);
+    return round16(B * cp) + round16(eng_res_proj_dcol_floats(n, B)) + round16(B * n->peer->in_size);
 }
 
 /* Points a node's extra buffers (extra_floats) into the arena at *p and advances it. */
@@ -356,7 +356,7 @@ static void carve_extra(eng_model *m, eng_node *n, float **p, float **stats)
         size_t cp = (size_t)C * P;
         n->col = *p;
         n->dcol = n->col + round16(B * cp);
-        n->dskip = n->dcol + round16(cp);
+        n->dskip = n->dcol + round16(eng_res_proj_dcol_floats(n, B));
     } else if (n->op == ENG_OP_RES_ADD) {
         n->dskip = n->dy;   /* identity: dL/dshortcut is dL/dy */
     }

@@ -102,11 +102,11 @@ static void bn_plane_y(const float *restrict x, float *restrict y, size_t hw, fl
 
 /* y = gamma (x - mean) / sqrt(var + eps) + beta, per channel. save gets the mean and
  * 1/sqrt(var + eps) used (the batch's in training, the running ones in evaluation). */
-void eng_bn_fwd(eng_node *n, int rows)
+static void bn_fwd_channels(eng_node *n, int rows, int c0, int c1)
 {
     bn_dims d = bn_get(n, rows);
     float *rmean = n->stats, *rvar = n->stats + d.C;
-    for (int c = 0; c < d.C; c++) {
+    for (int c = c0; c < c1; c++) {
         double mean, var;
         if (n->training) {
             bn_moments(n, d, rows, c, &mean, &var);
@@ -157,10 +157,10 @@ static void bn_plane_dx(const float *restrict x, const float *restrict dy, float
 /* With xhat = (x - mean)·inv: dbeta = sum dy, dgamma = sum dy·xhat, and in training (the
  * statistics depend on x) dx = gamma·inv·(dy - dbeta/N - xhat·dgamma/N); in evaluation
  * (constants) dx = gamma·inv·dy. N = rows·H·W. Two passes per channel: the sums, then dx. */
-void eng_bn_bwd(eng_node *n, int rows)
+static void bn_bwd_channels(eng_node *n, int rows, int c0, int c1)
 {
     bn_dims d = bn_get(n, rows);
-    for (int c = 0; c < d.C; c++) {
+    for (int c = c0; c < c1; c++) {
         float mean = n->save[c], inv = n->save[d.C + c];
         double sdy = 0.0, sdxm = 0.0;
         for (int r = 0; r < rows; r++)
@@ -177,6 +177,34 @@ void eng_bn_bwd(eng_node *n, int rows)
                         n->dx + (size_t)r * n->in_size + (size_t)c * d.hw, d.hw, k1, mdy, mean, g);
     }
 }
+
+/* Channels are independent (each its own statistics, running values, gradients): at T
+ * pool threads a pass splits them into T slabs of whole channels, so every split gives the
+ * same bits; fewer slabs where one would hold under ENG_POOL_GRAIN floats of the batch. */
+typedef struct {
+    eng_node *n;
+    int rows, bwd;
+} bn_job;
+
+static void bn_slab(void *p, int s, int nslab)
+{
+    const bn_job *j = p;
+    int C = eng_bn_channels(j->n), c0 = (int)((long)C * s / nslab), c1 = (int)((long)C * (s + 1) / nslab);
+    (j->bwd ? bn_bwd_channels : bn_fwd_channels)(j->n, j->rows, c0, c1);
+}
+
+static void bn_pass(eng_node *n, int rows, int bwd)
+{
+    bn_job j = { n, rows, bwd };
+    int k = eng_pool_threads(), C = eng_bn_channels(n);
+    size_t e = (size_t)rows * n->in_size;
+    if (k > C) k = C;
+    while (k > 1 && e / (size_t)k < ENG_POOL_GRAIN) k--;
+    if (k < 2 || !eng_pool_run(k, bn_slab, &j)) bn_slab(&j, 0, 1);
+}
+
+void eng_bn_fwd(eng_node *n, int rows) { bn_pass(n, rows, 0); }
+void eng_bn_bwd(eng_node *n, int rows) { bn_pass(n, rows, 1); }
 
 /* Per element: training forward 10 (shift, sum; shift, subtract, square, add; subtract
  * twice, scale, shift), evaluation 4; backward 4 for dgamma and dbeta (sum of dy; subtract, multiply, add) and 5

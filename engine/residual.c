@@ -78,14 +78,15 @@ static proj_dims proj_get(const eng_node *n)
 /* Whether backward computes dL/dshortcut: only when something below the fork needs it. */
 static int needs_ds(const eng_node *n) { return n->dskip && n->peer->dx; }
 
-/* sub [C x OH·OW] = the shortcut row s at the strided positions (add = 0), or the reverse,
- * s += sub there (add = 1; s zeroed first by the caller). */
-static void proj_gather(const proj_dims *d, float *s, float *sub, int add)
+/* The shortcut row s at the strided positions into one row's block of the channel-major
+ * matrix m (channel c of it at m + c·ld, OH·OW long), add = 0; or the reverse, s += that
+ * block at the strided positions (add = 1; s zeroed first by the caller). */
+static void proj_gather(const proj_dims *d, float *s, float *m, size_t ld, int add)
 {
     for (int c = 0; c < d->C; c++)
         for (int oh = 0; oh < d->OH; oh++) {
             float *src = s + ((size_t)c * d->H + (size_t)oh * d->S) * d->W;
-            float *dst = sub + ((size_t)c * d->OH + oh) * d->OW;
+            float *dst = m + (size_t)c * ld + (size_t)oh * d->OW;
             for (int ow = 0; ow < d->OW; ow++) {
                 if (add) src[(size_t)ow * d->S] += dst[ow];
                 else dst[ow] = src[(size_t)ow * d->S];
@@ -93,7 +94,15 @@ static void proj_gather(const proj_dims *d, float *s, float *sub, int add)
         }
 }
 
-/* Identity: y = x + s. Projection: y = x + W·sub(s) + b, one sgemm per row. */
+size_t eng_res_proj_dcol_floats(const eng_node *n, size_t rows)
+{
+    proj_dims d = proj_get(n);
+    return ((size_t)d.F * d.P * rows + 15) / 16 * 16 + d.cp * rows;
+}
+
+/* Identity: y = x + s. Projection, one GEMM for all rows: the strided shortcut gathered
+ * channel-major, sub [C x rows·P] (col), T = W·sub [F x rows·P] (dcol), then per row and
+ * filter y = x + T + b. (One sgemm per row before: rows small GEMMs of F x P x C.) */
 void eng_res_add_fwd(eng_node *n, int rows)
 {
     const float *s = n->peer->x;
@@ -103,33 +112,42 @@ void eng_res_add_fwd(eng_node *n, int rows)
         return;
     }
     proj_dims d = proj_get(n);
-    memcpy(n->y, n->x, e * sizeof(float));
-    for (int r = 0; r < rows; r++) {
-        float *sub = n->col + (size_t)r * d.cp, *y = n->y + (size_t)r * n->out_size;
-        proj_gather(&d, (float *)(s + (size_t)r * n->peer->in_size), sub, 0); /* only read when add = 0 */
-        eng_sgemm(0, 0, d.F, d.P, d.C, 1.0f, n->w, d.C, sub, d.P, 1.0f, y, d.P);
-        for (int f = 0; f < d.F; f++) lanes_add_scalar(y + (size_t)f * d.P, (size_t)d.P, n->b[f]);
-    }
+    size_t ld = (size_t)rows * d.P;
+    for (int r = 0; r < rows; r++) /* only read when add = 0 */
+        proj_gather(&d, (float *)(s + (size_t)r * n->peer->in_size), n->col + (size_t)r * d.P, ld, 0);
+    eng_sgemm(0, 0, d.F, (int)ld, d.C, 1.0f, n->w, d.C, n->col, (int)ld, 0.0f, n->dcol, (int)ld);
+    for (int r = 0; r < rows; r++)
+        for (int f = 0; f < d.F; f++) {
+            size_t o = (size_t)r * n->out_size + (size_t)f * d.P;
+            lanes_add(n->x + o, n->dcol + (size_t)f * ld + (size_t)r * d.P, n->y + o, (size_t)d.P);
+            lanes_add_scalar(n->y + o, (size_t)d.P, n->b[f]);
+        }
 }
 
-/* dx = dy. Identity: dL/ds is dy itself (the fork reads it there). Projection: dW = sum_r
- * dy_r·sub_r^T, db = sum dy, and dskip_r = the strided scatter of W^T·dy_r. */
+/* dx = dy. Identity: dL/ds is dy itself (the fork reads it there). Projection, one GEMM per
+ * product: dy gathered filter-major, D [F x rows·P] (dcol); db = D's row sums; dW = D·subᵀ;
+ * and dsub = Wᵀ·D [C x rows·P] (after D in dcol), scattered to the strided positions of
+ * each row's dskip. */
 void eng_res_add_bwd(eng_node *n, int rows)
 {
     size_t e = (size_t)rows * n->out_size;
     if (n->dx) memcpy(n->dx, n->dy, e * sizeof(float));
     if (!n->w) return;
     proj_dims d = proj_get(n);
-    memset(n->db, 0, (size_t)d.F * sizeof(float));
+    size_t ld = (size_t)rows * d.P;
+    float *D = n->dcol, *dsub = n->dcol + ((size_t)d.F * ld + 15) / 16 * 16;
+    for (int r = 0; r < rows; r++)
+        for (int f = 0; f < d.F; f++)
+            memcpy(D + (size_t)f * ld + (size_t)r * d.P, n->dy + (size_t)r * n->out_size + (size_t)f * d.P,
+                   (size_t)d.P * sizeof(float));
+    for (int f = 0; f < d.F; f++) n->db[f] = lanes_sum(D + (size_t)f * ld, ld);
+    eng_sgemm(0, 1, d.F, d.C, (int)ld, 1.0f, D, (int)ld, n->col, (int)ld, 0.0f, n->dw, d.C);
+    if (!needs_ds(n)) return;
+    eng_sgemm(1, 0, d.C, (int)ld, d.F, 1.0f, n->w, d.C, D, (int)ld, 0.0f, dsub, (int)ld);
     for (int r = 0; r < rows; r++) {
-        const float *dy = n->dy + (size_t)r * n->out_size;
-        eng_sgemm(0, 1, d.F, d.C, d.P, 1.0f, dy, d.P, n->col + (size_t)r * d.cp, d.P, r ? 1.0f : 0.0f, n->dw, d.C);
-        for (int f = 0; f < d.F; f++) n->db[f] += lanes_sum(dy + (size_t)f * d.P, (size_t)d.P);
-        if (!needs_ds(n)) continue;
         float *ds = n->dskip + (size_t)r * n->peer->in_size;
-        eng_sgemm(1, 0, d.C, d.P, d.F, 1.0f, n->w, d.C, dy, d.P, 0.0f, n->dcol, d.P);
         memset(ds, 0, n->peer->in_size * sizeof(float));
-        proj_gather(&d, ds, n->dcol, 1);
+        proj_gather(&d, ds, dsub + (size_t)r * d.P, ld, 1);
     }
 }
 
@@ -145,25 +163,29 @@ uint64_t eng_res_add_flops(const eng_node *n, int rows, eng_dir dir)
     return U64(rows) * (fcp + fp + (needs_ds(n) ? fcp : 0));
 }
 
-/* Identity: forward reads x and s and writes y; backward copies dy to dx. Projection adds
- * W, the strided shortcut (gathered: read and written) and in backward the scattered
- * shortcut gradient (one row of the shortcut written per row). */
+/* Identity: forward reads x and s and writes y; backward copies dy to dx. Projection,
+ * forward: the gather (cp read, cp written), the GEMM (W and sub read, T written), y = x +
+ * T + b (x, T read, y written); backward: dy gathered (read, written), dW (D and sub read),
+ * and with the shortcut's gradient Wᵀ·D (W, D read, dsub written), each dskip row zeroed
+ * and dsub added at the strided positions (read, read and written). */
 uint64_t eng_res_add_bytes(const eng_node *n, int rows, eng_dir dir)
 {
     uint64_t e = U64(rows) * n->out_size, cp;
     if (!n->w) return dir == ENG_FWD ? 12 * e : (n->dx ? 8 * e : 0);
     proj_dims d = proj_get(n);
     cp = U64(rows) * d.cp;
-    if (dir == ENG_FWD) return 4 * (3 * e + 2 * cp + n->n_w + n->n_b);
-    return 4 * ((n->dx ? 2 * e : e) + cp + n->n_w + (needs_ds(n) ? U64(rows) * n->peer->in_size : 0));
+    if (dir == ENG_FWD) return 4 * (4 * e + 3 * cp + n->n_w + n->n_b);
+    uint64_t ds = needs_ds(n) ? n->n_w + e + 4 * cp + U64(rows) * n->peer->in_size : 0;
+    return 4 * ((n->dx ? 2 * e : 0) + 3 * e + cp + n->n_w + ds);
 }
 
 int eng_res_add_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
 {
     if (!n->w) return 0;
     proj_dims d = proj_get(n);
-    g[0] = (eng_gemm_shape){ 0, 0, d.F, d.P, d.C, rows };
-    g[1] = (eng_gemm_shape){ 0, 1, d.F, d.C, d.P, rows };
-    g[2] = (eng_gemm_shape){ 1, 0, d.C, d.P, d.F, rows };
+    int N = rows * d.P; /* one GEMM per product for all rows */
+    g[0] = (eng_gemm_shape){ 0, 0, d.F, N, d.C, 1 };
+    g[1] = (eng_gemm_shape){ 0, 1, d.F, d.C, N, 1 };
+    g[2] = (eng_gemm_shape){ 1, 0, d.C, N, d.F, 1 };
     return needs_ds(n) ? 3 : 2;
 }

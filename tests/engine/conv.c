@@ -11,7 +11,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <cblas.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -571,6 +573,90 @@ static void test_conv_onednn_scopes(void **state)
     cache_end(cache);
 }
 
+/* onednn at 2 threads splits a pass's rows into 2 slabs on the engine's pool (each slab's
+ * primitives on one thread, the slabs' dW added after), never on oneDNN's OpenMP threads:
+ * every pass posts a pool job (the post hook counts them whoever runs the slabs, so this
+ * holds on a loaded machine too) and agrees with 1 thread within rounding, in both layouts.
+ * The state the layer keeps between calls (its sets, each slab's memory objects re-pointed
+ * per call) must serve any batch size: a full batch, a last partial one, one row, a full
+ * one again (bit for bit the first), each against the reference. */
+static atomic_int posted;
+static void count_post(void) { atomic_fetch_add(&posted, 1); }
+
+static void run_rows_case(conv_node *c, int rows, float *out)
+{
+    size_t ny = (size_t)rows * c->n.out_size, nx = (size_t)rows * c->n.in_size;
+    memset(c->y, 0xff, ny * sizeof(float));
+    memset(c->dx, 0xff, nx * sizeof(float));
+    memset(c->n.dw, 0xff, c->n.n_w * sizeof(float));
+    eng_conv_fwd(&c->n, rows);
+    eng_conv_bwd(&c->n, rows);
+    memcpy(out, c->y, ny * sizeof(float));
+    memcpy(out + ny, c->dx, nx * sizeof(float));
+    memcpy(out + ny + nx, c->n.dw, c->n.n_w * sizeof(float));
+}
+
+static void test_conv_onednn_threads_rows(void **state)
+{
+    (void)state;
+    int keep = openblas_get_num_threads();
+    static const size_t which[] = { 2, 9 }; /* resnet 16x28x28 k3 p1, and its strided layer */
+    for (size_t w = 0; w < sizeof which / sizeof which[0]; w++)
+        for (int blocked = 0; blocked < 2; blocked++) {
+            conv_case k = cases[which[w]];
+            k.rows = 7;
+            openblas_set_num_threads(2); /* the workspace is sized for 2 slabs */
+            conv_node c;
+            node_make(&c, &k, 2);        /* chunks of 2 rows: 4 and 3 rows per slab */
+            use_algo(&c, 5 + (size_t)blocked);
+            eng_rng r;
+            eng_rng_seed(&r, 700 + w, (uint64_t)blocked);
+            size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size, tot = ny + nx + c.n.n_w;
+            fill(c.x, nx, &r, 1.0);
+            fill(c.n.w, c.n.n_w, &r, 1.0 / sqrt((double)c.n.n_w / k.F));
+            fill(c.dy, ny, &r, 1.0);
+            float *dy0 = malloc(ny * sizeof(float)), *one = malloc(tot * sizeof(float)), *two = malloc(tot * sizeof(float));
+            float *again = malloc(tot * sizeof(float));
+            double *y = malloc(ny * sizeof(double)), *dx = malloc(nx * sizeof(double)), *dw = malloc(c.n.n_w * sizeof(double));
+            memcpy(dy0, c.dy, ny * sizeof(float));
+            openblas_set_num_threads(1);
+            run_rows_case(&c, c.rows, one);
+            openblas_set_num_threads(2);
+            atomic_store(&posted, 0);
+            atomic_store(&eng_pool_post_hook, count_post);
+            memcpy(c.dy, dy0, ny * sizeof(float));
+            run_rows_case(&c, c.rows, two);
+            atomic_store(&eng_pool_post_hook, NULL);
+            if (atomic_load(&posted) < 2) fail_msg("%s: a 2-thread pass posted %d pool jobs", k.what, atomic_load(&posted));
+            double worst = 0.0, scale = 0.0;
+            for (size_t i = 0; i < tot; i++) {
+                double d = fabs((double)one[i] - two[i]);
+                if (!(d <= worst)) worst = d;
+                if (fabs(one[i]) > scale) scale = fabs(one[i]);
+            }
+            printf("  onednn %-7s %-28s 1 vs 2 threads: max abs diff %.2e of max |value| %.3g, %d pool jobs\n",
+                   eng_dnconv_layout_name(&c.n), k.what, worst, scale, atomic_load(&posted));
+            assert_true(worst <= REL_ONEDNN * scale);
+            /* other batch sizes on the kept state, each against the reference */
+            static const int sizes[] = { 3, 1, 7 };
+            for (size_t b = 0; b < sizeof sizes / sizeof sizes[0]; b++) {
+                c.rows = sizes[b];
+                memcpy(c.dy, dy0, (size_t)c.rows * c.n.out_size * sizeof(float));
+                reference(&c, y, dx, dw);
+                run_rows_case(&c, c.rows, again);
+                size_t my = (size_t)c.rows * c.n.out_size, mx = (size_t)c.rows * c.n.in_size;
+                double e = fmax(rel_err("onednn", k.what, "y", again, y, my),
+                                fmax(rel_err("onednn", k.what, "dx", again + my, dx, mx),
+                                     rel_err("onednn", k.what, "dW", again + my + mx, dw, c.n.n_w)));
+                if (!(e <= REL_ONEDNN)) fail_msg("%s, %d rows after %d: rel error %.2e", k.what, c.rows, 7, e);
+            }
+            assert_memory_equal(again, two, tot * sizeof(float));
+            free(dy0); free(one); free(two); free(again); free(y); free(dx); free(dw);
+            node_free(&c);
+        }
+    openblas_set_num_threads(keep);
+}
+
 int test_engine_conv(void)
 {
     const struct CMUnitTest tests[] = {
@@ -581,6 +667,7 @@ int test_engine_conv(void)
         cmocka_unit_test(test_conv_onednn_fails),
         cmocka_unit_test(test_conv_stage_scopes),
         cmocka_unit_test(test_conv_onednn_scopes),
+        cmocka_unit_test(test_conv_onednn_threads_rows),
     };
     return cmocka_run_group_tests_name("engine_conv", tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -342,6 +343,57 @@ static void test_bn_matches_old(void **state)
     assert_true(bn_vs_ref(s14, 9, 1, 1000.0f, 0.01f, 1, "8x14x14 mean 1000 sd .01") < tol);
 }
 
+/* Batch norm splits its channels over the pool's threads: 1 and 2 threads give the same
+ * bits (each channel is computed alike whichever thread runs it), forward in training and
+ * evaluation (with the running statistics it updates) and backward; the 2-thread pass posts
+ * a pool job (the post hook counts them, whoever runs the slabs). */
+static atomic_int bn_posts;
+static void bn_count_post(void) { atomic_fetch_add(&bn_posts, 1); }
+
+static void bn_outputs(bn_case *t, int rows, float *out)
+{
+    size_t e = (size_t)rows * t->n.in_size, C = t->n.n_w;
+    float *dy0 = copy_of(t->dy, e);
+    eng_ops[ENG_OP_BATCHNORM].forward(&t->n, rows);
+    eng_ops[ENG_OP_BATCHNORM].backward(&t->n, rows);
+    memcpy(out, t->y, e * sizeof(float));
+    memcpy(out + e, t->dx, e * sizeof(float));
+    memcpy(out + 2 * e, t->dw, C * sizeof(float));
+    memcpy(out + 2 * e + C, t->db, C * sizeof(float));
+    memcpy(out + 2 * e + 2 * C, t->stats, 2 * C * sizeof(float));
+    memcpy(t->dy, dy0, e * sizeof(float));
+    free(dy0);
+}
+
+static void test_bn_threads_same_bits(void **state)
+{
+    (void)state;
+    int keep = eng_pool_threads();
+    static const int shapes[][3] = { { 16, 28, 28 }, { 3, 28, 28 } }; /* 3: slabs of 1 and 2 channels */
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (int training = 1; training >= 0; training--) {
+            bn_case t[2];
+            float *out[2];
+            size_t e = 8 * (size_t)shapes[i][0] * shapes[i][1] * shapes[i][2], tot = 2 * e + 4 * (size_t)shapes[i][0];
+            for (int k = 0; k < 2; k++) {
+                bn_make(&t[k], shapes[i], 8, training);
+                fill_normal(t[k].dy, e, 9, 1.0);
+                out[k] = malloc(tot * sizeof(float));
+                eng_pool_set_threads(k + 1);
+                atomic_store(&bn_posts, 0);
+                atomic_store(&eng_pool_post_hook, bn_count_post);
+                bn_outputs(&t[k], 8, out[k]);
+                atomic_store(&eng_pool_post_hook, NULL);
+                if (k) assert_int_equal(atomic_load(&bn_posts), 2); /* forward and backward */
+            }
+            printf("  batchnorm %dx%dx%d %s: 1 and 2 threads, %zu values, the same bits\n", shapes[i][0], shapes[i][1],
+                   shapes[i][2], training ? "training" : "evaluation", tot);
+            assert_memory_equal(out[0], out[1], tot * sizeof(float));
+            for (int k = 0; k < 2; k++) { free(out[k]); bn_free(&t[k]); }
+        }
+    eng_pool_set_threads(keep);
+}
+
 /* res_fork + res_add as one block with no layers between: y = x + P(s) where x (the branch
  * output) and s (the fork's input) are independent inputs here. */
 typedef struct { eng_node fork, add; float *s, *x, *y, *ds, *dx, *dy, *dskip, *w, *b, *dw, *db, *col, *dcol; } res_case;
@@ -375,7 +427,7 @@ static void res_make(res_case *t, const int in[3], const int out[3], int rows)
     a->w = t->w = calloc(a->n_w, sizeof(float)); a->b = t->b = calloc(a->n_b, sizeof(float));
     a->dw = t->dw = calloc(a->n_w, sizeof(float)); a->db = t->db = calloc(a->n_b, sizeof(float));
     a->col = t->col = calloc((size_t)rows * C * P, sizeof(float));
-    a->dcol = t->dcol = calloc((size_t)C * P, sizeof(float));
+    a->dcol = t->dcol = calloc(eng_res_proj_dcol_floats(a, (size_t)rows), sizeof(float));
     a->dskip = f->dskip = t->dskip = calloc(es, sizeof(float));
     fill_normal(t->w, a->n_w, 13, 0.7);
     fill_normal(t->b, a->n_b, 14, 0.7);
@@ -427,6 +479,76 @@ static void test_res_grad(void **state)
     assert_true(res_grad(f1, f2, 3, "res proj flat 6->4") < TOL);
     assert_int_equal(eng_res_proj_stride(c, d), 2);
     assert_int_equal(eng_res_proj_stride(a, (int[3]){ 3, 3, 3 }), 0); /* 4 -> 3: no stride fits */
+}
+
+/* The projection shortcut runs one GEMM per product for all rows (the shortcut gathered
+ * channel-major): y, dW, db and dL/dshortcut agree with the per-row definition, computed
+ * here in double, on the ResNet's two projections and an odd strided one, with a batch and
+ * then a smaller one (the last partial batch) on the same buffers. */
+static double max_rel(const float *got, const double *want, size_t n)
+{
+    double worst = 0.0, scale = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]);
+        if (!(d <= worst)) worst = d;
+        if (fabs(want[i]) > scale) scale = fabs(want[i]);
+    }
+    return scale > 0 ? worst / scale : worst;
+}
+
+static void proj_reference(const res_case *t, int rows, double *y, double *dw, double *db, double *ds)
+{
+    const eng_node *a = &t->add, *f = &t->fork;
+    int C = f->in_shape[0], H = f->in_shape[1], W = f->in_shape[2], F = a->out_shape[0];
+    int OH = a->out_shape[1], OW = a->out_shape[2], S = a->stride;
+    memset(dw, 0, (size_t)F * C * sizeof(double));
+    memset(db, 0, (size_t)F * sizeof(double));
+    memset(ds, 0, (size_t)rows * f->in_size * sizeof(double));
+    for (int r = 0; r < rows; r++)
+        for (int o = 0; o < F; o++)
+            for (int p = 0; p < OH * OW; p++) {
+                size_t yi = (size_t)r * a->out_size + (size_t)o * OH * OW + p;
+                double acc = (double)t->x[yi] + t->b[o], g = t->dy[yi];
+                db[o] += g;
+                for (int c = 0; c < C; c++) {
+                    size_t si = (size_t)r * f->in_size + ((size_t)c * H + (size_t)(p / OW) * S) * W + (size_t)(p % OW) * S;
+                    acc += (double)t->w[o * C + c] * t->s[si];
+                    dw[o * C + c] += g * t->s[si];
+                    ds[si] += (double)t->w[o * C + c] * g;
+                }
+                y[yi] = acc;
+            }
+}
+
+static void test_res_proj_batched(void **state)
+{
+    (void)state;
+    static const struct { int in[3], out[3]; const char *what; } cs[] = {
+        { { 16, 28, 28 }, { 32, 14, 14 }, "resnet 16x28x28->32x14x14" },
+        { { 32, 14, 14 }, { 64, 7, 7 }, "resnet 32x14x14->64x7x7" },
+        { { 3, 9, 7 }, { 5, 5, 4 }, "3x9x7->5x5x4 s2 (odd)" },
+    };
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+        res_case t;
+        res_make(&t, cs[i].in, cs[i].out, 6);
+        size_t es = 6 * t.fork.in_size, ey = 6 * t.add.out_size;
+        fill_normal(t.dy, ey, 31, 1.0);
+        double *y = malloc(ey * sizeof(double)), *dw = malloc(t.add.n_w * sizeof(double));
+        double *db = malloc(t.add.n_b * sizeof(double)), *ds = malloc(es * sizeof(double));
+        for (int rows = 6; rows >= 3; rows -= 3) {
+            proj_reference(&t, rows, y, dw, db, ds);
+            eng_ops[ENG_OP_RES_ADD].forward(&t.add, rows);
+            eng_ops[ENG_OP_RES_ADD].backward(&t.add, rows);
+            size_t ny = (size_t)rows * t.add.out_size, ns = (size_t)rows * t.fork.in_size;
+            double e[4] = { max_rel(t.y, y, ny), max_rel(t.dw, dw, t.add.n_w), max_rel(t.db, db, t.add.n_b),
+                            max_rel(t.dskip, ds, ns) };
+            printf("  projection %-28s %d rows: rel err y %.2e dW %.2e db %.2e dshortcut %.2e\n", cs[i].what, rows, e[0],
+                   e[1], e[2], e[3]);
+            for (int k = 0; k < 4; k++) assert_true(e[k] < 1e-5);
+        }
+        free(y); free(dw); free(db); free(ds);
+        res_free(&t);
+    }
 }
 
 /* ---- whole models from the .ini syntax ---------------------------------------------------- */
@@ -664,11 +786,14 @@ static void test_flops_bytes(void **state)
     /* C 4, F 8, P 9: GEMM 2·8·4·9 = 576, bias + add 2·72 = 144 per row */
     assert_int_equal(eng_ops[ENG_OP_RES_ADD].flops(&pr, 10, ENG_FWD), 10 * (576 + 144));
     assert_int_equal(eng_ops[ENG_OP_RES_ADD].flops(&pr, 10, ENG_BWD), 10 * (576 + 72 + 576));
-    assert_int_equal(eng_ops[ENG_OP_RES_ADD].bytes(&pr, 10, ENG_FWD), 4 * (3 * 720 + 2 * 360 + 40));
-    assert_int_equal(eng_ops[ENG_OP_RES_ADD].bytes(&pr, 10, ENG_BWD), 4 * (2 * 720 + 360 + 32 + 1440));
+    /* e 720, cp 360: gather, GEMM, y = x + T + b; dx, gathered dy, dW, W^T·D, dskip */
+    assert_int_equal(eng_ops[ENG_OP_RES_ADD].bytes(&pr, 10, ENG_FWD), 4 * (4 * 720 + 3 * 360 + 32 + 8));
+    assert_int_equal(eng_ops[ENG_OP_RES_ADD].bytes(&pr, 10, ENG_BWD),
+                     4 * (2 * 720 + 3 * 720 + 360 + 32 + (32 + 720 + 4 * 360 + 1440)));
     eng_gemm_shape g[ENG_OP_MAX_GEMMS];
     assert_int_equal(eng_ops[ENG_OP_RES_ADD].gemms(&pr, 10, g), 3);
-    assert_true(g[0].M == 8 && g[0].N == 9 && g[0].K == 4 && g[0].calls == 10);
+    /* one GEMM for the 10 rows */
+    assert_true(g[0].M == 8 && g[0].N == 90 && g[0].K == 4 && g[0].calls == 1);
     fork.dx = NULL; /* the block starts the model: no shortcut gradient, no third GEMM */
     assert_int_equal(eng_ops[ENG_OP_RES_ADD].gemms(&pr, 10, g), 2);
     assert_int_equal(eng_ops[ENG_OP_RES_ADD].flops(&pr, 10, ENG_BWD), 10 * (576 + 72));
@@ -768,7 +893,9 @@ int test_engine_norm(void)
         cmocka_unit_test(test_bn_grad),
         cmocka_unit_test(test_bn_values),
         cmocka_unit_test(test_bn_matches_old),
+        cmocka_unit_test(test_bn_threads_same_bits),
         cmocka_unit_test(test_res_grad),
+        cmocka_unit_test(test_res_proj_batched),
         cmocka_unit_test(test_model_grad),
         cmocka_unit_test(test_model_train_eval),
         cmocka_unit_test(test_init_before_bn),
