@@ -57,6 +57,11 @@ typedef struct eng_optim eng_optim;
 /* First-order optimizers (sgd, momentum, adam, adamw). Free with eng_optim_free. */
 int eng_optim_create(const eng_train_config *tc, size_t n_params, eng_optim **out);
 void eng_optim_step(eng_optim *o, float *params, const float *grads, double lr);
+/* The same step in pieces: begin, then ranges of [0, n_params) each updated once, in any
+ * order (the loop updates each layer's slice as soon as backward has finished it, while
+ * its gradient is still in cache); together the bits of eng_optim_step. */
+void eng_optim_step_begin(eng_optim *o, float *params, const float *grads, double lr);
+void eng_optim_step_range(eng_optim *o, size_t lo, size_t hi);
 void eng_optim_free(eng_optim *o);
 /* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
 double eng_lr_at(const eng_train_config *tc, long step, long total_steps);

@@ -121,11 +121,13 @@ static int interrupted(eng_loop *lp, long s)
                 lp->env->total_steps);
 }
 
-/* Forward, backward and the reduce slot of step s; *loss and *correct over the batch. */
-static int step_gradients(eng_loop *lp, long s, double *loss, int *correct)
+/* Forward, backward and the reduce slot of step s; *loss and *correct over the batch.
+ * fuse: the update slot's ready goes to backward (loop.h), begun with learning rate lr. */
+static int step_gradients(eng_loop *lp, long s, int fuse, double lr, double *loss, int *correct)
 {
     const eng_loop_task *t = lp->task;
     const eng_loop_reduce *red = lp->sl->reduce;
+    const eng_loop_update *up = lp->sl->update;
     prof_t *p = lp->env->prof;
     const int *ph = lp->env->ph;
     eng_loop_batch *b = &lp->b;
@@ -139,8 +141,9 @@ static int step_gradients(eng_loop *lp, long s, double *loss, int *correct)
     /* Data-parallel: each rank's gradients come out weighted by its share of the global
      * batch, so that their sum (the all-reduce) is the global mean gradient. */
     if (red) red->begin(red->ud);
-    t->backward(t->self, b, red ? (float)b->rows / (float)b->global_rows : 1.0f, red ? red->ready : NULL,
-                red ? red->ready_ud : NULL);
+    if (fuse) up->begin(up->ud, lr);
+    if (red) t->backward(t->self, b, (float)b->rows / (float)b->global_rows, red->ready, red->ready_ud);
+    else t->backward(t->self, b, 1.0f, fuse ? up->ready : NULL, fuse ? up->ud : NULL);
     PROF_END(p, ph[ENG_PH_BACKWARD], 0, 0);
     if (!red) return ENG_OK;
     int stop = 0;
@@ -152,12 +155,12 @@ static int step_gradients(eng_loop *lp, long s, double *loss, int *correct)
     return ENG_OK;
 }
 
-/* The update of step s: telemetry around the transforms and the update slot. */
-static int step_update(eng_loop *lp, long s, int log_step)
+/* The update of step s with learning rate lr: telemetry around the transforms and the
+ * update slot. */
+static int step_update(eng_loop *lp, long s, int log_step, double lr)
 {
     const eng_loop_slots *sl = lp->sl;
     prof_t *p = lp->env->prof;
-    double lr = eng_lr_at(&lp->env->cfg->train, s, lp->env->total_steps);
     lp->S.last_lr = lr;
     /* telemetry sees the raw gradient and the update made of it */
     if (sl->telemetry && log_step) sl->telemetry->before(sl->telemetry->ud);
@@ -182,10 +185,16 @@ static int step_compute(eng_loop *lp, long s, double *loss, int *correct)
     PROF_END(p, lp->env->ph[ENG_PH_DATA], 0, rc ? 0 : bytes);
     if (rc) return fail(lp, ENG_RUN_FAILED, rc, "%s", eng_error());
     lp->epoch = lp->b.epoch;
-    if ((rc = step_gradients(lp, s, loss, correct))) return rc;
     const eng_train_config *tc = &lp->env->cfg->train;
+    const eng_loop_slots *sl = lp->sl;
     int log_step = (s + 1) % tc->log_every == 0 || s + 1 == lp->env->total_steps;
-    return step_update(lp, s, log_step);
+    double lr = eng_lr_at(tc, s, lp->env->total_steps);
+    /* The update fuses into backward unless something between them needs the step's whole
+     * gradient: the reduce, a transform, or telemetry at a log step (which also sees the
+     * parameters before the update). */
+    int fuse = sl->update->begin && !sl->reduce && !sl->transforms && !(sl->telemetry && log_step);
+    if ((rc = step_gradients(lp, s, fuse, lr, loss, correct))) return rc;
+    return step_update(lp, s, log_step, lr);
 }
 
 static int emit_extra(eng_loop *lp, int when)
@@ -421,14 +430,39 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
 
 /* ---- the slots every task can use ------------------------------------------------------ */
 
+/* The fused update (loop.h): the element update is the same per element whatever the
+ * order, so a step updated in slices during backward has the bits of one updated after. */
+static void optim_begin(void *ud, double lr)
+{
+    eng_loop_optim *o = ud;
+    eng_optim_step_begin(o->opt, o->params, o->grads, lr);
+    o->fused_lo = o->n;
+}
+
+/* Gradients [from, n) are final, and backward reads no parameter among them again (each
+ * node reads only its own parameters, whose gradients it writes): update the new part. */
+static void optim_ready(void *ud, size_t from)
+{
+    eng_loop_optim *o = ud;
+    if (from >= o->fused_lo) return;
+    eng_optim_step_range(o->opt, from, o->fused_lo);
+    o->fused_lo = from;
+}
+
 static int optim_step(void *ud, eng_loop *lp, long s, double lr, double *hybrid_extra)
 {
     eng_loop_optim *o = ud;
-    eng_optim_step(o->opt, o->params, o->grads, lr);
+    if (o->fused_lo <= o->n) eng_optim_step_range(o->opt, 0, o->fused_lo); /* what backward did not reach */
+    else eng_optim_step(o->opt, o->params, o->grads, lr);
+    o->fused_lo = o->n + 1;
     return ENG_OK;
 }
 
-eng_loop_update eng_loop_optim_slot(eng_loop_optim *o) { return (eng_loop_update){ .ud = o, .step = optim_step }; }
+eng_loop_update eng_loop_optim_slot(eng_loop_optim *o)
+{
+    o->fused_lo = o->n + 1;
+    return (eng_loop_update){ .ud = o, .step = optim_step, .begin = optim_begin, .ready = optim_ready };
+}
 
 static void grad_apply(void *ud) { eng_grad_apply(ud); }
 eng_loop_transform eng_loop_grad_slot(eng_grad *g) { return (eng_loop_transform){ .ud = g, .apply = grad_apply }; }

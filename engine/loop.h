@@ -78,6 +78,13 @@ typedef struct {
     /* Step s+1 (1-based) with learning rate lr; *hybrid_extra: Q-Newton clock excess. */
     int (*step)(void *ud, eng_loop *lp, long s, double lr, double *hybrid_extra);
     void (*finish)(void *ud, eng_run_result *res);      /* may be NULL */
+    /* Optional (NULL: not offered): the update fused into backward. When nothing between
+     * backward and the update needs the gradient of the step (no reduce, no transforms, no
+     * telemetry at this step), the loop calls begin(ud, lr) before backward and hands
+     * ready to the task's backward, which calls it as layers' gradients complete (a
+     * task may ignore it); step then updates only what ready did not reach. */
+    void (*begin)(void *ud, double lr);
+    eng_grads_ready ready;
 } eng_loop_update;
 
 typedef struct {
@@ -145,6 +152,8 @@ typedef struct {
     eng_optim *opt;
     float *params;
     const float *grads;
+    size_t n;                   /* parameters (the fused update's extent) */
+    size_t fused_lo;            /* fused step under way: [fused_lo, n) is updated; else n + 1 */
 } eng_loop_optim;
 eng_loop_update eng_loop_optim_slot(eng_loop_optim *o);
 /* transforms: train.gradient; telemetry: train.telemetry. */

@@ -13,6 +13,8 @@
 #include <math.h>
 #include <string.h>
 
+typedef struct eng_optim_job step_job;
+
 struct eng_optim {
     eng_optimizer kind;
     size_t n;
@@ -20,6 +22,13 @@ struct eng_optim {
     int nesterov;
     long t;                 /* steps taken (Adam's bias correction) */
     float *m, *v;           /* momentum / first moment, second moment */
+    /* the step eng_optim_step_begin set up: the ranges read it */
+    struct eng_optim_job {
+        const struct eng_optim *o;
+        float *w;
+        const float *grad;
+        float lr, c1, c2;
+    } job;
 };
 
 static const char *opt_name(eng_optimizer k)
@@ -82,20 +91,6 @@ void eng_optim_state(eng_optim *o, float **m, float **v, long **t)
     *v = o->v;
     *t = &o->t;
 }
-
-/* With g = grad + wd·w (L2; AdamW instead decays w directly):
- *   sgd:       w -= lr g
- *   momentum:  v = mu v + g;  w -= lr v                  (classical)
- *                             w -= lr (g + mu v)         (Nesterov, as PyTorch)
- *   adam:      m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g²
- *              w -= lr (m / (1-b1^t)) / (sqrt(v / (1-b2^t)) + eps)
- *   adamw:     w -= lr wd w, then the Adam step with the raw gradient. */
-typedef struct {
-    const eng_optim *o;
-    float *w;
-    const float *grad;
-    float lr, c1, c2;
-} step_job;
 
 /* Elements [lo, hi) of the update: each element alone, so the pool's split (eng_pool_for)
  * gives the bits of one thread. */
@@ -162,13 +157,39 @@ static void step_range(void *ctx, size_t lo, size_t hi)
  * step: one core's bandwidth is the limit). */
 void eng_optim_step(eng_optim *o, float *restrict w, const float *restrict grad, double lr_d)
 {
+    eng_optim_step_begin(o, w, grad, lr_d);
+    eng_optim_step_range(o, 0, o->n);
+}
+
+/* The step counted and its scalars fixed once; the ranges then update elements alone, so
+ * any order of ranges covering [0, n) once gives the bits of eng_optim_step. */
+void eng_optim_step_begin(eng_optim *o, float *w, const float *grad, double lr_d)
+{
     o->t++;
-    step_job j = { o, w, grad, (float)lr_d, 1.0f, 1.0f };
+    o->job = (step_job){ o, w, grad, (float)lr_d, 1.0f, 1.0f };
     if (o->kind == ENG_OPT_ADAM || o->kind == ENG_OPT_ADAMW) {
-        j.c1 = (float)(1.0 / (1.0 - pow(o->beta1, (double)o->t)));
-        j.c2 = (float)(1.0 / (1.0 - pow(o->beta2, (double)o->t)));
+        o->job.c1 = (float)(1.0 / (1.0 - pow(o->beta1, (double)o->t)));
+        o->job.c2 = (float)(1.0 / (1.0 - pow(o->beta2, (double)o->t)));
     }
-    eng_pool_for(o->n, ENG_POOL_GRAIN, step_range, &j);
+}
+
+typedef struct {
+    const step_job *j;
+    size_t lo;
+} range_job;
+
+static void step_shifted(void *ctx, size_t lo, size_t hi)
+{
+    const range_job *r = ctx;
+    step_range((void *)r->j, r->lo + lo, r->lo + hi);
+}
+
+void eng_optim_step_range(eng_optim *o, size_t lo, size_t hi)
+{
+    if (hi > o->n) hi = o->n;
+    if (lo >= hi) return;
+    range_job r = { &o->job, lo };
+    eng_pool_for(hi - lo, ENG_POOL_GRAIN, step_shifted, &r);
 }
 
 /* Warm-up: lr·(step+1)/warmup for the first `warmup` steps. After it, with s = step - warmup

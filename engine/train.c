@@ -256,7 +256,7 @@ static int create_slots(eng_run *r)
         r->slots.telemetry = &r->telemetry;
     }
     if (r->opt) {
-        r->optim = (eng_loop_optim){ .opt = r->opt, .params = v.params, .grads = v.grads };
+        r->optim = (eng_loop_optim){ .opt = r->opt, .params = v.params, .grads = v.grads, .n = v.n_params };
         r->update = eng_loop_optim_slot(&r->optim);
         r->slots.update = &r->update;
     }

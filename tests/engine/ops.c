@@ -1443,6 +1443,33 @@ static void test_build_summary_and_errors(void **state)
     eng_model_free(m);
 }
 
+/* The Fashion MLP issues exactly the 8 GEMMs the bench's GEMM-only bound times
+ * (tests/bench/mlp_bench.c, step_shapes): 3 forward, 3 weight gradients, 2 input gradients
+ * and none for the data, so the bound and the engine compare like with like. */
+static void test_mlp_gemms_match_bound(void **state)
+{
+    (void)state;
+    static const int want[8][5] = { { 0, 0, 128, 256, 784 }, { 1, 0, 784, 256, 128 }, { 0, 0, 128, 128, 256 },
+                                    { 1, 0, 256, 128, 128 }, { 0, 1, 128, 256, 128 }, { 0, 0, 128, 10, 128 },
+                                    { 1, 0, 128, 10, 128 },  { 0, 1, 128, 128, 10 } };
+    int img[3] = { 1, 28, 28 };
+    eng_model_config mc = cfg_of("dense:256:relu, dense:128:relu, dense:10", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, img, 10, 128, 1, NULL, &m), ENG_OK);
+    eng_gemm_shape g[16];
+    int n = eng_model_gemm_shapes(m, 128, g, 16);
+    assert_int_equal(n, 8);
+    for (int i = 0; i < 8; i++) {
+        int found = 0;
+        for (int j = 0; j < n; j++)
+            found |= g[j].ta == want[i][0] && g[j].tb == want[i][1] && g[j].M == want[i][2] && g[j].N == want[i][3] &&
+                     g[j].K == want[i][4];
+        if (!found) fail_msg("the MLP does not issue %c%c %dx%dx%d", want[i][0] ? 'T' : 'N', want[i][1] ? 'T' : 'N',
+                             want[i][2], want[i][3], want[i][4]);
+    }
+    eng_model_free(m);
+}
+
 /* model.conv_algo: direct shows in the summary and issues no GEMM; stride 2 falls back to
  * im2col when direct is asked; auto picks by timing and says which (on stride 2 between
  * im2col and onednn). */
@@ -1621,6 +1648,7 @@ int test_engine_ops(void)
         cmocka_unit_test(test_conv_direct_vs_im2col),
         ISA_PATH_TESTS(test_conv_direct_path_bits),
         cmocka_unit_test(test_grad_conv2d_direct),
+        cmocka_unit_test(test_mlp_gemms_match_bound),
         cmocka_unit_test(test_conv_algo_select),
         cmocka_unit_test(test_grad_maxpool),
         cmocka_unit_test(test_grad_avgpool),

@@ -341,14 +341,15 @@ static float rnd(uint32_t *s)
     return (float)(*s >> 8) / 8388608.0f - 1.0f;
 }
 
-#define ROWS 97 /* odd: slabs end inside rows */
+#define ROWS 297 /* odd: slabs end inside rows; 297 x 300 floats is above ops.c's EW_SPLIT_MIN */
+#define ROWS_SMALL 97 /* 97 x 300 is below it: run on the caller */
 #define COLS 300
 
-/* Runs op forward and backward on fixed inputs at `threads` pool threads into out
- * (y, dx, db concatenated). */
-static void run_op(int op, int threads, float *out)
+/* Runs op forward and backward on fixed inputs of `rows` rows at `threads` pool threads into
+ * out (y, dx, db concatenated). */
+static void run_op(int op, int rows, int threads, float *out)
 {
-    size_t e = (size_t)ROWS * COLS;
+    size_t e = (size_t)rows * COLS;
     float *x = malloc(e * 4), *y = malloc(e * 4), *dy = malloc(e * 4), *dx = malloc(e * 4), *b = malloc(COLS * 4),
           *db = malloc(COLS * 4);
     uint32_t s = 7u;
@@ -365,8 +366,8 @@ static void run_op(int op, int threads, float *out)
     } else {
         n.x = x, n.y = y, n.dy = dy, n.dx = dx;
     }
-    eng_ops[op].forward(&n, ROWS);
-    eng_ops[op].backward(&n, ROWS);
+    eng_ops[op].forward(&n, rows);
+    eng_ops[op].backward(&n, rows);
     memcpy(out, y, e * 4);
     memcpy(out + e, op == ENG_OP_BIAS ? dy : dx, e * 4);
     memcpy(out + 2 * e, op == ENG_OP_BIAS ? db : b, COLS * 4);
@@ -382,9 +383,9 @@ static void test_ops_same_bits(void **state)
     float *one = malloc(len * 4), *many = malloc(len * 4);
     long before = eng_pool_worker_slabs();
     for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
-        run_op(ops[o], 1, one);
+        run_op(ops[o], ROWS, 1, one);
         for (int t = 2; t <= 4; t += 2) {
-            run_op(ops[o], t, many);
+            run_op(ops[o], ROWS, t, many);
             if (memcmp(one, many, len * 4)) fail_msg("%s at %d threads differs from 1 thread", eng_ops[ops[o]].name, t);
         }
     }
@@ -392,7 +393,33 @@ static void test_ops_same_bits(void **state)
     free(one), free(many);
 }
 
-static void run_optim(eng_optimizer kind, int nesterov, int threads, float *w)
+static atomic_int posts;
+static void count_post(void) { atomic_fetch_add(&posts, 1); }
+
+/* Below EW_SPLIT_MIN floats an elementwise op posts no job at 2 threads (a split cost the
+ * Fashion MLP's 128 x 256 relu twice its one-thread time); above it, it does. */
+static void test_small_ops_on_caller(void **state)
+{
+    (void)state;
+    static const int ops[] = { ENG_OP_BIAS, ENG_OP_RELU, ENG_OP_TANH, ENG_OP_SIGMOID, ENG_OP_GELU };
+    float *out = malloc((2 * (size_t)ROWS * COLS + COLS) * 4);
+    atomic_store(&eng_pool_post_hook, count_post);
+    for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+        atomic_store(&posts, 0);
+        run_op(ops[o], ROWS_SMALL, 2, out);
+        if (atomic_load(&posts)) fail_msg("%s over %d x %d floats posted %d pool jobs", eng_ops[ops[o]].name, ROWS_SMALL,
+                                          COLS, atomic_load(&posts));
+        run_op(ops[o], ROWS, 2, out);
+        if (atomic_load(&posts) < 2) fail_msg("%s over %d x %d floats posted %d pool jobs (forward and backward split)",
+                                              eng_ops[ops[o]].name, ROWS, COLS, atomic_load(&posts));
+    }
+    atomic_store(&eng_pool_post_hook, NULL);
+    free(out);
+}
+
+/* pieces: each step as eng_optim_step_begin and ranges in descending, uneven slices (as
+ * the loop's fused update runs them), else eng_optim_step. */
+static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces, float *w)
 {
     enum { NP = 50001 };
     eng_train_config tc = { .optimizer = kind, .lr = 0.01, .momentum = 0.9, .nesterov = nesterov, .beta1 = 0.9,
@@ -405,7 +432,13 @@ static void run_optim(eng_optimizer kind, int nesterov, int threads, float *w)
     eng_pool_set_threads(threads);
     for (int step = 0; step < 3; step++) {
         for (int i = 0; i < NP; i++) g[i] = rnd(&s);
-        eng_optim_step(o, w, g, tc.lr);
+        if (!pieces) {
+            eng_optim_step(o, w, g, tc.lr);
+            continue;
+        }
+        static const size_t cuts[] = { NP, 40000, 39999, 1290, 17, 0 };
+        eng_optim_step_begin(o, w, g, tc.lr);
+        for (size_t c = 0; c + 1 < sizeof cuts / sizeof cuts[0]; c++) eng_optim_step_range(o, cuts[c + 1], cuts[c]);
     }
     eng_pool_set_threads(1);
     eng_optim_free(o);
@@ -420,11 +453,15 @@ static void test_optim_same_bits(void **state)
     };
     float *one = malloc(50001 * 4), *many = malloc(50001 * 4);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        run_optim(kinds[k].k, kinds[k].nest, 1, one);
-        for (int t = 2; t <= 4; t += 2) {
-            run_optim(kinds[k].k, kinds[k].nest, t, many);
-            if (memcmp(one, many, 50001 * 4)) fail_msg("optimizer %d (nesterov %d) at %d threads differs", kinds[k].k, kinds[k].nest, t);
-        }
+        run_optim(kinds[k].k, kinds[k].nest, 1, 0, one);
+        for (int t = 1; t <= 4; t *= 2)
+            for (int pieces = 0; pieces < 2; pieces++) {
+                if (t == 1 && !pieces) continue;
+                run_optim(kinds[k].k, kinds[k].nest, t, pieces, many);
+                if (memcmp(one, many, 50001 * 4))
+                    fail_msg("optimizer %d (nesterov %d) at %d threads%s differs", kinds[k].k, kinds[k].nest, t,
+                             pieces ? " in pieces" : "");
+            }
     }
     free(one), free(many);
 }
@@ -440,6 +477,7 @@ int test_engine_pool(void)
         cmocka_unit_test_teardown(test_slabs_claimed, teardown),
         cmocka_unit_test_teardown(test_worker_between_jobs, teardown_hooks),
         cmocka_unit_test_teardown(test_ops_same_bits, teardown),
+        cmocka_unit_test_teardown(test_small_ops_on_caller, teardown_hooks),
         cmocka_unit_test_teardown(test_optim_same_bits, teardown),
     };
     return cmocka_run_group_tests_name("engine_pool", tests, NULL, NULL);

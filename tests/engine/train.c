@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../engine/core.h"
 #include "../../engine/engine.h"
 
 static char path[256];
@@ -145,6 +146,48 @@ static void test_determinism(void **state)
     assert_int_equal(c.n_loss, a.n_loss);
     assert_true(memcmp(a.losses, c.losses, a.n_loss * sizeof a.losses[0]) != 0);
     eng_experiment_free(ex);
+}
+
+/* The update fused into backward (engine/loop.c) has the bits of the update after it:
+ * telemetry at every step (log_every = 1) keeps the loop on the unfused path, which must
+ * end on the same parameters, at 1 and 2 threads, for a dense + batch norm + residual
+ * model under momentum with weight decay and under Adam. */
+static void trained_params(const char *const *sets, size_t n_sets, float **out, size_t *n)
+{
+    static const char *const text =
+        "[experiment]\nseed = 3\n"
+        "[data]\nsource = spirals\nn = 300\nnoise = 0.05\n"
+        "[model]\nlayers = dense:16, bn:relu, res(dense:16:tanh, dense:16), dense:2\n"
+        "[train]\noptimizer = momentum\nlr = 0.05\nweight_decay = 0.001\nbatch = 32\nepochs = 3\n";
+    eng_experiment *ex = load(text, sets, n_sets);
+    eng_run *run = NULL;
+    if (eng_run_create(&ex->variants[0], ex->text, NULL, &run)) fail_msg("%s", eng_error());
+    assert_int_equal(eng_run_train(run, NULL), ENG_OK);
+    eng_model *m = eng_run_model(run);
+    *n = eng_model_n_params(m);
+    *out = malloc(*n * sizeof(float));
+    memcpy(*out, eng_model_params(m), *n * sizeof(float));
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
+static void test_fused_update_same_bits(void **state)
+{
+    (void)state;
+    static const char *const opt[2] = { "train.optimizer=momentum", "train.optimizer=adam" };
+    static const char *const thr[2] = { "train.threads=1", "train.threads=2" };
+    for (int o = 0; o < 2; o++)
+        for (int t = 0; t < 2; t++) {
+            const char *fused[] = { opt[o], thr[t] }, *plain[] = { opt[o], thr[t], "train.telemetry=true" };
+            float *a, *b;
+            size_t na, nb;
+            trained_params(fused, 2, &a, &na);
+            trained_params(plain, 3, &b, &nb);
+            assert_int_equal(na, nb);
+            if (memcmp(a, b, na * sizeof(float))) fail_msg("%s, %s: the fused update differs from the plain one", opt[o], thr[t]);
+            free(a);
+            free(b);
+        }
 }
 
 static void test_learns_and_reports(void **state)
@@ -423,6 +466,7 @@ int test_engine_train(void)
         cmocka_unit_test_teardown(test_run_create_errors, teardown),
         cmocka_unit_test_teardown(test_profiled_run, teardown),
         cmocka_unit_test_teardown(test_data_phase_bytes, teardown),
+        cmocka_unit_test_teardown(test_fused_update_same_bits, teardown),
     };
     return cmocka_run_group_tests_name("engine_train", tests, NULL, NULL);
 }
