@@ -26,7 +26,11 @@
  * 1/(C·K·K)), dy ~ N(0,1)); the measured worst cases are in docs/convolution.md. F(2x2)
  * rounds a little more than a GEMM; F(4x4)'s transforms hold 4, 5, 8 and 1/6, ~10x more;
  * the FFT's error grows with log of the plane size, not with K. */
-#define REL_GEMM 1e-6 /* im2col and direct: the baseline, each sum rounded once per term */
+#define REL_GEMM 1e-6 /* im2col: the baseline, each sum rounded once per term */
+/* direct sums each output's C·K·K terms in one chain per vector lane (392 on 8x14x14 k7,
+ * where the GEMM's kernels split the sum in blocks): up to 1.06e-6 seen, so twice the
+ * GEMM bound */
+#define REL_DIRECT 2e-6
 #define REL_WINOGRAD 2e-6
 #define REL_WINOGRAD4 2e-5
 #define REL_FFT 2e-6
@@ -60,7 +64,7 @@ static const conv_case cases[] = {
 
 /* blocked: for onednn, its own formats with reorders (1) or NCHW as stored (0) */
 static const struct { eng_conv_algo algo; double rel; int blocked; const char *name; } algos[] = {
-    { ENG_CONV_IM2COL, REL_GEMM, 0, "im2col" }, { ENG_CONV_DIRECT, REL_GEMM, 0, "direct" },
+    { ENG_CONV_IM2COL, REL_GEMM, 0, "im2col" }, { ENG_CONV_DIRECT, REL_DIRECT, 0, "direct" },
     { ENG_CONV_WINOGRAD, REL_WINOGRAD, 0, "winograd" }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4, 0, "winograd4" },
     { ENG_CONV_FFT, REL_FFT, 0, "fft" }, { ENG_CONV_ONEDNN, REL_ONEDNN, 0, "onednn" },
     { ENG_CONV_ONEDNN, REL_ONEDNN, 1, "onednn-blk" },
@@ -168,6 +172,42 @@ static double rel_err(const char *algo, const char *what, const char *part, cons
     return rel;
 }
 
+/* Algorithms a_lo .. a_hi - 1 of the table on case k, forward and backward against the
+ * reference (one "conv error" line per tensor); worst[a] keeps each one's worst relative
+ * error. Algorithms the case's layer cannot run are skipped. */
+static void check_case(const conv_case *k, uint64_t seed, size_t a_lo, size_t a_hi, double *worst)
+{
+    conv_node c;
+    node_make(&c, k, k->chunk);
+    eng_rng r;
+    eng_rng_seed(&r, seed, 0);
+    size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
+    fill(c.x, nx, &r, 1.0);
+    fill(c.n.w, c.n.n_w, &r, 1.0 / sqrt((double)c.n.n_w / k->F));
+    fill(c.dy, ny, &r, 1.0);
+    double *y = malloc(ny * sizeof(double)), *dx = malloc(nx * sizeof(double)), *dw = malloc(c.n.n_w * sizeof(double));
+    reference(&c, y, dx, dw);
+    float *dy0 = malloc(ny * sizeof(float));
+    memcpy(dy0, c.dy, ny * sizeof(float));
+    for (size_t a = a_lo; a < a_hi; a++) {
+        if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
+        const char *name = algos[a].name;
+        use_algo(&c, a);
+        memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
+        memset(c.dx, 0xff, nx * sizeof(float));
+        memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
+        eng_conv_fwd(&c.n, c.rows);
+        memcpy(c.dy, dy0, ny * sizeof(float));
+        eng_conv_bwd(&c.n, c.rows);
+        double e[3] = { rel_err(name, k->what, "y", c.y, y, ny), rel_err(name, k->what, "dx", c.dx, dx, nx),
+                        rel_err(name, k->what, "dW", c.n.dw, dw, c.n.n_w) };
+        for (int i = 0; i < 3; i++)
+            if (!(e[i] <= worst[a])) worst[a] = e[i];
+    }
+    free(y); free(dx); free(dw); free(dy0);
+    node_free(&c);
+}
+
 /* Each algorithm forced (im2col and direct too, as the baseline), on every case it can run, forward and backward against the
  * reference; the worst relative error of each algorithm over all cases and tensors must
  * stay within its bound. */
@@ -175,37 +215,7 @@ static void test_conv_algos_vs_reference(void **state)
 {
     (void)state;
     double worst[N_ALGOS] = { 0 };
-    for (size_t i = 0; i < N_CASES; i++) {
-        conv_node c;
-        node_make(&c, &cases[i], cases[i].chunk);
-        eng_rng r;
-        eng_rng_seed(&r, 300 + i, 0);
-        size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
-        fill(c.x, nx, &r, 1.0);
-        fill(c.n.w, c.n.n_w, &r, 1.0 / sqrt((double)c.n.n_w / cases[i].F));
-        fill(c.dy, ny, &r, 1.0);
-        double *y = malloc(ny * sizeof(double)), *dx = malloc(nx * sizeof(double)), *dw = malloc(c.n.n_w * sizeof(double));
-        reference(&c, y, dx, dw);
-        float *dy0 = malloc(ny * sizeof(float));
-        memcpy(dy0, c.dy, ny * sizeof(float));
-        for (size_t a = 0; a < N_ALGOS; a++) {
-            if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
-            const char *name = algos[a].name;
-            use_algo(&c, a);
-            memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
-            memset(c.dx, 0xff, nx * sizeof(float));
-            memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
-            eng_conv_fwd(&c.n, c.rows);
-            memcpy(c.dy, dy0, ny * sizeof(float));
-            eng_conv_bwd(&c.n, c.rows);
-            double e[3] = { rel_err(name, cases[i].what, "y", c.y, y, ny), rel_err(name, cases[i].what, "dx", c.dx, dx, nx),
-                            rel_err(name, cases[i].what, "dW", c.n.dw, dw, c.n.n_w) };
-            for (int k = 0; k < 3; k++)
-                if (!(e[k] <= worst[a])) worst[a] = e[k];
-        }
-        free(y); free(dx); free(dw); free(dy0);
-        node_free(&c);
-    }
+    for (size_t i = 0; i < N_CASES; i++) check_case(&cases[i], 300 + i, 0, N_ALGOS, worst);
     for (size_t a = 0; a < N_ALGOS; a++) {
         printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", algos[a].name, worst[a],
                algos[a].rel);
@@ -284,40 +294,95 @@ static double fd_compare(conv_node *c, float *v, const float *ana, size_t n, con
     return worst;
 }
 
+static const conv_case fd_cases[] = {
+    { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1", 1 },
+    { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0", 1 },
+    { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2", 1 },
+    { 2, 7, 7, 2, 3, 1, 2, 1, "2x7x7 k3 p1 s2", 2 },
+};
+#define N_FD_CASES (sizeof fd_cases / sizeof fd_cases[0])
+
+/* Finite differences of algorithm a on case k (skipped where its layer cannot run it). */
+static void fd_case(const conv_case *k, size_t a, uint64_t seed)
+{
+    conv_node c;
+    node_make(&c, k, k->chunk);
+    if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); return; }
+    use_algo(&c, a);
+    eng_rng r;
+    eng_rng_seed(&r, seed, a);
+    size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
+    float *rw = malloc(ny * sizeof(float)), *gx = malloc(nx * sizeof(float)), *gw = malloc(c.n.n_w * sizeof(float));
+    fill(c.x, nx, &r, 1.0);
+    fill(c.n.w, c.n.n_w, &r, 0.5);
+    fill(rw, ny, &r, 1.0);
+    eng_conv_fwd(&c.n, c.rows);
+    memcpy(c.dy, rw, ny * sizeof(float));
+    eng_conv_bwd(&c.n, c.rows);
+    memcpy(gx, c.dx, nx * sizeof(float));
+    memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
+    double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
+    printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", algos[a].name, k->what, ex, ew);
+    assert_true(ex < FD_TOL && ew < FD_TOL);
+    free(rw); free(gx); free(gw);
+    node_free(&c);
+}
+
 static void test_conv_algos_finite_diff(void **state)
 {
     (void)state;
-    static const conv_case small[] = {
-        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1", 1 },
-        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0", 1 },
-        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2", 1 },
-        { 2, 7, 7, 2, 3, 1, 2, 1, "2x7x7 k3 p1 s2", 2 },
-    };
-    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
-        for (size_t a = 0; a < N_ALGOS; a++) {
-            conv_node c;
-            node_make(&c, &small[i], small[i].chunk);
-            if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); continue; }
-            use_algo(&c, a);
-            eng_rng r;
-            eng_rng_seed(&r, 400 + i, a);
-            size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
-            float *rw = malloc(ny * sizeof(float)), *gx = malloc(nx * sizeof(float)), *gw = malloc(c.n.n_w * sizeof(float));
-            fill(c.x, nx, &r, 1.0);
-            fill(c.n.w, c.n.n_w, &r, 0.5);
-            fill(rw, ny, &r, 1.0);
-            eng_conv_fwd(&c.n, c.rows);
-            memcpy(c.dy, rw, ny * sizeof(float));
-            eng_conv_bwd(&c.n, c.rows);
-            memcpy(gx, c.dx, nx * sizeof(float));
-            memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
-            double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
-            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", algos[a].name,
-                   small[i].what, ex, ew);
-            assert_true(ex < FD_TOL && ew < FD_TOL);
-            free(rw); free(gx); free(gw);
-            node_free(&c);
-        }
+    for (size_t i = 0; i < N_FD_CASES; i++)
+        for (size_t a = 0; a < N_ALGOS; a++) fd_case(&fd_cases[i], a, 400 + i);
+}
+
+/* direct's own edges: a batch of 1, a last chunk shorter than the others, fewer rows than
+ * the chunk (an epoch's partial last batch), C and F past one block of 6 filters (dW and
+ * dx blocks), pad K-1 (dx then pads dy by 0), a 1x1 kernel on one row. */
+static const conv_case direct_cases[] = {
+    { 1, 28, 28, 6, 5, 0, 1, 1, "fashion conv1, batch of 1", 1 },
+    { 6, 12, 12, 16, 5, 0, 5, 2, "fashion conv2, 5 rows by 2", 1 },
+    { 6, 12, 12, 16, 5, 0, 3, 4, "fashion conv2, 3 of 4 rows", 1 },
+    { 8, 13, 11, 13, 3, 1, 3, 3, "8x13x11->13 k3 p1", 1 },
+    { 2, 5, 4, 3, 4, 3, 2, 2, "2x5x4 k4 p3", 1 },
+    { 3, 1, 17, 7, 1, 0, 3, 2, "3x1x17 k1", 1 },
+};
+#define DIRECT_ALGO 1 /* direct's index in algos[] */
+
+/* The direct kernels on each ISA path, forced (they fuse multiply-adds on avx2 and avx512,
+ * so the paths agree to rounding, not bits): against the reference on every stride-1 case
+ * and direct's own edges within its bound, through finite differences, and a layer
+ * without dx (a first layer: no dx pass) gives the same dW. */
+static void test_conv_direct_paths(void **state)
+{
+    eng_isa before = isa_force_or_skip(state);
+    assert_int_equal(strcmp(algos[DIRECT_ALGO].name, "direct"), 0);
+    double worst[N_ALGOS] = { 0 };
+    for (size_t i = 0; i < N_CASES; i++) check_case(&cases[i], 600 + i, DIRECT_ALGO, DIRECT_ALGO + 1, worst);
+    for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++)
+        check_case(&direct_cases[i], 650 + i, DIRECT_ALGO, DIRECT_ALGO + 1, worst);
+    printf("  conv error direct on %s: worst relative error %.2e (bound %.0e)\n", eng_isa_name(eng_isa_current()),
+           worst[DIRECT_ALGO], REL_DIRECT);
+    assert_true(worst[DIRECT_ALGO] <= REL_DIRECT);
+    for (size_t i = 0; i < N_FD_CASES; i++) fd_case(&fd_cases[i], DIRECT_ALGO, 700 + i);
+    conv_node c;
+    node_make(&c, &cases[0], cases[0].chunk);
+    eng_rng r;
+    eng_rng_seed(&r, 720, 0);
+    size_t ny = (size_t)c.rows * c.n.out_size, nw = c.n.n_w;
+    fill(c.x, (size_t)c.rows * c.n.in_size, &r, 1.0);
+    fill(c.n.w, nw, &r, 0.2);
+    fill(c.dy, ny, &r, 1.0);
+    float *dw = malloc(nw * sizeof(float));
+    c.n.conv_algo = ENG_CONV_DIRECT;
+    eng_conv_bwd(&c.n, c.rows);
+    memcpy(dw, c.n.dw, nw * sizeof(float));
+    c.n.dx = NULL;
+    memset(c.n.dw, 0xff, nw * sizeof(float));
+    eng_conv_bwd(&c.n, c.rows);
+    assert_memory_equal(dw, c.n.dw, nw * sizeof(float));
+    free(dw);
+    node_free(&c);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
 /* ---- through the model: the key, the fallback and its note, the stages' scopes -------- */
@@ -577,6 +642,7 @@ int test_engine_conv(void)
         cmocka_unit_test(test_conv_algos_vs_reference),
         ISA_PATH_TESTS(test_conv_winograd_path_bits),
         cmocka_unit_test(test_conv_algos_finite_diff),
+        ISA_PATH_TESTS(test_conv_direct_paths),
         cmocka_unit_test(test_conv_fallback),
         cmocka_unit_test(test_conv_onednn_fails),
         cmocka_unit_test(test_conv_stage_scopes),

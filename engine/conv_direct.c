@@ -1,0 +1,242 @@
+/* conv_direct.c — the direct convolution (model.conv_algo = direct, stride 1): forward,
+ * dW and dx by vectorised loops on flat zero-padded planes, no GEMM, built for layers with
+ * few channels (the Fashion CNN's 1 and 6), where im2col's matrix costs as much as its
+ * GEMM. The kernels (conv_direct.inc) are compiled per instruction-set path; this file
+ * packs, pads, dispatches and reduces. docs/convolution.md, "Direct". */
+#define _POSIX_C_SOURCE 200809L
+
+#include "conv_internal.h"
+
+#include <string.h>
+#if ENG_ISA_X86
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
+
+#define DK_NF 6   /* filters per register block: the Fashion CNN's first layer has 6 */
+#define DK_QA 64  /* flat output lengths are rounded to this: every path's strip divides it */
+#define DK_TMAX 3 /* the most taps a path's dW block holds (avx512) */
+#define DK_WMAX 16
+#define DK_ALIGN 16 /* floats of a cache line: every workspace section starts on one */
+#define DK_L1 (24 * 1024) /* bytes of x and dy per dW sample block: half a typical L1 */
+
+/* One flat pass: C input planes of Hp x Wp, K x K taps, outputs q in [0, Qn) (Qn = OH·Wp,
+ * the rows that are kept), flat output planes Qp apart (Qn rounded up to DK_QA). */
+typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; } dk_geo;
+
+#define W 4
+#include "conv_direct.inc"
+#undef W
+#if ENG_ISA_X86
+#define W 8
+#include "conv_direct.inc"
+#undef W
+#define W 16
+#include "conv_direct.inc"
+#undef W
+#endif
+
+typedef void (*dk_fwd_fn)(const float *restrict, const float *restrict, const dk_geo *, float *restrict);
+typedef void (*dk_dw_fn)(const float *restrict, size_t, const float *restrict, size_t, int, const dk_geo *, int,
+                         float *restrict);
+typedef struct { dk_fwd_fn fwd; dk_dw_fn dw; int lanes, taps; } dk_path;
+
+/* The kernels of the current path; avx2's need FMA too (every AVX2 CPU known has it; one
+ * without runs the generic kernels). */
+static dk_path dk_current(void)
+{
+#if ENG_ISA_X86
+    eng_isa isa = eng_isa_current();
+    if (isa == ENG_ISA_AVX512) return (dk_path){ dk_fwd_avx512, dk_dw_avx512, 16, dk_taps_avx512 };
+    if (isa == ENG_ISA_AVX2 && __builtin_cpu_supports("fma")) return (dk_path){ dk_fwd_avx2, dk_dw_avx2, 8, dk_taps_avx2 };
+#endif
+    return (dk_path){ dk_fwd_generic, dk_dw_generic, 4, dk_taps_generic };
+}
+
+static size_t round_up(size_t a, size_t m) { return (a + m - 1) / m * m; }
+
+/* The passes of a layer and its workspace layout, in floats:
+ * [packed weights | xp: S padded inputs | dyf: S flat dy | out: one flat output | dq: dy
+ *  padded for dx | acc: dW lane accumulators]. fx: forward (x padded by pad), bx: dx (dy
+ * padded by K-1-pad, the filters rotated by 180 degrees, C and F swapped). */
+typedef struct { dk_geo fx, bx; size_t xs, ds, wpk, xp, dyf, out, dq, acc; } dk_plan;
+
+/* Floats one padded sample of g needs: its planes and the tail its last strip reads. */
+static size_t dk_sample(const dk_geo *g)
+{
+    return round_up((size_t)g->C * g->Hp * g->Wp + DK_QA + (size_t)g->K, DK_ALIGN);
+}
+
+static dk_plan dk_plan_of(const conv_dims *d, int S)
+{
+    dk_plan p;
+    int K = d->K, q = K - 1 - d->pad;
+    p.fx = (dk_geo){ d->C, d->H + 2 * d->pad, d->W + 2 * d->pad, K, 0, 0 };
+    p.fx.Qn = (size_t)d->OH * p.fx.Wp;
+    p.fx.Qp = round_up(p.fx.Qn, DK_QA);
+    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + 2 * q, K, 0, 0 };
+    p.bx.Qn = (size_t)d->H * p.bx.Wp;
+    p.bx.Qp = round_up(p.bx.Qn, DK_QA);
+    size_t F6 = round_up((size_t)d->F, DK_NF), C6 = round_up((size_t)d->C, DK_NF), KK = (size_t)K * K;
+    p.wpk = round_up(F6 * d->CKK > C6 * d->F * KK ? F6 * d->CKK : C6 * d->F * KK, DK_ALIGN);
+    p.xs = dk_sample(&p.fx);
+    p.xp = (size_t)S * p.xs;
+    p.ds = F6 * p.fx.Qp;
+    p.dyf = (size_t)S * p.ds;
+    p.out = F6 * p.fx.Qp > C6 * p.bx.Qp ? F6 * p.fx.Qp : C6 * p.bx.Qp;
+    p.dq = dk_sample(&p.bx);
+    p.acc = F6 * (d->CKK + DK_TMAX - 1) * DK_WMAX;
+    return p;
+}
+
+/* The workspace from its first 64-byte boundary (+ DK_ALIGN floats in its size): the
+ * kernels' dy and output vectors are then whole cache lines (a split load costs two). */
+static float *dk_ws(const eng_node *n)
+{
+    uintptr_t a = (uintptr_t)n->col;
+    return n->col + ((64 - a % 64) % 64) / sizeof(float);
+}
+
+size_t eng_direct_ws_floats(const eng_node *n, int chunk)
+{
+    conv_dims d = conv_get(n);
+    dk_plan p = dk_plan_of(&d, chunk);
+    return p.wpk + p.xp + p.dyf + p.out + p.dq + p.acc + DK_ALIGN;
+}
+
+/* Packs W [F x C·K·K] in blocks of DK_NF output filters, wpk[(blk·nin + i)·KK + t][o mod
+ * DK_NF]: forward (rot = 0) filter f, channel c, tap t = w[f][c][t]; dx (rot = 1) filter
+ * c, channel f, tap t = w[f][c][KK-1-t]. Filters past the last are zero. */
+static void dk_pack(const float *w, int F, int C, int K, int rot, float *wpk)
+{
+    int nout = rot ? C : F, nin = rot ? F : C, KK = K * K;
+    for (int o = 0; o < (int)round_up((size_t)nout, DK_NF); o++)
+        for (int i = 0; i < nin; i++)
+            for (int t = 0; t < KK; t++) {
+                float v = 0.0f;
+                if (o < nout) v = rot ? w[((size_t)i * C + o) * KK + (KK - 1 - t)] : w[((size_t)o * C + i) * KK + t];
+                wpk[(((size_t)(o / DK_NF) * nin + i) * KK + t) * DK_NF + o % DK_NF] = v;
+            }
+}
+
+/* Copies C planes H x W from src into dst's planes (plane floats apart, rows of Wp) at
+ * row and column offset pad; the rest of dst (border, tail) stays as the caller zeroed it. */
+static void dk_pad(const float *src, int C, int H, int W_, int pad, float *dst, size_t plane, int Wp)
+{
+    for (int c = 0; c < C; c++)
+        for (int h = 0; h < H; h++)
+            memcpy(dst + c * plane + (size_t)(h + pad) * Wp + pad, src + ((size_t)c * H + h) * W_, (size_t)W_ * sizeof(float));
+}
+
+static size_t dk_plane(const dk_geo *g) { return (size_t)g->Hp * g->Wp; }
+
+/* y [nout planes of OH x OW] from one padded sample xp through the packed filters wpk:
+ * per block of DK_NF filters the flat outputs, then their kept columns. */
+static void dk_conv(const dk_path *k, const float *xp, const float *wpk, const dk_geo *g, int nout, int OH, int OW,
+                    float *out, float *y)
+{
+    size_t wblock = (size_t)g->C * g->K * g->K * DK_NF;
+    for (int o0 = 0; o0 < nout; o0 += DK_NF) {
+        k->fwd(xp, wpk + (size_t)(o0 / DK_NF) * wblock, g, out);
+        for (int o = o0; o < nout && o < o0 + DK_NF; o++)
+            for (int h = 0; h < OH; h++)
+                memcpy(y + ((size_t)o * OH + h) * OW, out + (size_t)(o - o0) * g->Qp + (size_t)h * g->Wp,
+                       (size_t)OW * sizeof(float));
+    }
+}
+
+void eng_direct_fwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    dk_plan p = dk_plan_of(&d, 1);
+    dk_path k = dk_current();
+    float *wpk = dk_ws(n), *xp = wpk + p.wpk, *out = xp + p.xp + p.dyf;
+    CONV_STAGE_BEGIN(n, 0, CONV_ST_REORDER);
+    dk_pack(n->w, d.F, d.C, d.K, 0, wpk);
+    memset(xp, 0, p.xs * sizeof(float));
+    CONV_STAGE_END(n, 0, CONV_ST_REORDER);
+    CONV_STAGE_BEGIN(n, 0, CONV_ST_PRIM);
+    for (int r = 0; r < rows; r++) {
+        dk_pad(n->x + (size_t)r * n->in_size, d.C, d.H, d.W, d.pad, xp, dk_plane(&p.fx), p.fx.Wp);
+        dk_conv(&k, xp, wpk, &p.fx, d.F, d.OH, d.OW, out, n->y + (size_t)r * n->out_size);
+    }
+    CONV_STAGE_END(n, 0, CONV_ST_PRIM);
+}
+
+/* dw [F x CKK] from the lane accumulators (blocks of DK_NF filters, groups of taps of the
+ * path), each weight's lanes summed in lane order. */
+static void dk_reduce(const dk_path *k, const float *acc, int F, size_t CKK, float *dw)
+{
+    size_t groups = (CKK + (size_t)k->taps - 1) / (size_t)k->taps, gsz = (size_t)DK_NF * k->taps * k->lanes;
+    for (int f = 0; f < F; f++)
+        for (size_t t = 0; t < CKK; t++) {
+            const float *a = acc + ((size_t)(f / DK_NF) * groups + t / (size_t)k->taps) * gsz +
+                             ((size_t)(f % DK_NF) * k->taps + t % (size_t)k->taps) * k->lanes;
+            float s = 0.0f;
+            for (int l = 0; l < k->lanes; l++) s += a[l];
+            dw[(size_t)f * CKK + t] = s;
+        }
+}
+
+/* The rows of a chunk: their x padded (xp) and dy flat with zero columns (dyf), then the
+ * dW accumulators over all of them, block by block (each block's sums stay in registers
+ * across the chunk), then dx per row. */
+static void dk_bwd_chunk(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, float *ws)
+{
+    float *wpk = ws, *xp = wpk + p->wpk, *dyf = xp + p->xp, *out = dyf + p->dyf, *dq = out + p->out, *acc = dq + p->dq;
+    CONV_STAGE_BEGIN(n, 1, CONV_ST_REORDER);
+    memset(xp, 0, (p->xp + p->dyf) * sizeof(float));
+    for (int s = 0; s < S; s++) {
+        dk_pad(n->x + (size_t)(r0 + s) * n->in_size, d->C, d->H, d->W, d->pad, xp + s * p->xs, dk_plane(&p->fx), p->fx.Wp);
+        dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, 0, dyf + s * p->ds, p->fx.Qp, p->fx.Wp);
+    }
+    CONV_STAGE_END(n, 1, CONV_ST_REORDER);
+    CONV_STAGE_BEGIN(n, 1, CONV_ST_WEIGHTS);
+    size_t groups = (d->CKK + (size_t)k->taps - 1) / (size_t)k->taps, gsz = (size_t)DK_NF * k->taps * k->lanes;
+    /* samples in blocks whose x and dy stay in L1 while every tap group passes over them */
+    size_t per = (p->xs + p->ds) * sizeof(float);
+    int sb = per >= DK_L1 ? 1 : (int)(DK_L1 / per);
+    for (int s0 = 0; s0 < S; s0 += sb)
+        for (int f0 = 0; f0 < d->F; f0 += DK_NF)
+            for (size_t gi = 0; gi < groups; gi++)
+                k->dw(xp + s0 * p->xs, p->xs, dyf + s0 * p->ds + (size_t)f0 * p->fx.Qp, p->ds, S - s0 < sb ? S - s0 : sb,
+                      &p->fx, (int)(gi * (size_t)k->taps), acc + ((size_t)(f0 / DK_NF) * groups + gi) * gsz);
+    CONV_STAGE_END(n, 1, CONV_ST_WEIGHTS);
+    if (!n->dx) return;
+    CONV_STAGE_BEGIN(n, 1, CONV_ST_PRIM);
+    int q = d->K - 1 - d->pad;
+    for (int s = 0; s < S; s++) {
+        dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, q, dq, dk_plane(&p->bx), p->bx.Wp);
+        dk_conv(k, dq, wpk, &p->bx, d->C, d->H, d->W, out, n->dx + (size_t)(r0 + s) * n->in_size);
+    }
+    CONV_STAGE_END(n, 1, CONV_ST_PRIM);
+}
+
+void eng_direct_bwd(eng_node *n, int rows)
+{
+    conv_dims d = conv_get(n);
+    int chunk = n->chunk > 0 ? n->chunk : rows;
+    dk_plan p = dk_plan_of(&d, chunk < rows ? chunk : rows);
+    dk_path k = dk_current();
+    float *ws = dk_ws(n), *dq = ws + p.wpk + p.xp + p.dyf + p.out, *acc = dq + p.dq;
+    if (n->dx) dk_pack(n->w, d.F, d.C, d.K, 1, ws);
+    memset(dq, 0, (p.dq + p.acc) * sizeof(float));
+    for (int r0 = 0; r0 < rows; r0 += chunk)
+        dk_bwd_chunk(n, &d, &p, &k, r0, rows - r0 < chunk ? rows - r0 : chunk, ws);
+    dk_reduce(&k, acc, d.F, d.CKK, n->dw);
+}
+
+/* fwd reads x, writes + reads xp per row, reads W, writes + reads the flat output, writes
+ * y; bwd also writes + reads dyf and the accumulators per block, writes dW, and for dx
+ * pads dy again, runs the forward's passes and writes dx. */
+uint64_t eng_direct_bytes(const eng_node *n, int rows, eng_dir dir)
+{
+    conv_dims d = conv_get(n);
+    dk_plan p = dk_plan_of(&d, 1);
+    uint64_t B = (uint64_t)rows, x = B * n->in_size, w = (uint64_t)d.F * d.CKK, yo = B * d.F * d.P;
+    uint64_t fo = B * round_up((size_t)d.F, DK_NF) * p.fx.Qp;
+    if (dir == ENG_FWD) return 4 * (x + 2 * B * p.xs + w + 2 * fo + yo);
+    uint64_t e = x + 2 * B * p.xs + yo + 2 * B * p.ds + 2 * p.acc + w;
+    if (n->dx) e += w + yo + 2 * B * p.dq + 2 * B * round_up((size_t)d.C, DK_NF) * p.bx.Qp + x;
+    return 4 * e;
+}
