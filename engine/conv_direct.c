@@ -18,7 +18,7 @@
 #define DK_TMAX 3 /* the most taps a path's dW block holds (avx512) */
 #define DK_WMAX 16
 #define DK_ALIGN 16 /* floats of a cache line: every workspace section starts on one */
-#define DK_L1 (24 * 1024) /* bytes of x and dy per dW sample block: half a typical L1 */
+#define DK_L1 (48 * 1024) /* bytes of x and dy per dW sample block: an L1 of Zen 4/5, recent Intel */
 
 /* One flat pass: C input planes of Hp x Wp, K x K taps, outputs q in [0, Qn) (Qn = OH·Wp,
  * the rows that are kept), flat output planes Qp apart (Qn rounded up to DK_QA). */
@@ -119,13 +119,23 @@ static void dk_pack(const float *w, int F, int C, int K, int rot, float *wpk)
             }
 }
 
-/* Copies C planes H x W from src into dst's planes (plane floats apart, rows of Wp) at
- * row and column offset pad; the rest of dst (border, tail) stays as the caller zeroed it. */
+/* Writes C planes H x W from src into dst's planes (plane floats apart, rows of Wp) at row
+ * and column offset pad, and zeros in every other float of the planes (border, the columns
+ * past each row, the rest of the plane): each float written once, no memset first. */
 static void dk_pad(const float *src, int C, int H, int W_, int pad, float *dst, size_t plane, int Wp)
 {
-    for (int c = 0; c < C; c++)
-        for (int h = 0; h < H; h++)
-            memcpy(dst + c * plane + (size_t)(h + pad) * Wp + pad, src + ((size_t)c * H + h) * W_, (size_t)W_ * sizeof(float));
+    size_t top = (size_t)pad * Wp, right = (size_t)(Wp - W_ - pad);
+    for (int c = 0; c < C; c++) {
+        float *o = dst + c * plane;
+        memset(o, 0, (top + (size_t)pad) * sizeof(float));
+        o += top + (size_t)pad;
+        for (int h = 0; h < H; h++, o += Wp) {
+            memcpy(o, src + ((size_t)c * H + h) * W_, (size_t)W_ * sizeof(float));
+            memset(o + W_, 0, (right + (h + 1 < H ? (size_t)pad : 0)) * sizeof(float));
+        }
+        o -= pad; /* the last row's left border was not written: the rest starts there */
+        memset(o, 0, (size_t)(dst + (c + 1) * plane - o) * sizeof(float));
+    }
 }
 
 static size_t dk_plane(const dk_geo *g) { return (size_t)g->Hp * g->Wp; }
@@ -163,19 +173,27 @@ void eng_direct_fwd(eng_node *n, int rows)
     CONV_STAGE_END(n, 0, CONV_ST_PRIM);
 }
 
+/* The sum of a's n lanes (n a power of 2, at most DK_WMAX), halving: the same order on
+ * every call, and 4 dependent adds for 16 lanes instead of 15. */
+static float dk_lane_sum(const float *a, int n)
+{
+    float b[DK_WMAX];
+    memcpy(b, a, (size_t)n * sizeof(float));
+    for (int h = n / 2; h >= 1; h /= 2)
+        for (int i = 0; i < h; i++) b[i] += b[i + h];
+    return b[0];
+}
+
 /* dw [F x CKK] from the lane accumulators (blocks of DK_NF filters, groups of taps of the
- * path), each weight's lanes summed in lane order. */
+ * path). */
 static void dk_reduce(const dk_path *k, const float *acc, int F, size_t CKK, float *dw)
 {
-    size_t groups = (CKK + (size_t)k->taps - 1) / (size_t)k->taps, gsz = (size_t)DK_NF * k->taps * k->lanes;
+    size_t T = (size_t)k->taps, groups = (CKK + T - 1) / T, gsz = DK_NF * T * (size_t)k->lanes;
     for (int f = 0; f < F; f++)
-        for (size_t t = 0; t < CKK; t++) {
-            const float *a = acc + ((size_t)(f / DK_NF) * groups + t / (size_t)k->taps) * gsz +
-                             ((size_t)(f % DK_NF) * k->taps + t % (size_t)k->taps) * k->lanes;
-            float s = 0.0f;
-            for (int l = 0; l < k->lanes; l++) s += a[l];
-            dw[(size_t)f * CKK + t] = s;
-        }
+        for (size_t t = 0; t < CKK; t++)
+            dw[(size_t)f * CKK + t] = dk_lane_sum(acc + ((size_t)(f / DK_NF) * groups + t / T) * gsz +
+                                                      ((size_t)(f % DK_NF) * T + t % T) * k->lanes,
+                                                  k->lanes);
 }
 
 /* The rows of a chunk: their x padded (xp) and dy flat with zero columns (dyf), then the
@@ -185,8 +203,10 @@ static void dk_bwd_chunk(eng_node *n, const conv_dims *d, const dk_plan *p, cons
 {
     float *wpk = ws, *xp = wpk + p->wpk, *dyf = xp + p->xp, *out = dyf + p->dyf, *dq = out + p->out, *acc = dq + p->dq;
     CONV_STAGE_BEGIN(n, 1, CONV_ST_REORDER);
-    memset(xp, 0, (p->xp + p->dyf) * sizeof(float));
-    for (int s = 0; s < S; s++) {
+    size_t xplanes = (size_t)d->C * dk_plane(&p->fx), dplanes = (size_t)d->F * p->fx.Qp;
+    for (int s = 0; s < S; s++) { /* dk_pad writes the planes; zeros after them */
+        memset(xp + s * p->xs + xplanes, 0, (p->xs - xplanes) * sizeof(float));
+        memset(dyf + s * p->ds + dplanes, 0, (p->ds - dplanes) * sizeof(float));
         dk_pad(n->x + (size_t)(r0 + s) * n->in_size, d->C, d->H, d->W, d->pad, xp + s * p->xs, dk_plane(&p->fx), p->fx.Wp);
         dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, 0, dyf + s * p->ds, p->fx.Qp, p->fx.Wp);
     }
