@@ -39,7 +39,11 @@ typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; } dk_geo;
 typedef void (*dk_fwd_fn)(const float *restrict, const float *restrict, const dk_geo *, float *restrict);
 typedef void (*dk_dw_fn)(const float *restrict, size_t, const float *restrict, size_t, int, const dk_geo *, int,
                          float *restrict);
-typedef struct { dk_fwd_fn fwd; dk_dw_fn dw; int lanes, taps; } dk_path;
+typedef void (*dk_fvfwd_fn)(const float *restrict, const float *restrict, const dk_geo *, int, int, int, float *restrict);
+typedef void (*dk_fvdw_fn)(const float *restrict, size_t, const float *restrict, size_t, size_t, int, const dk_geo *, int,
+                           int, int, float *restrict);
+typedef struct { dk_fwd_fn fwd; dk_dw_fn dw; dk_fvfwd_fn fvfwd; dk_fvdw_fn fvdw; int lanes, taps; } dk_path;
+#define DK_PATH(sfx, lanes) { dk_fwd_##sfx, dk_dw_##sfx, dk_fvfwd_##sfx, dk_fvdw_##sfx, lanes, dk_taps_##sfx }
 
 /* The kernels of the current path; avx2's need FMA too (every AVX2 CPU known has it; one
  * without runs the generic kernels). */
@@ -47,13 +51,28 @@ static dk_path dk_current(void)
 {
 #if ENG_ISA_X86
     eng_isa isa = eng_isa_current();
-    if (isa == ENG_ISA_AVX512) return (dk_path){ dk_fwd_avx512, dk_dw_avx512, 16, dk_taps_avx512 };
-    if (isa == ENG_ISA_AVX2 && __builtin_cpu_supports("fma")) return (dk_path){ dk_fwd_avx2, dk_dw_avx2, 8, dk_taps_avx2 };
+    if (isa == ENG_ISA_AVX512) return (dk_path)DK_PATH(avx512, 16);
+    if (isa == ENG_ISA_AVX2 && __builtin_cpu_supports("fma")) return (dk_path)DK_PATH(avx2, 8);
 #endif
-    return (dk_path){ dk_fwd_generic, dk_dw_generic, 4, dk_taps_generic };
+    return (dk_path)DK_PATH(generic, 4);
 }
 
 static size_t round_up(size_t a, size_t m) { return (a + m - 1) / m * m; }
+
+/* Channels in lanes rather than flat rows, for nout output channels of rows of OW kept in
+ * rows of Wp: when that fills more of the lanes (nout / nout rounded to the vector, against
+ * OW / Wp times nout / nout rounded to DK_NF): the Fashion CNN's conv2 (16 filters, 8 of 12)
+ * yes, its conv1 (6 filters, 24 of 28) no. */
+static int dk_use_fv(const dk_path *k, int nout, int OW, int Wp)
+{
+    return (size_t)Wp * round_up((size_t)nout, DK_NF) > (size_t)OW * round_up((size_t)nout, (size_t)k->lanes);
+}
+
+/* dW by channels in lanes: as the forward decides, on the kernel sizes compiled for. */
+static int dk_dw_fv(const dk_path *k, const conv_dims *d, int Wp)
+{
+    return dk_use_fv(k, d->F, d->OW, Wp) && (d->K == 3 || d->K == 5 || d->K == 7);
+}
 
 /* The passes of a layer and its workspace layout, in floats:
  * [packed weights | xp: S padded inputs | dyf: S flat dy | out: one flat output | dq: dy
@@ -78,14 +97,17 @@ static dk_plan dk_plan_of(const conv_dims *d, int S)
     p.bx.Qn = (size_t)d->H * p.bx.Wp;
     p.bx.Qp = round_up(p.bx.Qn, DK_QA);
     size_t F6 = round_up((size_t)d->F, DK_NF), C6 = round_up((size_t)d->C, DK_NF), KK = (size_t)K * K;
-    p.wpk = round_up(F6 * d->CKK > C6 * d->F * KK ? F6 * d->CKK : C6 * d->F * KK, DK_ALIGN);
+    /* blocks of DK_NF filters (flat) or of up to DK_WMAX lanes (channels in lanes) */
+    size_t F16 = round_up((size_t)d->F, DK_WMAX), C16 = round_up((size_t)d->C, DK_WMAX);
+    size_t wf = (F6 > F16 ? F6 : F16) * d->CKK, wb = (C6 > C16 ? C6 : C16) * d->F * KK;
+    p.wpk = round_up(wf > wb ? wf : wb, DK_ALIGN);
     p.xs = dk_sample(&p.fx);
     p.xp = (size_t)S * p.xs;
-    p.ds = F6 * p.fx.Qp;
+    p.ds = F6 * p.fx.Qp > (size_t)d->P * F16 ? F6 * p.fx.Qp : round_up((size_t)d->P * F16, DK_ALIGN);
     p.dyf = (size_t)S * p.ds;
     p.out = F6 * p.fx.Qp > C6 * p.bx.Qp ? F6 * p.fx.Qp : C6 * p.bx.Qp;
     p.dq = dk_sample(&p.bx);
-    p.acc = F6 * (d->CKK + DK_TMAX - 1) * DK_WMAX;
+    p.acc = F6 * (d->CKK + DK_TMAX - 1) * DK_WMAX; /* >= CKK x F16, the channels-in-lanes dW */
     return p;
 }
 
@@ -104,18 +126,19 @@ size_t eng_direct_ws_floats(const eng_node *n, int chunk)
     return p.wpk + p.xp + p.dyf + p.out + p.dq + p.acc + DK_ALIGN;
 }
 
-/* Packs W [F x C·K·K] in blocks of DK_NF output filters, wpk[(blk·nin + i)·KK + t][o mod
- * DK_NF]: forward (rot = 0) filter f, channel c, tap t = w[f][c][t]; dx (rot = 1) filter
- * c, channel f, tap t = w[f][c][KK-1-t]. Filters past the last are zero. */
-static void dk_pack(const float *w, int F, int C, int K, int rot, float *wpk)
+/* Packs W [F x C·K·K] in blocks of nb output filters (DK_NF, or the lanes for channels in
+ * lanes), wpk[(blk·nin + i)·KK + t][o mod nb]: forward (rot = 0) filter f, channel c, tap
+ * t = w[f][c][t]; dx (rot = 1) filter c, channel f, tap t = w[f][c][KK-1-t]. Filters past
+ * the last are zero. */
+static void dk_pack(const float *w, int F, int C, int K, int rot, int nb, float *wpk)
 {
     int nout = rot ? C : F, nin = rot ? F : C, KK = K * K;
-    for (int o = 0; o < (int)round_up((size_t)nout, DK_NF); o++)
+    for (int o = 0; o < (int)round_up((size_t)nout, (size_t)nb); o++)
         for (int i = 0; i < nin; i++)
             for (int t = 0; t < KK; t++) {
                 float v = 0.0f;
                 if (o < nout) v = rot ? w[((size_t)i * C + o) * KK + (KK - 1 - t)] : w[((size_t)o * C + i) * KK + t];
-                wpk[(((size_t)(o / DK_NF) * nin + i) * KK + t) * DK_NF + o % DK_NF] = v;
+                wpk[(((size_t)(o / nb) * nin + i) * KK + t) * nb + o % nb] = v;
             }
 }
 
@@ -141,16 +164,23 @@ static void dk_pad(const float *src, int C, int H, int W_, int pad, float *dst, 
 static size_t dk_plane(const dk_geo *g) { return (size_t)g->Hp * g->Wp; }
 
 /* y [nout planes of OH x OW] from one padded sample xp through the packed filters wpk:
- * per block of DK_NF filters the flat outputs, then their kept columns. */
-static void dk_conv(const dk_path *k, const float *xp, const float *wpk, const dk_geo *g, int nout, int OH, int OW,
-                    float *out, float *y)
+ * channels in lanes (fv: blocks of the path's lanes, written straight into y), or per block
+ * of DK_NF filters the flat outputs, then their kept columns. */
+static void dk_conv(const dk_path *k, int fv, const float *xp, const float *wpk, const dk_geo *g, int nout, int OH,
+                    int OW, float *out, float *y)
 {
-    size_t wblock = (size_t)g->C * g->K * g->K * DK_NF;
+    size_t taps = (size_t)g->C * g->K * g->K, yplane = (size_t)OH * OW;
+    if (fv) {
+        for (int o0 = 0; o0 < nout; o0 += k->lanes)
+            k->fvfwd(xp, wpk + (size_t)o0 * taps, g, OH, OW, nout - o0 < k->lanes ? nout - o0 : k->lanes,
+                     y + (size_t)o0 * yplane);
+        return;
+    }
     for (int o0 = 0; o0 < nout; o0 += DK_NF) {
-        k->fwd(xp, wpk + (size_t)(o0 / DK_NF) * wblock, g, out);
+        k->fwd(xp, wpk + (size_t)o0 * taps, g, out);
         for (int o = o0; o < nout && o < o0 + DK_NF; o++)
             for (int h = 0; h < OH; h++)
-                memcpy(y + ((size_t)o * OH + h) * OW, out + (size_t)(o - o0) * g->Qp + (size_t)h * g->Wp,
+                memcpy(y + (size_t)o * yplane + (size_t)h * OW, out + (size_t)(o - o0) * g->Qp + (size_t)h * g->Wp,
                        (size_t)OW * sizeof(float));
     }
 }
@@ -161,14 +191,15 @@ void eng_direct_fwd(eng_node *n, int rows)
     dk_plan p = dk_plan_of(&d, 1);
     dk_path k = dk_current();
     float *wpk = dk_ws(n), *xp = wpk + p.wpk, *out = xp + p.xp + p.dyf;
+    int fv = dk_use_fv(&k, d.F, d.OW, p.fx.Wp);
     CONV_STAGE_BEGIN(n, 0, CONV_ST_REORDER);
-    dk_pack(n->w, d.F, d.C, d.K, 0, wpk);
+    dk_pack(n->w, d.F, d.C, d.K, 0, fv ? k.lanes : DK_NF, wpk);
     memset(xp, 0, p.xs * sizeof(float));
     CONV_STAGE_END(n, 0, CONV_ST_REORDER);
     CONV_STAGE_BEGIN(n, 0, CONV_ST_PRIM);
     for (int r = 0; r < rows; r++) {
         dk_pad(n->x + (size_t)r * n->in_size, d.C, d.H, d.W, d.pad, xp, dk_plane(&p.fx), p.fx.Wp);
-        dk_conv(&k, xp, wpk, &p.fx, d.F, d.OH, d.OW, out, n->y + (size_t)r * n->out_size);
+        dk_conv(&k, fv, xp, wpk, &p.fx, d.F, d.OH, d.OW, out, n->y + (size_t)r * n->out_size);
     }
     CONV_STAGE_END(n, 0, CONV_ST_PRIM);
 }
@@ -196,38 +227,76 @@ static void dk_reduce(const dk_path *k, const float *acc, int F, size_t CKK, flo
                                                   k->lanes);
 }
 
-/* The rows of a chunk: their x padded (xp) and dy flat with zero columns (dyf), then the
- * dW accumulators over all of them, block by block (each block's sums stay in registers
- * across the chunk), then dx per row. */
-static void dk_bwd_chunk(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, float *ws)
+/* How many samples a dW pass takes at once: their x and dy (per bytes each) stay in L1
+ * while every block of taps passes over them. */
+static int dk_sample_block(size_t per)
 {
-    float *wpk = ws, *xp = wpk + p->wpk, *dyf = xp + p->xp, *out = dyf + p->dyf, *dq = out + p->out, *acc = dq + p->dq;
-    CONV_STAGE_BEGIN(n, 1, CONV_ST_REORDER);
-    size_t xplanes = (size_t)d->C * dk_plane(&p->fx), dplanes = (size_t)d->F * p->fx.Qp;
+    return per >= DK_L1 ? 1 : (int)(DK_L1 / per);
+}
+
+/* dW lane accumulators (flat) of S rows: dy flat with zero columns (dyf), blocks of DK_NF
+ * filters x the path's taps, each block's sums in registers across a sample block. */
+static void dk_dw_flat(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, float *xp,
+                       float *dyf, float *acc)
+{
+    size_t dplanes = (size_t)d->F * p->fx.Qp;
     for (int s = 0; s < S; s++) { /* dk_pad writes the planes; zeros after them */
-        memset(xp + s * p->xs + xplanes, 0, (p->xs - xplanes) * sizeof(float));
         memset(dyf + s * p->ds + dplanes, 0, (p->ds - dplanes) * sizeof(float));
-        dk_pad(n->x + (size_t)(r0 + s) * n->in_size, d->C, d->H, d->W, d->pad, xp + s * p->xs, dk_plane(&p->fx), p->fx.Wp);
         dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, 0, dyf + s * p->ds, p->fx.Qp, p->fx.Wp);
     }
-    CONV_STAGE_END(n, 1, CONV_ST_REORDER);
-    CONV_STAGE_BEGIN(n, 1, CONV_ST_WEIGHTS);
     size_t groups = (d->CKK + (size_t)k->taps - 1) / (size_t)k->taps, gsz = (size_t)DK_NF * k->taps * k->lanes;
-    /* samples in blocks whose x and dy stay in L1 while every tap group passes over them */
-    size_t per = (p->xs + p->ds) * sizeof(float);
-    int sb = per >= DK_L1 ? 1 : (int)(DK_L1 / per);
+    int sb = dk_sample_block((p->xs + p->ds) * sizeof(float));
     for (int s0 = 0; s0 < S; s0 += sb)
         for (int f0 = 0; f0 < d->F; f0 += DK_NF)
             for (size_t gi = 0; gi < groups; gi++)
                 k->dw(xp + s0 * p->xs, p->xs, dyf + s0 * p->ds + (size_t)f0 * p->fx.Qp, p->ds, S - s0 < sb ? S - s0 : sb,
                       &p->fx, (int)(gi * (size_t)k->taps), acc + ((size_t)(f0 / DK_NF) * groups + gi) * gsz);
+}
+
+/* dW by channels in lanes of S rows: dy transposed to [position][F rounded to the lanes]
+ * (dyT, zeros past F), then per sample block and channel every tap, into dwT [CKK x Fl]. */
+static void dk_dw_lanes(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S,
+                        const float *xp, float *dyT, float *dwT)
+{
+    size_t Fl = round_up((size_t)d->F, (size_t)k->lanes);
+    for (int s = 0; s < S; s++) {
+        const float *dy = n->dy + (size_t)(r0 + s) * n->out_size;
+        float *o = dyT + s * p->ds;
+        for (size_t q = 0; q < d->P; q++, o += Fl) {
+            for (int f = 0; f < d->F; f++) o[f] = dy[(size_t)f * d->P + q];
+            for (size_t f = (size_t)d->F; f < Fl; f++) o[f] = 0.0f;
+        }
+    }
+    int sb = dk_sample_block((p->xs + d->P * Fl) * sizeof(float));
+    for (int s0 = 0; s0 < S; s0 += sb)
+        for (size_t f0 = 0; f0 < Fl; f0 += (size_t)k->lanes)
+            for (int c = 0; c < d->C; c++)
+                k->fvdw(xp + s0 * p->xs, p->xs, dyT + s0 * p->ds + f0, p->ds, Fl, S - s0 < sb ? S - s0 : sb, &p->fx, d->OH,
+                        d->OW, c, dwT + f0);
+}
+
+/* The rows of a chunk: their x padded (xp), the dW accumulators over all of them, then dx
+ * per row (the forward's passes on dy padded by K-1-pad, filters rotated: wpk). */
+static void dk_bwd_chunk(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, float *ws)
+{
+    float *wpk = ws, *xp = wpk + p->wpk, *dyf = xp + p->xp, *out = dyf + p->dyf, *dq = out + p->out, *acc = dq + p->dq;
+    CONV_STAGE_BEGIN(n, 1, CONV_ST_REORDER);
+    size_t xplanes = (size_t)d->C * dk_plane(&p->fx);
+    for (int s = 0; s < S; s++) {
+        memset(xp + s * p->xs + xplanes, 0, (p->xs - xplanes) * sizeof(float));
+        dk_pad(n->x + (size_t)(r0 + s) * n->in_size, d->C, d->H, d->W, d->pad, xp + s * p->xs, dk_plane(&p->fx), p->fx.Wp);
+    }
+    CONV_STAGE_END(n, 1, CONV_ST_REORDER);
+    CONV_STAGE_BEGIN(n, 1, CONV_ST_WEIGHTS);
+    if (dk_dw_fv(k, d, p->fx.Wp)) dk_dw_lanes(n, d, p, k, r0, S, xp, dyf, acc);
+    else dk_dw_flat(n, d, p, k, r0, S, xp, dyf, acc);
     CONV_STAGE_END(n, 1, CONV_ST_WEIGHTS);
     if (!n->dx) return;
     CONV_STAGE_BEGIN(n, 1, CONV_ST_PRIM);
-    int q = d->K - 1 - d->pad;
+    int q = d->K - 1 - d->pad, fv = dk_use_fv(k, d->C, d->W, p->bx.Wp);
     for (int s = 0; s < S; s++) {
         dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, q, dq, dk_plane(&p->bx), p->bx.Wp);
-        dk_conv(k, dq, wpk, &p->bx, d->C, d->H, d->W, out, n->dx + (size_t)(r0 + s) * n->in_size);
+        dk_conv(k, fv, dq, wpk, &p->bx, d->C, d->H, d->W, out, n->dx + (size_t)(r0 + s) * n->in_size);
     }
     CONV_STAGE_END(n, 1, CONV_ST_PRIM);
 }
@@ -239,11 +308,17 @@ void eng_direct_bwd(eng_node *n, int rows)
     dk_plan p = dk_plan_of(&d, chunk < rows ? chunk : rows);
     dk_path k = dk_current();
     float *ws = dk_ws(n), *dq = ws + p.wpk + p.xp + p.dyf + p.out, *acc = dq + p.dq;
-    if (n->dx) dk_pack(n->w, d.F, d.C, d.K, 1, ws);
+    if (n->dx) dk_pack(n->w, d.F, d.C, d.K, 1, dk_use_fv(&k, d.C, d.W, p.bx.Wp) ? k.lanes : DK_NF, ws);
     memset(dq, 0, (p.dq + p.acc) * sizeof(float));
     for (int r0 = 0; r0 < rows; r0 += chunk)
         dk_bwd_chunk(n, &d, &p, &k, r0, rows - r0 < chunk ? rows - r0 : chunk, ws);
-    dk_reduce(&k, acc, d.F, d.CKK, n->dw);
+    if (!dk_dw_fv(&k, &d, p.fx.Wp)) {
+        dk_reduce(&k, acc, d.F, d.CKK, n->dw);
+        return;
+    }
+    size_t Fl = round_up((size_t)d.F, (size_t)k.lanes);
+    for (int f = 0; f < d.F; f++)
+        for (size_t t = 0; t < d.CKK; t++) n->dw[(size_t)f * d.CKK + t] = acc[t * Fl + (size_t)f];
 }
 
 /* fwd reads x, writes + reads xp per row, reads W, writes + reads the flat output, writes
