@@ -20,9 +20,10 @@
 #define DK_ALIGN 16 /* floats of a cache line: every workspace section starts on one */
 #define DK_L1 (48 * 1024) /* bytes of x and dy per dW sample block: an L1 of Zen 4/5, recent Intel */
 
-/* One flat pass: C input planes of Hp x Wp, K x K taps, outputs q in [0, Qn) (Qn = OH·Wp,
- * the rows that are kept), flat output planes Qp apart (Qn rounded up to DK_QA). */
-typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; } dk_geo;
+/* One flat pass: C input planes of Hp x Wp whose data rows are [top, top + rows) (zeros
+ * above and below), K x K taps, outputs q in [0, Qn) (Qn = OH·Wp, the rows that are kept),
+ * flat output planes Qp apart (Qn rounded up to DK_QA). */
+typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; int top, rows; } dk_geo;
 
 #define W 4
 #include "conv_direct.inc"
@@ -90,10 +91,10 @@ static dk_plan dk_plan_of(const conv_dims *d, int S)
 {
     dk_plan p;
     int K = d->K, q = K - 1 - d->pad;
-    p.fx = (dk_geo){ d->C, d->H + 2 * d->pad, d->W + 2 * d->pad, K, 0, 0 };
+    p.fx = (dk_geo){ d->C, d->H + 2 * d->pad, d->W + 2 * d->pad, K, 0, 0, d->pad, d->H };
     p.fx.Qn = (size_t)d->OH * p.fx.Wp;
     p.fx.Qp = round_up(p.fx.Qn, DK_QA);
-    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + 2 * q, K, 0, 0 };
+    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + 2 * q, K, 0, 0, q, d->OH };
     p.bx.Qn = (size_t)d->H * p.bx.Wp;
     p.bx.Qp = round_up(p.bx.Qn, DK_QA);
     size_t F6 = round_up((size_t)d->F, DK_NF), C6 = round_up((size_t)d->C, DK_NF), KK = (size_t)K * K;
