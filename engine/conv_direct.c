@@ -228,16 +228,10 @@ static void dk_reduce(const dk_path *k, const float *acc, int F, size_t CKK, flo
                                                   k->lanes);
 }
 
-/* How many samples a dW pass takes at once: their x and dy (per bytes each) stay in L1
- * while every block of taps passes over them. */
-static int dk_sample_block(size_t per)
-{
-    return per >= DK_L1 ? 1 : (int)(DK_L1 / per);
-}
-
-/* dW lane accumulators (flat) of S rows: dy flat with zero columns (dyf), blocks of DK_NF
- * filters x the path's taps, each block's sums in registers across a sample block. */
-static void dk_dw_flat(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, float *xp,
+/* dW lane accumulators (flat) of S rows whose x is padded at xp: their dy flat with zero
+ * columns (dyf), then blocks of DK_NF filters x the path's taps, each block's sums in
+ * registers across the S rows. */
+static void dk_dw_flat(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, const float *xp,
                        float *dyf, float *acc)
 {
     size_t dplanes = (size_t)d->F * p->fx.Qp;
@@ -246,16 +240,15 @@ static void dk_dw_flat(eng_node *n, const conv_dims *d, const dk_plan *p, const 
         dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, 0, dyf + s * p->ds, p->fx.Qp, p->fx.Wp);
     }
     size_t groups = (d->CKK + (size_t)k->taps - 1) / (size_t)k->taps, gsz = (size_t)DK_NF * k->taps * k->lanes;
-    int sb = dk_sample_block((p->xs + p->ds) * sizeof(float));
-    for (int s0 = 0; s0 < S; s0 += sb)
-        for (int f0 = 0; f0 < d->F; f0 += DK_NF)
-            for (size_t gi = 0; gi < groups; gi++)
-                k->dw(xp + s0 * p->xs, p->xs, dyf + s0 * p->ds + (size_t)f0 * p->fx.Qp, p->ds, S - s0 < sb ? S - s0 : sb,
-                      &p->fx, (int)(gi * (size_t)k->taps), acc + ((size_t)(f0 / DK_NF) * groups + gi) * gsz);
+    for (int f0 = 0; f0 < d->F; f0 += DK_NF)
+        for (size_t gi = 0; gi < groups; gi++)
+            k->dw(xp, p->xs, dyf + (size_t)f0 * p->fx.Qp, p->ds, S, &p->fx, (int)(gi * (size_t)k->taps),
+                  acc + ((size_t)(f0 / DK_NF) * groups + gi) * gsz);
 }
 
-/* dW by channels in lanes of S rows: dy transposed to [position][F rounded to the lanes]
- * (dyT, zeros past F), then per sample block and channel every tap, into dwT [CKK x Fl]. */
+/* dW by channels in lanes of S rows whose x is padded at xp: their dy transposed to
+ * [position][F rounded to the lanes] (dyT, zeros past F), then per block of filters and
+ * channel every tap, into dwT [CKK x Fl]. */
 static void dk_dw_lanes(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S,
                         const float *xp, float *dyT, float *dwT)
 {
@@ -268,29 +261,32 @@ static void dk_dw_lanes(eng_node *n, const conv_dims *d, const dk_plan *p, const
             for (size_t f = (size_t)d->F; f < Fl; f++) o[f] = 0.0f;
         }
     }
-    int sb = dk_sample_block((p->xs + d->P * Fl) * sizeof(float));
-    for (int s0 = 0; s0 < S; s0 += sb)
-        for (size_t f0 = 0; f0 < Fl; f0 += (size_t)k->lanes)
-            for (int c = 0; c < d->C; c++)
-                k->fvdw(xp + s0 * p->xs, p->xs, dyT + s0 * p->ds + f0, p->ds, Fl, S - s0 < sb ? S - s0 : sb, &p->fx, d->OH,
-                        d->OW, c, dwT + f0);
+    for (size_t f0 = 0; f0 < Fl; f0 += (size_t)k->lanes)
+        for (int c = 0; c < d->C; c++)
+            k->fvdw(xp, p->xs, dyT + f0, p->ds, Fl, S, &p->fx, d->OH, d->OW, c, dwT + f0);
 }
 
-/* The rows of a chunk: their x padded (xp), the dW accumulators over all of them, then dx
- * per row (the forward's passes on dy padded by K-1-pad, filters rotated: wpk). */
+/* The rows of a chunk: dW over blocks of rows whose padded x and dy fit L1 (each block
+ * written at the start of its buffers, so they stay there: the whole chunk's copies, 0.6 MB
+ * on the Fashion CNN's conv1, came back from L2 for every block of taps), then dx per row
+ * (the forward's passes on dy padded by K-1-pad, filters rotated: wpk). */
 static void dk_bwd_chunk(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, float *ws)
 {
     float *wpk = ws, *xp = wpk + p->wpk, *dyf = xp + p->xp, *out = dyf + p->dyf, *dq = out + p->out, *acc = dq + p->dq;
-    CONV_STAGE_BEGIN(n, 1, CONV_ST_REORDER);
-    size_t xplanes = (size_t)d->C * dk_plane(&p->fx);
-    for (int s = 0; s < S; s++) {
-        memset(xp + s * p->xs + xplanes, 0, (p->xs - xplanes) * sizeof(float));
-        dk_pad(n->x + (size_t)(r0 + s) * n->in_size, d->C, d->H, d->W, d->pad, xp + s * p->xs, dk_plane(&p->fx), p->fx.Wp);
-    }
-    CONV_STAGE_END(n, 1, CONV_ST_REORDER);
+    int lanes = dk_dw_fv(k, d, p->fx.Wp);
+    size_t xplanes = (size_t)d->C * dk_plane(&p->fx), per = p->xs + (lanes ? d->P * round_up((size_t)d->F, (size_t)k->lanes) : p->ds);
+    int sb = per * sizeof(float) >= DK_L1 ? 1 : (int)(DK_L1 / (per * sizeof(float)));
     CONV_STAGE_BEGIN(n, 1, CONV_ST_WEIGHTS);
-    if (dk_dw_fv(k, d, p->fx.Wp)) dk_dw_lanes(n, d, p, k, r0, S, xp, dyf, acc);
-    else dk_dw_flat(n, d, p, k, r0, S, xp, dyf, acc);
+    for (int s0 = 0; s0 < S; s0 += sb) {
+        int nb = S - s0 < sb ? S - s0 : sb;
+        for (int s = 0; s < nb; s++) {
+            memset(xp + s * p->xs + xplanes, 0, (p->xs - xplanes) * sizeof(float));
+            dk_pad(n->x + (size_t)(r0 + s0 + s) * n->in_size, d->C, d->H, d->W, d->pad, xp + s * p->xs, dk_plane(&p->fx),
+                   p->fx.Wp);
+        }
+        if (lanes) dk_dw_lanes(n, d, p, k, r0 + s0, nb, xp, dyf, acc);
+        else dk_dw_flat(n, d, p, k, r0 + s0, nb, xp, dyf, acc);
+    }
     CONV_STAGE_END(n, 1, CONV_ST_WEIGHTS);
     if (!n->dx) return;
     CONV_STAGE_BEGIN(n, 1, CONV_ST_PRIM);
@@ -309,8 +305,10 @@ void eng_direct_bwd(eng_node *n, int rows)
     dk_plan p = dk_plan_of(&d, chunk < rows ? chunk : rows);
     dk_path k = dk_current();
     float *ws = dk_ws(n), *dq = ws + p.wpk + p.xp + p.dyf + p.out, *acc = dq + p.dq;
+    CONV_STAGE_BEGIN(n, 1, CONV_ST_REORDER);
     if (n->dx) dk_pack(n->w, d.F, d.C, d.K, 1, dk_use_fv(&k, d.C, d.W, p.bx.Wp) ? k.lanes : DK_NF, ws);
     memset(dq, 0, (p.dq + p.acc) * sizeof(float));
+    CONV_STAGE_END(n, 1, CONV_ST_REORDER);
     for (int r0 = 0; r0 < rows; r0 += chunk)
         dk_bwd_chunk(n, &d, &p, &k, r0, rows - r0 < chunk ? rows - r0 : chunk, ws);
     if (!dk_dw_fv(&k, &d, p.fx.Wp)) {
