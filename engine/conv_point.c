@@ -15,12 +15,15 @@ void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const f
 }
 
 /* v3: onednn joined the candidates, and strided layers have a choice (so S is in the key);
- * a v2 entry, chosen without them, is ignored. */
+ * a v2 entry, chosen without them, is ignored. v4, the algorithm picks only (what = ""):
+ * direct got new kernels (conv_direct.c), several times faster on few-channel layers, so a
+ * v3 pick measured the old ones; the other entries (onednn's layout) stay v3. */
 void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap)
 {
     char cpu[160];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
-    snprintf(key, cap, "v3 %s%s%s|%s|%dT|C%d H%d W%d F%d K%d P%d S%d|rows %d", what, *what ? " " : "", cpu, eng_isa_name(eng_isa_current()),
+    snprintf(key, cap, "%s %s%s%s|%s|%dT|C%d H%d W%d F%d K%d P%d S%d|rows %d", *what ? "v3" : "v4", what, *what ? " " : "", cpu,
+             eng_isa_name(eng_isa_current()),
              openblas_get_num_threads(), n->in_shape[0], n->in_shape[1], n->in_shape[2], n->out_shape[0], n->kernel, n->pad,
              n->stride > 1 ? n->stride : 1, rows);
     for (char *p = key; *p; p++)

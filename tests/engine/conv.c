@@ -636,6 +636,72 @@ static void test_conv_onednn_scopes(void **state)
     cache_end(cache);
 }
 
+/* direct through the model: its stages in the op table (direct.reorder: packing the
+ * filters; direct.forward; direct.backward_weights; direct.backward_data, never entered on
+ * a first layer, which computes no dx), the op's self time its total minus theirs, the
+ * summary naming it; and auto takes it from the choice cache (algorithm picks are v4
+ * entries: a v3 one measured the old direct kernels). */
+static void test_conv_direct_model(void **state)
+{
+    (void)state;
+    char cache[] = "/tmp/nnbench-convdir-XXXXXX";
+    cache_begin(cache);
+    int in[3] = { 2, 8, 8 };
+    eng_model_config mc = conv_model(4, 3, 1, 1, ENG_CONV_DIRECT);
+    mc.n_layers = 4;
+    mc.layers[3] = mc.layers[2];
+    mc.layers[2] = mc.layers[1];
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 3, .kernel = 3, .pad = 1 };
+    prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+    assert_non_null(p);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
+    printf("  %s\n", eng_model_summary(m));
+    assert_non_null(strstr(eng_model_summary(m), "k3 p1 direct) relu, conv(4x8x8->3x8x8 k3 p1 direct)"));
+    two_steps(m, 2 * 8 * 8);
+    prof_row *rows;
+    size_t n;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    static const char *const stages[2][3] = { { "direct.reorder.fwd", "direct.forward.fwd", NULL },
+                                              { "direct.reorder.bwd", "direct.backward_data.bwd", "direct.backward_weights.bwd" } };
+    for (int l = 0; l < 2; l++)
+        for (int dir = 0; dir < 2; dir++) {
+            const char *layer = l ? "conv2" : "conv1";
+            const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
+            assert_non_null(op);
+            uint64_t in_stages = 0;
+            for (int s = 0; s < 3 && stages[dir][s]; s++) {
+                const prof_row *r = row_in(rows, n, stages[dir][s], layer);
+                int want = !(l == 0 && s == 1 && dir); /* conv1: no dx */
+                if (want ? !r || r->calls < 2 : r && r->calls != 0)
+                    fail_msg("%s %s: %llu calls", layer, stages[dir][s], r ? (unsigned long long)r->calls : 0ULL);
+                if (r) in_stages += r->total_ns;
+            }
+            printf("  direct %s %s: total %llu ns, stages %llu ns\n", layer, op->name, (unsigned long long)op->total_ns,
+                   (unsigned long long)in_stages);
+            assert_int_equal(op->self_ns, op->total_ns - in_stages);
+        }
+    free(rows);
+    eng_model_free(m);
+    prof_destroy(p);
+    /* auto: the cached pick is taken without measuring */
+    mc.conv_algo = ENG_CONV_AUTO;
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+    char key[400];
+    eng_conv_choice_key(&m->nodes[m->layers[1].node_first], 4, "", key, sizeof key);
+    assert_int_equal(strncmp(key, "v4 ", 3), 0);
+    eng_choice_put("conv-choices", key, "direct");
+    eng_conv_choice_key(&m->nodes[m->layers[0].node_first], 4, "", key, sizeof key);
+    eng_choice_put("conv-choices", key, "direct");
+    eng_model_free(m);
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+    printf("  auto, direct cached: %s\n", eng_model_summary(m));
+    assert_int_equal(m->nodes[m->layers[0].node_first].conv_algo, ENG_CONV_DIRECT);
+    assert_int_equal(m->nodes[m->layers[1].node_first].conv_algo, ENG_CONV_DIRECT);
+    eng_model_free(m);
+    cache_end(cache);
+}
+
 int test_engine_conv(void)
 {
     const struct CMUnitTest tests[] = {
@@ -647,6 +713,7 @@ int test_engine_conv(void)
         cmocka_unit_test(test_conv_onednn_fails),
         cmocka_unit_test(test_conv_stage_scopes),
         cmocka_unit_test(test_conv_onednn_scopes),
+        cmocka_unit_test(test_conv_direct_model),
     };
     return cmocka_run_group_tests_name("engine_conv", tests, NULL, NULL);
 }
