@@ -582,6 +582,35 @@ static void two_steps(eng_model *m, size_t in_size)
     free(x);
 }
 
+/* The profiler's rows (by scope; free them) after two training steps of m, whose input is
+ * 2x8x8. */
+static prof_row *rows_after_two_steps(eng_model *m, prof_t *p, size_t *n)
+{
+    two_steps(m, 2 * 8 * 8);
+    prof_row *rows;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, n), 0);
+    return rows;
+}
+
+/* The op row conv2d.fwd (dir 0) or .bwd of layer, after checking its stage scopes: stage
+ * s is entered at least twice where want[s], never otherwise (its row may then be
+ * missing), and the op's self time is its total minus the stages'. */
+static const prof_row *op_with_stages(const prof_row *rows, size_t n, const char *layer, int dir,
+                                      const char *const stages[3], const int want[3], uint64_t *in_stages)
+{
+    const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
+    assert_non_null(op);
+    *in_stages = 0;
+    for (int s = 0; s < 3 && stages[s]; s++) {
+        const prof_row *r = row_in(rows, n, stages[s], layer);
+        if (want[s] ? !r || r->calls < 2 : r && r->calls != 0)
+            fail_msg("%s %s: %llu calls", layer, stages[s], r ? (unsigned long long)r->calls : 0ULL);
+        if (r) *in_stages += r->total_ns;
+    }
+    assert_int_equal(op->self_ns, op->total_ns - *in_stages);
+    return op;
+}
+
 /* onednn in the op table: inside conv2d.fwd/.bwd one scope per primitive (forward;
  * backward_data, only where the layer passes a gradient on; backward_weights) and one for
  * the reorders (entered only where the layout has some); the op's self time is its total
@@ -603,30 +632,22 @@ static void test_conv_onednn_scopes(void **state)
             assert_int_equal(c[l]->conv_algo, ENG_CONV_ONEDNN);
             eng_dnconv_force_layout(c[l], blocked);
         }
-        two_steps(m, 2 * 8 * 8);
-        prof_row *rows;
         size_t n;
-        assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+        prof_row *rows = rows_after_two_steps(m, p, &n);
         static const char *const stages[2][3] = { { "onednn.reorder.fwd", "onednn.forward.fwd", NULL },
                                                   { "onednn.reorder.bwd", "onednn.backward_data.bwd", "onednn.backward_weights.bwd" } };
         for (int l = 0; l < 2; l++)
             for (int dir = 0; dir < 2; dir++) {
                 const char *layer = l ? "conv2" : "conv1";
-                const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
-                assert_non_null(op);
-                uint64_t in_stages = 0;
-                for (int s = 0; s < 3 && stages[dir][s]; s++) {
-                    const prof_row *r = row_in(rows, n, stages[dir][s], layer);
-                    /* the first layer computes no dx; a plain layout reorders nothing */
-                    int want = s == 0 ? eng_dnconv_reorders(c[l], 4) > 0 : !(l == 0 && s == 1 && dir);
-                    assert_true(r != NULL);
-                    if (want ? r->calls < 2 : r->calls != 0) fail_msg("%s %s: %llu calls", layer, stages[dir][s], (unsigned long long)r->calls);
-                    in_stages += r->total_ns;
-                }
+                /* the first layer computes no dx; a plain layout reorders nothing */
+                int want[3] = { eng_dnconv_reorders(c[l], 4) > 0, !(l == 0 && dir), 1 };
+                uint64_t in_stages;
+                const prof_row *op = op_with_stages(rows, n, layer, dir, stages[dir], want, &in_stages);
+                for (int s = 0; s < 3 && stages[dir][s]; s++) /* registered even when never entered */
+                    assert_non_null(row_in(rows, n, stages[dir][s], layer));
                 printf("  onednn %-7s %s %s: %d reorders, total %llu ns, primitives and reorders %llu ns\n",
                        eng_dnconv_layout_name(c[l]), layer, op->name, eng_dnconv_reorders(c[l], 4),
                        (unsigned long long)op->total_ns, (unsigned long long)in_stages);
-                assert_int_equal(op->self_ns, op->total_ns - in_stages);
                 assert_true(op->flops == op->calls * eng_conv_flops(c[l], 4, dir ? ENG_BWD : ENG_FWD));
             }
         free(rows);
@@ -658,28 +679,18 @@ static void test_conv_direct_model(void **state)
     assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
     printf("  %s\n", eng_model_summary(m));
     assert_non_null(strstr(eng_model_summary(m), "k3 p1 direct) relu, conv(4x8x8->3x8x8 k3 p1 direct)"));
-    two_steps(m, 2 * 8 * 8);
-    prof_row *rows;
     size_t n;
-    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+    prof_row *rows = rows_after_two_steps(m, p, &n);
     static const char *const stages[2][3] = { { "direct.reorder.fwd", "direct.forward.fwd", NULL },
                                               { "direct.reorder.bwd", "direct.backward_data.bwd", "direct.backward_weights.bwd" } };
     for (int l = 0; l < 2; l++)
         for (int dir = 0; dir < 2; dir++) {
             const char *layer = l ? "conv2" : "conv1";
-            const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
-            assert_non_null(op);
-            uint64_t in_stages = 0;
-            for (int s = 0; s < 3 && stages[dir][s]; s++) {
-                const prof_row *r = row_in(rows, n, stages[dir][s], layer);
-                int want = !(l == 0 && s == 1 && dir); /* conv1: no dx */
-                if (want ? !r || r->calls < 2 : r && r->calls != 0)
-                    fail_msg("%s %s: %llu calls", layer, stages[dir][s], r ? (unsigned long long)r->calls : 0ULL);
-                if (r) in_stages += r->total_ns;
-            }
+            int want[3] = { 1, !(l == 0 && dir), 1 }; /* conv1: no dx */
+            uint64_t in_stages;
+            const prof_row *op = op_with_stages(rows, n, layer, dir, stages[dir], want, &in_stages);
             printf("  direct %s %s: total %llu ns, stages %llu ns\n", layer, op->name, (unsigned long long)op->total_ns,
                    (unsigned long long)in_stages);
-            assert_int_equal(op->self_ns, op->total_ns - in_stages);
         }
     free(rows);
     eng_model_free(m);
