@@ -14,7 +14,6 @@
 
 #include <string.h>
 #if ENG_ISA_X86
-#include <cpuid.h>
 #include <immintrin.h>
 #endif
 
@@ -81,7 +80,8 @@ static int dk_dw_fv(const dk_path *k, const conv_dims *d, int Wp)
 }
 
 /* The passes of a layer and its workspace layout, in floats:
- * [packed weights | xp: S padded inputs | dyf: S flat dy | out: one flat output | dq: dy
+ * [packed weights | xp: padded inputs | dyf: flat or transposed dy (room for S rows; a dW
+ *  block of rows that fits L1 uses the first ones) | out: one flat output | dq: dy
  *  padded for dx | acc: dW lane accumulators]. fx: forward (x padded by pad), bx: dx (dy
  * padded by K-1-pad, the filters rotated by 180 degrees, C and F swapped). */
 typedef struct { dk_geo fx, bx; size_t xs, ds, wpk, xp, dyf, out, dq, acc; } dk_plan;
@@ -342,9 +342,10 @@ void eng_direct_bwd(eng_node *n, int rows)
         for (size_t t = 0; t < d.CKK; t++) n->dw[(size_t)f * d.CKK + t] = acc[t * Fl + (size_t)f];
 }
 
-/* fwd reads x, writes + reads xp per row, reads W, writes + reads the flat output, writes
- * y; bwd also writes + reads dyf and the accumulators per block, writes dW, and for dx
- * pads dy again, runs the forward's passes and writes dx. */
+/* An estimate of the bytes moved (the op table's): fwd reads x, writes + reads xp per row,
+ * reads W, writes + reads the flat output, writes y; bwd also writes + reads the copies of x
+ * and dy and the accumulators, writes dW, and for dx pads dy again, runs the forward's
+ * passes and writes dx. */
 uint64_t eng_direct_bytes(const eng_node *n, int rows, eng_dir dir)
 {
     conv_dims d = conv_get(n);
