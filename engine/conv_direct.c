@@ -26,8 +26,9 @@
 
 /* One flat pass: C input planes of Hp x Wp whose data rows are [top, top + rows) (zeros
  * above and below), K x K taps, outputs q in [0, Qn) (Qn = OH·Wp, the rows that are kept),
- * flat output planes Qp apart (Qn rounded up to DK_QA). */
-typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; int top, rows; } dk_geo;
+ * flat output planes Qp apart (Qn rounded up to DK_QA); narrow: strips of at most 2
+ * vectors (dx, whose K-1-P rows of zeros above and below are then skipped more often). */
+typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; int top, rows, narrow; } dk_geo;
 
 #define W 4
 #include "conv_direct.inc"
@@ -96,10 +97,10 @@ static dk_plan dk_plan_of(const conv_dims *d, int S)
 {
     dk_plan p;
     int K = d->K, q = K - 1 - d->pad;
-    p.fx = (dk_geo){ d->C, d->H + 2 * d->pad, d->W + 2 * d->pad, K, 0, 0, d->pad, d->H };
+    p.fx = (dk_geo){ d->C, d->H + 2 * d->pad, d->W + 2 * d->pad, K, 0, 0, d->pad, d->H, 0 };
     p.fx.Qn = (size_t)d->OH * p.fx.Wp;
     p.fx.Qp = round_up(p.fx.Qn, DK_QA);
-    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + 2 * q, K, 0, 0, q, d->OH };
+    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + 2 * q, K, 0, 0, q, d->OH, q > 0 };
     p.bx.Qn = (size_t)d->H * p.bx.Wp;
     p.bx.Qp = round_up(p.bx.Qn, DK_QA);
     size_t F6 = round_up((size_t)d->F, DK_NF), C6 = round_up((size_t)d->C, DK_NF), KK = (size_t)K * K;
