@@ -1,4 +1,4 @@
-/* conv_internal.h — what the conv2d algorithm files (conv.c, conv_winograd.c, conv_fft.c)
+/* conv_internal.h — what the conv2d algorithm files (conv.c, conv_direct.c, conv_winograd.c, conv_fft.c)
  * share: the layer's dimensions, the batched per-point GEMM, the profiled stages. */
 #ifndef NNBENCH_CONV_INTERNAL_H
 #define NNBENCH_CONV_INTERNAL_H
@@ -54,6 +54,13 @@ void eng_fft_fwd(eng_node *n, int rows);
 void eng_fft_bwd(eng_node *n, int rows);
 uint64_t eng_fft_bytes(const eng_node *n, int rows, eng_dir dir);
 int eng_fft_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+
+/* The direct convolution (conv_direct.c): stride 1, any padding; its stages are oneDNN's
+ * (CONV_ST_REORDER: the padding copies, CONV_ST_PRIM: forward or dx, CONV_ST_WEIGHTS: dW). */
+size_t eng_direct_ws_floats(const eng_node *n, int chunk);
+void eng_direct_fwd(eng_node *n, int rows);
+void eng_direct_bwd(eng_node *n, int rows);
+uint64_t eng_direct_bytes(const eng_node *n, int rows, eng_dir dir);
 
 /* oneDNN's convolution primitives (conv_onednn.c): any stride and padding. unusable: ""
  * or why oneDNN cannot run the node's shape (or NNBENCH_ONEDNN_CONV_FAIL, for tests, is

@@ -15,7 +15,10 @@ void eng_conv_point_gemms(int npts, int ta, int tb, int M, int N, int K, const f
 }
 
 /* v3: onednn joined the candidates, and strided layers have a choice (so S is in the key);
- * a v2 entry, chosen without them, is ignored. */
+ * a v2 entry, chosen without them, is ignored. v4, every entry: onednn's 2-thread passes
+ * moved from OpenMP threads to the engine's pool, and direct got new kernels
+ * (conv_direct.c, several times faster on few-channel layers), so a v3 pick or layout was
+ * timed on code that no longer runs. */
 void eng_conv_choice_key(const eng_node *n, int rows, const char *what, char *key, size_t cap)
 {
     char cpu[160];

@@ -94,7 +94,9 @@ if [ -x "$bindir/bench/conv_bench" ]; then
                  "conv 16x28x28->16 k5 p2, batch 32: time im2col / fft (fwd + bwd)" \
                  "conv 16x28x28->16 k7 p3, batch 32: time im2col / fft (fwd + bwd)" \
                  "conv 6x12x12->16 k5 p0, batch 32: time im2col / onednn blocked (fwd + bwd)" \
-                 "conv 1x28x28->6 k5 p0, batch 32: onednn plain GFLOP/s / GEMM rate"; do
+                 "conv 1x28x28->6 k5 p0, batch 32: onednn plain GFLOP/s / GEMM rate" \
+                 "conv 1x28x28->6 k5 p0, batch 32 (first layer: no dx): fastest algorithm GFLOP/s / GEMM rate" \
+                 "conv 6x12x12->16 k5 p0, batch 32: fastest algorithm GFLOP/s / GEMM rate"; do
         grep -qF "| $label |" "$tmp/rows" || fail "conv row '$label' missing (conv_bench is built)"
     done
 fi

@@ -28,7 +28,11 @@
  * 1/(C·K·K)), dy ~ N(0,1)); the measured worst cases are in docs/convolution.md. F(2x2)
  * rounds a little more than a GEMM; F(4x4)'s transforms hold 4, 5, 8 and 1/6, ~10x more;
  * the FFT's error grows with log of the plane size, not with K. */
-#define REL_GEMM 1e-6 /* im2col and direct: the baseline, each sum rounded once per term */
+#define REL_GEMM 1e-6 /* im2col: the baseline, each sum rounded once per term */
+/* direct sums each output's C·K·K terms in one chain per vector lane (392 on 8x14x14 k7,
+ * where the GEMM's kernels split the sum in blocks): up to 1.06e-6 seen, so twice the
+ * GEMM bound */
+#define REL_DIRECT 2e-6
 #define REL_WINOGRAD 2e-6
 #define REL_WINOGRAD4 2e-5
 #define REL_FFT 2e-6
@@ -62,7 +66,7 @@ static const conv_case cases[] = {
 
 /* blocked: for onednn, its own formats with reorders (1) or NCHW as stored (0) */
 static const struct { eng_conv_algo algo; double rel; int blocked; const char *name; } algos[] = {
-    { ENG_CONV_IM2COL, REL_GEMM, 0, "im2col" }, { ENG_CONV_DIRECT, REL_GEMM, 0, "direct" },
+    { ENG_CONV_IM2COL, REL_GEMM, 0, "im2col" }, { ENG_CONV_DIRECT, REL_DIRECT, 0, "direct" },
     { ENG_CONV_WINOGRAD, REL_WINOGRAD, 0, "winograd" }, { ENG_CONV_WINOGRAD4, REL_WINOGRAD4, 0, "winograd4" },
     { ENG_CONV_FFT, REL_FFT, 0, "fft" }, { ENG_CONV_ONEDNN, REL_ONEDNN, 0, "onednn" },
     { ENG_CONV_ONEDNN, REL_ONEDNN, 1, "onednn-blk" },
@@ -170,6 +174,42 @@ static double rel_err(const char *algo, const char *what, const char *part, cons
     return rel;
 }
 
+/* Algorithms a_lo .. a_hi - 1 of the table on case k, forward and backward against the
+ * reference (one "conv error" line per tensor); worst[a] keeps each one's worst relative
+ * error. Algorithms the case's layer cannot run are skipped. */
+static void check_case(const conv_case *k, uint64_t seed, size_t a_lo, size_t a_hi, double *worst)
+{
+    conv_node c;
+    node_make(&c, k, k->chunk);
+    eng_rng r;
+    eng_rng_seed(&r, seed, 0);
+    size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
+    fill(c.x, nx, &r, 1.0);
+    fill(c.n.w, c.n.n_w, &r, 1.0 / sqrt((double)c.n.n_w / k->F));
+    fill(c.dy, ny, &r, 1.0);
+    double *y = malloc(ny * sizeof(double)), *dx = malloc(nx * sizeof(double)), *dw = malloc(c.n.n_w * sizeof(double));
+    reference(&c, y, dx, dw);
+    float *dy0 = malloc(ny * sizeof(float));
+    memcpy(dy0, c.dy, ny * sizeof(float));
+    for (size_t a = a_lo; a < a_hi; a++) {
+        if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
+        const char *name = algos[a].name;
+        use_algo(&c, a);
+        memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
+        memset(c.dx, 0xff, nx * sizeof(float));
+        memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
+        eng_conv_fwd(&c.n, c.rows);
+        memcpy(c.dy, dy0, ny * sizeof(float));
+        eng_conv_bwd(&c.n, c.rows);
+        double e[3] = { rel_err(name, k->what, "y", c.y, y, ny), rel_err(name, k->what, "dx", c.dx, dx, nx),
+                        rel_err(name, k->what, "dW", c.n.dw, dw, c.n.n_w) };
+        for (int i = 0; i < 3; i++)
+            if (!(e[i] <= worst[a])) worst[a] = e[i];
+    }
+    free(y); free(dx); free(dw); free(dy0);
+    node_free(&c);
+}
+
 /* Each algorithm forced (im2col and direct too, as the baseline), on every case it can run, forward and backward against the
  * reference; the worst relative error of each algorithm over all cases and tensors must
  * stay within its bound. */
@@ -177,37 +217,7 @@ static void test_conv_algos_vs_reference(void **state)
 {
     (void)state;
     double worst[N_ALGOS] = { 0 };
-    for (size_t i = 0; i < N_CASES; i++) {
-        conv_node c;
-        node_make(&c, &cases[i], cases[i].chunk);
-        eng_rng r;
-        eng_rng_seed(&r, 300 + i, 0);
-        size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
-        fill(c.x, nx, &r, 1.0);
-        fill(c.n.w, c.n.n_w, &r, 1.0 / sqrt((double)c.n.n_w / cases[i].F));
-        fill(c.dy, ny, &r, 1.0);
-        double *y = malloc(ny * sizeof(double)), *dx = malloc(nx * sizeof(double)), *dw = malloc(c.n.n_w * sizeof(double));
-        reference(&c, y, dx, dw);
-        float *dy0 = malloc(ny * sizeof(float));
-        memcpy(dy0, c.dy, ny * sizeof(float));
-        for (size_t a = 0; a < N_ALGOS; a++) {
-            if (*eng_conv_fallback(&c.n, algos[a].algo)) continue;
-            const char *name = algos[a].name;
-            use_algo(&c, a);
-            memset(c.y, 0xff, ny * sizeof(float)); /* NaN: every output must be written */
-            memset(c.dx, 0xff, nx * sizeof(float));
-            memset(c.n.dw, 0xff, c.n.n_w * sizeof(float));
-            eng_conv_fwd(&c.n, c.rows);
-            memcpy(c.dy, dy0, ny * sizeof(float));
-            eng_conv_bwd(&c.n, c.rows);
-            double e[3] = { rel_err(name, cases[i].what, "y", c.y, y, ny), rel_err(name, cases[i].what, "dx", c.dx, dx, nx),
-                            rel_err(name, cases[i].what, "dW", c.n.dw, dw, c.n.n_w) };
-            for (int k = 0; k < 3; k++)
-                if (!(e[k] <= worst[a])) worst[a] = e[k];
-        }
-        free(y); free(dx); free(dw); free(dy0);
-        node_free(&c);
-    }
+    for (size_t i = 0; i < N_CASES; i++) check_case(&cases[i], 300 + i, 0, N_ALGOS, worst);
     for (size_t a = 0; a < N_ALGOS; a++) {
         printf("  conv error %-9s worst relative error %.2e (bound %.0e)\n", algos[a].name, worst[a],
                algos[a].rel);
@@ -286,40 +296,95 @@ static double fd_compare(conv_node *c, float *v, const float *ana, size_t n, con
     return worst;
 }
 
+static const conv_case fd_cases[] = {
+    { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1", 1 },
+    { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0", 1 },
+    { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2", 1 },
+    { 2, 7, 7, 2, 3, 1, 2, 1, "2x7x7 k3 p1 s2", 2 },
+};
+#define N_FD_CASES (sizeof fd_cases / sizeof fd_cases[0])
+
+/* Finite differences of algorithm a on case k (skipped where its layer cannot run it). */
+static void fd_case(const conv_case *k, size_t a, uint64_t seed)
+{
+    conv_node c;
+    node_make(&c, k, k->chunk);
+    if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); return; }
+    use_algo(&c, a);
+    eng_rng r;
+    eng_rng_seed(&r, seed, a);
+    size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
+    float *rw = malloc(ny * sizeof(float)), *gx = malloc(nx * sizeof(float)), *gw = malloc(c.n.n_w * sizeof(float));
+    fill(c.x, nx, &r, 1.0);
+    fill(c.n.w, c.n.n_w, &r, 0.5);
+    fill(rw, ny, &r, 1.0);
+    eng_conv_fwd(&c.n, c.rows);
+    memcpy(c.dy, rw, ny * sizeof(float));
+    eng_conv_bwd(&c.n, c.rows);
+    memcpy(gx, c.dx, nx * sizeof(float));
+    memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
+    double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
+    printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", algos[a].name, k->what, ex, ew);
+    assert_true(ex < FD_TOL && ew < FD_TOL);
+    free(rw); free(gx); free(gw);
+    node_free(&c);
+}
+
 static void test_conv_algos_finite_diff(void **state)
 {
     (void)state;
-    static const conv_case small[] = {
-        { 2, 6, 6, 3, 3, 1, 2, 1, "2x6x6 k3 p1", 1 },
-        { 2, 5, 7, 2, 3, 0, 2, 2, "2x5x7 k3 p0", 1 },
-        { 2, 8, 8, 2, 5, 2, 2, 1, "2x8x8 k5 p2", 1 },
-        { 2, 7, 7, 2, 3, 1, 2, 1, "2x7x7 k3 p1 s2", 2 },
-    };
-    for (size_t i = 0; i < sizeof small / sizeof small[0]; i++)
-        for (size_t a = 0; a < N_ALGOS; a++) {
-            conv_node c;
-            node_make(&c, &small[i], small[i].chunk);
-            if (*eng_conv_fallback(&c.n, algos[a].algo)) { node_free(&c); continue; }
-            use_algo(&c, a);
-            eng_rng r;
-            eng_rng_seed(&r, 400 + i, a);
-            size_t ny = (size_t)c.rows * c.n.out_size, nx = (size_t)c.rows * c.n.in_size;
-            float *rw = malloc(ny * sizeof(float)), *gx = malloc(nx * sizeof(float)), *gw = malloc(c.n.n_w * sizeof(float));
-            fill(c.x, nx, &r, 1.0);
-            fill(c.n.w, c.n.n_w, &r, 0.5);
-            fill(rw, ny, &r, 1.0);
-            eng_conv_fwd(&c.n, c.rows);
-            memcpy(c.dy, rw, ny * sizeof(float));
-            eng_conv_bwd(&c.n, c.rows);
-            memcpy(gx, c.dx, nx * sizeof(float));
-            memcpy(gw, c.n.dw, c.n.n_w * sizeof(float));
-            double ex = fd_compare(&c, c.x, gx, nx, rw), ew = fd_compare(&c, c.n.w, gw, c.n.n_w, rw);
-            printf("  finite differences %-9s %-12s d/dx %.2e  d/dW %.2e\n", algos[a].name,
-                   small[i].what, ex, ew);
-            assert_true(ex < FD_TOL && ew < FD_TOL);
-            free(rw); free(gx); free(gw);
-            node_free(&c);
-        }
+    for (size_t i = 0; i < N_FD_CASES; i++)
+        for (size_t a = 0; a < N_ALGOS; a++) fd_case(&fd_cases[i], a, 400 + i);
+}
+
+/* direct's own edges: a batch of 1, a last chunk shorter than the others, fewer rows than
+ * the chunk (an epoch's partial last batch), C and F past one block of 6 filters (dW and
+ * dx blocks), pad K-1 (dx then pads dy by 0), a 1x1 kernel on one row. */
+static const conv_case direct_cases[] = {
+    { 1, 28, 28, 6, 5, 0, 1, 1, "fashion conv1, batch of 1", 1 },
+    { 6, 12, 12, 16, 5, 0, 5, 2, "fashion conv2, 5 rows by 2", 1 },
+    { 6, 12, 12, 16, 5, 0, 3, 4, "fashion conv2, 3 of 4 rows", 1 },
+    { 8, 13, 11, 13, 3, 1, 3, 3, "8x13x11->13 k3 p1", 1 },
+    { 2, 5, 4, 3, 4, 3, 2, 2, "2x5x4 k4 p3", 1 },
+    { 3, 1, 17, 7, 1, 0, 3, 2, "3x1x17 k1", 1 },
+};
+#define DIRECT_ALGO 1 /* direct's index in algos[] */
+
+/* The direct kernels on each ISA path, forced (they fuse multiply-adds on avx2 and avx512,
+ * so the paths agree to rounding, not bits): against the reference on every stride-1 case
+ * and direct's own edges within its bound, through finite differences, and a layer
+ * without dx (a first layer: no dx pass) gives the same dW. */
+static void test_conv_direct_paths(void **state)
+{
+    eng_isa before = isa_force_or_skip(state);
+    assert_int_equal(strcmp(algos[DIRECT_ALGO].name, "direct"), 0);
+    double worst[N_ALGOS] = { 0 };
+    for (size_t i = 0; i < N_CASES; i++) check_case(&cases[i], 600 + i, DIRECT_ALGO, DIRECT_ALGO + 1, worst);
+    for (size_t i = 0; i < sizeof direct_cases / sizeof direct_cases[0]; i++)
+        check_case(&direct_cases[i], 650 + i, DIRECT_ALGO, DIRECT_ALGO + 1, worst);
+    printf("  conv error direct on %s: worst relative error %.2e (bound %.0e)\n", eng_isa_name(eng_isa_current()),
+           worst[DIRECT_ALGO], REL_DIRECT);
+    assert_true(worst[DIRECT_ALGO] <= REL_DIRECT);
+    for (size_t i = 0; i < N_FD_CASES; i++) fd_case(&fd_cases[i], DIRECT_ALGO, 700 + i);
+    conv_node c;
+    node_make(&c, &cases[0], cases[0].chunk);
+    eng_rng r;
+    eng_rng_seed(&r, 720, 0);
+    size_t ny = (size_t)c.rows * c.n.out_size, nw = c.n.n_w;
+    fill(c.x, (size_t)c.rows * c.n.in_size, &r, 1.0);
+    fill(c.n.w, nw, &r, 0.2);
+    fill(c.dy, ny, &r, 1.0);
+    float *dw = malloc(nw * sizeof(float));
+    c.n.conv_algo = ENG_CONV_DIRECT;
+    eng_conv_bwd(&c.n, c.rows);
+    memcpy(dw, c.n.dw, nw * sizeof(float));
+    c.n.dx = NULL;
+    memset(c.n.dw, 0xff, nw * sizeof(float));
+    eng_conv_bwd(&c.n, c.rows);
+    assert_memory_equal(dw, c.n.dw, nw * sizeof(float));
+    free(dw);
+    node_free(&c);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
 /* ---- through the model: the key, the fallback and its note, the stages' scopes -------- */
@@ -519,6 +584,35 @@ static void two_steps(eng_model *m, size_t in_size)
     free(x);
 }
 
+/* The profiler's rows (by scope; free them) after two training steps of m, whose input is
+ * 2x8x8. */
+static prof_row *rows_after_two_steps(eng_model *m, prof_t *p, size_t *n)
+{
+    two_steps(m, 2 * 8 * 8);
+    prof_row *rows;
+    assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, n), 0);
+    return rows;
+}
+
+/* The op row conv2d.fwd (dir 0) or .bwd of layer, after checking its stage scopes: stage
+ * s is entered at least twice where want[s], never otherwise (its row may then be
+ * missing), and the op's self time is its total minus the stages'. */
+static const prof_row *op_with_stages(const prof_row *rows, size_t n, const char *layer, int dir,
+                                      const char *const stages[3], const int want[3], uint64_t *in_stages)
+{
+    const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
+    assert_non_null(op);
+    *in_stages = 0;
+    for (int s = 0; s < 3 && stages[s]; s++) {
+        const prof_row *r = row_in(rows, n, stages[s], layer);
+        if (want[s] ? !r || r->calls < 2 : r && r->calls != 0)
+            fail_msg("%s %s: %llu calls", layer, stages[s], r ? (unsigned long long)r->calls : 0ULL);
+        if (r) *in_stages += r->total_ns;
+    }
+    assert_int_equal(op->self_ns, op->total_ns - *in_stages);
+    return op;
+}
+
 /* onednn in the op table: inside conv2d.fwd/.bwd one scope per primitive (forward;
  * backward_data, only where the layer passes a gradient on; backward_weights) and one for
  * the reorders (entered only where the layout has some); the op's self time is its total
@@ -540,30 +634,22 @@ static void test_conv_onednn_scopes(void **state)
             assert_int_equal(c[l]->conv_algo, ENG_CONV_ONEDNN);
             eng_dnconv_force_layout(c[l], blocked);
         }
-        two_steps(m, 2 * 8 * 8);
-        prof_row *rows;
         size_t n;
-        assert_int_equal(prof_rows(p, PROF_BY_SCOPE, &rows, &n), 0);
+        prof_row *rows = rows_after_two_steps(m, p, &n);
         static const char *const stages[2][3] = { { "onednn.reorder.fwd", "onednn.forward.fwd", NULL },
                                                   { "onednn.reorder.bwd", "onednn.backward_data.bwd", "onednn.backward_weights.bwd" } };
         for (int l = 0; l < 2; l++)
             for (int dir = 0; dir < 2; dir++) {
                 const char *layer = l ? "conv2" : "conv1";
-                const prof_row *op = row_in(rows, n, dir ? "conv2d.bwd" : "conv2d.fwd", layer);
-                assert_non_null(op);
-                uint64_t in_stages = 0;
-                for (int s = 0; s < 3 && stages[dir][s]; s++) {
-                    const prof_row *r = row_in(rows, n, stages[dir][s], layer);
-                    /* the first layer computes no dx; a plain layout reorders nothing */
-                    int want = s == 0 ? eng_dnconv_reorders(c[l], 4) > 0 : !(l == 0 && s == 1 && dir);
-                    assert_true(r != NULL);
-                    if (want ? r->calls < 2 : r->calls != 0) fail_msg("%s %s: %llu calls", layer, stages[dir][s], (unsigned long long)r->calls);
-                    in_stages += r->total_ns;
-                }
+                /* the first layer computes no dx; a plain layout reorders nothing */
+                int want[3] = { eng_dnconv_reorders(c[l], 4) > 0, !(l == 0 && dir), 1 };
+                uint64_t in_stages;
+                const prof_row *op = op_with_stages(rows, n, layer, dir, stages[dir], want, &in_stages);
+                for (int s = 0; s < 3 && stages[dir][s]; s++) /* registered even when never entered */
+                    assert_non_null(row_in(rows, n, stages[dir][s], layer));
                 printf("  onednn %-7s %s %s: %d reorders, total %llu ns, primitives and reorders %llu ns\n",
                        eng_dnconv_layout_name(c[l]), layer, op->name, eng_dnconv_reorders(c[l], 4),
                        (unsigned long long)op->total_ns, (unsigned long long)in_stages);
-                assert_int_equal(op->self_ns, op->total_ns - in_stages);
                 assert_true(op->flops == op->calls * eng_conv_flops(c[l], 4, dir ? ENG_BWD : ENG_FWD));
             }
         free(rows);
@@ -657,17 +743,75 @@ static void test_conv_onednn_threads_rows(void **state)
     openblas_set_num_threads(keep);
 }
 
+/* direct through the model: its stages in the op table (direct.reorder: packing the
+ * filters; direct.forward; direct.backward_weights; direct.backward_data, never entered on
+ * a first layer, which computes no dx), the op's self time its total minus theirs, the
+ * summary naming it; and auto takes it from the choice cache (algorithm picks are v4
+ * entries: a v3 one measured the old direct kernels). */
+static void test_conv_direct_model(void **state)
+{
+    (void)state;
+    char cache[] = "/tmp/nnbench-convdir-XXXXXX";
+    cache_begin(cache);
+    int in[3] = { 2, 8, 8 };
+    eng_model_config mc = conv_model(4, 3, 1, 1, ENG_CONV_DIRECT);
+    mc.n_layers = 4;
+    mc.layers[3] = mc.layers[2];
+    mc.layers[2] = mc.layers[1];
+    mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 3, .kernel = 3, .pad = 1 };
+    prof_t *p = prof_create(&(prof_options){ .counters = "", .quiet = 1 });
+    assert_non_null(p);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, p, &m), ENG_OK);
+    printf("  %s\n", eng_model_summary(m));
+    assert_non_null(strstr(eng_model_summary(m), "k3 p1 direct) relu, conv(4x8x8->3x8x8 k3 p1 direct)"));
+    size_t n;
+    prof_row *rows = rows_after_two_steps(m, p, &n);
+    static const char *const stages[2][3] = { { "direct.reorder.fwd", "direct.forward.fwd", NULL },
+                                              { "direct.reorder.bwd", "direct.backward_data.bwd", "direct.backward_weights.bwd" } };
+    for (int l = 0; l < 2; l++)
+        for (int dir = 0; dir < 2; dir++) {
+            const char *layer = l ? "conv2" : "conv1";
+            int want[3] = { 1, !(l == 0 && dir), 1 }; /* conv1: no dx */
+            uint64_t in_stages;
+            const prof_row *op = op_with_stages(rows, n, layer, dir, stages[dir], want, &in_stages);
+            printf("  direct %s %s: total %llu ns, stages %llu ns\n", layer, op->name, (unsigned long long)op->total_ns,
+                   (unsigned long long)in_stages);
+        }
+    free(rows);
+    eng_model_free(m);
+    prof_destroy(p);
+    /* auto: the cached pick is taken without measuring */
+    mc.conv_algo = ENG_CONV_AUTO;
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+    char key[400];
+    eng_conv_choice_key(&m->nodes[m->layers[1].node_first], 4, "", key, sizeof key);
+    assert_int_equal(strncmp(key, "v4 ", 3), 0);
+    eng_choice_put("conv-choices", key, "direct");
+    eng_conv_choice_key(&m->nodes[m->layers[0].node_first], 4, "", key, sizeof key);
+    eng_choice_put("conv-choices", key, "direct");
+    eng_model_free(m);
+    assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
+    printf("  auto, direct cached: %s\n", eng_model_summary(m));
+    assert_int_equal(m->nodes[m->layers[0].node_first].conv_algo, ENG_CONV_DIRECT);
+    assert_int_equal(m->nodes[m->layers[1].node_first].conv_algo, ENG_CONV_DIRECT);
+    eng_model_free(m);
+    cache_end(cache);
+}
+
 int test_engine_conv(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_conv_algos_vs_reference),
         ISA_PATH_TESTS(test_conv_winograd_path_bits),
         cmocka_unit_test(test_conv_algos_finite_diff),
+        ISA_PATH_TESTS(test_conv_direct_paths),
         cmocka_unit_test(test_conv_fallback),
         cmocka_unit_test(test_conv_onednn_fails),
         cmocka_unit_test(test_conv_stage_scopes),
         cmocka_unit_test(test_conv_onednn_scopes),
         cmocka_unit_test(test_conv_onednn_threads_rows),
+        cmocka_unit_test(test_conv_direct_model),
     };
     return cmocka_run_group_tests_name("engine_conv", tests, NULL, NULL);
 }

@@ -643,9 +643,10 @@ static void test_grad_conv2d_pad_stride(void **state)
 /* ---- the direct convolution (model.conv_algo = direct) -------------------------------- */
 
 /* Stride-1 shapes for the direct algorithm: the Fashion CNN's two convolutions, and padded
- * ones where F is not a multiple of the filter block (4), W and OW not multiples of the
- * vector (16), C > 1, an output row longer than one vector, and rows of at most 8 (two
- * rows per vector) with an odd number of them. */
+ * ones where F is not a multiple of the filter block (6), W and OW not multiples of the
+ * vector (4, 8 or 16 floats by path), C > 1, an output row longer than one vector, short
+ * rows with an odd number of them (each path is checked against the reference in
+ * tests/engine/conv.c, test_conv_direct_paths). */
 static const struct { int C, H, W, F, K, pad, rows; const char *what; } dconv_cases[] = {
     { 1, 28, 28, 6, 5, 0, 3, "fashion conv1 1x28x28 k5" },
     { 6, 12, 12, 16, 5, 0, 3, "fashion conv2 6x12x12 k5" },
@@ -714,34 +715,12 @@ static void test_conv_direct_vs_im2col(void **state)
     }
 }
 
-/* Every ISA path of the direct kernels gives the generic path's bits. */
-static void test_conv_direct_path_bits(void **state)
-{
-    eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
-    for (size_t i = 0; i < DCONV_CASES; i++) {
-        harness h;
-        dconv_setup(&h, i, 110 + i);
-        size_t tot = (size_t)h.rows * (h.n.out_size + h.n.in_size) + h.n.n_w;
-        float *want = malloc(tot * sizeof(float)), *got = malloc(tot * sizeof(float));
-        ISA_UNDER(ENG_ISA_GENERIC, dconv_pass(&h, ENG_CONV_DIRECT, want));
-        memset(got, 0xa5, tot * sizeof(float));
-        dconv_pass(&h, ENG_CONV_DIRECT, got);
-        for (size_t k = 0; k < tot; k++)
-            if (memcmp(&want[k], &got[k], sizeof(float)))
-                fail_msg("%s on path %s: value %zu (of y, dx, dW) is %a, the generic path's %a", dconv_cases[i].what,
-                         eng_isa_name(p), k, (double)got[k], (double)want[k]);
-        printf("  %-26s %s: %zu values (y, dx, dW), the same bits as generic\n", dconv_cases[i].what, eng_isa_name(p), tot);
-        free(want); free(got);
-        h_free(&h);
-    }
-    assert_int_equal(eng_isa_set(before), ENG_OK);
-}
-
 /* Finite differences through the direct path (dx and dW), on shapes that cover padding, F
  * not a multiple of 4 and rows longer than one vector. The op is linear, so a central
  * difference errs only by the float rounding of the objective, which grows with |y|; the
- * direct loops round each multiply and add (no FMA), about twice as often as the GEMM, so
- * x is drawn at 1/4 scale (d/dx does not depend on x) to keep that noise under TOL. */
+ * generic path's direct loops round each multiply and add (no FMA), about twice as often
+ * as the GEMM, so x is drawn at 1/4 scale (d/dx does not depend on x) to keep that noise
+ * under TOL. */
 static void test_grad_conv2d_direct(void **state)
 {
     (void)state;
@@ -1646,7 +1625,6 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_conv2d),
         cmocka_unit_test(test_grad_conv2d_pad_stride),
         cmocka_unit_test(test_conv_direct_vs_im2col),
-        ISA_PATH_TESTS(test_conv_direct_path_bits),
         cmocka_unit_test(test_grad_conv2d_direct),
         cmocka_unit_test(test_mlp_gemms_match_bound),
         cmocka_unit_test(test_conv_algo_select),
