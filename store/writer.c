@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,12 +157,48 @@ int store_solver_event_add(store *s, long long run, const store_solver_event *ev
     return STORE_OK;
 }
 
+/* Checkpoint buffers of CK_HUGE bytes or more are whole 2 MiB blocks of their own, marked
+ * for transparent huge pages where the kernel has them: the first copy into a fresh one
+ * then faults once per 2 MiB instead of once per 4 KiB page (a fresh 1.8 MB buffer: ~460
+ * faults, 9 ms of training-thread CPU on the loaded 2-core VM; 0.3-0.6 ms in huge pages).
+ * Smaller ones come from malloc. The size alone says which (ck_free_buf). */
+#define CK_HUGE ((size_t)1 << 20)
+#define CK_BLOCK ((size_t)2 << 20)
+
+static unsigned char *ck_alloc(size_t len, size_t *cap)
+{
+    if (len < CK_HUGE) {
+        *cap = len;
+        return malloc(len ? len : 1);
+    }
+    size_t n = (len + CK_BLOCK - 1) / CK_BLOCK * CK_BLOCK;
+    /* one block more than needed, then the unaligned ends unmapped: huge pages need 2 MiB
+     * alignment */
+    unsigned char *m = mmap(NULL, n + CK_BLOCK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) return NULL;
+    size_t head = (CK_BLOCK - (uintptr_t)m % CK_BLOCK) % CK_BLOCK;
+    if (head) munmap(m, head);
+    munmap(m + head + n, CK_BLOCK - head);
+#ifdef MADV_HUGEPAGE
+    madvise(m + head, n, MADV_HUGEPAGE);   /* advice only: without THP, ordinary pages */
+#endif
+    *cap = n;
+    return m + head;
+}
+
+static void ck_free_buf(unsigned char *data, size_t cap)
+{
+    if (!data) return;
+    if (cap < CK_HUGE) free(data);
+    else munmap(data, cap);
+}
+
 /* A buffer that no record is in any more goes back to the free ones (s->mu held). */
 static void ck_release(store *s, unsigned char *data, size_t cap)
 {
     if (!data) return;
     if (s->n_ck_free < STORE_CKPT_BUFS) s->ck_free[s->n_ck_free++] = (store_ckbuf){ data, cap };
-    else free(data);
+    else ck_free_buf(data, cap);
 }
 
 /* A free buffer for len bytes (s->mu held): one large enough if there is one, else any
@@ -201,9 +238,8 @@ int store_checkpoint_put(store *s, long long run, long step, int epoch, const vo
     if (!st && b.cap < len) s->ck_allocs++;
     pthread_mutex_unlock(&s->mu);
     if (!st && b.cap < len) {   /* its old bytes are not needed: no realloc copy */
-        free(b.data);
-        b = (store_ckbuf){ malloc(len), len };
-        if (!b.data) {
+        ck_free_buf(b.data, b.cap);
+        if (!(b.data = ck_alloc(len, &b.cap))) {
             b.cap = 0;
             st = store_fail(STORE_ENOMEM, "storing a checkpoint: out of memory for a copy of %zu bytes", len);
         }
@@ -548,9 +584,9 @@ void store_writer_close(store *s)
     free(s->buf.solves);
     free(s->spare.pts);
     free(s->spare.solves);
-    free(s->buf.ck.data);
-    free(s->spare.ck.data);
-    for (int i = 0; i < s->n_ck_free; i++) free(s->ck_free[i].data);
+    ck_free_buf(s->buf.ck.data, s->buf.ck.cap);
+    ck_free_buf(s->spare.ck.data, s->spare.ck.cap);
+    for (int i = 0; i < s->n_ck_free; i++) ck_free_buf(s->ck_free[i].data, s->ck_free[i].cap);
     s->n_ck_free = 0;
     memset(&s->buf, 0, sizeof s->buf);
     memset(&s->spare, 0, sizeof s->spare);

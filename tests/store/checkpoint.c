@@ -225,19 +225,26 @@ static void test_checkpoint_buffer_reused(void **state)
         assert_int_equal(store_flush(s), STORE_OK);
     }
     assert_int_equal(s->ck_allocs, 1);
-    /* a larger record (another model) grows one buffer once */
-    unsigned char *big = malloc(2 * N);
+    /* a larger record (another model; above a MiB: whole 2 MiB blocks) replaces the buffer
+     * once, and a smaller one after it goes into the same buffer */
+    enum { BIG = 5 * N + 7 };
+    unsigned char *big = malloc(BIG);
     assert_non_null(big);
-    memset(big, 9, 2 * N);
-    for (int k = 7; k <= 8; k++) {
-        assert_int_equal(store_checkpoint_put(s, run, 10 * k, k, big, 2 * N), STORE_OK);
+    memset(big, 9, BIG);
+    for (int k = 7; k <= 9; k++) {
+        size_t n = k < 9 ? BIG : N / 3;
+        assert_int_equal(store_checkpoint_put(s, run, 10 * k, k, big, n), STORE_OK);
         assert_int_equal(store_flush(s), STORE_OK);
     }
     assert_int_equal(s->ck_allocs, 2);
     void *data;
     size_t len;
     ck_at(p, run, 80, &data, &len);
-    assert_int_equal(len, 2 * N);
+    assert_int_equal(len, BIG);
+    assert_all(data, len, 9);
+    free(data);
+    ck_at(p, run, 90, &data, &len);
+    assert_int_equal(len, N / 3);
     assert_all(data, len, 9);
     free(data);
     store_close(s);
