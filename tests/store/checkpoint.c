@@ -180,8 +180,8 @@ static void test_checkpoint_off_the_caller(void **state)
     rm_rf(dir);
 }
 
-/* The newest checkpoint of run at step (its bytes in *data, len in *len; free()). */
-static void ck_at(const char *path, long long run, long step, void **data, size_t *len)
+/* Checkpoint step of run, as stored in path: len bytes, every one of them byte. */
+static void assert_ck(const char *path, long long run, long step, size_t len, int byte)
 {
     sqlite3 *db;
     assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
@@ -191,19 +191,12 @@ static void ck_at(const char *path, long long run, long step, void **data, size_
     sqlite3_bind_int64(q, 1, run);
     sqlite3_bind_int64(q, 2, step);
     assert_int_equal(sqlite3_step(q), SQLITE_ROW);
-    *len = (size_t)sqlite3_column_bytes(q, 0);
-    *data = malloc(*len + 1);
-    assert_non_null(*data);
-    memcpy(*data, sqlite3_column_blob(q, 0), *len);
+    assert_int_equal((size_t)sqlite3_column_bytes(q, 0), len);
+    const unsigned char *b = sqlite3_column_blob(q, 0);
+    for (size_t i = 0; i < len; i++)
+        if (b[i] != byte) fail_msg("step %ld: byte %zu of %zu is %d, the record put had %d", step, i, len, b[i], byte);
     sqlite3_finalize(q);
     sqlite3_close(db);
-}
-
-static void assert_all(const void *data, size_t len, int byte)
-{
-    const unsigned char *b = data;
-    for (size_t i = 0; i < len; i++)
-        if (b[i] != byte) fail_msg("byte %zu of %zu is %d, the record put had %d", i, len, b[i], byte);
 }
 
 /* Checkpoints of one size, each written before the next: the store copies each into the
@@ -237,16 +230,8 @@ static void test_checkpoint_buffer_reused(void **state)
         assert_int_equal(store_flush(s), STORE_OK);
     }
     assert_int_equal(s->ck_allocs, 2);
-    void *data;
-    size_t len;
-    ck_at(p, run, 80, &data, &len);
-    assert_int_equal(len, BIG);
-    assert_all(data, len, 9);
-    free(data);
-    ck_at(p, run, 90, &data, &len);
-    assert_int_equal(len, N / 3);
-    assert_all(data, len, 9);
-    free(data);
+    assert_ck(p, run, 80, BIG, 9);
+    assert_ck(p, run, 90, N / 3, 9);
     store_close(s);
     free(big);
     free(rec);
@@ -286,16 +271,8 @@ static void test_checkpoint_writer_held(void **state)
     assert_int_equal(store_flush(s), STORE_OK);
     unsetenv("NNBENCH_TEST_HOLD_CKPT_WRITE");
     assert_true(s->ck_allocs <= 3);
-    void *data;
-    size_t len;
-    ck_at(p, run, 100, &data, &len);
-    assert_int_equal(len, N);
-    assert_all(data, len, 1);
-    free(data);
-    ck_at(p, run, 400, &data, &len);
-    assert_int_equal(len, N);
-    assert_all(data, len, 4);
-    free(data);
+    assert_ck(p, run, 100, N, 1);
+    assert_ck(p, run, 400, N, 4);
     assert_int_equal(count(p, "SELECT count(*) FROM checkpoints WHERE step IN (200, 300)"), 0);
     assert_int_equal(count(p, "SELECT count(*) FROM metrics"), 4);   /* every point before the last one */
     store_close(s);
