@@ -594,6 +594,9 @@ typedef struct {
 size_t eng_ckpt_size(const eng_ckpt *c);
 /* Writes the record into buf (cap >= eng_ckpt_size); returns the bytes written. */
 size_t eng_ckpt_write(const eng_ckpt *c, void *buf, size_t cap);
+/* The checksum a record of format version writes at offset 24, over its bytes from 32 on:
+ * FNV-1a 64 for version 1, XXH64 (seed 0) from version 2. */
+uint64_t eng_ckpt_checksum(unsigned version, const void *p, size_t n);
 /* Checks magic, version, length and checksum, then that the record belongs to a run of
  * c's shape (seed, parameters, optimizer, training set, batch), and fills c's arrays
  * and loop. ENG_EFORMAT / ENG_EINVAL with what differs. With params_only, only the

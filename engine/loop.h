@@ -160,7 +160,8 @@ eng_loop_update eng_loop_optim_slot(eng_loop_optim *o);
 eng_loop_transform eng_loop_grad_slot(eng_grad *g);
 eng_loop_telemetry eng_loop_telem_slot(eng_telem *t);
 /* checkpoint: the record of view (identity and arrays) with the loop state, into one
- * buffer allocated at init (no allocation in the loop). Free with eng_loop_record_free. */
+ * buffer allocated and paged in at init (no allocation or first-touch page fault in the
+ * loop). Free with eng_loop_record_free. */
 typedef struct {
     eng_ckpt view;
     void *buf;

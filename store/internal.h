@@ -45,6 +45,13 @@ typedef struct {
  * for long); beyond it store_metric_add fails with the writer's error (~110 MB). */
 #define STORE_MAX_PENDING (1u << 21)
 
+/* A checkpoint buffer that holds no record: one of the store's free ones. */
+typedef struct {
+    unsigned char *data;
+    size_t cap;
+} store_ckbuf;
+#define STORE_CKPT_BUFS 3          /* free checkpoint buffers kept for reuse, at most */
+
 /* A checkpoint record handed to the writer (a copy: the caller's buffer is free at once). */
 typedef struct {
     int full;                  /* holds a record not yet written */
@@ -52,7 +59,7 @@ typedef struct {
     long step;
     int epoch;
     double created;            /* unix seconds, when it was handed over */
-    unsigned char *data;       /* cap bytes, reused from one checkpoint to the next */
+    unsigned char *data;       /* cap bytes; back to ck_free once written or replaced */
     size_t len, cap;
 } store_pending_ckpt;
 
@@ -85,8 +92,12 @@ struct store {
     sqlite3 *wdb;
     sqlite3_stmt *ins_metric, *ins_solver, *upd_progress, *run_exists, *ins_ckpt, *del_ckpt;
     store_batch buf, spare;        /* buf: filling; spare: being written */
-    unsigned char *ck_stage;       /* the third checkpoint buffer: the caller copies into it */
-    size_t ck_stage_cap;
+    /* Checkpoint buffers in no record: the caller copies the next record into one of them.
+     * Each buffer is in exactly one place: here, with a caller copying into it, in buf.ck
+     * (waiting) or in spare.ck (the writer's until its batch is done). */
+    store_ckbuf ck_free[STORE_CKPT_BUFS];
+    int n_ck_free;
+    long ck_allocs;                /* checkpoint buffers allocated (or grown) so far */
     char *keys[STORE_MAX_KEYS];
     int n_keys;
     store_progress prog[STORE_MAX_PROGRESS];

@@ -213,6 +213,7 @@ static const char *const environment[][2] = {
     { "NNBENCH_GEMM_PROBE", "internal: makes the process a GEMM probe child" },
     { "NNBENCH_GEMM_FAIL", "tests: makes a GEMM backend's check fail (onednn, onednn:crash)" },
     { "NNBENCH_TEST_HOLD_RESUME", "tests: holds a resume between its checks (PATH.held, then waits for PATH)" },
+    { "NNBENCH_TEST_HOLD_CKPT_WRITE", "tests: holds the store's writer on a checkpoint it took (PATH.held, then waits for PATH)" },
     { "OPENBLAS_CORETYPE", "OpenBLAS's kernel core; set, nnbench keeps it (see NNBENCH_OPENBLAS_SELECT)" },
     { "OPENBLAS_NUM_THREADS", "GEMM threads when train.threads = 0" },
     { "NO_COLOR", "monochrome output and workbench" },

@@ -31,6 +31,8 @@ typedef struct {
     size_t len;
 } ck_sink;
 
+/* What `nnbench run`'s store sink does with a checkpoint (tui/runner_store.c), nothing more:
+ * the final model is read back from the store after training, as eval and quantize do. */
 static int on_ck(void *ud, const eng_checkpoint *ck)
 {
     ck_sink *s = ud;
@@ -38,11 +40,6 @@ static int on_ck(void *ud, const eng_checkpoint *ck)
         eng_fail(ENG_ESINK, "%s", store_error());
         return -1;
     }
-    void *p = realloc(s->last, ck->len);
-    if (!p) return -1;
-    memcpy(p, ck->data, ck->len);
-    s->last = p;
-    s->len = ck->len;
     return 0;
 }
 
@@ -89,6 +86,11 @@ static int bench_sample(const char *file, const char *variant, const char *const
         row("checkpoint write / training time, Fashion MLP, default interval (each epoch)", one(r), abs, "<= 0.02", r <= 0.02);
     }
     eng_model *m = eng_run_model(run);
+    store_checkpoint meta;
+    if (store_flush(db) || store_checkpoint_get(db, cs.run, &meta, &cs.last, &cs.len)) {
+        fprintf(stderr, "quant_bench: %s: %s\n", name, store_error());
+        return 1;
+    }
     if (eng_run_load_params(run, cs.last, cs.len)) { fprintf(stderr, "quant_bench: %s\n", eng_error()); return 1; }
     const eng_dataset *ds = eng_run_dataset(run);
     eng_qmodel *q;

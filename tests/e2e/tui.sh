@@ -105,7 +105,10 @@ keys Tab
 wait_for "System:"
 wait_for "blas"
 keys End                          # long values wrap: the checkpoints line is further down
-wait_for "Checkpoints: 2 kept"   # the run's checkpoints (docs/quantization.md)
+# the run's checkpoints (docs/quantization.md): 2 kept, or 1 when the store's writer reached
+# none before the last (a newer checkpoint replaces a waiting one; seen 2 in 15 CLI runs of
+# this config on a loaded machine, before and after the checkpoint buffer pool)
+wait_re "Checkpoints: [12] kept"
 keys BTab
 wait_for "Resolved configuration"
 keys Escape

@@ -14,6 +14,9 @@
 #include <string.h>
 
 #include "../../engine/internal.h"
+#include "../../engine/loop.h"
+
+#include <sys/resource.h>
 
 /* From text (eng_experiment_load_text, as resume rebuilds a stored run's config). */
 static eng_experiment *load(const char *text, const char *const *sets, size_t n_sets)
@@ -119,6 +122,152 @@ static void test_record_non_finite(void **state)
     assert_int_equal(eng_ckpt_read(&d, buf, len, 1), ENG_OK);
     assert_memory_equal(p, p2, sizeof p);
     free(buf);
+}
+
+/* The record's checksum from version 2 on is XXH64 (seed 0): the values of the reference
+ * implementation (libxxhash 0.8) for inputs that reach each part of it (empty, the 1-, 4-
+ * and 8-byte tails, one and several 32-byte stripes). */
+static void test_checksum_vectors(void **state)
+{
+    (void)state;
+    static const struct { size_t n; uint64_t h; } want[] = {
+        { 0, 0xef46db3751d8e999ull },   { 1, 0x1f25c8d0bc1f4bb6ull },   { 3, 0x31d2363f52e564c9ull },
+        { 4, 0x9bb64b7d66ee9fdaull },   { 7, 0x9a7b149959ce60d8ull },   { 8, 0xdab99d95c6f90092ull },
+        { 31, 0xa2aa5f33cc4a6119ull },  { 32, 0x23c3c17ef790fd97ull },  { 33, 0x50a7cfc7ba588784ull },
+        { 100, 0xa61f8d4c170fe531ull }, { 1000, 0x5f235fa033f1a3fbull } };
+    unsigned char b[1000];
+    for (size_t i = 0; i < sizeof b; i++) b[i] = (unsigned char)(i * 7 + 3);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        uint64_t got = eng_ckpt_checksum(2, b, want[k].n);
+        if (got != want[k].h)
+            fail_msg("XXH64 of %zu bytes: %016llx, the reference gives %016llx", want[k].n,
+                     (unsigned long long)got, (unsigned long long)want[k].h);
+    }
+    /* version 1: FNV-1a 64 ("a" is the published test vector) */
+    assert_true(eng_ckpt_checksum(1, "a", 1) == 0xaf63dc4c8601ec8cull);
+}
+
+/* The test's own FNV-1a 64: what the version-1 writer (nnbench before the XXH64 checksum)
+ * stored, so a version-1 record can be made here without the engine's help. */
+static uint64_t fnv1a_ref(const unsigned char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
+    return h;
+}
+
+/* Records written by earlier versions (format 1, FNV-1a) are still read and verified with
+ * their own checksum; the new one detects every single flipped bit (in each of the four
+ * lanes and in the tail), two equal flips in two words (which would cancel in a sum of
+ * words), two words swapped (which a per-lane sum would miss) and a version-1 checksum
+ * on a version-2 record. */
+static void test_record_versions(void **state)
+{
+    (void)state;
+    enum { N = 333 };   /* odd: the record ends in a tail shorter than a 32-byte stripe */
+    static float p[N], m[N], p2[N], m2[N];
+    fill(p, N, 0.75f); fill(m, N, -2.5f);
+    long t = 3, t2 = 0;
+    eng_ckpt c = { .seed = 4, .total_steps = 90, .n_params = N, .n_train = 64, .batch = 16,
+                   .optimizer = ENG_OPT_MOMENTUM, .params = p, .m = m, .opt_t = &t };
+    c.loop = (eng_loop_state){ .step = 30, .epoch = 7, .steps_to_target = -1 };
+    size_t len = eng_ckpt_size(&c);
+    unsigned char *buf = malloc(len), *v1 = malloc(len);
+    assert_int_equal(eng_ckpt_write(&c, buf, len), len);
+    uint32_t version;
+    memcpy(&version, buf + 8, 4);
+    assert_int_equal(version, 2);
+    eng_ckpt d = c;
+    d.params = p2; d.m = m2; d.opt_t = &t2;
+    /* a version-1 record: the same bytes, version 1, FNV-1a */
+    memcpy(v1, buf, len);
+    version = 1;
+    memcpy(v1 + 8, &version, 4);
+    uint64_t sum = fnv1a_ref(v1 + 32, len - 32);
+    memcpy(v1 + 24, &sum, 8);
+    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_OK);
+    assert_memory_equal(p, p2, sizeof p);
+    assert_memory_equal(m, m2, sizeof m);
+    assert_int_equal(t2, 3);
+    assert_int_equal(d.loop.step, 30);
+    v1[len - 1] ^= 0x01;   /* damaged: refused by FNV-1a as before */
+    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "checksum"));
+    /* a version-2 record carrying a version-1 checksum is refused */
+    memcpy(v1, buf, len);
+    memcpy(v1 + 24, &sum, 8);
+    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "checksum"));
+    /* a future version is refused by name */
+    memcpy(v1, buf, len);
+    version = 3;
+    memcpy(v1 + 8, &version, 4);
+    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "format version 3"));
+
+    /* every bit of the first 40 bytes after the header (all four lanes), of the last 40
+     * (the tail) and of every 97th byte between */
+    for (size_t i = 32; i < len; i = (i < 72 || i >= len - 41) ? i + 1 : (i + 97 < len - 41 ? i + 97 : len - 41))
+        for (int bit = 0; bit < 8; bit++) {
+            memcpy(v1, buf, len);
+            v1[i] ^= (unsigned char)(1u << bit);
+            if (eng_ckpt_read(&d, v1, len, 0) != ENG_EFORMAT || !strstr(eng_error(), "checksum"))
+                fail_msg("a flipped bit %d of byte %zu of %zu was not detected", bit, i, len);
+        }
+    /* the top bit of two words of one lane: a multiply-only lane would keep it in bit 63 and
+     * two of them would cancel */
+    memcpy(v1, buf, len);
+    v1[32 + 7] ^= 0x80;
+    v1[32 + 32 + 7] ^= 0x80;
+    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
+    /* two 8-byte words of the parameters swapped */
+    memcpy(v1, buf, len);
+    memcpy(v1 + 256, buf + 288, 8);
+    memcpy(v1 + 288, buf + 256, 8);
+    assert_true(memcmp(v1, buf, len) != 0);
+    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
+    assert_non_null(strstr(eng_error(), "checksum"));
+    free(v1);
+    free(buf);
+}
+
+/* Page faults of the calling thread so far (minor and major). */
+static long thread_faults(void)
+{
+    struct rusage ru;
+    assert_int_equal(getrusage(RUSAGE_THREAD, &ru), 0);
+    return ru.ru_minflt + ru.ru_majflt;
+}
+
+/* The checkpoint slot's record buffer is paged in when the run is created: the first
+ * checkpoint, in mid-training, writes its 4 MB without a page fault per 4 KiB page (it
+ * took ~1000 here before: ~20 us each on a loaded VM). The bound leaves room for a few
+ * faults of the arrays' own pages. */
+static void test_record_buffer_paged_in(void **state)
+{
+    (void)state;
+    enum { N = 1 << 20 };
+    float *p = calloc(N, sizeof *p);
+    assert_non_null(p);
+    for (size_t i = 0; i < N; i++) p[i] = 0.001f * (float)(i % 977);   /* the source's pages are in */
+    eng_ckpt c = { .seed = 2, .total_steps = 10, .n_params = N, .n_train = 8, .batch = 8,
+                   .optimizer = ENG_OPT_SGD, .params = p };
+    eng_loop_record rec;
+    assert_int_equal(eng_loop_record_init(&rec, &c), ENG_OK);
+    eng_loop_checkpoint slot = eng_loop_record_slot(&rec);
+    eng_loop_state L = { .step = 5, .steps_to_target = -1 };
+    const void *data = NULL;
+    size_t len = 0;
+    long before = thread_faults();
+    assert_int_equal(slot.write(slot.ud, &L, &data, &len), ENG_OK);
+    long faults = thread_faults() - before;
+    assert_int_equal(len, eng_ckpt_size(&c));
+    if (faults > 64) fail_msg("the first checkpoint write took %ld page faults for %zu bytes", faults, len);
+    float back[4];
+    memcpy(back, (const unsigned char *)data + len - sizeof back, sizeof back);
+    assert_true(back[3] == p[N - 1]);
+    eng_loop_record_free(&rec);
+    free(p);
 }
 
 /* A sink that records every logged value (but throughput) and keeps every checkpoint. */
@@ -398,6 +547,9 @@ int test_engine_checkpoint(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_record_round_trip),
         cmocka_unit_test(test_record_non_finite),
+        cmocka_unit_test(test_checksum_vectors),
+        cmocka_unit_test(test_record_versions),
+        cmocka_unit_test(test_record_buffer_paged_in),
         cmocka_unit_test(test_resume_equals_uninterrupted),
         cmocka_unit_test(test_stop_then_resume),
         cmocka_unit_test(test_graph_checkpoint_resume),

@@ -1,7 +1,7 @@
 /* ckpt.c — fuzz target: the checkpoint record reader (engine/checkpoint.c, eng_ckpt_read)
  * that eval, quantize, export-model and resume run on the BLOB from the database. Each
- * input is read as it is and again with its checksum made valid (so mutations get past
- * the checksum into the fields), into a model of the size the record claims (at most 2^16
+ * input is read as it is and again with its checksum made valid for the version it claims
+ * (so mutations get past the checksum into the fields), into a model of the size the record claims (at most 2^16
  * parameters, else one: the "another model" refusal) with the optimizer state its flags
  * name, once in full and once parameters only. A record accepted must hold finite
  * parameters only. In memory: no file, so not fuzz.h's scratch files. */
@@ -13,14 +13,6 @@
 #include "../../engine/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-/* The record's FNV-1a 64 over bytes [32, total) (engine/checkpoint.c). */
-static uint64_t fnv1a(const uint8_t *p, size_t n)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < n; i++) { h ^= p[i]; h *= 0x100000001b3ull; }
-    return h;
-}
 
 static void read_record(const uint8_t *rec, size_t n)
 {
@@ -67,7 +59,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint8_t *fixed = malloc(size);
     if (!fixed) return 0;
     memcpy(fixed, data, size);
-    uint64_t sum = fnv1a(fixed + 32, size - 32);
+    uint32_t version;
+    memcpy(&version, fixed + 8, 4);
+    uint64_t sum = eng_ckpt_checksum(version, fixed + 32, size - 32);
     memcpy(fixed + 24, &sum, 8);
     read_record(fixed, size);
     free(fixed);

@@ -4,6 +4,7 @@
  * quantization records and their op rows round-trip, and deleting a run deletes them all. */
 #include "util.h"
 
+#include "../../store/internal.h"   /* ck_allocs: how many checkpoint buffers were made */
 #include "../../store/store.h"
 
 #include <math.h>
@@ -179,6 +180,106 @@ static void test_checkpoint_off_the_caller(void **state)
     rm_rf(dir);
 }
 
+/* Checkpoint step of run, as stored in path: len bytes, every one of them byte. */
+static void assert_ck(const char *path, long long run, long step, size_t len, int byte)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT data FROM checkpoints WHERE run=?1 AND step=?2", -1, &q, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_int64(q, 1, run);
+    sqlite3_bind_int64(q, 2, step);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    assert_int_equal((size_t)sqlite3_column_bytes(q, 0), len);
+    const unsigned char *b = sqlite3_column_blob(q, 0);
+    for (size_t i = 0; i < len; i++)
+        if (b[i] != byte) fail_msg("step %ld: byte %zu of %zu is %d, the record put had %d", step, i, len, b[i], byte);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+/* Checkpoints of one size, each written before the next: the store copies each into the
+ * buffer the previous one used (allocated once, its pages already in memory), not into a
+ * new one (the copy into fresh memory was most of a checkpoint's cost on the training
+ * thread). */
+static void test_checkpoint_buffer_reused(void **state)
+{
+    (void)state;
+    char dir[600], p[700];
+    store *s = open_new(dir, p, "ckreuse.db");
+    long long run = mk_run(s);
+    enum { N = 300000 };
+    unsigned char *rec = malloc(N);
+    assert_non_null(rec);
+    for (int k = 1; k <= 6; k++) {
+        memset(rec, k, N);
+        assert_int_equal(store_checkpoint_put(s, run, 10 * k, k, rec, N), STORE_OK);
+        assert_int_equal(store_flush(s), STORE_OK);
+    }
+    assert_int_equal(s->ck_allocs, 1);
+    /* a larger record (another model; above a MiB: whole 2 MiB blocks) replaces the buffer
+     * once, and a smaller one after it goes into the same buffer */
+    enum { BIG = 5 * N + 7 };
+    unsigned char *big = malloc(BIG);
+    assert_non_null(big);
+    memset(big, 9, BIG);
+    for (int k = 7; k <= 9; k++) {
+        size_t n = k < 9 ? BIG : N / 3;
+        assert_int_equal(store_checkpoint_put(s, run, 10 * k, k, big, n), STORE_OK);
+        assert_int_equal(store_flush(s), STORE_OK);
+    }
+    assert_int_equal(s->ck_allocs, 2);
+    assert_ck(p, run, 80, BIG, 9);
+    assert_ck(p, run, 90, N / 3, 9);
+    store_close(s);
+    free(big);
+    free(rec);
+    rm_rf(dir);
+}
+
+/* The writer is held (NNBENCH_TEST_HOLD_CKPT_WRITE) right after it took checkpoint 1, before
+ * it reads a byte of it; three more are handed over meanwhile, the caller's own buffer
+ * overwritten after each. None may be copied into the buffer the writer holds: checkpoint 1
+ * lands as it was put, the newest lands whole, the ones in between were replaced, and no
+ * more than three buffers were ever made. */
+static void test_checkpoint_writer_held(void **state)
+{
+    (void)state;
+    char dir[600], p[700], hold[700], held[720];
+    store *s = open_new(dir, p, "ckheld.db");
+    long long run = mk_run(s);
+    snprintf(hold, sizeof hold, "%s/go", dir);
+    snprintf(held, sizeof held, "%s.held", hold);
+    setenv("NNBENCH_TEST_HOLD_CKPT_WRITE", hold, 1);
+    enum { N = 100000 };
+    unsigned char *rec = malloc(N);
+    assert_non_null(rec);
+    for (int k = 1; k <= 4; k++) {
+        memset(rec, k, N);
+        assert_int_equal(store_metric_add(s, run, 100 * k, k, 0, 0, "train_loss", 1.0 / k), STORE_OK);
+        assert_int_equal(store_checkpoint_put(s, run, 100 * k, k, rec, N), STORE_OK);
+        memset(rec, 0xee, N);
+        if (k == 1)   /* the writer has taken checkpoint 1 and waits */
+            for (int i = 0; i < 1000 && access(held, F_OK); i++) usleep(10 * 1000);
+        assert_int_equal(access(held, F_OK), 0);
+    }
+    assert_int_equal(count(p, "SELECT count(*) FROM checkpoints"), 0);
+    FILE *f = fopen(hold, "w");   /* let go */
+    assert_non_null(f);
+    fclose(f);
+    assert_int_equal(store_flush(s), STORE_OK);
+    unsetenv("NNBENCH_TEST_HOLD_CKPT_WRITE");
+    assert_true(s->ck_allocs <= 3);
+    assert_ck(p, run, 100, N, 1);
+    assert_ck(p, run, 400, N, 4);
+    assert_int_equal(count(p, "SELECT count(*) FROM checkpoints WHERE step IN (200, 300)"), 0);
+    assert_int_equal(count(p, "SELECT count(*) FROM metrics"), 4);   /* every point before the last one */
+    store_close(s);
+    free(rec);
+    rm_rf(dir);
+}
+
 /* Two resumes of one crashed run both pass their first status check; the second to reopen
  * finds the run running (or already finished again) and must change nothing: not the
  * status, not the points the first one logged. The reopen reads the status inside its own
@@ -225,6 +326,8 @@ int test_store_checkpoint(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_checkpoints),
         cmocka_unit_test(test_checkpoint_off_the_caller),
+        cmocka_unit_test(test_checkpoint_buffer_reused),
+        cmocka_unit_test(test_checkpoint_writer_held),
         cmocka_unit_test(test_reopen_only_resumable),
     };
     return cmocka_run_group_tests_name("store_checkpoint", tests, NULL, NULL);
