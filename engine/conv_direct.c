@@ -30,17 +30,8 @@
  * vectors (dx, whose K-1-P rows of zeros above and below are then skipped more often). */
 typedef struct { int C, Hp, Wp, K; size_t Qn, Qp; int top, rows, narrow; } dk_geo;
 
-#define W 4
-#include "conv_direct.inc"
-#undef W
-#if ENG_ISA_X86
-#define W 8
-#include "conv_direct.inc"
-#undef W
-#define W 16
-#include "conv_direct.inc"
-#undef W
-#endif
+#define ISA_PATHS_INC "conv_direct.inc"
+#include "isa_paths.h"
 
 typedef void (*dk_fwd_fn)(const float *restrict, const float *restrict, const dk_geo *, float *restrict);
 typedef void (*dk_dw_fn)(const float *restrict, size_t, const float *restrict, size_t, int, const dk_geo *, int,

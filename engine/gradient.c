@@ -36,16 +36,9 @@ const char *eng_grad_kind_name(eng_grad_kind k)
  * is large next to its spread keeps its variance (sum x^2 / n - mean^2 would cancel to
  * noise in float). */
 #define GK_BLOCK BLOCK
-#define W 4
-#include "gradient_kernels.inc"
-#undef W
+#define ISA_PATHS_INC "gradient_kernels.inc"
+#include "isa_paths.h"
 #if ENG_ISA_X86
-#define W 8
-#include "gradient_kernels.inc"
-#undef W
-#define W 16
-#include "gradient_kernels.inc"
-#undef W
 #define GK_TABLE(name) { name##_generic, name##_avx2, name##_avx512 }
 #else
 #define GK_TABLE(name) { name##_generic, name##_generic, name##_generic }
