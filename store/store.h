@@ -565,6 +565,12 @@ typedef struct {
  * is reported like a metric's (store_flush_due, store_flush, store_run_end), which also
  * wait for it: after store_flush the checkpoint is committed. */
 int store_checkpoint_put(store *s, long long run, long step, int epoch, const void *data, size_t len);
+/* A test hook: with the environment variable var set to PATH, creates PATH.held and waits
+ * (at most 60 s) for PATH to exist, so that a test holds one side of a race at a named point
+ * deterministically (NNBENCH_TEST_HOLD_CKPT_WRITE: the writer on a checkpoint it took;
+ * NNBENCH_TEST_HOLD_RESUME: a resume between its checks, tui/runner_resume.c). Unset or
+ * empty: returns at once. */
+void store_test_hold(const char *var);
 /* The newest checkpoint of a run: meta and the record (*data malloc'd: free()).
  * STORE_ENOTFOUND (saying so) when the run has none. */
 int store_checkpoint_get(store *s, long long run, store_checkpoint *meta, void **data, size_t *len);

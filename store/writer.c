@@ -451,13 +451,9 @@ static void wait_until(store *s, uint64_t ns)
     pthread_cond_timedwait(&s->work, &s->mu, &ts);
 }
 
-/* A test hook (tests/store/checkpoint.c): with NNBENCH_TEST_HOLD_CKPT_WRITE=PATH the writer,
- * having taken a batch with a checkpoint (its buffer is the writer's from here until the
- * commit), creates PATH.held and waits (at most 60 s) for PATH to exist, so a test can hand
- * over more checkpoints while one is held on the writer's side, deterministically. */
-static void test_hold_write(void)
+void store_test_hold(const char *var)
 {
-    const char *path = getenv("NNBENCH_TEST_HOLD_CKPT_WRITE");
+    const char *path = getenv(var);
     if (!path || !*path) return;
     char held[1100];
     snprintf(held, sizeof held, "%s.held", path);
@@ -494,7 +490,9 @@ static void *writer_main(void *arg)
         int stopping = s->stop;
         take_batch(s);
         pthread_mutex_unlock(&s->mu);
-        if (s->spare.ck.full) test_hold_write();
+        /* tests/store/checkpoint.c: the checkpoint's buffer is the writer's from here until the
+         * commit; a held writer lets a test hand over more checkpoints meanwhile */
+        if (s->spare.ck.full) store_test_hold("NNBENCH_TEST_HOLD_CKPT_WRITE");
         long long gone[STORE_MAX_GONE];
         int n_gone = 0;
         int st = write_batch(s, &s->spare, gone, &n_gone);

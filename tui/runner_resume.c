@@ -8,8 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 const char *runner_resume_refusal(const store_run *r, char *buf, size_t cap)
 {
@@ -37,22 +35,6 @@ static int data_refusal(const cli_stored *st, char *err, size_t cap, char *warn,
              "resume it, or start a new run on this data (nnbench run)",
              st->id, path[0] ? path : "its generator", path[0] ? " holds" : " gives", why);
     return 1;
-}
-
-/* A test hook (tests/e2e/resume_trust.sh): with NNBENCH_TEST_HOLD_RESUME=PATH a resume that
- * passed its status check and loaded its checkpoint creates PATH.held and waits (at most
- * 60 s) for PATH to exist before it reopens the run, so a test can let another process
- * resume and finish the same run in between, deterministically. */
-static void test_hold(void)
-{
-    const char *path = getenv("NNBENCH_TEST_HOLD_RESUME");
-    if (!path || !*path) return;
-    char held[1100];
-    snprintf(held, sizeof held, "%s.held", path);
-    FILE *f = fopen(held, "w");
-    if (f) fclose(f);
-    struct timespec tick = { 0, 100000000 };
-    for (int i = 0; i < 600 && access(path, F_OK); i++) nanosleep(&tick, NULL);
 }
 
 int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, runner_resumed *r)
@@ -84,7 +66,8 @@ int runner_resume(const char *db_path, const char *spec, const runner_hooks *h, 
         cli_stored_free(&st);
         return r->code;
     }
-    test_hold();
+    /* tests/e2e/resume_trust.sh lets another process resume and finish the same run here */
+    store_test_hold("NNBENCH_TEST_HOLD_RESUME");
     /* The stored config's [monitor] serves the resumed run as it served the run; one that
      * cannot start refuses the resume before anything is written. */
     monitor *mon = NULL;
