@@ -62,6 +62,13 @@ void eng_optim_step(eng_optim *o, float *params, const float *grads, double lr);
  * its gradient is still in cache); together the bits of eng_optim_step. */
 void eng_optim_step_begin(eng_optim *o, float *params, const float *grads, double lr);
 void eng_optim_step_range(eng_optim *o, size_t lo, size_t hi);
+/* Row-major weight matrices among the parameters (rows x cols at off, in offset order) whose
+ * GEMMs cut them by rows (a dense layer's weight gradient, its forward's K cut): with
+ * several threads their update is cut by the same rows (eng_split_range), so that each
+ * thread's part of W, of its gradient and of the optimizer state stays in that thread's
+ * cache. Any cut gives the same bits. */
+#define ENG_OPTIM_MAX_MATS 64
+void eng_optim_set_matrices(eng_optim *o, const size_t *off, const int *rows, const int *cols, int n);
 void eng_optim_free(eng_optim *o);
 /* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
 double eng_lr_at(const eng_train_config *tc, long step, long total_steps);

@@ -8,6 +8,7 @@
  * always called single-threaded here, and with T threads the output is cut into T slabs run
  * on the engine's worker pool (pool.c), the caller included. */
 #include "gemm_internal.h"
+#include "lanes.h"
 
 #include <cblas.h>
 #include <dnnl.h>
@@ -60,17 +61,21 @@ static int dnnl_one(const gemm_call *c)
                       c->ldb, c->beta, c->C, c->ldc) == dnnl_success ? 0 : -1;
 }
 
-/* Slab s of nslab: rows of C (and of op(A)) when M is the longer side, else columns. */
+static int gemm_threads = 1; /* eng_gemm_set_threads */
+
+static int split_by_rows(const gemm_call *c)
+{
+    if (c->split == ENG_SPLIT_ROWS && c->M >= 16 * gemm_threads) return 1;
+    return c->split != ENG_SPLIT_COLS && c->M >= c->N;
+}
+
+/* Slab s of nslab: rows of C (and of op(A)) or columns of C (and of op(B)), as c->split says. */
 static gemm_call slab(const gemm_call *c, int s, int nslab)
 {
     gemm_call p = *c;
-    int by_rows = c->M >= c->N;
-    int len = by_rows ? c->M : c->N;
-    int unit = by_rows ? 8 : 16; /* keep slabs on whole vector widths */
-    int per = (len + nslab - 1) / nslab;
-    int chunk = (per + unit - 1) / unit * unit;
-    int lo = s * chunk, hi = lo + chunk < len ? lo + chunk : len;
-    if (lo > len) lo = len;
+    int by_rows = split_by_rows(c);
+    int lo, hi;
+    eng_split_range(by_rows ? c->M : c->N, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
     if (by_rows) {
         p.M = hi - lo;
         p.A = c->ta ? c->A + lo : c->A + (size_t)lo * (size_t)c->lda;
@@ -83,8 +88,6 @@ static gemm_call slab(const gemm_call *c, int s, int nslab)
     return p;
 }
 
-static int gemm_threads = 1; /* eng_gemm_set_threads */
-
 void eng_gemm_set_threads(int n) { gemm_threads = n < 1 ? 1 : n > ENG_POOL_MAX ? ENG_POOL_MAX : n; }
 int eng_gemm_threads(void) { return gemm_threads; }
 
@@ -92,7 +95,7 @@ int eng_gemm_threads(void) { return gemm_threads; }
 static int split_count(const gemm_call *c, int want)
 {
     double flops = 2.0 * c->M * (double)c->N * c->K;
-    int len = c->M >= c->N ? c->M : c->N;
+    int len = split_by_rows(c) ? c->M : c->N;
     int n = want;
     while (n > 1 && (flops / n < 2e5 || len / n < 16)) n--;
     return n;
@@ -129,13 +132,80 @@ int eng_gemm_run(eng_gemm_backend be, const gemm_call *c)
     return 0;
 }
 
-void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
-               int ldb, float beta, float *C, int ldc)
+void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc)
 {
-    gemm_call c = { ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc };
+    gemm_call c = { ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, split };
     int v = class_backend[eng_gemm_class(ta, tb, M, N, K)];
     /* dnnl_sgemm fails only in its argument checks, before it writes C; should that ever
      * happen, OpenBLAS does the call. */
     if (v == ENG_GEMM_ONEDNN + 1 && run_onednn(&c) == 0) return;
     run_openblas(&c);
+}
+
+void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
+               int ldb, float beta, float *C, int ldc)
+{
+    eng_sgemm_split(ENG_SPLIT_AUTO, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+/* ---- K cut over the pool ------------------------------------------------------------------ */
+
+typedef struct {
+    gemm_call c;
+    float *work;  /* the partial products of slabs 1.. [M x N] each */
+    atomic_int failed;
+} ksplit_job;
+
+/* Slab s: A[:, K_s] · B[K_s, :], into C (s = 0) or its own partial. */
+static void ksplit_part(void *ctx, int s, int nslab)
+{
+    ksplit_job *j = ctx;
+    gemm_call p = j->c;
+    int lo, hi;
+    eng_split_range(p.K, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    p.A += lo;
+    p.B += (size_t)lo * (size_t)p.ldb;
+    p.K = hi - lo;
+    if (s) p.C = j->work + (size_t)(s - 1) * (size_t)p.M * (size_t)p.N, p.ldc = p.N;
+    if (dnnl_one(&p)) atomic_store(&j->failed, 1);
+}
+
+/* Rows of slab s: C += the partials, in slab order (the same bits however rows are cut). */
+static void ksplit_sum(void *ctx, int s, int nslab)
+{
+    ksplit_job *j = ctx;
+    const gemm_call *c = &j->c;
+    int lo, hi;
+    eng_split_range(c->M, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    size_t mn = (size_t)c->M * (size_t)c->N;
+    for (int r = lo; r < hi; r++)
+        for (int k = 1; k < gemm_threads; k++) {
+            float *row = c->C + (size_t)r * (size_t)c->ldc;
+            lanes_add(row, j->work + (size_t)(k - 1) * mn + (size_t)r * (size_t)c->N, row, (size_t)c->N);
+        }
+}
+
+size_t eng_sgemm_ksplit_floats(int M, int N, int K)
+{
+    if (gemm_threads < 2 || K / gemm_threads < 64 || M < 8) return 0;
+    return (size_t)(gemm_threads - 1) * (size_t)M * (size_t)N;
+}
+
+void eng_sgemm_ksplit(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                      float *work, size_t work_floats)
+{
+    size_t need = eng_sgemm_ksplit_floats(M, N, K);
+    ksplit_job j = { { 0, 0, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, ENG_SPLIT_ROWS }, work, 0 };
+    if (class_backend[eng_gemm_class(0, 0, M, N, K)] != ENG_GEMM_ONEDNN + 1 || !need || need > work_floats) {
+        eng_sgemm_split(ENG_SPLIT_ROWS, 0, 0, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+        return;
+    }
+    if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+    if (!eng_pool_run(gemm_threads, ksplit_part, &j) || atomic_load(&j.failed)) {
+        /* the pool driven already (a nested call), or a slab refused: the whole product */
+        eng_sgemm_split(ENG_SPLIT_ROWS, 0, 0, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+        return;
+    }
+    if (!eng_pool_run(gemm_threads, ksplit_sum, &j)) ksplit_sum(&j, 0, 1);
 }

@@ -18,6 +18,7 @@ typedef struct {
     float beta;
     float *C;
     int ldc;
+    int split; /* how a threaded call cuts C: ENG_SPLIT_AUTO (the longer side), _ROWS, _COLS */
 } gemm_call;
 
 /* Classes: transposes x log2 buckets (0..15) of M, N and K. */

@@ -186,6 +186,27 @@ typedef struct eng_node eng_node;
  * (the core it runs), or oneDNN's dnnl_sgemm; a class nobody prepared runs on OpenBLAS. */
 void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda, const float *B,
                int ldb, float beta, float *C, int ldc);
+/* The same, with the cut of a call threaded over the pool chosen: AUTO cuts the longer side
+ * of C; ROWS cuts rows (when each slab keeps 16, else as AUTO), so that every slab writes
+ * one contiguous block (two cores writing alternate pieces of every row of C, the
+ * prefetchers of each pull the other's lines back and forth: an update of 784 x 256 cut by
+ * columns took 10x as long as one cut by rows); COLS cuts columns. The OpenBLAS backend
+ * threads its own way. */
+typedef enum { ENG_SPLIT_AUTO = 0, ENG_SPLIT_ROWS = 1, ENG_SPLIT_COLS = 2 } eng_split;
+void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                     const float *B, int ldb, float beta, float *C, int ldc);
+/* C[M x N] = A[M x K] · B[K x N] (no transposes, beta 0) with K cut over the pool's
+ * threads: slab t multiplies columns K_t of A by rows K_t of B into C or its partial in
+ * work, then the partials are added by rows, in slab order (the same bits every run at a
+ * thread count; not those of the uncut product). Thread t thereby reads only rows K_t of
+ * B, the rows of a dense layer's W whose gradient it computes (eng_sgemm_split ROWS) and
+ * whose update it makes (eng_optim_set_matrices): W, its gradient and the optimizer's
+ * state stay in that core's cache from step to step. Needs eng_sgemm_ksplit_floats(M, N,
+ * K) floats of work (0: the cut does not pay, or one thread); with less, or on a class
+ * not served by oneDNN, or from inside a slab, it is eng_sgemm_split(ROWS, ...). */
+size_t eng_sgemm_ksplit_floats(int M, int N, int K);
+void eng_sgemm_ksplit(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc,
+                      float *work, size_t work_floats);
 
 /* One GEMM an op issues (the shapes eng_gemm_prepare measures before a run). calls: how
  * often it runs relative to the others (0 counts as 1): with several threads the backend
@@ -217,6 +238,12 @@ int eng_gemm_threads(void);
 typedef void (*eng_pool_fn)(void *ctx, int slab, int nslab);
 typedef void (*eng_pool_range_fn)(void *ctx, size_t lo, size_t hi);
 int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx);
+/* Slab s of nslab over [0, len): [*lo, *hi), whole units, the same cut for every caller, so
+ * that jobs cut alike give each thread the same part: a GEMM's rows or K (gemm.c), the
+ * update's rows of W (optim.c), a batch's rows (eng_pool_for) or columns (the gather) all
+ * cut [0, len) in ENG_SPLIT_UNIT units (16 floats: a line; 16 rows). */
+#define ENG_SPLIT_UNIT 16
+void eng_split_range(int len, int unit, int s, int nslab, int *lo, int *hi);
 void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx);
 /* Threads eng_pool_for splits over (1..ENG_POOL_MAX; eng_gemm_prepare sets it to the run's
  * count when the GEMMs run on the pool, else 1). */
@@ -236,8 +263,22 @@ extern _Atomic(eng_pool_post_hook_fn) eng_pool_post_hook;
  * split_count assumes the same). An estimate: tests/bench/pool_bench.c measures the
  * crossover, and only an idle machine gives figures to tune it by. */
 #define ENG_POOL_GRAIN 8192
+/* An elementwise op over fewer floats than this runs on the calling thread (ops.c): split,
+ * each slab costs a hand-over. Larger ones split by rows, the cut the dense layers' GEMMs
+ * give their outputs (ENG_SPLIT_ROWS), so each thread finds its rows in its own cache. On
+ * the Fashion MLP at 2 threads, 16384 gave 196k samples/s against 170k for 65536 (the
+ * 128 x 256 and 128 x 128 activations on the caller; medians of 7 interleaved runs). */
+#define ENG_EW_SPLIT_MIN 16384
 /* The GEMM shapes one forward + backward of m on `rows` rows issues; the count written. */
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap);
+/* The dense layers' weight matrices (in x out at offset off of the parameters, in order),
+ * whose GEMMs are cut by columns (eng_optim_set_matrices); the count written. */
+int eng_model_dense_matrices(const eng_model *m, size_t *off, int *rows, int *cols, int cap);
+/* Readies the model for the GEMM's thread count (eng_gemm_set_threads, called before): a
+ * dense layer whose W holds at least ENG_KSPLIT_MIN_W floats gets its forward's K cut
+ * (eng_sgemm_ksplit) and the work it needs; at one thread, none. ENG_ENOMEM. */
+#define ENG_KSPLIT_MIN_W 65536
+int eng_model_plan_ksplit(eng_model *m);
 
 /* ---- small shared helpers (common.c) -------------------------------------------------- */
 /* $NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench. */
@@ -317,6 +358,10 @@ struct eng_node {
     const struct eng_node *skip;
     int accum;
     float *ws;
+    /* dense with a large W at several threads: the forward's K-cut partials
+     * (eng_sgemm_ksplit; the model's one block, set by eng_model_plan_ksplit), or NULL */
+    float *kwork;
+    size_t kwork_floats;
     /* profiler scope ids (-1 when profiling is off) */
     int prof_fwd, prof_bwd;
     /* batchnorm: running mean [C] then running variance [C] (in m->stats), the last
@@ -508,6 +553,7 @@ struct eng_model {
     int rows;                   /* rows of the last forward */
     prof_t *prof;               /* NULL = profiling off */
     void *arena;                /* activations + workspaces: one block */
+    float *kwork;               /* the dense forwards' K-cut partials (eng_model_plan_ksplit) */
     int32_t *iarena;            /* argmax indices: one block */
     float *stats;               /* batchnorm running mean and variance, per bn layer in order */
     size_t n_stats;

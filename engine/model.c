@@ -697,6 +697,7 @@ void eng_model_free(eng_model *m)
     prof_free(m->iarena);
     prof_free(m->dinput);
     prof_free(m->stats);
+    prof_free(m->kwork);
     prof_free(m);
 }
 
@@ -815,6 +816,40 @@ float *eng_model_params(eng_model *m) { return m->params; }
 float *eng_model_grads(eng_model *m) { return m->grads; }
 size_t eng_model_n_params(const eng_model *m) { return m->n_params; }
 const char *eng_model_summary(const eng_model *m) { return m->summary; }
+
+int eng_model_dense_matrices(const eng_model *m, size_t *off, int *rows, int *cols, int cap)
+{
+    int n = 0;
+    for (int i = 0; i < m->n_nodes && n < cap; i++) {
+        const eng_node *nd = &m->nodes[i];
+        if (nd->op != ENG_OP_DENSE || !nd->w) continue;
+        off[n] = (size_t)(nd->w - m->params);
+        rows[n] = (int)nd->in_size;
+        cols[n++] = (int)nd->out_size;
+    }
+    return n;
+}
+
+int eng_model_plan_ksplit(eng_model *m)
+{
+    size_t need = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        const eng_node *nd = &m->nodes[i];
+        if (nd->op != ENG_OP_DENSE || nd->n_w < ENG_KSPLIT_MIN_W) continue;
+        size_t f = eng_sgemm_ksplit_floats(m->max_batch, (int)nd->out_size, (int)nd->in_size);
+        if (f > need) need = f;
+    }
+    prof_free(m->kwork);
+    m->kwork = need ? prof_malloc(need * sizeof(float)) : NULL;
+    if (need && !m->kwork) return eng_fail(ENG_ENOMEM, "model: out of memory for %zu floats of GEMM partials", need);
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *nd = &m->nodes[i];
+        int cut = nd->op == ENG_OP_DENSE && nd->n_w >= ENG_KSPLIT_MIN_W && need;
+        nd->kwork = cut ? m->kwork : NULL;
+        nd->kwork_floats = cut ? need : 0;
+    }
+    return ENG_OK;
+}
 
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap)
 {

@@ -68,15 +68,17 @@
 static void dense_fwd(eng_node *n, int rows)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
-    eng_sgemm(0, 0, rows, out, in, 1.0f, n->x, in, n->w, out, 0.0f, n->y, out);
+    if (n->kwork) eng_sgemm_ksplit(rows, out, in, n->x, in, n->w, out, n->y, out, n->kwork, n->kwork_floats);
+    else eng_sgemm_split(ENG_SPLIT_ROWS, 0, 0, rows, out, in, 1.0f, n->x, in, n->w, out, 0.0f, n->y, out);
 }
 
-/* dW[in,out] = x^T dy; dx[B,in] = dy W^T */
+/* dW[in,out] = x^T dy; dx[B,in] = dy W^T. Both cut by rows: dW's are W's rows, the ones
+ * the forward's K cut and the update give the same thread (eng_model_plan_ksplit). */
 static void dense_bwd(eng_node *n, int rows)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
-    eng_sgemm(1, 0, in, out, rows, 1.0f, n->x, in, n->dy, out, 0.0f, n->dw, out);
-    if (n->dx) eng_sgemm(0, 1, rows, in, out, 1.0f, n->dy, out, n->w, out, 0.0f, n->dx, in);
+    eng_sgemm_split(ENG_SPLIT_ROWS, 1, 0, in, out, rows, 1.0f, n->x, in, n->dy, out, 0.0f, n->dw, out);
+    if (n->dx) eng_sgemm_split(ENG_SPLIT_ROWS, 0, 1, rows, in, out, 1.0f, n->dy, out, n->w, out, 0.0f, n->dx, in);
 }
 
 static int dense_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
@@ -120,19 +122,19 @@ static void bias_fwd_rows(void *ctx, size_t lo, size_t hi)
     }
 }
 
-/* An elementwise loop over fewer floats than this runs on the calling thread: split, each
- * half costs a hand-over and reads lines the other core has just written (the GEMM before
- * it cuts its output by columns when N > M, these loops by rows). On the Fashion MLP at 2
- * threads, relu.fwd over 128 x 256 took 8.5 us split against 3.7 us on one thread, and
- * bias.bwd 5.7 against 1.6. Larger loops (a CNN's activations) still split. */
-#define EW_SPLIT_MIN 65536
+/* The grain eng_pool_for gets for a loop of n items of `per` floats each (elems in all): a
+ * loop under ENG_EW_SPLIT_MIN floats runs on the calling thread (one range), a larger one
+ * splits into slabs of ENG_POOL_GRAIN floats or more. */
+static size_t ew_grain(size_t elems, size_t n, size_t per)
+{
+    if (elems < ENG_EW_SPLIT_MIN) return n;
+    return per ? (ENG_POOL_GRAIN + per - 1) / per : 1;
+}
 
-/* Rows split over the pool when each slab keeps ENG_POOL_GRAIN floats and the whole has
- * EW_SPLIT_MIN; else one range (rows itself). */
+/* Rows of a node's output (rows x out_size), split as ew_grain says. */
 static size_t rows_grain(const eng_node *n, int rows)
 {
-    if ((size_t)rows * n->out_size < EW_SPLIT_MIN) return (size_t)rows;
-    return n->out_size ? (ENG_POOL_GRAIN + n->out_size - 1) / n->out_size : 1;
+    return ew_grain((size_t)rows * n->out_size, (size_t)rows, n->out_size);
 }
 
 static void bias_fwd(eng_node *n, int rows) { eng_pool_for((size_t)rows, rows_grain(n, rows), bias_fwd_rows, n); }
@@ -165,8 +167,7 @@ static void bias_bwd(eng_node *n, int rows)
 {
     bias_job j = { n, rows };
     size_t per_col = (size_t)rows * (n->out_size / n->n_b);
-    size_t grain = per_col ? (ENG_POOL_GRAIN + per_col - 1) / per_col : 1;
-    eng_pool_for(n->n_b, (size_t)rows * n->out_size < EW_SPLIT_MIN ? n->n_b : grain, bias_bwd_cols, &j);
+    eng_pool_for(n->n_b, ew_grain((size_t)rows * n->out_size, n->n_b, per_col), bias_bwd_cols, &j);
 }
 
 static uint64_t bias_flops(const eng_node *n, int rows, eng_dir dir) { (void)dir; return U64(rows) * n->out_size; }
@@ -263,7 +264,7 @@ static void ew_run(const eng_node *n, int rows, ew_unary un, ew_binary bin, cons
 {
     ew_job j = { un, bin, a, b, out };
     size_t e = (size_t)rows * n->out_size;
-    eng_pool_for(e, e < EW_SPLIT_MIN ? e : ENG_POOL_GRAIN, ew_range, &j);
+    eng_pool_for(e, ew_grain(e, e, 1), ew_range, &j);
 }
 
 /* relu: lanes_pass_if_positive (lanes.h) keeps the bits where x > 0, without a branch: the

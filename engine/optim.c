@@ -22,6 +22,10 @@ struct eng_optim {
     int nesterov;
     long t;                 /* steps taken (Adam's bias correction) */
     float *m, *v;           /* momentum / first moment, second moment */
+    /* Weight matrices whose GEMMs cut them by rows (eng_optim_set_matrices): their updates
+     * are cut alike, so that each thread updates the rows it computed. */
+    int n_mats;
+    struct optim_mat { size_t off; int rows, cols; } mats[ENG_OPTIM_MAX_MATS];
     /* the step eng_optim_step_begin set up: the ranges read it */
     struct eng_optim_job {
         const struct eng_optim *o;
@@ -173,23 +177,53 @@ void eng_optim_step_begin(eng_optim *o, float *w, const float *grad, double lr_d
     }
 }
 
+void eng_optim_set_matrices(eng_optim *o, const size_t *off, const int *rows, const int *cols, int n)
+{
+    o->n_mats = 0;
+    for (int i = 0; i < n && o->n_mats < ENG_OPTIM_MAX_MATS; i++)
+        if (rows[i] > 0 && cols[i] > 0 && off[i] + (size_t)rows[i] * (size_t)cols[i] <= o->n)
+            o->mats[o->n_mats++] = (struct optim_mat){ off[i], rows[i], cols[i] };
+}
+
+/* The update of [lo, hi) in nslab slabs: a registered matrix lying wholly inside is cut by
+ * rows as eng_split_range cuts a GEMM's rows (each thread the rows of W whose gradient it
+ * computed), everything else by elements on whole lines. */
 typedef struct {
-    const step_job *j;
-    size_t lo;
+    const eng_optim *o;
+    size_t lo, hi;
 } range_job;
 
-static void step_shifted(void *ctx, size_t lo, size_t hi)
+/* Slab s of nslab of [a, b), in units of `unit` floats. */
+static void part_slab(const step_job *j, size_t a, size_t b, size_t unit, int s, int nslab)
+{
+    int u0, u1;
+    if (b <= a) return;
+    eng_split_range((int)((b - a) / unit), ENG_SPLIT_UNIT, s, nslab, &u0, &u1);
+    if (u0 < u1) step_range((void *)j, a + (size_t)u0 * unit, a + (size_t)u1 * unit);
+}
+
+static void update_slab(void *ctx, int s, int nslab)
 {
     const range_job *r = ctx;
-    step_range((void *)r->j, r->lo + lo, r->lo + hi);
+    const eng_optim *o = r->o;
+    size_t at = r->lo;
+    for (int i = 0; i < o->n_mats; i++) {
+        size_t cols = (size_t)o->mats[i].cols, m0 = o->mats[i].off, m1 = m0 + (size_t)o->mats[i].rows * cols;
+        if (m0 < at || m1 > r->hi) continue; /* not wholly inside (the list is in offset order) */
+        part_slab(&o->job, at, m0, 1, s, nslab);
+        part_slab(&o->job, m0, m1, cols, s, nslab);
+        at = m1;
+    }
+    part_slab(&o->job, at, r->hi, 1, s, nslab);
 }
 
 void eng_optim_step_range(eng_optim *o, size_t lo, size_t hi)
 {
     if (hi > o->n) hi = o->n;
     if (lo >= hi) return;
-    range_job r = { &o->job, lo };
-    eng_pool_for(hi - lo, ENG_POOL_GRAIN, step_shifted, &r);
+    range_job r = { o, lo, hi };
+    int nslab = eng_pool_threads();
+    if (hi - lo < 2 * (size_t)ENG_POOL_GRAIN || nslab < 2 || !eng_pool_run(nslab, update_slab, &r)) update_slab(&r, 0, 1);
 }
 
 /* Warm-up: lr·(step+1)/warmup for the first `warmup` steps. After it, with s = step - warmup

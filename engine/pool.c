@@ -205,6 +205,14 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx)
 
 /* ---- ranges ------------------------------------------------------------------------------ */
 
+void eng_split_range(int len, int unit, int s, int nslab, int *lo, int *hi)
+{
+    int per = (len + nslab - 1) / nslab;
+    int chunk = (per + unit - 1) / unit * unit;
+    *lo = s * chunk < len ? s * chunk : len;
+    *hi = *lo + chunk < len ? *lo + chunk : len;
+}
+
 typedef struct {
     eng_pool_range_fn fn;
     void *ctx;

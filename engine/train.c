@@ -205,7 +205,12 @@ static int create_dense(eng_run *r)
     }
     if (rc) return rc;
     if (tc->optimizer == ENG_OPT_NEWTON) rc = eng_newton_create(cfg, r->m, r->prof, &r->nt);
-    else rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt);
+    else if ((rc = eng_optim_create(tc, eng_model_n_params(r->m), &r->opt)) == ENG_OK) {
+        /* each thread updates the rows of W it computed the gradient of */
+        size_t off[ENG_OPTIM_MAX_MATS];
+        int rows[ENG_OPTIM_MAX_MATS], cols[ENG_OPTIM_MAX_MATS];
+        eng_optim_set_matrices(r->opt, off, rows, cols, eng_model_dense_matrices(r->m, off, rows, cols, ENG_OPTIM_MAX_MATS));
+    }
     if (rc) return rc;
     if (tc->n_gradient > 0 && tc->optimizer == ENG_OPT_NEWTON)
         return eng_fail(ENG_EINVAL, "%s: train.gradient = %s: gradient transforms apply to first-order optimizers; "
@@ -556,6 +561,7 @@ static int prepare_gemm(eng_run *r)
         n += k;
     }
     int rc = eng_gemm_prepare(r->cfg.train.gemm, r->threads, sh, n);
+    if (!rc) rc = eng_model_plan_ksplit(r->m);
     if (rc) return rc;
     eng_gemm_describe(r->gemm, sizeof r->gemm);
     eng_gemm_describe_classes(r->gemm_classes, sizeof r->gemm_classes);

@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "../internal.h"
 #include "../rng.h"
 
 /* A slot is FREE (may be filled), FILLING (its batch is claimed), READY (complete, not
@@ -103,23 +104,52 @@ static void setup(eng_batcher *b, long k, int s)
  * copied overlaps those misses with the copy. */
 #define GATHER_AHEAD 2
 
-/* Copies rows [r0, r1) of the batch set up at start into slot s. */
+/* Copies columns [c0, c1) of rows [r0, r1) of the batch set up at start into slot s. */
+static void copy_span(eng_batcher *b, int s, int start, int r0, int r1, size_t c0, size_t c1)
+{
+    const eng_dataset *ds = b->ds;
+    size_t d = ds->in_size;
+    for (int r = r0; r < r1; r++) {
+        if (r + GATHER_AHEAD < r1) {
+            const char *next = (const char *)(ds->x_train + (size_t)b->perm[start + r + GATHER_AHEAD] * d + c0);
+            for (size_t off = 0; off < (c1 - c0) * sizeof(float); off += 64) __builtin_prefetch(next + off);
+        }
+        memcpy(b->x[s] + (size_t)r * d + c0, ds->x_train + (size_t)b->perm[start + r] * d + c0, (c1 - c0) * sizeof(float));
+    }
+}
+
+typedef struct {
+    eng_batcher *b;
+    int s, start, r0, r1;
+} span_job;
+
+/* Slab t of the pool copies columns eng_split_range(in_size) t of every row: the input
+ * columns a dense first layer's K cut gives thread t (eng_sgemm_ksplit), so they are in
+ * that core's cache when it multiplies them, and both cores wait on memory at once. */
+static void copy_cols_slab(void *ctx, int t, int nslab)
+{
+    const span_job *j = ctx;
+    int c0, c1;
+    eng_split_range((int)j->b->ds->in_size, ENG_SPLIT_UNIT, t, nslab, &c0, &c1);
+    copy_span(j->b, j->s, j->start, j->r0, j->r1, (size_t)c0, (size_t)c1);
+}
+
+/* Copies rows [r0, r1) of the batch set up at start into slot s: over the engine's pool by
+ * columns when no prefetch thread gathers (the training thread then waits for the copy). */
 static void copy_rows(eng_batcher *b, int s, int start, int r0, int r1)
 {
     const eng_dataset *ds = b->ds;
     size_t d = ds->in_size, nt = (size_t)ds->n_targets;
     int aug = eng_augment_on(&b->aug);
+    span_job j = { b, s, start, r0, r1 };
+    if (aug)
+        for (int r = r0; r < r1; r++)
+            eng_augment_row(&b->aug, ds->in_shape, b->seed, b->slot_pos[s] + (uint64_t)r,
+                            ds->x_train + (size_t)b->perm[start + r] * d, b->x[s] + (size_t)r * d);
+    else if (b->prefetch || d < 2 * ENG_SPLIT_UNIT || !eng_pool_run(eng_pool_threads(), copy_cols_slab, &j))
+        copy_span(b, s, start, r0, r1, 0, d);
     for (int r = r0; r < r1; r++) {
         size_t src = (size_t)b->perm[start + r];
-        if (r + GATHER_AHEAD < r1) {
-            const char *next = (const char *)(ds->x_train + (size_t)b->perm[start + r + GATHER_AHEAD] * d);
-            for (size_t off = 0; off < d * sizeof(float); off += 64) __builtin_prefetch(next + off);
-        }
-        if (aug)
-            eng_augment_row(&b->aug, ds->in_shape, b->seed, b->slot_pos[s] + (uint64_t)r,
-                            ds->x_train + src * d, b->x[s] + (size_t)r * d);
-        else
-            memcpy(b->x[s] + (size_t)r * d, ds->x_train + src * d, d * sizeof(float));
         if (b->y[s]) b->y[s][r] = ds->y_train[src];
         if (b->t[s]) memcpy(b->t[s] + (size_t)r * nt, ds->t_train + src * nt, nt * sizeof(float));
     }
@@ -332,6 +362,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
      * little back, large enough that claiming a chunk costs nothing next to copying it. */
     size_t row_bytes = ds->in_size * sizeof(float);
     b->chunk = row_bytes >= 16384 ? 1 : (int)(16384 / row_bytes);
+    if (!prefetch) b->chunk = b->batch > 0 ? b->batch : 1; /* nobody to share the copy with but the pool */
     atomic_init(&b->cursor, 0);
     atomic_init(&b->completed, 0);
     atomic_init(&b->done_rows, 0);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <math.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@
 
 #include "../../engine/core.h"
 #include "../../engine/data/data_internal.h"
+#include "../../engine/internal.h"
 
 static char tmpdir[256];
 
@@ -902,6 +904,57 @@ static void test_batcher_epochs(void **state)
     index_ds_free(ds);
 }
 
+static atomic_int gather_posts;
+static void count_gather_post(void) { atomic_fetch_add(&gather_posts, 1); }
+
+/* Without a prefetch thread the gather is cut by columns over the engine's pool (each
+ * thread the input columns of its K cut): every row whole and in the same order as one
+ * thread gathers it, at 1 to 3 pool threads, with one pool job per batch from 2 on; a row
+ * too narrow to cut (2 floats, above) is copied whole. */
+static void test_batcher_gather_columns(void **state)
+{
+    (void)state;
+    enum { N = 300, D = 100, BATCH = 37 };
+    eng_dataset *ds = calloc(1, sizeof *ds);
+    ds->n_train = N;
+    ds->in_shape[0] = 1; ds->in_shape[1] = 1; ds->in_shape[2] = D;
+    ds->in_size = D;
+    ds->classification = 1; ds->n_classes = 3;
+    ds->x_train = malloc(sizeof(float) * N * D);
+    ds->y_train = malloc(sizeof(int32_t) * N);
+    for (int i = 0; i < N; i++) {
+        for (int c = 0; c < D; c++) ds->x_train[i * D + c] = (float)(i * 1000 + c);
+        ds->y_train[i] = i % 3;
+    }
+    float *ref = malloc(sizeof(float) * 2 * N * D);
+    for (int t = 1; t <= 3; t++) {
+        eng_pool_set_threads(t);
+        eng_batcher *b;
+        assert_int_equal(eng_batcher_create(ds, BATCH, 1, 0, 4, &b), ENG_OK);
+        atomic_store(&gather_posts, 0);
+        atomic_store(&eng_pool_post_hook, count_gather_post);
+        int at = 0, batches = 0;
+        while (at < 2 * N) {
+            eng_batch bt;
+            assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+            batches++;
+            for (int r = 0; r < bt.rows; r++, at++) {
+                int idx = (int)(bt.x[r * D] / 1000.0f);
+                for (int c = 0; c < D; c++) assert_float_equal(bt.x[r * D + c], idx * 1000 + c, 0);
+                assert_int_equal(bt.y[r], idx % 3);
+                if (t == 1) memcpy(ref + at * D, bt.x + r * D, sizeof(float) * D);
+                else assert_memory_equal(ref + at * D, bt.x + r * D, sizeof(float) * D);
+            }
+        }
+        atomic_store(&eng_pool_post_hook, NULL);
+        assert_int_equal(atomic_load(&gather_posts), t == 1 ? 0 : batches);
+        eng_batcher_destroy(b);
+    }
+    eng_pool_set_threads(1);
+    free(ref);
+    free(ds->x_train); free(ds->y_train); free(ds);
+}
+
 static void test_batcher_prefetch_same_order(void **state)
 {
     (void)state;
@@ -1103,6 +1156,7 @@ int test_engine_data(void)
         cmocka_unit_test(test_csv_as_people_have_it),
         cmocka_unit_test(test_normalize_train_stats),
         cmocka_unit_test(test_batcher_epochs),
+        cmocka_unit_test(test_batcher_gather_columns),
         cmocka_unit_test(test_batcher_prefetch_same_order),
         cmocka_unit_test(test_batcher_prefetch_mixed_pace),
         cmocka_unit_test(test_batcher_prefetch_no_lost_wakeup),

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,7 @@ static float rnd(uint32_t *s)
 
 /* Max |C - reference| / (sum of |terms| + |beta C0|) over the whole output, and whether the
  * padding columns of C are untouched. */
-static double check_one(eng_gemm_backend be, int ta, int tb, int M, int N, int K, int *pad_ok)
+static double check_one(eng_gemm_backend be, eng_split split, int ta, int tb, int M, int N, int K, int *pad_ok)
 {
     int lda = (ta ? M : K) + 2, ldb = (tb ? K : N) + 1, ldc = N + 3;
     size_t na = (size_t)(ta ? K : M) * lda, nb = (size_t)(tb ? N : K) * ldb, nc = (size_t)M * ldc;
@@ -62,7 +63,7 @@ static double check_one(eng_gemm_backend be, int ta, int tb, int M, int N, int K
     for (size_t i = 0; i < nb; i++) B[i] = rnd(&s);
     for (size_t i = 0; i < nc; i++) C0[i] = C[i] = rnd(&s);
     for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, be);
-    eng_sgemm(ta, tb, M, N, K, 0.75f, A, lda, B, ldb, -0.5f, C, ldc);
+    eng_sgemm_split(split, ta, tb, M, N, K, 0.75f, A, lda, B, ldb, -0.5f, C, ldc);
     double worst = 0;
     *pad_ok = 1;
     for (int i = 0; i < M; i++) {
@@ -86,8 +87,9 @@ static double check_one(eng_gemm_backend be, int ta, int tb, int M, int N, int K
     return worst;
 }
 
-/* Every backend, forced, on every transpose, with 1 to 4 threads (3: the pool splits rows
- * or columns into uneven slabs) and shapes that split and that do not. */
+/* Every backend, forced, on every transpose and every cut (the longer side, rows, columns),
+ * with 1 to 4 threads (3: the pool splits rows or columns into uneven slabs) and shapes
+ * that split and that do not. */
 static void test_backends_agree(void **state)
 {
     (void)state;
@@ -96,18 +98,84 @@ static void test_backends_agree(void **state)
         for (int th = 1; th <= 4; th++) {
             eng_gemm_set_threads(th);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-                for (int t = 0; t < 4; t++) {
+                for (int t = 0; t < 4 * 3; t++) {
                     int pad_ok;
-                    double e = check_one((eng_gemm_backend)be, t >> 1, t & 1, shapes[s][0], shapes[s][1], shapes[s][2], &pad_ok);
+                    eng_split sp = (eng_split)(t / 4);
+                    double e = check_one((eng_gemm_backend)be, sp, t >> 1 & 1, t & 1, shapes[s][0], shapes[s][1],
+                                         shapes[s][2], &pad_ok);
                     if (e > ENG_GEMM_TOL || !pad_ok)
-                        print_error("%s %d threads t=%d %dx%dx%d: error %g, padding %s\n",
-                                    eng_gemm_backend_name((eng_gemm_backend)be), th, t, shapes[s][0], shapes[s][1],
-                                    shapes[s][2], e, pad_ok ? "kept" : "written");
+                        print_error("%s %d threads cut %d t=%d %dx%dx%d: error %g, padding %s\n",
+                                    eng_gemm_backend_name((eng_gemm_backend)be), th, (int)sp, t & 3, shapes[s][0],
+                                    shapes[s][1], shapes[s][2], e, pad_ok ? "kept" : "written");
                     assert_true(e <= ENG_GEMM_TOL);
                     assert_true(pad_ok);
                 }
         }
     eng_gemm_set_threads(1);
+}
+
+static atomic_int posts;
+static void count_post(void) { atomic_fetch_add(&posts, 1); }
+
+/* C = A B through the K cut, on backend be for every class; the pool jobs it posted. */
+static int ksplit_run(eng_gemm_backend be, int M, int N, int K, const float *A, const float *B, float *C, int ldc,
+                      float *work, size_t cap)
+{
+    for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, be);
+    atomic_store(&posts, 0);
+    atomic_store(&eng_pool_post_hook, count_post);
+    eng_sgemm_ksplit(M, N, K, A, K + 1, B, N + 2, C, ldc, work, cap);
+    atomic_store(&eng_pool_post_hook, NULL);
+    eng_gemm_classes_clear();
+    return atomic_load(&posts);
+}
+
+/* The K cut (eng_sgemm_ksplit) at 1 to 4 threads: within the tolerance of a double reference
+ * with padded strides, the same bits on a second call, and two pool jobs (the parts, then
+ * their sum) where it cuts. Where it does not (one thread, too little work space, a class
+ * OpenBLAS serves) it posts no K job and gives the bits of eng_sgemm_split(ROWS). */
+static void test_ksplit(void **state)
+{
+    (void)state;
+    enum { M = 37, N = 50, K = 300, LDC = N + 3 };
+    float *A = malloc(sizeof(float) * M * (K + 1)), *B = malloc(sizeof(float) * K * (N + 2));
+    float *C = malloc(sizeof(float) * M * LDC), *C2 = malloc(sizeof(float) * M * LDC), *R = malloc(sizeof(float) * M * LDC);
+    float *work = malloc(sizeof(float) * 3 * M * N);
+    uint32_t s = 7u;
+    for (int i = 0; i < M * (K + 1); i++) A[i] = rnd(&s);
+    for (int i = 0; i < K * (N + 2); i++) B[i] = rnd(&s);
+    for (int th = 1; th <= 4; th++) {
+        eng_gemm_set_threads(th);
+        size_t need = eng_sgemm_ksplit_floats(M, N, K);
+        assert_int_equal(need, th == 1 ? 0 : (size_t)(th - 1) * M * N);
+        for (int i = 0; i < M * LDC; i++) C[i] = C2[i] = R[i] = -7.0f; /* the padding must stay */
+        int jobs = ksplit_run(ENG_GEMM_ONEDNN, M, N, K, A, B, C, LDC, work, need);
+        assert_int_equal(jobs, th == 1 ? 0 : 2);
+        ksplit_run(ENG_GEMM_ONEDNN, M, N, K, A, B, C2, LDC, work, need);
+        assert_memory_equal(C, C2, sizeof(float) * M * LDC);
+        for (int i = 0; i < M; i++) {
+            for (int j = 0; j < N; j++) {
+                double sum = 0, mag = 0;
+                for (int k = 0; k < K; k++) {
+                    double t = (double)A[i * (K + 1) + k] * B[k * (N + 2) + j];
+                    sum += t, mag += fabs(t);
+                }
+                assert_true(fabs(C[i * LDC + j] - sum) <= ENG_GEMM_TOL * mag);
+            }
+            for (int j = N; j < LDC; j++) assert_true(C[i * LDC + j] == -7.0f);
+        }
+        /* not cut: short work space, then OpenBLAS serving the class */
+        for (int k = 0; k < 2; k++) {
+            eng_gemm_backend be = k ? ENG_GEMM_OPENBLAS : ENG_GEMM_ONEDNN;
+            ksplit_run(be, M, N, K, A, B, C, LDC, work, k ? need : need ? need - 1 : 0);
+            for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, be);
+            eng_sgemm_split(ENG_SPLIT_ROWS, 0, 0, M, N, K, 1.0f, A, K + 1, B, N + 2, 0.0f, R, LDC);
+            eng_gemm_classes_clear();
+            assert_memory_equal(C, R, sizeof(float) * M * LDC);
+        }
+    }
+    eng_gemm_set_threads(1);
+    free(A), free(B), free(C), free(C2), free(R), free(work);
 }
 
 static const eng_gemm_shape mlp[] = { { 0, 0, 128, 256, 784, 1 }, { 1, 0, 784, 256, 128, 1 }, { 0, 1, 128, 784, 256, 1 },
@@ -218,6 +286,7 @@ int test_engine_gemm(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backends_agree),
+        cmocka_unit_test(test_ksplit),
         cmocka_unit_test(test_prepare_and_cache),
         cmocka_unit_test(test_failing_backend_skipped),
         cmocka_unit_test(test_cache_damage),

@@ -341,8 +341,8 @@ static float rnd(uint32_t *s)
     return (float)(*s >> 8) / 8388608.0f - 1.0f;
 }
 
-#define ROWS 297 /* odd: slabs end inside rows; 297 x 300 floats is above ops.c's EW_SPLIT_MIN */
-#define ROWS_SMALL 97 /* 97 x 300 is below it: run on the caller */
+#define ROWS 297 /* odd: slabs end inside rows; 297 x 300 floats is above ENG_EW_SPLIT_MIN */
+#define ROWS_SMALL (ENG_EW_SPLIT_MIN / COLS - 1) /* below it: run on the caller */
 #define COLS 300
 
 /* Runs op forward and backward on fixed inputs of `rows` rows at `threads` pool threads into
@@ -396,7 +396,7 @@ static void test_ops_same_bits(void **state)
 static atomic_int posts;
 static void count_post(void) { atomic_fetch_add(&posts, 1); }
 
-/* Below EW_SPLIT_MIN floats an elementwise op posts no job at 2 threads (a split cost the
+/* Below ENG_EW_SPLIT_MIN floats an elementwise op posts no job at 2 threads (a split cost the
  * Fashion MLP's 128 x 256 relu twice its one-thread time); above it, it does. */
 static void test_small_ops_on_caller(void **state)
 {
@@ -419,13 +419,18 @@ static void test_small_ops_on_caller(void **state)
 
 /* pieces: each step as eng_optim_step_begin and ranges in descending, uneven slices (as
  * the loop's fused update runs them), else eng_optim_step. */
-static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces, float *w)
+static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces, int mats, float *w)
 {
     enum { NP = 50001 };
     eng_train_config tc = { .optimizer = kind, .lr = 0.01, .momentum = 0.9, .nesterov = nesterov, .beta1 = 0.9,
                             .beta2 = 0.999, .eps = 1e-8, .weight_decay = 0.01 };
     eng_optim *o;
     assert_int_equal(eng_optim_create(&tc, NP, &o), ENG_OK);
+    /* weight matrices cut by rows: one inside a piece, one across the pieces' cut at 40000
+     * (updated by elements there), one ending at the last parameter */
+    static const size_t off[] = { 1300, 39000, 45001 };
+    static const int rows[] = { 97, 50, 40 }, cols[] = { 300, 40, 125 };
+    if (mats) eng_optim_set_matrices(o, off, rows, cols, 3);
     float *g = malloc(NP * 4);
     uint32_t s = 11u;
     for (int i = 0; i < NP; i++) w[i] = rnd(&s);
@@ -445,6 +450,27 @@ static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces,
     free(g);
 }
 
+/* eng_split_range: slabs in order, disjoint, covering [0, len), every inner edge on a whole
+ * unit; the same cut for the same arguments (the GEMM, the update and the gather rely on it). */
+static void test_split_range(void **state)
+{
+    (void)state;
+    static const int lens[] = { 0, 1, 15, 16, 17, 100, 784, 1000 };
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        for (int nslab = 1; nslab <= ENG_POOL_MAX; nslab++) {
+            int at = 0;
+            for (int s = 0; s < nslab; s++) {
+                int lo, hi;
+                eng_split_range(lens[i], ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+                assert_int_equal(lo, at);
+                assert_true(hi >= lo && hi <= lens[i]);
+                if (hi < lens[i]) assert_int_equal(hi % ENG_SPLIT_UNIT, 0);
+                at = hi;
+            }
+            assert_int_equal(at, lens[i]);
+        }
+}
+
 static void test_optim_same_bits(void **state)
 {
     (void)state;
@@ -453,14 +479,15 @@ static void test_optim_same_bits(void **state)
     };
     float *one = malloc(50001 * 4), *many = malloc(50001 * 4);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
-        run_optim(kinds[k].k, kinds[k].nest, 1, 0, one);
+        run_optim(kinds[k].k, kinds[k].nest, 1, 0, 0, one);
         for (int t = 1; t <= 4; t *= 2)
-            for (int pieces = 0; pieces < 2; pieces++) {
-                if (t == 1 && !pieces) continue;
-                run_optim(kinds[k].k, kinds[k].nest, t, pieces, many);
+            for (int v = 0; v < 4; v++) {
+                int pieces = v & 1, mats = v >> 1;
+                if (t == 1 && !v) continue;
+                run_optim(kinds[k].k, kinds[k].nest, t, pieces, mats, many);
                 if (memcmp(one, many, 50001 * 4))
-                    fail_msg("optimizer %d (nesterov %d) at %d threads%s differs", kinds[k].k, kinds[k].nest, t,
-                             pieces ? " in pieces" : "");
+                    fail_msg("optimizer %d (nesterov %d) at %d threads%s%s differs", kinds[k].k, kinds[k].nest, t,
+                             pieces ? " in pieces" : "", mats ? " with matrices cut by rows" : "");
             }
     }
     free(one), free(many);
@@ -478,6 +505,7 @@ int test_engine_pool(void)
         cmocka_unit_test_teardown(test_worker_between_jobs, teardown_hooks),
         cmocka_unit_test_teardown(test_ops_same_bits, teardown),
         cmocka_unit_test_teardown(test_small_ops_on_caller, teardown_hooks),
+        cmocka_unit_test(test_split_range),
         cmocka_unit_test_teardown(test_optim_same_bits, teardown),
     };
     return cmocka_run_group_tests_name("engine_pool", tests, NULL, NULL);

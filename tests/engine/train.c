@@ -14,6 +14,7 @@
 
 #include "../../engine/core.h"
 #include "../../engine/engine.h"
+#include "../../engine/internal.h"
 
 static char path[256];
 
@@ -188,6 +189,56 @@ static void test_fused_update_same_bits(void **state)
             free(a);
             free(b);
         }
+}
+
+/* A dense layer with a large W at 2 threads has its forward's K cut (eng_sgemm_ksplit),
+ * its gradient and update cut by the same rows: training then gives the same parameters on
+ * every run, fused update or not, and stays within rounding of 1 thread (the K cut sums in
+ * another order). At 1 thread nothing is cut. */
+static void ksplit_params(const char *threads, const char *telemetry, float **out, size_t *n, int *cut)
+{
+    static const char *const text =
+        "[experiment]\nseed = 5\n"
+        "[data]\nsource = blobs\nn = 400\nfeatures = 300\nclasses = 3\n"
+        "[model]\nlayers = dense:256:relu, dense:3\n"
+        "[train]\noptimizer = momentum\nlr = 0.01\nbatch = 64\nepochs = 2\ngemm = onednn\n";
+    const char *sets[] = { threads, telemetry };
+    eng_experiment *ex = load(text, sets, 2);
+    eng_run *run = NULL;
+    if (eng_run_create(&ex->variants[0], ex->text, NULL, &run)) fail_msg("%s", eng_error());
+    assert_int_equal(eng_run_train(run, NULL), ENG_OK);
+    eng_model *m = eng_run_model(run);
+    *cut = m->nodes[0].op == ENG_OP_DENSE && m->nodes[0].kwork != NULL;
+    *n = eng_model_n_params(m);
+    *out = malloc(*n * sizeof(float));
+    memcpy(*out, eng_model_params(m), *n * sizeof(float));
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
+static void test_dense_ksplit_threads(void **state)
+{
+    (void)state;
+    float *one, *two, *again, *plain;
+    size_t n1, n2, n3, n4;
+    int cut1, cut2, cut3, cut4;
+    ksplit_params("train.threads=1", "train.telemetry=false", &one, &n1, &cut1);
+    ksplit_params("train.threads=2", "train.telemetry=false", &two, &n2, &cut2);
+    ksplit_params("train.threads=2", "train.telemetry=false", &again, &n3, &cut3);
+    ksplit_params("train.threads=2", "train.telemetry=true", &plain, &n4, &cut4);
+    assert_false(cut1);
+    assert_true(cut2 && cut3 && cut4);
+    assert_true(n1 == n2 && n2 == n3 && n3 == n4);
+    assert_memory_equal(two, again, n2 * sizeof(float));
+    assert_memory_equal(two, plain, n2 * sizeof(float));
+    double worst = 0, big = 0;
+    for (size_t i = 0; i < n1; i++) {
+        if (fabs(one[i] - two[i]) > worst) worst = fabs(one[i] - two[i]);
+        if (fabs(one[i]) > big) big = fabs(one[i]);
+    }
+    print_message("1 vs 2 threads (K cut): largest parameter difference %.3g of %.3g\n", worst, big);
+    assert_true(worst <= 1e-4 * big);
+    free(one), free(two), free(again), free(plain);
 }
 
 static void test_learns_and_reports(void **state)
@@ -467,6 +518,7 @@ int test_engine_train(void)
         cmocka_unit_test_teardown(test_profiled_run, teardown),
         cmocka_unit_test_teardown(test_data_phase_bytes, teardown),
         cmocka_unit_test_teardown(test_fused_update_same_bits, teardown),
+        cmocka_unit_test_teardown(test_dense_ksplit_threads, teardown),
     };
     return cmocka_run_group_tests_name("engine_train", tests, NULL, NULL);
 }
