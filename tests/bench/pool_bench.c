@@ -3,6 +3,9 @@
  * microseconds; asleep: after a 5 ms gap), and where splitting a memory-bound loop over 2
  * threads starts to pay (a relu-like pass and the momentum update at 2k..1M floats, 1 vs
  * 2 threads interleaved). ENG_POOL_GRAIN (engine/internal.h) comes from the second table.
+ * The third: the momentum update of one 784 x 256 W (the Fashion MLP's first layer) at 2
+ * threads, each thread taking half of every row (a cut by columns) or half of the rows (the
+ * cut the engine makes, eng_optim_set_matrices), against one thread.
  * Figures mean something only on an idle machine.
  * Usage: pool_bench [--reps N] [--hold US: the caller's own slab, default 50] */
 #include <pthread.h>
@@ -93,6 +96,49 @@ static void split_gain(size_t n, int update, int reps)
     eng_pool_set_threads(1);
 }
 
+typedef struct {
+    eng_optim *o;
+    int rows, cols, by_cols;
+} cut_ctx;
+
+/* Slab s updates its columns of every row, or its rows; eng_optim_step_range from inside a
+ * slab runs on that slab's thread (the pool is driven already). */
+static void cut_slab(void *ctx, int s, int nslab)
+{
+    const cut_ctx *c = ctx;
+    int lo, hi;
+    eng_split_range(c->by_cols ? c->cols : c->rows, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    if (!c->by_cols) eng_optim_step_range(c->o, (size_t)lo * c->cols, (size_t)hi * c->cols);
+    else
+        for (int r = 0; r < c->rows; r++) eng_optim_step_range(c->o, (size_t)r * c->cols + lo, (size_t)r * c->cols + hi);
+}
+
+/* Microseconds per momentum update of a rows x cols W: 1 thread, 2 cut by rows, 2 cut by
+ * columns, interleaved. */
+static void cut_update(int rows, int cols, int reps)
+{
+    size_t n = (size_t)rows * cols;
+    eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.01, .momentum = 0.9 };
+    eng_optim *o;
+    if (eng_optim_create(&tc, n, &o)) return;
+    float *w = prof_calloc(n, 4), *g = prof_calloc(n, 4);
+    double t[3][64];
+    for (int r = 0; r < reps && r < 64; r++)
+        for (int v = 0; v < 3; v++) {
+            cut_ctx c = { o, rows, cols, v == 2 };
+            double t0 = now_s();
+            for (int k = 0; k < 200; k++) {
+                eng_optim_step_begin(o, w, g, 0.01);
+                if (v == 0 || !eng_pool_run(2, cut_slab, &c)) cut_slab(&c, 0, 1);
+            }
+            t[v][r] = (now_s() - t0) / 200 * 1e6;
+        }
+    stats a = stats_of(t[0], reps), b = stats_of(t[1], reps), c = stats_of(t[2], reps);
+    printf("%4d x %-4d %10.2f %12.2f %12.2f\n", rows, cols, a.med, b.med, c.med);
+    prof_free(w), prof_free(g);
+    eng_optim_free(o);
+}
+
 int main(int argc, char **argv)
 {
     int reps = 31;
@@ -112,5 +158,8 @@ int main(int argc, char **argv)
     for (int update = 0; update <= 1; update++)
         for (size_t n = 2048; n <= (1u << 20); n *= 2) split_gain(n, update, reps < 9 ? reps : 9);
     split_gain(235146, 1, reps < 9 ? reps : 9); /* the Fashion MLP's parameters */
+    printf("\nmomentum update of one W: us per update, median of %d interleaved reps\n", reps < 9 ? reps : 9);
+    printf("%-11s %10s %12s %12s\n", "W", "1T", "2T by rows", "2T by cols");
+    cut_update(784, 256, reps < 9 ? reps : 9);
     return 0;
 }
