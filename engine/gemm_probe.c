@@ -106,8 +106,26 @@ out:
     return worst;
 }
 
-/* Times every backend in bes[nb] on s, interleaved (A B A B ...: load from elsewhere hits
- * all alike): the best of five rounds of ~4 ms each (one call when a call takes longer). */
+/* Times every backend in bes[nb] on s: the best of five rounds of ~4 ms each (one call when
+ * a call takes longer). At one thread the rounds are interleaved (A B A B ...: load from
+ * elsewhere hits all alike). At more, each backend's rounds run together, oneDNN's first:
+ * OpenBLAS's workers spin for a while after each call (2^28 cycles by default), and every
+ * oneDNN round after an OpenBLAS one lost a core to them (so they are stopped first, in
+ * this disposable child): on the idle 2-core VM the
+ * Fashion MLP's 128x256x784 class measured oneDNN at 153 GFLOP/s in one fresh probe and
+ * 382 in the next, and OpenBLAS served it in the first (alone: 293-331 against 145). */
+/* OpenBLAS 0.3's own (exported, not in its headers): joins its workers, which start again
+ * at its next threaded call. Weak: an OpenBLAS without it leaves them spinning. */
+extern int blas_thread_shutdown_(void) __attribute__((weak));
+
+/* Where oneDNN is in bes[nb] (0 when it is not there: the order stays). */
+static int onednn_first(const int *bes, int nb)
+{
+    for (int i = 0; i < nb; i++)
+        if (bes[i] == ENG_GEMM_ONEDNN) return i;
+    return 0;
+}
+
 static void timeit(const int *bes, int nb, const eng_gemm_shape *s, double *gflops)
 {
     int ar = s->ta ? s->K : s->M, ac = s->ta ? s->M : s->K;
@@ -127,13 +145,19 @@ static void timeit(const int *bes, int nb, const eng_gemm_shape *s, double *gflo
             if (reps[i] > 2000) reps[i] = 2000;
         }
         double flops = 2.0 * s->M * (double)s->N * s->K;
-        for (int round = 0; round < 5; round++)
-            for (int i = 0; i < nb; i++) {
-                double t0 = prof_now_s();
-                for (int r = 0; r < reps[i]; r++) eng_gemm_run((eng_gemm_backend)bes[i], &c);
-                double g = flops * reps[i] / (prof_now_s() - t0) / 1e9;
-                if (g > gflops[i]) gflops[i] = g;
-            }
+        int blocks = eng_gemm_threads() > 1;
+        /* the checks and the calls above left OpenBLAS's workers spinning */
+        if (blocks && blas_thread_shutdown_) blas_thread_shutdown_();
+        for (int k = 0; k < 5 * nb; k++) {
+            /* interleaved: round k / nb of backend k % nb; in blocks: oneDNN's five, then
+             * the others' in order */
+            int j = blocks ? k / 5 : k % nb;
+            int i = blocks ? (j == 0 ? onednn_first(bes, nb) : j <= onednn_first(bes, nb) ? j - 1 : j) : j;
+            double t0 = prof_now_s();
+            for (int r = 0; r < reps[i]; r++) eng_gemm_run((eng_gemm_backend)bes[i], &c);
+            double g = flops * reps[i] / (prof_now_s() - t0) / 1e9;
+            if (g > gflops[i]) gflops[i] = g;
+        }
     }
     free(A), free(B), free(C);
 }
