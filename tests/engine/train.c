@@ -153,6 +153,23 @@ static void test_determinism(void **state)
  * telemetry at every step (log_every = 1) keeps the loop on the unfused path, which must
  * end on the same parameters, at 1 and 2 threads, for a dense + batch norm + residual
  * model under momentum with weight decay and under Adam. */
+/* Trains text with sets; its parameters into *out (n of them); *cut (when not NULL): the
+ * first node is a dense layer whose forward cuts K (eng_model_plan_ksplit). */
+static void params_after(const char *text, const char *const *sets, size_t n_sets, float **out, size_t *n, int *cut)
+{
+    eng_experiment *ex = load(text, sets, n_sets);
+    eng_run *run = NULL;
+    if (eng_run_create(&ex->variants[0], ex->text, NULL, &run)) fail_msg("%s", eng_error());
+    assert_int_equal(eng_run_train(run, NULL), ENG_OK);
+    eng_model *m = eng_run_model(run);
+    if (cut) *cut = m->nodes[0].op == ENG_OP_DENSE && m->nodes[0].kwork != NULL;
+    *n = eng_model_n_params(m);
+    *out = malloc(*n * sizeof(float));
+    memcpy(*out, eng_model_params(m), *n * sizeof(float));
+    eng_run_destroy(run);
+    eng_experiment_free(ex);
+}
+
 static void trained_params(const char *const *sets, size_t n_sets, float **out, size_t *n)
 {
     static const char *const text =
@@ -160,16 +177,7 @@ static void trained_params(const char *const *sets, size_t n_sets, float **out, 
         "[data]\nsource = spirals\nn = 300\nnoise = 0.05\n"
         "[model]\nlayers = dense:16, bn:relu, res(dense:16:tanh, dense:16), dense:2\n"
         "[train]\noptimizer = momentum\nlr = 0.05\nweight_decay = 0.001\nbatch = 32\nepochs = 3\n";
-    eng_experiment *ex = load(text, sets, n_sets);
-    eng_run *run = NULL;
-    if (eng_run_create(&ex->variants[0], ex->text, NULL, &run)) fail_msg("%s", eng_error());
-    assert_int_equal(eng_run_train(run, NULL), ENG_OK);
-    eng_model *m = eng_run_model(run);
-    *n = eng_model_n_params(m);
-    *out = malloc(*n * sizeof(float));
-    memcpy(*out, eng_model_params(m), *n * sizeof(float));
-    eng_run_destroy(run);
-    eng_experiment_free(ex);
+    params_after(text, sets, n_sets, out, n, NULL);
 }
 
 static void test_fused_update_same_bits(void **state)
@@ -203,17 +211,7 @@ static void ksplit_params(const char *threads, const char *telemetry, float **ou
         "[model]\nlayers = dense:256:relu, dense:3\n"
         "[train]\noptimizer = momentum\nlr = 0.01\nbatch = 64\nepochs = 2\ngemm = onednn\n";
     const char *sets[] = { threads, telemetry };
-    eng_experiment *ex = load(text, sets, 2);
-    eng_run *run = NULL;
-    if (eng_run_create(&ex->variants[0], ex->text, NULL, &run)) fail_msg("%s", eng_error());
-    assert_int_equal(eng_run_train(run, NULL), ENG_OK);
-    eng_model *m = eng_run_model(run);
-    *cut = m->nodes[0].op == ENG_OP_DENSE && m->nodes[0].kwork != NULL;
-    *n = eng_model_n_params(m);
-    *out = malloc(*n * sizeof(float));
-    memcpy(*out, eng_model_params(m), *n * sizeof(float));
-    eng_run_destroy(run);
-    eng_experiment_free(ex);
+    params_after(text, sets, 2, out, n, cut);
 }
 
 static void test_dense_ksplit_threads(void **state)
