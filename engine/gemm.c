@@ -167,7 +167,10 @@ static void ksplit_part(void *ctx, int s, int nslab)
     p.A += lo;
     p.B += (size_t)lo * (size_t)p.ldb;
     p.K = hi - lo;
-    if (s) p.C = j->work + (size_t)(s - 1) * (size_t)p.M * (size_t)p.N, p.ldc = p.N;
+    if (s) {
+        p.C = j->work + (size_t)(s - 1) * (size_t)p.M * (size_t)p.N;
+        p.ldc = p.N;
+    }
     if (dnnl_one(&p)) atomic_store(&j->failed, 1);
 }
 

@@ -111,9 +111,9 @@ out:
  * elsewhere hits all alike). At more, each backend's rounds run together, oneDNN's first:
  * OpenBLAS's workers spin for a while after each call (2^28 cycles by default), and every
  * oneDNN round after an OpenBLAS one lost a core to them (so they are stopped first, in
- * this disposable child): on the idle 2-core VM the
- * Fashion MLP's 128x256x784 class measured oneDNN at 153 GFLOP/s in one fresh probe and
- * 382 in the next, and OpenBLAS served it in the first (alone: 293-331 against 145). */
+ * this disposable child): interleaved, fresh probes on the idle 2-core VM measured oneDNN
+ * on the Fashion MLP's 128x256x784 class at 135, 153 and 382 GFLOP/s, and OpenBLAS served it
+ * in two of the three (docs/performance.md, "Kernels"). */
 /* OpenBLAS 0.3's own (exported, not in its headers): joins its workers, which start again
  * at its next threaded call. Weak: an OpenBLAS without it leaves them spinning. */
 extern int blas_thread_shutdown_(void) __attribute__((weak));

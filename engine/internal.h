@@ -190,7 +190,7 @@ void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A,
  * of C; ROWS cuts rows (when each slab keeps 16, else as AUTO), so that every slab writes
  * one contiguous block (two cores writing alternate pieces of every row of C, the
  * prefetchers of each pull the other's lines back and forth: an update of 784 x 256 cut by
- * columns took 10x as long as one cut by rows); COLS cuts columns. The OpenBLAS backend
+ * columns took over 10x as long as one cut by rows, build/bench/pool_bench); COLS cuts columns. The OpenBLAS backend
  * threads its own way. */
 typedef enum { ENG_SPLIT_AUTO = 0, ENG_SPLIT_ROWS = 1, ENG_SPLIT_COLS = 2 } eng_split;
 void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
@@ -272,7 +272,7 @@ extern _Atomic(eng_pool_post_hook_fn) eng_pool_post_hook;
 /* The GEMM shapes one forward + backward of m on `rows` rows issues; the count written. */
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap);
 /* The dense layers' weight matrices (in x out at offset off of the parameters, in order),
- * whose GEMMs are cut by columns (eng_optim_set_matrices); the count written. */
+ * whose GEMMs are cut by rows of W (eng_optim_set_matrices); the count written. */
 int eng_model_dense_matrices(const eng_model *m, size_t *off, int *rows, int *cols, int cap);
 /* Readies the model for the GEMM's thread count (eng_gemm_set_threads, called before): a
  * dense layer whose W holds at least ENG_KSPLIT_MIN_W floats gets its forward's K cut

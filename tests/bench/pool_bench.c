@@ -39,7 +39,7 @@ static void wake_slab(void *ctx, int s, int nslab)
  * of gap_s; jobs the caller ran alone (no worker came in time) are counted apart. */
 static void wake_latency(double gap_s, int reps, const char *label)
 {
-    double lat[64];
+    double lat[64] = { 0 };
     int n = 0, alone = 0;
     for (int r = 0; r < reps && n < 64; r++) {
         if (gap_s > 0) {
@@ -80,7 +80,7 @@ static void loop_range(void *ctx, size_t lo, size_t hi)
 static void split_gain(size_t n, int update, int reps)
 {
     loop_ctx c = { calloc(n, 4), calloc(n, 4), calloc(n, 4), update };
-    double t[2][64];
+    double t[2][64] = { { 0 } };
     int calls = (int)(4000000 / n) + 1;
     for (int r = 0; r < reps && r < 64; r++)
         for (int th = 1; th <= 2; th++) {
@@ -122,7 +122,7 @@ static void cut_update(int rows, int cols, int reps)
     eng_optim *o;
     if (eng_optim_create(&tc, n, &o)) return;
     float *w = prof_calloc(n, 4), *g = prof_calloc(n, 4);
-    double t[3][64];
+    double t[3][64] = { { 0 } };
     for (int r = 0; r < reps && r < 64; r++)
         for (int v = 0; v < 3; v++) {
             cut_ctx c = { o, rows, cols, v == 2 };
