@@ -190,8 +190,8 @@ void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A,
  * of C; ROWS cuts rows (when each slab keeps 16, else as AUTO), so that every slab writes
  * one contiguous block (two cores writing alternate pieces of every row of C, the
  * prefetchers of each pull the other's lines back and forth: an update of 784 x 256 cut by
- * columns took over 10x as long as one cut by rows, build/bench/pool_bench); COLS cuts columns. The OpenBLAS backend
- * threads its own way. */
+ * columns took over 10x as long as one cut by rows, build/bench/pool_bench); COLS cuts
+ * columns. The OpenBLAS backend threads its own way. */
 typedef enum { ENG_SPLIT_AUTO = 0, ENG_SPLIT_ROWS = 1, ENG_SPLIT_COLS = 2 } eng_split;
 void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
