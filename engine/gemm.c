@@ -65,8 +65,7 @@ static int gemm_threads = 1; /* eng_gemm_set_threads */
 
 static int split_by_rows(const gemm_call *c)
 {
-    if (c->split == ENG_SPLIT_ROWS && c->M >= 16 * gemm_threads) return 1;
-    return c->split != ENG_SPLIT_COLS && c->M >= c->N;
+    return (c->split == ENG_SPLIT_ROWS && c->M >= 16 * gemm_threads) || c->M >= c->N;
 }
 
 /* Slab s of nslab: rows of C (and of op(A)) or columns of C (and of op(B)), as c->split says. */
@@ -74,14 +73,14 @@ static gemm_call slab(const gemm_call *c, int s, int nslab)
 {
     gemm_call p = *c;
     int by_rows = split_by_rows(c);
-    int lo, hi;
-    eng_split_range(by_rows ? c->M : c->N, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    size_t lo, hi;
+    eng_split_range((size_t)(by_rows ? c->M : c->N), ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
     if (by_rows) {
-        p.M = hi - lo;
+        p.M = (int)(hi - lo);
         p.A = c->ta ? c->A + lo : c->A + (size_t)lo * (size_t)c->lda;
         p.C = c->C + (size_t)lo * (size_t)c->ldc;
     } else {
-        p.N = hi - lo;
+        p.N = (int)(hi - lo);
         p.B = c->tb ? c->B + (size_t)lo * (size_t)c->ldb : c->B + lo;
         p.C = c->C + lo;
     }
@@ -162,11 +161,11 @@ static void ksplit_part(void *ctx, int s, int nslab)
 {
     ksplit_job *j = ctx;
     gemm_call p = j->c;
-    int lo, hi;
-    eng_split_range(p.K, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    size_t lo, hi;
+    eng_split_range((size_t)p.K, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
     p.A += lo;
-    p.B += (size_t)lo * (size_t)p.ldb;
-    p.K = hi - lo;
+    p.B += lo * (size_t)p.ldb;
+    p.K = (int)(hi - lo);
     if (s) {
         p.C = j->work + (size_t)(s - 1) * (size_t)p.M * (size_t)p.N;
         p.ldc = p.N;
@@ -179,13 +178,13 @@ static void ksplit_sum(void *ctx, int s, int nslab)
 {
     ksplit_job *j = ctx;
     const gemm_call *c = &j->c;
-    int lo, hi;
-    eng_split_range(c->M, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    size_t lo, hi;
+    eng_split_range((size_t)c->M, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
     size_t mn = (size_t)c->M * (size_t)c->N;
-    for (int r = lo; r < hi; r++)
+    for (size_t r = lo; r < hi; r++)
         for (int k = 1; k < gemm_threads; k++) {
-            float *row = c->C + (size_t)r * (size_t)c->ldc;
-            lanes_add(row, j->work + (size_t)(k - 1) * mn + (size_t)r * (size_t)c->N, row, (size_t)c->N);
+            float *row = c->C + r * (size_t)c->ldc;
+            lanes_add(row, j->work + (size_t)(k - 1) * mn + r * (size_t)c->N, row, (size_t)c->N);
         }
 }
 

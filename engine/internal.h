@@ -190,9 +190,9 @@ void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A,
  * of C; ROWS cuts rows (when each slab keeps 16, else as AUTO), so that every slab writes
  * one contiguous block (two cores writing alternate pieces of every row of C, the
  * prefetchers of each pull the other's lines back and forth: an update of 784 x 256 cut by
- * columns took over 10x as long as one cut by rows, build/bench/pool_bench); COLS cuts
- * columns. The OpenBLAS backend threads its own way. */
-typedef enum { ENG_SPLIT_AUTO = 0, ENG_SPLIT_ROWS = 1, ENG_SPLIT_COLS = 2 } eng_split;
+ * columns took over 10x as long as one cut by rows, build/bench/pool_bench). The OpenBLAS
+ * backend threads its own way. */
+typedef enum { ENG_SPLIT_AUTO = 0, ENG_SPLIT_ROWS = 1 } eng_split;
 void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
 /* C[M x N] = A[M x K] · B[K x N] (no transposes, beta 0) with K cut over the pool's
@@ -243,7 +243,7 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx);
  * update's rows of W (optim.c), a batch's rows (eng_pool_for) or columns (the gather) all
  * cut [0, len) in ENG_SPLIT_UNIT units (16 floats: a line; 16 rows). */
 #define ENG_SPLIT_UNIT 16
-void eng_split_range(int len, int unit, int s, int nslab, int *lo, int *hi);
+void eng_split_range(size_t len, size_t unit, int s, int nslab, size_t *lo, size_t *hi);
 void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx);
 /* Threads eng_pool_for splits over (1..ENG_POOL_MAX; eng_gemm_prepare sets it to the run's
  * count when the GEMMs run on the pool, else 1). */

@@ -10,7 +10,6 @@
 #pragma GCC optimize("tree-vectorize")
 #endif
 
-#include <limits.h>
 #include <math.h>
 #include <string.h>
 
@@ -197,14 +196,10 @@ typedef struct {
 /* Slab s of nslab of [a, b), in units of `unit` floats. */
 static void part_slab(const step_job *j, size_t a, size_t b, size_t unit, int s, int nslab)
 {
-    int u0, u1;
+    size_t u0, u1;
     if (b <= a) return;
-    if ((b - a) / unit > (size_t)INT_MAX) { /* beyond a cut's int: slab 0 takes it whole */
-        if (!s) step_range((void *)j, a, b);
-        return;
-    }
-    eng_split_range((int)((b - a) / unit), ENG_SPLIT_UNIT, s, nslab, &u0, &u1);
-    if (u0 < u1) step_range((void *)j, a + (size_t)u0 * unit, a + (size_t)u1 * unit);
+    eng_split_range((b - a) / unit, ENG_SPLIT_UNIT, s, nslab, &u0, &u1);
+    if (u0 < u1) step_range((void *)j, a + u0 * unit, a + u1 * unit);
 }
 
 static void update_slab(void *ctx, int s, int nslab)

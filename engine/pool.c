@@ -205,25 +205,27 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx)
 
 /* ---- ranges ------------------------------------------------------------------------------ */
 
-void eng_split_range(int len, int unit, int s, int nslab, int *lo, int *hi)
+void eng_split_range(size_t len, size_t unit, int s, int nslab, size_t *lo, size_t *hi)
 {
-    int per = (len + nslab - 1) / nslab;
-    int chunk = (per + unit - 1) / unit * unit;
-    *lo = s * chunk < len ? s * chunk : len;
+    size_t per = (len + (size_t)nslab - 1) / (size_t)nslab;
+    size_t chunk = (per + unit - 1) / unit * unit;
+    *lo = (size_t)s * chunk < len ? (size_t)s * chunk : len;
     *hi = *lo + chunk < len ? *lo + chunk : len;
 }
 
 typedef struct {
     eng_pool_range_fn fn;
     void *ctx;
-    size_t n, chunk;
+    size_t n;
+    int cut; /* the slabs [0, n) is cut into (eng_split_range); the trailing ones may be empty */
 } range_job;
 
 static void range_slab(void *p, int s, int nslab)
 {
     (void)nslab;
     const range_job *j = p;
-    size_t lo = (size_t)s * j->chunk, hi = lo + j->chunk < j->n ? lo + j->chunk : j->n;
+    size_t lo, hi;
+    eng_split_range(j->n, ENG_SPLIT_UNIT, s, j->cut, &lo, &hi);
     if (lo < hi) j->fn(j->ctx, lo, hi);
 }
 
@@ -233,8 +235,9 @@ void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx)
     if (nslab > (size_t)pool_threads) nslab = (size_t)pool_threads;
     if (nslab >= 2) {
         /* Slab edges on whole 64-byte lines of floats: two threads never write one line. */
-        size_t chunk = ((n + nslab - 1) / nslab + 15) / 16 * 16;
-        range_job j = { fn, ctx, n, chunk };
+        size_t lo, chunk;
+        eng_split_range(n, ENG_SPLIT_UNIT, 0, (int)nslab, &lo, &chunk);
+        range_job j = { fn, ctx, n, (int)nslab };
         if (eng_pool_run((int)((n + chunk - 1) / chunk), range_slab, &j)) return;
     }
     fn(ctx, 0, n);

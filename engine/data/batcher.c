@@ -129,9 +129,9 @@ typedef struct {
 static void copy_cols_slab(void *ctx, int t, int nslab)
 {
     const span_job *j = ctx;
-    int c0, c1;
-    eng_split_range((int)j->b->ds->in_size, ENG_SPLIT_UNIT, t, nslab, &c0, &c1);
-    copy_span(j->b, j->s, j->start, j->r0, j->r1, (size_t)c0, (size_t)c1);
+    size_t c0, c1;
+    eng_split_range(j->b->ds->in_size, ENG_SPLIT_UNIT, t, nslab, &c0, &c1);
+    copy_span(j->b, j->s, j->start, j->r0, j->r1, c0, c1);
 }
 
 /* Copies rows [r0, r1) of the batch set up at start into slot s: over the engine's pool by

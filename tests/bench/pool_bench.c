@@ -106,9 +106,9 @@ typedef struct {
 static void cut_slab(void *ctx, int s, int nslab)
 {
     const cut_ctx *c = ctx;
-    int lo, hi;
-    eng_split_range(c->by_cols ? c->cols : c->rows, ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
-    if (!c->by_cols) eng_optim_step_range(c->o, (size_t)lo * c->cols, (size_t)hi * c->cols);
+    size_t lo, hi;
+    eng_split_range((size_t)(c->by_cols ? c->cols : c->rows), ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
+    if (!c->by_cols) eng_optim_step_range(c->o, lo * c->cols, hi * c->cols);
     else
         for (int r = 0; r < c->rows; r++) eng_optim_step_range(c->o, (size_t)r * c->cols + lo, (size_t)r * c->cols + hi);
 }

@@ -87,7 +87,7 @@ static double check_one(eng_gemm_backend be, eng_split split, int ta, int tb, in
     return worst;
 }
 
-/* Every backend, forced, on every transpose and every cut (the longer side, rows, columns),
+/* Every backend, forced, on every transpose and both cuts (the longer side, rows),
  * with 1 to 4 threads (3: the pool splits rows or columns into uneven slabs) and shapes
  * that split and that do not. */
 static void test_backends_agree(void **state)
@@ -98,7 +98,7 @@ static void test_backends_agree(void **state)
         for (int th = 1; th <= 4; th++) {
             eng_gemm_set_threads(th);
             for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
-                for (int t = 0; t < 4 * 3; t++) {
+                for (int t = 0; t < 4 * 2; t++) {
                     int pad_ok;
                     eng_split sp = (eng_split)(t / 4);
                     double e = check_one((eng_gemm_backend)be, sp, t >> 1 & 1, t & 1, shapes[s][0], shapes[s][1],

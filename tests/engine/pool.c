@@ -455,12 +455,12 @@ static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces,
 static void test_split_range(void **state)
 {
     (void)state;
-    static const int lens[] = { 0, 1, 15, 16, 17, 100, 784, 1000 };
+    static const size_t lens[] = { 0, 1, 15, 16, 17, 100, 784, 1000 };
     for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
         for (int nslab = 1; nslab <= ENG_POOL_MAX; nslab++) {
-            int at = 0;
+            size_t at = 0;
             for (int s = 0; s < nslab; s++) {
-                int lo, hi;
+                size_t lo, hi;
                 eng_split_range(lens[i], ENG_SPLIT_UNIT, s, nslab, &lo, &hi);
                 assert_int_equal(lo, at);
                 assert_true(hi >= lo && hi <= lens[i]);
