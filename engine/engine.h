@@ -403,6 +403,11 @@ typedef struct {
     size_t map_len;
     uint64_t sum[4];      /* private (data_cache.c): checksums of the four arrays, once sum_set */
     int sum_set;
+    /* private (data_codes.c): x_train as bytes when every value is (float)(c * x_code_scale)
+     * for a byte c, else NULL; the batcher gathers from it. x_train is read-only once
+     * eng_data_load returns. */
+    uint8_t *x_codes;
+    double x_code_scale;
 } eng_dataset;
 
 /* Builds or loads the dataset the config names (deterministic for the seed), splits and

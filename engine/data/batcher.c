@@ -98,23 +98,30 @@ static void setup(eng_batcher *b, long k, int s)
                               .epoch = epoch, .last_in_epoch = i == b->bpe - 1, .global_rows = global };
 }
 
-/* Rows a copy prefetches ahead: the rows are scattered over the training set (tens to
- * hundreds of MB, mapped in 4 KiB pages), so each one starts with a TLB and a cache miss
- * the hardware prefetcher cannot foresee; asking for the row after next while this one is
- * copied overlaps those misses with the copy. */
-#define GATHER_AHEAD 2
+/* Bytes of rows a copy asks for ahead of the one it copies: the rows are scattered over the
+ * training set (tens to hundreds of MB, mapped in 4 KiB pages), so each one starts with a
+ * TLB and a cache miss the hardware prefetcher cannot foresee; with many rows asked for at
+ * once their misses overlap. A Fashion-MNIST batch of byte rows (100 KB) is asked for
+ * whole; float rows 40 at a time. */
+#define GATHER_AHEAD_BYTES (128u << 10)
 
-/* Copies columns [c0, c1) of rows [r0, r1) of the batch set up at start into slot s. */
+/* Copies columns [c0, c1) of rows [r0, r1) of the batch set up at start into slot s: from
+ * the byte copy when the dataset has one (data_codes.c), decoded to the floats of x_train. */
 static void copy_span(eng_batcher *b, int s, int start, int r0, int r1, size_t c0, size_t c1)
 {
     const eng_dataset *ds = b->ds;
-    size_t d = ds->in_size;
+    size_t d = ds->in_size, w = c1 - c0, esz = ds->x_codes ? 1 : sizeof(float);
+    const char *base = ds->x_codes ? (const char *)ds->x_codes : (const char *)ds->x_train;
+    int ahead = r0;
     for (int r = r0; r < r1; r++) {
-        if (r + GATHER_AHEAD < r1) {
-            const char *next = (const char *)(ds->x_train + (size_t)b->perm[start + r + GATHER_AHEAD] * d + c0);
-            for (size_t off = 0; off < (c1 - c0) * sizeof(float); off += 64) __builtin_prefetch(next + off);
+        for (; ahead < r1 && (size_t)(ahead - r) * w * esz < GATHER_AHEAD_BYTES; ahead++) {
+            const char *row = base + ((size_t)b->perm[start + ahead] * d + c0) * esz;
+            for (size_t off = 0; off < w * esz; off += 64) __builtin_prefetch(row + off);
         }
-        memcpy(b->x[s] + (size_t)r * d + c0, ds->x_train + (size_t)b->perm[start + r] * d + c0, (c1 - c0) * sizeof(float));
+        size_t src = (size_t)b->perm[start + r] * d + c0;
+        float *dst = b->x[s] + (size_t)r * d + c0;
+        if (ds->x_codes) eng_data_decode(ds->x_codes + src, w, ds->x_code_scale, dst);
+        else memcpy(dst, ds->x_train + src, w * sizeof(float));
     }
 }
 

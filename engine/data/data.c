@@ -364,6 +364,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
         if ((rc = eng_data_cache_load(dc, seed, ds, &hit))) { prof_free(ds); return rc; }
         if (hit) {
             eng_data_cache_note(ENG_CACHE_HIT);
+            eng_data_codes_build(ds);
             *out = ds;
             return ENG_OK;
         }
@@ -383,6 +384,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
     if (!rc && dc->cache && !(rc = eng_data_cache_store(dc, seed, ds)))
         eng_data_cache_note(ENG_CACHE_WRITTEN);
     if (rc) { eng_data_free(ds); return rc; }
+    eng_data_codes_build(ds);
     *out = ds;
     return ENG_OK;
 }
@@ -390,6 +392,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
 void eng_data_free(eng_dataset *ds)
 {
     if (!ds) return;
+    prof_free(ds->x_codes);
     if (ds->map) {
         eng_data_cache_unmap(ds);           /* a cache hit: the arrays live in its region */
     } else {

@@ -42,6 +42,12 @@ void eng_data_synth_defaults(eng_data_config *dc);
  * classification flag and n_targets; frees whatever ds held before. Zero rows → NULL. */
 int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);
 
+/* Asks for huge pages over the whole 2 MiB pages inside [p, p + n), a large array written
+ * once (the inputs, their byte copy): in a VM each 4 KiB page's first touch cost ~10 us,
+ * and Fashion-MNIST's 188 MB of inputs took more time in faults than in reading. Advice
+ * only: without THP, ordinary pages. */
+void eng_data_advise_huge(void *p, size_t n);
+
 /* Loaders fill ds (shape, labels/targets, train and possibly test arrays). *split is set
  * to 1 when the source had no separate test set, so that data.c splits the training
  * arrays by test_fraction (and then applies the n / n_test caps). */
@@ -51,6 +57,13 @@ int eng_data_load_csv(const eng_data_config *dc, eng_dataset *ds, int *split);
  * the sequence views of image data (data.sequence), applied to both splits. */
 int eng_data_gen_markers(const eng_data_config *dc, uint64_t seed, eng_dataset *ds);
 int eng_data_seq_view(const eng_data_config *dc, eng_dataset *ds);
+
+/* data_codes.c: keeps ds->x_codes, a byte copy of the training inputs, when every value
+ * is (float)(c * k) for a byte c and one k (1 or 1/255: IDX images), checked value by
+ * value; otherwise (or without memory for it) leaves it NULL. eng_data_decode writes
+ * (float)(c[i] * k) for i < n, vectorised on the machine's ISA path, the same bits on each. */
+void eng_data_codes_build(eng_dataset *ds);
+void eng_data_decode(const uint8_t *restrict c, size_t n, double k, float *restrict out);
 
 /* With prefetch: how many rows the prefetch thread copied and how many the caller of
  * eng_batcher_next copied itself (batches or chunks the thread had not got to); 0 and 0

@@ -4,6 +4,7 @@
 #include "data_internal.h"
 
 #include <string.h>
+#include <sys/mman.h>
 
 const char *eng_data_basename(const char *path)
 {
@@ -14,11 +15,24 @@ const char *eng_data_basename(const char *path)
     return p;
 }
 
+void eng_data_advise_huge(void *p, size_t n)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), b = ((uintptr_t)p + n) & ~(huge - 1);
+    if (b > a) madvise((void *)a, b - a, MADV_HUGEPAGE);
+#else
+    (void)p, (void)n;
+#endif
+}
+
 int eng_data_alloc(eng_dataset *ds, int n_train, int n_test)
 {
     prof_free(ds->x_train); prof_free(ds->x_test);
     prof_free(ds->y_train); prof_free(ds->y_test);
     prof_free(ds->t_train); prof_free(ds->t_test);
+    prof_free(ds->x_codes);
+    ds->x_codes = NULL;
     ds->x_train = ds->x_test = NULL; ds->y_train = ds->y_test = NULL;
     ds->t_train = ds->t_test = NULL;
     ds->n_train = n_train; ds->n_test = n_test;
@@ -27,6 +41,7 @@ int eng_data_alloc(eng_dataset *ds, int n_train, int n_test)
         size_t rows = (size_t)(part ? n_test : n_train);
         if (!rows) continue;
         float *x = prof_malloc(rows * ds->in_size * sizeof(float));
+        if (x) eng_data_advise_huge(x, rows * ds->in_size * sizeof(float));
         void *lab = ds->classification ? prof_malloc(rows * sizeof(int32_t))
                                        : prof_malloc(rows * (size_t)nt * sizeof(float));
         if (part) { ds->x_test = x; if (ds->classification) ds->y_test = lab; else ds->t_test = lab; }

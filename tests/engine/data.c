@@ -955,6 +955,144 @@ static void test_batcher_gather_columns(void **state)
     free(ds->x_train); free(ds->y_train); free(ds);
 }
 
+/* ---- the byte copy of the inputs (data_codes.c) -------------------------------------- */
+
+/* A dataset of n_train rows of d values v(i) (i the flat index), unowned arrays. */
+static eng_dataset *values_ds(int n, int d, float (*v)(size_t))
+{
+    eng_dataset *ds = calloc(1, sizeof *ds);
+    ds->n_train = n;
+    ds->in_shape[0] = 1; ds->in_shape[1] = 1; ds->in_shape[2] = d;
+    ds->in_size = (size_t)d;
+    ds->classification = 1; ds->n_classes = 3;
+    ds->x_train = malloc(sizeof(float) * (size_t)n * (size_t)d);
+    ds->y_train = malloc(sizeof(int32_t) * (size_t)n);
+    for (size_t i = 0; i < (size_t)n * (size_t)d; i++) ds->x_train[i] = v(i);
+    for (int i = 0; i < n; i++) ds->y_train[i] = i % 3;
+    return ds;
+}
+
+static void values_ds_free(eng_dataset *ds)
+{
+    prof_free(ds->x_codes);
+    free(ds->x_train); free(ds->y_train); free(ds);
+}
+
+static float v_scaled(size_t i) { return (float)((int)(i * 7 % 256) * (1.0 / 255.0)); }
+static float v_raw(size_t i) { return (float)(i * 7 % 256); }
+static float v_zero(size_t i) { (void)i; return 0.0f; }
+
+/* Codes are kept exactly when every value is (float)(c * k) for a byte c and one k (1 or
+ * 1/255), and decode to the floats bit for bit; one value that is not, anywhere (the first
+ * block, a middle one, the short tail), and there are none. 3 blocks of 4096 and a tail. */
+static void test_data_codes(void **state)
+{
+    (void)state;
+    enum { N = 211, D = 59 };  /* 12449 values */
+    float (*const good[])(size_t) = { v_scaled, v_raw, v_zero };
+    const double scale[] = { 1.0 / 255.0, 1.0, -1 };
+    for (int g = 0; g < 3; g++) {
+        eng_dataset *ds = values_ds(N, D, good[g]);
+        eng_data_codes_build(ds);
+        assert_non_null(ds->x_codes);
+        if (scale[g] > 0) assert_true(ds->x_code_scale == scale[g]);
+        float *back = malloc(sizeof(float) * N * D);
+        eng_data_decode(ds->x_codes, (size_t)N * D, ds->x_code_scale, back);
+        assert_memory_equal(back, ds->x_train, sizeof(float) * N * D);
+        free(back);
+        values_ds_free(ds);
+    }
+    const float bad[] = { 0.5f / 255.0f, NAN, -0.0f, -1.0f, 256.0f, 1.0f + 1.0f / 255.0f, 1e30f };
+    const size_t where[] = { 0, 100, 4096 * 2 + 5, (size_t)N * D - 1 };
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++)
+        for (size_t w = 0; w < sizeof where / sizeof where[0]; w++) {
+            eng_dataset *ds = values_ds(N, D, b == 4 ? v_raw : v_scaled);
+            ds->x_train[where[w]] = bad[b];
+            eng_data_codes_build(ds);
+            if (ds->x_codes) fail_msg("value %g at %zu was kept as a code", (double)bad[b], where[w]);
+            values_ds_free(ds);
+        }
+}
+
+/* The decoder gives (float)(c * k) on every ISA path this CPU has, for every byte, at every
+ * length (each path's vector body and its scalar tail) and alignment. */
+static void test_data_decode_paths(void **state)
+{
+    (void)state;
+    uint8_t c[300];
+    for (int i = 0; i < 300; i++) c[i] = (uint8_t)(i * 37 % 256);
+    const double ks[] = { 1.0, 1.0 / 255.0, 0.1 };
+    float out[300], ref[300];
+    eng_isa before = eng_isa_current();
+    int checked = 0;
+    for (int isa = 0; isa < ENG_ISA_N; isa++) {
+        if (!eng_isa_available((eng_isa)isa)) continue;
+        assert_int_equal(eng_isa_set((eng_isa)isa), ENG_OK);
+        for (size_t k = 0; k < 3; k++)
+            for (size_t off = 0; off < 3; off++)
+                for (size_t n = 0; n + off <= 300; n += n < 40 ? 1 : 37) {
+                    for (size_t i = 0; i < n; i++) ref[i] = (float)(c[off + i] * ks[k]);
+                    memset(out, 0xff, sizeof out);
+                    eng_data_decode(c + off, n, ks[k], out);
+                    assert_memory_equal(out, ref, n * sizeof(float));
+                    assert_true(n == 300 || f2u(out[n]) == 0xffffffffu); /* nothing past n */
+                }
+        checked++;
+    }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+    printf("  decode checked on %d path(s), up to %s\n", checked, eng_isa_name(eng_isa_best()));
+}
+
+/* Loaded IDX images keep their codes when scaled or raw, not when standardised; and the
+ * batcher gathers the same batches from the codes as from the floats, at 1 to 3 pool
+ * threads (cut by columns) and with the prefetch thread. */
+static void test_batcher_codes_same_batches(void **state)
+{
+    (void)state;
+    char *dir = tpath("idxcodes");
+    char p[600];
+    mkdir(dir, 0700);
+    snprintf(p, sizeof p, "%s/train-images-idx3-ubyte", dir); write_idx(p, 0, 0, 300, 10, 10, 0, 8);
+    snprintf(p, sizeof p, "%s/train-labels-idx1-ubyte", dir); write_idx(p, 0, 1, 300, 0, 0, 0, 8);
+    eng_data_config c = dcfg(ENG_DATA_IDX);
+    c.n = 0; c.test_fraction = 0.2;
+    snprintf(c.path, sizeof c.path, "%s", dir);
+    const eng_norm norms[] = { ENG_NORM_NONE, ENG_NORM_STANDARD, ENG_NORM_SCALE };
+    eng_dataset *ds = NULL;
+    for (int i = 0; i < 3; i++) {
+        eng_data_free(ds);
+        c.normalize = norms[i];
+        assert_int_equal(eng_data_load(&c, 1, &ds), ENG_OK);
+        if (norms[i] == ENG_NORM_STANDARD) assert_null(ds->x_codes);
+        else assert_non_null(ds->x_codes);
+    }
+    assert_true(ds->x_code_scale == 1.0 / 255.0);
+    /* the same dataset without its codes */
+    eng_dataset plain = *ds;
+    plain.x_codes = NULL;
+    const size_t d = ds->in_size;
+    enum { BATCH = 37, STEPS = 20 };
+    for (int t = 1; t <= 3; t++)
+        for (int prefetch = 0; prefetch < 2; prefetch++) {
+            eng_pool_set_threads(t);
+            eng_batcher *a, *b;
+            assert_int_equal(eng_batcher_create(ds, BATCH, 1, prefetch, 5, &a), ENG_OK);
+            assert_int_equal(eng_batcher_create(&plain, BATCH, 1, prefetch, 5, &b), ENG_OK);
+            for (int k = 0; k < STEPS; k++) {
+                eng_batch x, y;
+                assert_int_equal(eng_batcher_next(a, &x), ENG_OK);
+                assert_int_equal(eng_batcher_next(b, &y), ENG_OK);
+                assert_int_equal(x.rows, y.rows);
+                assert_memory_equal(x.x, y.x, (size_t)x.rows * d * sizeof(float));
+                assert_memory_equal(x.y, y.y, (size_t)x.rows * sizeof(int32_t));
+            }
+            eng_batcher_destroy(a);
+            eng_batcher_destroy(b);
+        }
+    eng_pool_set_threads(1);
+    eng_data_free(ds);
+}
+
 static void test_batcher_prefetch_same_order(void **state)
 {
     (void)state;
@@ -1157,6 +1295,9 @@ int test_engine_data(void)
         cmocka_unit_test(test_normalize_train_stats),
         cmocka_unit_test(test_batcher_epochs),
         cmocka_unit_test(test_batcher_gather_columns),
+        cmocka_unit_test(test_data_codes),
+        cmocka_unit_test(test_data_decode_paths),
+        cmocka_unit_test(test_batcher_codes_same_batches),
         cmocka_unit_test(test_batcher_prefetch_same_order),
         cmocka_unit_test(test_batcher_prefetch_mixed_pace),
         cmocka_unit_test(test_batcher_prefetch_no_lost_wakeup),

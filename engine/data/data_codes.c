@@ -1,0 +1,152 @@
+/* data_codes.c — the training inputs kept as bytes when they are bytes. A batch is gathered
+ * from rows scattered over the training set, and each row costs a miss the hardware cannot
+ * foresee: a Fashion-MNIST batch of 128 floats rows (400 KB) took ~55 us a step, a fifth of
+ * what the MLP's step spends outside its GEMMs. When every training value is (float)(c · k)
+ * for a byte c and one scale k (IDX images as read, or scaled by 1/255), the dataset keeps a
+ * byte copy beside the floats: the batcher reads a quarter of the bytes, can ask for the
+ * whole batch at once, and decodes each row with the loader's own arithmetic (the byte in
+ * double times k, rounded once to float), so the batch holds the very floats of x_train.
+ *
+ * The copy is checked value by value when it is made: data that are not bytes (a CSV, a
+ * standardised or synthetic set) get none, and nothing is decoded that would not give back
+ * its float bit for bit. */
+#include "data_internal.h"
+
+#include <string.h>
+
+#include "../internal.h"
+
+/* The scales a byte-valued input is read with (data_idx.c): raw, and scale's x/255. */
+static const double code_scales[] = { 1.0, 1.0 / 255.0 };
+
+/* The byte nearest x / k, clamped to [0, 255] (NaN to 0): the only candidate for a code of
+ * x, which decoding then confirms or refutes. */
+static inline int32_t nearest_code(float x, float inv)
+{
+    float q = x * inv + 0.5f;
+    q = q > 0.0f ? q : 0.0f;
+    q = q < 255.0f ? q : 255.0f;
+    return (int32_t)q;
+}
+
+/* Values [0, n) of x as codes of scale k: 1 when each is (float)(c * k) bit for bit for the
+ * byte c written to out, else 0 (out is then partly written). Blocks of CODE_BLOCK (a
+ * constant count, so that GCC vectorises the rounding), each decoded back with the
+ * batcher's own kernel and compared. */
+#define CODE_BLOCK 4096
+static int encode(const float *restrict x, size_t n, double k, uint8_t *restrict out)
+{
+    const float inv = (float)(1.0 / k);
+    int32_t ci[CODE_BLOCK];
+    float back[CODE_BLOCK];
+    for (size_t at = 0; at < n; at += CODE_BLOCK) {
+        size_t len = n - at < CODE_BLOCK ? n - at : CODE_BLOCK;
+        if (len == CODE_BLOCK) {
+            for (size_t i = 0; i < CODE_BLOCK; i++) ci[i] = nearest_code(x[at + i], inv);
+            for (size_t i = 0; i < CODE_BLOCK; i++) out[at + i] = (uint8_t)ci[i];
+        } else {
+            for (size_t i = 0; i < len; i++) out[at + i] = (uint8_t)nearest_code(x[at + i], inv);
+        }
+        eng_data_decode(out + at, len, k, back);
+        if (memcmp(back, x + at, len * sizeof(float))) return 0;
+    }
+    return 1;
+}
+
+void eng_data_codes_build(eng_dataset *ds)
+{
+    prof_free(ds->x_codes);
+    ds->x_codes = NULL;
+    size_t n = (size_t)ds->n_train * ds->in_size;
+    if (!ds->x_train || !n) return;
+    /* The scale that gives the first nonzero value back (any works for zeros alone). */
+    size_t first = 0;
+    while (first < n && ds->x_train[first] == 0.0f) first++;
+    double k = code_scales[0];
+    for (size_t j = 0; j < sizeof code_scales / sizeof code_scales[0]; j++) {
+        uint8_t c;
+        if (first < n && encode(ds->x_train + first, 1, code_scales[j], &c)) { k = code_scales[j]; break; }
+    }
+    /* A block first, so that data that are not bytes cost neither the copy nor a pass. */
+    size_t head = n < CODE_BLOCK ? n : CODE_BLOCK;
+    uint8_t probe[CODE_BLOCK];
+    if (!encode(ds->x_train, head, k, probe)) return;
+    uint8_t *codes = prof_malloc(n);
+    if (!codes) return; /* the batcher gathers the floats */
+    eng_data_advise_huge(codes, n);
+    memcpy(codes, probe, head);
+    if (!encode(ds->x_train + head, n - head, k, codes + head)) { prof_free(codes); return; }
+    ds->x_codes = codes;
+    ds->x_code_scale = k;
+}
+
+/* ---- decoding: one function per instruction-set path ---------------------------------- */
+
+ENG_ISA_BODY decode_scalar(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+{
+    for (size_t i = 0; i < n; i++) out[i] = (float)(c[i] * k);
+}
+
+#if ENG_ISA_X86
+#include <immintrin.h>
+/* x86-64's baseline: 4 bytes to 4 ints to two pairs of doubles, times k, to 4 floats. */
+static void decode_generic(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+{
+    const __m128d kv = _mm_set1_pd(k);
+    const __m128i z = _mm_setzero_si128();
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        int32_t w;
+        memcpy(&w, c + i, 4);
+        __m128i v = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(w), z), z);
+        __m128 lo = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(v), kv));
+        __m128 hi = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(_mm_srli_si128(v, 8)), kv));
+        _mm_storeu_ps(out + i, _mm_movelh_ps(lo, hi));
+    }
+    decode_scalar(c + i, n - i, k, out + i);
+}
+
+__attribute__((target("avx2"))) static void decode_avx2(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+{
+    const __m256d kv = _mm256_set1_pd(k);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(c + i)));
+        __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), kv));
+        __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)), kv));
+        _mm256_storeu_ps(out + i, _mm256_set_m128(hi, lo));
+    }
+    decode_scalar(c + i, n - i, k, out + i);
+}
+
+__attribute__((target("avx512f"))) static void decode_avx512(const uint8_t *restrict c, size_t n, double k,
+                                                             float *restrict out)
+{
+    const __m512d kv = _mm512_set1_pd(k);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(c + i)));
+        __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), kv));
+        __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), kv));
+        _mm512_storeu_pd((double *)(void *)(out + i),
+                         _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
+    }
+    decode_scalar(c + i, n - i, k, out + i);
+}
+static void (*const decode_isa[ENG_ISA_N])(const uint8_t *restrict, size_t, double, float *restrict) = {
+    decode_generic, decode_avx2, decode_avx512
+};
+#else
+static void decode_generic(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+{
+    decode_scalar(c, n, k, out);
+}
+static void (*const decode_isa[ENG_ISA_N])(const uint8_t *restrict, size_t, double, float *restrict) = {
+    decode_generic, decode_generic, decode_generic
+};
+#endif
+
+void eng_data_decode(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+{
+    decode_isa[eng_isa_current()](c, n, k, out);
+}
