@@ -97,10 +97,12 @@ void eng_optim_state(eng_optim *o, float **m, float **v, long **t)
 }
 
 /* Elements [lo, hi) of the update: each element alone, so the pool's split (eng_pool_for)
- * gives the bits of one thread. */
-static void step_range(void *ctx, size_t lo, size_t hi)
+ * gives the bits of one thread. Compiled per ISA path (internal.h), the same bits on each:
+ * at 4 floats a vector the Fashion MLP's update (235k parameters, ~4.7 MB a step) took
+ * 69-90 us a step at 1 thread, at 16 (AVX-512) 36-51 us; its data come from L2 and L3,
+ * which the narrow loop's loads and stores could not keep busy. */
+ENG_ISA_BODY update_body(const step_job *j, size_t lo, size_t hi)
 {
-    const step_job *j = ctx;
     const eng_optim *o = j->o;
     const float lr = j->lr, wd = o->wd, mu = o->mu;
     /* State in restrict locals, one loop per variant: with o->m read through o and the
@@ -149,6 +151,9 @@ static void step_range(void *ctx, size_t lo, size_t hi)
         break; /* refused by eng_optim_create */
     }
 }
+ENG_ISA_KERNEL(update, (const step_job *j, size_t lo, size_t hi), (j, lo, hi))
+
+static void step_range(void *ctx, size_t lo, size_t hi) { update_isa[eng_isa_current()](ctx, lo, hi); }
 
 /* With g = grad + wd·w (L2; AdamW instead decays w directly):
  *   sgd:       w -= lr g

@@ -471,25 +471,36 @@ static void test_split_range(void **state)
         }
 }
 
+/* The update gives the bits of one thread updating everything at once on the baseline
+ * path: on every ISA path this CPU has (each vectorised alike), at 1, 2 and 4 threads, in
+ * pieces as the fused update runs it, and with matrices cut by rows. */
 static void test_optim_same_bits(void **state)
 {
     (void)state;
     static const struct { eng_optimizer k; int nest; } kinds[] = {
         { ENG_OPT_SGD, 0 }, { ENG_OPT_MOMENTUM, 0 }, { ENG_OPT_MOMENTUM, 1 }, { ENG_OPT_ADAM, 0 }, { ENG_OPT_ADAMW, 0 }
     };
+    eng_isa before = eng_isa_current();
     float *one = malloc(50001 * 4), *many = malloc(50001 * 4);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+        assert_int_equal(eng_isa_set(ENG_ISA_GENERIC), ENG_OK);
         run_optim(kinds[k].k, kinds[k].nest, 1, 0, 0, one);
-        for (int t = 1; t <= 4; t *= 2)
-            for (int v = 0; v < 4; v++) {
-                int pieces = v & 1, mats = v >> 1;
-                if (t == 1 && !v) continue;
-                run_optim(kinds[k].k, kinds[k].nest, t, pieces, mats, many);
-                if (memcmp(one, many, 50001 * 4))
-                    fail_msg("optimizer %d (nesterov %d) at %d threads%s%s differs", kinds[k].k, kinds[k].nest, t,
-                             pieces ? " in pieces" : "", mats ? " with matrices cut by rows" : "");
-            }
+        for (int isa = 0; isa < ENG_ISA_N; isa++) {
+            if (!eng_isa_available((eng_isa)isa)) continue;
+            assert_int_equal(eng_isa_set((eng_isa)isa), ENG_OK);
+            for (int t = 1; t <= 4; t *= 2)
+                for (int v = 0; v < 4; v++) {
+                    int pieces = v & 1, mats = v >> 1;
+                    if (t == 1 && !v && !isa) continue;
+                    run_optim(kinds[k].k, kinds[k].nest, t, pieces, mats, many);
+                    if (memcmp(one, many, 50001 * 4))
+                        fail_msg("optimizer %d (nesterov %d) on %s at %d threads%s%s differs", kinds[k].k, kinds[k].nest,
+                                 eng_isa_name((eng_isa)isa), t, pieces ? " in pieces" : "",
+                                 mats ? " with matrices cut by rows" : "");
+                }
+        }
     }
+    assert_int_equal(eng_isa_set(before), ENG_OK);
     free(one), free(many);
 }
 
