@@ -107,10 +107,11 @@ static uint64_t dense_bytes(const eng_node *n, int rows, eng_dir dir)
 
 /* ---- bias: y[B, nb, s] += b[nb], in place (dense: s = 1; conv: s = H*W) ------------- */
 
-/* Rows [lo, hi) of y += b. */
-static void bias_fwd_rows(void *ctx, size_t lo, size_t hi)
+/* Rows [lo, hi) of y += b. The bias, relu and their backward loops run over activations
+ * in L1 and L2, which narrow vectors cannot keep busy: each is compiled per ISA path
+ * (ENG_ISA_KERNEL, internal.h; element-wise, so the same bits on each). */
+ENG_ISA_BODY bias_fwd_k_body(const eng_node *n, size_t lo, size_t hi)
 {
-    const eng_node *n = ctx;
     size_t nb = n->n_b, s = n->out_size / nb;
     const float *restrict b = n->b;
     for (size_t r = lo; r < hi; r++) {
@@ -121,6 +122,8 @@ static void bias_fwd_rows(void *ctx, size_t lo, size_t hi)
             for (size_t c = 0; c < nb; c++) lanes_add_scalar(y + c * s, s, b[c]);
     }
 }
+ENG_ISA_KERNEL(bias_fwd_k, (const eng_node *n, size_t lo, size_t hi), (n, lo, hi))
+static void bias_fwd_rows(void *ctx, size_t lo, size_t hi) { bias_fwd_k_isa[eng_isa_current()](ctx, lo, hi); }
 
 /* The grain eng_pool_for gets for a loop of n items of `per` floats each (elems in all): a
  * loop under ENG_EW_SPLIT_MIN floats runs on the calling thread (one range), a larger one
@@ -146,9 +149,8 @@ typedef struct {
 
 /* db[c] for c in [lo, hi): each column sums its rows in row order, however the columns are
  * split, so the bits do not depend on the thread count. */
-static void bias_bwd_cols(void *ctx, size_t lo, size_t hi)
+ENG_ISA_BODY bias_bwd_k_body(const bias_job *j, size_t lo, size_t hi)
 {
-    const bias_job *j = ctx;
     const eng_node *n = j->n;
     size_t nb = n->n_b, s = n->out_size / nb;
     float *restrict db = n->db;
@@ -161,6 +163,8 @@ static void bias_bwd_cols(void *ctx, size_t lo, size_t hi)
             for (size_t c = lo; c < hi; c++) db[c] += lanes_sum(dy + c * s, s);
     }
 }
+ENG_ISA_KERNEL(bias_bwd_k, (const bias_job *j, size_t lo, size_t hi), (j, lo, hi))
+static void bias_bwd_cols(void *ctx, size_t lo, size_t hi) { bias_bwd_k_isa[eng_isa_current()](ctx, lo, hi); }
 
 /* db[c] = sum over rows and positions of dy; dx is dy itself (same buffer). */
 static void bias_bwd(eng_node *n, int rows)
@@ -267,13 +271,27 @@ static void ew_run(const eng_node *n, int rows, ew_unary un, ew_binary bin, cons
     eng_pool_for(e, ew_grain(e, e, 1), ew_range, &j);
 }
 
-/* relu: lanes_pass_if_positive (lanes.h) keeps the bits where x > 0, without a branch: the
- * sign pattern is random, and a mispredicted branch per element made relu ~20x slower
- * than memory allows. */
-static void relu_fwd_k(size_t e, const float *restrict x, float *restrict y) { lanes_pass_if_positive(x, x, y, e); }
+/* relu: y = v where gate > 0, else +0, as the bits of v masked, without a branch (the sign
+ * pattern is random, and a mispredicted branch per element made relu ~20x slower than
+ * memory allows) and without a multiply (which would turn -0 and NaN into other values);
+ * a plain loop, which each ISA path vectorises at its width. */
+ENG_ISA_BODY pass_if_positive_body(size_t e, const float *v, const float *gate, float *y)
+{
+    for (size_t i = 0; i < e; i++) {
+        uint32_t u;
+        memcpy(&u, v + i, sizeof u);
+        u &= -(uint32_t)(gate[i] > 0.0f);
+        memcpy(y + i, &u, sizeof u);
+    }
+}
+ENG_ISA_KERNEL(pass_if_positive, (size_t e, const float *v, const float *gate, float *y), (e, v, gate, y))
+static void relu_fwd_k(size_t e, const float *restrict x, float *restrict y)
+{
+    pass_if_positive_isa[eng_isa_current()](e, x, x, y);
+}
 static void relu_bwd_k(size_t e, const float *restrict x, const float *restrict dy, float *restrict dx)
 {
-    lanes_pass_if_positive(dy, x, dx, e);
+    pass_if_positive_isa[eng_isa_current()](e, dy, x, dx);
 }
 static void relu_fwd(eng_node *n, int rows) { ew_run(n, rows, relu_fwd_k, NULL, n->x, NULL, n->y); }
 static void relu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, relu_bwd_k, n->x, n->dy, n->dx); }

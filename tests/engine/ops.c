@@ -399,6 +399,9 @@ static void test_act_position_independent(void **state)
 
 /* Runs an activation kernel over n values at once: the forward (x -> y), or the backward
  * (x, dy -> dx) for gelu, the one backward with its own per-path kernel. */
+/* op over n values (bias: as BIAS_ROWS rows of n / BIAS_ROWS, y = x + dy's first row's worth
+ * forward, the column sums of dy backward). */
+#define BIAS_ROWS 1000
 static void act_run(eng_op_id op, int bwd, const float *x, const float *dy, float *out, size_t n)
 {
     eng_node nd;
@@ -406,14 +409,23 @@ static void act_run(eng_op_id op, int bwd, const float *x, const float *dy, floa
     nd.op = op;
     nd.x = (float *)x;
     nd.in_size = nd.out_size = n;
-    if (bwd) { nd.dy = (float *)dy; nd.dx = out; eng_ops[op].backward(&nd, 1); }
-    else { nd.y = out; eng_ops[op].forward(&nd, 1); }
+    int rows = 1;
+    if (op == ENG_OP_BIAS) {
+        rows = BIAS_ROWS;
+        nd.in_size = nd.out_size = nd.n_b = n / BIAS_ROWS;
+        nd.b = (float *)dy;
+        nd.db = out;
+        if (!bwd) memcpy(out, x, n * sizeof(float)); /* in place: y += b */
+    }
+    if (bwd) { nd.dy = (float *)dy; nd.dx = op == ENG_OP_BIAS ? (float *)dy : out; eng_ops[op].backward(&nd, rows); }
+    else { nd.y = out; eng_ops[op].forward(&nd, rows); }
 }
 
 /* Every path gives exactly the bits of the generic path (docs/engine.md promises it: no FMA,
  * no reassociation), over the accuracy test's 2e6 inputs (every binade of both signs,
  * subnormals, +-0, +-inf, NaNs, and [-12, 12]): tanh, sigmoid and gelu forward, gelu
- * backward. test_act_accuracy's ulp bounds therefore hold on every path. */
+ * backward; relu and bias both ways. test_act_accuracy's ulp bounds therefore hold on
+ * every path. */
 static void test_act_path_bits(void **state)
 {
     eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
@@ -425,17 +437,19 @@ static void test_act_path_bits(void **state)
     fill_normal(dy, n, &r, 1.0);
     static const struct { eng_op_id op; int bwd; const char *name; } k[] = {
         { ENG_OP_TANH, 0, "tanh" }, { ENG_OP_SIGMOID, 0, "sigmoid" }, { ENG_OP_GELU, 0, "gelu" },
-        { ENG_OP_GELU, 1, "gelu backward" },
+        { ENG_OP_GELU, 1, "gelu backward" }, { ENG_OP_RELU, 0, "relu" }, { ENG_OP_RELU, 1, "relu backward" },
+        { ENG_OP_BIAS, 0, "bias" }, { ENG_OP_BIAS, 1, "bias backward" },
     };
     for (size_t j = 0; j < sizeof k / sizeof k[0]; j++) {
         ISA_UNDER(ENG_ISA_GENERIC, act_run(k[j].op, k[j].bwd, xs, dy, want, n));
         memset(got, 0xa5, n * sizeof(float));
         act_run(k[j].op, k[j].bwd, xs, dy, got, n);
-        for (size_t i = 0; i < n; i++)
+        size_t m = k[j].op == ENG_OP_BIAS && k[j].bwd ? n / BIAS_ROWS : n; /* db: one row */
+        for (size_t i = 0; i < m; i++)
             if (memcmp(&want[i], &got[i], sizeof(float)))
                 fail_msg("%s on path %s: x=%.9g gives %a, the generic path %a", k[j].name, eng_isa_name(p),
                          (double)xs[i], (double)got[i], (double)want[i]);
-        printf("  %-14s %s: %zu values, the same bits as generic\n", k[j].name, eng_isa_name(p), n);
+        printf("  %-14s %s: %zu values, the same bits as generic\n", k[j].name, eng_isa_name(p), m);
     }
     free(xs); free(dy); free(want); free(got);
     assert_int_equal(eng_isa_set(before), ENG_OK);
