@@ -470,10 +470,11 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
                          int n_test, double *eng)
 {
     double bare[MAX_REPS], engp[MAX_REPS], acc_b[MAX_REPS], acc_e[MAX_REPS], bound[3][MAX_REPS];
-    double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS], best[MAX_REPS];
+    double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS], best[MAX_REPS], trip[MAX_REPS];
     static const char *const bname[3] = { "openblas", "onednn", "chosen" };
     for (int k = 0; k < reps; k++) {
         uint64_t sd = seed + (uint64_t)k;
+        if (t > 1) trip[k] = core_round_trip_ns(20000); /* the placement this rep starts on */
         openblas_set_num_threads(t);
         if (prepare_bare(t, tr->n)) return 1;
         epoch_result b = bare_epoch(tr, te, sd);
@@ -509,6 +510,11 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
     char gd[512];
     eng_gemm_describe(gd, sizeof gd);
     printf("ENV\tgemm_bound_%dT\t%s samples/s; the engine: %s\n", t, env, gd);
+    if (t > 1) {
+        stats st = stats_of(trip, reps);
+        printf("ENV\tcore_round_trip_%dT\tmedian %.0f ns (%.0f..%.0f) at the start of the reps: ~100 ns when the "
+               "cores share a last-level cache, several hundred when not\n", t, st.med, st.min, st.max);
+    }
     stats se = stats_of(eng, reps), sb = stats_of(bare, reps), sg = stats_of(best, reps), sp = stats_of(engp, reps);
     kilo(a, sizeof a, se.med); kilo(b, sizeof b, sb.med); kilo(c, sizeof c, sg.med);
     stats r = stats_of(r_eg, reps);

@@ -5,7 +5,9 @@
  * 2 threads interleaved). ENG_POOL_GRAIN (engine/internal.h) comes from the second table.
  * The third: the momentum update of one 784 x 256 W (the Fashion MLP's first layer) at 2
  * threads, each thread taking half of every row (a cut by columns) or half of the rows (the
- * cut the engine makes, eng_optim_set_matrices), against one thread.
+ * cut the engine makes, eng_optim_set_matrices), against one thread. First, the
+ * core-to-core round trip of a cache line (bench.h), which says what any line crossing
+ * between the two threads costs on this placement of the cores.
  * Figures mean something only on an idle machine.
  * Usage: pool_bench [--reps N] [--hold US: the caller's own slab, default 50] */
 #include <pthread.h>
@@ -147,6 +149,12 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--hold")) hold_s = atof(argv[i + 1]) * 1e-6;
     if (reps < 3) reps = 3;
     if (reps > 64) reps = 64;
+    double trip[64];
+    for (int r = 0; r < reps; r++) trip[r] = core_round_trip_ns(20000);
+    stats st = stats_of(trip, reps);
+    printf("core-to-core round trip of a cache line: median %.0f ns (%.0f..%.0f) over %d reps (~100 ns: the two\n"
+           "cores share a last-level cache; several hundred: they do not, and every line a cut moves costs that)\n\n",
+           st.med, st.min, st.max, reps);
     printf("pool wake-up: us from posting a job to a worker starting its slab (the caller's slab: %.0f us)\n", hold_s * 1e6);
     printf("%-34s %8s %8s %8s\n", "", "median", "min", "max");
     eng_pool_run(2, wake_slab, &(wake_ctx){ 0, 0, pthread_self() }); /* start the worker */

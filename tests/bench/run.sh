@@ -322,6 +322,7 @@ nt_scaling=$(awk -F'\t' '$2 == "scaling_threads" { print $3; exit }' "$tmp/env")
 echo "MLP 784-256-128-10, batch 128, SGD momentum 0.9, lr 0.05, 1 epoch of ${ntrain:-?} samples; $reps interleaved reps; nT = n BLAS threads${torchv:+; PyTorch $torchv}"
 echo "OpenBLAS core choice: $(awk -F'\t' '$2 == "openblas_core_choice" { print $3; exit }' "$tmp/env")"
 awk -F'\t' '$2 ~ /^gemm_bound_/ { t = $2; sub("gemm_bound_", "", t); print "GEMM-only bound of the MLP step, " t ": " $3 }' "$tmp/env"
+awk -F'\t' '$2 ~ /^core_round_trip_/ { t = $2; sub("core_round_trip_", "", t); print "Core-to-core round trip, " t " reps: " $3 }' "$tmp/env"
 echo "BLAS threads: rows 1-3 as labelled (OpenBLAS's own default here: $(awk -F'\t' '$2 == "openblas_threads" { print $3; exit }' "$tmp/env")); Newton rows ${nt_newton:-?}; scaling rows ${nt_scaling:-?}"
 echo
 echo "| # | row | median | min..max | absolute (medians) | goal | verdict |"

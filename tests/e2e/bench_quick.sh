@@ -5,7 +5,8 @@
 # built, 7 graphs and MaxK, 8 the input pipeline, 9 MPI when mpirun is there, 10 int8 when
 # quant_bench is, 11 the gradient lab when grad_bench is, 12 the monitor when monitor_bench
 # is, 13 diff when diff_bench is, 14 the conv algorithms when conv_bench is) are present;
-# every median and min..max is numeric with min <= median <= max; goals carry a verdict.
+# every median and min..max is numeric with min <= median <= max; goals carry a verdict;
+# and mlp_bench at 2 threads prints the core-to-core round trip.
 set -u
 if [ "${NNBENCH_SANITIZED:-0}" = 1 ]; then
     echo "bench_quick: skipped under sanitizers (timings under ASan say nothing, and the"
@@ -111,3 +112,11 @@ $bad"
 n=$(wc -l <"$tmp/rows")
 [ "$n" -ge 8 ] || fail "only $n rows"
 echo "bench_quick: table shape ok ($n rows)"
+
+# The full bench's 2-thread reps print the core-to-core round trip they started on (the
+# quick one runs 1 thread only): a short 2-thread run must too, as a positive number.
+"$bindir/bench/mlp_bench" --quick --threads 2 --reps 1 --n-train 1280 >"$tmp/out" 2>"$tmp/err" || {
+    cat "$tmp/err" >&2; fail "mlp_bench --threads 2 exited non-zero"; }
+grep -q "^ENV	core_round_trip_2T	median [1-9][0-9]* ns ([0-9]*\.\.[0-9]*) " "$tmp/out" ||
+    fail "mlp_bench at 2 threads does not print the core-to-core round trip"
+echo "bench_quick: 2-thread round trip line ok"
