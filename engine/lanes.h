@@ -1,5 +1,5 @@
 /* lanes.h — the element-wise loops and sums of the memory-bound ops (batch norm, residual
- * adds, global average pooling, bias, relu) over contiguous floats, written with GCC
+ * adds, global average pooling, bias) over contiguous floats, written with GCC
  * vector types of 4 floats (SSE2, the x86-64 baseline) so that they vectorise at -O2, whose
  * cost model leaves loops of unknown trip count scalar. (Wider vector types spill to the
  * stack when the baseline lacks the registers.) A sum keeps ENG_LANES = 16 partial sums in
@@ -86,24 +86,6 @@ static inline void lanes_fill(float *y, size_t n, float a)
     size_t k = 0;
     for (; k + 4 <= n; k += 4) v4_store(y + k, va);
     for (; k < n; k++) y[k] = a;
-}
-
-/* y[k] = v[k] where gate[k] > 0, else +0: the bits of v masked, no branch (relu's sign
- * pattern is random) and no multiply (which would turn -0 and NaN into other values). */
-static inline void lanes_pass_if_positive(const float *v, const float *gate, float *y, size_t n)
-{
-    eng_v4 z = { 0 };
-    size_t k = 0;
-    for (; k + 4 <= n; k += 4) {
-        eng_v4i m = (eng_v4i)v4_load(v + k) & (v4_load(gate + k) > z);
-        v4_store(y + k, (eng_v4)m);
-    }
-    for (; k < n; k++) {
-        uint32_t u;
-        memcpy(&u, v + k, sizeof u);
-        u &= -(uint32_t)(gate[k] > 0.0f);
-        memcpy(y + k, &u, sizeof u);
-    }
 }
 
 #endif

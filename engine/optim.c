@@ -98,9 +98,9 @@ void eng_optim_state(eng_optim *o, float **m, float **v, long **t)
 
 /* Elements [lo, hi) of the update: each element alone, so the pool's split (eng_pool_for)
  * gives the bits of one thread. Compiled per ISA path (internal.h), the same bits on each:
- * at 4 floats a vector the Fashion MLP's update (235k parameters, ~4.7 MB a step) took
- * 69-90 us a step at 1 thread, at 16 (AVX-512) 36-51 us; its data come from L2 and L3,
- * which the narrow loop's loads and stores could not keep busy. */
+ * its data come from L2 and L3, which 4-float loads and stores could not keep busy (one
+ * update of the Fashion MLP's 784 x 256 W, pool_bench's last table: 48.5 us at 4 floats a
+ * vector, 28 us at 16). */
 ENG_ISA_BODY update_body(const step_job *j, size_t lo, size_t hi)
 {
     const eng_optim *o = j->o;

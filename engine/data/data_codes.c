@@ -1,7 +1,7 @@
 /* data_codes.c — the training inputs kept as bytes when they are bytes. A batch is gathered
  * from rows scattered over the training set, and each row costs a miss the hardware cannot
- * foresee: a Fashion-MNIST batch of 128 floats rows (400 KB) took ~55 us a step, a fifth of
- * what the MLP's step spends outside its GEMMs. When every training value is (float)(c · k)
+ * foresee: a Fashion-MNIST batch of 128 float rows (400 KB) took 48-77 us a step, about
+ * half of what the MLP's step spent outside its GEMMs. When every training value is (float)(c · k)
  * for a byte c and one scale k (IDX images as read, or scaled by 1/255), the dataset keeps a
  * byte copy beside the floats: the batcher reads a quarter of the bytes, can ask for the
  * whole batch at once, and decodes each row with the loader's own arithmetic (the byte in

@@ -43,9 +43,9 @@ void eng_data_synth_defaults(eng_data_config *dc);
 int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);
 
 /* Asks for huge pages over the whole 2 MiB pages inside [p, p + n), a large array written
- * once (the inputs, their byte copy): in a VM each 4 KiB page's first touch cost ~10 us,
- * and Fashion-MNIST's 188 MB of inputs took more time in faults than in reading. Advice
- * only: without THP, ordinary pages. */
+ * once (the inputs, their byte copy): in a VM each 4 KiB page's first touch cost
+ * microseconds, and Fashion-MNIST's 188 MB of inputs took longer to fault in than to read
+ * (loading it went from 1.1 s to 0.5-1.0 s). Advice only: without THP, ordinary pages. */
 void eng_data_advise_huge(void *p, size_t n);
 
 /* Loaders fill ds (shape, labels/targets, train and possibly test arrays). *split is set
