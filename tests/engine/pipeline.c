@@ -156,6 +156,34 @@ static void test_cache_hit_and_invalidation(void **state)
     eng_data_free(ref); eng_data_free(w); eng_data_free(ref2); eng_data_free(w2); eng_data_free(w3);
 }
 
+/* Byte-valued inputs (the CSV's integers 0..43, not normalised) keep their byte copy from a
+ * cache hit as from the file (data_codes.c): the copy decodes to the mapped floats. A
+ * standardised set has none either way. */
+static void test_cache_hit_keeps_codes(void **state)
+{
+    char csv[300];
+    snprintf(csv, sizeof csv, "%s/b.csv", dir);
+    write_csv(csv, 40, 1);
+    eng_data_config c = csv_cfg(csv);
+    c.normalize = ENG_NORM_NONE;
+    for (int hit = 0; hit < 2; hit++) {
+        eng_dataset *ds = load(&c, 3, hit ? ENG_CACHE_HIT : ENG_CACHE_WRITTEN);
+        assert_non_null(ds->x_codes);
+        assert_true(ds->x_code_scale == 1.0);
+        size_t n = (size_t)ds->n_train * ds->in_size;
+        float *back = malloc(n * sizeof(float));
+        eng_data_decode(ds->x_codes, n, ds->x_code_scale, back);
+        assert_memory_equal(back, ds->x_train, n * sizeof(float));
+        free(back);
+        eng_data_free(ds);
+    }
+    c.normalize = ENG_NORM_STANDARD;
+    eng_data_free(load(&c, 3, ENG_CACHE_WRITTEN));
+    eng_dataset *ds = load(&c, 3, ENG_CACHE_HIT);
+    assert_null(ds->x_codes);
+    eng_data_free(ds);
+}
+
 static void test_cache_errors(void **state)
 {
     char csv[300], blocker[300], bad[400];
@@ -782,6 +810,7 @@ int test_engine_pipeline(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_cache_hit_and_invalidation, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_hit_keeps_codes, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_errors, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_key_every_data_key, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_stratify_skip_rows, setup_dir, teardown_dir),
