@@ -131,14 +131,19 @@ int eng_gemm_run(eng_gemm_backend be, const gemm_call *c)
     return 0;
 }
 
+/* The class of this shape is served by oneDNN (eng_gemm_prepare chose it, checked). */
+static int onednn_serves(int ta, int tb, int M, int N, int K)
+{
+    return eng_gemm_class_get(eng_gemm_class(ta, tb, M, N, K)) == ENG_GEMM_ONEDNN;
+}
+
 void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc)
 {
     gemm_call c = { ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, split };
-    int v = class_backend[eng_gemm_class(ta, tb, M, N, K)];
     /* dnnl_sgemm fails only in its argument checks, before it writes C; should that ever
      * happen, OpenBLAS does the call. */
-    if (v == ENG_GEMM_ONEDNN + 1 && run_onednn(&c) == 0) return;
+    if (onednn_serves(ta, tb, M, N, K) && run_onednn(&c) == 0) return;
     run_openblas(&c);
 }
 
@@ -199,7 +204,7 @@ void eng_sgemm_ksplit(int M, int N, int K, const float *A, int lda, const float 
 {
     size_t need = eng_sgemm_ksplit_floats(M, N, K);
     ksplit_job j = { { 0, 0, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, ENG_SPLIT_ROWS }, work, 0 };
-    if (class_backend[eng_gemm_class(0, 0, M, N, K)] != ENG_GEMM_ONEDNN + 1 || !need || need > work_floats) {
+    if (!onednn_serves(0, 0, M, N, K) || !need || need > work_floats) {
         eng_sgemm_split(ENG_SPLIT_ROWS, 0, 0, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
         return;
     }

@@ -118,12 +118,14 @@ out:
  * at its next threaded call. Weak: an OpenBLAS without it leaves them spinning. */
 extern int blas_thread_shutdown_(void) __attribute__((weak));
 
-/* Where oneDNN is in bes[nb] (0 when it is not there: the order stays). */
-static int onednn_first(const int *bes, int nb)
+/* The order of the blocks: bes[]'s indices with oneDNN's first, the others as they come. */
+static void onednn_first(const int *bes, int nb, int *order)
 {
+    int k = 0;
     for (int i = 0; i < nb; i++)
-        if (bes[i] == ENG_GEMM_ONEDNN) return i;
-    return 0;
+        if (bes[i] == ENG_GEMM_ONEDNN) order[k++] = i;
+    for (int i = 0; i < nb; i++)
+        if (bes[i] != ENG_GEMM_ONEDNN) order[k++] = i;
 }
 
 static void timeit(const int *bes, int nb, const eng_gemm_shape *s, double *gflops)
@@ -145,14 +147,14 @@ static void timeit(const int *bes, int nb, const eng_gemm_shape *s, double *gflo
             if (reps[i] > 2000) reps[i] = 2000;
         }
         double flops = 2.0 * s->M * (double)s->N * s->K;
-        int blocks = eng_gemm_threads() > 1;
+        int blocks = eng_gemm_threads() > 1, order[ENG_GEMM_NB];
+        onednn_first(bes, nb, order);
         /* the checks and the calls above left OpenBLAS's workers spinning */
         if (blocks && blas_thread_shutdown_) blas_thread_shutdown_();
         for (int k = 0; k < 5 * nb; k++) {
             /* interleaved: round k / nb of backend k % nb; in blocks: oneDNN's five, then
              * the others' in order */
-            int j = blocks ? k / 5 : k % nb;
-            int i = blocks ? (j == 0 ? onednn_first(bes, nb) : j <= onednn_first(bes, nb) ? j - 1 : j) : j;
+            int i = blocks ? order[k / 5] : k % nb;
             double t0 = prof_now_s();
             for (int r = 0; r < reps[i]; r++) eng_gemm_run((eng_gemm_backend)bes[i], &c);
             double g = flops * reps[i] / (prof_now_s() - t0) / 1e9;

@@ -369,7 +369,6 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
      * little back, large enough that claiming a chunk costs nothing next to copying it. */
     size_t row_bytes = ds->in_size * sizeof(float);
     b->chunk = row_bytes >= 16384 ? 1 : (int)(16384 / row_bytes);
-    if (!prefetch) b->chunk = b->batch > 0 ? b->batch : 1; /* nobody to share the copy with but the pool */
     atomic_init(&b->cursor, 0);
     atomic_init(&b->completed, 0);
     atomic_init(&b->done_rows, 0);
