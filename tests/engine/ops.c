@@ -529,6 +529,81 @@ static void test_softmax_values(void **state)
     h_free(&h);
 }
 
+/* softmax_xent's forward on every ISA path: the probabilities and the loss have the
+ * generic path's bits (its exps run as one vectorised loop, exp_block); each probability
+ * is within 6e-7 relative of a double reference (5 ulp); a -inf logit gives 0; a NaN logit makes
+ * the loss NaN (the loop's divergence check must see it). */
+#define XR 2000
+#define XK 10
+/* softmax_xent's forward over rows x XK logits with labels: the loss; probabilities in p. */
+static double s_xent_run(const float *z, const int32_t *lab, int rows, float *p, int *correct)
+{
+    eng_node nd;
+    memset(&nd, 0, sizeof nd);
+    nd.op = ENG_OP_SOFTMAX_XENT;
+    nd.x = (float *)z;
+    nd.y = p;
+    nd.in_size = nd.out_size = XK;
+    nd.labels = lab;
+    eng_ops[ENG_OP_SOFTMAX_XENT].forward(&nd, rows);
+    if (correct) *correct = nd.correct;
+    return nd.loss;
+}
+
+static double xent_ref(const float *z, int l, double *p)
+{
+    float m = z[0];
+    double s = 0.0;
+    for (int j = 1; j < XK; j++) m = z[j] > m ? z[j] : m;
+    /* from the float differences the op sees: their rounding is the input's, not the op's */
+    for (int j = 0; j < XK; j++) s += exp((double)(z[j] - m));
+    for (int j = 0; j < XK; j++) p[j] = exp((double)(z[j] - m)) / s;
+    return log(s) - (double)(z[l] - m);
+}
+
+static void test_softmax_xent_paths(void **state)
+{
+    eng_isa before = isa_force_or_skip(state), path = eng_isa_current();
+    static float z[XR * XK], want[XR * XK], got[XR * XK];
+    static int32_t lab[XR];
+    eng_rng r;
+    eng_rng_seed(&r, 12, 1);
+    fill_normal(z, XR * XK, &r, 1.0);
+    for (int i = 0; i < XR; i++) {
+        lab[i] = (int32_t)(i % XK);
+        float scale = (float)ldexp(1.0, i % 12 - 4); /* logit spreads from 1/16 to 128 */
+        for (int j = 0; j < XK; j++) z[i * XK + j] *= scale;
+    }
+    z[5 * XK + 3] = -INFINITY;
+    z[7 * XK + 0] = -1e30f; /* exp underflows: 0 */
+    double loss_path, loss_gen = 0.0;
+    ISA_UNDER(ENG_ISA_GENERIC, loss_gen = s_xent_run(z, lab, XR - 1, want, NULL));
+    memset(got, 0xa5, sizeof got);
+    loss_path = s_xent_run(z, lab, XR - 1, got, NULL);
+    assert_memory_equal(&loss_path, &loss_gen, sizeof loss_path);
+    for (int i = 0; i < (XR - 1) * XK; i++)
+        if (memcmp(&want[i], &got[i], sizeof(float)))
+            fail_msg("softmax_xent on path %s: p[%d] = %a, the generic path %a", eng_isa_name(path), i,
+                     (double)got[i], (double)want[i]);
+    double worst = 0.0, ref_loss = 0.0, pr[XK];
+    for (int i = 0; i < XR - 1; i++) {
+        ref_loss += xent_ref(z + i * XK, lab[i], pr);
+        for (int j = 0; j < XK; j++) {
+            double e = fabs(got[i * XK + j] - pr[j]) / (pr[j] > 1e-30 ? pr[j] : 1.0);
+            if (pr[j] > 1e-30 && e > worst) worst = e;
+        }
+    }
+    ref_loss /= XR - 1;
+    assert_true(got[5 * XK + 3] == 0.0f && got[7 * XK + 0] == 0.0f);
+    assert_true(worst < 6e-7);
+    assert_true(fabs(loss_path - ref_loss) < 1e-6 * fmax(1.0, ref_loss));
+    printf("  softmax_xent %s: %d rows, the generic path's bits; max rel error %.2e, loss %.9f vs %.9f\n",
+           eng_isa_name(path), XR - 1, worst, loss_path, ref_loss);
+    z[(XR - 1) * XK + 4] = NAN; /* the last row */
+    assert_true(isnan(s_xent_run(z, lab, XR, got, NULL)));
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
 static void test_grad_mse(void **state)
 {
     (void)state;
@@ -1635,6 +1710,7 @@ int test_engine_ops(void)
         cmocka_unit_test(test_act_derivs),
         cmocka_unit_test(test_grad_softmax_xent),
         cmocka_unit_test(test_softmax_values),
+        ISA_PATH_TESTS(test_softmax_xent_paths),
         cmocka_unit_test(test_grad_mse),
         cmocka_unit_test(test_grad_conv2d),
         cmocka_unit_test(test_grad_conv2d_pad_stride),
