@@ -284,12 +284,17 @@ static double bare_accuracy(bare_net *m, const dataset *te)
     return te->n ? (double)ok / te->n : 0.0;
 }
 
-typedef struct { double samples_per_s, test_acc, final_loss; } epoch_result;
+/* split: the profiled run's step time (us a step) and its parts (step_split) */
+typedef struct { double step_us, gemm_us, update_us, gather_us; } step_split;
+typedef struct {
+    double samples_per_s, test_acc, final_loss;
+    step_split split;
+} epoch_result;
 
 /* One epoch: shuffle, gather each batch into the preallocated buffer, step. Timed whole. */
 static epoch_result bare_epoch(const dataset *tr, const dataset *te, uint64_t seed)
 {
-    epoch_result res = { 0, NAN, NAN };
+    epoch_result res = { 0, NAN, NAN, { 0, 0, 0, 0 } };
     bare_net m;
     if (bare_create(&m, tr->n, seed)) { bare_free(&m); fprintf(stderr, "mlp_bench: out of memory\n"); return res; }
     uint64_t s = seed ^ 0x5eedull;
@@ -407,13 +412,45 @@ static int engine_config(int n_train, int n_test, int threads, uint64_t seed, in
     return rc;
 }
 
+/* Where a profiled run's step time went, us a step: the dense layers' GEMM calls, the
+ * backward phase's own time (the optimizer update fused into it, and the loop's calls
+ * between ops), data.gather (scopes summed over the layers). The test-set evaluation runs dense.fwd too: only the
+ * training steps' share of its time counts, by FLOPs (n_samples training rows, each
+ * 2 (IN·H1 + H1·H2 + H2·OUT) FLOPs forward; dense.bwd runs only in training). */
+static step_split step_split_of(prof_t *p, long n_samples)
+{
+    step_split sp = { 0, 0, 0, 0 };
+    prof_row *rows = NULL;
+    size_t n = 0;
+    if (prof_rows(p, PROF_BY_SCOPE, &rows, &n)) return sp;
+    double steps = 0, fwd_ns = 0, fwd_flops = 0, bwd_ns = 0, upd_ns = 0, gather_ns = 0, step_ns = 0;
+    for (size_t i = 0; i < n; i++) {
+        const prof_row *r = &rows[i];
+        if (!strcmp(r->name, "step")) { step_ns = (double)r->total_ns; steps = (double)r->calls; }
+        else if (!strcmp(r->name, "dense.fwd")) { fwd_ns += (double)r->self_ns; fwd_flops += (double)r->flops; }
+        else if (!strcmp(r->name, "dense.bwd")) bwd_ns += (double)r->self_ns;
+        else if (!strcmp(r->name, "backward")) upd_ns = (double)r->self_ns;
+        else if (!strcmp(r->name, "data.gather")) gather_ns = (double)r->self_ns;
+    }
+    free(rows);
+    double train_fwd_flops = 2.0 * (double)n_samples * (IN * H1 + H1 * H2 + H2 * OUT);
+    if (steps > 0 && fwd_flops > 0) {
+        double share = train_fwd_flops < fwd_flops ? train_fwd_flops / fwd_flops : 1.0;
+        sp.step_us = step_ns / steps * 1e-3;
+        sp.gemm_us = (fwd_ns * share + bwd_ns) / steps * 1e-3;
+        sp.update_us = upd_ns / steps * 1e-3;
+        sp.gather_us = gather_ns / steps * 1e-3;
+    }
+    return sp;
+}
+
 /* One epoch through eng_run_create + eng_run_train, as `nnbench run` does (no sink: the
  * store's cost is the store row's business). samples/s is the engine's own figure: the
  * sum of its step times (data, forward, backward, optimizer), evaluation excluded, like
  * the bare loop's. prof != NULL = profiling on. */
 static epoch_result engine_epoch(int n_train, int n_test, int threads, uint64_t seed, int profile)
 {
-    epoch_result res = { 0, NAN, NAN };
+    epoch_result res = { 0, NAN, NAN, { 0, 0, 0, 0 } };
     eng_experiment *ex = NULL;
     if (engine_config(n_train, n_test, threads, seed, profile, &ex)) return res;
     prof_t *p = NULL;
@@ -435,6 +472,7 @@ static epoch_result engine_epoch(int n_train, int n_test, int threads, uint64_t 
             res.samples_per_s = rr->samples_per_s;
             res.test_acc = rr->final_test_acc;
             res.final_loss = rr->final_train_loss;
+            if (p) res.split = step_split_of(p, n_train ? n_train : rr->steps * BATCH);
             if (getenv("MLP_BENCH_VERBOSE"))
                 fprintf(stderr, "mlp_bench: engine %s: %.0f/s by step time, %.0f/s by wall incl. eval\n",
                         profile ? "prof" : "plain", rr->samples_per_s, rr->steps ? (double)n_train / wall : 0.0);
@@ -463,6 +501,26 @@ static int usage(void)
     return 2;
 }
 
+/* Why nnbench / the bound is what it is: that ratio is about (alone / the GEMM calls in the
+ * step) x (1 - the share of the step outside them), both read from the profiled run. */
+static void step_split_rows(int t, int reps, const double *r_gemm, const double *r_out, const double *step,
+                            const double *gemm, const double *upd, const double *gather, const double *alone)
+{
+    if (!(stats_of(step, reps).med > 0)) return; /* the profile had no step rows */
+    char label[96], abs_[400];
+    double st = stats_of(step, reps).med, ge = stats_of(gemm, reps).med, al = stats_of(alone, reps).med;
+    double up = stats_of(upd, reps).med, ga = stats_of(gather, reps).med;
+    snprintf(label, sizeof label, "GEMM calls: in the step / alone (time), %dT", t);
+    snprintf(abs_, sizeof abs_, "%.0f us a step in the profiled run (the dense ops; the test set's share removed) "
+             "vs %.0f us alone (the chosen kernels' bound)", ge, al);
+    row(1, label, stats_of(r_gemm, reps), abs_, "-", "info");
+    snprintf(label, sizeof label, "time outside the GEMM calls / step time, %dT", t);
+    snprintf(abs_, sizeof abs_, "step %.0f us: outside the GEMM calls %.0f us, of which backward's own (the fused "
+             "update) %.0f, data.gather %.0f, the rest %.0f (bias, activations, the loss, the loop)", st, st - ge, up,
+             ga, st - ge - up - ga);
+    row(1, label, stats_of(r_out, reps), abs_, "-", "info");
+}
+
 /* One thread count: reps of bare loop, engine, engine profiled and the GEMM-only bounds
  * (each backend, and the choice), interleaved; the rows. eng gets the engine's samples/s
  * per rep. 1 when a contender failed. */
@@ -471,6 +529,8 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
 {
     double bare[MAX_REPS], engp[MAX_REPS], acc_b[MAX_REPS], acc_e[MAX_REPS], bound[3][MAX_REPS];
     double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS], best[MAX_REPS], trip[MAX_REPS];
+    double r_gemm[MAX_REPS], r_out[MAX_REPS], sp_step[MAX_REPS], sp_gemm[MAX_REPS], sp_upd[MAX_REPS],
+        sp_gather[MAX_REPS], alone[MAX_REPS];
     static const char *const bname[3] = { "openblas", "onednn", "chosen" };
     for (int k = 0; k < reps; k++) {
         uint64_t sd = seed + (uint64_t)k;
@@ -497,6 +557,12 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
         r_eg[k] = eng[k] / best[k];
         r_bg[k] = bare[k] / best[k];
         r_prof[k] = eng[k] / engp[k]; /* time on / time off */
+        /* the profiled run's step against the same GEMM calls alone, on the chosen kernels */
+        alone[k] = BATCH / bound[2][k] * 1e6;
+        sp_step[k] = ep.split.step_us, sp_gemm[k] = ep.split.gemm_us;
+        sp_upd[k] = ep.split.update_us, sp_gather[k] = ep.split.gather_us;
+        r_gemm[k] = sp_step[k] > 0 ? sp_gemm[k] / alone[k] : NAN;
+        r_out[k] = sp_step[k] > 0 ? (sp_step[k] - sp_gemm[k]) / sp_step[k] : NAN;
         fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), nnbench %.0f/s (acc %.4f), profiled %.0f/s, "
                 "GEMM-only openblas %.0f/s, onednn %.0f/s, chosen %.0f/s\n", t, k + 1, bare[k], acc_b[k], eng[k],
                 acc_e[k], engp[k], bound[0][k], bound[1][k], bound[2][k]);
@@ -529,6 +595,7 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
     snprintf(label, sizeof label, "bare loop / GEMM-only bound of the fastest backend, %dT", t);
     snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s", b, c);
     row(1, label, stats_of(r_bg, reps), abs_, "-", "info");
+    step_split_rows(t, reps, r_gemm, r_out, sp_step, sp_gemm, sp_upd, sp_gather, alone);
     kilo(c, sizeof c, sp.med);
     r = stats_of(r_prof, reps);
     snprintf(label, sizeof label, "nnbench profiler on / off (time), %dT", t);

@@ -43,7 +43,8 @@ grep -q '^OpenBLAS core choice: .' "$tmp/out" || fail "the header does not print
 grep '^| [0-9][0-9]* |' "$tmp/out" >"$tmp/rows"
 for label in "nnbench / bare loop, 1T" "nnbench / GEMM-only bound of the fastest backend, 1T" \
              "bare loop / GEMM-only bound of the fastest backend, 1T" \
-             "nnbench profiler on / off (time), 1T" "Newton step / gradient step, block n=256" \
+             "nnbench profiler on / off (time), 1T" "GEMM calls: in the step / alone (time), 1T" \
+             "time outside the GEMM calls / step time, 1T" "Newton step / gradient step, block n=256" \
              "solve time vs n, fitted exponent" "step time vs parameters, fitted exponent" \
              "peak memory vs parameters, fitted exponent"; do
     grep -qF "| $label |" "$tmp/rows" || fail "row '$label' missing"
