@@ -412,11 +412,12 @@ static int engine_config(int n_train, int n_test, int threads, uint64_t seed, in
     return rc;
 }
 
-/* Where a profiled run's step time went, us a step: the dense layers' GEMM calls, the
- * backward phase's own time (the optimizer update fused into it, and the loop's calls
- * between ops), data.gather (scopes summed over the layers). The test-set evaluation runs dense.fwd too: only the
- * training steps' share of its time counts, by FLOPs (n_samples training rows, each
- * 2 (IN·H1 + H1·H2 + H2·OUT) FLOPs forward; dense.bwd runs only in training). */
+/* Where a profiled run's step time went, us a step: the dense layers' GEMM calls (their
+ * scopes summed over the layers), the backward phase's own time (the optimizer update
+ * fused into it, and the loop's calls between ops), data.gather. The test-set evaluation
+ * runs dense.fwd too: only the training steps' share of its time counts, by FLOPs
+ * (n_samples training rows, each 2 (IN·H1 + H1·H2 + H2·OUT) FLOPs forward; dense.bwd
+ * runs only in training). */
 static step_split step_split_of(prof_t *p, long n_samples)
 {
     step_split sp = { 0, 0, 0, 0 };
