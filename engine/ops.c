@@ -416,28 +416,33 @@ ENG_ISA_BODY exp_block_body(float *restrict p, size_t n)
 }
 ENG_ISA_KERNEL(exp_block, (float *restrict p, size_t n), (p, n))
 
+/* The largest of z[0..K) (the first, NaNs skipped after z[0]) and where it is. */
+static inline float row_max(const float *z, size_t K, size_t *at)
+{
+    size_t am = 0;
+    float m = z[0];
+    for (size_t j = 1; j < K; j++)
+        if (z[j] > m) { m = z[j]; am = j; }
+    *at = am;
+    return m;
+}
+
 static void xent_fwd(eng_node *n, int rows)
 {
-    size_t K = n->in_size;
+    size_t K = n->in_size, am;
     double total = 0.0;
     int correct = 0;
-    /* p = z - max of its row (<= 0, or NaN: it passes through to the loss) */
+    /* p = z - max of its row (<= 0, or NaN: it passes through to the loss); the max is
+     * found again below rather than kept, for want of a row-sized scratch */
     for (int r = 0; r < rows; r++) {
         const float *z = n->x + (size_t)r * K;
-        float *p = n->y + (size_t)r * K;
-        float m = z[0];
-        for (size_t j = 1; j < K; j++)
-            if (z[j] > m) m = z[j];
+        float *p = n->y + (size_t)r * K, m = row_max(z, K, &am);
         for (size_t j = 0; j < K; j++) p[j] = z[j] - m;
     }
     exp_block_isa[eng_isa_current()](n->y, (size_t)rows * K);
     for (int r = 0; r < rows; r++) {
         const float *z = n->x + (size_t)r * K;
-        float *p = n->y + (size_t)r * K;
-        size_t am = 0;
-        float m = z[0];
-        for (size_t j = 1; j < K; j++)
-            if (z[j] > m) { m = z[j]; am = j; }
+        float *p = n->y + (size_t)r * K, m = row_max(z, K, &am);
         float s = 0.0f;
         for (size_t j = 0; j < K; j++) s += p[j];
         float inv = 1.0f / s, ls = logf(s);
