@@ -575,6 +575,9 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
     eng_run_info info;
     eng_loop_task task;
     int rc = ENG_OK;
+    /* Where the split ops will run (2000 round trips, 1-4 ms): before the GEMM choice,
+     * whose calls leave OpenBLAS's threads spinning for a while. */
+    double trip = r->threads > 1 ? prof_core_round_trip_ns(2000) : NAN;
     if (r->gnn) {
         eng_gnn_task(r->gnn, &task, &r->extra);
         r->slots.extra = &r->extra;
@@ -587,6 +590,8 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         rc = prepare_gemm(r);
         dense_setup(r, &info, &task);
     }
+    info.has_placement = r->threads > 1;
+    info.core_round_trip_ns = trip;
     eng_loop_env env = { .cfg = &r->cfg, .prof = r->prof, .total_steps = r->total_steps, .stop = &r->stop,
                          .info = &info, .err = r->err, .errcap = sizeof r->err };
     memcpy(env.ph, r->ph, sizeof env.ph);

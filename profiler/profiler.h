@@ -340,6 +340,23 @@ int prof_sysinfo_get(prof_sysinfo *s);
 /* The CPU's model name from /proc/cpuinfo into out; 0 ok, -1 when there is none (out ""). */
 int prof_cpu_model(char *out, size_t cap);
 
+/* ---- where two threads run (placement.c) ---------------------------------------------
+ * The round trip of a cache line between two threads of this process, in ns: `rounds`
+ * passes (after an untimed one) timed in blocks of PROF_ROUND_TRIP_BLOCK, the median block
+ * per pass, so that the blocks a descheduled thread stretches (other threads of the
+ * process spinning, a loaded machine) do not count. ~100 ns when the CPUs the two threads
+ * run on share a last-level cache, several hundred when not; every line a split op moves
+ * between the threads costs that. NAN when it could not be measured (the two threads did not
+ * get two CPUs within 200 ms). 2000 rounds take ~1-4 ms. */
+#define PROF_ROUND_TRIP_BLOCK 16
+#define PROF_SHARED_CACHE_NS 250.0
+double prof_core_round_trip_ns(long rounds);
+/* "shared cache" (under PROF_SHARED_CACHE_NS), "apart", or "unmeasured" (NAN). */
+const char *prof_placement_class(double ns);
+/* What the round trip says, for sysinfo, a run's header and its record: "CPUs sharing a
+ * last-level cache (...)", "CPUs not sharing ..." or "not measured: ...". */
+void prof_placement_text(double ns, char *buf, size_t cap);
+
 /* ---- memory accounting ------------------------------------------------------------- */
 void *prof_malloc(size_t n);
 void *prof_calloc(size_t count, size_t size);

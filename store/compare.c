@@ -160,6 +160,7 @@ void store_compare_free(store_compare *c)
     free(c->quantum_s);
     free(c->metric);
     free(c->kernels);
+    free(c->placement);
     free(c);
 }
 
@@ -175,21 +176,46 @@ static void kernels_cell(const store_kv *sys, size_t n, char *out, size_t cap)
     snprintf(out, cap, "%.*s, %.20s", (int)(len > 40 ? 40 : len), g, core ? core : "?");
 }
 
-static void kernels_load(store_compare *c, store *s, const long long *ids)
+/* The placement cell of a run of 2+ threads: the round trip of a cache line between two
+ * of its threads at its start ("441 ns": a figure, so that a page's example matches on any
+ * machine); "not measured" when it could not be; "-" at 1 thread or for older runs. */
+static void placement_cell(const store_kv *sys, size_t n, char *out, size_t cap)
 {
-    int differ = 0;
+    const char *where = store_kv_find(sys, n, STORE_SYS_PLACEMENT), *rt = store_kv_find(sys, n, STORE_SYS_ROUND_TRIP);
+    if (!where) snprintf(out, cap, "-");
+    else if (!rt) snprintf(out, cap, "not measured");
+    else snprintf(out, cap, "%.0f ns", strtod(rt, NULL));
+}
+
+/* What the runs ran on: kernels and placement cells, and a note for each that differs.
+ * Placements differ when the round trips of two runs that have one (2+ threads, measured)
+ * lie on both sides of PROF_SHARED_CACHE_NS and at least 2x apart: a figure moving within
+ * its class, or across the line by a little, is not flagged. */
+static void machine_load(store_compare *c, store *s, const long long *ids)
+{
+    int kdiffer = 0;
+    double lo = INFINITY, hi = -INFINITY;
     for (size_t i = 0; i < c->n; i++) {
         store_kv *sys = NULL;
         size_t ns = 0;
         if (store_sysinfo_get(s, ids[i], &sys, &ns)) ns = 0;
         kernels_cell(sys, ns, c->kernels[i], sizeof c->kernels[i]);
+        placement_cell(sys, ns, c->placement[i], sizeof c->placement[i]);
+        const char *rt = store_kv_find(sys, ns, STORE_SYS_ROUND_TRIP);
+        double trip = rt ? strtod(rt, NULL) : NAN;
+        if (trip > 0) lo = fmin(lo, trip), hi = fmax(hi, trip);
         free(sys);
-        differ |= i && strcmp(c->kernels[i], c->kernels[0]);
+        kdiffer |= i && strcmp(c->kernels[i], c->kernels[0]);
     }
-    c->kernels_note[0] = 0;
-    if (differ)
-        snprintf(c->kernels_note, sizeof c->kernels_note,
+    memset(c->notes, 0, sizeof c->notes);
+    if (kdiffer)
+        snprintf(c->notes[STORE_CMP_NOTE_KERNELS], sizeof c->notes[0],
                  "note: these runs ran on different kernels (row \"kernels\"): their times compare the kernels too");
+    if (lo < PROF_SHARED_CACHE_NS && hi >= PROF_SHARED_CACHE_NS && hi >= 2 * lo)
+        snprintf(c->notes[STORE_CMP_NOTE_PLACEMENT], sizeof c->notes[0],
+                 "note: these runs' threads ran on CPUs placed differently (row \"core round trip\": under %.0f ns "
+                 "they share a last-level cache, over it not): their times compare the placement too",
+                 PROF_SHARED_CACHE_NS);
 }
 
 /* A key's last dotted part ("train.lr" -> "lr"), enough in a label. */
@@ -309,7 +335,10 @@ static int rows_run(store_compare *c, size_t *cap)
     EACH prof_text_fit(w->cells[i], 64, c->runs[i].dataset[0] ? c->runs[i].dataset : "-", 63, 0);
     ROW(STORE_CMP_RUN, "kernels");
     EACH prof_text_fit(w->cells[i], 64, c->kernels[i], 63, 0);
-    w->differs = c->kernels_note[0] != 0;
+    w->differs = c->notes[STORE_CMP_NOTE_KERNELS][0] != 0;
+    ROW(STORE_CMP_RUN, "core round trip");
+    EACH prof_text_fit(w->cells[i], 64, c->placement[i], 63, 0);
+    w->differs = c->notes[STORE_CMP_NOTE_PLACEMENT][0] != 0;
 
     static const struct { const char *label; size_t off; } reals[] = {
         { "final train loss", offsetof(store_run, final_train_loss) },
@@ -510,8 +539,9 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
     c->quantum_s = calloc(n, sizeof *c->quantum_s);
     c->metric = calloc(n, sizeof *c->metric);
     c->kernels = calloc(n, sizeof *c->kernels);
+    c->placement = calloc(n, sizeof *c->placement);
     if (!c->runs || !c->label || !c->short_label || !c->params || !c->n_params || !c->ops || !c->n_ops ||
-        !c->self_total_ns || !c->quantum_s || !c->metric || !c->kernels) {
+        !c->self_total_ns || !c->quantum_s || !c->metric || !c->kernels || !c->placement) {
         store_compare_free(c);
         return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     }
@@ -538,7 +568,7 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
         free(ev);
     }
     if (!st) {
-        kernels_load(c, s, ids);
+        machine_load(c, s, ids);
         make_labels(c);
         st = store_compare_rows(c, o);
     }

@@ -653,8 +653,9 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
     int sec = -1;
     for (size_t r = 0; r < c->n_rows; r++) {
         const store_cmp_row *x = &c->rows[r];
-        /* the header names the runs; of the Run rows only the kernels are not in it */
-        int kernels = x->section == STORE_CMP_RUN && !strcmp(x->label, "kernels");
+        /* the header names the runs; of the Run rows only the kernels and the core round
+         * trip are not in it */
+        int kernels = x->section == STORE_CMP_RUN && (!strcmp(x->label, "kernels") || !strcmp(x->label, "core round trip"));
         if (x->section == STORE_CMP_RUN && x->section == (store_cmp_section)sec && !kernels) continue;
         if ((int)x->section != sec) {
             sec = (int)x->section;
@@ -675,7 +676,8 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
     int any_config = 0;
     for (size_t r = 0; r < c->n_rows; r++) any_config |= c->rows[r].section == STORE_CMP_CONFIG;
     if (!any_config) para(t, "All runs share the same config.");
-    if (c->kernels_note[0]) para(t, c->kernels_note);
+    for (int k = 0; k < STORE_CMP_N_NOTES; k++)
+        if (c->notes[k][0]) para(t, c->notes[k]);
     if (c->n + 1 > MAXC) {
         char b[160];
         snprintf(b, sizeof b, "(the table shows the first %d of %zu runs)", MAXC - 1, c->n);

@@ -295,7 +295,8 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
 
 /* ---- comparison: the one model behind `compare`, the workbench's Compare screen and the
  * reports (compare.c). Rows come in one order, with one set of words:
- *   run     run, name, status, optimizer, dataset, kernels (what served the fp32 GEMMs)
+ *   run     run, name, status, optimizer, dataset, kernels (what served the fp32 GEMMs),
+ *           core round trip (where 2+ threads ran: placement)
  *   result  final/best losses and accuracies, [the chosen metric], steps, samples/s,
  *           peak memory, linear solves
  *   time    wall time, (sim) quantum time, (sim) hybrid time, the target, steps / wall
@@ -304,6 +305,7 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
  *   ops     the top 3 ops by self time (name and self % as the op table shows them)
  * Simulated clocks are labelled "(sim)" first, so the mark survives a narrow column.
  */
+enum { STORE_CMP_NOTE_KERNELS, STORE_CMP_NOTE_PLACEMENT, STORE_CMP_N_NOTES };
 typedef enum {
     STORE_CMP_RUN, STORE_CMP_RESULT, STORE_CMP_TIME, STORE_CMP_CONFIG, STORE_CMP_OPS, STORE_CMP_N_SECTIONS
 } store_cmp_section;
@@ -348,9 +350,14 @@ typedef struct {
     char metric_key[64];
     int have_metric;          /* some run has points of metric_key */
     char (*kernels)[64];      /* "onednn 8/8, Haswell" from the run's system record, or "-" */
-    /* Set when the runs ran on different kernels (GEMM backend or OpenBLAS core): their
-     * times then compare the kernels too, and every renderer says so under the table. */
-    char kernels_note[160];
+    /* "441 ns": where a run of 2+ threads ran, as the round trip of a cache line between
+     * two of its threads (STORE_SYS_ROUND_TRIP); "-" at 1 thread or for older runs */
+    char (*placement)[64];
+    /* What every renderer prints under the table, "" when it does not apply:
+     * STORE_CMP_NOTE_KERNELS when the runs ran on different kernels (GEMM backend or
+     * OpenBLAS core), STORE_CMP_NOTE_PLACEMENT when runs of 2+ threads ran on CPUs placed
+     * differently (sharing a cache or not): their times then compare those too. */
+    char notes[STORE_CMP_N_NOTES][200];
     store_cmp_row *rows;
     size_t n_rows;
     int config_set_only;      /* the config rows are one run's keys not at their default */
@@ -371,6 +378,10 @@ const char *store_kv_find(const store_kv *kv, size_t n, const char *key);
 #define STORE_SYS_CALIB_PEAK "calib_peak_gflops"
 #define STORE_SYS_CALIB_BW "calib_bw_gbs"
 #define STORE_SYS_CPU_ISA "cpu_isa"
+/* Runs of 2 or more threads: where they ran (prof_placement_text) and the round trip of a
+ * cache line between two threads at the start, in ns (absent when it could not be measured). */
+#define STORE_SYS_PLACEMENT "placement"
+#define STORE_SYS_ROUND_TRIP "core_round_trip_ns"
 typedef struct {
     double peak_gflops;   /* sgemm peak the run started with; else run_profile's; 0 = none */
     double bw_gbs;        /* memory bandwidth the run started with; 0 = not stored (older runs) */

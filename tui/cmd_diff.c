@@ -118,7 +118,8 @@ static int diff_print(store *s, const long long ids[2], int format, size_t rows)
         if (tui_diff_lines(d, width, cli_use_utf8(), rows, &lines, &nl)) st = STORE_ENOMEM;
         for (size_t i = 0; i < nl; i++) printf("%s\n", lines[i]);
         tui_lines_free(lines, nl);
-        if (c->kernels_note[0]) printf("%s\n", c->kernels_note);
+        for (int k = 0; k < STORE_CMP_N_NOTES; k++)
+            if (c->notes[k][0]) printf("%s\n", c->notes[k]);
     }
     if (st) fprintf(stderr, "nnbench diff: %s\n", st == STORE_ENOMEM ? "out of memory" : cli_text(store_error()));
     store_diff_free(d);

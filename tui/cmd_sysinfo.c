@@ -1,11 +1,13 @@
 /* cmd_sysinfo.c — `nnbench sysinfo [--calibrate] [--json]`: CPU, PAPI components and which
  * counters work (and why not), BLAS core and threads; --calibrate measures peak sgemm GFLOP/s. */
 #include <cblas.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -59,8 +61,24 @@ static int calibrate(int n, int reps, prof_calibration *c)
     return 0;
 }
 
+/* Where two threads of a process run here, measured when sysinfo runs (before any
+ * calibration leaves OpenBLAS's threads spinning); one CPU: nothing to measure. */
+typedef struct {
+    int cpus;
+    double ns;        /* prof_core_round_trip_ns; NAN when not measured */
+    char text[256];   /* prof_placement_text */
+} placement_fact;
+
+static void placement_measure(placement_fact *f)
+{
+    f->cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    f->ns = f->cpus > 1 ? prof_core_round_trip_ns(2000) : NAN;
+    if (f->cpus > 1) prof_placement_text(f->ns, f->text, sizeof f->text);
+    else snprintf(f->text, sizeof f->text, "one CPU online: threads share it");
+}
+
 static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibration *cal,
-                       const char *cal_path, const char *coretype)
+                       const char *cal_path, const char *coretype, const placement_fact *pl)
 {
     prof_json j;
     prof_json_begin(&j, stdout, 0);
@@ -124,6 +142,15 @@ static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibrat
     char gemm[2048];
     eng_gemm_cached(gemm, sizeof gemm);
     prof_json_kstr(&j, "gemm", gemm);
+    prof_json_key(&j, "placement");
+    prof_json_object(&j);
+    prof_json_kint(&j, "cpus", pl->cpus);
+    prof_json_key(&j, "round_trip_ns");
+    if (isnan(pl->ns)) prof_json_null(&j);
+    else prof_json_numg(&j, pl->ns, 4);
+    prof_json_kstr(&j, "class", pl->cpus > 1 ? prof_placement_class(pl->ns) : "one cpu");
+    prof_json_kstr(&j, "text", pl->text);
+    prof_json_close(&j);
     prof_json_key(&j, "calibration");
     if (!have_cal) {
         prof_json_null(&j);
@@ -151,7 +178,7 @@ static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibrat
 }
 
 static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibration *cal,
-                       const char *cal_path, const char *coretype)
+                       const char *cal_path, const char *coretype, const placement_fact *pl)
 {
     printf("CPU:         %s", si->cpu_model[0] ? si->cpu_model : "(unknown)");
     if (si->vendor[0]) printf(" (%s)", si->vendor);
@@ -192,6 +219,7 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
     int isa_bad = eng_isa_init();
     printf("Kernels:     %s (widest here: %s; %s)\n", eng_isa_name(eng_isa_current()), eng_isa_name(eng_isa_best()),
            isa_bad ? eng_error() : forced && *forced ? "forced by NNBENCH_ISA" : "NNBENCH_ISA unset");
+    printf("Placement:   %s\n", pl->text);
     if (have_cal)
         printf("Calibration: peak sgemm %.1f GFLOP/s (mean %.1f), %dx%dx%d, best of %d, %d threads, "
                "core %s, %s\n             %s\n", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,
@@ -243,6 +271,8 @@ int cmd_sysinfo(int argc, char **argv)
     prof_calibration cal;
     char cal_path[512] = "";
     prof_calibration_path(cal_path, sizeof cal_path);
+    placement_fact pl;
+    placement_measure(&pl);
     if (do_cal) {
         if (!json)
             fprintf(stderr, "calibrating: the GEMM backends on the Fashion MLP's shapes, then sgemm %dx%dx%d, %d reps, "
@@ -263,7 +293,7 @@ int cmd_sysinfo(int argc, char **argv)
     if (rc < 0) fprintf(stderr, "nnbench sysinfo: %s\n", cli_text(prof_error()));
     prof_sysinfo si;
     prof_sysinfo_get(&si);
-    if (json) print_json(&si, rc == 0, &cal, cal_path, coretype);
-    else print_text(&si, rc == 0, &cal, cal_path, coretype);
+    if (json) print_json(&si, rc == 0, &cal, cal_path, coretype, &pl);
+    else print_text(&si, rc == 0, &cal, cal_path, coretype, &pl);
     return 0;
 }

@@ -76,7 +76,7 @@ static void put_calibration(store_kv *kv, size_t *n)
 /* Facts about this machine that explain a run's speed (see BENCH-NOTES.md). */
 static int put_system(store *db, long long run, int threads, const eng_run_info *info)
 {
-    store_kv kv[20];
+    store_kv kv[24];
     size_t n = 0;
     char cpu[256];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
@@ -96,6 +96,13 @@ static int put_system(store *db, long long run, int threads, const eng_run_info 
     if (info && info->gemm) kv_set(kv, &n, "gemm", "%s", info->gemm);
     if (info && info->gemm_classes) kv_set(kv, &n, "gemm_classes", "%s", info->gemm_classes);
     if (info && info->gemm_notes && info->gemm_notes[0]) kv_set(kv, &n, "gemm_notes", "%s", info->gemm_notes);
+    if (info && info->has_placement) {
+        /* the class and the figure: compare flags runs whose classes differ */
+        char where[256];
+        prof_placement_text(info->core_round_trip_ns, where, sizeof where);
+        kv_set(kv, &n, STORE_SYS_PLACEMENT, "%s", where);
+        if (!isnan(info->core_round_trip_ns)) kv_set(kv, &n, STORE_SYS_ROUND_TRIP, "%.0f", info->core_round_trip_ns);
+    }
     kv_set(kv, &n, "nnbench_version", "%s", NNBENCH_VERSION);
     kv_set(kv, &n, STORE_SYS_CPU_ISA, "%s", eng_isa_name(eng_isa_best()));
     put_calibration(kv, &n);

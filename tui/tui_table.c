@@ -416,7 +416,12 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
         snprintf(head, sizeof head, "%s (%s)", store_cmp_section_names[STORE_CMP_CONFIG], config_words(c, all_keys));
         if (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", head) || tui_lines_add(lines, n, "%s", "  (all runs share the same config)")) return -1;
     }
-    if (c->kernels_note[0] && (tui_lines_add(lines, n, "%s", "") || tui_lines_add(lines, n, "%s", c->kernels_note))) return -1;
+    for (int k = 0, first = 1; k < STORE_CMP_N_NOTES; k++) {
+        if (!c->notes[k][0]) continue;
+        if (first && tui_lines_add(lines, n, "%s", "")) return -1;
+        if (tui_lines_add(lines, n, "%s", c->notes[k])) return -1;
+        first = 0;
+    }
     return 0;
 }
 

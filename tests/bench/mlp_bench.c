@@ -535,7 +535,7 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
     static const char *const bname[3] = { "openblas", "onednn", "chosen" };
     for (int k = 0; k < reps; k++) {
         uint64_t sd = seed + (uint64_t)k;
-        if (t > 1) trip[k] = core_round_trip_ns(20000); /* the placement this rep starts on */
+        if (t > 1) trip[k] = prof_core_round_trip_ns(20000); /* the placement this rep starts on */
         openblas_set_num_threads(t);
         if (prepare_bare(t, tr->n)) return 1;
         epoch_result b = bare_epoch(tr, te, sd);

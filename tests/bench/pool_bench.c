@@ -6,7 +6,7 @@
  * The third: the momentum update of one 784 x 256 W (the Fashion MLP's first layer) at 2
  * threads, each thread taking half of every row (a cut by columns) or half of the rows (the
  * cut the engine makes, eng_optim_set_matrices), against one thread. First, the
- * core-to-core round trip of a cache line (bench.h), which says what any line crossing
+ * core-to-core round trip of a cache line (prof_core_round_trip_ns), which says what any line crossing
  * between the two threads costs on this placement of the cores.
  * Figures mean something only on an idle machine.
  * Usage: pool_bench [--reps N] [--hold US: the caller's own slab, default 50] */
@@ -150,7 +150,7 @@ int main(int argc, char **argv)
     if (reps < 3) reps = 3;
     if (reps > 64) reps = 64;
     double trip[64];
-    for (int r = 0; r < reps; r++) trip[r] = core_round_trip_ns(20000);
+    for (int r = 0; r < reps; r++) trip[r] = prof_core_round_trip_ns(20000);
     stats st = stats_of(trip, reps);
     printf("core-to-core round trip of a cache line: median %.0f ns (%.0f..%.0f) over %d reps (~100 ns: the two\n"
            "cores share a last-level cache; several hundred: they do not, and every line a cut moves costs that)\n\n",

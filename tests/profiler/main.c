@@ -874,6 +874,7 @@ int test_profiler_counters(void);
 int test_profiler_text(void); /* text.c */
 int test_profiler_optable(void); /* optable.c */
 int test_profiler_sampling(void); /* sampling.c */
+int test_profiler_placement(void); /* placement.c */
 
 int main(void)
 {
@@ -901,5 +902,6 @@ int main(void)
     failed += test_profiler_text();
     failed += test_profiler_optable();
     failed += test_profiler_sampling();
+    failed += test_profiler_placement();
     return failed ? 1 : 0;
 }

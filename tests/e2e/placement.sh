@@ -1,0 +1,73 @@
+#!/bin/sh
+# placement.sh — where a run's two threads ran, end to end, on any machine: a run of 2
+# threads stores the core round trip it measured (a figure, or "not measured" when its
+# threads are pinned to one CPU, forced here with taskset), a 1-thread run stores none,
+# the header says it on a terminal, sysinfo measures it; compare shows the row and notes
+# runs whose figures lie on both sides of 250 ns and 2x apart (figures set in the database
+# here, so that every case is checked whatever this machine's placement is).
+. "$(dirname "$0")/lib/check.sh"
+db="$tmp/p.db"
+sys() { sqlite3 "$db" "SELECT value FROM system_info WHERE run = $1 AND key = '$2'"; }
+set_trip() { sqlite3 "$db" "UPDATE system_info SET value = '$2' WHERE run = $1 AND key = 'core_round_trip_ns'"; }
+run() { "$NNBENCH" run "$TOP/samples/spirals-mlp.ini" --db "$db" --variant adam --set train.epochs=2 "$@"; }
+
+run --set train.threads=2 >/dev/null 2>"$tmp/e1" || bad "2-thread run failed: $(cat "$tmp/e1")"
+run --set train.threads=1 >/dev/null 2>"$tmp/e2" || bad "1-thread run failed: $(cat "$tmp/e2")"
+taskset -c 0 "$NNBENCH" run "$TOP/samples/spirals-mlp.ini" --db "$db" --variant adam --set train.epochs=2 \
+    --set train.threads=2 >/dev/null 2>"$tmp/e3" || bad "pinned run failed: $(cat "$tmp/e3")"
+
+case "$(sys 1 core_round_trip_ns)" in
+    [1-9]*) ok "a 2-thread run stores its core round trip ($(sys 1 core_round_trip_ns) ns)" ;;
+    "") case "$(sys 1 placement)" in "not measured"*) ok "a 2-thread run stores 'not measured' (a loaded machine)" ;;
+            *) bad "run 1: no round trip, placement '$(sys 1 placement)'" ;; esac ;;
+    *) bad "run 1: core_round_trip_ns '$(sys 1 core_round_trip_ns)'" ;;
+esac
+case "$(sys 1 placement)" in "CPUs sharing a last-level cache"*|"CPUs not sharing a last-level cache"*|"not measured"*)
+    ok "and its placement in words" ;; *) bad "run 1 placement: '$(sys 1 placement)'" ;; esac
+[ -z "$(sys 2 placement)$(sys 2 core_round_trip_ns)" ] && ok "a 1-thread run stores no placement" \
+    || bad "run 2 has a placement: '$(sys 2 placement)'"
+case "$(sys 3 placement)" in "not measured: the two threads did not get two CPUs"*) ok "pinned to one CPU: not measured" ;;
+    *) bad "run 3 (one CPU) placement: '$(sys 3 placement)'" ;; esac
+[ -z "$(sys 3 core_round_trip_ns)" ] && ok "and no figure" || bad "run 3 has a figure: $(sys 3 core_round_trip_ns)"
+
+# The header, on a terminal (script gives the run one).
+script -qec "\"$NNBENCH\" run \"$TOP/samples/spirals-mlp.ini\" --no-db --variant adam --set train.epochs=1 --set train.threads=2" \
+    /dev/null >"$tmp/tty" 2>&1 || bad "the run under script failed"
+grep -aq '^adam: 2 threads, placement: \(CPUs sharing\|CPUs not sharing\|not measured\)' "$tmp/tty" \
+    && ok "the header says where the threads ran" || bad "no placement header: $(grep -a placement "$tmp/tty")"
+
+# Compare: the row, and the note only across placements (figures set here); the note is the
+# line docs/store.md shows.
+note=$(grep "^note: these runs' threads ran on CPUs placed differently" "$TOP/docs/store.md")
+[ -n "$note" ] || bad "docs/store.md does not show the placement note"
+sqlite3 "$db" "INSERT OR REPLACE INTO system_info (run, key, value) VALUES (3, 'core_round_trip_ns', '0')"
+set_trip 1 100; set_trip 3 700
+"$NNBENCH" compare 1 2 3 --db "$db" >"$tmp/c1" 2>&1 || bad "compare failed: $(cat "$tmp/c1")"
+grep -q '^core round trip  *100 ns  *-  *700 ns *$' "$tmp/c1" && ok "compare has the core round trip row" \
+    || bad "row: $(grep 'round trip' "$tmp/c1")"
+grep -qxF "$note" "$tmp/c1" && ok "compare notes runs placed differently (the line docs/store.md shows)" \
+    || bad "no placement note: $(tail -3 "$tmp/c1")"
+"$NNBENCH" report 1 3 -o "$tmp/r.md" --db "$db" 2>/dev/null || bad "report failed"
+grep -q '| core round trip | 100 ns | 700 ns |' "$tmp/r.md" && grep -qF "$note" "$tmp/r.md" \
+    && ok "the report has the row and the note" || bad "report: $(grep -i 'round trip\|placed' "$tmp/r.md")"
+set_trip 3 180
+"$NNBENCH" compare 1 3 --db "$db" >"$tmp/c2" 2>&1
+grep -q 'placed differently' "$tmp/c2" && bad "two shared-cache runs flagged" || ok "both sharing a cache: no note"
+set_trip 1 240; set_trip 3 300
+"$NNBENCH" compare 1 3 --db "$db" >"$tmp/c3" 2>&1
+grep -q 'placed differently' "$tmp/c3" && bad "240 vs 300 ns flagged" || ok "across 250 ns by less than 2x: no note"
+"$NNBENCH" compare 1 2 --db "$db" >"$tmp/c4" 2>&1
+grep -q 'placed differently' "$tmp/c4" && bad "a 1-thread run flagged" || ok "a 1-thread run has nothing to compare"
+
+# sysinfo measures it when it runs; pinned to one CPU it says so.
+"$NNBENCH" sysinfo >"$tmp/si" 2>&1 || bad "sysinfo failed"
+grep -q '^Placement:   \(CPUs sharing\|CPUs not sharing\|not measured\)' "$tmp/si" && ok "sysinfo has the placement" \
+    || bad "sysinfo: $(grep -i placement "$tmp/si")"
+"$NNBENCH" sysinfo --json >"$tmp/sj" 2>&1 || bad "sysinfo --json failed"
+python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["placement"]; assert p["class"] in ("shared cache","apart","unmeasured"), p; assert p["cpus"] >= 1' \
+    "$tmp/sj" && ok "sysinfo --json has placement.class" || bad "sysinfo --json placement"
+taskset -c 0 "$NNBENCH" sysinfo >"$tmp/si1" 2>&1
+grep -q '^Placement:   not measured' "$tmp/si1" && ok "sysinfo on one CPU: not measured" \
+    || bad "pinned sysinfo: $(grep -i placement "$tmp/si1")"
+
+[ "$fails" -eq 0 ]

@@ -1,0 +1,83 @@
+/* placement.c — CMocka tests of the core round trip (profiler/placement.c): the classes and
+ * words at fixed figures, a measurement on whatever this machine is, and the failure path
+ * forced by pinning both threads to one CPU. */
+#include <math.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../../profiler/profiler.h"
+
+static void test_placement_words(void **state)
+{
+    (void)state;
+    assert_string_equal(prof_placement_class(119), "shared cache");
+    assert_string_equal(prof_placement_class(PROF_SHARED_CACHE_NS - 0.5), "shared cache");
+    assert_string_equal(prof_placement_class(PROF_SHARED_CACHE_NS), "apart");
+    assert_string_equal(prof_placement_class(947), "apart");
+    assert_string_equal(prof_placement_class(NAN), "unmeasured");
+    char t[256];
+    prof_placement_text(119, t, sizeof t);
+    assert_non_null(strstr(t, "CPUs sharing a last-level cache"));
+    assert_non_null(strstr(t, "119 ns"));
+    prof_placement_text(947, t, sizeof t);
+    assert_non_null(strstr(t, "CPUs not sharing a last-level cache"));
+    assert_non_null(strstr(t, "947 ns"));
+    prof_placement_text(NAN, t, sizeof t);
+    assert_non_null(strstr(t, "not measured"));
+    char small[16];
+    prof_placement_text(947, small, sizeof small); /* cut, still a string */
+    assert_true(strlen(small) < sizeof small);
+}
+
+/* Whatever the machine: a figure above 0 (and below a second), or NAN when the two threads
+ * did not get two CPUs in time; never a hang (the deadline is 200 ms). */
+static void test_round_trip_measures(void **state)
+{
+    (void)state;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    double ns = prof_core_round_trip_ns(400);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    assert_true(isnan(ns) || (ns > 0 && ns < 1e9));
+    assert_true(s < 1.0);
+    printf("  core round trip here: %.0f ns (%s), measured in %.1f ms\n", ns, prof_placement_class(ns), s * 1e3);
+    assert_true(isnan(prof_core_round_trip_ns(0)) || prof_core_round_trip_ns(0) > 0); /* one block at least */
+}
+
+/* Both threads on one CPU: every pass waits for the scheduler to switch them, 2000 passes
+ * cannot finish in 200 ms, and the measurement says NAN instead of a figure of the
+ * scheduler's time slices. */
+static void test_round_trip_one_cpu_fails(void **state)
+{
+    (void)state;
+    cpu_set_t old, one;
+    if (sched_getaffinity(0, sizeof old, &old)) skip();
+    CPU_ZERO(&one);
+    for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &old)) { CPU_SET(c, &one); break; }
+    if (sched_setaffinity(0, sizeof one, &one)) skip();
+    double ns = prof_core_round_trip_ns(2000);
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    assert_true(isnan(ns));
+    assert_string_equal(prof_placement_class(ns), "unmeasured");
+}
+
+int test_profiler_placement(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_placement_words),
+        cmocka_unit_test(test_round_trip_measures),
+        cmocka_unit_test(test_round_trip_one_cpu_fails),
+    };
+    return cmocka_run_group_tests_name("profiler_placement", tests, NULL, NULL);
+}
