@@ -878,12 +878,6 @@ eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st)
 
 /* ---- measuring the all-reduce ------------------------------------------------------------ */
 
-static int cmp_dbl(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s)
 {
     *median_s = NAN;
@@ -916,8 +910,7 @@ int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s)
     }
     prof_free(buf);
     if (rc) return rc;
-    qsort(t, (size_t)reps, sizeof *t, cmp_dbl);
-    *median_s = reps % 2 ? t[reps / 2] : 0.5 * (t[reps / 2 - 1] + t[reps / 2]);
+    *median_s = prof_median(t, (size_t)reps);
     return ENG_OK;
 }
 

@@ -71,6 +71,13 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double prof_median(double *v, size_t n)
+{
+    if (!n) return NAN;
+    qsort(v, n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 double prof_core_round_trip_ns(long rounds)
 {
     long blocks = rounds / PROF_ROUND_TRIP_BLOCK;
@@ -90,11 +97,7 @@ double prof_core_round_trip_ns(long rounds)
         t[b] = (double)(mono_ns() - t0) / PROF_ROUND_TRIP_BLOCK;
     }
     pthread_join(th, NULL);
-    double ns = NAN;
-    if (ok) {
-        qsort(t, (size_t)blocks, sizeof *t, cmp_double);
-        ns = blocks % 2 ? t[blocks / 2] : 0.5 * (t[blocks / 2 - 1] + t[blocks / 2]);
-    }
+    double ns = ok ? prof_median(t, (size_t)blocks) : NAN;
     free(t);
     return ns;
 }

@@ -349,6 +349,9 @@ int prof_cpu_model(char *out, size_t cap);
  * between the threads costs that. NAN when it could not be measured (the two threads did not
  * get two CPUs within 200 ms). 2000 rounds take ~1-4 ms. */
 #define PROF_ROUND_TRIP_BLOCK 16
+/* The median of v[0..n) (sorted in place), NAN when n is 0: the one median of measured
+ * repetitions (this round trip, the all-reduce's timing). */
+double prof_median(double *v, size_t n);
 #define PROF_SHARED_CACHE_NS 250.0
 double prof_core_round_trip_ns(long rounds);
 /* "shared cache" (under PROF_SHARED_CACHE_NS), "apart", or "unmeasured" (NAN). */

@@ -1,5 +1,5 @@
 /* placement.c — CMocka tests of the core round trip (profiler/placement.c): the classes and
- * words at fixed figures, a measurement on whatever this machine is, and the failure path
+ * words at fixed figures, the median, a measurement on whatever this machine is, and the failure path
  * forced by pinning both threads to one CPU. */
 #include <math.h>
 #include <sched.h>
@@ -36,6 +36,17 @@ static void test_placement_words(void **state)
     char small[16];
     prof_placement_text(947, small, sizeof small); /* cut, still a string */
     assert_true(strlen(small) < sizeof small);
+}
+
+static void test_median(void **state)
+{
+    (void)state;
+    double odd[] = { 5, 1, 3 }, even[] = { 4, 1, 3, 2 }, one[] = { 7 };
+    assert_true(prof_median(odd, 3) == 3);
+    assert_true(prof_median(even, 4) == 2.5);
+    assert_true(odd[0] == 1 && odd[2] == 5); /* sorted in place */
+    assert_true(prof_median(one, 1) == 7);
+    assert_true(isnan(prof_median(NULL, 0)));
 }
 
 /* Whatever the machine: a figure above 0 (and below a second), or NAN when the two threads
@@ -75,6 +86,7 @@ static void test_round_trip_one_cpu_fails(void **state)
 int test_profiler_placement(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_median),
         cmocka_unit_test(test_placement_words),
         cmocka_unit_test(test_round_trip_measures),
         cmocka_unit_test(test_round_trip_one_cpu_fails),
