@@ -55,7 +55,7 @@ pos_alone "120x40 all keys"
 step "80x24: the chart's plot is at least 8 rows tall; the * survives at 80 columns"
 keys a Home
 $T resize-window -t w -x 80 -y 24
-wait_re "/30 *$"
+wait_re "[0-9]+-[0-9]+/[0-9]+ *$"
 sleep 0.3
 rows=$(cap | awk '/└/ { exit } /^ *[-0-9.e+]*[┤│]/ { n++ } END { print n + 0 }')
 [ "$rows" -ge 8 ] || fail "the chart plots on $rows rows at 80x24 with 6 runs"
