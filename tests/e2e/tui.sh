@@ -66,7 +66,10 @@ keys C-u true Enter
 keys Down Enter
 wait_for "run #1 spirals-mlp/sgd finished"
 wait_for "[ Open run #1 ]"
-wait_for "dense.fwd"
+# the live profile panel lists the ops (which come first follows their times: under the
+# sanitizers the instrumented tanh loops outweigh the GEMMs)
+wait_for "profile so far (ops by self time)"
+wait_re "^ *(dense|tanh|bias)\.(fwd|bwd) +dense[12] +[0-9.]+%"
 
 step "the run is listed"
 keys Escape
