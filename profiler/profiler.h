@@ -341,17 +341,17 @@ int prof_sysinfo_get(prof_sysinfo *s);
 int prof_cpu_model(char *out, size_t cap);
 
 /* ---- where two threads run (placement.c) ---------------------------------------------
- * The round trip of a cache line between two threads of this process, in ns: `rounds`
+ * The median of v[0..n) (sorted in place), NAN when n is 0: the one median of measured
+ * repetitions (the round trip below, the all-reduce's timing). */
+double prof_median(double *v, size_t n);
+/* The round trip of a cache line between two threads of this process, in ns: `rounds`
  * passes (after an untimed one) timed in blocks of PROF_ROUND_TRIP_BLOCK, the median block
  * per pass, so that the blocks a descheduled thread stretches (other threads of the
  * process spinning, a loaded machine) do not count. ~100 ns when the CPUs the two threads
  * run on share a last-level cache, several hundred when not; every line a split op moves
- * between the threads costs that. NAN when it could not be measured (the two threads did not
- * get two CPUs within 200 ms). 2000 rounds take ~1-4 ms. */
+ * between the threads costs that. NAN when it could not be measured (the two threads did
+ * not get two CPUs within 200 ms). 2000 rounds take ~1-4 ms. */
 #define PROF_ROUND_TRIP_BLOCK 16
-/* The median of v[0..n) (sorted in place), NAN when n is 0: the one median of measured
- * repetitions (this round trip, the all-reduce's timing). */
-double prof_median(double *v, size_t n);
 #define PROF_SHARED_CACHE_NS 250.0
 double prof_core_round_trip_ns(long rounds);
 /* "shared cache" (under PROF_SHARED_CACHE_NS), "apart", or "unmeasured" (NAN). */

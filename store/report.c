@@ -655,8 +655,8 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
         const store_cmp_row *x = &c->rows[r];
         /* the header names the runs; of the Run rows only the kernels and the core round
          * trip are not in it */
-        int kernels = x->section == STORE_CMP_RUN && (!strcmp(x->label, "kernels") || !strcmp(x->label, "core round trip"));
-        if (x->section == STORE_CMP_RUN && x->section == (store_cmp_section)sec && !kernels) continue;
+        int machine = x->section == STORE_CMP_RUN && (!strcmp(x->label, "kernels") || !strcmp(x->label, "core round trip"));
+        if (x->section == STORE_CMP_RUN && x->section == (store_cmp_section)sec && !machine) continue;
         if ((int)x->section != sec) {
             sec = (int)x->section;
             if (sec != STORE_CMP_RUN) {
@@ -665,7 +665,7 @@ static void cmp_table(tw *t, const rep_run *rr, const store_compare *c)
                 for (size_t i = 1; i < cols; i++) cells[i] = "";
                 tw_row_head(t, cells, (int)cols);
             }
-            if (sec == STORE_CMP_RUN && !kernels) continue;
+            if (sec == STORE_CMP_RUN && !machine) continue;
         }
         const char *cells[MAXC];
         cells[0] = x->label;
