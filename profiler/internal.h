@@ -29,6 +29,8 @@ void prof_internal_fake_wall(const volatile uint64_t *wall);
  * {"displayTimeUnit":"ms","otherData":{"generator":"nnbench profiler", other(j, ctx)...},
  * "traceEvents":[ -- the object and the array are left open for the caller's events. */
 void prof_internal_trace_head(prof_json *j, void (*other)(prof_json *j, const void *ctx), const void *ctx);
+/* Test hook: the deadline of prof_core_round_trip_ns (placement.c); 0 restores 200 ms. */
+void prof_internal_round_trip_deadline(uint64_t ns);
 /* Sets the message prof_error() returns (error.c). */
 void prof_internal_errorf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

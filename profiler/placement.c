@@ -18,6 +18,15 @@
  * ~40 ms when they share one with a spinning third): two threads that do not get two CPUs
  * in time (one CPU online, or a loaded machine) make it fail instead of spinning on. */
 #define DEADLINE_NS 200000000ull
+/* Blocks that must be done by the deadline for a figure (fewer when fewer were asked),
+ * and the longest figure that is a cache line's round trip: a scheduler's time slice is
+ * milliseconds. */
+#define MIN_BLOCKS 16
+#define MAX_TRIP_NS 100000.0
+
+static uint64_t deadline_ns = DEADLINE_NS; /* prof_internal_round_trip_deadline */
+
+void prof_internal_round_trip_deadline(uint64_t ns) { deadline_ns = ns ? ns : DEADLINE_NS; }
 
 static uint64_t mono_ns(void)
 {
@@ -57,7 +66,7 @@ static int pass(pingpong *p, long i, uint64_t deadline)
 static void *peer(void *arg)
 {
     pingpong *p = arg;
-    uint64_t deadline = mono_ns() + DEADLINE_NS;
+    uint64_t deadline = mono_ns() + deadline_ns;
     for (long i = 0; i <= p->rounds; i++) {
         if (await(p, 2 * i + 1, deadline)) return NULL;
         atomic_store_explicit(&p->flag, 2 * i + 2, memory_order_release);
@@ -87,19 +96,23 @@ double prof_core_round_trip_ns(long rounds)
     pingpong p = { .rounds = blocks * PROF_ROUND_TRIP_BLOCK };
     pthread_t th;
     if (pthread_create(&th, NULL, peer, &p)) { free(t); return NAN; }
-    uint64_t deadline = mono_ns() + DEADLINE_NS;
+    uint64_t deadline = mono_ns() + deadline_ns;
     int ok = !pass(&p, 0, deadline);   /* untimed: waits for the peer to start */
-    long b = 0;
-    for (; ok && b < blocks; b++) {
+    long done = 0;                     /* blocks timed whole */
+    for (; ok && done < blocks; done++) {
         uint64_t t0 = mono_ns();
-        for (long i = 1 + b * PROF_ROUND_TRIP_BLOCK; ok && i <= (b + 1) * PROF_ROUND_TRIP_BLOCK; i++)
+        for (long i = 1 + done * PROF_ROUND_TRIP_BLOCK; ok && i <= (done + 1) * PROF_ROUND_TRIP_BLOCK; i++)
             ok = !pass(&p, i, deadline);
-        t[b] = (double)(mono_ns() - t0) / PROF_ROUND_TRIP_BLOCK;
+        if (!ok) break;
+        t[done] = (double)(mono_ns() - t0) / PROF_ROUND_TRIP_BLOCK;
     }
+    atomic_store(&p.late, 1);          /* a peer still waiting (the deadline hit) stops */
     pthread_join(th, NULL);
-    double ns = ok ? prof_median(t, (size_t)blocks) : NAN;
+    /* Past the deadline on a busy machine, the blocks done so far still tell, when there
+     * are enough of them and their median is a cache line's, not a time slice's. */
+    double ns = done >= (blocks < MIN_BLOCKS ? blocks : MIN_BLOCKS) ? prof_median(t, (size_t)done) : NAN;
     free(t);
-    return ns;
+    return ns <= MAX_TRIP_NS ? ns : NAN;
 }
 
 const char *prof_placement_class(double ns)

@@ -349,8 +349,10 @@ double prof_median(double *v, size_t n);
  * per pass, so that the blocks a descheduled thread stretches (other threads of the
  * process spinning, a loaded machine) do not count. ~100 ns when the CPUs the two threads
  * run on share a last-level cache, several hundred when not; every line a split op moves
- * between the threads costs that. NAN when it could not be measured (the two threads did
- * not get two CPUs within 200 ms). 2000 rounds take ~1-4 ms. */
+ * between the threads costs that. Past 200 ms (a busy machine) the blocks done so far
+ * count if there are 16 or more; NAN when there are fewer (the two threads did not get two
+ * CPUs: one CPU online, or a loaded machine) or their median is over 100 us (time slices,
+ * not a cache line). 2000 rounds take ~1-4 ms. */
 #define PROF_ROUND_TRIP_BLOCK 16
 #define PROF_SHARED_CACHE_NS 250.0
 double prof_core_round_trip_ns(long rounds);

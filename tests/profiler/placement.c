@@ -1,6 +1,6 @@
 /* placement.c — CMocka tests of the core round trip (profiler/placement.c): the classes and
- * words at fixed figures, the median, a measurement on whatever this machine is, and the failure path
- * forced by pinning both threads to one CPU. */
+ * words at fixed figures, the median, a measurement on whatever this machine is, one cut
+ * short by its deadline, and the failure path forced by pinning both threads to one CPU. */
 #include <math.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -14,7 +14,14 @@
 
 #include <cmocka.h>
 
-#include "../../profiler/profiler.h"
+#include "../../profiler/internal.h"
+
+static double seconds_since(const struct timespec *a)
+{
+    struct timespec b;
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    return (double)(b.tv_sec - a->tv_sec) + 1e-9 * (double)(b.tv_nsec - a->tv_nsec);
+}
 
 static void test_placement_words(void **state)
 {
@@ -54,15 +61,32 @@ static void test_median(void **state)
 static void test_round_trip_measures(void **state)
 {
     (void)state;
-    struct timespec a, b;
+    struct timespec a;
     clock_gettime(CLOCK_MONOTONIC, &a);
     double ns = prof_core_round_trip_ns(400);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    double s = (double)(b.tv_sec - a.tv_sec) + 1e-9 * (double)(b.tv_nsec - a.tv_nsec);
+    double s = seconds_since(&a);
     assert_true(isnan(ns) || (ns > 0 && ns < 1e9));
     assert_true(s < 1.0);
     printf("  core round trip here: %.0f ns (%s), measured in %.1f ms\n", ns, prof_placement_class(ns), s * 1e3);
-    assert_true(isnan(prof_core_round_trip_ns(0)) || prof_core_round_trip_ns(0) > 0); /* one block at least */
+    double one = prof_core_round_trip_ns(0); /* one block at least */
+    assert_true(isnan(one) || (one > 0 && one <= 100000));
+}
+
+/* More passes than the deadline allows (10^7, ~4 s at 400 ns): it stops at the deadline
+ * (20 ms here) and gives the median of the blocks done by then, or NAN on a machine so
+ * busy that fewer than 16 were; either way at the deadline, not after every pass. */
+static void test_round_trip_deadline_keeps_blocks(void **state)
+{
+    (void)state;
+    prof_internal_round_trip_deadline(20000000ull);
+    struct timespec a;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    double ns = prof_core_round_trip_ns(10000000);
+    double s = seconds_since(&a);
+    prof_internal_round_trip_deadline(0);
+    assert_true(isnan(ns) || (ns > 0 && ns <= 100000));
+    assert_true(s < 0.5);
+    printf("  10^7 passes asked, 20 ms allowed: %.0f ns after %.0f ms\n", ns, s * 1e3);
 }
 
 /* Both threads on one CPU: every pass waits for the scheduler to switch them, 2000 passes
@@ -89,6 +113,7 @@ int test_profiler_placement(void)
         cmocka_unit_test(test_median),
         cmocka_unit_test(test_placement_words),
         cmocka_unit_test(test_round_trip_measures),
+        cmocka_unit_test(test_round_trip_deadline_keeps_blocks),
         cmocka_unit_test(test_round_trip_one_cpu_fails),
     };
     return cmocka_run_group_tests_name("profiler_placement", tests, NULL, NULL);
