@@ -454,12 +454,11 @@ typedef struct {
     const char *gemm_classes;    /* per shape class (eng_gemm_describe_classes), or NULL */
     const char *gemm_notes;      /* backends skipped for failing their check, or "" */
     const char *data_fingerprint;/* eng_data_fingerprint of the loaded data; "" for graph data */
-    /* With 2 or more threads: the round trip of a cache line between two of this process's
+    /* With threads > 1: the round trip of a cache line between two of this process's
      * threads at the start of the run (prof_core_round_trip_ns; NAN when it could not be
-     * measured), i.e. whether the CPUs the split ops run on share a cache. NAN and
-     * has_placement 0 at 1 thread. */
+     * measured), i.e. whether the CPUs the split ops run on share a cache. NAN at 1 thread
+     * (nothing measured, nothing to record). */
     double core_round_trip_ns;
-    int has_placement;
     int resumed_partial;         /* the checkpoint was taken inside a logging interval (a stop):
                                   * train_loss/train_acc/lr logged at resumed_step were that
                                   * interval's partial mean and are logged again later */

@@ -590,7 +590,6 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
         rc = prepare_gemm(r);
         dense_setup(r, &info, &task);
     }
-    info.has_placement = r->threads > 1;
     info.core_round_trip_ns = trip;
     eng_loop_env env = { .cfg = &r->cfg, .prof = r->prof, .total_steps = r->total_steps, .stop = &r->stop,
                          .info = &info, .err = r->err, .errcap = sizeof r->err };

@@ -81,7 +81,7 @@ static int pr_begin(void *ud, const eng_run_info *info)
     /* what serves the GEMMs, on a terminal; a backend skipped for failing its check always */
     if (p->tty && info->gemm) fprintf(stderr, "%s: kernels %s\n", cli_text(p->label), info->gemm);
     if (info->gemm_notes && info->gemm_notes[0]) fprintf(stderr, "%s: note: %s\n", cli_text(p->label), info->gemm_notes);
-    if (p->tty && info->has_placement) {
+    if (p->tty && info->threads > 1) {
         char where[256];
         prof_placement_text(info->core_round_trip_ns, where, sizeof where);
         fprintf(stderr, "%s: %d threads, placement: %s\n", cli_text(p->label), info->threads, where);

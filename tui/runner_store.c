@@ -96,7 +96,7 @@ static int put_system(store *db, long long run, int threads, const eng_run_info 
     if (info && info->gemm) kv_set(kv, &n, "gemm", "%s", info->gemm);
     if (info && info->gemm_classes) kv_set(kv, &n, "gemm_classes", "%s", info->gemm_classes);
     if (info && info->gemm_notes && info->gemm_notes[0]) kv_set(kv, &n, "gemm_notes", "%s", info->gemm_notes);
-    if (info && info->has_placement) {
+    if (info && info->threads > 1) {
         /* the class and the figure: compare flags runs whose classes differ */
         char where[256];
         prof_placement_text(info->core_round_trip_ns, where, sizeof where);
