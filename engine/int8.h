@@ -37,6 +37,14 @@ size_t eng_qmodel_bytes(const eng_qmodel *q);
 int eng_qmodel_set_kernel(eng_qmodel *q, const char *name);
 int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small);
 const char *eng_qmodel_kernel(const eng_qmodel *q);
+/* The kernel choice nnbench makes without --kernel: the own kernel of this CPU against
+ * oneDNN's int8 matmul, each timed on the test set of ds (eng_qmodel_inference_sps, secs
+ * each) at batch `big` and at batch 1, and each batch size given the faster. own[0], own[1]
+ * and dnnl[0], dnnl[1] get the samples/s at batch big and 1 (dnnl NAN without oneDNN);
+ * own_name (16 bytes) the own kernel's name. copy_kernels gives `to` the choice of `from`. */
+void eng_qmodel_choose_kernels(eng_qmodel *q, const eng_dataset *ds, int big, double secs, char own_name[16],
+                               double own[2], double dnnl[2]);
+void eng_qmodel_copy_kernels(eng_qmodel *to, const eng_qmodel *from);
 /* The same model (config, parameters) for batches of up to max_batch rows, unprofiled. */
 int eng_model_clone(const eng_model *m, int max_batch, eng_model **out);
 /* Inference samples/s over the test set of ds in batches of `batch` (at most the test set

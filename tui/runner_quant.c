@@ -75,15 +75,9 @@ int cli_quant_job_load(const char *db_path, const char *spec, const qopts *o, in
     } else if (timing) {
         /* the own kernel against oneDNN's matmul, at each batch size: each is used where it
          * measured faster */
-        snprintf(j->own_name, sizeof j->own_name, "%s", eng_qmodel_kernel(j->qt));
         int big = ds->n_test < BIG_BATCH ? ds->n_test : BIG_BATCH;
-        for (int b = 0; b < 2; b++) j->own_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
-        if (!eng_qmodel_set_kernel(j->qt, "onednn"))
-            for (int b = 0; b < 2; b++) j->dnnl_sps[b] = eng_qmodel_inference_sps(j->qt, ds, b ? 1 : big, 0.25);
-        const char *pick[2];
-        for (int b = 0; b < 2; b++) pick[b] = j->dnnl_sps[b] > j->own_sps[b] ? "onednn" : j->own_name;
-        eng_qmodel_set_kernels(j->qt, pick[0], pick[1]);
-        eng_qmodel_set_kernels(j->q, pick[0], pick[1]);
+        eng_qmodel_choose_kernels(j->qt, ds, big, 0.25, j->own_name, j->own_sps, j->dnnl_sps);
+        eng_qmodel_copy_kernels(j->q, j->qt);
     }
     return 0;
 }

@@ -165,6 +165,132 @@ VNNI_TARGET static void gemm_vnni(int M, int N, int Kp, const uint8_t *A, const 
 }
 #endif
 
+/* ---- the input's codes: d[i] = eng_qcode(x[i], scale, zp) ------------------------------ */
+
+/* The same IEEE operations on every path (a division, not a reciprocal; floor exact), so
+ * the same codes: the clamp by max(v, 0), which gives 0 for NaN as the formula's
+ * `v >= 0 ? ... : 0` does, then min(v, 255). */
+static void codes_scalar(const float *x, size_t n, float scale, int zp, uint8_t *d)
+{
+    for (size_t i = 0; i < n; i++) d[i] = (uint8_t)eng_qcode(x[i], scale, zp);
+}
+
+#if HAVE_X86
+__attribute__((target("avx2"))) static void codes_avx2(const float *x, size_t n, float scale, int zp, uint8_t *d)
+{
+    const __m256 s = _mm256_set1_ps(scale), half = _mm256_set1_ps(0.5f), z = _mm256_set1_ps((float)zp);
+    const __m256 zero = _mm256_setzero_ps(), top = _mm256_set1_ps(255.0f);
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i c[4];
+        for (int k = 0; k < 4; k++) {
+            __m256 u = _mm256_add_ps(_mm256_div_ps(_mm256_loadu_ps(x + i + 8 * k), s), half);
+            __m256 v = _mm256_add_ps(_mm256_round_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), z);
+            c[k] = _mm256_cvttps_epi32(_mm256_min_ps(_mm256_max_ps(v, zero), top));
+        }
+        /* the packs work within 128-bit lanes: the dwords come out in the order 0 4 1 5 2 6 3 7 */
+        __m256i b = _mm256_packus_epi16(_mm256_packus_epi32(c[0], c[1]), _mm256_packus_epi32(c[2], c[3]));
+        _mm256_storeu_si256((__m256i *)(d + i), _mm256_permutevar8x32_epi32(b, order));
+    }
+    codes_scalar(x + i, n - i, scale, zp, d + i);
+}
+
+__attribute__((target("avx512f"))) static void codes_avx512(const float *x, size_t n, float scale, int zp, uint8_t *d)
+{
+    const __m512 s = _mm512_set1_ps(scale), half = _mm512_set1_ps(0.5f), z = _mm512_set1_ps((float)zp);
+    const __m512 zero = _mm512_setzero_ps(), top = _mm512_set1_ps(255.0f);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m512 u = _mm512_add_ps(_mm512_div_ps(_mm512_loadu_ps(x + i), s), half);
+        __m512 v = _mm512_add_ps(_mm512_roundscale_ps(u, _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC), z);
+        __m512i c = _mm512_cvttps_epi32(_mm512_min_ps(_mm512_max_ps(v, zero), top));
+        _mm_storeu_si128((__m128i *)(d + i), _mm512_cvtepi32_epi8(c));
+    }
+    codes_scalar(x + i, n - i, scale, zp, d + i);
+}
+#endif
+
+void eng_qcodes_row(const float *x, size_t n, float scale, int zp, uint8_t *d)
+{
+#if HAVE_X86
+    switch (eng_isa_current()) {
+    case ENG_ISA_AVX512: codes_avx512(x, n, scale, zp, d); return;
+    case ENG_ISA_AVX2: codes_avx2(x, n, scale, zp, d); return;
+    default: break;
+    }
+#endif
+    codes_scalar(x, n, scale, zp, d);
+}
+
+/* ---- requantization: y[f] = eng_requant(a[f], mult[f], shift[f], zp, lo) ------------- */
+
+static void requant_scalar(const int32_t *a, int n, const int32_t *mult, const int32_t *shift, int zp, int lo, uint8_t *y)
+{
+    for (int f = 0; f < n; f++) y[f] = (uint8_t)eng_requant(a[f], mult[f], shift[f], zp, lo);
+}
+
+#if HAVE_X86
+/* 4 lanes of int64: the product by vpmuldq (int32 x int32 -> int64, exact), the arithmetic
+ * shift as a logical one of the value with its sign flipped in and out (AVX2 has no
+ * vpsravq), the clamp by compares. */
+__attribute__((target("avx2"))) static void requant_avx2(const int32_t *a, int n, const int32_t *mult, const int32_t *shift,
+                                                         int zp, int lo, uint8_t *y)
+{
+    const __m256i one = _mm256_set1_epi64x(1), zero = _mm256_setzero_si256(), vzp = _mm256_set1_epi64x(zp);
+    const __m256i vlo = _mm256_set1_epi64x(lo), vhi = _mm256_set1_epi64x(255);
+    const __m256i low_dwords = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    int f = 0;
+    for (; f + 4 <= n; f += 4) {
+        __m256i av = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(a + f)));
+        __m256i mv = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(mult + f)));
+        __m256i sv = _mm256_cvtepi32_epi64(_mm_loadu_si128((const __m128i *)(shift + f)));
+        __m256i x = _mm256_add_epi64(_mm256_mul_epi32(av, mv), _mm256_sllv_epi64(one, _mm256_sub_epi64(sv, one)));
+        __m256i sign = _mm256_cmpgt_epi64(zero, x);
+        __m256i v = _mm256_xor_si256(_mm256_srlv_epi64(_mm256_xor_si256(x, sign), sv), sign);
+        v = _mm256_add_epi64(v, vzp);
+        v = _mm256_blendv_epi8(v, vlo, _mm256_cmpgt_epi64(vlo, v));
+        v = _mm256_blendv_epi8(v, vhi, _mm256_cmpgt_epi64(v, vhi));
+        __m128i d = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(v, low_dwords));
+        d = _mm_packus_epi16(_mm_packus_epi32(d, d), d);
+        int32_t four = _mm_cvtsi128_si32(d);
+        memcpy(y + f, &four, 4);
+    }
+    requant_scalar(a + f, n - f, mult + f, shift + f, zp, lo, y + f);
+}
+
+/* 8 lanes of int64 with AVX-512F's vpmuldq, vpsravq, vpmaxsq/vpminsq and vpmovqb. */
+__attribute__((target("avx512f"))) static void requant_avx512(const int32_t *a, int n, const int32_t *mult,
+                                                              const int32_t *shift, int zp, int lo, uint8_t *y)
+{
+    const __m512i one = _mm512_set1_epi64(1), vzp = _mm512_set1_epi64(zp);
+    const __m512i vlo = _mm512_set1_epi64(lo), vhi = _mm512_set1_epi64(255);
+    int f = 0;
+    for (; f + 8 <= n; f += 8) {
+        __m512i av = _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(a + f)));
+        __m512i mv = _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(mult + f)));
+        __m512i sv = _mm512_cvtepi32_epi64(_mm256_loadu_si256((const __m256i *)(shift + f)));
+        __m512i x = _mm512_add_epi64(_mm512_mul_epi32(av, mv), _mm512_sllv_epi64(one, _mm512_sub_epi64(sv, one)));
+        __m512i v = _mm512_add_epi64(_mm512_srav_epi64(x, sv), vzp);
+        v = _mm512_min_epi64(_mm512_max_epi64(v, vlo), vhi);
+        _mm_storel_epi64((__m128i *)(y + f), _mm512_cvtepi64_epi8(v));
+    }
+    requant_scalar(a + f, n - f, mult + f, shift + f, zp, lo, y + f);
+}
+#endif
+
+void eng_qrequant_row(const int32_t *a, int n, const int32_t *mult, const int32_t *shift, int zp, int lo, uint8_t *y)
+{
+#if HAVE_X86
+    switch (eng_isa_current()) {
+    case ENG_ISA_AVX512: requant_avx512(a, n, mult, shift, zp, lo, y); return;
+    case ENG_ISA_AVX2: requant_avx2(a, n, mult, shift, zp, lo, y); return;
+    default: break;
+    }
+#endif
+    requant_scalar(a, n, mult, shift, zp, lo, y);
+}
+
 int eng_qgemm_path_available(eng_qgemm_path p)
 {
     switch (p) {

@@ -81,24 +81,6 @@ static void cal_params(cal *c, int percentile, float *scale, int *zp)
 
 /* ---- building --------------------------------------------------------------------------- */
 
-/* x -> its uint8 code; the exported model.c has the same expression (q_code). Float all
- * the way: a huge or NaN x clamps instead of overflowing an integer conversion. */
-static inline int quant_code(float x, float scale, int zp)
-{
-    float v = floorf(x / scale + 0.5f) + (float)zp;
-    return v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;
-}
-
-/* The input's codes, a row at a time; compiled for the baseline and AVX2 (isa.c chooses;
- * the same IEEE operations, so the same codes, a vector at a time). */
-ENG_ISA_BODY quantize_row_body(const float *x, size_t n, float scale, int zp, uint8_t *d)
-{
-    for (size_t i = 0; i < n; i++) {
-        float v = floorf(x[i] / scale + 0.5f) + (float)zp;
-        d[i] = (uint8_t)(v >= 0.0f ? (v > 255.0f ? 255.0f : v) : 0.0f);
-    }
-}
-ENG_ISA_KERNEL_AVX2(quantize_row, (const float *x, size_t n, float scale, int zp, uint8_t *d), (x, n, scale, zp, d))
 
 /* mult · 2^-shift = real, mult in [2^30, 2^31). */
 static void fixed_point(double real, int32_t *mult, int32_t *shift)
@@ -140,7 +122,7 @@ void eng_qmodel_free(eng_qmodel *q)
         if (L->kind != ENG_LAYER_FLATTEN) prof_free(L->y);
         eng_dnnl_gemm_free(L->dnnl);
     }
-    prof_free(q->xq); prof_free(q->col); prof_free(q->acc); prof_free(q->a16);
+    prof_free(q->xq); prof_free(q->col); prof_free(q->acc); prof_free(q->a16); prof_free(q->rq);
     prof_free(q);
 }
 
@@ -281,7 +263,7 @@ static int calibrate(eng_model *m, const eng_dataset *ds, int n_calib, int perce
 
 /* The workspaces' sizes, the largest any layer needs. */
 typedef struct {
-    size_t col, acc, a16, bytes;
+    size_t col, acc, a16, rq, bytes;
 } ws_sizes;
 
 /* A dense or conv layer: its scales from the ranges pre (pre-activation) and post (output),
@@ -313,9 +295,10 @@ static int quantize_layer(const eng_layer *L, eng_qlayer *Q, cal *pre, cal *post
     }
     size_t a = (size_t)max_batch * Q->P * Q->N;
     if (a > ws->acc) ws->acc = a;
+    if ((size_t)Q->N > ws->rq) ws->rq = (size_t)Q->N;
     if (Q->has_lut)
         for (int c = 0; c < 256; c++)
-            Q->lut[c] = (uint8_t)quant_code(act_apply(L->act, ps * (float)(c - pz)), Q->out_scale, Q->out_zp);
+            Q->lut[c] = (uint8_t)eng_qcode(act_apply(L->act, ps * (float)(c - pz)), Q->out_scale, Q->out_zp);
     ws->bytes += eng_qlayer_bytes(Q);
     return rc;
 }
@@ -390,7 +373,8 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         q->col = prof_calloc(ws.col + ENG_QSLACK, 1);
         q->acc = prof_calloc(ws.acc ? ws.acc : 1, sizeof(int32_t));
         q->a16 = prof_calloc(ws.a16 ? ws.a16 : 1, sizeof(int16_t));
-        if (!q->xq || !q->col || !q->acc || !q->a16) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for workspaces");
+        q->rq = prof_calloc(ws.rq ? ws.rq : 1, 1);
+        if (!q->xq || !q->col || !q->acc || !q->a16 || !q->rq) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for workspaces");
     }
     if (!rc) rc = register_scopes(q);
     if (rc) { eng_qmodel_free(q); return rc; }
@@ -412,25 +396,28 @@ static void gemm(eng_qmodel *q, eng_qlayer *L, int M, const uint8_t *A)
 }
 
 /* acc [rows*P x N] -> y codes [rows x stride] laid out C-major (f*P + p), or float logits;
- * channel by channel, so each channel's multiplier, shift and table are loaded once. */
-static void requantize(eng_qlayer *L, const int32_t *acc, int rows, float *logits)
+ * a position's N sums at a time (eng_qrequant_row, vectorized), into the row itself for a
+ * dense layer, else through q->rq and the table or the C-major scatter. */
+static void requantize(eng_qmodel *q, eng_qlayer *L, const int32_t *acc, int rows, float *logits)
 {
     int N = L->N, P = L->P;
-    int deq = L->last && L->act == ENG_ACT_NONE;
+    int deq = eng_qlayer_dequantizes(L);
     int zp = L->has_lut ? L->pre_zp : L->out_zp, lo = L->lo;
     for (int r = 0; r < rows; r++) {
-        const int32_t *a = acc + (size_t)r * P * N;
         uint8_t *y = L->y + (size_t)r * L->y_stride;
-        float *lg = deq ? logits + (size_t)r * L->out_size : NULL;
-        for (int f = 0; f < N; f++) {
-            const int32_t m = L->mult[f], sh = L->shift[f];
+        for (int p = 0; p < P; p++) {
+            const int32_t *a = acc + ((size_t)r * P + p) * N;
             if (deq) {
-                for (int p = 0; p < P; p++) lg[(size_t)f * P + p] = (float)a[(size_t)p * N + f] * L->deq[f];
-            } else if (L->has_lut) {
-                for (int p = 0; p < P; p++) y[(size_t)f * P + p] = L->lut[eng_requant(a[(size_t)p * N + f], m, sh, zp, lo)];
-            } else {
-                for (int p = 0; p < P; p++) y[(size_t)f * P + p] = (uint8_t)eng_requant(a[(size_t)p * N + f], m, sh, zp, lo);
+                float *lg = logits + (size_t)r * L->out_size;
+                for (int f = 0; f < N; f++) lg[(size_t)f * P + p] = (float)a[f] * L->deq[f];
+                continue;
             }
+            uint8_t *c = P == 1 ? y : q->rq;
+            eng_qrequant_row(a, N, L->mult, L->shift, zp, lo, c);
+            if (L->has_lut)
+                for (int f = 0; f < N; f++) y[(size_t)f * P + p] = L->lut[c[f]];
+            else if (P > 1)
+                for (int f = 0; f < N; f++) y[(size_t)f * P + p] = c[f];
         }
     }
 }
@@ -488,9 +475,8 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
         return eng_fail(ENG_EINVAL, "int8 forward of %d rows, but the model was built for 1 to %d", rows, q->max_batch);
     prof_t *p = q->prof;
     PROF_BEGIN(p, q->scope_quantize);
-    void (*quantize_row)(const float *, size_t, float, int, uint8_t *) = quantize_row_isa[eng_isa_current()];
     for (int r = 0; r < rows; r++)
-        quantize_row(x + (size_t)r * q->in_size, q->in_size, q->in_scale, q->in_zp, q->xq + (size_t)r * q->in_stride);
+        eng_qcodes_row(x + (size_t)r * q->in_size, q->in_size, q->in_scale, q->in_zp, q->xq + (size_t)r * q->in_stride);
     PROF_END(p, q->scope_quantize, 0, (uint64_t)rows * q->in_size * 5);
     const uint8_t *cur = q->xq;
     size_t stride = q->in_stride;
@@ -530,7 +516,7 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
             int deq = L->last && L->act == ENG_ACT_NONE;
             int sc = deq ? L->scope[3] : L->scope[1];
             PROF_BEGIN(p, sc);
-            requantize(L, q->acc, rows, logits);
+            requantize(q, L, q->acc, rows, logits);
             PROF_END(p, sc, 0, (uint64_t)rows * L->out_size * (deq ? 8 : 5));
         }
         cur = L->y;
@@ -585,6 +571,29 @@ int eng_qmodel_set_kernels(eng_qmodel *q, const char *large, const char *small)
 }
 
 int eng_qmodel_set_kernel(eng_qmodel *q, const char *name) { return eng_qmodel_set_kernels(q, name, NULL); }
+
+void eng_qmodel_choose_kernels(eng_qmodel *q, const eng_dataset *ds, int big, double secs, char own_name[16],
+                               double own[2], double dnnl[2])
+{
+    eng_qgemm_path mine = eng_qgemm_best_own(), pick[2];
+    snprintf(own_name, 16, "%s", eng_qgemm_path_name(mine));
+    q->path = q->path_small = mine;
+    for (int b = 0; b < 2; b++) own[b] = eng_qmodel_inference_sps(q, ds, b ? 1 : big, secs);
+    dnnl[0] = dnnl[1] = NAN;
+    if (eng_qgemm_path_available(ENG_QGEMM_ONEDNN)) {
+        q->path = q->path_small = ENG_QGEMM_ONEDNN;
+        for (int b = 0; b < 2; b++) dnnl[b] = eng_qmodel_inference_sps(q, ds, b ? 1 : big, secs);
+    }
+    for (int b = 0; b < 2; b++) pick[b] = dnnl[b] > own[b] ? ENG_QGEMM_ONEDNN : mine;
+    q->path = pick[0];
+    q->path_small = pick[1];
+}
+
+void eng_qmodel_copy_kernels(eng_qmodel *to, const eng_qmodel *from)
+{
+    to->path = from->path;
+    to->path_small = from->path_small;
+}
 
 /* ---- evaluation -------------------------------------------------------------------------- */
 

@@ -17,6 +17,7 @@
 #ifndef NNBENCH_ENGINE_QUANT_INTERNAL_H
 #define NNBENCH_ENGINE_QUANT_INTERNAL_H
 
+#include <math.h>
 #include <stdint.h>
 
 #include "../internal.h"
@@ -34,6 +35,13 @@ eng_qgemm_path eng_qgemm_best_own(void);
  * scratch of M x Kp int16 (avx2 path). Not for ENG_QGEMM_ONEDNN (see qgemm_dnnl.c). */
 void eng_qgemm(eng_qgemm_path p, int M, int N, int Kp, const uint8_t *A, const int8_t *B, const int16_t *B16,
                const int32_t *bias, int32_t *C, int16_t *A16);
+
+/* The input's codes, d[i] = eng_qcode(x[i], scale, zp) (below), on the widest path isa.c
+ * allows, the same codes on each (qgemm.c). */
+void eng_qcodes_row(const float *x, size_t n, float scale, int zp, uint8_t *d);
+/* y[f] = eng_requant(a[f], mult[f], shift[f], zp, lo) for f < n (below), on the widest
+ * path isa.c allows (AVX-512F: 8 lanes, AVX2: 4, else scalar), the same integers on each. */
+void eng_qrequant_row(const int32_t *a, int n, const int32_t *mult, const int32_t *shift, int zp, int lo, uint8_t *y);
 
 /* oneDNN's int8 matmul (qgemm_dnnl.c): one primitive per shape, created on first use. */
 typedef struct eng_dnnl_gemm eng_dnnl_gemm;
@@ -87,6 +95,7 @@ struct eng_qmodel {
     uint8_t *col;                 /* conv im2col [max_batch * P x Kp] (largest conv) */
     int32_t *acc;                 /* accumulators [max_batch * P x N] (largest) */
     int16_t *a16;                 /* avx2 scratch, the size of col or of the widest input */
+    uint8_t *rq;                  /* one position's codes before the table or C-major scatter */
     prof_t *prof;
     int scope_quantize;
     size_t bytes;
@@ -105,6 +114,14 @@ static inline size_t eng_qlayer_bytes(const eng_qlayer *L)
     size_t n = (size_t)L->N;
     return n * (size_t)L->K + n * sizeof(int32_t) +
            (eng_qlayer_dequantizes(L) ? n * sizeof(float) : n * (sizeof(int32_t) + 1)) + (L->has_lut ? 256 : 0);
+}
+
+/* x -> its uint8 code; the exported model.c has the same expression (q_code). Float all
+ * the way: a huge or NaN x clamps instead of overflowing an integer conversion. */
+static inline int eng_qcode(float x, float scale, int zp)
+{
+    float v = floorf(x / scale + 0.5f) + (float)zp;
+    return v >= 0.0f ? (v > 255.0f ? 255 : (int)v) : 0;
 }
 
 /* Requantizes one accumulator (the formula above), exported verbatim to model.c. */

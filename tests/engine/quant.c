@@ -340,6 +340,11 @@ static void test_input_codes_path(void **state)
     for (size_t i = 0; i < n; i++) x[i] = ds->x_train[i] * (i % 3 ? 1.0f : 4.0f);
     static const float sp_vals[] = { INFINITY, -INFINITY, NAN, -0.0f, 1e30f, -1e30f, 1e-40f };
     for (size_t k = 0; k < sizeof sp_vals / sizeof sp_vals[0]; k++) x[k * 101 % n] = sp_vals[k];
+    /* x / scale + 0.5 on ties and either side of the kernel's +-512 hold, and -0 / tiny
+     * negatives that floor to -1 */
+    static const float steps[] = { -512.5f, -511.5f, -300.0f, -1.5f, -0.5f, -0.49999997f, -1e-7f, 0.5f, 1.5f,
+                                   127.5f, 254.5f, 255.5f, 256.0f, 511.4f, 511.5f, 512.6f, 513.0f, 1e6f };
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) x[(k * 37 + 11) % n] = steps[k] * q->in_scale;
     assert_int_equal(eng_qmodel_forward(q, x, 64, lg), ENG_OK);
     for (size_t r = 0; r < 64; r++)
         for (size_t k = 0; k < ds->in_size; k++) {
@@ -356,6 +361,42 @@ static void test_input_codes_path(void **state)
     assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
+/* Requantization (eng_qrequant_row, one body per instruction-set path) gives
+ * eng_requant's integers on every path: accumulators at the int32 extremes, multipliers
+ * over [2^30, 2^31) and 0, every shift 1..62, zero points and floors over their range,
+ * and lengths that leave each vector width a tail. */
+static void test_requant_row_path(void **state)
+{
+    eng_isa before = isa_force_or_skip(state);
+    enum { N = 77 };
+    int32_t a[N], mult[N], shift[N];
+    uint8_t got[N + 1];
+    eng_rng r;
+    eng_rng_seed(&r, 5, 6);
+    long checked = 0;
+    for (int round = 0; round < 400; round++) {
+        for (int i = 0; i < N; i++) {
+            uint32_t bits = (uint32_t)eng_rng_below(&r, 65536) << 16 | (uint32_t)eng_rng_below(&r, 65536);
+            a[i] = i % 11 == 0 ? INT32_MIN : i % 13 == 0 ? INT32_MAX : (int32_t)(bits >> (eng_rng_below(&r, 32)));
+            if (i % 2) a[i] = -a[i] - (a[i] == INT32_MIN ? 0 : 1);
+            mult[i] = i % 17 == 5 ? 0 : (int32_t)((1u << 30) + (uint32_t)eng_rng_below(&r, 1u << 30));
+            shift[i] = mult[i] ? 1 + (int32_t)((round + i) % 62) : 1;
+        }
+        int zp = (int)eng_rng_below(&r, 256), lo = round % 2 ? (int)eng_rng_below(&r, (uint32_t)zp + 1) : 0;
+        int n = 1 + round % N;
+        got[n] = 0xa5;
+        eng_qrequant_row(a, n, mult, shift, zp, lo, got);
+        assert_int_equal(got[n], 0xa5);   /* nothing written past n */
+        for (int i = 0; i < n; i++, checked++)
+            if (got[i] != eng_requant(a[i], mult[i], shift[i], zp, lo))
+                fail_msg("path %s: acc %d mult %d shift %d zp %d lo %d gives %d, the formula %d",
+                         eng_isa_name(eng_isa_current()), a[i], mult[i], shift[i], zp, lo, got[i],
+                         eng_requant(a[i], mult[i], shift[i], zp, lo));
+    }
+    printf("  requantization %s: %ld codes match the formula\n", eng_isa_name(eng_isa_current()), checked);
+    assert_int_equal(eng_isa_set(before), ENG_OK);
+}
+
 int test_engine_quant(void)
 {
     const struct CMUnitTest tests[] = {
@@ -364,6 +405,7 @@ int test_engine_quant(void)
         cmocka_unit_test(test_export_refuses_non_finite),
         cmocka_unit_test(test_conv_pool),
         ISA_PATH_TESTS(test_input_codes_path),
+        ISA_PATH_TESTS(test_requant_row_path),
     };
     return cmocka_run_group_tests_name("engine_quant", tests, NULL, NULL);
 }
