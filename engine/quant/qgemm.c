@@ -223,7 +223,7 @@ void eng_qcodes_row(const float *x, size_t n, float scale, int zp, uint8_t *d)
     codes_scalar(x, n, scale, zp, d);
 }
 
-/* ---- requantization: y[f] = eng_requant(a[f], mult[f], shift[f], zp, lo) ------------- */
+/* ---- requantization of a dense row: y[f] = eng_requant(a[f], mult[f], shift[f], zp, lo) -- */
 
 static void requant_scalar(const int32_t *a, int n, const int32_t *mult, const int32_t *shift, int zp, int lo, uint8_t *y)
 {

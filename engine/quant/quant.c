@@ -122,7 +122,7 @@ void eng_qmodel_free(eng_qmodel *q)
         if (L->kind != ENG_LAYER_FLATTEN) prof_free(L->y);
         eng_dnnl_gemm_free(L->dnnl);
     }
-    prof_free(q->xq); prof_free(q->col); prof_free(q->acc); prof_free(q->a16); prof_free(q->rq);
+    prof_free(q->xq); prof_free(q->col); prof_free(q->acc); prof_free(q->a16);
     prof_free(q);
 }
 
@@ -263,7 +263,7 @@ static int calibrate(eng_model *m, const eng_dataset *ds, int n_calib, int perce
 
 /* The workspaces' sizes, the largest any layer needs. */
 typedef struct {
-    size_t col, acc, a16, rq, bytes;
+    size_t col, acc, a16, bytes;
 } ws_sizes;
 
 /* A dense or conv layer: its scales from the ranges pre (pre-activation) and post (output),
@@ -295,7 +295,6 @@ static int quantize_layer(const eng_layer *L, eng_qlayer *Q, cal *pre, cal *post
     }
     size_t a = (size_t)max_batch * Q->P * Q->N;
     if (a > ws->acc) ws->acc = a;
-    if ((size_t)Q->N > ws->rq) ws->rq = (size_t)Q->N;
     if (Q->has_lut)
         for (int c = 0; c < 256; c++)
             Q->lut[c] = (uint8_t)eng_qcode(act_apply(L->act, ps * (float)(c - pz)), Q->out_scale, Q->out_zp);
@@ -373,8 +372,7 @@ int eng_quantize(eng_model *m, const eng_dataset *ds, int n_calib, eng_qscheme s
         q->col = prof_calloc(ws.col + ENG_QSLACK, 1);
         q->acc = prof_calloc(ws.acc ? ws.acc : 1, sizeof(int32_t));
         q->a16 = prof_calloc(ws.a16 ? ws.a16 : 1, sizeof(int16_t));
-        q->rq = prof_calloc(ws.rq ? ws.rq : 1, 1);
-        if (!q->xq || !q->col || !q->acc || !q->a16 || !q->rq) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for workspaces");
+        if (!q->xq || !q->col || !q->acc || !q->a16) rc = eng_fail(ENG_ENOMEM, "quantize: out of memory for workspaces");
     }
     if (!rc) rc = register_scopes(q);
     if (rc) { eng_qmodel_free(q); return rc; }
@@ -395,29 +393,34 @@ static void gemm(eng_qmodel *q, eng_qlayer *L, int M, const uint8_t *A)
     eng_qgemm(p, M, L->N, L->Kp, A, L->w, L->w16, L->bias, q->acc, q->a16);
 }
 
-/* acc [rows*P x N] -> y codes [rows x stride] laid out C-major (f*P + p), or float logits;
- * a position's N sums at a time (eng_qrequant_row, vectorized), into the row itself for a
- * dense layer, else through q->rq and the table or the C-major scatter. */
-static void requantize(eng_qmodel *q, eng_qlayer *L, const int32_t *acc, int rows, float *logits)
+/* acc [rows*P x N] -> y codes [rows x stride] laid out C-major (f*P + p), or float logits.
+ * A dense row (P = 1) goes through eng_qrequant_row (vectorized), then its table in place;
+ * a conv layer channel by channel, so each channel's multiplier, shift and table are loaded
+ * once (its sums lie N apart: gathering them into vectors measured no faster on Zen 5). */
+static void requantize(eng_qlayer *L, const int32_t *acc, int rows, float *logits)
 {
     int N = L->N, P = L->P;
     int deq = eng_qlayer_dequantizes(L);
     int zp = L->has_lut ? L->pre_zp : L->out_zp, lo = L->lo;
     for (int r = 0; r < rows; r++) {
+        const int32_t *a = acc + (size_t)r * P * N;
         uint8_t *y = L->y + (size_t)r * L->y_stride;
-        for (int p = 0; p < P; p++) {
-            const int32_t *a = acc + ((size_t)r * P + p) * N;
-            if (deq) {
-                float *lg = logits + (size_t)r * L->out_size;
-                for (int f = 0; f < N; f++) lg[(size_t)f * P + p] = (float)a[f] * L->deq[f];
-                continue;
-            }
-            uint8_t *c = P == 1 ? y : q->rq;
-            eng_qrequant_row(a, N, L->mult, L->shift, zp, lo, c);
+        float *lg = deq ? logits + (size_t)r * L->out_size : NULL;
+        if (P == 1 && !deq) {
+            eng_qrequant_row(a, N, L->mult, L->shift, zp, lo, y);
             if (L->has_lut)
-                for (int f = 0; f < N; f++) y[(size_t)f * P + p] = L->lut[c[f]];
-            else if (P > 1)
-                for (int f = 0; f < N; f++) y[(size_t)f * P + p] = c[f];
+                for (int f = 0; f < N; f++) y[f] = L->lut[y[f]];
+            continue;
+        }
+        for (int f = 0; f < N; f++) {
+            const int32_t m = L->mult[f], sh = L->shift[f];
+            if (deq) {
+                for (int p = 0; p < P; p++) lg[(size_t)f * P + p] = (float)a[(size_t)p * N + f] * L->deq[f];
+            } else if (L->has_lut) {
+                for (int p = 0; p < P; p++) y[(size_t)f * P + p] = L->lut[eng_requant(a[(size_t)p * N + f], m, sh, zp, lo)];
+            } else {
+                for (int p = 0; p < P; p++) y[(size_t)f * P + p] = (uint8_t)eng_requant(a[(size_t)p * N + f], m, sh, zp, lo);
+            }
         }
     }
 }
@@ -516,7 +519,7 @@ int eng_qmodel_forward(eng_qmodel *q, const float *x, int rows, float *logits)
             int deq = L->last && L->act == ENG_ACT_NONE;
             int sc = deq ? L->scope[3] : L->scope[1];
             PROF_BEGIN(p, sc);
-            requantize(q, L, q->acc, rows, logits);
+            requantize(L, q->acc, rows, logits);
             PROF_END(p, sc, 0, (uint64_t)rows * L->out_size * (deq ? 8 : 5));
         }
         cur = L->y;

@@ -39,8 +39,9 @@ void eng_qgemm(eng_qgemm_path p, int M, int N, int Kp, const uint8_t *A, const i
 /* The input's codes, d[i] = eng_qcode(x[i], scale, zp) (below), on the widest path isa.c
  * allows, the same codes on each (qgemm.c). */
 void eng_qcodes_row(const float *x, size_t n, float scale, int zp, uint8_t *d);
-/* y[f] = eng_requant(a[f], mult[f], shift[f], zp, lo) for f < n (below), on the widest
- * path isa.c allows (AVX-512F: 8 lanes, AVX2: 4, else scalar), the same integers on each. */
+/* A dense row's requantization, y[f] = eng_requant(a[f], mult[f], shift[f], zp, lo) for
+ * f < n (below), on the widest path isa.c allows (AVX-512F: 8 lanes, AVX2: 4, else
+ * scalar), the same integers on each (qgemm.c). */
 void eng_qrequant_row(const int32_t *a, int n, const int32_t *mult, const int32_t *shift, int zp, int lo, uint8_t *y);
 
 /* oneDNN's int8 matmul (qgemm_dnnl.c): one primitive per shape, created on first use. */
@@ -95,7 +96,6 @@ struct eng_qmodel {
     uint8_t *col;                 /* conv im2col [max_batch * P x Kp] (largest conv) */
     int32_t *acc;                 /* accumulators [max_batch * P x N] (largest) */
     int16_t *a16;                 /* avx2 scratch, the size of col or of the widest input */
-    uint8_t *rq;                  /* one position's codes before the table or C-major scatter */
     prof_t *prof;
     int scope_quantize;
     size_t bytes;

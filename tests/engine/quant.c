@@ -361,10 +361,10 @@ static void test_input_codes_path(void **state)
     assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
-/* Requantization (eng_qrequant_row, one body per instruction-set path) gives
- * eng_requant's integers on every path: accumulators at the int32 extremes, multipliers
- * over [2^30, 2^31) and 0, every shift 1..62, zero points and floors over their range,
- * and lengths that leave each vector width a tail. */
+/* A dense row's requantization (eng_qrequant_row, one body per instruction-set path)
+ * gives eng_requant's integers on every path: accumulators at the int32 extremes,
+ * multipliers over [2^30, 2^31) and 0, every shift 1..62, zero points and floors over their
+ * range, and lengths that leave each vector width a tail. */
 static void test_requant_row_path(void **state)
 {
     eng_isa before = isa_force_or_skip(state);
