@@ -437,12 +437,16 @@ uint64_t eng_cbsr_dense_flops(const eng_node *n, int rows, eng_dir dir);
 uint64_t eng_cbsr_dense_bytes(const eng_node *n, int rows, eng_dir dir);
 /* top-k of each row of x [B x d] -> val, idx [B x k] (ties: the lower column wins) */
 void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx);
-/* y [B x out] = CBSR(val, idx; k per row) · W [d x out] */
-void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y);
+/* y [B x out] = CBSR(val, idx; k per row) · W [d x out]; pack: ENG_CBSR_PACK_FLOATS(d)
+ * floats of scratch, 64-byte aligned for speed (a tile of W's columns, copied where L1
+ * keeps it; cbsr_dense nodes have it as ws) */
+#define ENG_CBSR_PACK_FLOATS(d) ((size_t)(d) * 32)
+void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out, float *y,
+                 float *pack);
 /* dval [B x k] = dy [B x out] · W^T at the kept columns; dw [d x out] = CBSR^T · dy
- * (dw is overwritten; either output may be NULL) */
+ * (dw is overwritten; either output may be NULL); pack as eng_cbsr_mm's (dw's tile) */
 void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
-                     const float *dy, float *dval, float *dw);
+                     const float *dy, float *dval, float *dw, float *pack);
 
 /* gnn.c: the aggregate op. y [n_dst x 2·in] = [x_dst | mean of x over each destination's
  * sampled neighbours]; x dense [n_src x in] or CBSR (k > 0: values + idx). */

@@ -35,6 +35,13 @@ static int node_aliases(const eng_node *n)
 
 static size_t round16(size_t n) { return (n + 15) & ~(size_t)15; }
 
+/* A node's own scratch (n->ws): the sequence ops' (attention.c), or the tile of W a
+ * cbsr_dense node copies for its multiply (sparse.c). */
+static size_t node_ws_floats(const eng_node *n, int max_batch)
+{
+    return n->op == ENG_OP_CBSR_DENSE ? ENG_CBSR_PACK_FLOATS(n->in_size) : eng_seq_ws_floats(n, max_batch);
+}
+
 static const char *kind_name(eng_layer_kind k)
 {
     switch (k) {
@@ -378,7 +385,7 @@ static int allocate(eng_model *m)
         floats += extra_floats(n, B);
         if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
         if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
-        floats += round16(eng_seq_ws_floats(n, m->max_batch));
+        floats += round16(node_ws_floats(n, m->max_batch));
         if (n->op == ENG_OP_CONV2D) {
             n->chunk = conv_chunk(n, m->max_batch);
             /* room for either algorithm: auto may time both on this workspace */
@@ -437,7 +444,7 @@ static int allocate(eng_model *m)
         if (n->op == ENG_OP_CBSR_DENSE) n->idx = xidx;
         xidx = NULL;
         if (n->op == ENG_OP_MAXK) { n->idx = xidx = ip; ip += B * (size_t)n->k; }
-        if (eng_seq_ws_floats(n, m->max_batch)) { n->ws = p; p += round16(eng_seq_ws_floats(n, m->max_batch)); }
+        if (node_ws_floats(n, m->max_batch)) { n->ws = p; p += round16(node_ws_floats(n, m->max_batch)); }
         if (n->op == ENG_OP_CONV2D) {
             n->dcol = ws_dcol;
             if (n->col_kept) {

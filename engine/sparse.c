@@ -200,29 +200,30 @@ typedef float v16 __attribute__((vector_size(64)));  /* AVX-512 */
 #define CBSR_TABLE(name) { name##_generic, name##_generic, name##_generic }
 #endif
 
-void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int out, float *y)
+void eng_cbsr_mm(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out, float *y,
+                 float *pack)
 {
-    static void (*const path[ENG_ISA_N])(const float *, const int32_t *, int, int, const float *, int, float *) =
-        CBSR_TABLE(cbsr_mm);
-    path[eng_isa_current()](val, idx, rows, k, w, out, y);
+    static void (*const path[ENG_ISA_N])(const float *, const int32_t *, int, int, const float *, int, int, float *,
+                                         float *) = CBSR_TABLE(cbsr_mm);
+    path[eng_isa_current()](val, idx, rows, k, w, d, out, y, pack);
 }
 
 void eng_cbsr_mm_bwd(const float *val, const int32_t *idx, int rows, int k, const float *w, int d, int out,
-                     const float *dy, float *dval, float *dw)
+                     const float *dy, float *dval, float *dw, float *pack)
 {
     static void (*const path[ENG_ISA_N])(const float *, const int32_t *, int, int, const float *, int, int,
-                                         const float *, float *, float *) = CBSR_TABLE(cbsr_mm_bwd);
-    path[eng_isa_current()](val, idx, rows, k, w, d, out, dy, dval, dw);
+                                         const float *, float *, float *, float *) = CBSR_TABLE(cbsr_mm_bwd);
+    path[eng_isa_current()](val, idx, rows, k, w, d, out, dy, dval, dw, pack);
 }
 
 void eng_cbsr_dense_fwd(eng_node *n, int rows)
 {
-    eng_cbsr_mm(n->x, n->idx, rows, n->k, n->w, (int)n->out_size, n->y);
+    eng_cbsr_mm(n->x, n->idx, rows, n->k, n->w, (int)n->in_size, (int)n->out_size, n->y, n->ws);
 }
 
 void eng_cbsr_dense_bwd(eng_node *n, int rows)
 {
-    eng_cbsr_mm_bwd(n->x, n->idx, rows, n->k, n->w, (int)n->in_size, (int)n->out_size, n->dy, n->dx, n->dw);
+    eng_cbsr_mm_bwd(n->x, n->idx, rows, n->k, n->w, (int)n->in_size, (int)n->out_size, n->dy, n->dx, n->dw, n->ws);
 }
 
 uint64_t eng_cbsr_dense_flops(const eng_node *n, int rows, eng_dir dir)

@@ -52,6 +52,7 @@ int main(int argc, char **argv)
     float *a = malloc(sizeof(float) * B * D), *val = malloc(sizeof(float) * B * K);
     float *dval = malloc(sizeof(float) * B * K);
     int32_t *idx = malloc(sizeof(int32_t) * B * K);
+    float *pack = aligned_alloc(64, sizeof(float) * ENG_CBSR_PACK_FLOATS(D));   /* as a model carves it */
     eng_rng r;
     eng_rng_seed(&r, 7, 7);
     for (size_t i = 0; i < (size_t)B * D; i++) x[i] = (float)eng_rng_normal(&r);
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
     eng_node mk = node_of(ENG_OP_MAXK, D, D), cb = node_of(ENG_OP_CBSR_DENSE, D, O);
     mk.k = cb.k = K;
     mk.x = x; mk.y = val; mk.idx = idx; mk.dy = dval; mk.dx = dx;
-    cb.x = val; cb.idx = idx; cb.y = y; cb.w = w; cb.dw = dw; cb.dy = dy; cb.dx = dval;
+    cb.x = val; cb.idx = idx; cb.y = y; cb.w = w; cb.dw = dw; cb.dy = dy; cb.dx = dval; cb.ws = pack;
 
     /* the dense baseline on the backends nnbench chooses for these shapes (as a run would) */
     eng_gemm_shape sh[ENG_OP_MAX_GEMMS];
@@ -84,7 +85,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < inner; i++)
             eng_sgemm(0, 0, B, O, D, 1.0f, a, D, w, O, 0.0f, y, O);
         double t1 = now_s();
-        for (int i = 0; i < inner; i++) eng_cbsr_mm(val, idx, B, K, w, O, y);
+        for (int i = 0; i < inner; i++) eng_cbsr_mm(val, idx, B, K, w, D, O, y, pack);
         double t2 = now_s();
         for (int i = 0; i < inner; i++) {
             eng_ops[ENG_OP_RELU].forward(&relu, B);
@@ -114,6 +115,6 @@ int main(int argc, char **argv)
              1e3 * t_mk / reps);
     row("CBSR x dense / sgemm speed-up, d=256 k=32, 1T", r1, reps, abs1, ">= 3.00", 3.0);
     row("maxk+CBSR / relu+dense fwd+bwd speed-up, 1T", r2, reps, abs2, ">= 2.00", 2.0);
-    free(x); free(w); free(y); free(dy); free(dw); free(dx); free(a); free(val); free(dval); free(idx);
+    free(x); free(w); free(y); free(dy); free(dw); free(dx); free(a); free(val); free(dval); free(idx); free(pack);
     return 0;
 }

@@ -111,7 +111,8 @@ static void test_cbsr_kernel(void **state)
     eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
     eng_rng r;
     eng_rng_seed(&r, 4, 4);
-    /* out: tiles of 64, of 16 and the scalar tail */
+    /* out: tiles of 2 W columns (the packed ones), of W and the scalar tail; rows in fours
+     * and the leftover ones */
     int shapes[][4] = { { 33, 256, 32, 256 }, { 7, 50, 5, 70 }, { 4, 10, 3, 10 }, { 2, 300, 17, 129 } };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int rows = shapes[s][0], d = shapes[s][1], k = shapes[s][2], out = shapes[s][3];
@@ -121,14 +122,15 @@ static void test_cbsr_kernel(void **state)
         float *dval = malloc(sizeof(float) * rows * k), *rdval = malloc(sizeof(float) * rows * k);
         float *dw = malloc(sizeof(float) * d * out), *rdw = calloc((size_t)d * out, sizeof(float));
         int32_t *idx = malloc(sizeof(int32_t) * rows * k);
+        float *pack = malloc(sizeof(float) * ENG_CBSR_PACK_FLOATS(d));
         fill(x, (size_t)rows * d, &r, 1.0);
         fill(w, (size_t)d * out, &r, 1.0);
         fill(dy, (size_t)rows * out, &r, 1.0);
         eng_maxk_select(x, rows, d, k, val, idx);
-        eng_cbsr_mm(val, idx, rows, k, w, out, y);
+        eng_cbsr_mm(val, idx, rows, k, w, d, out, y, pack);
         ref_mm(val, idx, rows, k, w, out, yr);
         double e1 = max_rel(y, yr, (size_t)rows * out);
-        eng_cbsr_mm_bwd(val, idx, rows, k, w, d, out, dy, dval, dw);
+        eng_cbsr_mm_bwd(val, idx, rows, k, w, d, out, dy, dval, dw, pack);
         /* reference backward: through the dense equivalent x_sparse^T dy and dy W^T */
         for (int q = 0; q < rows; q++)
             for (int j = 0; j < k; j++) {
@@ -144,13 +146,13 @@ static void test_cbsr_kernel(void **state)
         assert_true(e1 < 1e-5 && e2 < 1e-5 && e3 < 1e-5);
         /* no FMA on any path: the generic path's bits exactly (y, dvalues and dW reuse yr,
          * rdval and rdw) */
-        ISA_UNDER(ENG_ISA_GENERIC, eng_cbsr_mm(val, idx, rows, k, w, out, yr));
-        ISA_UNDER(ENG_ISA_GENERIC, eng_cbsr_mm_bwd(val, idx, rows, k, w, d, out, dy, rdval, rdw));
+        ISA_UNDER(ENG_ISA_GENERIC, eng_cbsr_mm(val, idx, rows, k, w, d, out, yr, pack));
+        ISA_UNDER(ENG_ISA_GENERIC, eng_cbsr_mm_bwd(val, idx, rows, k, w, d, out, dy, rdval, rdw, pack));
         assert_memory_equal(y, yr, sizeof(float) * rows * out);
         assert_memory_equal(dval, rdval, sizeof(float) * rows * k);
         assert_memory_equal(dw, rdw, sizeof(float) * d * out);
         free(x); free(w); free(val); free(y); free(yr); free(dy); free(dval); free(rdval);
-        free(dw); free(rdw); free(idx);
+        free(dw); free(rdw); free(idx); free(pack);
     }
     assert_int_equal(eng_isa_set(before), ENG_OK);
 }
@@ -225,10 +227,11 @@ static void test_grad_maxk(void **state)
 static void test_grad_cbsr_dense(void **state)
 {
     (void)state;
-    enum { R = 3, D = 20, KK = 4, O = 19 };
+    enum { R = 5, D = 20, KK = 4, O = 37 };   /* a packed tile of columns on every path, and rows past a four */
     eng_rng r;
     eng_rng_seed(&r, 6, 6);
     float x[R * D], v0[R * KK], vb[R * KK], w[D * O], dw[D * O], y[R * O], rw[R * O], dv[R * KK];
+    float pack[ENG_CBSR_PACK_FLOATS(D)];
     int32_t idx[R * KK];
     fill(x, R * D, &r, 1.0);
     fill(w, D * O, &r, 0.5);
@@ -237,7 +240,7 @@ static void test_grad_cbsr_dense(void **state)
     eng_node n;
     memset(&n, 0, sizeof n);
     n.op = ENG_OP_CBSR_DENSE; n.in_size = D; n.out_size = O; n.k = KK;
-    n.x = vb; n.idx = idx; n.y = y; n.w = w; n.dw = dw; n.n_w = D * O; n.dy = rw; n.dx = dv;
+    n.x = vb; n.idx = idx; n.y = y; n.w = w; n.dw = dw; n.n_w = D * O; n.dy = rw; n.dx = dv; n.ws = pack;
     fd f = { &n, R, v0, vb, R * KK, R * O, rw };
     fd_obj(&f);
     eng_ops[ENG_OP_CBSR_DENSE].backward(&n, R);
