@@ -111,8 +111,8 @@ static void test_cbsr_kernel(void **state)
     eng_isa before = isa_force_or_skip(state), p = eng_isa_current();
     eng_rng r;
     eng_rng_seed(&r, 4, 4);
-    /* out: tiles of 2 W columns (the packed ones), of W and the scalar tail; rows in fours
-     * and the leftover ones */
+    /* out: tiles of 2 W columns, of W and the scalar tail; rows in fours and the leftover
+     * ones; W's tiles packed (the first shape: rows x k >= 2 d) and read in place (the rest) */
     int shapes[][4] = { { 33, 256, 32, 256 }, { 7, 50, 5, 70 }, { 4, 10, 3, 10 }, { 2, 300, 17, 129 } };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int rows = shapes[s][0], d = shapes[s][1], k = shapes[s][2], out = shapes[s][3];
@@ -227,7 +227,7 @@ static void test_grad_maxk(void **state)
 static void test_grad_cbsr_dense(void **state)
 {
     (void)state;
-    enum { R = 5, D = 20, KK = 4, O = 37 };   /* a packed tile of columns on every path, and rows past a four */
+    enum { R = 13, D = 20, KK = 4, O = 37 };  /* packed tiles of columns on every path, and rows past the fours */
     eng_rng r;
     eng_rng_seed(&r, 6, 6);
     float x[R * D], v0[R * KK], vb[R * KK], w[D * O], dw[D * O], y[R * O], rw[R * O], dv[R * KK];
