@@ -378,7 +378,7 @@ static void test_requant_row_path(void **state)
         for (int i = 0; i < N; i++) {
             uint32_t bits = (uint32_t)eng_rng_below(&r, 65536) << 16 | (uint32_t)eng_rng_below(&r, 65536);
             a[i] = i % 11 == 0 ? INT32_MIN : i % 13 == 0 ? INT32_MAX : (int32_t)(bits >> (eng_rng_below(&r, 32)));
-            if (i % 2) a[i] = -a[i] - (a[i] == INT32_MIN ? 0 : 1);
+            if (i % 2) a[i] = ~a[i];   /* -a - 1: negative, and INT32_MIN <-> INT32_MAX */
             mult[i] = i % 17 == 5 ? 0 : (int32_t)((1u << 30) + (uint32_t)eng_rng_below(&r, 1u << 30));
             shift[i] = mult[i] ? 1 + (int32_t)((round + i) % 62) : 1;
         }
