@@ -1,6 +1,8 @@
 /* clock.c — the one wall clock of nnbench (prof_now_ns / prof_now_s): CLOCK_MONOTONIC, or
  * PAPI_get_real_nsec where the profiler found it cheap, or a test's fake. A leaf: the
- * profiler, the allocator and the calibration all read it, and it reads none of them. */
+ * profiler, the allocator and the calibration all read it, and it reads none of them.
+ * (placement.c alone reads CLOCK_MONOTONIC directly: its sub-microsecond blocks and its
+ * deadline need the real clock, whatever this one is set to.) */
 #include <papi.h>
 #include <stdatomic.h>
 #include <time.h>

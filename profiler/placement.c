@@ -28,6 +28,9 @@ static uint64_t deadline_ns = DEADLINE_NS; /* prof_internal_round_trip_deadline 
 
 void prof_internal_round_trip_deadline(uint64_t ns) { deadline_ns = ns ? ns : DEADLINE_NS; }
 
+/* CLOCK_MONOTONIC itself, not prof_now_ns (clock.c, the one clock of everything else):
+ * that may be PAPI's (~1.2 us a call here, longer than the passes it would time) or a
+ * test's fake one, which would stop the deadline and the blocks' times. */
 static uint64_t mono_ns(void)
 {
     struct timespec ts;

@@ -165,11 +165,11 @@ VNNI_TARGET static void gemm_vnni(int M, int N, int Kp, const uint8_t *A, const 
 }
 #endif
 
-/* ---- the input's codes: d[i] = eng_qcode(x[i], scale, zp) ------------------------------ */
+/* ---- the input's codes: d[i] = eng_qcode(x[i], scale, zp) ------------------------------
+ * The vector paths do the formula's IEEE operations (a division, not a reciprocal; floor
+ * exact), so they give its codes: the clamp by max(v, 0), which gives 0 for NaN as the
+ * formula's `v >= 0 ? ... : 0` does, then min(v, 255). */
 
-/* The same IEEE operations on every path (a division, not a reciprocal; floor exact), so
- * the same codes: the clamp by max(v, 0), which gives 0 for NaN as the formula's
- * `v >= 0 ? ... : 0` does, then min(v, 255). */
 static void codes_scalar(const float *x, size_t n, float scale, int zp, uint8_t *d)
 {
     for (size_t i = 0; i < n; i++) d[i] = (uint8_t)eng_qcode(x[i], scale, zp);

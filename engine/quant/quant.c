@@ -81,7 +81,6 @@ static void cal_params(cal *c, int percentile, float *scale, int *zp)
 
 /* ---- building --------------------------------------------------------------------------- */
 
-
 /* mult · 2^-shift = real, mult in [2^30, 2^31). */
 static void fixed_point(double real, int32_t *mult, int32_t *shift)
 {

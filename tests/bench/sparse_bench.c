@@ -5,6 +5,8 @@
  *           vs relu fwd + sgemm fwd + sgemm bwd (dW, dx) + relu bwd: the activation and the
  *           next layer's multiply, which is what MaxK changes (the layer's own multiply
  *           before the activation is the same in both and left out).
+ *   info:   where the MaxK pair's time goes: the selection, the CBSR forward, the backward's
+ *           dvalues and dW kernels (each alone), maxk's backward.
  * Output: "ENV ..." and "ROW<TAB>7<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute<TAB>goal
  * <TAB>verdict" lines for tests/bench/run.sh. */
 #include <cblas.h>
@@ -79,7 +81,7 @@ int main(int argc, char **argv)
     char gd[256];
     eng_gemm_describe(gd, sizeof gd);
     printf("ENV\tsparse_gemm\t%s\n", gd);
-    double r1[16], r2[16], t_sg = 0, t_cb = 0, t_dn = 0, t_mk = 0;
+    double r1[16], r2[16], share[16], t_sg = 0, t_cb = 0, t_dn = 0, t_mk = 0, part_sum[5] = { 0 };
     for (int rep = 0; rep < reps; rep++) {
         double t0 = now_s();
         for (int i = 0; i < inner; i++)
@@ -101,6 +103,22 @@ int main(int argc, char **argv)
             eng_ops[ENG_OP_MAXK].backward(&mk, B);
         }
         double t4 = now_s();
+        /* the pair's parts, each alone: selection, forward, dvalues, dW, maxk backward */
+        double part[5], tp = now_s();
+        for (int q = 0; q < 5; q++) {
+            for (int i = 0; i < inner; i++) {
+                if (q == 0) eng_ops[ENG_OP_MAXK].forward(&mk, B);
+                else if (q == 1) eng_ops[ENG_OP_CBSR_DENSE].forward(&cb, B);
+                else if (q == 2) eng_cbsr_mm_bwd(val, idx, B, K, w, D, O, dy, dval, NULL, pack);
+                else if (q == 3) eng_cbsr_mm_bwd(val, idx, B, K, w, D, O, dy, NULL, dw, pack);
+                else eng_ops[ENG_OP_MAXK].backward(&mk, B);
+            }
+            double tq = now_s();
+            part[q] = (tq - tp) / inner;
+            part_sum[q] += part[q];
+            tp = tq;
+        }
+        share[rep] = part[0] / (part[0] + part[1] + part[2] + part[3] + part[4]);
         r1[rep] = (t1 - t0) / (t2 - t1);
         r2[rep] = (t3 - t2) / (t4 - t3);
         t_sg += (t1 - t0) / inner; t_cb += (t2 - t1) / inner;
@@ -115,6 +133,13 @@ int main(int argc, char **argv)
              1e3 * t_mk / reps);
     row("CBSR x dense / sgemm speed-up, d=256 k=32, 1T", r1, reps, abs1, ">= 3.00", 3.0);
     row("maxk+CBSR / relu+dense fwd+bwd speed-up, 1T", r2, reps, abs2, ">= 2.00", 2.0);
+    char abs3[200];
+    snprintf(abs3, sizeof abs3, "maxk fwd %.3f, cbsr fwd %.3f, dvalues %.3f, dW %.3f, maxk bwd %.3f ms (means, each alone)",
+             1e3 * part_sum[0] / reps, 1e3 * part_sum[1] / reps, 1e3 * part_sum[2] / reps, 1e3 * part_sum[3] / reps,
+             1e3 * part_sum[4] / reps);
+    stats sel = stats_of(share, reps);
+    printf("ROW\t7\tmaxk+CBSR parts: the selection's share, 1T\t%.3f\t%.3f\t%.3f\t%s\t-\tinfo\n", sel.med, sel.min, sel.max,
+           abs3);
     free(x); free(w); free(y); free(dy); free(dw); free(dx); free(a); free(val); free(dval); free(idx); free(pack);
     return 0;
 }
