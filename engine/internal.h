@@ -30,9 +30,12 @@
  *   L->x   [rows x in_size]        the layer's input in the last forward (for layer 0 this
  *                                  is the caller's x: it must still be alive)
  *   L->z   [rows x out_size]       pre-activation x·W + b of the last forward
- *   L->a   [rows x out_size]       post-activation act(z); == L->z when L->act == ENG_ACT_NONE
+ *   L->a   [rows x out_size]       post-activation act(z); == L->z when L->act == ENG_ACT_NONE,
+ *                                  and when L->act == ENG_ACT_RELU: the relu runs in place, so
+ *                                  z then holds act(z) too (model.c, node_aliases)
  *   L->act                         the activation kind (eng_act_derivs gives act', act'')
- *   L->dz, L->da                   dLoss/dz and dLoss/da of the last backward ([rows x out])
+ *   L->dz, L->da                   dLoss/dz and dLoss/da of the last backward ([rows x out]);
+ *                                  one buffer for a relu, which then holds dLoss/dz
  * A maxk layer (L->act == ENG_ACT_MAXK) is the exception: its L->a / L->da hold the CBSR
  * values [rows x k] (column indices in its maxk node's idx), and the next dense layer's
  * weight node is a cbsr_dense op (engine/sparse.c); Newton refuses such models.

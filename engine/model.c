@@ -26,9 +26,16 @@ static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows) { 
 
 /* ---- building ------------------------------------------------------------------------ */
 
-/* Nodes whose output is their input (in place / a view): they own no buffers. */
-static int node_aliases(const eng_node *n)
+/* Nodes whose output is their input (in place / a view): they own no buffers. A relu after
+ * a dense or conv layer's bias runs in place too: nothing reads its input after it (the
+ * GEMM's backward needs x and dy, the bias's dy alone), and its backward gates on its
+ * output, y > 0 exactly when x > 0. At two threads its own output buffer cost more than the
+ * op: lines the other core had read, to be taken back at every write (relu.fwd of the
+ * Fashion MLP's first layer 10-13 us a step in place of 2.7; docs/performance.md). */
+static int node_aliases(const eng_model *m, const eng_node *n)
 {
+    if (n->op == ENG_OP_RELU)
+        return n - m->nodes >= 2 && n[-1].op == ENG_OP_BIAS && (n[-2].op == ENG_OP_DENSE || n[-2].op == ENG_OP_CONV2D);
     return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN || n->op == ENG_OP_ATTN_SOFTMAX ||
            n->op == ENG_OP_RES_FORK;
 }
@@ -381,7 +388,7 @@ static int allocate(eng_model *m)
             if (n->op == ENG_OP_SOFTMAX_XENT) floats += round16(B * n->out_size);
             continue;
         }
-        if (!node_aliases(n)) floats += 2 * round16(B * n->out_size);
+        if (!node_aliases(m, n)) floats += 2 * round16(B * n->out_size);
         floats += extra_floats(n, B);
         if (n->op == ENG_OP_MAXPOOL) ints += B * n->out_size;
         if (n->op == ENG_OP_MAXK) ints += B * (size_t)n->k;
@@ -432,7 +439,7 @@ static int allocate(eng_model *m)
             if (n->op == ENG_OP_SOFTMAX_XENT) { n->y = p; p += round16(B * n->out_size); }
             break;
         }
-        if (node_aliases(n)) {
+        if (node_aliases(m, n)) {
             n->y = (float *)x;
             n->dy = dx;
         } else {
@@ -724,7 +731,7 @@ int eng_model_enable_input_grad(eng_model *m)
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         n->dx = m->dinput;
-        if (!node_aliases(n)) break;
+        if (!node_aliases(m, n)) break;
         n->dy = m->dinput;
     }
     return ENG_OK;
@@ -738,7 +745,7 @@ static void wire_input(eng_model *m, const float *x)
     for (int i = 0; i < m->n_nodes; i++) {
         eng_node *n = &m->nodes[i];
         n->x = x;
-        if (!node_aliases(n)) break;
+        if (!node_aliases(m, n)) break;
         n->y = (float *)x;
     }
     for (int i = 0; i < m->n_layers; i++) {

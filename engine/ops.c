@@ -294,7 +294,8 @@ static void relu_bwd_k(size_t e, const float *restrict x, const float *restrict 
     pass_if_positive_isa[eng_isa_current()](e, dy, x, dx);
 }
 static void relu_fwd(eng_node *n, int rows) { ew_run(n, rows, relu_fwd_k, NULL, n->x, NULL, n->y); }
-static void relu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, relu_bwd_k, n->x, n->dy, n->dx); }
+/* Gated on the output, which a relu in place (model.c) has written over its input. */
+static void relu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, relu_bwd_k, n->y, n->dy, n->dx); }
 
 ENG_ISA_BODY tanh_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {

@@ -397,8 +397,6 @@ static void test_act_position_independent(void **state)
     assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
-/* Runs an activation kernel over n values at once: the forward (x -> y), or the backward
- * (x, dy -> dx) for gelu, the one backward with its own per-path kernel. */
 /* op over n values (bias: as BIAS_ROWS rows of n / BIAS_ROWS, y = x + dy's first row's worth
  * forward, the column sums of dy backward). */
 #define BIAS_ROWS 1000
@@ -417,8 +415,14 @@ static void act_run(eng_op_id op, int bwd, const float *x, const float *dy, floa
         nd.db = out;
         if (!bwd) memcpy(out, x, n * sizeof(float)); /* in place: y += b */
     }
+    if (bwd && op == ENG_OP_RELU) { /* its backward gates on the forward's output */
+        nd.y = malloc(n * sizeof(float));
+        assert_non_null(nd.y);
+        eng_ops[op].forward(&nd, rows);
+    }
     if (bwd) { nd.dy = (float *)dy; nd.dx = op == ENG_OP_BIAS ? (float *)dy : out; eng_ops[op].backward(&nd, rows); }
     else { nd.y = out; eng_ops[op].forward(&nd, rows); }
+    if (bwd && op == ENG_OP_RELU) free(nd.y);
 }
 
 /* Every path gives exactly the bits of the generic path (docs/engine.md promises it: no FMA,
@@ -1204,6 +1208,51 @@ static void test_grad_model_mlp_mse(void **state)
                             ENG_LOSS_MSE, in, 2, 3, 1e-2f) < TOL);
 }
 
+/* A relu after a dense or conv layer's bias runs in place (model.c, node_aliases): its
+ * output is its input's buffer, with z's values relu'd, and its backward is in place too;
+ * a relu after anything else (here batch norm, whose backward reads its own output) keeps
+ * its own buffers. The gradients stay right: test_grad_model_cnn and the relu MLPs of
+ * tests/engine/gradient.c check them by finite differences. */
+static void test_relu_in_place(void **state)
+{
+    (void)state;
+    int in[3] = { 1, 1, 3 };
+    eng_model_config mc = cfg_of("dense:4:relu, dense:2", ENG_LOSS_SOFTMAX_XENT);
+    eng_model *m;
+    assert_int_equal(eng_model_build(&mc, in, 2, 5, 7, NULL, &m), ENG_OK);
+    float x[15];
+    for (int i = 0; i < 15; i++) x[i] = (float)(i % 7) - 3.0f;
+    int32_t lab[5] = { 0, 1, 0, 1, 1 };
+    eng_model_forward(m, x, 5, lab, NULL, NULL);
+    const eng_layer *L = &m->layers[0];
+    assert_ptr_equal(L->a, L->z);
+    assert_ptr_equal(L->da, L->dz);
+    int neg = 0, pos = 0;
+    for (int r = 0; r < 5; r++)
+        for (int c = 0; c < 4; c++) {
+            float z = L->b[c];
+            for (int k = 0; k < 3; k++) z += x[r * 3 + k] * L->w[k * 4 + c];
+            float want = z > 0.0f ? z : 0.0f, got = L->a[r * 4 + c];
+            assert_true(fabsf(got - want) <= 1e-6f * (1.0f + fabsf(want)));
+            neg += z < 0.0f;
+            pos += z > 0.0f;
+        }
+    assert_true(neg > 0 && pos > 0); /* both sides of the kink were taken */
+    eng_model_free(m);
+
+    /* conv + bias + relu: in place; bn + relu: its own buffers */
+    int img[3] = { 1, 5, 5 };
+    eng_model_config cc = { .n_layers = 4, .loss = ENG_LOSS_SOFTMAX_XENT };
+    cc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .act = ENG_ACT_RELU };
+    cc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_BN, .act = ENG_ACT_RELU };
+    cc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN };
+    cc.layers[3] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 2 };
+    assert_int_equal(eng_model_build(&cc, img, 2, 2, 7, NULL, &m), ENG_OK);
+    assert_ptr_equal(m->layers[0].a, m->layers[0].z);
+    assert_ptr_not_equal(m->layers[1].a, m->layers[1].z);
+    eng_model_free(m);
+}
+
 static void test_backward_from(void **state)
 {
     (void)state;
@@ -1726,6 +1775,7 @@ int test_engine_ops(void)
         cmocka_unit_test(test_grad_flatten),
         cmocka_unit_test(test_grad_model_cnn),
         cmocka_unit_test(test_grad_model_mlp_mse),
+        cmocka_unit_test(test_relu_in_place),
         cmocka_unit_test(test_backward_from),
         cmocka_unit_test(test_backward_ready),
         cmocka_unit_test(test_flops_bytes),
