@@ -26,16 +26,17 @@ static inline void run_node(eng_model *m, eng_node *n, eng_dir dir, int rows) { 
 
 /* ---- building ------------------------------------------------------------------------ */
 
-/* Nodes whose output is their input (in place / a view): they own no buffers. A relu after
- * a dense or conv layer's bias runs in place too: nothing reads its input after it (the
- * GEMM's backward needs x and dy, the bias's dy alone), and its backward gates on its
- * output, y > 0 exactly when x > 0. At two threads its own output buffer cost more than the
- * op: lines the other core had read, to be taken back at every write (relu.fwd of the
- * Fashion MLP's first layer 10-13 us a step in place of 2.7; docs/performance.md). */
+/* Nodes whose output is their input (in place / a view): they own no buffers. A relu runs
+ * in place too after a node whose backward does not read its own output (a bias, which
+ * follows a dense, conv or cbsr_dense node: their backward reads x and dy; batch norm,
+ * which reads x; a residual sum), and its backward gates on its output: y > 0 exactly when
+ * x > 0. At two threads its own output buffer cost more than the op: lines the other core
+ * had read, to be taken back at every write (relu.fwd of the Fashion MLP's first layer
+ * 10-13 us a step against 2.7 in place; docs/performance.md). */
 static int node_aliases(const eng_model *m, const eng_node *n)
 {
     if (n->op == ENG_OP_RELU)
-        return n - m->nodes >= 2 && n[-1].op == ENG_OP_BIAS && (n[-2].op == ENG_OP_DENSE || n[-2].op == ENG_OP_CONV2D);
+        return n > m->nodes && (n[-1].op == ENG_OP_BIAS || n[-1].op == ENG_OP_BATCHNORM || n[-1].op == ENG_OP_RES_ADD);
     return n->op == ENG_OP_BIAS || n->op == ENG_OP_FLATTEN || n->op == ENG_OP_ATTN_SOFTMAX ||
            n->op == ENG_OP_RES_FORK;
 }

@@ -1208,11 +1208,11 @@ static void test_grad_model_mlp_mse(void **state)
                             ENG_LOSS_MSE, in, 2, 3, 1e-2f) < TOL);
 }
 
-/* A relu after a dense or conv layer's bias runs in place (model.c, node_aliases): its
- * output is its input's buffer, with z's values relu'd, and its backward is in place too;
- * a relu after anything else (here batch norm, whose backward reads its own output) keeps
- * its own buffers. The gradients stay right: test_grad_model_cnn and the relu MLPs of
- * tests/engine/gradient.c check them by finite differences. */
+/* A relu runs in place (model.c, node_aliases) after a dense or conv layer's bias, batch
+ * norm and a residual sum: its output is its input's buffer, with z's values relu'd, and
+ * its backward is in place too. The gradients stay right: test_grad_model_cnn, the relu
+ * MLPs of tests/engine/gradient.c and the residual nets of tests/engine/norm.c check them
+ * by finite differences. */
 static void test_relu_in_place(void **state)
 {
     (void)state;
@@ -1240,16 +1240,21 @@ static void test_relu_in_place(void **state)
     assert_true(neg > 0 && pos > 0); /* both sides of the kink were taken */
     eng_model_free(m);
 
-    /* conv + bias + relu: in place; bn + relu: its own buffers */
-    int img[3] = { 1, 5, 5 };
-    eng_model_config cc = { .n_layers = 4, .loss = ENG_LOSS_SOFTMAX_XENT };
-    cc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .act = ENG_ACT_RELU };
+    /* conv + bias, bn and a residual sum, each with a relu: in place; a tanh: not */
+    int img[3] = { 2, 5, 5 };
+    eng_model_config cc = { .n_layers = 7, .loss = ENG_LOSS_SOFTMAX_XENT };
+    cc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .pad = 1, .act = ENG_ACT_RELU };
     cc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_BN, .act = ENG_ACT_RELU };
-    cc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN };
-    cc.layers[3] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 2 };
+    cc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_RES_BEGIN };
+    cc.layers[3] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 2, .kernel = 3, .pad = 1, .act = ENG_ACT_TANH };
+    cc.layers[4] = (eng_layer_spec){ .kind = ENG_LAYER_RES, .act = ENG_ACT_RELU };
+    cc.layers[5] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN };
+    cc.layers[6] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 2 };
     assert_int_equal(eng_model_build(&cc, img, 2, 2, 7, NULL, &m), ENG_OK);
     assert_ptr_equal(m->layers[0].a, m->layers[0].z);
-    assert_ptr_not_equal(m->layers[1].a, m->layers[1].z);
+    assert_ptr_equal(m->layers[1].a, m->layers[1].z);
+    assert_ptr_not_equal(m->layers[3].a, m->layers[3].z);
+    assert_ptr_equal(m->layers[4].a, m->layers[4].z);
     eng_model_free(m);
 }
 
