@@ -17,6 +17,7 @@
 #include "../../engine/internal.h"
 #include "../../engine/newton.h"
 #include "../../engine/rng.h"
+#include "kinks.h"
 
 #define EPS 1e-2f
 #define TOL 5e-3
@@ -572,18 +573,6 @@ static eng_model *build(const char *layers, const char *extra, const int in[3], 
     return m;
 }
 
-/* Which side of its kink every relu of the last forward was on (its output > 0; a relu
- * in place has no other record of its input). */
-static uint64_t relu_sides(const eng_model *m)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < m->n_nodes; i++)
-        if (m->nodes[i].op == ENG_OP_RELU)
-            for (size_t k = 0; k < (size_t)m->rows * m->nodes[i].out_size; k++)
-                h = (h ^ (uint64_t)(m->nodes[i].y[k] > 0.0f)) * 1099511628211ull;
-    return h;
-}
-
 /* Numeric gradient of the loss w.r.t. every parameter and input vs backward (training
  * mode: batch statistics). A central difference whose sides put a relu on the other side
  * of its kink than the base point is not a derivative: that value is skipped (counted). */
@@ -600,7 +589,7 @@ static double model_grad(const char *label, const char *layers, const int in[3],
     float *p = eng_model_params(m);
     for (size_t i = 0; i < np; i++) p[i] += 0.2f * (float)((i * 7919) % 13) / 13.0f - 0.1f;
     eng_model_forward(m, x, rows, y, NULL, NULL);
-    uint64_t base = relu_sides(m);
+    uint64_t base = kink_signature(m);
     eng_model_backward(m);
     float *ag = copy_of(eng_model_grads(m), np), *ax = copy_of(m->dinput, nx);
     double *ng = calloc(np, sizeof(double)), *nxg = calloc(nx, sizeof(double));
@@ -612,9 +601,9 @@ static double model_grad(const char *label, const char *layers, const int in[3],
         for (size_t i = 0; i < (which ? nx : np); i++) {
             float keep = v[i];
             v[i] = keep + EPS; double fp = eng_model_forward(m, x, rows, y, NULL, NULL);
-            int crossed = relu_sides(m) != base;
+            int crossed = kink_signature(m) != base;
             v[i] = keep - EPS; double fm = eng_model_forward(m, x, rows, y, NULL, NULL);
-            crossed |= relu_sides(m) != base;
+            crossed |= kink_signature(m) != base;
             v[i] = keep;
             g[i] = crossed ? (double)a[i] : (fp - fm) / (2.0 * (double)EPS);
             skipped += (size_t)crossed;

@@ -15,6 +15,7 @@
 #include "../../engine/internal.h"
 #include "../../engine/rng.h"
 #include "isa_paths.h"
+#include "kinks.h"
 
 /* Central differences in float32 with step EPS on inputs of order 1; the reported figure
  * is max |analytic - numeric| / max(|analytic| + |numeric|, FLOOR). */
@@ -1098,26 +1099,6 @@ static eng_model_config cfg_of(const char *layers, eng_loss_kind loss)
                : !strcmp(act, "sigmoid") ? ENG_ACT_SIGMOID : !strcmp(act, "gelu") ? ENG_ACT_GELU : ENG_ACT_NONE;
     }
     return mc;
-}
-
-/* Which side of every kink the last forward was on: max-pool argmaxes and relu masks.
- * A central difference whose two sides differ from the base here crossed a kink, where
- * the loss is not differentiable, so that value is skipped (and counted). */
-static uint64_t kink_signature(const eng_model *m)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (int i = 0; i < m->n_nodes; i++) {
-        const eng_node *n = &m->nodes[i];
-        size_t e = (size_t)m->rows * n->out_size;
-        for (size_t k = 0; k < e; k++) {
-            uint64_t v;
-            if (n->op == ENG_OP_MAXPOOL) v = (uint64_t)n->argmax[k];
-            else if (n->op == ENG_OP_RELU) v = n->x[k] > 0.0f;
-            else break;
-            h = (h ^ v) * 1099511628211ull;
-        }
-    }
-    return h;
 }
 
 /* Numeric gradient of the model's loss w.r.t. every parameter and input, vs backward. */
