@@ -26,6 +26,9 @@
 #include "internal.h"
 
 #include <string.h>
+#if ENG_ISA_X86
+#include <immintrin.h>
+#endif
 
 #define U64(x) ((uint64_t)(x))
 
@@ -36,10 +39,12 @@
 
 /* ---- MaxK selection -------------------------------------------------------------------
  * Floats map to unsigned keys in the same order (sign flipped: negative values reversed),
- * so the k-th largest value is found by bisection over keys: the largest key t with
+ * so the k-th largest value is found by a search over keys: the largest key t with
  * count(x >= value(t)) >= k. Each count is a vectorised pass over the row; the search ends
- * early as soon as a threshold leaves exactly k values (the usual case, ~15 passes for
- * d = 256), and at most 32 passes when ties make that impossible. */
+ * as soon as a threshold leaves exactly k values (the usual case). It counts first at the
+ * previous row's threshold, then where the two counts that bracket k interpolate to, and
+ * halves the range whenever a step did not (select_row): a few passes for d = 256 where
+ * halving alone took ~15, at most 64 when ties leave no exact threshold. */
 
 static inline uint32_t key_of(float f)
 {
@@ -77,7 +82,61 @@ ENG_ISA_BODY key_range(const float *restrict x, int d, uint32_t *lo, uint32_t *h
     *hi = b;
 }
 
-ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx)
+/* The exact case's compaction, 16 values at a time (AVX-512: compress in a register, then
+ * store as many lanes as were kept): the values >= t and their columns, in column order,
+ * as the scalar loop writes them. Exactly k pass, so nothing is written past val[k - 1];
+ * the scalar loop, sequential through its slot j, had become most of the selection's time
+ * once the search took ~6 counts (bench row 7's info row). */
+#if ENG_ISA_X86
+__attribute__((target("avx512f"))) static void maxk_compact16(const float *x, int d, float t, float *val,
+                                                              int32_t *idx)
+{
+    const __m512 tv = _mm512_set1_ps(t);
+    __m512i col = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int i = 0, j = 0;
+    for (; i + 16 <= d; i += 16) {
+        __m512 v = _mm512_loadu_ps(x + i);
+        __mmask16 keep = _mm512_cmp_ps_mask(v, tv, _CMP_GE_OQ);
+        __mmask16 first = (__mmask16)((1u << __builtin_popcount(keep)) - 1u);
+        _mm512_mask_storeu_ps(val + j, first, _mm512_maskz_compress_ps(keep, v));
+        _mm512_mask_storeu_epi32(idx + j, first, _mm512_maskz_compress_epi32(keep, col));
+        j += __builtin_popcount(keep);
+        col = _mm512_add_epi32(col, _mm512_set1_epi32(16));
+    }
+    for (; i < d; i++)
+        if (x[i] >= t) { val[j] = x[i]; idx[j] = i; j++; }
+}
+#else
+static void maxk_compact16(const float *x, int d, float t, float *val, int32_t *idx)
+{
+    (void)x, (void)d, (void)t, (void)val, (void)idx; /* never called: no AVX-512 path here */
+}
+#endif
+
+/* The next key to count at in (lo, hi], where count(lo) = c_lo > k and count(hi + 1) =
+ * c_hi < k: where the line through the two counts crosses k + 1/2 (the counts near the
+ * k-th value are nearly linear in the key within an octave, so this lands near it in a few
+ * steps), or the middle when `halve` (interpolation that stalls, as across octaves or on a
+ * skewed row, then still halves the range every other step). */
+static inline uint32_t next_key(uint32_t lo, uint32_t hi, int c_lo, int c_hi, int k, int halve)
+{
+    uint64_t span = (uint64_t)hi - lo; /* >= 1 */
+    uint64_t step = span / 2 + 1;
+    if (!halve) {
+        double f = ((double)c_lo - (k + 0.5)) / (double)(c_lo - c_hi);
+        step = (uint64_t)(f * (double)(span + 1));
+        step = step < 1 ? 1 : step > span ? span : step;
+    }
+    return lo + (uint32_t)step;
+}
+
+/* The row's top k. The search keeps count(value(lo)) > k and count(value(hi + 1)) < k and
+ * ends at a threshold that leaves exactly k (any such gives the same set), or, when ties
+ * make that impossible, at lo == hi: the k-th value's key, however it got there. Its first
+ * count is at *hint, the previous row's threshold (a layer's rows are alike), then by
+ * interpolation (next_key); *hint gets this row's. */
+ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx,
+                        uint32_t *hint, int compact16)
 {
     uint32_t lo, hi;
     key_range(x, d, &lo, &hi);
@@ -86,18 +145,30 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
         return;
     }
     float t = value_of(lo);
-    int exact = k == d;
-    while (!exact && lo < hi) {
-        uint32_t mid = lo + (hi - lo + 1) / 2;
+    int exact = k == d, c_lo = d, c_hi = 0, halve = 0;
+    uint64_t last_span = (uint64_t)hi - lo;
+    for (int first = 1; !exact && lo < hi; first = 0) {
+        uint32_t mid = first && *hint > lo && *hint <= hi ? *hint : next_key(lo, hi, c_lo, c_hi, k, halve);
         float tm = value_of(mid);
         int c = count_ge(x, d, tm);
         /* selects, not branches: which way a pass goes is a coin toss a predictor loses */
         exact = c == k;
         t = exact ? tm : t;
         lo = c > k ? mid : lo;
+        c_lo = c > k ? c : c_lo;
         hi = c < k ? mid - 1 : hi;
+        c_hi = c < k ? c : c_hi;
+        /* a step that did not halve the range: the next one halves it */
+        uint64_t span = (uint64_t)hi - lo;
+        halve = !halve && 2 * span > last_span;
+        last_span = span;
     }
+    *hint = exact ? key_of(t) : lo;
     int j = 0;
+    if (exact && compact16) {
+        maxk_compact16(x, d, t, val, idx);
+        return;
+    }
     if (exact) {
         /* branch-free compaction: every value is written at slot j, which only advances
          * past a kept one; exactly k are kept, so the loop stops on the k-th, in bounds */
@@ -120,13 +191,34 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
     }
 }
 
-ENG_ISA_BODY maxk_select_body(const float *x, int rows, int d, int k, float *val, int32_t *idx)
+ENG_ISA_BODY maxk_select_body(const float *x, int rows, int d, int k, float *val, int32_t *idx, int compact16)
 {
+    uint32_t hint = 0; /* no key is below it: the first row starts by interpolation */
     for (int r = 0; r < rows; r++)
-        select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k);
+        select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k, &hint, compact16);
 }
-ENG_ISA_KERNEL(maxk_select, (const float *x, int rows, int d, int k, float *val, int32_t *idx),
-               (x, rows, d, k, val, idx))
+/* Stamped by hand, not by ENG_ISA_KERNEL: the AVX-512 path compacts 16 at a time. */
+typedef void (*maxk_select_fn)(const float *, int, int, int, float *, int32_t *);
+static void maxk_select_generic(const float *x, int rows, int d, int k, float *val, int32_t *idx)
+{
+    maxk_select_body(x, rows, d, k, val, idx, 0);
+}
+#if ENG_ISA_X86
+__attribute__((target("avx2"))) static void maxk_select_avx2(const float *x, int rows, int d, int k, float *val,
+                                                             int32_t *idx)
+{
+    maxk_select_body(x, rows, d, k, val, idx, 0);
+}
+__attribute__((target("avx512f"))) static void maxk_select_avx512(const float *x, int rows, int d, int k,
+                                                                  float *val, int32_t *idx)
+{
+    maxk_select_body(x, rows, d, k, val, idx, 1);
+}
+static const maxk_select_fn maxk_select_isa[ENG_ISA_N] = { maxk_select_generic, maxk_select_avx2, maxk_select_avx512 };
+#else
+static const maxk_select_fn maxk_select_isa[ENG_ISA_N] = { maxk_select_generic, maxk_select_generic,
+                                                           maxk_select_generic };
+#endif
 
 void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx)
 {
@@ -188,6 +280,55 @@ typedef float v16 __attribute__((vector_size(64)));  /* AVX-512 */
 #undef W
 #undef SFX
 #undef ATTR
+/* 16 of a row's dvalues, dval[q] = g . W[ix[q], :] for q < 16 (out a multiple of 16), with
+ * the bits of every path: lane l of q's accumulator sums g[c] W[ix[q], c] over c = l mod 16
+ * in c order (a product, then an add), and dval[q] = ((0 + lane 0) + lane 1) + ... + lane 15.
+ * Summed one dot at a time, those 16 dependent adds cost more than the products (dvalues
+ * was the pair's largest part, bench row 7); transposed 16 x 16, lane l of all sixteen
+ * accumulators is one vector, and the sixteen chains advance together. */
+__attribute__((target("avx512f"))) static void cbsr_dots16(const float *g, const float *w, const int32_t *ix,
+                                                           int out, float *dval)
+{
+    __m512 a[16], t[16], u[16], col[16];
+    const float *wr[16];
+#pragma GCC unroll 16
+    for (int q = 0; q < 16; q++) {
+        wr[q] = w + (size_t)ix[q] * (size_t)out;
+        a[q] = _mm512_setzero_ps();
+    }
+    for (int c = 0; c < out; c += 16) {
+        __m512 g0 = _mm512_loadu_ps(g + c);
+#pragma GCC unroll 16
+        for (int q = 0; q < 16; q++) a[q] = _mm512_add_ps(a[q], _mm512_mul_ps(g0, _mm512_loadu_ps(wr[q] + c)));
+    }
+    /* per 128-bit lane m: t pairs rows, u[4b + p] holds rows 4b..4b+3 at column 4m + p */
+#pragma GCC unroll 8
+    for (int i = 0; i < 16; i += 2) {
+        t[i] = _mm512_unpacklo_ps(a[i], a[i + 1]);
+        t[i + 1] = _mm512_unpackhi_ps(a[i], a[i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int i = 0; i < 16; i += 4) {
+        u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
+        u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
+    }
+    /* col[j]: column j of the 16 accumulators, row q in lane q */
+#pragma GCC unroll 4
+    for (int p = 0; p < 4; p++) {
+        __m512 x0 = _mm512_shuffle_f32x4(u[p], u[4 + p], 0x88), x1 = _mm512_shuffle_f32x4(u[p], u[4 + p], 0xdd);
+        __m512 y0 = _mm512_shuffle_f32x4(u[8 + p], u[12 + p], 0x88), y1 = _mm512_shuffle_f32x4(u[8 + p], u[12 + p], 0xdd);
+        col[p] = _mm512_shuffle_f32x4(x0, y0, 0x88);
+        col[8 + p] = _mm512_shuffle_f32x4(x0, y0, 0xdd);
+        col[4 + p] = _mm512_shuffle_f32x4(x1, y1, 0x88);
+        col[12 + p] = _mm512_shuffle_f32x4(x1, y1, 0xdd);
+    }
+    __m512 s = _mm512_setzero_ps();
+#pragma GCC unroll 16
+    for (int l = 0; l < 16; l++) s = _mm512_add_ps(s, col[l]);
+    _mm512_storeu_ps(dval, s);
+}
 #define VT v16
 #define W 16
 #define SFX avx512

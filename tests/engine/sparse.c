@@ -65,6 +65,13 @@ static void test_maxk_select(void **state)
         float *x = malloc(sizeof(float) * rows * d);
         fill(x, (size_t)rows * d, &r, 1.0);
         check_select(x, rows, d, k);
+        /* rows of scales 1e-3..1e3, every third shifted below -50: the search's first count,
+         * at the previous row's threshold, lands far off or outside the row's range */
+        for (int i = 0; i < rows * d; i++) {
+            int row = i / d;
+            x[i] = (float)(eng_rng_normal(&r) * pow(10.0, row % 7 - 3)) - (row % 3 == 1 ? 50.0f : 0.0f);
+        }
+        check_select(x, rows, d, k);
         /* ties: values from a handful of levels, zeros of both signs, infinities */
         for (int i = 0; i < rows * d; i++) {
             x[i] = (float)((int)eng_rng_below(&r, 4) - 1);
@@ -112,8 +119,10 @@ static void test_cbsr_kernel(void **state)
     eng_rng r;
     eng_rng_seed(&r, 4, 4);
     /* out: tiles of 2 W columns, of W and the scalar tail; rows in fours and the leftover
-     * ones; W's tiles packed (the first shape: rows x k >= 2 d) and read in place (the rest) */
-    int shapes[][4] = { { 33, 256, 32, 256 }, { 7, 50, 5, 70 }, { 4, 10, 3, 10 }, { 2, 300, 17, 129 } };
+     * ones; W's tiles packed (the first shape: rows x k >= 2 d) and read in place (the rest);
+     * dvalues sixteen at a time (AVX-512, out a multiple of 16: the first and last shapes,
+     * the last with 5 left over) */
+    int shapes[][4] = { { 33, 256, 32, 256 }, { 7, 50, 5, 70 }, { 4, 10, 3, 10 }, { 2, 300, 17, 129 }, { 5, 64, 37, 48 } };
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         int rows = shapes[s][0], d = shapes[s][1], k = shapes[s][2], out = shapes[s][3];
         float *x = malloc(sizeof(float) * rows * d), *w = malloc(sizeof(float) * d * out);
