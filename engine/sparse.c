@@ -42,7 +42,7 @@
  * so the k-th largest value is found by a search over keys: the largest key t with
  * count(x >= value(t)) >= k. Each count is a vectorised pass over the row; the search ends
  * as soon as a threshold leaves exactly k values (the usual case). It counts first at the
- * previous row's threshold, then where the two counts that bracket k interpolate to, and
+ * first row's threshold, then where the two counts that bracket k interpolate to, and
  * halves the range whenever a step did not (select_row): a few passes for d = 256 where
  * halving alone took ~15, at most 64 when ties leave no exact threshold. */
 
@@ -133,8 +133,10 @@ static inline uint32_t next_key(uint32_t lo, uint32_t hi, int c_lo, int c_hi, in
 /* The row's top k. The search keeps count(value(lo)) > k and count(value(hi + 1)) < k and
  * ends at a threshold that leaves exactly k (any such gives the same set), or, when ties
  * make that impossible, at lo == hi: the k-th value's key, however it got there. Its first
- * count is at *hint, the previous row's threshold (a layer's rows are alike), then by
- * interpolation (next_key); *hint gets this row's. */
+ * count is at *hint, the first row's threshold (a layer's rows are alike), then by
+ * interpolation (next_key); the first row sets *hint. A hint fixed per call leaves the rows
+ * independent, so the core overlaps one row's chain of counts with the next row's: the
+ * previous row's threshold, a closer guess, made them one chain, and the selection slower. */
 ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx,
                         uint32_t *hint, int compact16)
 {
@@ -163,7 +165,7 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
         halve = !halve && 2 * span > last_span;
         last_span = span;
     }
-    *hint = exact ? key_of(t) : lo;
+    if (!*hint) *hint = exact ? key_of(t) : lo;
     int j = 0;
     if (exact && compact16) {
         maxk_compact16(x, d, t, val, idx);
@@ -193,7 +195,7 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
 
 ENG_ISA_BODY maxk_select_body(const float *x, int rows, int d, int k, float *val, int32_t *idx, int compact16)
 {
-    uint32_t hint = 0; /* no key is below it: the first row starts by interpolation */
+    uint32_t hint = 0; /* no key is below it: the first row starts by interpolation and sets it */
     for (int r = 0; r < rows; r++)
         select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k, &hint, compact16);
 }
