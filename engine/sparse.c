@@ -44,7 +44,7 @@
  * as soon as a threshold leaves exactly k values (the usual case). It counts first at the
  * first row's threshold, then where the two counts that bracket k interpolate to, and
  * halves the range whenever a step did not (select_row): a few passes for d = 256 where
- * halving alone took ~15, at most 64 when ties leave no exact threshold. */
+ * halving alone took ~15, and about 64 at most when ties leave no exact threshold. */
 
 static inline uint32_t key_of(float f)
 {
@@ -84,9 +84,9 @@ ENG_ISA_BODY key_range(const float *restrict x, int d, uint32_t *lo, uint32_t *h
 
 /* The exact case's compaction, 16 values at a time (AVX-512: compress in a register, then
  * store as many lanes as were kept): the values >= t and their columns, in column order,
- * as the scalar loop writes them. Exactly k pass, so nothing is written past val[k - 1];
- * the scalar loop, sequential through its slot j, had become most of the selection's time
- * once the search took ~6 counts (bench row 7's info row). */
+ * as the scalar loop writes them. Exactly k pass, so nothing is written past val[k - 1].
+ * The scalar loop, one value at a time through its slot j, cost as much as a few counts,
+ * and the search now takes a few. */
 #if ENG_ISA_X86
 __attribute__((target("avx512f"))) static void maxk_compact16(const float *x, int d, float t, float *val,
                                                               int32_t *idx)
