@@ -106,11 +106,6 @@ __attribute__((target("avx512f"))) static void maxk_compact16(const float *x, in
     for (; i < d; i++)
         if (x[i] >= t) { val[j] = x[i]; idx[j] = i; j++; }
 }
-#else
-static void maxk_compact16(const float *x, int d, float t, float *val, int32_t *idx)
-{
-    (void)x, (void)d, (void)t, (void)val, (void)idx; /* never called: no AVX-512 path here */
-}
 #endif
 
 /* The next key to count at in (lo, hi], where count(lo) = c_lo > k and count(hi + 1) =
@@ -166,11 +161,13 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
         last_span = span;
     }
     if (!*hint) *hint = exact ? key_of(t) : lo;
-    int j = 0;
+#if ENG_ISA_X86
     if (exact && compact16) {
         maxk_compact16(x, d, t, val, idx);
         return;
     }
+#endif
+    int j = 0;
     if (exact) {
         /* branch-free compaction: every value is written at slot j, which only advances
          * past a kept one; exactly k are kept, so the loop stops on the k-th, in bounds */
@@ -193,38 +190,21 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
     }
 }
 
+/* compact16: the AVX-512 path is the one running (eng_maxk_select), so the compaction
+ * takes 16 at a time. */
 ENG_ISA_BODY maxk_select_body(const float *x, int rows, int d, int k, float *val, int32_t *idx, int compact16)
 {
     uint32_t hint = 0; /* no key is below it: the first row starts by interpolation and sets it */
     for (int r = 0; r < rows; r++)
         select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k, &hint, compact16);
 }
-/* Stamped by hand, not by ENG_ISA_KERNEL: the AVX-512 path compacts 16 at a time. */
-typedef void (*maxk_select_fn)(const float *, int, int, int, float *, int32_t *);
-static void maxk_select_generic(const float *x, int rows, int d, int k, float *val, int32_t *idx)
-{
-    maxk_select_body(x, rows, d, k, val, idx, 0);
-}
-#if ENG_ISA_X86
-__attribute__((target("avx2"))) static void maxk_select_avx2(const float *x, int rows, int d, int k, float *val,
-                                                             int32_t *idx)
-{
-    maxk_select_body(x, rows, d, k, val, idx, 0);
-}
-__attribute__((target("avx512f"))) static void maxk_select_avx512(const float *x, int rows, int d, int k,
-                                                                  float *val, int32_t *idx)
-{
-    maxk_select_body(x, rows, d, k, val, idx, 1);
-}
-static const maxk_select_fn maxk_select_isa[ENG_ISA_N] = { maxk_select_generic, maxk_select_avx2, maxk_select_avx512 };
-#else
-static const maxk_select_fn maxk_select_isa[ENG_ISA_N] = { maxk_select_generic, maxk_select_generic,
-                                                           maxk_select_generic };
-#endif
+ENG_ISA_KERNEL(maxk_select, (const float *x, int rows, int d, int k, float *val, int32_t *idx, int compact16),
+               (x, rows, d, k, val, idx, compact16))
 
 void eng_maxk_select(const float *x, int rows, int d, int k, float *val, int32_t *idx)
 {
-    maxk_select_isa[eng_isa_current()](x, rows, d, k, val, idx);
+    eng_isa p = eng_isa_current();
+    maxk_select_isa[p](x, rows, d, k, val, idx, p == ENG_ISA_AVX512);
 }
 
 void eng_maxk_fwd(eng_node *n, int rows)
