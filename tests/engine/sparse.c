@@ -66,7 +66,7 @@ static void test_maxk_select(void **state)
         fill(x, (size_t)rows * d, &r, 1.0);
         check_select(x, rows, d, k);
         /* rows of scales 1e-3..1e3, every third shifted below -50: the search's first count,
-         * at the previous row's threshold, lands far off or outside the row's range */
+         * at the first row's threshold, lands far off or outside the row's range */
         for (int i = 0; i < rows * d; i++) {
             int row = i / d;
             x[i] = (float)(eng_rng_normal(&r) * pow(10.0, row % 7 - 3)) - (row % 3 == 1 ? 50.0f : 0.0f);
