@@ -97,6 +97,33 @@
  * (tests of the variable). */
 void eng_isa_reset(void);
 
+/* ---- asking for lines to write (isa.c reads the CPU) ----------------------------------
+ * At 2+ threads a loop often writes lines the other core holds: the rows of a W both cores
+ * read before its update, the batch buffer the other core read in the step before. A store
+ * to such a line waits for it, one line at a time as the store buffer drains; PREFETCHW
+ * asks for lines owned, many in flight, ahead of the stores. A hint: it changes no result.
+ * eng_prefetch_w issues PREFETCHW when the CPU has it (CPUID PRFCHW: every AVX2 AMD and
+ * Intel CPU from Broadwell on), else a plain prefetch; eng_prefetchw_set(0|1) forces either
+ * (tests, benches), eng_prefetchw_set(-1) goes back to what the CPU has. */
+extern int eng_prefetchw_on;
+int eng_prefetchw_set(int on);
+static inline void eng_prefetch_w(const void *p)
+{
+#if ENG_ISA_X86
+    if (__atomic_load_n(&eng_prefetchw_on, __ATOMIC_RELAXED)) {
+        __asm__ volatile("prefetchw %0" ::"m"(*(const char *)p));
+        return;
+    }
+#endif
+    __builtin_prefetch(p, 1, 3);
+}
+/* Every 64-byte line [p, p + bytes) touches. */
+static inline void eng_prefetch_w_range(const void *p, size_t bytes)
+{
+    const char *c = p, *end = c + bytes;
+    for (c = (const char *)((uintptr_t)c & ~(uintptr_t)63); c < end; c += 64) eng_prefetch_w(c);
+}
+
 /* ---- branch-free float helpers (ops.c's activations, attention.c's softmax) ---------- */
 #include <string.h>
 

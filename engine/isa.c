@@ -77,6 +77,33 @@ static eng_isa isa_resolve(void)
     return want;
 }
 
+#if ENG_ISA_X86
+#include <cpuid.h>
+#endif
+
+/* Whether the CPU executes PREFETCHW (CPUID 0x80000001 ECX bit 8). */
+static int cpu_has_prfchw(void)
+{
+#if ENG_ISA_X86
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c >> 8 & 1u);
+#else
+    return 0;
+#endif
+}
+
+int eng_prefetchw_on;
+
+/* Read once at load, before any thread of the engine starts. */
+__attribute__((constructor)) static void prefetchw_init(void) { eng_prefetchw_on = cpu_has_prfchw(); }
+
+int eng_prefetchw_set(int on)
+{
+    int v = on < 0 ? cpu_has_prfchw() : on > 0 && cpu_has_prfchw();
+    __atomic_store_n(&eng_prefetchw_on, v, __ATOMIC_RELAXED);
+    return v;
+}
+
 eng_isa eng_isa_current(void)
 {
     int c = __atomic_load_n(&isa_cur, __ATOMIC_RELAXED);

@@ -105,23 +105,31 @@ static void setup(eng_batcher *b, long k, int s)
  * whole; float rows 40 at a time. */
 #define GATHER_AHEAD_BYTES (128u << 10)
 
-/* Copies columns [c0, c1) of rows [r0, r1) of the batch set up at start into slot s: from
- * the byte copy when the dataset has one (data_codes.c), decoded to the floats of x_train. */
-static void copy_span(eng_batcher *b, int s, int start, int r0, int r1, size_t c0, size_t c1)
+/* Rows of the batch buffer asked for writing ahead of the one copied (eng_prefetch_w): at 2
+ * threads the other core read them in the step before. */
+#define GATHER_OWN_AHEAD 2
+
+/* Copies rows [r0, r1) of the batch set up at start into slot s: from the byte copy when
+ * the dataset has one (data_codes.c), decoded to the floats of x_train. */
+static void copy_span(eng_batcher *b, int s, int start, int r0, int r1)
 {
     const eng_dataset *ds = b->ds;
-    size_t d = ds->in_size, w = c1 - c0, esz = ds->x_codes ? 1 : sizeof(float);
+    size_t d = ds->in_size, esz = ds->x_codes ? 1 : sizeof(float);
     const char *base = ds->x_codes ? (const char *)ds->x_codes : (const char *)ds->x_train;
     int ahead = r0;
+    for (int r = r0; r < r1 && r < r0 + GATHER_OWN_AHEAD; r++)
+        eng_prefetch_w_range(b->x[s] + (size_t)r * d, d * sizeof(float));
     for (int r = r0; r < r1; r++) {
-        for (; ahead < r1 && (size_t)(ahead - r) * w * esz < GATHER_AHEAD_BYTES; ahead++) {
-            const char *row = base + ((size_t)b->perm[start + ahead] * d + c0) * esz;
-            for (size_t off = 0; off < w * esz; off += 64) __builtin_prefetch(row + off);
+        for (; ahead < r1 && (size_t)(ahead - r) * d * esz < GATHER_AHEAD_BYTES; ahead++) {
+            const char *row = base + (size_t)b->perm[start + ahead] * d * esz;
+            for (size_t off = 0; off < d * esz; off += 64) __builtin_prefetch(row + off);
         }
-        size_t src = (size_t)b->perm[start + r] * d + c0;
-        float *dst = b->x[s] + (size_t)r * d + c0;
-        if (ds->x_codes) eng_data_decode(ds->x_codes + src, w, ds->x_code_scale, dst);
-        else memcpy(dst, ds->x_train + src, w * sizeof(float));
+        if (r + GATHER_OWN_AHEAD < r1)
+            eng_prefetch_w_range(b->x[s] + (size_t)(r + GATHER_OWN_AHEAD) * d, d * sizeof(float));
+        size_t src = (size_t)b->perm[start + r] * d;
+        float *dst = b->x[s] + (size_t)r * d;
+        if (ds->x_codes) eng_data_decode(ds->x_codes + src, d, ds->x_code_scale, dst);
+        else memcpy(dst, ds->x_train + src, d * sizeof(float));
     }
 }
 
@@ -130,19 +138,21 @@ typedef struct {
     int s, start, r0, r1;
 } span_job;
 
-/* Slab t of the pool copies columns eng_split_range(in_size) t of every row: the input
- * columns a dense first layer's K cut gives thread t (eng_sgemm_ksplit), so they are in
- * that core's cache when it multiplies them, and both cores wait on memory at once. */
-static void copy_cols_slab(void *ctx, int t, int nslab)
+/* Slab t of the pool copies rows eng_split_range(r1 - r0) t of the batch: whole rows, so
+ * that no line of the buffer is written by both cores. (A cut by columns, the columns a
+ * dense first layer's K cut gives each thread, had every row written half by each core:
+ * 42-46 us a slab on the Fashion MLP at 2 threads, 29-35 us to copy the same rows again
+ * from cache, against 34 and 5-6 by rows; docs/engine.md, "Threads".) */
+static void copy_rows_slab(void *ctx, int t, int nslab)
 {
     const span_job *j = ctx;
-    size_t c0, c1;
-    eng_split_range(j->b->ds->in_size, ENG_SPLIT_UNIT, t, nslab, &c0, &c1);
-    copy_span(j->b, j->s, j->start, j->r0, j->r1, c0, c1);
+    size_t lo, hi;
+    eng_split_range((size_t)(j->r1 - j->r0), 1, t, nslab, &lo, &hi);
+    copy_span(j->b, j->s, j->start, j->r0 + (int)lo, j->r0 + (int)hi);
 }
 
 /* Copies rows [r0, r1) of the batch set up at start into slot s: over the engine's pool by
- * columns when no prefetch thread gathers (the training thread then waits for the copy). */
+ * rows when no prefetch thread gathers (the training thread then waits for the copy). */
 static void copy_rows(eng_batcher *b, int s, int start, int r0, int r1)
 {
     const eng_dataset *ds = b->ds;
@@ -153,8 +163,8 @@ static void copy_rows(eng_batcher *b, int s, int start, int r0, int r1)
         for (int r = r0; r < r1; r++)
             eng_augment_row(&b->aug, ds->in_shape, b->seed, b->slot_pos[s] + (uint64_t)r,
                             ds->x_train + (size_t)b->perm[start + r] * d, b->x[s] + (size_t)r * d);
-    else if (b->prefetch || d < 2 * ENG_SPLIT_UNIT || !eng_pool_run(eng_pool_threads(), copy_cols_slab, &j))
-        copy_span(b, s, start, r0, r1, 0, d);
+    else if (b->prefetch || (size_t)(r1 - r0) * d < ENG_EW_SPLIT_MIN || !eng_pool_run(eng_pool_threads(), copy_rows_slab, &j))
+        copy_span(b, s, start, r0, r1);
     for (int r = r0; r < r1; r++) {
         size_t src = (size_t)b->perm[start + r];
         if (b->y[s]) b->y[s][r] = ds->y_train[src];

@@ -907,14 +907,15 @@ static void test_batcher_epochs(void **state)
 static atomic_int gather_posts;
 static void count_gather_post(void) { atomic_fetch_add(&gather_posts, 1); }
 
-/* Without a prefetch thread the gather is cut by columns over the engine's pool (each
- * thread the input columns of its K cut): every row whole and in the same order as one
- * thread gathers it, at 1 to 3 pool threads, with one pool job per batch from 2 on; a row
- * too narrow to cut (2 floats, above) is copied whole. */
-static void test_batcher_gather_columns(void **state)
+/* Without a prefetch thread a batch of ENG_EW_SPLIT_MIN floats or more is gathered over
+ * the engine's pool, cut by rows: every row whole and in the same order as one thread
+ * gathers it, at 1 to 3 pool threads, with or without PREFETCHW, with one pool job per
+ * such batch from 2 threads on; a smaller batch (the epoch's last, 4 rows) is copied
+ * whole by the training thread. */
+static void test_batcher_gather_rows(void **state)
 {
     (void)state;
-    enum { N = 300, D = 100, BATCH = 37 };
+    enum { N = 300, D = 500, BATCH = 37 };
     eng_dataset *ds = calloc(1, sizeof *ds);
     ds->n_train = N;
     ds->in_shape[0] = 1; ds->in_shape[1] = 1; ds->in_shape[2] = D;
@@ -927,29 +928,34 @@ static void test_batcher_gather_columns(void **state)
         ds->y_train[i] = i % 3;
     }
     float *ref = malloc(sizeof(float) * 2 * N * D);
-    for (int t = 1; t <= 3; t++) {
+    for (int run = 0; run < 6; run++) {
+        int t = 1 + run / 2;
         eng_pool_set_threads(t);
+        eng_prefetchw_set(run % 2 ? 0 : -1);
         eng_batcher *b;
         assert_int_equal(eng_batcher_create(ds, BATCH, 1, 0, 4, &b), ENG_OK);
         atomic_store(&gather_posts, 0);
         atomic_store(&eng_pool_post_hook, count_gather_post);
-        int at = 0, batches = 0;
+        int at = 0, split = 0, small = 0;
         while (at < 2 * N) {
             eng_batch bt;
             assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
-            batches++;
+            if ((size_t)bt.rows * D >= ENG_EW_SPLIT_MIN) split++;
+            else small++;
             for (int r = 0; r < bt.rows; r++, at++) {
                 int idx = (int)(bt.x[r * D] / 1000.0f);
                 for (int c = 0; c < D; c++) assert_float_equal(bt.x[r * D + c], idx * 1000 + c, 0);
                 assert_int_equal(bt.y[r], idx % 3);
-                if (t == 1) memcpy(ref + at * D, bt.x + r * D, sizeof(float) * D);
+                if (run == 0) memcpy(ref + at * D, bt.x + r * D, sizeof(float) * D);
                 else assert_memory_equal(ref + at * D, bt.x + r * D, sizeof(float) * D);
             }
         }
         atomic_store(&eng_pool_post_hook, NULL);
-        assert_int_equal(atomic_load(&gather_posts), t == 1 ? 0 : batches);
+        assert_int_equal(small, 2);
+        assert_int_equal(atomic_load(&gather_posts), t == 1 ? 0 : split);
         eng_batcher_destroy(b);
     }
+    eng_prefetchw_set(-1);
     eng_pool_set_threads(1);
     free(ref);
     free(ds->x_train); free(ds->y_train); free(ds);
@@ -1294,7 +1300,7 @@ int test_engine_data(void)
         cmocka_unit_test(test_csv_as_people_have_it),
         cmocka_unit_test(test_normalize_train_stats),
         cmocka_unit_test(test_batcher_epochs),
-        cmocka_unit_test(test_batcher_gather_columns),
+        cmocka_unit_test(test_batcher_gather_rows),
         cmocka_unit_test(test_data_codes),
         cmocka_unit_test(test_data_decode_paths),
         cmocka_unit_test(test_batcher_codes_same_batches),
