@@ -155,8 +155,7 @@ ENG_ISA_BODY update_span(const step_job *j, size_t lo, size_t hi)
 /* The update in blocks of UPDATE_BLOCK floats, the next block's lines of w asked for
  * writing before each (eng_prefetch_w): at 2 threads the rows of a W both cores read in the
  * step (its forward and dx cut by rows of the batch) are shared when the update writes
- * them, and a store waits for each line alone. Fashion MLP at 2 threads, the vCPUs apart:
- * the update's time in the step 56.8 -> 45.3 us a step (docs/engine.md, "Threads"). */
+ * them, and a store waits for each line alone (docs/engine.md, "Threads"). */
 #define UPDATE_BLOCK 256
 ENG_ISA_BODY update_body(const step_job *j, size_t lo, size_t hi)
 {

@@ -139,10 +139,10 @@ typedef struct {
 } span_job;
 
 /* Slab t of the pool copies rows eng_split_range(r1 - r0) t of the batch: whole rows, so
- * that no line of the buffer is written by both cores. (A cut by columns, the columns a
- * dense first layer's K cut gives each thread, had every row written half by each core:
- * 42-46 us a slab on the Fashion MLP at 2 threads, 29-35 us to copy the same rows again
- * from cache, against 34 and 5-6 by rows; docs/engine.md, "Threads".) */
+ * that no line of the buffer is written by both cores (a cut by columns, the columns a
+ * dense first layer's K cut gives each thread, had both cores write halves of every row,
+ * and their prefetchers pulled the lines at the seam back and forth: docs/engine.md,
+ * "Threads"). */
 static void copy_rows_slab(void *ctx, int t, int nslab)
 {
     const span_job *j = ctx;
