@@ -270,8 +270,8 @@ typedef void (*eng_pool_range_fn)(void *ctx, size_t lo, size_t hi);
 int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx);
 /* Slab s of nslab over [0, len): [*lo, *hi), whole units, the same cut for every caller, so
  * that jobs cut alike give each thread the same part: a GEMM's rows or K (gemm.c), the
- * update's rows of W (optim.c), a batch's rows (eng_pool_for) or columns (the gather) all
- * cut [0, len) in ENG_SPLIT_UNIT units (16 floats: a line; 16 rows). */
+ * update's rows of W (optim.c), a batch's rows (eng_pool_for, the gather) all cut
+ * [0, len) in ENG_SPLIT_UNIT units (16 floats: a line; 16 rows). */
 #define ENG_SPLIT_UNIT 16
 void eng_split_range(size_t len, size_t unit, int s, int nslab, size_t *lo, size_t *hi);
 void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx);

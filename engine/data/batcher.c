@@ -138,8 +138,9 @@ typedef struct {
     int s, start, r0, r1;
 } span_job;
 
-/* Slab t of the pool copies rows eng_split_range(r1 - r0) t of the batch: whole rows, so
- * that no line of the buffer is written by both cores (a cut by columns, the columns a
+/* Slab t of the pool copies rows eng_split_range(r1 - r0) t of the batch, as a dense first
+ * layer's forward cuts them when it does not cut K: whole rows, so that no line of the
+ * buffer is written by both cores (a cut by columns, the columns a
  * dense first layer's K cut gives each thread, had both cores write halves of every row,
  * and their prefetchers pulled the lines at the seam back and forth: docs/engine.md,
  * "Threads"). */
@@ -147,7 +148,7 @@ static void copy_rows_slab(void *ctx, int t, int nslab)
 {
     const span_job *j = ctx;
     size_t lo, hi;
-    eng_split_range((size_t)(j->r1 - j->r0), 1, t, nslab, &lo, &hi);
+    eng_split_range((size_t)(j->r1 - j->r0), ENG_SPLIT_UNIT, t, nslab, &lo, &hi);
     copy_span(j->b, j->s, j->start, j->r0 + (int)lo, j->r0 + (int)hi);
 }
 
