@@ -103,8 +103,9 @@ void eng_isa_reset(void);
  * to such a line waits for it, one line at a time as the store buffer drains; PREFETCHW
  * asks for lines owned, many in flight, ahead of the stores. A hint: it changes no result.
  * eng_prefetch_w issues PREFETCHW when the CPU has it (CPUID PRFCHW: every AVX2 AMD and
- * Intel CPU from Broadwell on), else a plain prefetch; eng_prefetchw_set(0|1) forces either
- * (tests, benches), eng_prefetchw_set(-1) goes back to what the CPU has. */
+ * Intel CPU from Broadwell on), else a plain prefetch. eng_prefetchw_set(0) forces the
+ * plain prefetch, 1 PREFETCHW where the CPU has it (never where it has not), -1 goes back
+ * to what the CPU has; it returns the setting in force (tests, benches). */
 extern int eng_prefetchw_on;
 int eng_prefetchw_set(int on);
 static inline void eng_prefetch_w(const void *p)
