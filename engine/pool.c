@@ -162,7 +162,7 @@ static void pool_grow(int n)
         pthread_t tid;
         pthread_attr_init(&at);
         pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
-        int rc = pthread_create(&tid, &at, pool_main, (void *)(intptr_t)(pool.nthreads + 1));
+        int rc = prof_thread_create(&tid, &at, pool_main, (void *)(intptr_t)(pool.nthreads + 1));
         pthread_attr_destroy(&at);
         if (rc) break;
         __atomic_store_n(&pool.nthreads, pool.nthreads + 1, __ATOMIC_RELEASE);

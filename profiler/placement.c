@@ -98,7 +98,7 @@ double prof_core_round_trip_ns(long rounds)
     if (!t) return NAN;
     pingpong p = { .rounds = blocks * PROF_ROUND_TRIP_BLOCK };
     pthread_t th;
-    if (pthread_create(&th, NULL, peer, &p)) { free(t); return NAN; }
+    if (prof_thread_create(&th, NULL, peer, &p)) { free(t); return NAN; }
     uint64_t deadline = mono_ns() + deadline_ns;
     int ok = !pass(&p, 0, deadline);   /* untimed: waits for the peer to start */
     long done = 0;                     /* blocks timed whole */

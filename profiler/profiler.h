@@ -36,6 +36,8 @@
 #ifndef NNBENCH_PROFILER_H
 #define NNBENCH_PROFILER_H
 
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -361,6 +363,20 @@ const char *prof_placement_class(double ns);
 /* What the round trip says, for sysinfo, a run's header and its record: "CPUs sharing a
  * last-level cache (...)", "CPUs not sharing ..." or "not measured: ...". */
 void prof_placement_text(double ns, char *buf, size_t cap);
+
+/* ---- signals and threads (signals.c) --------------------------------------------------
+ * A handler that ran on the stack of a thread inside Debian oneDNN 2.6's dnnl_sgemm
+ * corrupted the heap (signals.c says how it was found). So:
+ * prof_signal_set installs fn for sig like sigaction (flags: SA_RESETHAND, ...; old may be
+ * NULL) to run on an alternate stack, which it gives the calling thread if it has none;
+ * prof_signals_onstack moves every handler already installed (a library's: ncurses'
+ * SIGWINCH, SIGTSTP) onto that stack; both return 0, -1 when no stack could be set.
+ * prof_thread_create is pthread_create with every asynchronous signal blocked in the new
+ * thread, so that the signals sent to the process reach the thread that set the handlers:
+ * every thread nnbench starts is started by it. */
+int prof_signal_set(int sig, void (*fn)(int), int flags, struct sigaction *old);
+int prof_signals_onstack(void);
+int prof_thread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 /* ---- memory accounting ------------------------------------------------------------- */
 void *prof_malloc(size_t n);

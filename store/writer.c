@@ -5,7 +5,6 @@
  * one at once, and is committed in the same transaction as every point buffered before it. */
 #include "internal.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,10 +69,11 @@ static int before_add(store *s, long long run, const char *what)
     if (s->writer_on) return STORE_OK;
     int st = store_connect_rw(s, &s->wdb);
     if (st) return st;
-    if (pthread_create(&s->writer, NULL, writer_main, s)) {
+    int rc = prof_thread_create(&s->writer, NULL, writer_main, s);
+    if (rc) {
         sqlite3_close_v2(s->wdb);
         s->wdb = NULL;
-        return store_fail(STORE_ENOMEM, "%s: cannot start the store's writer thread: %s", what, strerror(errno));
+        return store_fail(STORE_ENOMEM, "%s: cannot start the store's writer thread: %s", what, strerror(rc));
     }
     s->writer_on = 1;
     return STORE_OK;

@@ -24,14 +24,12 @@ static void on_stop(int sig)
 
 void cli_stop_install(int dist_job)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_stop;
-    sa.sa_flags = SA_RESETHAND; /* a second Ctrl-C ends the process at once */
-    sigemptyset(&sa.sa_mask);
     stop_dist = dist_job;
     stop_sig = 0;
-    for (int i = 0; i < 3; i++) sigaction(stop_signals[i], &sa, &stop_old[i]);
+    /* SA_RESETHAND: a second Ctrl-C ends the process at once. On an alternate stack, never
+     * on that of a GEMM kernel (profiler/signals.c). */
+    for (int i = 0; i < 3; i++) prof_signal_set(stop_signals[i], on_stop, SA_RESETHAND, &stop_old[i]);
+    prof_signals_onstack(); /* and the handlers libraries set (MPI's, PAPI's) */
 }
 
 void cli_stop_restore(void)

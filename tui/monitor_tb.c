@@ -529,7 +529,7 @@ static int start(monitor_tb *w, char *err, size_t cap)
         snprintf(err, cap, "tensorboard: out of memory");
         return -1;
     }
-    if ((rc = pthread_create(&w->thread, NULL, writer_main, w))) {
+    if ((rc = prof_thread_create(&w->thread, NULL, writer_main, w))) {
         snprintf(err, cap, "tensorboard: cannot start the writer thread: %s", strerror(rc));
         return -1;
     }

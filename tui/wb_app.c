@@ -38,17 +38,13 @@ static void on_int(int sig)
 
 static void install_signals(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_int;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
-    sigaction(SIGHUP, &sa, NULL);
-    sa.sa_handler = on_crash;
-    sa.sa_flags = SA_RESETHAND;
+    /* On an alternate stack (profiler/signals.c), which a crash from a stack overflow
+     * needs as well. */
+    prof_signal_set(SIGINT, on_int, 0, NULL);
+    prof_signal_set(SIGTERM, on_int, 0, NULL);
+    prof_signal_set(SIGHUP, on_int, 0, NULL);
     int crash[] = { SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL };
-    for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) sigaction(crash[i], &sa, NULL);
+    for (size_t i = 0; i < sizeof crash / sizeof crash[0]; i++) prof_signal_set(crash[i], on_crash, SA_RESETHAND, NULL);
 }
 
 static void restore_signals(void)
@@ -446,6 +442,7 @@ int wb_app_run(wb_app *a, int no_color)
         return 1;
     }
     curses_on = 1;
+    prof_signals_onstack(); /* ncurses' own: SIGWINCH, SIGTSTP */
     cbreak();
     noecho();
     keypad(stdscr, TRUE);

@@ -296,7 +296,7 @@ int wb_live_launch(wb_app *a, void *(*fn)(void *), const char *label, int n_vari
     snprintf(l->label, sizeof l->label, "%s", label);
     for (int i = 0; i < WB_LIVE_N; i++) l->live[i].n = 0;
     pthread_mutex_unlock(&l->mu);
-    if (pthread_create(&l->th, NULL, fn, l)) {
+    if (prof_thread_create(&l->th, NULL, fn, l)) {
         l->running = 0;
         return -1;
     }

@@ -412,7 +412,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
     if (prefetch) {
         pthread_mutex_init(&b->mu, NULL);
         pthread_cond_init(&b->cv, NULL);
-        int err = pthread_create(&b->thread, NULL, prefetch_main, b);
+        int err = prof_thread_create(&b->thread, NULL, prefetch_main, b);
         if (err) {
             pthread_mutex_destroy(&b->mu);
             pthread_cond_destroy(&b->cv);

@@ -875,6 +875,7 @@ int test_profiler_text(void); /* text.c */
 int test_profiler_optable(void); /* optable.c */
 int test_profiler_sampling(void); /* sampling.c */
 int test_profiler_placement(void); /* placement.c */
+int test_profiler_signals(void); /* signals.c */
 
 int main(void)
 {
@@ -903,5 +904,6 @@ int main(void)
     failed += test_profiler_optable();
     failed += test_profiler_sampling();
     failed += test_profiler_placement();
+    failed += test_profiler_signals();
     return failed ? 1 : 0;
 }
