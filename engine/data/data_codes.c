@@ -4,8 +4,9 @@
  * half of what the MLP's step spent outside its GEMMs. When every training value is (float)(c · k)
  * for a byte c and one scale k (IDX images as read, or scaled by 1/255), the dataset keeps a
  * byte copy beside the floats: the batcher reads a quarter of the bytes, can ask for the
- * whole batch at once, and decodes each row with the loader's own arithmetic (the byte in
- * double times k, rounded once to float), so the batch holds the very floats of x_train.
+ * whole batch at once, and decodes each row to the loader's own values ((float)(c · k),
+ * the byte in double times k rounded once; computed as c / m in float where that gives the
+ * same bits for every byte: exact_divisor), so the batch holds the very floats of x_train.
  *
  * The copy is checked value by value when it is made: data that are not bytes (a CSV, a
  * standardised or synthetic set) get none, and nothing is decoded that would not give back
@@ -82,71 +83,99 @@ void eng_data_codes_build(eng_dataset *ds)
 
 /* ---- decoding: one function per instruction-set path ---------------------------------- */
 
-ENG_ISA_BODY decode_scalar(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+/* The divisor m with (float)(c * k) == (float)c / m for every byte c, 0 when there is none
+ * known: a float division is one vector instruction per 16 values where the double product
+ * takes six (docs/data.md has what it saves a step). Exact for k = 1/255 because c/255's
+ * bits repeat every 8 places, so no double result of c * k lies on or next to a float's
+ * rounding midpoint; tests/engine/data.c (test_data_decode_paths) checks every byte on
+ * every path, and would catch a product by the rounded reciprocal (126 bytes differ). */
+static float exact_divisor(double k) { return k == 1.0 ? 1.0f : k == 1.0 / 255.0 ? 255.0f : 0.0f; }
+
+ENG_ISA_BODY decode_scalar(const uint8_t *restrict c, size_t n, double k, float m, float *restrict out)
 {
-    for (size_t i = 0; i < n; i++) out[i] = (float)(c[i] * k);
+    if (m != 0.0f)
+        for (size_t i = 0; i < n; i++) out[i] = (float)c[i] / m;
+    else
+        for (size_t i = 0; i < n; i++) out[i] = (float)(c[i] * k);
 }
 
 #if ENG_ISA_X86
 #include <immintrin.h>
-/* x86-64's baseline: 4 bytes to 4 ints to two pairs of doubles, times k, to 4 floats. */
-static void decode_generic(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+/* x86-64's baseline: 4 bytes to 4 ints, then to floats divided by m, or to two pairs of
+ * doubles times k, to 4 floats. */
+static void decode_generic(const uint8_t *restrict c, size_t n, double k, float m, float *restrict out)
 {
     const __m128d kv = _mm_set1_pd(k);
+    const __m128 mv = _mm_set1_ps(m);
     const __m128i z = _mm_setzero_si128();
     size_t i = 0;
     for (; i + 4 <= n; i += 4) {
         int32_t w;
         memcpy(&w, c + i, 4);
         __m128i v = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(w), z), z);
+        if (m != 0.0f) {
+            _mm_storeu_ps(out + i, _mm_div_ps(_mm_cvtepi32_ps(v), mv));
+            continue;
+        }
         __m128 lo = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(v), kv));
         __m128 hi = _mm_cvtpd_ps(_mm_mul_pd(_mm_cvtepi32_pd(_mm_srli_si128(v, 8)), kv));
         _mm_storeu_ps(out + i, _mm_movelh_ps(lo, hi));
     }
-    decode_scalar(c + i, n - i, k, out + i);
+    decode_scalar(c + i, n - i, k, m, out + i);
 }
 
-__attribute__((target("avx2"))) static void decode_avx2(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+__attribute__((target("avx2"))) static void decode_avx2(const uint8_t *restrict c, size_t n, double k, float m,
+                                                        float *restrict out)
 {
     const __m256d kv = _mm256_set1_pd(k);
+    const __m256 mv = _mm256_set1_ps(m);
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256i v = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)(c + i)));
+        if (m != 0.0f) {
+            _mm256_storeu_ps(out + i, _mm256_div_ps(_mm256_cvtepi32_ps(v), mv));
+            continue;
+        }
         __m128 lo = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(v)), kv));
         __m128 hi = _mm256_cvtpd_ps(_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(v, 1)), kv));
         _mm256_storeu_ps(out + i, _mm256_set_m128(hi, lo));
     }
-    decode_scalar(c + i, n - i, k, out + i);
+    decode_scalar(c + i, n - i, k, m, out + i);
 }
 
-__attribute__((target("avx512f"))) static void decode_avx512(const uint8_t *restrict c, size_t n, double k,
+__attribute__((target("avx512f"))) static void decode_avx512(const uint8_t *restrict c, size_t n, double k, float m,
                                                              float *restrict out)
 {
     const __m512d kv = _mm512_set1_pd(k);
+    const __m512 mv = _mm512_set1_ps(m);
     size_t i = 0;
     for (; i + 16 <= n; i += 16) {
         __m512i v = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(const void *)(c + i)));
+        if (m != 0.0f) {
+            _mm512_storeu_ps(out + i, _mm512_div_ps(_mm512_cvtepi32_ps(v), mv));
+            continue;
+        }
         __m256 lo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_castsi512_si256(v)), kv));
         __m256 hi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtepi32_pd(_mm512_extracti64x4_epi64(v, 1)), kv));
         _mm512_storeu_pd((double *)(void *)(out + i),
                          _mm512_insertf64x4(_mm512_castpd256_pd512(_mm256_castps_pd(lo)), _mm256_castps_pd(hi), 1));
     }
-    decode_scalar(c + i, n - i, k, out + i);
+    decode_scalar(c + i, n - i, k, m, out + i);
 }
-static void (*const decode_isa[ENG_ISA_N])(const uint8_t *restrict, size_t, double, float *restrict) = {
+static void (*const decode_isa[ENG_ISA_N])(const uint8_t *restrict, size_t, double, float, float *restrict) = {
     decode_generic, decode_avx2, decode_avx512
 };
 #else
-static void decode_generic(const uint8_t *restrict c, size_t n, double k, float *restrict out)
+static void decode_generic(const uint8_t *restrict c, size_t n, double k, float m, float *restrict out)
 {
-    decode_scalar(c, n, k, out);
+    decode_scalar(c, n, k, m, out);
 }
-static void (*const decode_isa[ENG_ISA_N])(const uint8_t *restrict, size_t, double, float *restrict) = {
+static void (*const decode_isa[ENG_ISA_N])(const uint8_t *restrict, size_t, double, float, float *restrict) = {
     decode_generic, decode_generic, decode_generic
 };
 #endif
 
 void eng_data_decode(const uint8_t *restrict c, size_t n, double k, float *restrict out)
 {
-    decode_isa[eng_isa_current()](c, n, k, out);
+    decode_isa[eng_isa_current()](c, n, k, exact_divisor(k), out);
 }
