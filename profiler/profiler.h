@@ -370,7 +370,8 @@ void prof_placement_text(double ns, char *buf, size_t cap);
  * prof_signal_set installs fn for sig like sigaction (flags: SA_RESETHAND, ...; old may be
  * NULL) to run on an alternate stack, which it gives the calling thread if it has none;
  * prof_signals_onstack moves every handler already installed (a library's: ncurses'
- * SIGWINCH, SIGTSTP) onto that stack; both return 0, -1 when no stack could be set.
+ * SIGWINCH, SIGTSTP) onto that stack; both return 0, or -1 when no stack could be set
+ * (nothing is installed or moved then: a handler on a GEMM's stack is worse than none).
  * prof_thread_create is pthread_create with every asynchronous signal blocked in the new
  * thread, so that the signals sent to the process reach the thread that set the handlers:
  * every thread nnbench starts is started by it. */
