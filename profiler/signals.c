@@ -5,12 +5,10 @@
  * pointer, unless the handler was installed with SA_ONSTACK and the thread has an
  * alternate stack. Interrupting Debian's oneDNN 2.6 inside dnnl_sgemm that way corrupted
  * the heap: Ctrl-C or a SIGTERM during a Fashion MLP run (1 or 2 threads, the oneDNN
- * kernels) ended in "corrupted size vs. prev_size" or a segfault in about half of the tries
- * instead of the interrupted run it should store, and a 20-line program calling dnnl_sgemm
- * under a 37 us interval timer whose handler only counts did it within seconds, with and
- * without oneDNN's AVX2 limit, with and without SA_RESTART. On an alternate stack it
- * took 2.5 million signals without one wrong result (tests/engine/gemm.c,
- * test_signals_during_gemm, replays it through the engine's own entry point).
+ * kernels) often ended in "corrupted size vs. prev_size" or a segfault instead of the
+ * interrupted run it should store. tests/engine/gemm.c (test_signals_during_gemm) replays
+ * it: the engine's GEMM under an interval timer whose handler only counts, which fails
+ * with SA_ONSTACK left out and passes with it.
  *
  * So: every handler nnbench installs runs on an alternate stack (prof_signal_set), the
  * handlers a library installed are moved there too (prof_signals_onstack: ncurses'

@@ -88,7 +88,7 @@ void eng_data_codes_build(eng_dataset *ds)
  * takes six (docs/data.md has what it saves a step). Exact for k = 1/255 because c/255's
  * bits repeat every 8 places, so no double result of c * k lies on or next to a float's
  * rounding midpoint; tests/engine/data.c (test_data_decode_paths) checks every byte on
- * every path, and would catch a product by the rounded reciprocal (126 bytes differ). */
+ * every path, and would catch a product by the rounded reciprocal instead. */
 static float exact_divisor(double k) { return k == 1.0 ? 1.0f : k == 1.0 / 255.0 ? 255.0f : 0.0f; }
 
 ENG_ISA_BODY decode_scalar(const uint8_t *restrict c, size_t n, double k, float m, float *restrict out)

@@ -153,7 +153,7 @@ json_check "$tmp/int.json" "v['adam']['status'] == 'interrupted' and v['adam']['
 
 # ---- a stop signal while a GEMM kernel runs: the run is interrupted, never crashed ------
 # Debian's oneDNN 2.6 corrupted the heap when a handler ran on the stack of a thread inside
-# dnnl_sgemm (profiler/signals.c): half of these stops ended in an abort. Three tries of the
+# dnnl_sgemm (profiler/signals.c): such stops often ended in an abort. Three tries of the
 # Fashion MLP, whose step is almost all oneDNN GEMM, at 1 and 2 threads.
 if [ -r /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz ] && [ "${NNBENCH_SANITIZED:-0}" != 1 ]; then
     for try in 1 2 3; do

@@ -293,8 +293,8 @@ static void on_alarm(int sig)
 }
 
 /* A signal handled while a thread is inside a GEMM kernel: Debian oneDNN 2.6's dnnl_sgemm,
- * interrupted by a handler on the thread's own stack, corrupted the heap within 500 calls
- * (profiler/signals.c). Each backend, forced, at 1 and 2 threads, computes the Fashion
+ * interrupted by a handler on the thread's own stack, corrupted the heap (profiler/signals.c).
+ * Each backend, forced, at 1 and 2 threads, computes the Fashion
  * MLP's first product 400 times under a 37 us interval timer whose handler is set as
  * nnbench sets its own (prof_signal_set): every result the bits of the first, with malloc
  * and free between the calls, and signals that did arrive. */
