@@ -275,7 +275,7 @@ static void warm_up(void)
         if (chosen.c[i].be != ENG_GEMM_ONEDNN) continue;
         const float *A = buf, *B = buf + (size_t)s->M * s->K;
         float *C = buf + (size_t)s->M * s->K + (size_t)s->K * s->N;
-        gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, s->ta ? s->M : s->K, B, s->tb ? s->K : s->N, 0.0f, C, s->N, ENG_SPLIT_AUTO };
+        gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, s->ta ? s->M : s->K, B, s->tb ? s->K : s->N, 0.0f, C, s->N, ENG_SPLIT_AUTO, NULL };
         eng_gemm_run(ENG_GEMM_ONEDNN, &c);
     }
     free(buf);

@@ -19,6 +19,7 @@ typedef struct {
     float *C;
     int ldc;
     int split; /* how a threaded call cuts C: ENG_SPLIT_AUTO (the longer side), _ROWS, _COLS */
+    eng_rows_after *after; /* work on C's rows after the product (internal.h), or NULL */
 } gemm_call;
 
 /* Classes: transposes x log2 buckets (0..15) of M, N and K. */

@@ -72,7 +72,7 @@ static double verify(eng_gemm_backend be, const eng_gemm_shape *s, int corrupt)
     fill(A, na, 1u), fill(B, nb, 2u), fill(C0, nc, 3u);
     memcpy(C, C0, nc * sizeof *C);
     const float alpha = 1.25f, beta = 0.5f;
-    gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, alpha, A, lda, B, ldb, beta, C, ldc, ENG_SPLIT_AUTO };
+    gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, alpha, A, lda, B, ldb, beta, C, ldc, ENG_SPLIT_AUTO, NULL };
     if (eng_gemm_run(be, &c)) goto out;
     if (corrupt) C[(size_t)(s->M / 2) * ldc + s->N / 2] += 0.5f;
     worst = 0;
@@ -138,7 +138,7 @@ static void timeit(const int *bes, int nb, const eng_gemm_shape *s, double *gflo
     for (int i = 0; i < nb; i++) gflops[i] = 0;
     if (A && B && C) {
         fill(A, na, 4u), fill(B, nbb, 5u);
-        gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, ac, B, bc, 0.0f, C, s->N, ENG_SPLIT_AUTO };
+        gemm_call c = { s->ta, s->tb, s->M, s->N, s->K, 1.0f, A, ac, B, bc, 0.0f, C, s->N, ENG_SPLIT_AUTO, NULL };
         for (int i = 0; i < nb; i++) {
             double t0 = prof_now_s();
             eng_gemm_run((eng_gemm_backend)bes[i], &c);

@@ -59,6 +59,7 @@
 #define NNBENCH_ENGINE_INTERNAL_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "core.h"
@@ -226,10 +227,27 @@ void eng_sgemm(int ta, int tb, int M, int N, int K, float alpha, const float *A,
 typedef enum { ENG_SPLIT_AUTO = 0, ENG_SPLIT_ROWS = 1 } eng_split;
 void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                      const float *B, int ldb, float beta, float *C, int ldc);
+/* Work on rows of C done right after a GEMM computed them (a dense layer's bias and
+ * activation, or the backward of those below it: ops.c): rows(ctx, s, r0, r1) runs once
+ * for every slab s of a cut by rows, on the thread that computed rows [r0, r1) of C, while
+ * they are in its cache, and then last(ctx) once (if set), on whichever thread finished
+ * last, after every slab's rows. Edges are on ENG_SPLIT_UNIT rows; slab 0 is the calling
+ * thread's (pool.c). A call not cut by rows (by columns, whole, or on OpenBLAS) runs the
+ * rows after the product, split over the pool by rows like an elementwise op (ew: rows x N
+ * of ENG_EW_SPLIT_MIN floats or more). done is gemm.c's. */
+typedef struct {
+    void (*rows)(void *ctx, int s, size_t r0, size_t r1);
+    void (*last)(void *ctx);
+    void *ctx;
+    atomic_int done;
+} eng_rows_after;
+void eng_sgemm_split_after(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A,
+                           int lda, const float *B, int ldb, float beta, float *C, int ldc, eng_rows_after *after);
 /* C[M x N] = A[M x K] · B[K x N] (no transposes, beta 0) with K cut over the pool's
  * threads: slab t multiplies columns K_t of A by rows K_t of B into C or its partial in
  * work, then the partials are added by rows, in slab order (the same bits every run at a
- * thread count; not those of the uncut product). Thread t thereby reads only rows K_t of
+ * thread count; not those of the uncut product; `after`, or NULL, runs in the adding
+ * job's slabs). Thread t thereby reads only rows K_t of
  * B, the rows of a dense layer's W whose gradient it computes (eng_sgemm_split ROWS) and
  * whose update it makes (eng_optim_set_matrices): W, its gradient and the optimizer's
  * state stay in that core's cache from step to step. Needs eng_sgemm_ksplit_floats(M, N,
@@ -237,7 +255,7 @@ void eng_sgemm_split(eng_split split, int ta, int tb, int M, int N, int K, float
  * not served by oneDNN, or from inside a slab, it is eng_sgemm_split(ROWS, ...). */
 size_t eng_sgemm_ksplit_floats(int M, int N, int K);
 void eng_sgemm_ksplit(int M, int N, int K, const float *A, int lda, const float *B, int ldb, float *C, int ldc,
-                      float *work, size_t work_floats);
+                      float *work, size_t work_floats, eng_rows_after *after);
 
 /* One GEMM an op issues (the shapes eng_gemm_prepare measures before a run). calls: how
  * often it runs relative to the others (0 counts as 1): with several threads the backend
@@ -258,8 +276,8 @@ int eng_gemm_threads(void);
 
 /* ---- the worker pool (pool.c) ------------------------------------------------------------
  * One pool for the GEMM slabs and the elementwise loops. eng_pool_run(nslab, fn, ctx) runs
- * fn(ctx, s, nslab) once for every s in [0, nslab) (s = 0 on the caller, s = i on worker i
- * when it comes in time, else on the caller) and returns 1; it returns 0 without running
+ * fn(ctx, s, nslab) once for every s in [0, nslab) (s = 0 always on the caller, s = i on
+ * worker i when it comes in time, else on the caller or another worker) and returns 1; it returns 0 without running
  * anything when nslab is not in 2..ENG_POOL_MAX or the pool is driven already (a call from
  * inside a slab, or from another thread): the caller then does the work itself, unsplit.
  * eng_pool_for(n, grain, fn, ctx) runs fn(ctx, lo, hi) over [0, n) in at most
@@ -310,6 +328,11 @@ int eng_model_dense_matrices(const eng_model *m, size_t *off, int *rows, int *co
  * (eng_sgemm_ksplit) and the work it needs; at one thread, none. ENG_ENOMEM. */
 #define ENG_KSPLIT_MIN_W 65536
 int eng_model_plan_ksplit(eng_model *m);
+/* Fuses (on = 1, what eng_model_build does) or unfuses each dense node's bias and
+ * activation into its GEMMs (ops.c, "fused into a dense layer's GEMMs"). Unfused, a
+ * bias's backward sums its rows in one pass instead of by blocks: its gradient's last bits
+ * differ. ENG_ENOMEM (the blocks of a fused bias's backward). */
+int eng_model_set_fusion(eng_model *m, int on);
 
 /* ---- small shared helpers (common.c) -------------------------------------------------- */
 /* $NNBENCH_CACHE_DIR, else $XDG_CACHE_HOME/nnbench, else ~/.cache/nnbench. */
@@ -370,7 +393,8 @@ struct eng_node {
     int chunk, col_kept;
     eng_conv_algo conv_algo;    /* conv2d: the algorithm that runs (never auto) */
     /* conv2d under winograd/fft: the profiler and its scopes of the algorithm's stages per
-     * direction (eng_conv_register_stages); prof NULL = stages not profiled */
+     * direction (eng_conv_register_stages); prof NULL = stages not profiled. dense: the
+     * profiler of its fused nodes (fuse_fwd below) */
     prof_t *prof;
     int prof_stage[2][4];
     /* conv2d under onednn: its layer record (layout, workspace, primitive sets), found on
@@ -393,6 +417,17 @@ struct eng_node {
      * (eng_sgemm_ksplit; the model's one block, set by eng_model_plan_ksplit), or NULL */
     float *kwork;
     size_t kwork_floats;
+    /* Nodes fused into a dense node's GEMMs (model.c plans it, ops.c runs it): fuse_fwd,
+     * the bias and activation after it, run on each slab's rows of y right after the
+     * slab computed them; fuse_bwd, the activation and bias before it, run on each slab's
+     * rows of dx (NULL: none). fused: ENG_FUSED_FWD / _BWD, this node's forward / backward
+     * runs inside such a dense node's (eng_node_run skips it). bpart: a fused bias's
+     * backward, the column sums of each block of ENG_SPLIT_UNIT rows [blocks x n_b], added
+     * in block order: the same bits at any thread count. A dense node's prof (above) is
+     * the profiler that times its fused nodes, on the training thread's slab. */
+    struct eng_node *fuse_fwd[2], *fuse_bwd[2];
+    int fused;
+    float *bpart;
     /* profiler scope ids (-1 when profiling is off) */
     int prof_fwd, prof_bwd;
     /* batchnorm: running mean [C] then running variance [C] (in m->stats), the last
@@ -545,6 +580,8 @@ size_t eng_res_proj_dcol_floats(const eng_node *n, size_t rows);
 /* model.c: runs one node through the op table inside its profiler scope (prof may be NULL):
  * the one call site of every op, also for graph models (gnn.c). */
 void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows);
+#define ENG_FUSED_FWD 1
+#define ENG_FUSED_BWD 2
 
 /* ---- layers and the model ---------------------------------------------------------- */
 
@@ -589,6 +626,7 @@ struct eng_model {
     prof_t *prof;               /* NULL = profiling off */
     void *arena;                /* activations + workspaces: one block */
     float *kwork;               /* the dense forwards' K-cut partials (eng_model_plan_ksplit) */
+    float *bpart;               /* the fused biases' backward blocks (eng_model_set_fusion) */
     int32_t *iarena;            /* argmax indices: one block */
     float *stats;               /* batchnorm running mean and variance, per bn layer in order */
     size_t n_stats;

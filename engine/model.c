@@ -13,6 +13,7 @@
 
 void eng_node_run(prof_t *prof, eng_node *n, eng_dir dir, int rows)
 {
+    if (n->fused & (dir == ENG_FWD ? ENG_FUSED_FWD : ENG_FUSED_BWD)) return; /* run by the dense node next to it */
     const eng_op *op = &eng_ops[n->op];
     void (*fn)(eng_node *, int) = dir == ENG_FWD ? op->forward : op->backward;
     if (!prof) { fn(n, rows); return; }
@@ -691,6 +692,7 @@ int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out
     m->prof = prof;
     int rc = plan(m, mc);
     if (!rc) rc = allocate(m);
+    if (!rc) rc = eng_model_set_fusion(m, 1);
     if (!rc) rc = choose_conv_algos(m);
     if (!rc && prof) rc = register_scopes(m);
     if (rc) { eng_model_free(m); return rc; }
@@ -713,6 +715,7 @@ void eng_model_free(eng_model *m)
     prof_free(m->dinput);
     prof_free(m->stats);
     prof_free(m->kwork);
+    prof_free(m->bpart);
     prof_free(m);
 }
 
@@ -843,6 +846,76 @@ int eng_model_dense_matrices(const eng_model *m, size_t *off, int *rows, int *co
         cols[n++] = (int)nd->out_size;
     }
     return n;
+}
+
+/* ---- bias and activation fused into the dense nodes' GEMMs (ops.c) ----------------------- */
+
+static int is_act(const eng_node *n)
+{
+    return n->op == ENG_OP_RELU || n->op == ENG_OP_TANH || n->op == ENG_OP_SIGMOID || n->op == ENG_OP_GELU;
+}
+
+/* A bias over a dense output's columns (one per column, in place). */
+static int is_dense_bias(const eng_node *n) { return n->op == ENG_OP_BIAS && n->n_b == n->out_size; }
+
+/* What dense node d = nodes[i] runs in its slabs: after it in the forward, its bias reading
+ * y in place, then an activation of that; before it in the backward, an activation whose
+ * dL/dy is d's dx, then a bias whose dL/dy is that activation's dL/dx (or a bias alone).
+ * Checked on the buffers, not only the order: a node whose input another one feeds is left
+ * alone. */
+static void plan_fusion(eng_model *m, int i, size_t *blocks_floats)
+{
+    eng_node *d = &m->nodes[i], *nx = i + 1 < m->n_nodes ? &m->nodes[i + 1] : NULL;
+    if (nx && nx != m->loss && is_dense_bias(nx) && nx->x == d->y) {
+        d->fuse_fwd[0] = nx;
+        nx = i + 2 < m->n_nodes ? &m->nodes[i + 2] : NULL;
+        if (nx && nx != m->loss && is_act(nx) && nx->x == d->fuse_fwd[0]->y) d->fuse_fwd[1] = nx;
+    } else if (nx && nx != m->loss && is_act(nx) && nx->x == d->y) {
+        d->fuse_fwd[1] = nx;
+    }
+    eng_node *pv = i > 0 ? &m->nodes[i - 1] : NULL;
+    if (!d->dx || !pv || pv->accum) return;
+    const float *dy = d->dx;
+    if (is_act(pv) && pv->dy == dy) {
+        d->fuse_bwd[0] = pv;
+        dy = pv->dx;
+        pv = i > 1 ? &m->nodes[i - 2] : NULL;
+    }
+    if (pv && is_dense_bias(pv) && pv->dy == dy && !pv->accum) {
+        d->fuse_bwd[1] = pv;
+        *blocks_floats += (((size_t)m->max_batch + ENG_SPLIT_UNIT - 1) / ENG_SPLIT_UNIT) * pv->n_b;
+    }
+}
+
+int eng_model_set_fusion(eng_model *m, int on)
+{
+    size_t need = 0;
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *n = &m->nodes[i];
+        n->fused = 0;
+        n->bpart = NULL;
+        memset(n->fuse_fwd, 0, sizeof n->fuse_fwd);
+        memset(n->fuse_bwd, 0, sizeof n->fuse_bwd);
+    }
+    for (int i = 0; on && i < m->n_nodes; i++)
+        if (m->nodes[i].op == ENG_OP_DENSE) plan_fusion(m, i, &need);
+    if (need && !m->bpart && !(m->bpart = prof_malloc(need * sizeof(float))))
+        return eng_fail(ENG_ENOMEM, "model: out of memory for %zu floats of bias gradient blocks", need);
+    float *p = m->bpart;
+    for (int i = 0; i < m->n_nodes; i++) {
+        eng_node *d = &m->nodes[i];
+        if (d->op != ENG_OP_DENSE) continue;
+        d->prof = m->prof;
+        for (int k = 0; k < 2; k++) {
+            if (d->fuse_fwd[k]) d->fuse_fwd[k]->fused |= ENG_FUSED_FWD;
+            if (d->fuse_bwd[k]) d->fuse_bwd[k]->fused |= ENG_FUSED_BWD;
+        }
+        if (d->fuse_bwd[1]) {
+            d->fuse_bwd[1]->bpart = p;
+            p += (((size_t)m->max_batch + ENG_SPLIT_UNIT - 1) / ENG_SPLIT_UNIT) * d->fuse_bwd[1]->n_b;
+        }
+    }
+    return ENG_OK;
 }
 
 int eng_model_plan_ksplit(eng_model *m)

@@ -65,11 +65,23 @@
 
 /* ---- dense: y[B,out] = x[B,in] · W[in,out] -------------------------------------------- */
 
+/* The bias and activation nodes fused into a dense node's GEMMs (defined below). */
+typedef struct {
+    eng_rows_after after;
+    const eng_node *dense;
+    eng_node *const *n; /* fuse_fwd (bias, act) or fuse_bwd (act, bias) */
+    int rows;
+    eng_dir dir;
+} fuse_job;
+static eng_rows_after *fuse_begin(fuse_job *f, const eng_node *dense, eng_node *const *nodes, int rows, eng_dir dir);
+
 static void dense_fwd(eng_node *n, int rows)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
-    if (n->kwork) eng_sgemm_ksplit(rows, out, in, n->x, in, n->w, out, n->y, out, n->kwork, n->kwork_floats);
-    else eng_sgemm_split(ENG_SPLIT_ROWS, 0, 0, rows, out, in, 1.0f, n->x, in, n->w, out, 0.0f, n->y, out);
+    fuse_job f;
+    eng_rows_after *after = fuse_begin(&f, n, n->fuse_fwd, rows, ENG_FWD);
+    if (n->kwork) eng_sgemm_ksplit(rows, out, in, n->x, in, n->w, out, n->y, out, n->kwork, n->kwork_floats, after);
+    else eng_sgemm_split_after(ENG_SPLIT_ROWS, 0, 0, rows, out, in, 1.0f, n->x, in, n->w, out, 0.0f, n->y, out, after);
 }
 
 /* dW[in,out] = x^T dy; dx[B,in] = dy W^T. Both cut by rows: dW's are W's rows, the ones
@@ -78,7 +90,10 @@ static void dense_bwd(eng_node *n, int rows)
 {
     int in = (int)n->in_size, out = (int)n->out_size;
     eng_sgemm_split(ENG_SPLIT_ROWS, 1, 0, in, out, rows, 1.0f, n->x, in, n->dy, out, 0.0f, n->dw, out);
-    if (n->dx) eng_sgemm_split(ENG_SPLIT_ROWS, 0, 1, rows, in, out, 1.0f, n->dy, out, n->w, out, 0.0f, n->dx, in);
+    if (!n->dx) return;
+    fuse_job f;
+    eng_rows_after *after = fuse_begin(&f, n, n->fuse_bwd, rows, ENG_BWD);
+    eng_sgemm_split_after(ENG_SPLIT_ROWS, 0, 1, rows, in, out, 1.0f, n->dy, out, n->w, out, 0.0f, n->dx, in, after);
 }
 
 static int dense_gemms(const eng_node *n, int rows, eng_gemm_shape *g)
@@ -293,43 +308,32 @@ static void relu_bwd_k(size_t e, const float *restrict x, const float *restrict 
 {
     pass_if_positive_isa[eng_isa_current()](e, dy, x, dx);
 }
-static void relu_fwd(eng_node *n, int rows) { ew_run(n, rows, relu_fwd_k, NULL, n->x, NULL, n->y); }
-/* Gated on the output, which a relu in place (model.c) has written over its input. */
-static void relu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, relu_bwd_k, n->y, n->dy, n->dx); }
 
 ENG_ISA_BODY tanh_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {
     for (size_t i = 0; i < e; i++) y[i] = tanh_fast(x[i]);
 }
 ENG_ISA_KERNEL_AVX2(tanh_fwd, (size_t e, const float *restrict x, float *restrict y), (e, x, y))
-static void tanh_fwd(eng_node *n, int rows) { ew_run(n, rows, tanh_fwd_isa[eng_isa_current()], NULL, n->x, NULL, n->y); }
 static void tanh_bwd_k(size_t e, const float *restrict y, const float *restrict dy, float *restrict dx)
 {
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
 }
-static void tanh_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, tanh_bwd_k, n->y, n->dy, n->dx); }
 
 ENG_ISA_BODY sigmoid_fwd_body(size_t e, const float *restrict x, float *restrict y)
 {
     for (size_t i = 0; i < e; i++) y[i] = sigmoid_fast(x[i]);
 }
 ENG_ISA_KERNEL_AVX2(sigmoid_fwd, (size_t e, const float *restrict x, float *restrict y), (e, x, y))
-static void sigmoid_fwd(eng_node *n, int rows)
-{
-    ew_run(n, rows, sigmoid_fwd_isa[eng_isa_current()], NULL, n->x, NULL, n->y);
-}
 static void sigmoid_bwd_k(size_t e, const float *restrict y, const float *restrict dy, float *restrict dx)
 {
     for (size_t i = 0; i < e; i++) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
 }
-static void sigmoid_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, sigmoid_bwd_k, n->y, n->dy, n->dx); }
 
 ENG_ISA_BODY gelu_fwd_body(size_t e, const float *restrict xs, float *restrict y)
 {
     for (size_t i = 0; i < e; i++) y[i] = xs[i] * sigmoid_fast(gelu_2u(xs[i]));
 }
 ENG_ISA_KERNEL_AVX2(gelu_fwd, (size_t e, const float *restrict xs, float *restrict y), (e, xs, y))
-static void gelu_fwd(eng_node *n, int rows) { ew_run(n, rows, gelu_fwd_isa[eng_isa_current()], NULL, n->x, NULL, n->y); }
 /* d/dx x s(2u) = s + 2 x s (1 - s) du/dx; with t = tanh(u) this is the textbook
  * 0.5 (1 + t) + 0.5 x (1 - t^2) du/dx, since 1 + t = 2s and 1 - t^2 = 4 s (1 - s). */
 static inline float gelu_d1(float x)
@@ -345,7 +349,117 @@ ENG_ISA_BODY gelu_bwd_body(size_t e, const float *restrict x, const float *restr
 }
 ENG_ISA_KERNEL_AVX2(gelu_bwd, (size_t e, const float *restrict x, const float *restrict dy, float *restrict dx),
                     (e, x, dy, dx))
-static void gelu_bwd(eng_node *n, int rows) { ew_run(n, rows, NULL, gelu_bwd_isa[eng_isa_current()], n->x, n->dy, n->dx); }
+
+/* An activation's kernels: the forward y = f(x), and the backward dx = dy · f' computed
+ * from its gate, the output (relu, gated on it: a relu in place, model.c, has written it
+ * over its input; tanh and sigmoid) or the input (gelu). */
+typedef struct {
+    ew_unary fwd;
+    ew_binary bwd;
+    const float *gate;
+} act_kernels;
+
+static act_kernels act_of(eng_op_id op, const eng_node *n)
+{
+    int p = eng_isa_current();
+    switch (op) {
+    case ENG_OP_TANH: return (act_kernels){ tanh_fwd_isa[p], tanh_bwd_k, n->y };
+    case ENG_OP_SIGMOID: return (act_kernels){ sigmoid_fwd_isa[p], sigmoid_bwd_k, n->y };
+    case ENG_OP_GELU: return (act_kernels){ gelu_fwd_isa[p], gelu_bwd_isa[p], n->x };
+    default: return (act_kernels){ relu_fwd_k, relu_bwd_k, n->y };
+    }
+}
+
+static void act_run(eng_op_id op, eng_dir dir, eng_node *n, int rows)
+{
+    act_kernels k = act_of(op, n);
+    if (dir == ENG_FWD) ew_run(n, rows, k.fwd, NULL, n->x, NULL, n->y);
+    else ew_run(n, rows, NULL, k.bwd, k.gate, n->dy, n->dx);
+}
+/* The op table's entries (the op named, as a node's op field may not be set) */
+#define ACT_ENTRIES(name, OP)                                                                \
+    static void name##_fwd(eng_node *n, int rows) { act_run(OP, ENG_FWD, n, rows); }       \
+    static void name##_bwd(eng_node *n, int rows) { act_run(OP, ENG_BWD, n, rows); }
+ACT_ENTRIES(relu, ENG_OP_RELU)
+ACT_ENTRIES(tanh, ENG_OP_TANH)
+ACT_ENTRIES(sigmoid, ENG_OP_SIGMOID)
+ACT_ENTRIES(gelu, ENG_OP_GELU)
+
+/* Elements [lo, hi) of an activation node, one direction. */
+static void act_span(const eng_node *n, eng_dir dir, size_t lo, size_t hi)
+{
+    act_kernels k = act_of(n->op, n);
+    if (dir == ENG_FWD) k.fwd(hi - lo, n->x + lo, n->y + lo);
+    else k.bwd(hi - lo, k.gate + lo, n->dy + lo, n->dx + lo);
+}
+
+/* ---- bias and activation fused into a dense layer's GEMMs --------------------------------
+ * A dense node's forward runs the bias and activation after it (fuse_fwd) on each slab's
+ * rows of y, right after the slab's GEMM wrote them, in the same pool job on the same
+ * thread; its backward runs the activation and bias before it (fuse_bwd) on each slab's
+ * rows of dx. Each a pool job of its own, they cost a hand-over each and, at two threads
+ * on cores apart, read rows the other core had just written. The element values are those
+ * of the nodes run alone (the same kernels); a fused bias's backward sums its columns per
+ * block of ENG_SPLIT_UNIT rows (each slab covers whole blocks), and the last slab to finish
+ * adds the blocks in block order: the same bits at any thread count, not those of the
+ * bias run alone (all rows in one sum). Slab 0 runs on the training thread (pool.c), so
+ * the fused nodes are timed there, inside the dense node's scope. */
+/* out[c] = the sum of rows [0, rows) of column c of a (row stride ld), in row order. */
+ENG_ISA_BODY col_sums_body(const float *a, size_t ld, size_t rows, size_t nb, float *out)
+{
+    float *restrict o = out;
+    memset(o, 0, nb * sizeof(float));
+    for (size_t r = 0; r < rows; r++) {
+        const float *restrict row = a + r * ld;
+        for (size_t c = 0; c < nb; c++) o[c] += row[c];
+    }
+}
+ENG_ISA_KERNEL(col_sums, (const float *a, size_t ld, size_t rows, size_t nb, float *out), (a, ld, rows, nb, out))
+
+static void bias_blocks(const eng_node *n, size_t r0, size_t r1)
+{
+    for (size_t b0 = r0; b0 < r1; b0 += ENG_SPLIT_UNIT) {
+        size_t b1 = r1 - b0 < ENG_SPLIT_UNIT ? r1 : b0 + ENG_SPLIT_UNIT;
+        col_sums_isa[eng_isa_current()](n->dy + b0 * n->out_size, n->out_size, b1 - b0, n->n_b,
+                                        n->bpart + b0 / ENG_SPLIT_UNIT * n->n_b);
+    }
+}
+
+static void fuse_rows(void *ctx, int s, size_t r0, size_t r1)
+{
+    const fuse_job *f = ctx;
+    prof_t *prof = s == 0 ? f->dense->prof : NULL;
+    for (int i = 0; i < 2; i++) {
+        eng_node *n = f->n[i];
+        if (!n) continue;
+        int id = f->dir == ENG_FWD ? n->prof_fwd : n->prof_bwd;
+        PROF_BEGIN(prof, id);
+        if (n->op != ENG_OP_BIAS) act_span(n, f->dir, r0 * n->out_size, r1 * n->out_size);
+        else if (f->dir == ENG_FWD) bias_fwd_k_isa[eng_isa_current()](n, r0, r1);
+        else bias_blocks(n, r0, r1);
+        PROF_END(prof, id, eng_ops[n->op].flops(n, f->rows, f->dir), eng_ops[n->op].bytes(n, f->rows, f->dir));
+    }
+}
+
+/* After every slab: a fused bias's db, its blocks added in order. */
+static void fuse_last(void *ctx)
+{
+    const fuse_job *f = ctx;
+    const eng_node *b = f->n[1];
+    size_t blocks = ((size_t)f->rows + ENG_SPLIT_UNIT - 1) / ENG_SPLIT_UNIT;
+    col_sums_isa[eng_isa_current()](b->bpart, b->n_b, blocks, b->n_b, b->db);
+}
+
+static eng_rows_after *fuse_begin(fuse_job *f, const eng_node *dense, eng_node *const *nodes, int rows, eng_dir dir)
+{
+    if (!nodes[0] && !nodes[1]) return NULL;
+    *f = (fuse_job){ .dense = dense, .n = nodes, .rows = rows, .dir = dir };
+    f->after.rows = fuse_rows;
+    f->after.last = dir == ENG_BWD && nodes[1] && nodes[1]->op == ENG_OP_BIAS ? fuse_last : NULL;
+    f->after.ctx = f;
+    atomic_init(&f->after.done, 0);
+    return &f->after;
+}
 
 static uint64_t act_bytes(const eng_node *n, int rows, eng_dir dir)
 {

@@ -65,7 +65,8 @@ static void cpu_relax(void)
 
 static unsigned gen_of(uint64_t st) { return (unsigned)(st >> 32); }
 
-/* Claims slab `want` of generation gen (-1: the first unclaimed one) and reads its job;
+/* Claims slab `want` of generation gen (-1: the first unclaimed one; -2: the first
+ * unclaimed one after slab 0) and reads its job;
  * the slab, or -1 when it is taken, beyond the job, or the generation is over (*nslab 0
  * then). A successful CAS proves the job was read inside its generation: the caller
  * rewrites it only after every bit was claimed and every slab finished. */
@@ -80,7 +81,7 @@ static int claim(unsigned gen, int want, eng_pool_fn *fn, void **ctx, int *nslab
         *fn = atomic_load_explicit(&pool.fn, memory_order_relaxed);
         *ctx = atomic_load_explicit(&pool.ctx, memory_order_relaxed);
         *nslab = atomic_load_explicit(&pool.nslab, memory_order_relaxed);
-        uint32_t free_bits = ~(uint32_t)st;
+        uint32_t free_bits = ~(uint32_t)st & (want == -2 ? ~1u : ~0u);
         if (!free_bits) return -1;
         int s = want < 0 ? __builtin_ctz(free_bits) : want;
         if (s >= 32 || !(free_bits >> s & 1u)) return -1;
@@ -105,7 +106,10 @@ static void run_slab(eng_pool_fn fn, void *ctx, int s, int n, int worker)
 }
 
 /* Participant `me` (0: the caller) runs its own slab of gen if still unclaimed, then every
- * slab nobody has claimed yet. */
+ * slab nobody has claimed yet. Slab 0 is the caller's alone: it finds its data in the
+ * caller's cache, and what a slab 0 does on the training thread (ops.c profiles the work
+ * fused into a GEMM's slabs there) never runs on a worker. A caller that is late delays
+ * nothing by that: the job ends only when it is back. */
 static void work(unsigned gen, int me)
 {
     eng_pool_fn fn;
@@ -114,7 +118,7 @@ static void work(unsigned gen, int me)
     if ((s = claim(gen, me, &fn, &ctx, &n)) >= 0) run_slab(fn, ctx, s, n, me > 0);
     else if (me > 0 && me >= n)
         return; /* no slab of its own: taking one would move it off its owner's core */
-    while ((s = claim(gen, -1, &fn, &ctx, &n)) >= 0) run_slab(fn, ctx, s, n, me > 0);
+    while ((s = claim(gen, me > 0 ? -2 : -1, &fn, &ctx, &n)) >= 0) run_slab(fn, ctx, s, n, me > 0);
 }
 
 /* The first generation after `seen`: spin, then sleep. The count of sleepers is raised

@@ -369,7 +369,7 @@ static double gemm_bound(int n_train, uint64_t seed, int be)
         for (int j = 0; j < 8; j++) {
             const eng_gemm_shape *g = &step_shapes[j];
             calls[j] = (gemm_call){ g->ta, g->tb, g->M, g->N, g->K, 1.0f, A[j], g->ta ? g->M : g->K, B[j],
-                                    g->tb ? g->K : g->N, 0.0f, C[j], g->N, ENG_SPLIT_AUTO };
+                                    g->tb ? g->K : g->N, 0.0f, C[j], g->N, ENG_SPLIT_AUTO, NULL };
         }
         int steps = (n_train + BATCH - 1) / BATCH;
         double t0 = now_s();

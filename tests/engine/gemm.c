@@ -14,6 +14,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <pthread.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -127,7 +128,7 @@ static int ksplit_run(eng_gemm_backend be, int M, int N, int K, const float *A, 
     for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, be);
     atomic_store(&posts, 0);
     atomic_store(&eng_pool_post_hook, count_post);
-    eng_sgemm_ksplit(M, N, K, A, K + 1, B, N + 2, C, ldc, work, cap);
+    eng_sgemm_ksplit(M, N, K, A, K + 1, B, N + 2, C, ldc, work, cap, NULL);
     atomic_store(&eng_pool_post_hook, NULL);
     eng_gemm_classes_clear();
     return atomic_load(&posts);
@@ -179,6 +180,89 @@ static void test_ksplit(void **state)
     }
     eng_gemm_set_threads(1);
     free(A), free(B), free(C), free(C2), free(R), free(work);
+}
+
+/* ---- work on C's rows after the product (eng_rows_after) ----------------------------------
+ * Each backend forced, 1 to 4 threads, a call cut by rows, one cut by columns (too few rows
+ * for every thread), one left whole, and the K cut: every row is handed over once, on
+ * 16-row edges, already computed (as the reference has it), slab 0 on the calling thread;
+ * `last` runs once, after every row. */
+#define AFTER_MAX_M 160
+typedef struct {
+    eng_rows_after a;
+    const float *C;
+    const double *ref;
+    int M, N, ldc;
+    pthread_t caller;
+    atomic_int seen[AFTER_MAX_M];
+    atomic_int handed, lasts, rows_at_last, bad;
+} after_ctx;
+
+static void after_rows_cb(void *ctx, int s, size_t r0, size_t r1)
+{
+    after_ctx *x = ctx;
+    if (r0 % ENG_SPLIT_UNIT || (r1 % ENG_SPLIT_UNIT && r1 != (size_t)x->M) || r1 > (size_t)x->M || r0 > r1 ||
+        (s == 0 && !pthread_equal(pthread_self(), x->caller)))
+        atomic_fetch_add(&x->bad, 1);
+    for (size_t r = r0; r < r1 && r < AFTER_MAX_M; r++) {
+        atomic_fetch_add(&x->seen[r], 1);
+        for (int j = 0; j < x->N; j++) {
+            double want = x->ref[r * (size_t)x->N + j];
+            if (fabs(x->C[r * (size_t)x->ldc + j] - want) > 1e-4 * (1.0 + fabs(want))) atomic_fetch_add(&x->bad, 1);
+        }
+    }
+    atomic_fetch_add(&x->handed, (int)(r1 - r0));
+}
+
+static void after_last_cb(void *ctx)
+{
+    after_ctx *x = ctx;
+    atomic_fetch_add(&x->lasts, 1);
+    atomic_store(&x->rows_at_last, atomic_load(&x->handed));
+}
+
+static void test_after_rows(void **state)
+{
+    (void)state;
+    static const int shapes[][4] = { { 128, 64, 50, 0 }, { 20, 300, 64, 0 }, { 7, 5, 3, 0 }, { 150, 40, 400, 1 } };
+    float *A = malloc(sizeof(float) * AFTER_MAX_M * 400), *B = malloc(sizeof(float) * 400 * 300);
+    float *C = malloc(sizeof(float) * AFTER_MAX_M * 301), *work = malloc(sizeof(float) * 3 * AFTER_MAX_M * 300);
+    double *ref = malloc(sizeof(double) * AFTER_MAX_M * 300);
+    uint32_t sd = 3u;
+    for (int i = 0; i < AFTER_MAX_M * 400; i++) A[i] = rnd(&sd);
+    for (int i = 0; i < 400 * 300; i++) B[i] = rnd(&sd);
+    for (int be = 0; be < ENG_GEMM_NB; be++)
+        for (int th = 1; th <= 4; th++)
+            for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+                int M = shapes[k][0], N = shapes[k][1], K = shapes[k][2], ldc = N + 1;
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < N; j++) {
+                        double sum = 0;
+                        for (int q = 0; q < K; q++) sum += (double)A[i * K + q] * B[q * N + j];
+                        ref[i * N + j] = sum;
+                    }
+                static after_ctx x;
+                memset(&x, 0, sizeof x);
+                x = (after_ctx){ .a = { .rows = after_rows_cb, .last = after_last_cb, .ctx = &x }, .C = C, .ref = ref,
+                                 .M = M, .N = N, .ldc = ldc, .caller = pthread_self() };
+                for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, (eng_gemm_backend)be);
+                eng_gemm_set_threads(th);
+                eng_pool_set_threads(th);
+                if (shapes[k][3])
+                    eng_sgemm_ksplit(M, N, K, A, K, B, N, C, ldc, work, (size_t)3 * AFTER_MAX_M * 300, &x.a);
+                else
+                    eng_sgemm_split_after(ENG_SPLIT_ROWS, 0, 0, M, N, K, 1.0f, A, K, B, N, 0.0f, C, ldc, &x.a);
+                eng_gemm_classes_clear();
+                int once = 1;
+                for (int r = 0; r < M; r++) once &= atomic_load(&x.seen[r]) == 1;
+                if (!once || atomic_load(&x.bad) || atomic_load(&x.lasts) != 1 || atomic_load(&x.rows_at_last) != M)
+                    fail_msg("%s, %d threads, %dx%dx%d%s: rows once %d, bad %d, last %d times after %d rows",
+                             eng_gemm_backend_name((eng_gemm_backend)be), th, M, N, K, shapes[k][3] ? " (K cut)" : "",
+                             once, atomic_load(&x.bad), atomic_load(&x.lasts), atomic_load(&x.rows_at_last));
+            }
+    eng_gemm_set_threads(1);
+    eng_pool_set_threads(1);
+    free(A), free(B), free(C), free(work), free(ref);
 }
 
 static const eng_gemm_shape mlp[] = { { 0, 0, 128, 256, 784, 1 }, { 1, 0, 784, 256, 128, 1 }, { 0, 1, 128, 784, 256, 1 },
@@ -342,6 +426,7 @@ int test_engine_gemm(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_backends_agree),
         cmocka_unit_test(test_ksplit),
+        cmocka_unit_test(test_after_rows),
         cmocka_unit_test(test_prepare_and_cache),
         cmocka_unit_test(test_failing_backend_skipped),
         cmocka_unit_test(test_cache_damage),

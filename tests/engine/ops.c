@@ -12,7 +12,7 @@
 #include <unistd.h>
 #include <string.h>
 
-#include "../../engine/internal.h"
+#include "../../engine/gemm_internal.h"
 #include "../../engine/rng.h"
 #include "isa_paths.h"
 #include "kinks.h"
@@ -1479,6 +1479,142 @@ static void test_profiled_counts(void **state)
     prof_destroy(p);
 }
 
+/* ---- bias and activation fused into the dense layers' GEMMs ---------------------------------
+ * Fused (what eng_model_build plans) against unfused (eng_model_set_fusion(m, 0)), for each
+ * activation, each backend forced, at 1 to 3 threads (the GEMM slabs run the fused nodes on
+ * their rows; OpenBLAS, and calls not cut by rows, after the product): the same logits,
+ * loss, weight gradients and input gradient bit for bit (the same kernels on the same
+ * elements); a fused bias's gradient sums its rows by blocks of 16, so within rounding of
+ * the one pass. 37 rows: the last block is short. */
+static void fused_pass(eng_model *m, const float *x, const int32_t *y, int rows, float *logits, float *grads,
+                       float *dinput)
+{
+    size_t np = eng_model_n_params(m);
+    eng_model_forward(m, x, rows, y, NULL, NULL);
+    eng_model_backward(m);
+    memcpy(logits, m->logits, (size_t)rows * m->n_out * sizeof(float));
+    memcpy(grads, eng_model_grads(m), np * sizeof(float));
+    memcpy(dinput, m->dinput, (size_t)rows * m->in_size * sizeof(float));
+}
+
+static void test_fused_matches_unfused(void **state)
+{
+    (void)state;
+    static const char *const acts[] = { "relu", "tanh", "sigmoid", "gelu" };
+    enum { ROWS = 37, IN = 30, OUT = 3 };
+    int in[3] = { 1, 1, IN };
+    for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+        for (int be = 0; be < ENG_GEMM_NB; be++)
+            for (int th = 1; th <= 3; th++) {
+                char spec[96];
+                snprintf(spec, sizeof spec, "dense:48:%s, dense:40:%s, dense:%d", acts[a], acts[a], OUT);
+                eng_model_config mc = cfg_of(spec, ENG_LOSS_SOFTMAX_XENT);
+                eng_model *m;
+                assert_int_equal(eng_model_build(&mc, in, OUT, ROWS, 3, NULL, &m), ENG_OK);
+                assert_int_equal(eng_model_enable_input_grad(m), ENG_OK);
+                /* dense2 runs dense1's bias and activation backward; dense1 its own forward ones */
+                assert_ptr_equal(m->nodes[0].fuse_fwd[0], &m->nodes[1]);
+                assert_ptr_equal(m->nodes[0].fuse_fwd[1], &m->nodes[2]);
+                assert_ptr_equal(m->nodes[3].fuse_bwd[0], &m->nodes[2]);
+                assert_ptr_equal(m->nodes[3].fuse_bwd[1], &m->nodes[1]);
+                assert_int_equal(m->nodes[1].fused, ENG_FUSED_FWD | ENG_FUSED_BWD);
+                for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, (eng_gemm_backend)be);
+                eng_gemm_set_threads(th);
+                eng_pool_set_threads(th);
+                size_t np = eng_model_n_params(m);
+                eng_rng r;
+                eng_rng_seed(&r, 11, 3);
+                fill_normal(eng_model_params(m), np, &r, 0.3); /* biases too */
+                float x[ROWS * IN], lf[ROWS * OUT], lu[ROWS * OUT], df[ROWS * IN], du[ROWS * IN];
+                int32_t y[ROWS];
+                fill_normal(x, ROWS * IN, &r, 1.0);
+                for (int i = 0; i < ROWS; i++) y[i] = (int32_t)eng_rng_below(&r, OUT);
+                float *gf = malloc(np * sizeof(float)), *gu = malloc(np * sizeof(float));
+                fused_pass(m, x, y, ROWS, lf, gf, df);
+                assert_int_equal(eng_model_set_fusion(m, 0), ENG_OK);
+                assert_null(m->nodes[0].fuse_fwd[0]);
+                assert_int_equal(m->nodes[1].fused, 0);
+                fused_pass(m, x, y, ROWS, lu, gu, du);
+                assert_memory_equal(lf, lu, sizeof lf);
+                assert_memory_equal(df, du, sizeof df);
+                for (int l = 0; l < m->n_layers; l++) {
+                    const eng_layer *L = &m->layers[l];
+                    size_t w0 = L->w_off, b0 = L->b_off;
+                    assert_memory_equal(gf + w0, gu + w0, L->n_w * sizeof(float));
+                    for (size_t i = 0; i < L->n_b; i++) {
+                        double e = fabs((double)gf[b0 + i] - gu[b0 + i]);
+                        if (e > 1e-6 * (1.0 + fabs(gu[b0 + i])))
+                            fail_msg("%s %s %d threads: layer %d bias %zu: fused %.9g, unfused %.9g", acts[a],
+                                     eng_gemm_backend_name((eng_gemm_backend)be), th, l, i, gf[b0 + i], gu[b0 + i]);
+                    }
+                }
+                /* and back: fused again gives the first pass's bits */
+                assert_int_equal(eng_model_set_fusion(m, 1), ENG_OK);
+                fused_pass(m, x, y, ROWS, lu, gu, du);
+                assert_memory_equal(lf, lu, sizeof lf);
+                assert_memory_equal(gf, gu, np * sizeof(float));
+                free(gf), free(gu);
+                eng_model_free(m);
+                eng_gemm_classes_clear();
+            }
+    eng_gemm_set_threads(1);
+    eng_pool_set_threads(1);
+}
+
+/* A fused bias's gradient is the sum of its 16-row blocks' sums, in block order, at any
+ * thread count; unfused, one pass over the rows in order. With the last layer's W one-hot
+ * (W2[j][j % 3] = 1) its dx is dlogits copied, exactly, whatever the GEMM's blocking, so
+ * the bias's dy is known here exactly and both sums can be redone in float. */
+static void test_fused_bias_blocks(void **state)
+{
+    (void)state;
+    enum { ROWS = 37, IN = 5, H = 48, OUT = 3 };
+    int in[3] = { 1, 1, IN };
+    for (int be = 0; be < ENG_GEMM_NB; be++)
+        for (int th = 1; th <= 3; th++)
+            for (int fused = 1; fused >= 0; fused--) {
+                eng_model_config mc = cfg_of("dense:48:relu, dense:3", ENG_LOSS_SOFTMAX_XENT);
+                eng_model *m;
+                assert_int_equal(eng_model_build(&mc, in, OUT, ROWS, 3, NULL, &m), ENG_OK);
+                assert_int_equal(eng_model_set_fusion(m, fused), ENG_OK);
+                for (int c = 0; c < ENG_GEMM_CLASSES; c++) eng_gemm_class_set(c, (eng_gemm_backend)be);
+                eng_gemm_set_threads(th);
+                eng_pool_set_threads(th);
+                eng_rng r;
+                eng_rng_seed(&r, 21, 4);
+                const eng_layer *L1 = &m->layers[0], *L2 = &m->layers[1];
+                fill_normal(eng_model_params(m), eng_model_n_params(m), &r, 0.5);
+                for (int j = 0; j < H; j++)
+                    for (int c = 0; c < OUT; c++) L2->w[j * OUT + c] = c == j % OUT ? 1.0f : 0.0f;
+                float x[ROWS * IN];
+                int32_t y[ROWS];
+                fill_normal(x, ROWS * IN, &r, 1.0);
+                for (int i = 0; i < ROWS; i++) y[i] = (int32_t)eng_rng_below(&r, OUT);
+                eng_model_forward(m, x, ROWS, y, NULL, NULL);
+                eng_model_backward(m);
+                for (int j = 0; j < H; j++) {
+                    float want = 0.0f, block = 0.0f;
+                    for (int i = 0; i < ROWS; i++) {
+                        float dy = L1->a[i * H + j] > 0.0f ? m->dlogits[i * OUT + j % OUT] : 0.0f;
+                        if (fused) {
+                            block += dy;
+                            if (i % 16 == 15 || i == ROWS - 1) want += block, block = 0.0f;
+                        } else {
+                            want += dy;
+                        }
+                    }
+                    if (memcmp(&want, &L1->db[j], sizeof want))
+                        fail_msg("%s, %s, %d threads: db[%d] %.9g, the %s sum %.9g", fused ? "fused" : "unfused",
+                                 eng_gemm_backend_name((eng_gemm_backend)be), th, j, L1->db[j],
+                                 fused ? "block" : "row", want);
+                }
+                eng_model_free(m);
+                eng_gemm_classes_clear();
+            }
+    eng_gemm_set_threads(1);
+    eng_pool_set_threads(1);
+}
+
 /* ---- building, init, determinism, no allocation in a step ---------------------------------- */
 
 static void test_build_summary_and_errors(void **state)
@@ -1766,6 +1902,8 @@ int test_engine_ops(void)
         cmocka_unit_test(test_backward_ready),
         cmocka_unit_test(test_flops_bytes),
         cmocka_unit_test(test_profiled_counts),
+        cmocka_unit_test(test_fused_matches_unfused),
+        cmocka_unit_test(test_fused_bias_blocks),
         cmocka_unit_test(test_build_summary_and_errors),
         cmocka_unit_test(test_init),
         cmocka_unit_test(test_determinism_and_no_alloc),

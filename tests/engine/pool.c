@@ -259,6 +259,46 @@ static void test_slabs_claimed(void **state)
     }
 }
 
+/* Slab 0 is the caller's alone: held at its first claim for a few milliseconds after a job
+ * is published, the caller still runs slab 0 itself, while the workers run the others (a
+ * worker used to take slab 0 after its own). */
+static pthread_t s0_caller;
+static atomic_int s0_hold, s0_off_caller;
+
+static void hold_caller_claim(uint64_t st)
+{
+    (void)st;
+    if (!pthread_equal(pthread_self(), s0_caller) || !atomic_exchange(&s0_hold, 0)) return;
+    struct timespec nap = { 0, 3000000 };
+    nanosleep(&nap, NULL);
+}
+
+static void note_slab0(void *ctx, int s, int nslab)
+{
+    (void)nslab;
+    if (s == 0 && !pthread_equal(pthread_self(), s0_caller)) atomic_fetch_add(&s0_off_caller, 1);
+    count_slab(ctx, s, nslab);
+}
+
+static void test_slab0_on_caller(void **state)
+{
+    (void)state;
+    s0_caller = pthread_self();
+    atomic_store(&s0_off_caller, 0);
+    eng_pool_set_threads(4);
+    atomic_store(&eng_pool_claim_hook, hold_caller_claim);
+    for (int k = 0; k < 20; k++) {
+        slab_count c;
+        memset(&c, 0, sizeof c);
+        int n = 2 + k % 3;
+        atomic_store(&s0_hold, 1);
+        assert_int_equal(eng_pool_run(n, note_slab0, &c), 1);
+        for (int s = 0; s < n; s++) assert_int_equal(atomic_load(&c.count[s]), 1);
+    }
+    atomic_store(&eng_pool_claim_hook, NULL);
+    assert_int_equal(atomic_load(&s0_off_caller), 0);
+}
+
 /* ---- a worker between two jobs ---------------------------------------------------------
  * A worker that read a finished job's state, then the next job's fields (written before the
  * next generation is published), must find nothing to claim. When only the bits below
@@ -518,6 +558,7 @@ int test_engine_pool(void)
         cmocka_unit_test_teardown(test_worker_between_jobs, teardown_hooks),
         cmocka_unit_test_teardown(test_ops_same_bits, teardown),
         cmocka_unit_test_teardown(test_small_ops_on_caller, teardown_hooks),
+        cmocka_unit_test_teardown(test_slab0_on_caller, teardown_hooks),
         cmocka_unit_test(test_split_range),
         cmocka_unit_test_teardown(test_optim_same_bits, teardown),
     };
