@@ -298,6 +298,13 @@ void eng_pool_for(size_t n, size_t grain, eng_pool_range_fn fn, void *ctx);
  * count when the GEMMs run on the pool, else 1). */
 void eng_pool_set_threads(int n);
 int eng_pool_threads(void);
+/* The idle task: a worker that has waited a few microseconds for a job calls fn(ctx)
+ * until the next job comes, again and again while it returns 1 (it did a piece of work:
+ * each call must be short, a few microseconds, and never block), every few dozen pauses
+ * while it returns 0. One task at a time: set returns 0 when another is set. NULL fn
+ * clears it, and returns once no worker is inside it. */
+typedef int (*eng_pool_idle_fn)(void *ctx);
+int eng_pool_set_idle(eng_pool_idle_fn fn, void *ctx);
 /* Slabs run by workers so far (not by callers): tests and benches see whether they helped. */
 long eng_pool_worker_slabs(void);
 /* Test hooks (tests/engine/pool.c holds a thread at a chosen point with them; NULL in a

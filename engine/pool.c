@@ -49,6 +49,16 @@ static struct {
 
 static int pool_threads = 1; /* eng_pool_set_threads */
 
+/* The idle task (eng_pool_set_idle): fn and ctx, and how many workers are inside it. */
+static _Atomic(eng_pool_idle_fn) idle_fn;
+static _Atomic(void *) idle_ctx;
+static atomic_int idle_inside;
+/* A worker spinning for a job calls the idle task after this many pauses without one (a
+ * few microseconds: the gaps between a step's jobs are shorter), then every IDLE_EVERY
+ * while the task has nothing to do (each call may take a lock). */
+#define IDLE_AFTER 100
+#define IDLE_EVERY 64
+
 _Atomic(eng_pool_claim_hook_fn) eng_pool_claim_hook;
 _Atomic(eng_pool_post_hook_fn) eng_pool_post_hook;
 
@@ -121,15 +131,52 @@ static void work(unsigned gen, int me)
     while ((s = claim(gen, me > 0 ? -2 : -1, &fn, &ctx, &n)) >= 0) run_slab(fn, ctx, s, n, me > 0);
 }
 
-/* The first generation after `seen`: spin, then sleep. The count of sleepers is raised
- * before the generation is read again under the mutex (seq_cst, as the caller's publish
- * then read of it), so either the caller sees a sleeper and broadcasts under the mutex, or
- * this thread sees the new generation and does not sleep. */
+/* One call of the idle task, if one is set; whether it did some work. seq_cst with
+ * eng_pool_set_idle: a worker that counts itself inside after the task was cleared and the
+ * count read reads the cleared task. */
+static int run_idle(void)
+{
+    atomic_fetch_add(&idle_inside, 1);
+    eng_pool_idle_fn fn = atomic_load(&idle_fn);
+    int did = fn ? fn(atomic_load(&idle_ctx)) : 0;
+    atomic_fetch_sub(&idle_inside, 1);
+    return did;
+}
+
+/* Setters serialise on a mutex; a worker reads fn, then ctx, counted inside: ctx is written
+ * before fn, and a clear waits for every worker inside, so none pairs one task's fn with
+ * another's ctx. */
+int eng_pool_set_idle(eng_pool_idle_fn fn, void *ctx)
+{
+    static pthread_mutex_t set_mu = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&set_mu);
+    int ok = !fn || !atomic_load(&idle_fn);
+    if (ok && fn) {
+        atomic_store(&idle_ctx, ctx);
+        atomic_store(&idle_fn, fn);
+    } else if (ok) {
+        atomic_store(&idle_fn, NULL);
+        while (atomic_load(&idle_inside)) cpu_relax();
+    }
+    pthread_mutex_unlock(&set_mu);
+    return ok;
+}
+
+/* The first generation after `seen`: spin (running the idle task while there is none),
+ * then sleep. The count of sleepers is raised before the generation is read again under
+ * the mutex (seq_cst, as the caller's publish then read of it), so either the caller sees
+ * a sleeper and broadcasts under the mutex, or this thread sees the new generation and does
+ * not sleep. */
 static unsigned wait_gen(unsigned seen)
 {
     unsigned g;
-    for (int spins = 0; spins < SPIN_ITERS; spins++) {
+    for (int spins = 0, next_idle = IDLE_AFTER; spins < SPIN_ITERS; spins++) {
         if ((g = gen_of(atomic_load_explicit(&pool.state, memory_order_acquire))) != seen) return g;
+        if (spins >= next_idle && atomic_load_explicit(&idle_fn, memory_order_relaxed)) {
+            if (run_idle()) spins = next_idle = IDLE_AFTER; /* working: stay awake */
+            else next_idle = spins + IDLE_EVERY;
+            continue;
+        }
         cpu_relax();
     }
     pthread_mutex_lock(&pool.mu);

@@ -410,16 +410,16 @@ static void evaluate(eng_run *r, double *loss, double *acc)
 
 /* Bytes the "data" phase moved for batch b: the rows copied into the batch buffer (inputs
  * and labels or targets; the copy's size, not read + write). 0 when the batch is the
- * stored set served in place (full batch). With prefetch only the rows this thread copied
- * itself count (caller_rows: those the prefetch thread had not got to); the others were
- * copied on the prefetch thread, outside this phase. */
+ * stored set served in place (full batch). With batches gathered ahead only the rows this
+ * thread copied itself count (caller_rows: those the prefetch thread, or the pool's idle
+ * workers, had not got to); the others were copied outside this phase. */
 static uint64_t gather_bytes(const eng_run *r, const eng_batch *b, long caller_rows)
 {
     const eng_dataset *ds = r->ds;
     if (b->x == ds->x_train) return 0;
     size_t per_row = ds->in_size * sizeof(float) +
                      (ds->classification ? sizeof(int32_t) : (size_t)ds->n_targets * sizeof(float));
-    return (uint64_t)(r->cfg.data.prefetch ? caller_rows : b->rows) * per_row;
+    return (uint64_t)(eng_batcher_prefetching(r->b) ? caller_rows : b->rows) * per_row;
 }
 
 /* ---- the dense task and its slots (loop.h) --------------------------------------------- */
@@ -429,7 +429,7 @@ static int dense_next(void *self, long s, eng_loop_batch *lb, uint64_t *bytes)
     eng_run *r = self;
     eng_batch *b = &r->cur;
     long by_thread = 0, caller_before = 0, caller_after = 0;
-    int counts = r->prof && r->cfg.data.prefetch;
+    int counts = r->prof && eng_batcher_prefetching(r->b);
     if (counts) eng_batcher_gather_counts(r->b, &by_thread, &caller_before);
     int rc = eng_batcher_next(r->b, b);
     if (counts) eng_batcher_gather_counts(r->b, &by_thread, &caller_after);
@@ -588,6 +588,8 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
                                .n_test = eng_gnn_split_size(r->gnn, ENG_SPLIT_TEST) };
     } else {
         rc = prepare_gemm(r);
+        /* at 2+ threads on the pool: the next batch in its workers' idle time */
+        if (!rc) eng_batcher_gather_on_pool(r->b);
         dense_setup(r, &info, &task);
     }
     info.core_round_trip_ns = trip;

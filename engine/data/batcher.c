@@ -1,8 +1,10 @@
 /* batcher.c — minibatches of the training set: a seeded permutation per epoch, rows
  * gathered into preallocated buffers (augmented and read through a throttled source when
- * asked), optionally up to prefetch_depth batches ahead on a second thread. */
+ * asked), optionally up to prefetch_depth batches ahead on a second thread, or one batch
+ * ahead in the engine's pool workers' idle time (eng_batcher_gather_on_pool). */
 #include "data_internal.h"
 
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -64,7 +66,8 @@ struct eng_batcher {
     int waiting;              /* threads in pthread_cond_wait: signal only when > 0 */
     int wake_pending;         /* a state change to signal once the mutex is released */
     atomic_long rows_by_thread, rows_by_caller;
-    int prefetch;         /* 1 when the thread runs */
+    int prefetch;         /* 1 when batches are gathered ahead: by the thread, or on the pool */
+    int on_pool;          /* ahead by the pool's idle workers (eng_batcher_gather_on_pool), no thread */
     int stop;
     pthread_t thread;
     pthread_mutex_t mu;   /* guards everything above that is not atomic, under prefetch */
@@ -200,10 +203,10 @@ static void wait_cv(eng_batcher *b)
 /* Copies chunks of batch gen (slot s, set up at start, rows long) until none is left to
  * claim; called without the mutex, with s/start/rows/gen read under it. Returns 1 if this
  * call copied the batch's last rows. */
-static int copy_chunks(eng_batcher *b, int s, int start, int rows, uint32_t gen, atomic_long *count)
+static int copy_chunks(eng_batcher *b, int s, int start, int rows, uint32_t gen, atomic_long *count, int max)
 {
     unsigned long long cur = atomic_load(&b->cursor);
-    for (;;) {
+    for (int n = 0; n < max; n++) {
         if ((uint32_t)(cur >> 32) != gen) return 0;
         int r0 = (int)(uint32_t)cur;
         if (r0 >= rows) return 0;
@@ -221,15 +224,17 @@ static int copy_chunks(eng_batcher *b, int s, int start, int rows, uint32_t gen,
         if (atomic_fetch_add(&b->done_rows, r1 - r0) + (r1 - r0) == rows) return 1;
         cur = atomic_load(&b->cursor);
     }
+    return 0;
 }
 
-/* With b->mu held: helps fill the open batch, and completes it if this side copied last. */
-static void help_fill(eng_batcher *b, atomic_long *count)
+/* With b->mu held: helps fill the open batch (up to max chunks), and completes it if this
+ * side copied last. */
+static void help_fill(eng_batcher *b, atomic_long *count, int max)
 {
     int s = b->fill_slot, start = b->fill_start, rows = b->fill_rows;
     uint32_t gen = b->fill_gen;
     unlock(b);
-    int last = copy_chunks(b, s, start, rows, gen, count);
+    int last = copy_chunks(b, s, start, rows, gen, count, max);
     pthread_mutex_lock(&b->mu);
     if (last) {
         b->state[s] = SLOT_READY;
@@ -241,8 +246,9 @@ static void help_fill(eng_batcher *b, atomic_long *count)
 }
 
 /* With b->mu held, no batch in flight and the next slot free: claims the next batch, sets
- * it up (mutex released), opens it to helpers and copies chunks of it. */
-static void claim_and_fill(eng_batcher *b, atomic_long *count)
+ * it up (mutex released) and opens it to helpers; 1 if there are rows to copy (b->mu held
+ * either way). */
+static int claim_open(eng_batcher *b, atomic_long *count)
 {
     long k = b->produced++;
     int s = (int)(k % b->nslots);
@@ -269,11 +275,38 @@ static void claim_and_fill(eng_batcher *b, atomic_long *count)
         b->gathering = 0;
         atomic_fetch_add(&b->completed, 1);
         wake(b);
-        return;
+        return 0;
     }
     b->fill_open = 1;
     wake(b);
-    help_fill(b, count);
+    return 1;
+}
+
+/* claim_open, then copy chunks of it until none is left. */
+static void claim_and_fill(eng_batcher *b, atomic_long *count)
+{
+    if (claim_open(b, count)) help_fill(b, count, INT_MAX);
+}
+
+/* The pool's idle workers (eng_batcher_gather_on_pool): one piece of the prefetch thread's
+ * work per call, never waiting: the next batch claimed and set up, or one chunk of it
+ * copied. The training thread copies whatever they have not when it asks for the batch. */
+static int idle_gather(void *arg)
+{
+    eng_batcher *b = arg;
+    if (pthread_mutex_trylock(&b->mu)) return 0;
+    int did = 0;
+    if (!b->gathering) {
+        if (b->state[b->produced % b->nslots] == SLOT_FREE) {
+            claim_open(b, &b->rows_by_thread);
+            did = 1;
+        }
+    } else if (b->fill_open && (int)(uint32_t)atomic_load(&b->cursor) < b->fill_rows) {
+        help_fill(b, &b->rows_by_thread, 1);
+        did = 1;
+    }
+    unlock(b);
+    return did;
 }
 
 /* The prefetch thread: as soon as the next slot is free (the caller took the batch before
@@ -314,6 +347,16 @@ int eng_batcher_create_at(const eng_dataset *ds, int batch, int shuffle, int pre
     eng_batcher_options o = { .shuffle = shuffle, .prefetch = prefetch, .depth = 1,
                               .wait_scope = -1, .gather_scope = -1, .start = start };
     return eng_batcher_create_opts(ds, batch, &o, seed, out);
+}
+
+/* Slot s's buffers (freed by eng_batcher_destroy, whatever was allocated); 0: out of memory. */
+static int alloc_slot(eng_batcher *b, int s)
+{
+    const eng_dataset *ds = b->ds;
+    if (!(b->x[s] = prof_malloc((size_t)b->batch * ds->in_size * sizeof(float)))) return 0;
+    if (ds->y_train && !(b->y[s] = prof_malloc((size_t)b->batch * sizeof(int32_t)))) return 0;
+    if (ds->t_train && !(b->t[s] = prof_malloc((size_t)b->batch * (size_t)ds->n_targets * sizeof(float)))) return 0;
+    return 1;
 }
 
 /* The batch order depends only on the seed and the batch index (see struct eng_batcher),
@@ -397,13 +440,7 @@ int eng_batcher_create_opts(const eng_dataset *ds, int batch, const eng_batcher_
     b->perm = prof_malloc((size_t)b->n * sizeof(int32_t));
     int ok = b->perm != NULL;
     for (int i = 0; ok && i < b->n; i++) b->perm[i] = i;
-    for (int s = 0; ok && s < b->nslots; s++) {
-        b->x[s] = prof_malloc((size_t)b->batch * ds->in_size * sizeof(float));
-        ok = b->x[s] != NULL;
-        if (ok && ds->y_train) ok = (b->y[s] = prof_malloc((size_t)b->batch * sizeof(int32_t))) != NULL;
-        if (ok && ds->t_train)
-            ok = (b->t[s] = prof_malloc((size_t)b->batch * (size_t)ds->n_targets * sizeof(float))) != NULL;
-    }
+    for (int s = 0; ok && s < b->nslots; s++) ok = alloc_slot(b, s);
     if (!ok) {
         eng_batcher_destroy(b);
         return eng_fail(ENG_ENOMEM, "batcher: out of memory for batches of %d rows", b->batch);
@@ -496,7 +533,7 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
         if (a == NEXT_CLAIM)
             claim_and_fill(b, &b->rows_by_caller);
         else if (a == NEXT_HELP)
-            help_fill(b, &b->rows_by_caller);
+            help_fill(b, &b->rows_by_caller, INT_MAX);
         else {
             /* Waiting for the prefetch thread: the stall data.wait measures. The spin
              * releases the mutex, so the thread may have completed this batch, and the
@@ -513,6 +550,26 @@ int eng_batcher_next(eng_batcher *b, eng_batch *out)
     unlock(b);
     return ENG_OK;
 }
+
+int eng_batcher_gather_on_pool(eng_batcher *b)
+{
+    if (b->full || b->prefetch || b->thr || b->produced != b->consumed || eng_pool_threads() < 2 || !alloc_slot(b, 1))
+        return 0; /* (a slot half allocated is freed with the batcher) */
+    pthread_mutex_init(&b->mu, NULL);
+    pthread_cond_init(&b->cv, NULL);
+    b->nslots = 2;
+    atomic_store(&b->completed, b->produced);
+    b->prefetch = b->on_pool = 1;
+    if (eng_pool_set_idle(idle_gather, b)) return 1;
+    /* another batcher has the pool's idle time: gather as before */
+    b->prefetch = b->on_pool = 0;
+    b->nslots = 1;
+    pthread_mutex_destroy(&b->mu);
+    pthread_cond_destroy(&b->cv);
+    return 0;
+}
+
+int eng_batcher_prefetching(const eng_batcher *b) { return b->prefetch; }
 
 long eng_batcher_set_share(eng_batcher *b, double lo, double hi)
 {
@@ -543,12 +600,16 @@ int eng_batcher_batches_per_epoch(const eng_batcher *b) { return b->bpe; }
 void eng_batcher_destroy(eng_batcher *b)
 {
     if (!b) return;
-    if (b->prefetch) {
+    if (b->on_pool) {
+        eng_pool_set_idle(NULL, NULL); /* returns once no worker is in idle_gather */
+    } else if (b->prefetch) {
         pthread_mutex_lock(&b->mu);
         b->stop = 1;
         pthread_cond_broadcast(&b->cv);
         pthread_mutex_unlock(&b->mu);
         pthread_join(b->thread, NULL);
+    }
+    if (b->prefetch) {
         pthread_mutex_destroy(&b->mu);
         pthread_cond_destroy(&b->cv);
     }

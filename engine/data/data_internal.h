@@ -69,6 +69,15 @@ void eng_data_decode(const uint8_t *restrict c, size_t n, double k, float *restr
  * eng_batcher_next copied itself (batches or chunks the thread had not got to); 0 and 0
  * without prefetch. For the profiler's byte counts, tests and measurements. */
 void eng_batcher_gather_counts(eng_batcher *b, long *by_thread, long *by_caller);
+/* Gathers each next batch ahead on the engine's pool, in the time its workers wait for a
+ * job (eng_pool_set_idle), into a second slot, with no thread of its own: what a prefetch
+ * thread does, without a third thread on cores that two compute threads fill. Only before
+ * the first batch, without prefetch, throttling or a full batch, with 2+ pool threads, and
+ * while no other batcher has the pool's idle time: 1 if switched, else 0 (and nothing
+ * changed). Batches and their order are those of the batcher gathering on its own.
+ * eng_batcher_prefetching: batches are gathered ahead (a thread, or the pool). */
+int eng_batcher_gather_on_pool(eng_batcher *b);
+int eng_batcher_prefetching(const eng_batcher *b);
 /* Tests only: called by a caller whose wait for the prefetch thread timed out, just before
  * it takes the batcher's mutex again (a sleep here opens the window in which the thread
  * completes batches unobserved). NULL in the product. */

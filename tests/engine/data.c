@@ -1115,6 +1115,76 @@ static void test_batcher_prefetch_same_order(void **state)
     }
 }
 
+/* Gathering ahead on the pool's idle workers (eng_batcher_gather_on_pool): at 2 and 3 pool
+ * threads, the batches and their order are those of the batcher alone, with shuffles, a
+ * short last batch and mixed pace (a trivial pool job before each batch keeps a worker
+ * spinning, so it gathers in its idle time); every row is copied once (by a worker or by
+ * the caller); some by a worker. It switches only before the first batch, without a
+ * prefetch thread, with 2+ pool threads and while no other batcher has the idle time; and a
+ * batcher destroyed while a worker is inside its idle task waits for it (make check). */
+static void noop_slab(void *ctx, int s, int nslab) { (void)ctx; (void)s; (void)nslab; }
+
+static void test_batcher_gather_on_pool(void **state)
+{
+    (void)state;
+    eng_dataset *ds = index_ds(1001, 0);
+    int *want = run_epochs(ds, 7, 1, 0, 5, 3);
+    eng_batcher *b, *other;
+    /* refused: one pool thread; a prefetch thread; a batch already served */
+    eng_pool_set_threads(1);
+    assert_int_equal(eng_batcher_create(ds, 7, 1, 0, 5, &b), ENG_OK);
+    assert_int_equal(eng_batcher_gather_on_pool(b), 0);
+    eng_batcher_destroy(b);
+    eng_pool_set_threads(2);
+    assert_int_equal(eng_batcher_create(ds, 7, 1, 1, 5, &b), ENG_OK);
+    assert_int_equal(eng_batcher_gather_on_pool(b), 0);
+    eng_batcher_destroy(b);
+    eng_batch bt;
+    assert_int_equal(eng_batcher_create(ds, 7, 1, 0, 5, &b), ENG_OK);
+    assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+    assert_int_equal(eng_batcher_gather_on_pool(b), 0);
+    eng_batcher_destroy(b);
+    long workers = 0;
+    for (int th = 2; th <= 3; th++) {
+        eng_pool_set_threads(th);
+        assert_int_equal(eng_batcher_create(ds, 7, 1, 0, 5, &b), ENG_OK);
+        assert_int_equal(eng_batcher_gather_on_pool(b), 1);
+        assert_true(eng_batcher_prefetching(b));
+        assert_int_equal(eng_batcher_create(ds, 7, 1, 0, 5, &other), ENG_OK);
+        assert_int_equal(eng_batcher_gather_on_pool(other), 0);   /* the idle time is taken */
+        eng_batcher_destroy(other);
+        int bpe = eng_batcher_batches_per_epoch(b), pos = 0;
+        uint32_t lcg = 777;
+        for (int k = 0; k < 3 * bpe; k++) {
+            assert_int_equal(eng_pool_run(th, noop_slab, NULL), 1);
+            lcg = lcg * 1103515245u + 12345u;
+            if ((lcg >> 16) % 2 == 0) usleep(100 + (lcg >> 8) % 200);
+            assert_int_equal(eng_batcher_next(b, &bt), ENG_OK);
+            for (int r = 0; r < bt.rows; r++) assert_int_equal((int)bt.x[2 * r], want[pos++]);
+        }
+        assert_int_equal(pos, 3 * 1001);
+        long by_thread, by_caller;
+        eng_batcher_gather_counts(b, &by_thread, &by_caller);
+        assert_in_range(by_thread + by_caller, 3 * 1001, 3 * 1001 + 7);
+        print_message("  gathered on the pool, %d threads: rows copied by its workers %ld, by the caller %ld\n", th,
+                      by_thread, by_caller);
+        workers += by_thread;
+        eng_batcher_destroy(b);
+    }
+    assert_true(workers > 0);
+    /* destroyed at once, a worker perhaps inside its idle task */
+    for (int k = 0; k < 40; k++) {
+        assert_int_equal(eng_batcher_create(ds, 7, 1, 0, 5, &b), ENG_OK);
+        assert_int_equal(eng_batcher_gather_on_pool(b), 1);
+        assert_int_equal(eng_pool_run(2, noop_slab, NULL), 1);
+        if (k % 2) usleep(20);
+        eng_batcher_destroy(b);
+    }
+    eng_pool_set_threads(1);
+    free(want);
+    index_ds_free(ds);
+}
+
 /* The caller's wait for the thread timed out and, before it took the mutex again, the
  * thread completed its batch and the next one and went to sleep on a full ring: a caller
  * that then slept too without looking again never woke (the CI machine hung here). The
@@ -1306,6 +1376,7 @@ int test_engine_data(void)
         cmocka_unit_test(test_batcher_codes_same_batches),
         cmocka_unit_test(test_batcher_prefetch_same_order),
         cmocka_unit_test(test_batcher_prefetch_mixed_pace),
+        cmocka_unit_test(test_batcher_gather_on_pool),
         cmocka_unit_test(test_batcher_prefetch_no_lost_wakeup),
         cmocka_unit_test(test_batcher_prefetch_shared_batches),
         cmocka_unit_test(test_batcher_destroy_early),

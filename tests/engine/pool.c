@@ -299,6 +299,51 @@ static void test_slab0_on_caller(void **state)
     assert_int_equal(atomic_load(&s0_off_caller), 0);
 }
 
+/* The idle task: a worker that waits for a job runs it (again while it returns 1), jobs
+ * still run every slab once while it is busy, a second task is refused (the first keeps its
+ * context), and once cleared
+ * it is never called again (clearing waits for a worker inside it). */
+static atomic_int idle_calls, idle_busy, idle_wrong_ctx;
+static int idle_mine, idle_theirs;
+static int idle_count(void *ctx)
+{
+    if (ctx != &idle_mine) atomic_fetch_add(&idle_wrong_ctx, 1);
+    atomic_fetch_add(&idle_calls, 1);
+    if (!atomic_load(&idle_busy)) return 0;
+    struct timespec nap = { 0, 20000 };
+    nanosleep(&nap, NULL);
+    return 1;
+}
+static int idle_other(void *ctx) { (void)ctx; return 0; }
+
+static void test_idle_task(void **state)
+{
+    (void)state;
+    eng_pool_set_threads(3);
+    atomic_store(&idle_calls, 0);
+    atomic_store(&idle_wrong_ctx, 0);
+    atomic_store(&idle_busy, 1);
+    assert_int_equal(eng_pool_set_idle(idle_count, &idle_mine), 1);
+    assert_int_equal(eng_pool_set_idle(idle_other, &idle_theirs), 0); /* refused, and the first kept whole */
+    slab_count c;
+    memset(&c, 0, sizeof c);
+    assert_int_equal(eng_pool_run(3, count_slab, &c), 1); /* wakes the workers */
+    assert_true(wait_for(&idle_calls, 20));
+    for (int k = 0; k < 50; k++) {
+        memset(&c, 0, sizeof c);
+        assert_int_equal(eng_pool_run(3, count_slab, &c), 1);
+        for (int s = 0; s < 3; s++) assert_int_equal(atomic_load(&c.count[s]), 1);
+    }
+    assert_int_equal(eng_pool_set_idle(NULL, NULL), 1);
+    int after = atomic_load(&idle_calls);
+    struct timespec nap = { 0, 3000000 };
+    nanosleep(&nap, NULL);
+    assert_int_equal(atomic_load(&idle_calls), after);
+    assert_int_equal(atomic_load(&idle_wrong_ctx), 0);
+    assert_int_equal(eng_pool_set_idle(idle_other, NULL), 1); /* free again */
+    assert_int_equal(eng_pool_set_idle(NULL, NULL), 1);
+}
+
 /* ---- a worker between two jobs ---------------------------------------------------------
  * A worker that read a finished job's state, then the next job's fields (written before the
  * next generation is published), must find nothing to claim. When only the bits below
@@ -559,6 +604,7 @@ int test_engine_pool(void)
         cmocka_unit_test_teardown(test_ops_same_bits, teardown),
         cmocka_unit_test_teardown(test_small_ops_on_caller, teardown_hooks),
         cmocka_unit_test_teardown(test_slab0_on_caller, teardown_hooks),
+        cmocka_unit_test_teardown(test_idle_task, teardown),
         cmocka_unit_test(test_split_range),
         cmocka_unit_test_teardown(test_optim_same_bits, teardown),
     };
