@@ -18,7 +18,7 @@ typedef struct {
     float beta;
     float *C;
     int ldc;
-    int split; /* how a threaded call cuts C: ENG_SPLIT_AUTO (the longer side), _ROWS, _COLS */
+    int split; /* how a threaded call cuts C: ENG_SPLIT_AUTO (the longer side) or _ROWS (eng_split) */
     eng_rows_after *after; /* work on C's rows after the product (internal.h), or NULL */
 } gemm_call;
 

@@ -858,6 +858,13 @@ static int is_act(const eng_node *n)
 /* A bias over a dense output's columns (one per column, in place). */
 static int is_dense_bias(const eng_node *n) { return n->op == ENG_OP_BIAS && n->n_b == n->out_size; }
 
+/* Floats of a fused bias b's backward blocks: one row of n_b sums per ENG_SPLIT_UNIT rows
+ * of the largest batch. */
+static size_t bias_block_floats(const eng_model *m, const eng_node *b)
+{
+    return (((size_t)m->max_batch + ENG_SPLIT_UNIT - 1) / ENG_SPLIT_UNIT) * b->n_b;
+}
+
 /* What dense node d = nodes[i] runs in its slabs: after it in the forward, its bias reading
  * y in place, then an activation of that; before it in the backward, an activation whose
  * dL/dy is d's dx, then a bias whose dL/dy is that activation's dL/dx (or a bias alone).
@@ -883,7 +890,7 @@ static void plan_fusion(eng_model *m, int i, size_t *blocks_floats)
     }
     if (pv && is_dense_bias(pv) && pv->dy == dy && !pv->accum) {
         d->fuse_bwd[1] = pv;
-        *blocks_floats += (((size_t)m->max_batch + ENG_SPLIT_UNIT - 1) / ENG_SPLIT_UNIT) * pv->n_b;
+        *blocks_floats += bias_block_floats(m, pv);
     }
 }
 
@@ -912,7 +919,7 @@ int eng_model_set_fusion(eng_model *m, int on)
         }
         if (d->fuse_bwd[1]) {
             d->fuse_bwd[1]->bpart = p;
-            p += (((size_t)m->max_batch + ENG_SPLIT_UNIT - 1) / ENG_SPLIT_UNIT) * d->fuse_bwd[1]->n_b;
+            p += bias_block_floats(m, d->fuse_bwd[1]);
         }
     }
     return ENG_OK;
