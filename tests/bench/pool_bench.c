@@ -5,16 +5,20 @@
  * 2 threads interleaved). ENG_POOL_GRAIN (engine/internal.h) comes from the second table.
  * The third: the momentum update of one 784 x 256 W (the Fashion MLP's first layer) at 2
  * threads, each thread taking half of every row (a cut by columns) or half of the rows (the
- * cut the engine makes, eng_optim_set_matrices), against one thread. First, the
+ * cut the engine makes, eng_optim_set_matrices), against one thread. The fourth: what the
+ * caller's slab of a K cut (its rows of that W) leaves in the rows after its end, which are
+ * the worker's: how long the worker then takes to write them (as its update does), after
+ * the caller's slab ran a oneDNN or OpenBLAS sgemm, a plain read, or nothing. First, the
  * core-to-core round trip of a cache line (prof_core_round_trip_ns), which says what any line crossing
  * between the two threads costs on this placement of the cores.
  * Figures mean something only on an idle machine.
  * Usage: pool_bench [--reps N] [--hold US: the caller's own slab, default 50] */
+#include <cblas.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "../../engine/internal.h"
+#include "../../engine/gemm_internal.h"
 #include "bench.h"
 
 static double hold_s = 50e-6; /* --hold US */
@@ -141,6 +145,126 @@ static void cut_update(int rows, int cols, int reps)
     eng_optim_free(o);
 }
 
+/* ---- what a K slab's GEMM leaves in the rows after its end ---------------------------- */
+
+enum { SEAM_NOTHING, SEAM_READ, SEAM_OPENBLAS, SEAM_ONEDNN, SEAM_N };
+#define SEAM_BAND 128 /* rows timed: the first SEAM_BAND after the seam, then the next */
+
+typedef struct {
+    float *w, *x, *c;
+    eng_optim *o;                /* momentum over W (a zero gradient): the worker's writes */
+    int rows, cols, batch, half; /* W is rows x cols; the caller's K slab: rows [0, half) */
+    int how;
+    pthread_t caller;
+    atomic_int worker_in; /* the worker took slab 1 of the job in hand */
+    double near_us, far_us; /* the worker's update of rows [half, +BAND), then [+BAND, +2 BAND) */
+} seam_ctx;
+
+static volatile float seam_sink;
+
+/* Slab 0 of a seam job waits until the worker has taken slab 1 (2 ms at most), so that the
+ * caller cannot take it; slab 1 says whether it runs on a worker. */
+static int seam_hold(seam_ctx *c, int s)
+{
+    if (!s) {
+        double t0 = now_s();
+        while (!atomic_load(&c->worker_in) && now_s() - t0 < 2e-3) {}
+        return 1;
+    }
+    if (pthread_equal(pthread_self(), c->caller)) return 0;
+    atomic_store(&c->worker_in, 1);
+    return 1;
+}
+
+/* Job 1: the worker reads its rows [half, rows) (as its own slab of the product would); the
+ * caller, once the worker is in, runs its K slab (rows [0, half) of W) as `how` says. */
+static void seam_first(void *ctx, int s, int nslab)
+{
+    (void)nslab;
+    seam_ctx *c = ctx;
+    size_t cols = (size_t)c->cols;
+    if (!seam_hold(c, s)) return;
+    if (s) {
+        float acc = 0.0f;
+        for (size_t i = (size_t)c->half * cols; i < (size_t)c->rows * cols; i += 16) acc += c->w[i];
+        seam_sink = acc;
+        return;
+    }
+    gemm_call g = { 0, 0, c->batch, c->cols, c->half, 1.0f, c->x, c->rows, c->w, c->cols, 0.0f, c->c, c->cols,
+                    ENG_SPLIT_AUTO, NULL };
+    if (c->how == SEAM_READ) {
+        float acc = 0.0f;
+        for (size_t i = 0; i < (size_t)c->half * cols; i += 16) acc += c->w[i];
+        seam_sink = acc;
+    } else if (c->how == SEAM_OPENBLAS)
+        eng_gemm_run(ENG_GEMM_OPENBLAS, &g);
+    else if (c->how == SEAM_ONEDNN)
+        eng_gemm_run(ENG_GEMM_ONEDNN, &g);
+}
+
+/* Job 2: the worker updates the first SEAM_BAND rows after the seam, then the next
+ * (eng_optim_step_range from inside a slab runs on that slab's thread). */
+static void seam_second(void *ctx, int s, int nslab)
+{
+    (void)nslab;
+    seam_ctx *c = ctx;
+    if (!seam_hold(c, s) || !s) return;
+    size_t band = (size_t)SEAM_BAND * (size_t)c->cols, at = (size_t)c->half * (size_t)c->cols;
+    double t0 = now_s();
+    eng_optim_step_range(c->o, at, at + band);
+    double t1 = now_s();
+    eng_optim_step_range(c->o, at + band, at + 2 * band);
+    c->near_us = (t1 - t0) * 1e6;
+    c->far_us = (now_s() - t1) * 1e6;
+}
+
+/* Microseconds for the worker to write the rows after the caller's K slab, per way the
+ * caller's slab ran, interleaved; Fashion's first layer: W 784 x 256, batch 128. */
+static void seam_table(int reps)
+{
+    static const char *const name[SEAM_N] = { "nothing", "a plain read of its rows", "OpenBLAS sgemm",
+                                               "oneDNN sgemm" };
+    seam_ctx c = { .rows = 784, .cols = 256, .batch = 128 };
+    size_t lo, hi;
+    eng_split_range((size_t)c.rows, ENG_SPLIT_UNIT, 0, 2, &lo, &hi); /* the engine's K cut of this W */
+    c.half = (int)hi;
+    printf("\nthe rows after a K slab: a %d x %d W cut by K as the engine cuts the Fashion MLP's first layer at\n"
+           "2 threads (the caller's slab rows 0..%d, the worker's %d..%d); the caller's slab runs as below\n"
+           "while the worker reads its rows, then the worker updates the %d rows after the seam and the next\n"
+           "%d (momentum, as its update does): us, median of %d reps\n", c.rows, c.cols, c.half - 1, c.half,
+           c.rows - 1, SEAM_BAND, SEAM_BAND, reps);
+    c.w = prof_calloc((size_t)c.rows * c.cols, 4);
+    c.x = prof_calloc((size_t)c.batch * c.rows, 4);
+    c.c = prof_calloc((size_t)c.batch * c.cols, 4);
+    float *g = prof_calloc((size_t)c.rows * c.cols, 4);
+    eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.0, .momentum = 0.9 };
+    if (eng_optim_create(&tc, (size_t)c.rows * c.cols, &c.o)) return;
+    double t[SEAM_N][2][64];
+    int n[SEAM_N] = { 0 };
+    openblas_set_num_threads(1);
+    for (int r = 0; r < reps * 4 && n[SEAM_ONEDNN] < reps; r++)
+        for (int how = 0; how < SEAM_N; how++) {
+            c.how = how, c.caller = pthread_self(), c.near_us = c.far_us = -1;
+            atomic_store(&c.worker_in, 0);
+            if (!eng_pool_run(2, seam_first, &c) || !atomic_load(&c.worker_in)) continue;
+            atomic_store(&c.worker_in, 0);
+            eng_optim_step_begin(c.o, c.w, g, 0.0);
+            if (!eng_pool_run(2, seam_second, &c) || c.near_us < 0) continue;
+            if (n[how] < 64) t[how][0][n[how]] = c.near_us, t[how][1][n[how]] = c.far_us, n[how]++;
+        }
+    printf("%-28s %12s %12s   %s\n", "the caller's slab ran", "rows +0..127", "+128..255", "(reps)");
+    for (int how = 0; how < SEAM_N; how++) {
+        if (!n[how]) {
+            printf("%-28s %12s %12s   (no rep had the worker)\n", name[how], "-", "-");
+            continue;
+        }
+        printf("%-28s %12.2f %12.2f   (%d)\n", name[how], stats_of(t[how][0], n[how]).med, stats_of(t[how][1], n[how]).med,
+               n[how]);
+    }
+    prof_free(c.w), prof_free(c.x), prof_free(c.c), prof_free(g);
+    eng_optim_free(c.o);
+}
+
 int main(int argc, char **argv)
 {
     int reps = 31;
@@ -169,5 +293,6 @@ int main(int argc, char **argv)
     printf("\nmomentum update of one W: us per update, median of %d interleaved reps\n", reps < 9 ? reps : 9);
     printf("%-11s %10s %12s %12s\n", "W", "1T", "2T by rows", "2T by cols");
     cut_update(784, 256, reps < 9 ? reps : 9);
+    seam_table(reps < 9 ? reps : 9);
     return 0;
 }
