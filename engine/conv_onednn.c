@@ -14,12 +14,15 @@
  * slabs on the engine's pool (pool.c), each slab with its own part of the workspace, and
  * adds the slabs' dW. oneDNN's own OpenMP threads are never woken: they spin-wait after
  * each call and fought the pool's workers for the cores (2 threads ran this ResNet slower
- * than 1). Per call nothing is looked up under a lock nor created: the node keeps its
+ * than 1). Nor are OpenBLAS's: dW sums are added by add_dw, not cblas_saxpy, which splits a
+ * vector of more than 10000 floats over OpenBLAS's threads, whose worker then spins beside
+ * the pool's (docs/convolution.md, "Threads"). Per call nothing is looked up under a lock nor created: the node keeps its
  * layer record (layout, workspace room, the sets it ran), each set keeps per slab the
  * memory objects its primitives bind (re-pointed at each call), each thread one stream. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "conv_internal.h"
+#include "lanes.h"
 
 #include <cblas.h>
 #include <dnnl.h>
@@ -442,6 +445,10 @@ static int run_prim(const dn_call *c, int dir, int st, dn_set *s, int which, voi
     return bad ? -1 : 0;
 }
 
+/* dw += part, element by element (what cblas_saxpy with alpha 1 computes, bit for bit), on
+ * the calling thread only. */
+static void add_dw(float *dw, const float *part, size_t n) { lanes_add(part, dw, dw, n); }
+
 /* Rows r0 .. r0+S-1 by set s: forward, or backward (dx when the node wants it; dW written
  * to dw when first, else added to it through the set's chunk dW). */
 static int run_rows(const dn_call *c, dn_set *s, int r0, int S, int bwd, float *dw, int first)
@@ -459,7 +466,7 @@ static int run_rows(const dn_call *c, dn_set *s, int r0, int S, int bwd, float *
     float *to = first ? dw : c->ws + s->dw_off;
     void *ptr[3] = { x, dy, to };
     if (run_prim(c, 1, CONV_ST_WEIGHTS, s, DN_WEIGHTS, ptr)) return -1;
-    if (!first) cblas_saxpy((int)n->n_w, 1.0f, to, 1, dw, 1);
+    if (!first) add_dw(dw, to, n->n_w);
     return 0;
 }
 
@@ -522,7 +529,7 @@ static void dn_pass(eng_node *n, int rows, int bwd)
     }
     /* the slabs' dW sums, in slab order (the same bits at the same thread count) */
     for (int s = 1; bwd && s < nslab && !atomic_load(&j.failed); s++)
-        cblas_saxpy((int)n->n_w, 1.0f, n->col + (size_t)s * L->room, 1, n->dw, 1);
+        add_dw(n->dw, n->col + (size_t)s * L->room, n->n_w);
     /* only a primitive that worked when it was made and fails now lands here: say so loudly
      * in the values rather than train on stale ones */
     if (!L || atomic_load(&j.failed)) {

@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include <cblas.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -660,7 +661,8 @@ static void test_conv_onednn_scopes(void **state)
 }
 
 /* onednn at 2 threads splits a pass's rows into 2 slabs on the engine's pool (each slab's
- * primitives on one thread, the slabs' dW added after), never on oneDNN's OpenMP threads:
+ * primitives on one thread, the slabs' dW added after by the engine's own loop), never on
+ * oneDNN's OpenMP threads nor OpenBLAS's:
  * every pass posts a pool job (the post hook counts them whoever runs the slabs, so this
  * holds on a loaded machine too) and agrees with 1 thread within rounding, in both layouts.
  * The state the layer keeps between calls (its sets, each slab's memory objects re-pointed
@@ -668,6 +670,20 @@ static void test_conv_onednn_scopes(void **state)
  * one again (bit for bit the first), each against the reference. */
 static atomic_int posted;
 static void count_post(void) { atomic_fetch_add(&posted, 1); }
+
+/* OpenBLAS's level-1 entry the slabs' dW sums once went through: OpenBLAS splits a vector
+ * of more than 10000 floats over its own threads, whose worker then spins beside the
+ * pool's (docs/convolution.md, "Threads"). This definition takes the calls of the library
+ * linked into this test; each is counted and handed to OpenBLAS's. */
+static atomic_int saxpy_calls;
+void cblas_saxpy(OPENBLAS_CONST blasint n, OPENBLAS_CONST float alpha, OPENBLAS_CONST float *x,
+                 OPENBLAS_CONST blasint incx, float *y, OPENBLAS_CONST blasint incy)
+{
+    atomic_fetch_add(&saxpy_calls, 1);
+    void (*real)(blasint, float, const float *, blasint, float *, blasint);
+    *(void **)&real = dlsym(RTLD_NEXT, "cblas_saxpy");
+    if (real) real(n, alpha, x, incx, y, incy);
+}
 
 static void run_rows_case(conv_node *c, int rows, float *out)
 {
@@ -709,11 +725,15 @@ static void test_conv_onednn_threads_rows(void **state)
             run_rows_case(&c, c.rows, one);
             openblas_set_num_threads(2);
             atomic_store(&posted, 0);
+            atomic_store(&saxpy_calls, 0);
             atomic_store(&eng_pool_post_hook, count_post);
             memcpy(c.dy, dy0, ny * sizeof(float));
             run_rows_case(&c, c.rows, two);
             atomic_store(&eng_pool_post_hook, NULL);
             if (atomic_load(&posted) < 2) fail_msg("%s: a 2-thread pass posted %d pool jobs", k.what, atomic_load(&posted));
+            if (atomic_load(&saxpy_calls))
+                fail_msg("%s: a 2-thread pass called cblas_saxpy %d times (OpenBLAS's threads)", k.what,
+                         atomic_load(&saxpy_calls));
             double worst = 0.0, scale = 0.0;
             for (size_t i = 0; i < tot; i++) {
                 double d = fabs((double)one[i] - two[i]);
