@@ -16,9 +16,10 @@
  * each call and fought the pool's workers for the cores (2 threads ran this ResNet slower
  * than 1). Nor are OpenBLAS's: dW sums are added by add_dw, not cblas_saxpy, which splits a
  * vector of more than 10000 floats over OpenBLAS's threads, whose worker then spins beside
- * the pool's (docs/convolution.md, "Threads"). Per call nothing is looked up under a lock nor created: the node keeps its
- * layer record (layout, workspace room, the sets it ran), each set keeps per slab the
- * memory objects its primitives bind (re-pointed at each call), each thread one stream. */
+ * the pool's (docs/convolution.md, "Threads"). Per call nothing is looked up under a lock
+ * nor created: the node keeps its layer record (layout, workspace room, the sets it ran),
+ * each set keeps per slab the memory objects its primitives bind (re-pointed at each
+ * call), each thread one stream. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "conv_internal.h"

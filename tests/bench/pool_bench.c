@@ -233,12 +233,12 @@ static void seam_table(int reps)
            "while the worker reads its rows, then the worker updates the %d rows after the seam and the next\n"
            "%d (momentum, as its update does): us, median of %d reps\n", c.rows, c.cols, c.half - 1, c.half,
            c.rows - 1, SEAM_BAND, SEAM_BAND, reps);
+    eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.0, .momentum = 0.9 };
+    if (eng_optim_create(&tc, (size_t)c.rows * c.cols, &c.o)) return;
     c.w = prof_calloc((size_t)c.rows * c.cols, 4);
     c.x = prof_calloc((size_t)c.batch * c.rows, 4);
     c.c = prof_calloc((size_t)c.batch * c.cols, 4);
     float *g = prof_calloc((size_t)c.rows * c.cols, 4);
-    eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.0, .momentum = 0.9 };
-    if (eng_optim_create(&tc, (size_t)c.rows * c.cols, &c.o)) return;
     double t[SEAM_N][2][64];
     int n[SEAM_N] = { 0 };
     openblas_set_num_threads(1);
@@ -252,7 +252,10 @@ static void seam_table(int reps)
             if (!eng_pool_run(2, seam_second, &c) || c.near_us < 0) continue;
             if (n[how] < 64) t[how][0][n[how]] = c.near_us, t[how][1][n[how]] = c.far_us, n[how]++;
         }
-    printf("%-28s %12s %12s   %s\n", "the caller's slab ran", "rows +0..127", "+128..255", "(reps)");
+    char near[32], far[32];
+    snprintf(near, sizeof near, "rows +0..%d", SEAM_BAND - 1);
+    snprintf(far, sizeof far, "+%d..%d", SEAM_BAND, 2 * SEAM_BAND - 1);
+    printf("%-28s %12s %12s   %s\n", "the caller's slab ran", near, far, "(reps)");
     for (int how = 0; how < SEAM_N; how++) {
         if (!n[how]) {
             printf("%-28s %12s %12s   (no rep had the worker)\n", name[how], "-", "-");
