@@ -1,8 +1,10 @@
 /* monitor_bench.c — what the live monitor costs the training it watches: one experiment whose
  * variants differ only in [monitor] (off; Prometheus /metrics scraped every 100 ms by a thread
  * of this process; live TensorBoard event files), run through the one runner, interleaved
- * off / prometheus / tensorboard in every rep, profiling and layer telemetry on in all three
- * (so the monitor has op rows and histograms to publish). Rows: training wall time on / off.
+ * off / prometheus / tensorboard then tensorboard / prometheus / off in every rep (a drift of
+ * the machine's speed weighs on all three alike), profiling and layer telemetry on in all
+ * three (so the monitor has op rows and histograms to publish). Rows: training wall time
+ * on / off.
  * usage: monitor_bench [--quick] [--reps N]
  * Output: "ROW<TAB>12<TAB>label<TAB>median<TAB>min<TAB>max<TAB>absolute<TAB>goal<TAB>verdict". */
 #include <arpa/inet.h>
@@ -63,7 +65,10 @@ static int free_port(void)
     return ntohs(a.sin_port);
 }
 
+enum { V_OFF, V_PROM, V_TB };
+
 typedef struct {
+    const int *slot; /* the experiment's variant i is slot[i] (V_OFF, V_PROM or V_TB) */
     double wall[3];
     int scrapes_at_prom;
     int failed;
@@ -79,14 +84,14 @@ static void on_done(void *ud, const runner_variant *o, prof_t *prof)
         snprintf(r->error, sizeof r->error, "%s", o->error);
         return;
     }
-    r->wall[o->index] = o->res.wall_s;
+    r->wall[r->slot[o->index]] = o->res.wall_s;
 }
 
 static int on_begin(void *ud, size_t v, const eng_config *cfg)
 {
     outcome *r = ud;
     (void)cfg;
-    if (v == 2) r->scrapes_at_prom = atomic_load(&scrapes); /* the prometheus variant has ended */
+    if (v == 2) r->scrapes_at_prom = atomic_load(&scrapes); /* the prometheus variant (1) has ended */
     return 0;
 }
 
@@ -105,45 +110,60 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
     }
     if (reps < 1 || reps > 64) reps = 5;
-    char dir[] = "/tmp/nnbench-monitor-bench-XXXXXX", path[128], text[2048];
+    char dir[] = "/tmp/nnbench-monitor-bench-XXXXXX", path[128], text[2048], vars[2][400];
     if (!mkdtemp(dir) || (port = free_port()) < 0) { perror("monitor_bench"); return 1; }
-    snprintf(text, sizeof text,
-             "[experiment]\nname = monitor-bench\nseed = 1\n[data]\nsource = spirals\nn = 4000\n"
-             "[model]\nlayers = dense:128:tanh, dense:128:tanh, dense:2\n"
-             "[train]\noptimizer = adam\nlr = 0.001\nbatch = 64\nmax_steps = %d\nlog_every = 10\ntelemetry = true\nthreads = 1\n"
-             "[profile]\nenabled = true\n"
-             "[variant off]\n[variant prometheus]\nmonitor.metrics = 127.0.0.1:%d\n"
-             "[variant tensorboard]\nmonitor.tensorboard = %s/tb\n", quick ? 1500 : 4000, port, dir);
-    snprintf(path, sizeof path, "%s/e.ini", dir);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(text, f) < 0 || fclose(f)) { perror(path); return 1; }
-    eng_experiment *ex = NULL;
-    if (eng_experiment_load(path, NULL, 0, &ex)) { fprintf(stderr, "monitor_bench: %s\n", eng_error()); return 1; }
+    /* the same variants in two orders: slot[e][i] is experiment e's variant i */
+    static const int slot[2][3] = { { V_OFF, V_PROM, V_TB }, { V_TB, V_PROM, V_OFF } };
+    char off[] = "[variant off]\n", prom_v[120], tb_v[200];
+    snprintf(prom_v, sizeof prom_v, "[variant prometheus]\nmonitor.metrics = 127.0.0.1:%d\n", port);
+    snprintf(tb_v, sizeof tb_v, "[variant tensorboard]\nmonitor.tensorboard = %s/tb\n", dir);
+    snprintf(vars[0], sizeof vars[0], "%s%s%s", off, prom_v, tb_v);
+    snprintf(vars[1], sizeof vars[1], "%s%s%s", tb_v, prom_v, off);
+    eng_experiment *ex[2] = { NULL, NULL };
+    for (int e = 0; e < 2; e++) {
+        snprintf(text, sizeof text,
+                 "[experiment]\nname = monitor-bench\nseed = 1\n[data]\nsource = spirals\nn = 4000\n"
+                 "[model]\nlayers = dense:128:tanh, dense:128:tanh, dense:2\n"
+                 "[train]\noptimizer = adam\nlr = 0.001\nbatch = 64\nmax_steps = %d\nlog_every = 10\ntelemetry = true\n"
+                 "threads = 1\n[profile]\nenabled = true\n%s", quick ? 1500 : 4000, vars[e]);
+        snprintf(path, sizeof path, "%s/e%d.ini", dir, e);
+        FILE *f = fopen(path, "w");
+        if (!f || fputs(text, f) < 0 || fclose(f)) { perror(path); return 1; }
+        if (eng_experiment_load(path, NULL, 0, &ex[e])) { fprintf(stderr, "monitor_bench: %s\n", eng_error()); return 1; }
+    }
     pthread_t th;
     pthread_create(&th, NULL, scraper, NULL);
     double prom[64], tb[64], off_s = 0, prom_s = 0, tb_s = 0;
     int code = 0, total_scrapes = 0;
     for (int k = 0; k < reps && !code; k++) {
         fprintf(stderr, "monitor_bench: rep %d/%d\n", k + 1, reps);
-        outcome r = { 0 };
-        int before = atomic_load(&scrapes);
-        runner_hooks h = { .ud = &r, .begin = on_begin, .done = on_done };
-        runner_summary sum;
-        runner_run(ex, NULL, &h, &sum);
-        if (r.failed) { fprintf(stderr, "monitor_bench: %s\n", r.error); code = 1; break; }
-        prom[k] = r.wall[1] / r.wall[0];
-        tb[k] = r.wall[2] / r.wall[0];
-        off_s += r.wall[0] / reps, prom_s += r.wall[1] / reps, tb_s += r.wall[2] / reps;
-        total_scrapes += r.scrapes_at_prom - before;
+        double w[3] = { 0, 0, 0 };
+        for (int e = 0; e < 2 && !code; e++) {
+            outcome r = { .slot = slot[e] };
+            int before = atomic_load(&scrapes);
+            runner_hooks h = { .ud = &r, .begin = on_begin, .done = on_done };
+            runner_summary sum;
+            runner_run(ex[e], NULL, &h, &sum);
+            if (r.failed) { fprintf(stderr, "monitor_bench: %s\n", r.error); code = 1; break; }
+            for (int i = 0; i < 3; i++) w[i] += r.wall[i];
+            total_scrapes += r.scrapes_at_prom - before;
+        }
+        if (code) break;
+        prom[k] = w[V_PROM] / w[V_OFF];
+        tb[k] = w[V_TB] / w[V_OFF];
+        off_s += w[V_OFF] / 2 / reps, prom_s += w[V_PROM] / 2 / reps, tb_s += w[V_TB] / 2 / reps;
     }
     atomic_store(&stop_scraper, 1);
     pthread_join(th, NULL);
-    eng_experiment_free(ex);
+    eng_experiment_free(ex[0]);
+    eng_experiment_free(ex[1]);
     if (!code) {
         char abs[200];
-        snprintf(abs, sizeof abs, "%.2f s on, %.2f s off (means); %d scrapes answered", prom_s, off_s, total_scrapes);
+        snprintf(abs, sizeof abs, "%.2f s on, %.2f s off (means of 2 runs each a rep); %d scrapes answered", prom_s,
+                 off_s, total_scrapes);
         row("Prometheus /metrics scraped every 100 ms: training time on / off", prom, reps, abs);
-        snprintf(abs, sizeof abs, "%.2f s on, %.2f s off (means); telemetry every 10 steps", tb_s, off_s);
+        snprintf(abs, sizeof abs, "%.2f s on, %.2f s off (means of 2 runs each a rep); telemetry every 10 steps", tb_s,
+                 off_s);
         row("live TensorBoard event files: training time on / off", tb, reps, abs);
         if (total_scrapes < reps) { fprintf(stderr, "monitor_bench: the endpoint answered %d scrapes\n", total_scrapes); code = 1; }
     }
