@@ -138,7 +138,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < reps && !code; k++) {
         fprintf(stderr, "monitor_bench: rep %d/%d\n", k + 1, reps);
         double w[3] = { 0, 0, 0 };
-        for (int e = 0; e < 2 && !code; e++) {
+        for (int e = 0; e < 2; e++) {
             outcome r = { .slot = slot[e] };
             int before = atomic_load(&scrapes);
             runner_hooks h = { .ud = &r, .begin = on_begin, .done = on_done };

@@ -162,6 +162,14 @@ typedef struct {
 
 static volatile float seam_sink;
 
+/* Reads one float of each 64-byte line of rows [r0, r1) of W (into seam_sink). */
+static void seam_read_rows(const seam_ctx *c, int r0, int r1)
+{
+    float acc = 0.0f;
+    for (size_t i = (size_t)r0 * (size_t)c->cols; i < (size_t)r1 * (size_t)c->cols; i += 16) acc += c->w[i];
+    seam_sink = acc;
+}
+
 /* Slab 0 of a seam job waits until the worker has taken slab 1 (2 ms at most), so that the
  * caller cannot take it; slab 1 says whether it runs on a worker. */
 static int seam_hold(seam_ctx *c, int s)
@@ -182,21 +190,16 @@ static void seam_first(void *ctx, int s, int nslab)
 {
     (void)nslab;
     seam_ctx *c = ctx;
-    size_t cols = (size_t)c->cols;
     if (!seam_hold(c, s)) return;
     if (s) {
-        float acc = 0.0f;
-        for (size_t i = (size_t)c->half * cols; i < (size_t)c->rows * cols; i += 16) acc += c->w[i];
-        seam_sink = acc;
+        seam_read_rows(c, c->half, c->rows);
         return;
     }
     gemm_call g = { 0, 0, c->batch, c->cols, c->half, 1.0f, c->x, c->rows, c->w, c->cols, 0.0f, c->c, c->cols,
                     ENG_SPLIT_AUTO, NULL };
-    if (c->how == SEAM_READ) {
-        float acc = 0.0f;
-        for (size_t i = 0; i < (size_t)c->half * cols; i += 16) acc += c->w[i];
-        seam_sink = acc;
-    } else if (c->how == SEAM_OPENBLAS)
+    if (c->how == SEAM_READ)
+        seam_read_rows(c, 0, c->half);
+    else if (c->how == SEAM_OPENBLAS)
         eng_gemm_run(ENG_GEMM_OPENBLAS, &g);
     else if (c->how == SEAM_ONEDNN)
         eng_gemm_run(ENG_GEMM_ONEDNN, &g);
