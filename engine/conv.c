@@ -275,6 +275,22 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
     return best;
 }
 
+int eng_conv_prepare_gemms(eng_node *n, int rows)
+{
+    static const eng_conv_algo gemm_algos[] = { ENG_CONV_IM2COL, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4, ENG_CONV_FFT };
+    eng_gemm_shape g[2 * (sizeof gemm_algos / sizeof gemm_algos[0]) * ENG_OP_MAX_GEMMS];
+    eng_conv_algo was = n->conv_algo;
+    int ng = 0, last = n->chunk > 0 && rows > n->chunk ? rows % n->chunk : 0;
+    for (size_t i = 0; i < sizeof gemm_algos / sizeof gemm_algos[0]; i++) {
+        if (*eng_conv_fallback(n, gemm_algos[i])) continue;
+        n->conv_algo = gemm_algos[i];
+        ng += eng_conv_gemms(n, rows, g + ng);
+        if (last) ng += eng_conv_gemms(n, last, g + ng);
+    }
+    n->conv_algo = was;
+    return eng_gemm_prepare_add(g, ng);
+}
+
 /* The candidates of auto, fastest kept: im2col and onednn always; with stride 1 direct,
  * Winograd F(2x2) and F(4x4) on 3x3 kernels and FFT on kernels of 5 and more (below that
  * it never wins: the transforms cost more than the products save). The pick is cached per
@@ -282,7 +298,7 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
  * directory; the threads are BLAS's, set before the model is built), as the GEMM choice
  * is: the same model on the same machine runs the same algorithm, so its runs repeat bit
  * for bit and a resumed or data-parallel run computes as the first one did. */
-static void conv_choose(eng_node *n, int rows, int reps)
+static int conv_choose(eng_node *n, int rows, int reps)
 {
     static const eng_conv_algo cand[] = { ENG_CONV_IM2COL, ENG_CONV_DIRECT, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4,
                                           ENG_CONV_FFT, ENG_CONV_ONEDNN };
@@ -294,8 +310,12 @@ static void conv_choose(eng_node *n, int rows, int reps)
             if (!strcmp(val, eng_conv_algo_name(cand[i])) && !*eng_conv_fallback(n, cand[i]) &&
                 (cand[i] != ENG_CONV_ONEDNN || !eng_dnconv_prepare(n, rows, reps))) {
                 n->conv_algo = cand[i];
-                return;
+                return ENG_OK;
             }
+    /* the GEMM classes of every candidate prepared first, so that each is timed on the
+     * backends a run would give it (an unprepared class runs on OpenBLAS, unchosen) */
+    int rc = eng_conv_prepare_gemms(n, rows);
+    if (rc) return rc;
     eng_conv_algo best = ENG_CONV_IM2COL;
     double tbest = 1e300;
     for (size_t i = 0; i < sizeof cand / sizeof cand[0]; i++) {
@@ -307,12 +327,15 @@ static void conv_choose(eng_node *n, int rows, int reps)
     }
     n->conv_algo = best;
     eng_choice_put("conv-choices", key, eng_conv_algo_name(best));
+    return ENG_OK;
 }
 
 int eng_conv_select(eng_node *n, eng_conv_algo want, int rows, int reps)
 {
-    if (want == ENG_CONV_AUTO) conv_choose(n, rows, reps);
-    else n->conv_algo = *eng_conv_fallback(n, want) ? ENG_CONV_IM2COL : want;
+    if (want == ENG_CONV_AUTO) {
+        int rc = conv_choose(n, rows, reps);
+        if (rc) return rc;
+    } else n->conv_algo = *eng_conv_fallback(n, want) ? ENG_CONV_IM2COL : want;
     if (n->conv_algo == ENG_CONV_ONEDNN) return eng_dnconv_prepare(n, rows, reps);
     return n->conv_algo == ENG_CONV_FFT ? eng_fft_prepare(n) : ENG_OK;
 }

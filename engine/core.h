@@ -35,6 +35,10 @@ void eng_batcher_destroy(eng_batcher *b);
  * Free with eng_model_free. */
 int eng_model_build(const eng_model_config *mc, const int in_shape[3], int n_out,
                     int max_batch, uint64_t seed, prof_t *prof, eng_model **out);
+/* Chooses the GEMM backend of every shape class the model issues on `rows` rows at
+ * `threads` threads (train.gemm = auto), as a run does before it trains: for code that
+ * steps a model itself (the benches), so that its GEMMs are not served unchosen. */
+int eng_model_prepare_gemms(const eng_model *m, int rows, int threads);
 /* Forward through the layers and the loss. Exactly one of labels/targets is non-NULL.
  * Returns the mean loss over the rows; *correct (may be NULL) gets the number of rows
  * whose argmax matches the label (classification only). */

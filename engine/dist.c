@@ -492,6 +492,17 @@ void eng_dist_balance(double *ema, const float *per_row, int n, double *cuts)
     cuts[n] = 1;
 }
 
+void eng_dist_rows_range(int global, int world, int measured, int *lo, int *hi)
+{
+    if (world < 1) world = 1;
+    /* a cut at global * c is rounded to a row, so a share of s holds s * global rows +- 1 */
+    double least = measured ? BALANCE_FLOOR / world : 1.0 / world;
+    double most = measured ? 1 - (world - 1) * least : 1.0 / world;
+    int l = (int)floor(least * global) - 1, h = (int)ceil(most * global) + 1;
+    *lo = l < 0 ? 0 : l;
+    *hi = h > global ? global : h;
+}
+
 const double *eng_dist_cuts(const eng_dist *d) { return d->cuts; }
 
 /* ---- buckets (dist.bucket_kb) ----------------------------------------------------------- */

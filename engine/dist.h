@@ -46,6 +46,12 @@ const double *eng_dist_cuts(const eng_dist *d);
  * none yet), updated; cuts[0..n] rewritten with shares proportional to 1/ema, each at
  * least a quarter of an even share — unchanged until every rank has been measured. */
 void eng_dist_balance(double *ema, const float *per_row, int n, double *cuts);
+/* The rows a rank's share of a global batch of `global` rows can hold among `world` ranks
+ * (pure): [*lo, *hi]. Even shares: the even cut's, within one row; dist.balance = measured
+ * (`measured` != 0): anything from the floor share up to all but the others' floors. Every
+ * GEMM shape class those rows give is prepared before the run (train.c), so that no rank
+ * meets a class that was never measured. */
+void eng_dist_rows_range(int global, int world, int measured, int *lo, int *hi);
 /* IEEE half precision (the fp16 compression), round to nearest even; F16C on the avx2 and
  * avx512 paths, the same bits as the scalar code of NNBENCH_ISA=generic for every number
  * and infinity. add: b[i] = half(float(a[i]) + float(b[i])). */

@@ -69,6 +69,9 @@ const char *eng_openblas_core_note(void);
  * and per class "NN 128x256x784 onednn 57.0 GF/s (openblas 26.9); ...". */
 void eng_gemm_describe(char *buf, size_t cap);
 void eng_gemm_describe_classes(char *buf, size_t cap);
+/* GEMM calls so far, in this process, of a shape class no eng_gemm_prepare measured (OpenBLAS
+ * serves them, unchosen): a run counts its own (eng_run_result.gemm_unprepared_calls). */
+long eng_gemm_unprepared_calls(void);
 /* Why a backend was skipped in the last choice ("" when none was). */
 const char *eng_gemm_notes(void);
 /* nnbench sysinfo --calibrate: forgets this machine's cached choices, measures the
@@ -477,6 +480,7 @@ typedef struct {
     double wall_to_target, hybrid_to_target;
     size_t peak_bytes;           /* engine allocations (prof_mem) */
     size_t peak_rss;             /* process peak RSS, bytes */
+    long gemm_unprepared_calls;  /* GEMM calls of the run on a shape class nothing measured */
     long solves, quantum_solves; /* Newton only */
     double kappa_first, kappa_last; /* mean routing kappa estimate at first/last Newton step; NAN otherwise */
     long checkpoints;            /* checkpoints handed to the sink by this process */

@@ -19,6 +19,7 @@
 /* ---- the class table ------------------------------------------------------------------ */
 
 static unsigned char class_backend[ENG_GEMM_CLASSES]; /* eng_gemm_backend + 1; 0 = unprepared */
+static atomic_long unprepared_calls;                   /* eng_gemm_unprepared_calls */
 
 static int log2_bucket(int x)
 {
@@ -191,14 +192,19 @@ static int onednn_serves(int ta, int tb, int M, int N, int K)
     return eng_gemm_class_get(eng_gemm_class(ta, tb, M, N, K)) == ENG_GEMM_ONEDNN;
 }
 
+long eng_gemm_unprepared_calls(void) { return atomic_load_explicit(&unprepared_calls, memory_order_relaxed); }
+
 void eng_sgemm_split_after(eng_split split, int ta, int tb, int M, int N, int K, float alpha, const float *A,
                            int lda, const float *B, int ldb, float beta, float *C, int ldc, eng_rows_after *after)
 {
     gemm_call c = { ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, split, after };
     if (M <= 0 || N <= 0) return;
+    int cls = eng_gemm_class(ta, tb, M, N, K);
+    if (cls >= 0 && cls < ENG_GEMM_CLASSES && !class_backend[cls])
+        atomic_fetch_add_explicit(&unprepared_calls, 1, memory_order_relaxed);
     /* dnnl_sgemm fails only in its argument checks, before it writes C; should that ever
      * happen, OpenBLAS does the call (and `after` every row again). */
-    if (onednn_serves(ta, tb, M, N, K) && run_onednn(&c) == 0) return;
+    if (eng_gemm_class_get(cls) == ENG_GEMM_ONEDNN && run_onednn(&c) == 0) return;
     run_openblas(&c);
     after_whole(after, M, N);
 }

@@ -23,7 +23,7 @@ typedef struct {
     int M, N, K;
 } cache_ent;
 
-#define MAX_CLASSES 64
+#define MAX_CLASSES 1024
 typedef struct {
     int cls;
     eng_gemm_shape s;
@@ -313,6 +313,24 @@ int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *sha
         if (chosen.c[i].be == ENG_GEMM_ONEDNN) eng_pool_set_threads(threads);
     warm_up();
     return ENG_OK;
+}
+
+int eng_gemm_prepare_add(const eng_gemm_shape *shapes, int n)
+{
+    int have = chosen.n;
+    eng_gemm_shape *all = malloc((size_t)(have + n + 1) * sizeof *all);
+    if (!all) return eng_fail(ENG_ENOMEM, "gemm: out of memory for the shape classes");
+    for (int i = 0; i < have; i++) {
+        const eng_gemm_shape *s = &chosen.c[i].s;
+        all[i] = *s;
+        all[i].calls = chosen.c[i].flops / (2.0 * s->M * (double)s->N * s->K);
+    }
+    if (n) memcpy(all + have, shapes, (size_t)n * sizeof *all);
+    int prepared = chosen.threads > 0;
+    int rc = eng_gemm_prepare(prepared ? chosen.pol : ENG_GEMM_POLICY_AUTO, prepared ? chosen.threads : eng_gemm_threads(),
+                              all, have + n);
+    free(all);
+    return rc;
 }
 
 const char *eng_gemm_notes(void) { return chosen.notes; }

@@ -271,6 +271,10 @@ typedef struct {
  * for the rest; fills the class table eng_sgemm reads. ENG_EINVAL when no backend passed
  * its check on some class. */
 int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n);
+/* The classes of shapes[n] joined to the last prepared ones, prepared again under the last
+ * policy and thread count (auto at eng_gemm_threads before any prepare): for timing a
+ * choice between code paths (conv.c's auto) on the GEMMs a run would give them. */
+int eng_gemm_prepare_add(const eng_gemm_shape *shapes, int n);
 void eng_gemm_set_threads(int n);
 int eng_gemm_threads(void);
 
@@ -535,13 +539,18 @@ void eng_conv_bwd(eng_node *n, int rows);
 uint64_t eng_conv_flops(const eng_node *n, int rows, eng_dir dir);
 uint64_t eng_conv_bytes(const eng_node *n, int rows, eng_dir dir);
 int eng_conv_gemms(const eng_node *n, int rows, eng_gemm_shape *g);
+/* Prepares (eng_gemm_prepare_add) the GEMM classes of every GEMM-based algorithm the node
+ * can run on `rows` rows, its last shorter chunk included: what auto times them on, and
+ * what a bench comparing them gives each. */
+int eng_conv_prepare_gemms(eng_node *n, int rows);
 /* Floats of n->col (and of n->dcol) the node needs for `chunk` rows under either algorithm. */
 size_t eng_conv_ws_floats(const eng_node *n, int chunk);
 /* Sets n->conv_algo from the requested one: a forced algorithm the layer cannot run falls
  * back to im2col (eng_conv_fallback says why); auto times `reps` forward + backward passes
  * of `rows` rows with each algorithm the node can run (its buffers must be wired; their
- * contents are overwritten) and keeps the fastest, cached per machine and shape. Makes the
- * FFT plans of an fft node. ENG_OK, or ENG_EINVAL (FFTW could not plan) with a message. */
+ * contents are overwritten; the GEMM-based ones on prepared classes) and keeps the
+ * fastest, cached per machine and shape. Makes the FFT plans of an fft node. ENG_OK, or
+ * ENG_EINVAL (FFTW could not plan, or no GEMM backend passed its check) with a message. */
 int eng_conv_select(eng_node *n, eng_conv_algo want, int rows, int reps);
 /* Why the node cannot run algo ("" when it can): "needs a 3x3 kernel and stride 1". */
 const char *eng_conv_fallback(const eng_node *n, eng_conv_algo algo);

@@ -19,6 +19,7 @@ struct eng_loop {
     double t0, ops_live_t;
     int epoch;                  /* the current batch's epoch (metrics carry it) */
     long ckpt_step;             /* step of the last checkpoint taken (-1: none) */
+    long unprepared0;           /* eng_gemm_unprepared_calls when the run began */
 };
 
 static double wall_of(const eng_loop *lp) { return prof_now_s() - lp->t0; }
@@ -360,6 +361,7 @@ static void loop_result(eng_loop *lp, int rc)
     res->samples_per_s = S->train_time > 0 ? S->total_rows / S->train_time : 0;
     res->peak_bytes = prof_mem_peak();
     res->peak_rss = prof_peak_rss();
+    res->gemm_unprepared_calls = eng_gemm_unprepared_calls() - lp->unprepared0;
     if (lp->sl->update->finish) lp->sl->update->finish(lp->sl->update->ud, res);
 }
 
@@ -381,6 +383,7 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
                                  .steps_to_target = -1, .wall_to_target = NAN, .hybrid_to_target = NAN };
     }
     lp.ops_live_t = prof_now_s();
+    lp.unprepared0 = eng_gemm_unprepared_calls();
     eng_run_info info = *env->info;
     if (state) {
         info.resumed_step = state->step;

@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- the one place every op runs ----------------------------------------------------- */
@@ -946,15 +947,29 @@ int eng_model_plan_ksplit(eng_model *m)
     return ENG_OK;
 }
 
+int eng_model_prepare_gemms(const eng_model *m, int rows, int threads)
+{
+    int cap = 2 * m->n_nodes * ENG_OP_MAX_GEMMS + 1;
+    eng_gemm_shape *sh = malloc((size_t)cap * sizeof *sh);
+    if (!sh) return eng_fail(ENG_ENOMEM, "gemm: out of memory for the model's shapes");
+    int rc = eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, threads, sh, eng_model_gemm_shapes(m, rows, sh, cap));
+    free(sh);
+    return rc;
+}
+
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap)
 {
     int n = 0;
     for (int i = 0; i < m->n_nodes; i++) {
         const eng_node *nd = &m->nodes[i];
         if (!eng_ops[nd->op].gemms) continue;
-        eng_gemm_shape g[ENG_OP_MAX_GEMMS];
-        int k = eng_ops[nd->op].gemms(nd, rows, g);
-        for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
+        /* a node that works in chunks of rows (conv) also multiplies the last, shorter one */
+        int last = nd->chunk > 0 && rows > nd->chunk ? rows % nd->chunk : 0;
+        for (int part = 0; part < (last ? 2 : 1); part++) {
+            eng_gemm_shape g[ENG_OP_MAX_GEMMS];
+            int k = eng_ops[nd->op].gemms(nd, part ? last : rows, g);
+            for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
+        }
     }
     return n;
 }

@@ -321,6 +321,11 @@ int eng_run_create(const eng_config *cfg, const char *experiment_text, prof_t *p
     int want = r->cfg.train.threads > 0 ? r->cfg.train.threads : env_threads;
     if (openblas_get_num_threads() != want) openblas_set_num_threads(want);
     r->threads = openblas_get_num_threads();
+    /* This run's GEMM policy and threads, no class yet: what conv2d's auto times its
+     * candidates under while the model is built (eng_gemm_prepare_add); prepare_gemm then
+     * chooses for the model's own shapes. */
+    rc = eng_gemm_prepare(r->cfg.train.gemm, r->threads, NULL, 0);
+    if (rc) { eng_run_destroy(r); return rc; }
 
     if (r->cfg.data.source == ENG_DATA_GRAPH) rc = create_graph(r);
     else rc = create_dense(r);
@@ -544,24 +549,59 @@ static void dense_setup(eng_run *r, eng_run_info *info, eng_loop_task *task)
     }
 }
 
-/* Chooses the GEMM backend of every shape class the model issues: training batches, the
- * last short batch and the test chunks. */
-static int prepare_gemm(eng_run *r)
+/* Under mpirun, the rows a rank's share of a global batch of `global` rows can hold
+ * (eng_dist_rows_range), one count per power-of-two class of rows (eng_gemm_class) and the
+ * range's two ends, into rows[]; the count written. */
+static int rank_rows(const eng_run *r, int global, int *rows, int cap)
 {
-    eng_gemm_shape sh[4 * ENG_MAX_NODES * ENG_OP_MAX_GEMMS];
+    int lo, hi, n = 0;
+    eng_dist_rows_range(global, eng_dist_world(), r->cfg.dist.balance == ENG_BALANCE_MEASURED, &lo, &hi);
+    if (lo < 1) lo = 1;
+    if (n < cap && lo <= hi) rows[n++] = lo;
+    for (int p = 1; p <= hi && n < cap; p *= 2)
+        if (p > lo) rows[n++] = p;
+    if (n < cap && hi > lo) rows[n++] = hi;
+    return n;
+}
+
+/* The GEMM shapes of the dense model: training batches, the last short batch and the test
+ * chunks; under mpirun also each rank's share of the training batches, whatever
+ * dist.balance makes of it (a class left out would run on OpenBLAS unmeasured: measured
+ * shares once moved a rank into one, at half speed, and then gave it ever fewer rows).
+ * The count written to sh. */
+enum { MAX_ROWS = 40, MAX_SHAPES = MAX_ROWS * ENG_MAX_NODES * ENG_OP_MAX_GEMMS };
+static int dense_shapes(const eng_run *r, eng_gemm_shape *sh)
+{
     const eng_dataset *ds = r->ds;
     /* rows of the calls and how many of them an epoch makes (evaluation included) */
-    int rows[3] = { r->batch, ds->n_train % r->batch, ds->n_test % r->batch };
-    double calls[3] = { (double)(ds->n_train / r->batch) + (double)(ds->n_test / r->batch), 1, 1 };
-    int n = 0;
-    for (int i = 0; i < 3; i++) {
+    int rows[MAX_ROWS] = { r->batch, ds->n_train % r->batch, ds->n_test % r->batch };
+    double calls[MAX_ROWS] = { (double)(ds->n_train / r->batch) + (double)(ds->n_test / r->batch), 1, 1 };
+    int nr = 3, n = 0;
+    if (eng_dist_world() > 1)
+        for (int g = 0; g < 2; g++) {
+            int k = rows[g] > 0 ? rank_rows(r, rows[g], rows + nr, MAX_ROWS - nr) : 0;
+            for (int i = nr; i < nr + k; i++) calls[i] = g ? 1 : (double)(ds->n_train / r->batch);
+            nr += k;
+        }
+    for (int i = 0; i < nr; i++) {
         if (rows[i] <= 0) continue;
-        int k = eng_model_gemm_shapes(r->m, rows[i], sh + n, (int)(sizeof sh / sizeof sh[0]) - n);
+        int k = eng_model_gemm_shapes(r->m, rows[i], sh + n, MAX_SHAPES - n);
         for (int j = n; j < n + k; j++) sh[j].calls = calls[i];
         n += k;
     }
+    return n;
+}
+
+/* Chooses the GEMM backend of every shape class the run issues (the dense model's, or the
+ * graph task's) and records the choice. */
+static int prepare_gemm(eng_run *r)
+{
+    eng_gemm_shape *sh = malloc(MAX_SHAPES * sizeof *sh);
+    if (!sh) return eng_fail(ENG_ENOMEM, "gemm: out of memory for the model's shapes");
+    int n = r->gnn ? eng_gnn_gemm_shapes(r->gnn, sh, MAX_SHAPES) : dense_shapes(r, sh);
     int rc = eng_gemm_prepare(r->cfg.train.gemm, r->threads, sh, n);
-    if (!rc) rc = eng_model_plan_ksplit(r->m);
+    free(sh);
+    if (!rc && r->m) rc = eng_model_plan_ksplit(r->m);
     if (rc) return rc;
     eng_gemm_describe(r->gemm, sizeof r->gemm);
     eng_gemm_describe_classes(r->gemm_classes, sizeof r->gemm_classes);
@@ -579,13 +619,15 @@ int eng_run_train(eng_run *r, const eng_sink *sink)
      * whose calls leave OpenBLAS's threads spinning for a while. */
     double trip = r->threads > 1 ? prof_core_round_trip_ns(2000) : NAN;
     if (r->gnn) {
+        rc = prepare_gemm(r);
         eng_gnn_task(r->gnn, &task, &r->extra);
         r->slots.extra = &r->extra;
         info = (eng_run_info){ .cfg = &r->cfg, .experiment_text = r->text, .dataset = eng_gnn_name(r->gnn),
                                .model_summary = eng_gnn_summary(r->gnn), .n_params = eng_gnn_n_params(r->gnn),
                                .threads = r->threads, .total_steps = r->total_steps,
                                .n_train = eng_gnn_split_size(r->gnn, ENG_SPLIT_TRAIN),
-                               .n_test = eng_gnn_split_size(r->gnn, ENG_SPLIT_TEST) };
+                               .n_test = eng_gnn_split_size(r->gnn, ENG_SPLIT_TEST), .gemm = r->gemm,
+                               .gemm_classes = r->gemm_classes, .gemm_notes = eng_gemm_notes() };
     } else {
         rc = prepare_gemm(r);
         /* at 2+ threads on the pool: the next batch in its workers' idle time */

@@ -203,6 +203,11 @@ static void print_table(const row *rows, size_t n)
         printf("%s  %-11s %6ld %9s %9s %8s %9s %7s\n", v, eng_run_status_name(r->status), r->created ? s->steps : 0L,
                fl, tl, acc, sps, t);
     }
+    for (size_t i = 0; i < n; i++)
+        if (rows[i].created && rows[i].res.gemm_unprepared_calls > 0)
+            printf("warning: %s: %ld GEMM calls had a shape class that no calibration measured; OpenBLAS served them "
+                   "unchosen (a bug: report the model and its batch size)\n",
+                   rows[i].variant, rows[i].res.gemm_unprepared_calls);
     int world = eng_dist_world();
     if (world > 1) printf("ran data-parallel on %d MPI ranks (samples/s counts rank 0's share of each batch)\n", world);
     if (!any_newton && !any_target) return;
@@ -273,6 +278,7 @@ static void print_json(const eng_experiment *ex, const row *rows, size_t n, int 
         json_num(&j, "hybrid_to_target", r->created ? s->hybrid_to_target : na);
         json_num(&j, "peak_bytes", r->created ? (double)s->peak_bytes : na);
         json_num(&j, "peak_rss", r->created ? (double)s->peak_rss : na);
+        json_num(&j, "gemm_unprepared_calls", r->created ? (double)s->gemm_unprepared_calls : na);
         json_num(&j, "solves", r->created ? (double)s->solves : na);
         json_num(&j, "quantum_solves", r->created ? (double)s->quantum_solves : na);
         json_num(&j, "kappa_first", r->created ? s->kappa_first : na);

@@ -166,5 +166,10 @@ size_t eng_gnn_n_params(const eng_gnn *m);
 const char *eng_gnn_summary(const eng_gnn *m);
 const eng_graph *eng_gnn_graph(const eng_gnn *m);
 int eng_gnn_split_size(const eng_gnn *m, int which);
+/* The GEMM shapes the sage layers can issue, into out (eng_gemm_prepare): a block's
+ * destinations are any number up to the graph's nodes, so one row count per power-of-two
+ * class of rows from 1 to the node count, and the node count itself (the full graph). The
+ * count written. */
+int eng_gnn_gemm_shapes(const eng_gnn *m, eng_gemm_shape *out, int cap);
 
 #endif

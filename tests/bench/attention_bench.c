@@ -69,8 +69,10 @@ static int measure(int var, int n, int reps, point *out)
     size_t live0 = prof_mem_live();
     prof_mem_reset_peak();
     eng_model *m;
-    if (eng_model_build(&mc, ds->in_shape, 2, 1, 1, p, &m)) {
+    m = NULL;
+    if (eng_model_build(&mc, ds->in_shape, 2, 1, 1, p, &m) || eng_model_prepare_gemms(m, 1, 1)) {
         fprintf(stderr, "attention_bench: n=%d %s: %s\n", n, VAR_NAME[var], eng_error());
+        eng_model_free(m);
         prof_destroy(p);
         eng_data_free(ds);
         return -1;

@@ -11,6 +11,8 @@
  *  - the Fashion CNN's two layers as its model runs them (the first computes no dx), every
  *    algorithm they can run interleaved: the fastest one's GFLOP/s over the GEMM rate per
  *    rep, issue 21's goal (>= 0.5), so that it is held against whatever is fastest.
+ * Every algorithm's GEMMs run on the backend eng_gemm_prepare chose for their shape class
+ * (eng_conv_prepare_gemms), as in a run.
  * Time ratios are im2col / algorithm (above 1: the algorithm is faster), per rep, the two
  * interleaved; each timing is the best of 3 passes, in this thread's CPU time: with one
  * BLAS thread all the work runs here, and other loads on a shared machine inflate CPU time
@@ -76,6 +78,11 @@ static int node_make(bench_node *b, const layer *L)
         if (!b->buf[i]) return -1;
     if (!n->col || !n->dcol) return -1;
     n->x = b->buf[0]; n->dx = b->buf[1]; n->y = b->buf[2]; n->dy = b->buf[3]; n->w = b->buf[4]; n->dw = b->buf[5];
+    /* every algorithm's GEMMs on the backend chosen for their class, as a run gives them */
+    if (eng_conv_prepare_gemms(n, BATCH)) {
+        fprintf(stderr, "conv_bench: %s\n", eng_error());
+        return -1;
+    }
     eng_rng r;
     eng_rng_seed(&r, 7, 0);
     for (size_t i = 0; i < sz[0]; i++) b->buf[0][i] = (float)eng_rng_normal(&r);
@@ -267,6 +274,10 @@ int main(int argc, char **argv)
         return 2;
     }
     openblas_set_num_threads(1);
+    if (eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 1, NULL, 0)) {
+        fprintf(stderr, "conv_bench: %s\n", eng_error());
+        return 1;
+    }
     printf("ENV\tconv_bench_threads\t1\n");
     gemm_rate = machine_gemm_rate();
     printf("ENV\tconv_bench_gemm_gflops\t%.1f\n", gemm_rate);

@@ -54,6 +54,7 @@ static int setup(const char *dir, int n_train, bench_ctx *c)
     c->lr = cfg->train.lr;
     rc = eng_data_load(&cfg->data, 1, &c->ds);
     if (!rc) rc = eng_model_build(&cfg->model, c->ds->in_shape, c->ds->n_classes, 128, 1, NULL, &c->m);
+    if (!rc) rc = eng_model_prepare_gemms(c->m, 128, 1);
     if (!rc) rc = eng_optim_create(&cfg->train, eng_model_n_params(c->m), &c->o);
     if (!rc) rc = eng_batcher_create(c->ds, 128, 1, 0, 1, &c->b);
     const eng_grad_kind kinds[4] = { ENG_GRAD_ZNORM, ENG_GRAD_CENTRALIZE, ENG_GRAD_CLIP_NORM, ENG_GRAD_CLIP_VALUE };

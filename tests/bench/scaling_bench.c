@@ -58,6 +58,7 @@ static int measure(int h, const float *x, const int32_t *y, double *step_s, doub
     eng_optim *o = NULL;
     const int in_shape[3] = { 1, 1, IN };
     int rc = eng_model_build(&mc, in_shape, OUT, BATCH, 1, NULL, &m);
+    if (!rc) rc = eng_model_prepare_gemms(m, BATCH, 1);
     if (!rc) rc = eng_optim_create(&tc, eng_model_n_params(m), &o);
     if (rc) {
         fprintf(stderr, "scaling_bench: h=%d: %s\n", h, eng_error());

@@ -88,12 +88,40 @@ static void test_balance_outliers_and_floor(void **state)
     assert_partition(c4, 4);
 }
 
+/* The rows a rank's share can hold: the even cut's within a row; under measured shares
+ * from the floor (a quarter of an even share) up to all but the others' floors. Checked
+ * against the cuts eng_dist_balance makes at its extremes, rounded as the batcher rounds. */
+static void test_rows_range(void **state)
+{
+    (void)state;
+    int lo, hi;
+    eng_dist_rows_range(128, 2, 0, &lo, &hi);
+    assert_true(lo <= 64 && hi >= 64 && hi - lo <= 2);
+    eng_dist_rows_range(128, 3, 0, &lo, &hi);
+    assert_true(lo <= 42 && hi >= 43 && hi - lo <= 3);
+    eng_dist_rows_range(96, 1, 0, &lo, &hi);
+    assert_true(lo <= 96 && hi == 96);
+    for (int n = 2; n <= 4; n++)
+        for (int g = 16; g <= 256; g += 40) {
+            eng_dist_rows_range(g, n, 1, &lo, &hi);
+            double ema[4] = { 0 }, cuts[5];
+            float t[4] = { 1.0f, 1000.0f, 1000.0f, 1000.0f };  /* rank 0 fast: the others at the floor */
+            for (int r = 0; r <= n; r++) cuts[r] = (double)r / n;
+            eng_dist_balance(ema, t, n, cuts);
+            for (int r = 0; r < n; r++) {
+                long rows = lround(g * cuts[r + 1]) - lround(g * cuts[r]);
+                if (rows < lo || rows > hi) fail_msg("%d ranks, batch %d: rank %d has %ld rows, outside [%d, %d]", n, g, r, rows, lo, hi);
+            }
+        }
+}
+
 int test_engine_balance(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_balance_follows_speed),
         cmocka_unit_test(test_balance_waits_for_every_rank),
         cmocka_unit_test(test_balance_outliers_and_floor),
+        cmocka_unit_test(test_rows_range),
     };
     return cmocka_run_group_tests_name("engine_balance", tests, NULL, NULL);
 }

@@ -806,7 +806,7 @@ static void test_conv_direct_model(void **state)
     assert_int_equal(eng_model_build(&mc, in, 2, 4, 1, NULL, &m), ENG_OK);
     char key[400];
     eng_conv_choice_key(&m->nodes[m->layers[1].node_first], 4, "", key, sizeof key);
-    assert_int_equal(strncmp(key, "v4 ", 3), 0);
+    assert_int_equal(strncmp(key, "v5 ", 3), 0);
     eng_choice_put("conv-choices", key, "direct");
     eng_conv_choice_key(&m->nodes[m->layers[0].node_first], 4, "", key, sizeof key);
     eng_choice_put("conv-choices", key, "direct");

@@ -302,6 +302,16 @@ static void test_prepare_and_cache(void **state)
                          ENG_GEMM_ONEDNN);
     eng_gemm_describe(d, sizeof d);
     assert_non_null(strstr(d, "onednn 4/4 shape classes; onednn forced"));
+    /* a call of a prepared class is not counted; one of a class no prepare measured is
+     * (M = 40 rows: another power-of-two class than the prepared 128) */
+    float *a = calloc(128 * 784, sizeof *a), *b = calloc(784 * 256, sizeof *b), *c = calloc(128 * 256, sizeof *c);
+    assert_true(a && b && c);
+    long before = eng_gemm_unprepared_calls();
+    eng_sgemm(0, 0, 128, 256, 784, 1.0f, a, 784, b, 256, 0.0f, c, 256);
+    assert_int_equal(eng_gemm_unprepared_calls(), before);
+    eng_sgemm(0, 0, 40, 256, 784, 1.0f, a, 784, b, 256, 0.0f, c, 256);
+    assert_int_equal(eng_gemm_unprepared_calls(), before + 1);
+    free(a), free(b), free(c);
     /* with threads, one backend serves the whole model */
     assert_int_equal(eng_gemm_prepare(ENG_GEMM_POLICY_AUTO, 2, mlp, N_MLP), ENG_OK);
     eng_gemm_backend first = eng_gemm_class_get(eng_gemm_class(0, 0, 128, 256, 784));

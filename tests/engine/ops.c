@@ -1753,7 +1753,7 @@ static void test_conv_algo_select(void **state)
     FILE *f = fopen(path, "r");
     assert_non_null(f);
     int lines = 0;
-    while (fgets(line, sizeof line, f)) lines += strncmp(line, "v4 onednn-layout ", 17) != 0;
+    while (fgets(line, sizeof line, f)) lines += strncmp(line, "v5 onednn-layout ", 17) != 0;
     fclose(f);
     assert_int_equal(lines, 2); /* an algorithm per layer (besides oneDNN's layout picks) */
     /* a stored choice is obeyed: write the other algorithm for that key, build again */
