@@ -359,7 +359,7 @@ void eng_gemm_describe_classes(char *buf, size_t cap)
     if (cap) buf[0] = 0;
     for (int i = 0; i < chosen.n && len < cap; i++) {
         const choice *c = &chosen.c[i];
-        char sh[64], alt[96] = "";
+        char sh[64], alt[96] = "", one[256];
         shape_text(&c->s, sh, sizeof sh);
         size_t al = 0;
         for (int b = 0; b < ENG_GEMM_NB && al < sizeof alt; b++) {
@@ -369,8 +369,19 @@ void eng_gemm_describe_classes(char *buf, size_t cap)
             else
                 al += (size_t)snprintf(alt + al, sizeof alt - al, " %s %s", eng_gemm_backend_name((eng_gemm_backend)b), status_names[c->r[b].status]);
         }
-        len += (size_t)snprintf(buf + len, cap - len, "%s%s %s %.1f GF/s%s%s%s", len ? "; " : "", sh,
-                                eng_gemm_backend_name((eng_gemm_backend)c->be), c->r[c->be].gflops, al ? " (" : "", al ? alt + 1 : "", al ? ")" : "");
+        int w = snprintf(one, sizeof one, "%s%s %s %.1f GF/s%s%s%s", len ? "; " : "", sh,
+                         eng_gemm_backend_name((eng_gemm_backend)c->be), c->r[c->be].gflops, al ? " (" : "", al ? alt + 1 : "",
+                         al ? ")" : "");
+        /* whole entries only, and room left to say how many did not fit */
+        char more[48];
+        int wm = i + 1 < chosen.n ? snprintf(more, sizeof more, "; and %d more classes", chosen.n - i - 1) : 0;
+        if (len + (size_t)w + (size_t)wm >= cap) {
+            snprintf(more, sizeof more, "%sand %d more classes", len ? "; " : "", chosen.n - i);
+            if (len + strlen(more) < cap) memcpy(buf + len, more, strlen(more) + 1);
+            return;
+        }
+        memcpy(buf + len, one, (size_t)w + 1);
+        len += (size_t)w;
     }
 }
 

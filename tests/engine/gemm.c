@@ -290,6 +290,13 @@ static void test_prepare_and_cache(void **state)
     printf("  %s\n  %s\n", d, cl);
     assert_non_null(strstr(d, "/4 shape classes; auto, 1 thread"));
     assert_non_null(strstr(cl, "NN 128x256x784"));
+    /* a record too small for every class keeps whole entries and says how many are left */
+    char small[120];
+    eng_gemm_describe_classes(small, sizeof small);
+    printf("  %s\n", small);
+    assert_non_null(strstr(small, "NN 128x256x784"));
+    assert_non_null(strstr(small, "; and 3 more classes"));
+    assert_int_equal(strcmp(small + strlen(small) - strlen("more classes"), "more classes"), 0);
     long t1 = cache_mtime_ns();
     assert_true(t1 > 0);
     usleep(20000);
