@@ -281,8 +281,13 @@ static void warm_up(void)
     free(buf);
 }
 
+static unsigned generation; /* eng_gemm_generation */
+
+unsigned eng_gemm_generation(void) { return generation; }
+
 int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n)
 {
+    generation++;
     if (threads < 1) threads = 1;
     eng_gemm_classes_clear();
     eng_gemm_set_threads(threads);

@@ -271,6 +271,9 @@ typedef struct {
  * for the rest; fills the class table eng_sgemm reads. ENG_EINVAL when no backend passed
  * its check on some class. */
 int eng_gemm_prepare(eng_gemm_policy pol, int threads, const eng_gemm_shape *shapes, int n);
+/* Counts eng_gemm_prepare calls: a run that prepared at generation g finds its classes in
+ * the table while the generation is still g (another run's prepare replaces them). */
+unsigned eng_gemm_generation(void);
 /* The classes of shapes[n] joined to the last prepared ones, prepared again under the last
  * policy and thread count (auto at eng_gemm_threads before any prepare): for timing a
  * choice between code paths (conv.c's auto) on the GEMMs a run would give them. */

@@ -55,6 +55,7 @@ struct eng_run {
     char data_fp[ENG_DATA_FP_MAX];  /* eng_data_fingerprint of ds ("" for graph data) */
     char data_note[1400];            /* eng_data_cache_damage at load, "" when none */
     char gemm[256], gemm_classes[1024]; /* what serves the model's GEMMs (eng_gemm_describe) */
+    unsigned gemm_gen;            /* eng_gemm_generation after prepare_gemm; 0 = never */
 };
 
 void eng_run_destroy(eng_run *r)
@@ -382,10 +383,17 @@ void eng_run_request_stop(eng_run *r)
 
 /* Mean loss and accuracy over the test set, in chunks of the model's batch size. */
 static void evaluate(eng_run *r, double *loss, double *acc);
+static int prepare_gemm(eng_run *r);
 int eng_run_evaluate(eng_run *r, double *loss, double *acc)
 {
     if (!r->ds) return eng_fail(ENG_EINVAL, "evaluate: a graph run is evaluated by its training loop (val_acc, test_acc)");
     if (r->ds->n_test < 1) return eng_fail(ENG_EINVAL, "evaluate: the run's data has no test set");
+    /* a run that did not train here (eval, quantize), or whose classes another run's
+     * prepare has replaced since: its GEMMs on the backends chosen for them */
+    if (r->gemm_gen != eng_gemm_generation()) {
+        int rc = prepare_gemm(r);
+        if (rc) return rc;
+    }
     evaluate(r, loss, acc);
     return isfinite(*loss) ? ENG_OK : eng_fail(ENG_EDIVERGED, "evaluate: the test loss is not finite");
 }
@@ -605,6 +613,7 @@ static int prepare_gemm(eng_run *r)
     if (rc) return rc;
     eng_gemm_describe(r->gemm, sizeof r->gemm);
     eng_gemm_describe_classes(r->gemm_classes, sizeof r->gemm_classes);
+    r->gemm_gen = eng_gemm_generation();
     return ENG_OK;
 }
 

@@ -870,9 +870,13 @@ static void test_run_load_stats(void **state)
     double la, aa, lb, ab, l0, a0;
     assert_int_equal(eng_run_evaluate(a, &la, &aa), ENG_OK);
     assert_int_equal(eng_run_create(&ex->variants[0], ex->text, NULL, &b), ENG_OK);
+    /* b never trains: its evaluation prepares its GEMM classes itself (a's were replaced
+     * when b was created), so that it runs on the backends a ran on */
+    long unprepared = eng_gemm_unprepared_calls();
     assert_int_equal(eng_run_evaluate(b, &l0, &a0), ENG_OK);
     assert_int_equal(eng_run_load_params(b, ck[0], (size_t)(uintptr_t)ck[1]), ENG_OK);
     assert_int_equal(eng_run_evaluate(b, &lb, &ab), ENG_OK);
+    assert_int_equal(eng_gemm_unprepared_calls(), unprepared);
     printf("  test loss: trained %.6f, fresh %.6f, loaded %.6f\n", la, l0, lb);
     assert_true(la == lb && aa == ab);
     assert_true(la != l0);
