@@ -278,14 +278,14 @@ static double conv_time(eng_node *n, eng_conv_algo algo, int rows, int reps)
 int eng_conv_prepare_gemms(eng_node *n, int rows)
 {
     static const eng_conv_algo gemm_algos[] = { ENG_CONV_IM2COL, ENG_CONV_WINOGRAD, ENG_CONV_WINOGRAD4, ENG_CONV_FFT };
-    eng_gemm_shape g[2 * (sizeof gemm_algos / sizeof gemm_algos[0]) * ENG_OP_MAX_GEMMS];
+    enum { CAP = 2 * (int)(sizeof gemm_algos / sizeof gemm_algos[0]) * ENG_OP_MAX_GEMMS };
+    eng_gemm_shape g[CAP];
     eng_conv_algo was = n->conv_algo;
-    int ng = 0, last = n->chunk > 0 && rows > n->chunk ? rows % n->chunk : 0;
+    int ng = 0;
     for (size_t i = 0; i < sizeof gemm_algos / sizeof gemm_algos[0]; i++) {
         if (*eng_conv_fallback(n, gemm_algos[i])) continue;
         n->conv_algo = gemm_algos[i];
-        ng += eng_conv_gemms(n, rows, g + ng);
-        if (last) ng += eng_conv_gemms(n, last, g + ng);
+        ng += eng_node_gemm_shapes(n, rows, g + ng, CAP - ng);
     }
     n->conv_algo = was;
     return eng_gemm_prepare_add(g, ng);

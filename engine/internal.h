@@ -458,6 +458,20 @@ struct eng_node {
     float *dskip;
 };
 
+/* The GEMM shapes of node nd's forward + backward on `rows` rows (eng_ops[].gemms), and of
+ * its last, shorter chunk when it works in chunks of rows (conv); appended to out up to
+ * cap, the count written. What every caller of eng_gemm_prepare collects its shapes with. */
+static inline int eng_node_gemm_shapes(const eng_node *nd, int rows, eng_gemm_shape *out, int cap)
+{
+    int n = 0, last = nd->chunk > 0 && rows > nd->chunk ? rows % nd->chunk : 0;
+    for (int part = 0; eng_ops[nd->op].gemms && part < (last ? 2 : 1); part++) {
+        eng_gemm_shape g[ENG_OP_MAX_GEMMS];
+        int k = eng_ops[nd->op].gemms(nd, part ? last : rows, g);
+        for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
+    }
+    return n;
+}
+
 /* One encoder layer's attention (attention.c): where its nodes find Q, K, V and put their
  * gradients. Per sample: Q is n rows of the QKV buffer (row stride 3d); K and V are m rows
  * with row stride ldkv, kv_row floats apart per sample: in QKV itself (full: m = n) or in

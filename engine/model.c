@@ -960,16 +960,6 @@ int eng_model_prepare_gemms(const eng_model *m, int rows, int threads)
 int eng_model_gemm_shapes(const eng_model *m, int rows, eng_gemm_shape *out, int cap)
 {
     int n = 0;
-    for (int i = 0; i < m->n_nodes; i++) {
-        const eng_node *nd = &m->nodes[i];
-        if (!eng_ops[nd->op].gemms) continue;
-        /* a node that works in chunks of rows (conv) also multiplies the last, shorter one */
-        int last = nd->chunk > 0 && rows > nd->chunk ? rows % nd->chunk : 0;
-        for (int part = 0; part < (last ? 2 : 1); part++) {
-            eng_gemm_shape g[ENG_OP_MAX_GEMMS];
-            int k = eng_ops[nd->op].gemms(nd, part ? last : rows, g);
-            for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
-        }
-    }
+    for (int i = 0; i < m->n_nodes; i++) n += eng_node_gemm_shapes(&m->nodes[i], rows, out + n, cap - n);
     return n;
 }

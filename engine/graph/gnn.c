@@ -533,12 +533,8 @@ int eng_gnn_gemm_shapes(const eng_gnn *m, eng_gemm_shape *out, int cap)
     int n = 0, most = m->g->n;
     for (int rows = 1;; rows = rows * 2 < most ? rows * 2 : most) {
         for (int l = 0; l < m->L; l++)
-            for (int i = 0; i < m->lay[l].n_nodes; i++) {
-                const eng_node *nd = &m->lay[l].nodes[i];
-                eng_gemm_shape g[ENG_OP_MAX_GEMMS];
-                int k = eng_ops[nd->op].gemms ? eng_ops[nd->op].gemms(nd, rows, g) : 0;
-                for (int j = 0; j < k && n < cap; j++) out[n++] = g[j];
-            }
+            for (int i = 0; i < m->lay[l].n_nodes; i++)
+                n += eng_node_gemm_shapes(&m->lay[l].nodes[i], rows, out + n, cap - n);
         if (rows >= most) return n;
     }
 }
