@@ -73,6 +73,23 @@ void eng_optim_step_range(eng_optim *o, size_t lo, size_t hi);
  * cache. Any cut gives the same bits. */
 #define ENG_OPTIM_MAX_MATS 64
 void eng_optim_set_matrices(eng_optim *o, const size_t *off, const int *rows, const int *cols, int n);
+/* A gradient transform's last map, deferred into the update (one pass over the gradient
+ * fewer): the update reads each of the n elements from off (a matrix of `cols` columns) as
+ *   g' = (g - mu) * s       when sub is NULL (znorm, clip_norm's scale),
+ *   g' = g - sub[c]         by column c (centralize on a dense W),
+ *   g' = (g - sub[r]) * 1   by row r, when by_row (centralize on a conv W);
+ * the bits of the map applied in a pass of its own. sub must live until the step is taken. */
+typedef struct {
+    size_t off, n, cols;
+    const float *sub;
+    int by_row;
+    float mu, s;
+} eng_optim_map;
+#define ENG_OPTIM_MAX_MAPS 128
+/* Hands m to the next step (the one the next eng_optim_step_begin starts, and only that
+ * one). Maps must not overlap. 0, or -1 when the list is full or m is outside the
+ * parameters: then apply it yourself. */
+int eng_optim_defer(eng_optim *o, const eng_optim_map *m);
 void eng_optim_free(eng_optim *o);
 /* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */
 double eng_lr_at(const eng_train_config *tc, long step, long total_steps);
@@ -84,8 +101,12 @@ typedef struct eng_grad eng_grad;
  * profiled scope "grad.NAME" per layer when prof is non-NULL. Scratch is allocated here;
  * eng_grad_apply allocates nothing. Free with eng_grad_free. */
 int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out);
-/* Transforms the model's gradient buffer in place (after backward, before the step). */
-void eng_grad_apply(eng_grad *g);
+/* Transforms the model's gradient buffer in place (after backward, before the step). With
+ * an optimizer `to`, the last transform's maps (znorm, centralize, clip_norm's scale) are
+ * handed to its next step (eng_optim_defer) instead, which applies them as it reads the
+ * gradient: the same update, one pass over the gradient fewer; the buffer then keeps the
+ * gradient as the earlier transforms left it. NULL: every transform in place. */
+void eng_grad_apply(eng_grad *g, eng_optim *to);
 void eng_grad_free(eng_grad *g);
 const char *eng_grad_kind_name(eng_grad_kind k); /* "znorm", "centralize", ... */
 

@@ -87,14 +87,31 @@ void eng_grad_clamp(float *restrict g, size_t n, float lim)
     grad_clamp_isa[eng_isa_current()](g, n, lim);
 }
 
-/* Pass 1: sum and sum of squares (one read); pass 2: (g - mean) * 1/(std + eps). */
-void eng_grad_znorm(float *restrict g, size_t n, float eps)
+/* znorm's map of n >= 2 floats: g' = (g - *mu) * *s, from one pass (sum and sum of squares). */
+static void znorm_map(const float *restrict g, size_t n, float eps, float *mu, float *s)
 {
-    if (n < 2) return;
     double o[3], mean, var;
     grad_sums_isa[eng_isa_current()](g, n, g[0], o);
     moments(g[0], n, o[0], o[1], &mean, &var, NULL);
-    grad_affine_isa[eng_isa_current()](g, n, (float)mean, (float)(1.0 / (sqrt(var) + eps)));
+    *mu = (float)mean;
+    *s = (float)(1.0 / (sqrt(var) + eps));
+}
+
+/* Pass 1: the map; pass 2: (g - mean) * 1/(std + eps). */
+void eng_grad_znorm(float *restrict g, size_t n, float eps)
+{
+    if (n < 2) return;
+    float mu, s;
+    znorm_map(g, n, eps, &mu, &s);
+    grad_affine_isa[eng_isa_current()](g, n, mu, s);
+}
+
+/* The mean of a row of n floats, as centralize takes it off. */
+static float row_mean(eng_isa isa, const float *restrict g, size_t n)
+{
+    double o[3];
+    grad_sums_isa[isa](g, n, 0.0f, o);
+    return (float)(o[0] / (double)n);
 }
 
 void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col, float *restrict colsum)
@@ -108,11 +125,8 @@ void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col
     } else {
         /* conv W [F x C*K*K]: filter r's fan-in is row r, still in cache for the subtract */
         if (cols < 2) return;
-        for (size_t r = 0; r < rows; r++) {
-            double o[3];
-            grad_sums_isa[isa](g + r * cols, cols, 0.0f, o);
-            grad_affine_isa[isa](g + r * cols, cols, (float)(o[0] / (double)cols), 1.0f);
-        }
+        for (size_t r = 0; r < rows; r++)
+            grad_affine_isa[isa](g + r * cols, cols, row_mean(isa, g + r * cols, cols), 1.0f);
     }
 }
 
@@ -158,7 +172,10 @@ struct eng_grad {
     eng_grad_kind kind[ENG_MAX_GRAD_TRANSFORMS];
     int scope[ENG_MAX_GRAD_TRANSFORMS];
     float eps, clip_norm, clip_value;
-    float *colsum;          /* centralize scratch: the widest dense layer's outputs */
+    /* centralize's means, layer l's from means + mean_off[l]: a dense W's columns or a conv
+     * W's rows (they live until the update that a deferred map hands them to) */
+    float *means;
+    size_t mean_off[ENG_MAX_LAYERS];
 };
 
 int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out)
@@ -196,12 +213,17 @@ int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, pr
     g->eps = (float)tc->znorm_eps;
     g->clip_norm = (float)tc->clip_norm;
     g->clip_value = (float)tc->clip_value;
-    size_t widest = 1;
-    for (int l = 0; l < v->n_layers; l++)
-        if (v->layers[l].by_col && v->layers[l].w_cols > widest) widest = v->layers[l].w_cols;
+    size_t n_means = 0;
+    for (int l = 0; l < v->n_layers; l++) {
+        /* each layer's on a 64-byte line of its own: the update reads a column map's means
+         * with the gradient's rows, a vector at a time */
+        g->mean_off[l] = n_means;
+        n_means += ((v->layers[l].by_col ? v->layers[l].w_cols : v->layers[l].w_rows) + 15) / 16 * 16;
+    }
+    n_means += !n_means;
     for (int i = 0; i < g->n; i++) {
         g->kind[i] = tc->gradient[i];
-        if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->colsum && !(g->colsum = prof_malloc(widest * sizeof(float)))) {
+        if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->means && !(g->means = prof_malloc(n_means * sizeof(float)))) {
             eng_grad_free(g);
             return eng_fail(ENG_ENOMEM, "gradient: out of memory");
         }
@@ -217,58 +239,107 @@ int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, pr
 void eng_grad_free(eng_grad *g)
 {
     if (!g) return;
-    prof_free(g->colsum);
+    prof_free(g->means);
     prof_free(g);
 }
 
 /* Bytes a transform moves over n floats in `reads` read passes and `writes` write passes (for the profiler). */
 static uint64_t pass_bytes(size_t n, int reads, int writes) { return (uint64_t)n * sizeof(float) * (uint64_t)(reads + writes); }
 
-void eng_grad_apply(eng_grad *g)
+/* One transform's work over the view, for its profiler scope. */
+typedef struct {
+    eng_grad *g;
+    eng_optim *to;          /* the update the maps go to (the last transform), or NULL */
+    uint64_t flops, bytes;
+} apply_ctx;
+
+/* Map m (eng_optim_map) over the gradient: handed to the update when there is one to take
+ * it, else applied here in a pass of its own, with the same bits. The maps made here are
+ * (g - mu) * s (no sub) or a centring (sub, mu 0, s 1). n floats of the map's tensor cost
+ * `flops` per float beyond the pass that made the map. */
+static void map_tensor(apply_ctx *a, const eng_optim_map *m, unsigned flops)
 {
+    a->flops += (uint64_t)flops * m->n;
+    if (a->to && !eng_optim_defer(a->to, m)) return;
+    eng_isa isa = eng_isa_current();
+    float *t = a->g->v.grads + m->off;
+    size_t rows = m->sub ? m->n / m->cols : 0;
+    if (!m->sub) grad_affine_isa[isa](t, m->n, m->mu, m->s);
+    else if (!m->by_row) grad_colcentre_isa[isa](t, rows, m->cols, m->sub);
+    else
+        for (size_t r = 0; r < rows; r++) grad_affine_isa[isa](t + r * m->cols, m->cols, m->sub[r], 1.0f);
+    a->bytes += pass_bytes(m->n, 1, 1);
+}
+
+static size_t offset_of(const apply_ctx *a, const float *t) { return (size_t)(t - a->g->v.grads); }
+
+static void znorm_tensor(apply_ctx *a, const float *t, size_t n)
+{
+    if (n < 2) return;
+    eng_optim_map m = { .off = offset_of(a, t), .n = n, .cols = n };
+    znorm_map(t, n, a->g->eps, &m.mu, &m.s);
+    a->flops += 3 * (uint64_t)n;
+    a->bytes += pass_bytes(n, 1, 0);
+    map_tensor(a, &m, 2);
+}
+
+/* A layer's W centred on its fan-in: the means (one read), then the map. */
+static void centralize_layer(apply_ctx *a, int l)
+{
+    const eng_param_layer *L = &a->g->v.layers[l];
+    size_t rows = L->w_rows, cols = L->w_cols;
+    if (!L->n_w || L->no_centre || (L->by_col ? rows : cols) < 2) return;
+    float *mean = a->g->means + a->g->mean_off[l];
+    eng_isa isa = eng_isa_current();
+    if (L->by_col) grad_colmean_isa[isa](L->dw, rows, cols, mean);
+    else
+        for (size_t r = 0; r < rows; r++) mean[r] = row_mean(isa, L->dw + r * cols, cols);
+    a->flops += L->n_w;
+    a->bytes += pass_bytes(L->n_w, 1, 0);
+    eng_optim_map m = { .off = offset_of(a, L->dw), .n = L->n_w, .cols = cols, .sub = mean,
+                        .by_row = !L->by_col, .mu = 0.0f, .s = 1.0f };
+    map_tensor(a, &m, 1);
+}
+
+static void apply_one(apply_ctx *a, eng_grad_kind kind)
+{
+    const eng_grad *g = a->g;
     const eng_param_view *v = &g->v;
-    float *grads = v->grads;
     size_t np = v->n_params;
+    switch (kind) {
+    case ENG_GRAD_ZNORM:
+        for (int l = 0; l < v->n_layers; l++) {
+            znorm_tensor(a, v->layers[l].dw, v->layers[l].n_w);
+            znorm_tensor(a, v->layers[l].db, v->layers[l].n_b);
+        }
+        break;
+    case ENG_GRAD_CENTRALIZE:
+        for (int l = 0; l < v->n_layers; l++) centralize_layer(a, l);
+        break;
+    case ENG_GRAD_CLIP_NORM: {
+        double norm = sqrt(eng_grad_sumsq(v->grads, np));
+        a->flops += 2 * (uint64_t)np;
+        a->bytes += pass_bytes(np, 1, 0);
+        eng_optim_map m = { .off = 0, .n = np, .cols = np, .mu = 0.0f, .s = (float)(g->clip_norm / norm) };
+        if (norm > g->clip_norm) map_tensor(a, &m, 1);
+        break;
+    }
+    case ENG_GRAD_CLIP_VALUE:
+        eng_grad_clamp(v->grads, np, g->clip_value);
+        a->flops += 2 * (uint64_t)np;
+        a->bytes += pass_bytes(np, 1, 1);
+        break;
+    }
+}
+
+void eng_grad_apply(eng_grad *g, eng_optim *to)
+{
     for (int t = 0; t < g->n; t++) {
-        uint64_t flops = 0, bytes = 0;
+        /* only the last transform's maps can wait for the update: the next one reads its result */
+        apply_ctx a = { g, t == g->n - 1 ? to : NULL, 0, 0 };
         PROF_BEGIN(g->prof, g->scope[t]);
-        switch (g->kind[t]) {
-        case ENG_GRAD_ZNORM:
-            for (int l = 0; l < v->n_layers; l++) {
-                const eng_param_layer *L = &v->layers[l];
-                if (L->n_w) eng_grad_znorm(L->dw, L->n_w, g->eps);
-                if (L->n_b) eng_grad_znorm(L->db, L->n_b, g->eps);
-                flops += 5 * (uint64_t)(L->n_w + L->n_b);
-                bytes += pass_bytes(L->n_w + L->n_b, 2, 1);
-            }
-            break;
-        case ENG_GRAD_CENTRALIZE:
-            for (int l = 0; l < v->n_layers; l++) {
-                const eng_param_layer *L = &v->layers[l];
-                if (!L->n_w || L->no_centre) continue;
-                eng_grad_centralize(L->dw, L->w_rows, L->w_cols, L->by_col, L->by_col ? g->colsum : NULL);
-                flops += 2 * (uint64_t)L->n_w;
-                bytes += pass_bytes(L->n_w, 2, 1);
-            }
-            break;
-        case ENG_GRAD_CLIP_NORM: {
-            double norm = sqrt(eng_grad_sumsq(grads, np));
-            flops += 2 * (uint64_t)np;
-            bytes += pass_bytes(np, 1, 0);
-            if (norm > g->clip_norm) {
-                eng_grad_scale(grads, np, (float)(g->clip_norm / norm));
-                flops += np;
-                bytes += pass_bytes(np, 1, 1);
-            }
-            break;
-        }
-        case ENG_GRAD_CLIP_VALUE:
-            eng_grad_clamp(grads, np, g->clip_value);
-            flops += 2 * (uint64_t)np;
-            bytes += pass_bytes(np, 1, 1);
-            break;
-        }
-        PROF_END(g->prof, g->scope[t], flops, bytes);
+        apply_one(&a, g->kind[t]);
+        PROF_END(g->prof, g->scope[t], a.flops, a.bytes);
     }
 }
 

@@ -467,8 +467,12 @@ eng_loop_update eng_loop_optim_slot(eng_loop_optim *o)
     return (eng_loop_update){ .ud = o, .step = optim_step, .begin = optim_begin, .ready = optim_ready };
 }
 
-static void grad_apply(void *ud) { eng_grad_apply(ud); }
-eng_loop_transform eng_loop_grad_slot(eng_grad *g) { return (eng_loop_transform){ .ud = g, .apply = grad_apply }; }
+static void grad_apply(void *ud)
+{
+    eng_loop_grad *g = ud;
+    eng_grad_apply(g->grad, g->to);
+}
+eng_loop_transform eng_loop_grad_slot(eng_loop_grad *g) { return (eng_loop_transform){ .ud = g, .apply = grad_apply }; }
 
 static void telem_before(void *ud) { eng_telem_before(ud); }
 static void telem_after(void *ud) { eng_telem_after(ud); }

@@ -156,8 +156,13 @@ typedef struct {
     size_t fused_lo;            /* fused step under way: [fused_lo, n) is updated; else n + 1 */
 } eng_loop_optim;
 eng_loop_update eng_loop_optim_slot(eng_loop_optim *o);
-/* transforms: train.gradient; telemetry: train.telemetry. */
-eng_loop_transform eng_loop_grad_slot(eng_grad *g);
+/* transforms: train.gradient, the last transform's maps handed to the update's optimizer
+ * `to` (eng_grad_apply; NULL: applied in place); telemetry: train.telemetry. */
+typedef struct {
+    eng_grad *grad;
+    eng_optim *to;
+} eng_loop_grad;
+eng_loop_transform eng_loop_grad_slot(eng_loop_grad *g);
 eng_loop_telemetry eng_loop_telem_slot(eng_telem *t);
 /* checkpoint: the record of view (identity and arrays) with the loop state, into one
  * buffer allocated and paged in at init (no allocation or first-touch page fault in the

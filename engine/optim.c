@@ -26,12 +26,17 @@ struct eng_optim {
      * are cut alike, so that each thread updates the rows it computed. */
     int n_mats;
     struct optim_mat { size_t off; int rows, cols; } mats[ENG_OPTIM_MAX_MATS];
+    /* maps handed for the next step (eng_optim_defer), and the step's own, in offset order */
+    int n_pend;
+    eng_optim_map pend[ENG_OPTIM_MAX_MAPS], maps[ENG_OPTIM_MAX_MAPS];
     /* the step eng_optim_step_begin set up: the ranges read it */
     struct eng_optim_job {
         const struct eng_optim *o;
         float *w;
         const float *grad;
         float lr, c1, c2;
+        const eng_optim_map *maps;
+        int n_maps;
     } job;
 };
 
@@ -96,12 +101,20 @@ void eng_optim_state(eng_optim *o, float **m, float **v, long **t)
     *t = &o->t;
 }
 
+/* How an update span reads its gradient (a constant once inlined: one loop per variant):
+ * as it is, as (g - gmu) * gs (a scalar map), or as g - sub[i] (a column map). */
+enum { READ_PLAIN, READ_SCALAR, READ_SUB };
+#define GRAD_AT(i)                                                                                  \
+    (read == READ_PLAIN ? grad[i] : read == READ_SCALAR ? (grad[i] - gmu) * gs : grad[i] - sub[i])
+
 /* Elements [lo, hi) of the update: each element alone, so the pool's split (eng_pool_for)
  * gives the bits of one thread. Compiled per ISA path (internal.h), the same bits on each:
  * its data come from L2 and L3, which 4-float loads and stores could not keep busy (one
  * update of the Fashion MLP's 784 x 256 W, pool_bench's last table: 48.5 us at 4 floats a
- * vector, 28 us at 16). */
-ENG_ISA_BODY update_span(const step_job *j, size_t lo, size_t hi)
+ * vector, 28 us at 16). A deferred map is two more operations an element inside the same
+ * loop, which waits on memory (docs/gradient-lab.md). */
+ENG_ISA_BODY update_core(const step_job *j, size_t lo, size_t hi, int read,
+                                                              float gmu, float gs, const float *restrict sub)
 {
     const eng_optim *o = j->o;
     const float lr = j->lr, wd = o->wd, mu = o->mu;
@@ -113,19 +126,19 @@ ENG_ISA_BODY update_span(const step_job *j, size_t lo, size_t hi)
     const size_t n = hi - lo;
     switch (o->kind) {
     case ENG_OPT_SGD:
-        for (size_t i = 0; i < n; i++) w[i] -= lr * (grad[i] + wd * w[i]);
+        for (size_t i = 0; i < n; i++) w[i] -= lr * (GRAD_AT(i) + wd * w[i]);
         break;
     case ENG_OPT_MOMENTUM:
         if (o->nesterov)
             for (size_t i = 0; i < n; i++) {
-                float g = grad[i] + wd * w[i];
+                float g = GRAD_AT(i) + wd * w[i];
                 float vi = mu * m[i] + g;
                 m[i] = vi;
                 w[i] -= lr * (g + mu * vi);
             }
         else
             for (size_t i = 0; i < n; i++) {
-                float vi = mu * m[i] + (grad[i] + wd * w[i]);
+                float vi = mu * m[i] + (GRAD_AT(i) + wd * w[i]);
                 m[i] = vi;
                 w[i] -= lr * vi;
             }
@@ -138,7 +151,7 @@ ENG_ISA_BODY update_span(const step_job *j, size_t lo, size_t hi)
         const float wl2 = o->kind == ENG_OPT_ADAMW ? 0.0f : wd;
         for (size_t i = 0; i < n; i++) {
             float wi = w[i] - lr * wdecay * w[i];
-            float g = grad[i] + wl2 * w[i];
+            float g = GRAD_AT(i) + wl2 * w[i];
             float mi = b1 * m[i] + (1.0f - b1) * g;
             float vi = b2 * v[i] + (1.0f - b2) * g * g;
             m[i] = mi;
@@ -151,21 +164,55 @@ ENG_ISA_BODY update_span(const step_job *j, size_t lo, size_t hi)
         break; /* refused by eng_optim_create */
     }
 }
+#undef GRAD_AT
+
+/* [lo, hi) of the update, inside map mp (NULL: outside every map), cut where a centring
+ * map's rows end; *r, *c: lo's row and column in mp, moved on to hi's (a division per
+ * piece cost as much as the map). A centring map by rows is the scalar map (g - sub[r]) * 1,
+ * the bits of the centring applied in a pass of its own (grad_affine with s = 1). */
+ENG_ISA_BODY update_span(const step_job *j, const eng_optim_map *mp, size_t lo, size_t hi, size_t *r, size_t *c)
+{
+    if (!mp) { update_core(j, lo, hi, READ_PLAIN, 0.0f, 1.0f, NULL); return; }
+    if (!mp->sub) { update_core(j, lo, hi, READ_SCALAR, mp->mu, mp->s, NULL); return; }
+    for (size_t i = lo; i < hi;) {
+        size_t left = mp->cols - *c, e = hi - i < left ? hi : i + left;
+        if (mp->by_row) update_core(j, i, e, READ_SCALAR, mp->sub[*r], 1.0f, NULL);
+        else update_core(j, i, e, READ_SUB, 0.0f, 1.0f, mp->sub + *c);
+        *c += e - i;
+        if (*c == mp->cols) { *c = 0; ++*r; }
+        i = e;
+    }
+}
 
 /* The update in blocks of UPDATE_BLOCK floats, the next block's lines of w asked for
  * writing before each (eng_prefetch_w): at 2 threads the rows of a W both cores read in the
  * step (its forward and dx cut by rows of the batch) are shared when the update writes
- * them, and a store waits for each line alone (docs/engine.md, "Threads"). */
+ * them, and a store waits for each line alone (docs/engine.md, "Threads"). Each block is cut
+ * where the step's deferred maps begin and end. */
 #define UPDATE_BLOCK 256
 ENG_ISA_BODY update_body(const step_job *j, size_t lo, size_t hi)
 {
+    int k = 0, at = -1;  /* the first map not wholly before the piece; the map r, c are in */
+    size_t r = 0, c = 0;
     size_t ahead = hi - lo < UPDATE_BLOCK ? hi - lo : UPDATE_BLOCK;
     eng_prefetch_w_range(j->w + lo, ahead * sizeof(float));
     for (size_t b0 = lo; b0 < hi; b0 += UPDATE_BLOCK) {
         size_t b1 = hi - b0 < UPDATE_BLOCK ? hi : b0 + UPDATE_BLOCK;
         size_t next = hi - b1 < UPDATE_BLOCK ? hi - b1 : UPDATE_BLOCK;
         eng_prefetch_w_range(j->w + b1, next * sizeof(float));
-        update_span(j, b0, b1);
+        for (size_t i = b0; i < b1;) {
+            while (k < j->n_maps && j->maps[k].off + j->maps[k].n <= i) k++;
+            const eng_optim_map *mp = k < j->n_maps && j->maps[k].off <= i ? &j->maps[k] : NULL;
+            size_t end = mp ? mp->off + mp->n : k < j->n_maps ? j->maps[k].off : b1;
+            end = end < b1 ? end : b1;
+            if (mp && mp->sub && at != k) {
+                at = k;
+                r = (i - mp->off) / mp->cols;
+                c = (i - mp->off) - r * mp->cols;
+            }
+            update_span(j, mp, i, end, &r, &c);
+            i = end;
+        }
     }
 }
 ENG_ISA_KERNEL(update, (const step_job *j, size_t lo, size_t hi), (j, lo, hi))
@@ -192,7 +239,14 @@ void eng_optim_step(eng_optim *o, float *restrict w, const float *restrict grad,
 void eng_optim_step_begin(eng_optim *o, float *w, const float *grad, double lr_d)
 {
     o->t++;
-    o->job = (step_job){ o, w, grad, (float)lr_d, 1.0f, 1.0f };
+    /* the maps handed for this step, in offset order (a few per layer: insertion sort) */
+    for (int i = 0; i < o->n_pend; i++) {
+        int k = i;
+        for (; k > 0 && o->maps[k - 1].off > o->pend[i].off; k--) o->maps[k] = o->maps[k - 1];
+        o->maps[k] = o->pend[i];
+    }
+    o->job = (step_job){ o, w, grad, (float)lr_d, 1.0f, 1.0f, o->maps, o->n_pend };
+    o->n_pend = 0;
     if (o->kind == ENG_OPT_ADAM || o->kind == ENG_OPT_ADAMW) {
         o->job.c1 = (float)(1.0 / (1.0 - pow(o->beta1, (double)o->t)));
         o->job.c2 = (float)(1.0 / (1.0 - pow(o->beta2, (double)o->t)));
@@ -205,6 +259,13 @@ void eng_optim_set_matrices(eng_optim *o, const size_t *off, const int *rows, co
     for (int i = 0; i < n && o->n_mats < ENG_OPTIM_MAX_MATS; i++)
         if (rows[i] > 0 && cols[i] > 0 && off[i] + (size_t)rows[i] * (size_t)cols[i] <= o->n)
             o->mats[o->n_mats++] = (struct optim_mat){ off[i], rows[i], cols[i] };
+}
+
+int eng_optim_defer(eng_optim *o, const eng_optim_map *m)
+{
+    if (o->n_pend >= ENG_OPTIM_MAX_MAPS || m->off > o->n || m->n > o->n - m->off || (m->sub && !m->cols)) return -1;
+    o->pend[o->n_pend++] = *m;
+    return 0;
 }
 
 /* The update of [lo, hi) in nslab slabs: a registered matrix lying wholly inside is cut by

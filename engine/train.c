@@ -39,6 +39,7 @@ struct eng_run {
     /* the loop's slots (loop.h) and what they point at */
     eng_loop_slots slots;
     eng_loop_reduce reduce;
+    eng_loop_grad grad_slot;      /* the transforms and the optimizer their last maps go to */
     eng_loop_transform transforms;
     eng_loop_telemetry telemetry;
     eng_loop_update update;
@@ -253,7 +254,9 @@ static int create_slots(eng_run *r)
     int rc;
     if (tc->n_gradient > 0) {
         if ((rc = eng_grad_create_view(tc, &v, r->prof, &r->grad))) return rc;
-        r->transforms = eng_loop_grad_slot(r->grad);
+        /* transforms come with a first-order optimizer only (Newton refuses them) */
+        r->grad_slot = (eng_loop_grad){ .grad = r->grad, .to = r->opt };
+        r->transforms = eng_loop_grad_slot(&r->grad_slot);
         r->slots.transforms = &r->transforms;
     }
     if (tc->telemetry) {

@@ -354,7 +354,7 @@ static void test_gradient_transforms(void **state)
     eng_train_config tc = { .n_gradient = 1, .gradient = { ENG_GRAD_ZNORM }, .znorm_eps = 1e-8 };
     eng_grad *g;
     assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
-    eng_grad_apply(g);
+    eng_grad_apply(g, NULL);
     const eng_layer *L = &m->layers[3];
     double mean, var;
     eng_grad_stats(L->dw, L->n_w, &mean, &var, NULL, NULL);

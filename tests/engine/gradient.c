@@ -158,7 +158,7 @@ static void test_pipeline(void **state)
     eng_grad *g;
     assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
     fill(m->grads, m->n_params, 11, 0.7f, 3.0f);
-    eng_grad_apply(g);
+    eng_grad_apply(g, NULL);
     /* centralize, then clip: the columns of each W have zero mean AND the norm is 0.5 */
     printf("  centralize, clip_norm 0.5: global norm %.6f\n", global_norm(m));
     assert_true(fabs(global_norm(m) - 0.5) < 1e-5);
@@ -178,14 +178,14 @@ static void test_pipeline(void **state)
     eng_grad_free(g);
     tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_CLIP_NORM }, .clip_norm = 0.5 };
     assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
-    eng_grad_apply(g);
+    eng_grad_apply(g, NULL);
     assert_memory_equal(keep, m->grads, m->n_params * sizeof(float));
     eng_grad_free(g);
     /* znorm per tensor: W and b each standardised */
     tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_ZNORM }, .znorm_eps = 1e-8 };
     assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
     fill(m->grads, m->n_params, 5, -2.0f, 0.3f);
-    eng_grad_apply(g);
+    eng_grad_apply(g, NULL);
     for (int l = 0; l < 2; l++) {
         double mu, sd;
         mean_std(m->layers[l].dw, m->layers[l].n_w, &mu, &sd);
@@ -197,7 +197,7 @@ static void test_pipeline(void **state)
     /* clip_value through the pipeline */
     tc = (eng_train_config){ .n_gradient = 1, .gradient = { ENG_GRAD_CLIP_VALUE }, .clip_value = 0.1 };
     assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
-    eng_grad_apply(g);
+    eng_grad_apply(g, NULL);
     for (size_t i = 0; i < m->n_params; i++) assert_true(fabsf(m->grads[i]) <= 0.1f);
     eng_grad_free(g);
     /* bad thresholds are refused with the key's name */
@@ -207,11 +207,9 @@ static void test_pipeline(void **state)
     eng_model_free(m);
 }
 
-/* Centralize on a conv net: each filter's fan-in (a row of W [F x C*K*K]) gets zero mean,
- * the dense layer's columns too, and the biases are left alone. */
-static void test_centralize_conv(void **state)
+/* A small conv net: a conv layer (centred by rows), a dense one (by columns). */
+static eng_model *conv_model(void)
 {
-    (void)state;
     eng_model_config mc = { .n_layers = 3, .loss = ENG_LOSS_SOFTMAX_XENT };
     mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 4, .kernel = 3, .act = ENG_ACT_RELU };
     mc.layers[1] = (eng_layer_spec){ .kind = ENG_LAYER_FLATTEN };
@@ -219,13 +217,22 @@ static void test_centralize_conv(void **state)
     int in[3] = { 2, 6, 6 };
     eng_model *m = NULL;
     assert_int_equal(eng_model_build(&mc, in, 3, 2, 1, NULL, &m), ENG_OK);
+    return m;
+}
+
+/* Centralize on a conv net: each filter's fan-in (a row of W [F x C*K*K]) gets zero mean,
+ * the dense layer's columns too, and the biases are left alone. */
+static void test_centralize_conv(void **state)
+{
+    (void)state;
+    eng_model *m = conv_model();
     eng_train_config tc = { .n_gradient = 1, .gradient = { ENG_GRAD_CENTRALIZE } };
     eng_grad *g;
     assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
     fill(m->grads, m->n_params, 13, 0.5f, 1.0f);
     float bias[4];
     memcpy(bias, m->layers[0].db, sizeof bias);
-    eng_grad_apply(g);
+    eng_grad_apply(g, NULL);
     const eng_layer *C = &m->layers[0];
     size_t fan = C->n_w / 4;
     assert_int_equal(fan, 2 * 3 * 3);
@@ -243,6 +250,83 @@ static void test_centralize_conv(void **state)
     }
     eng_grad_free(g);
     eng_model_free(m);
+}
+
+/* Three momentum steps on filled gradients; with `to`, the last transform's maps go to the
+ * optimizer (as a run does), else every transform runs in place. The parameters are left
+ * in m; *kept: whether, with `to`, the gradient buffer held the last transform's input. */
+static void steps_with(eng_model *m, const eng_train_config *tc, int defer, int *kept)
+{
+    eng_grad *g;
+    eng_optim *o;
+    assert_int_equal(eng_grad_create(tc, m, NULL, &g), ENG_OK);
+    assert_int_equal(eng_optim_create(tc, m->n_params, &o), ENG_OK);
+    float *before = malloc(m->n_params * sizeof *before);
+    *kept = 1;
+    for (int step = 0; step < 3; step++) {
+        fill(m->grads, m->n_params, 40u + (unsigned)step, 0.3f, 2.0f);
+        eng_grad *first = NULL;
+        if (tc->n_gradient > 1) {   /* the buffer as the transforms before the last leave it */
+            eng_train_config head = *tc;
+            head.n_gradient = tc->n_gradient - 1;
+            assert_int_equal(eng_grad_create(&head, m, NULL, &first), ENG_OK);
+            float *keep = malloc(m->n_params * sizeof *keep);
+            memcpy(keep, m->grads, m->n_params * sizeof *keep);
+            eng_grad_apply(first, NULL);
+            memcpy(before, m->grads, m->n_params * sizeof *before);
+            memcpy(m->grads, keep, m->n_params * sizeof *keep);
+            free(keep);
+            eng_grad_free(first);
+        } else {
+            memcpy(before, m->grads, m->n_params * sizeof *before);
+        }
+        eng_grad_apply(g, defer ? o : NULL);
+        if (defer && memcmp(before, m->grads, m->n_params * sizeof *before)) *kept = 0;
+        eng_optim_step(o, m->params, m->grads, tc->lr);
+    }
+    free(before);
+    eng_optim_free(o);
+    eng_grad_free(g);
+}
+
+/* A run hands the last transform's maps to the optimizer (eng_grad_apply with an optimizer):
+ * the parameters come out with the bits of every transform applied in place, for each
+ * transform alone and in lists, on dense and conv layers; the gradient buffer then holds
+ * what the last transform read (unless that is clip_value); and the transforms change the
+ * parameters (no transform lost). */
+static void test_deferred_same_bits(void **state)
+{
+    (void)state;
+    static const struct { int n; eng_grad_kind k[2]; } lists[] = {
+        { 1, { ENG_GRAD_ZNORM } }, { 1, { ENG_GRAD_CENTRALIZE } }, { 1, { ENG_GRAD_CLIP_NORM } },
+        { 1, { ENG_GRAD_CLIP_VALUE } }, { 2, { ENG_GRAD_CENTRALIZE, ENG_GRAD_ZNORM } },
+        { 2, { ENG_GRAD_ZNORM, ENG_GRAD_CLIP_NORM } }, { 2, { ENG_GRAD_CLIP_VALUE, ENG_GRAD_CENTRALIZE } },
+    };
+    for (int net = 0; net < 2; net++)
+        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+            eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.01, .momentum = 0.9,
+                                    .n_gradient = lists[i].n, .znorm_eps = 1e-8, .clip_norm = 0.5,
+                                    .clip_value = 0.4 };
+            memcpy(tc.gradient, lists[i].k, sizeof lists[i].k);
+            eng_model *a = net ? conv_model() : small_model(), *b = net ? conv_model() : small_model();
+            eng_model *plain = net ? conv_model() : small_model();
+            int kept, unused;
+            steps_with(a, &tc, 1, &kept);
+            steps_with(b, &tc, 0, &unused);
+            eng_train_config none = tc;
+            none.n_gradient = 0;
+            steps_with(plain, &none, 0, &unused);
+            if (memcmp(a->params, b->params, a->n_params * sizeof(float)))
+                fail_msg("%s net, %s%s%s: the deferred maps give other parameters", net ? "conv" : "dense",
+                         eng_grad_kind_name(lists[i].k[0]), lists[i].n > 1 ? ", " : "",
+                         lists[i].n > 1 ? eng_grad_kind_name(lists[i].k[1]) : "");
+            /* clip_value's clamp is no map: it runs in place */
+            assert_int_equal(kept, lists[i].k[lists[i].n - 1] != ENG_GRAD_CLIP_VALUE);
+            assert_true(memcmp(a->params, plain->params, a->n_params * sizeof(float)) != 0);
+            eng_model_free(a);
+            eng_model_free(b);
+            eng_model_free(plain);
+        }
 }
 
 static const double *value_of(const eng_telemetry *rec, const char *key)
@@ -529,6 +613,7 @@ int test_engine_gradient(void)
         cmocka_unit_test(test_clip_kernels),
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_centralize_conv),
+        cmocka_unit_test(test_deferred_same_bits),
         cmocka_unit_test(test_telemetry_known),
         cmocka_unit_test(test_run_config),
         ISA_PATH_TESTS(test_kernels_vs_double),

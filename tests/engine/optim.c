@@ -168,6 +168,35 @@ static void test_create_errors(void **state)
     assert_int_equal(eng_optim_create(&tc, 4, &o), ENG_EINVAL);
 }
 
+/* eng_optim_defer refuses a map outside the parameters and a map past the list's end (the
+ * caller then applies it itself); a step takes the maps handed before it and only those. */
+static void test_defer_limits(void **state)
+{
+    (void)state;
+    eng_optim *o;
+    eng_train_config tc = { .optimizer = ENG_OPT_SGD, .lr = 1 };
+    assert_int_equal(eng_optim_create(&tc, 4, &o), ENG_OK);
+    eng_optim_map m = { .off = 2, .n = 3, .cols = 3, .mu = 0.0f, .s = 2.0f };
+    assert_int_equal(eng_optim_defer(o, &m), -1);            /* [2, 5) of 4 */
+    m = (eng_optim_map){ .off = 5, .n = 0, .cols = 1, .s = 1.0f };
+    assert_int_equal(eng_optim_defer(o, &m), -1);
+    m = (eng_optim_map){ .off = 0, .n = 4, .cols = 0, .sub = A };
+    assert_int_equal(eng_optim_defer(o, &m), -1);            /* a centring map needs its columns */
+    m = (eng_optim_map){ .off = 1, .n = 0, .cols = 1, .mu = 0.5f, .s = 2.0f };  /* empty: maps nothing */
+    for (int i = 0; i < ENG_OPTIM_MAX_MAPS; i++) assert_int_equal(eng_optim_defer(o, &m), 0);
+    assert_int_equal(eng_optim_defer(o, &m), -1);
+    float w[4] = { 0 }, g[4] = { 1, 1, 1, 1 };
+    eng_optim_step(o, w, g, 1.0);
+    for (int i = 0; i < 4; i++) assert_true(w[i] == -1.0f);
+    m = (eng_optim_map){ .off = 0, .n = 4, .cols = 4, .mu = 0.0f, .s = 3.0f };
+    assert_int_equal(eng_optim_defer(o, &m), 0);             /* the list is free again */
+    eng_optim_step(o, w, g, 1.0);
+    for (int i = 0; i < 4; i++) assert_true(w[i] == -4.0f);
+    eng_optim_step(o, w, g, 1.0);                            /* and this step has no map */
+    for (int i = 0; i < 4; i++) assert_true(w[i] == -5.0f);
+    eng_optim_free(o);
+}
+
 static void test_step_allocates_nothing(void **state)
 {
     (void)state;
@@ -259,6 +288,7 @@ int test_engine_optim(void)
         cmocka_unit_test(test_adamw_decoupled),
         cmocka_unit_test(test_nesterov_differs),
         cmocka_unit_test(test_create_errors),
+        cmocka_unit_test(test_defer_limits),
         cmocka_unit_test(test_step_allocates_nothing),
         cmocka_unit_test(test_schedules),
         cmocka_unit_test(test_train_xor),

@@ -502,9 +502,39 @@ static void test_small_ops_on_caller(void **state)
     free(out);
 }
 
+/* The maps of run_optim: a scalar map inside a piece, a centring by columns over the first
+ * matrix, one by rows across the pieces' cut at 40000 and a scalar map to the last
+ * parameter (gaps between them). */
+enum { MAP_NONE, MAP_DEFER, MAP_BY_HAND };
+static void optim_maps(eng_optim_map m[4])
+{
+    static float colsub[300], rowsub[50];
+    uint32_t s = 5u;
+    for (int i = 0; i < 300; i++) colsub[i] = rnd(&s);
+    for (int i = 0; i < 50; i++) rowsub[i] = rnd(&s);
+    m[0] = (eng_optim_map){ .off = 100, .n = 1100, .cols = 1100, .mu = 0.3f, .s = 1.7f };
+    m[1] = (eng_optim_map){ .off = 1300, .n = 97 * 300, .cols = 300, .sub = colsub, .mu = 0.0f, .s = 1.0f };
+    m[2] = (eng_optim_map){ .off = 39000, .n = 50 * 40, .cols = 40, .sub = rowsub, .by_row = 1, .mu = 0.0f, .s = 1.0f };
+    m[3] = (eng_optim_map){ .off = 45001, .n = 5000, .cols = 5000, .mu = -0.1f, .s = 0.6f };
+}
+
+/* The maps applied to g as the transforms' own passes would (eng_optim_map's definitions). */
+static void maps_by_hand(const eng_optim_map *m, int n, float *g)
+{
+    for (int k = 0; k < n; k++)
+        for (size_t i = 0; i < m[k].n; i++) {
+            float *x = &g[m[k].off + i];
+            size_t r = i / m[k].cols, c = i % m[k].cols;
+            if (!m[k].sub) *x = (*x - m[k].mu) * m[k].s;
+            else if (m[k].by_row) *x = (*x - m[k].sub[r]) * 1.0f;
+            else *x -= m[k].sub[c];
+        }
+}
+
 /* pieces: each step as eng_optim_step_begin and ranges in descending, uneven slices (as
- * the loop's fused update runs them), else eng_optim_step. */
-static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces, int mats, float *w)
+ * the loop's fused update runs them), else eng_optim_step. maps: none, handed to the step
+ * (eng_optim_defer, in reverse order), or applied to the gradient by hand first. */
+static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces, int mats, int maps, float *w)
 {
     enum { NP = 50001 };
     eng_train_config tc = { .optimizer = kind, .lr = 0.01, .momentum = 0.9, .nesterov = nesterov, .beta1 = 0.9,
@@ -520,8 +550,13 @@ static void run_optim(eng_optimizer kind, int nesterov, int threads, int pieces,
     uint32_t s = 11u;
     for (int i = 0; i < NP; i++) w[i] = rnd(&s);
     eng_pool_set_threads(threads);
+    eng_optim_map m[4];
+    optim_maps(m);
     for (int step = 0; step < 3; step++) {
         for (int i = 0; i < NP; i++) g[i] = rnd(&s);
+        /* the maps of steps 1 and 3 only: a step keeps none of the step before */
+        if (maps == MAP_BY_HAND && step != 1) maps_by_hand(m, 4, g);
+        for (int k = 3; maps == MAP_DEFER && step != 1 && k >= 0; k--) assert_int_equal(eng_optim_defer(o, &m[k]), 0);
         if (!pieces) {
             eng_optim_step(o, w, g, tc.lr);
             continue;
@@ -558,7 +593,8 @@ static void test_split_range(void **state)
 
 /* The update gives the bits of one thread updating everything at once on the baseline
  * path: on every ISA path this CPU has (each vectorised alike), at 1, 2 and 4 threads, in
- * pieces as the fused update runs it, and with matrices cut by rows. */
+ * pieces as the fused update runs it, and with matrices cut by rows; with maps handed to
+ * it (eng_optim_defer), the bits of the maps applied to the gradient first. */
 static void test_optim_same_bits(void **state)
 {
     (void)state;
@@ -566,29 +602,32 @@ static void test_optim_same_bits(void **state)
         { ENG_OPT_SGD, 0 }, { ENG_OPT_MOMENTUM, 0 }, { ENG_OPT_MOMENTUM, 1 }, { ENG_OPT_ADAM, 0 }, { ENG_OPT_ADAMW, 0 }
     };
     eng_isa before = eng_isa_current();
-    float *one = malloc(50001 * 4), *many = malloc(50001 * 4);
+    float *one = malloc(50001 * 4), *many = malloc(50001 * 4), *mapped = malloc(50001 * 4);
     for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
         assert_int_equal(eng_isa_set(ENG_ISA_GENERIC), ENG_OK);
         eng_prefetchw_set(0); /* the reference asks for no line with PREFETCHW, the rest as the CPU can */
-        run_optim(kinds[k].k, kinds[k].nest, 1, 0, 0, one);
+        run_optim(kinds[k].k, kinds[k].nest, 1, 0, 0, MAP_NONE, one);
+        run_optim(kinds[k].k, kinds[k].nest, 1, 0, 0, MAP_BY_HAND, mapped);
         eng_prefetchw_set(-1);
+        assert_true(memcmp(one, mapped, 50001 * 4) != 0);
         for (int isa = 0; isa < ENG_ISA_N; isa++) {
             if (!eng_isa_available((eng_isa)isa)) continue;
             assert_int_equal(eng_isa_set((eng_isa)isa), ENG_OK);
             for (int t = 1; t <= 4; t *= 2)
-                for (int v = 0; v < 4; v++) {
-                    int pieces = v & 1, mats = v >> 1;
-                    if (t == 1 && !v && !isa) continue;
-                    run_optim(kinds[k].k, kinds[k].nest, t, pieces, mats, many);
-                    if (memcmp(one, many, 50001 * 4))
-                        fail_msg("optimizer %d (nesterov %d) on %s at %d threads%s%s differs", kinds[k].k, kinds[k].nest,
-                                 eng_isa_name((eng_isa)isa), t, pieces ? " in pieces" : "",
-                                 mats ? " with matrices cut by rows" : "");
+                for (int v = 0; v < 8; v++) {
+                    int pieces = v & 1, mats = (v >> 1) & 1, maps = v >> 2 ? MAP_DEFER : MAP_NONE;
+                    if (t == 1 && !pieces && !mats && !maps && !isa) continue;
+                    run_optim(kinds[k].k, kinds[k].nest, t, pieces, mats, maps, many);
+                    if (memcmp(maps ? mapped : one, many, 50001 * 4))
+                        fail_msg("optimizer %d (nesterov %d) on %s at %d threads%s%s%s differs", kinds[k].k,
+                                 kinds[k].nest, eng_isa_name((eng_isa)isa), t, pieces ? " in pieces" : "",
+                                 mats ? " with matrices cut by rows" : "",
+                                 maps ? " with deferred maps (against the maps applied first)" : "");
                 }
         }
     }
     assert_int_equal(eng_isa_set(before), ENG_OK);
-    free(one), free(many);
+    free(one), free(many), free(mapped);
 }
 
 int test_engine_pool(void)
