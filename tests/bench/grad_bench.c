@@ -12,7 +12,8 @@
  * (1 in 50 steps, as log_every = 50 does); the sink's cost (the store) is not part of it.
  * Output: "ENV key value" and "ROW<TAB>section<TAB>label<TAB>median<TAB>min<TAB>max<TAB>
  * absolute<TAB>goal<TAB>verdict" lines for tests/bench/run.sh.
- * usage: grad_bench [--quick] [--reps N] [--data DIR] */
+ * --in-place: every transform in place, its map not handed to the update (what that saves).
+ * usage: grad_bench [--quick] [--reps N] [--data DIR] [--in-place] */
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
@@ -37,6 +38,7 @@ typedef struct {
     eng_grad *g;
     eng_telem *t;
     double lr;
+    int in_place;       /* --in-place: the maps not handed to the update */
 } bench_ctx;
 
 /* Momentum SGD's learning rate for each contender: znorm gives every tensor unit std, and
@@ -158,7 +160,7 @@ static double measure(bench_ctx *c, int who, int steps, double *own, double *ste
         eng_model_backward(c->m);
         double a0 = now_s();
         if (on && who == C_TELEMETRY && first) eng_telem_before(c->t);
-        if (on && who < C_TELEMETRY) eng_grad_apply(c->g, c->o);
+        if (on && who < C_TELEMETRY) eng_grad_apply(c->g, c->in_place ? NULL : c->o);
         eng_optim_step(c->o, eng_model_params(c->m), eng_model_grads(c->m), c->lr);
         if (on && who == C_TELEMETRY && first) eng_telem_after(c->t);
         double t1 = now_s();
@@ -183,21 +185,24 @@ static double measure(bench_ctx *c, int who, int steps, double *own, double *ste
 
 int main(int argc, char **argv)
 {
-    int quick = 0, reps = 5;
+    int quick = 0, reps = 5, in_place = 0;
     const char *dir = "/usr/share/datasets/fashion-mnist";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) dir = argv[++i];
-        else { fprintf(stderr, "usage: grad_bench [--quick] [--reps N] [--data DIR]\n"); return 2; }
+        else if (!strcmp(argv[i], "--in-place")) in_place = 1;
+        else { fprintf(stderr, "usage: grad_bench [--quick] [--reps N] [--data DIR] [--in-place]\n"); return 2; }
     }
     if (reps < 1 || reps > 64) reps = 5;
     /* One BLAS thread: the step time the ratios divide by is then the least noisy one. */
     openblas_set_num_threads(1);
     bench_ctx c;
     memset(&c, 0, sizeof c);
+    c.in_place = in_place;
     if (setup(dir, 10000, &c)) { teardown(&c); return 1; }
     printf("ENV\tgrad_bench_threads\t1\n");
+    if (in_place) printf("ENV\tgrad_bench_maps\tin place (--in-place)\n");
     int steps = quick ? 4 * BLOCK : 8 * BLOCK;
     double ratio[N_CONTENDERS][64], own[N_CONTENDERS][64], step[N_CONTENDERS][64], whole[N_CONTENDERS][64];
     double mins[N_CONTENDERS][64];
