@@ -47,8 +47,8 @@ static void (*const grad_sums_isa[ENG_ISA_N])(const float *restrict, size_t, flo
 static void (*const grad_stats_isa[ENG_ISA_N])(const float *restrict, size_t, float, double *) = GK_TABLE(grad_stats);
 static void (*const grad_affine_isa[ENG_ISA_N])(float *restrict, size_t, float, float) = GK_TABLE(grad_affine);
 static void (*const grad_clamp_isa[ENG_ISA_N])(float *restrict, size_t, float) = GK_TABLE(grad_clamp);
-static void (*const grad_colmean_isa[ENG_ISA_N])(const float *restrict, size_t, size_t, float *restrict) =
-    GK_TABLE(grad_colmean);
+static void (*const grad_colsum_isa[ENG_ISA_N])(const float *restrict, size_t, size_t, float *restrict, int) =
+    GK_TABLE(grad_colsum);
 static void (*const grad_colcentre_isa[ENG_ISA_N])(float *restrict, size_t, size_t, const float *restrict) =
     GK_TABLE(grad_colcentre);
 
@@ -62,10 +62,146 @@ static void moments(float c, size_t n, double s1, double s2, double *mean, doubl
     if (sumsq) { double q = s2 + 2.0 * c * s1 + nn * (double)c * c; *sumsq = n && q > 0 ? q : 0; }
 }
 
+/* ---- statistics in fixed pieces --------------------------------------------------------- */
+
+/* A tensor's sums are taken in chunks of SUM_CHUNK floats and folded in chunk order (in
+ * double), a dense W's column sums in blocks of ENG_SPLIT_UNIT rows folded in block order
+ * (in float): the same bits whether one thread takes the pieces in turn or the pool's
+ * slabs take them at once, each slab the pieces eng_split_range gives it — for a dense W
+ * about the rows its GEMM slabs computed, still in that core's cache (at 2 threads one
+ * thread's pass over the whole gradient read half of it from the other core: znorm's
+ * 24.7 us a step against 9 at 1 thread). */
+#define SUM_CHUNK 4096
+
+static size_t pieces(size_t n, size_t per) { return (n + per - 1) / per; }
+
+/* Chunk k of g[0, n): its sums about c into o (3 doubles: sum d, sum d^2, max |g|). */
+static void chunk_sums(eng_isa isa, const float *g, size_t n, float c, int want_max, size_t k, double *o)
+{
+    size_t a = k * SUM_CHUNK, len = n - a < SUM_CHUNK ? n - a : SUM_CHUNK;
+    if (want_max) grad_stats_isa[isa](g + a, len, c, o);
+    else grad_sums_isa[isa](g + a, len, c, o);
+}
+
+static void fold_sums(double *acc, const double *o)
+{
+    acc[0] += o[0];
+    acc[1] += o[1];
+    acc[2] = o[2] > acc[2] ? o[2] : acc[2];
+}
+
+static float row_mean(const float *restrict g, size_t n);
+
+/* Pieces of one pass, and where they go until the fold. */
+enum { P_SUMS, P_COLSUMS, P_ROWMEANS };
+typedef struct {
+    int kind, want_max;
+    eng_isa isa;
+    const float *g;
+    size_t n, rows, cols;
+    float c;
+    double *sums;           /* P_SUMS: 3 per chunk */
+    float *out;             /* P_COLSUMS: cols per block; P_ROWMEANS: one per row */
+} piece_job;
+
+static void piece_slab(void *ctx, int s, int nslab)
+{
+    const piece_job *j = ctx;
+    const size_t u = ENG_SPLIT_UNIT;
+    size_t lo, hi;
+    switch (j->kind) {
+    case P_SUMS:
+        eng_split_range(pieces(j->n, SUM_CHUNK), 1, s, nslab, &lo, &hi);
+        for (size_t k = lo; k < hi; k++) chunk_sums(j->isa, j->g, j->n, j->c, j->want_max, k, j->sums + 3 * k);
+        break;
+    case P_COLSUMS:
+        eng_split_range(pieces(j->rows, u), 1, s, nslab, &lo, &hi);
+        for (size_t b = lo; b < hi; b++) {
+            size_t r0 = b * u, nr = j->rows - r0 < u ? j->rows - r0 : u;
+            grad_colsum_isa[j->isa](j->g + r0 * j->cols, nr, j->cols, j->out + b * j->cols, 0);
+        }
+        break;
+    case P_ROWMEANS:
+        eng_split_range(j->rows, u, s, nslab, &lo, &hi);
+        for (size_t r = lo; r < hi; r++) j->out[r] = row_mean(j->g + r * j->cols, j->cols);
+        break;
+    }
+}
+
+/* A pass over fewer floats runs on the calling thread: a hand-over to the pool costs ~2 us
+ * here, what a pass over 32k floats saves at 2 threads (W2 of the Fashion MLP, 32768
+ * floats: znorm at 2 threads took longer split than whole). */
+#define PAR_MIN (8 * (size_t)ENG_POOL_GRAIN)
+
+/* Whether a pass of n_pieces over `floats` goes to the pool: threads, pieces and floats enough. */
+static int use_pool(size_t n_pieces, size_t floats)
+{
+    return n_pieces >= 2 && floats >= PAR_MIN && eng_pool_threads() >= 2;
+}
+
+/* j over the pool (use_pool), else on this thread. */
+static void run_pieces(const piece_job *j, size_t n_pieces, size_t floats)
+{
+    if (!use_pool(n_pieces, floats) || !eng_pool_run(eng_pool_threads(), piece_slab, (void *)j))
+        piece_slab((void *)j, 0, 1);
+}
+
+/* The sums of g[0, n) about c (out: sum d, sum d^2, max |g| when want_max). sums: room for
+ * 3 doubles per chunk, where the pool's slabs leave theirs (use_pool); else this thread
+ * alone, folding as it goes (the same bits). */
+static void sums_of(double *sums, const float *g, size_t n, float c, int want_max, double out[3])
+{
+    eng_isa isa = eng_isa_current();
+    size_t nc = pieces(n, SUM_CHUNK);
+    out[0] = out[1] = out[2] = 0;
+    if (sums && use_pool(nc, n)) {
+        piece_job j = { .kind = P_SUMS, .want_max = want_max, .isa = isa, .g = g, .n = n, .c = c, .sums = sums };
+        run_pieces(&j, nc, n);
+        for (size_t k = 0; k < nc; k++) fold_sums(out, sums + 3 * k);
+        return;
+    }
+    for (size_t k = 0; k < nc; k++) {
+        double o[3];
+        chunk_sums(isa, g, n, c, want_max, k, o);
+        fold_sums(out, o);
+    }
+}
+
+/* The mean of a row of n floats, as centralize takes it off. */
+static float row_mean(const float *restrict g, size_t n)
+{
+    double o[3];
+    sums_of(NULL, g, n, 0.0f, 0, o);
+    return (float)(o[0] / (double)n);
+}
+
+/* mean[c] = the mean of column c of W [rows x cols]. blocks: room for cols floats per block
+ * of ENG_SPLIT_UNIT rows, where the pool's slabs leave theirs (use_pool); else this thread
+ * adds each block's sums to mean as it goes (the same bits). */
+static void col_means(float *blocks, const float *g, size_t rows, size_t cols, float *restrict mean)
+{
+    eng_isa isa = eng_isa_current();
+    const size_t u = ENG_SPLIT_UNIT, nb = pieces(rows, u);
+    memset(mean, 0, cols * sizeof *mean);
+    if (blocks && use_pool(nb, rows * cols)) {
+        piece_job j = { .kind = P_COLSUMS, .isa = isa, .g = g, .rows = rows, .cols = cols, .out = blocks };
+        run_pieces(&j, nb, rows * cols);
+        for (size_t b = 0; b < nb; b++)
+            for (size_t c = 0; c < cols; c++) mean[c] += blocks[b * cols + c];
+    } else {
+        for (size_t b = 0; b < nb; b++) {
+            size_t r0 = b * u, nr = rows - r0 < u ? rows - r0 : u;
+            grad_colsum_isa[isa](g + r0 * cols, nr, cols, mean, 1);
+        }
+    }
+    const float inv = 1.0f / (float)rows;
+    for (size_t c = 0; c < cols; c++) mean[c] *= inv;
+}
+
 void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var, double *sumsq, double *maxabs)
 {
     double o[3];
-    grad_stats_isa[eng_isa_current()](g, n, n ? g[0] : 0.0f, o);
+    sums_of(NULL, g, n, n ? g[0] : 0.0f, 1, o);
     moments(n ? g[0] : 0.0f, n, o[0], o[1], mean, var, sumsq);
     if (maxabs) *maxabs = o[2];
 }
@@ -73,7 +209,7 @@ void eng_grad_stats(const float *restrict g, size_t n, double *mean, double *var
 double eng_grad_sumsq(const float *restrict g, size_t n)
 {
     double o[3];
-    grad_sums_isa[eng_isa_current()](g, n, 0.0f, o);
+    sums_of(NULL, g, n, 0.0f, 0, o);
     return o[1];
 }
 
@@ -88,10 +224,10 @@ void eng_grad_clamp(float *restrict g, size_t n, float lim)
 }
 
 /* znorm's map of n >= 2 floats: g' = (g - *mu) * *s, from one pass (sum and sum of squares). */
-static void znorm_map(const float *restrict g, size_t n, float eps, float *mu, float *s)
+static void znorm_map(double *sums, const float *restrict g, size_t n, float eps, float *mu, float *s)
 {
     double o[3], mean, var;
-    grad_sums_isa[eng_isa_current()](g, n, g[0], o);
+    sums_of(sums, g, n, g[0], 0, o);
     moments(g[0], n, o[0], o[1], &mean, &var, NULL);
     *mu = (float)mean;
     *s = (float)(1.0 / (sqrt(var) + eps));
@@ -102,16 +238,8 @@ void eng_grad_znorm(float *restrict g, size_t n, float eps)
 {
     if (n < 2) return;
     float mu, s;
-    znorm_map(g, n, eps, &mu, &s);
+    znorm_map(NULL, g, n, eps, &mu, &s);
     grad_affine_isa[eng_isa_current()](g, n, mu, s);
-}
-
-/* The mean of a row of n floats, as centralize takes it off. */
-static float row_mean(eng_isa isa, const float *restrict g, size_t n)
-{
-    double o[3];
-    grad_sums_isa[isa](g, n, 0.0f, o);
-    return (float)(o[0] / (double)n);
 }
 
 void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col, float *restrict colsum)
@@ -120,13 +248,13 @@ void eng_grad_centralize(float *restrict g, size_t rows, size_t cols, int by_col
     if (by_col) {
         /* dense W [in x out]: output c's fan-in is column c */
         if (rows < 2) return;
-        grad_colmean_isa[isa](g, rows, cols, colsum);
+        col_means(NULL, g, rows, cols, colsum);
         grad_colcentre_isa[isa](g, rows, cols, colsum);
     } else {
         /* conv W [F x C*K*K]: filter r's fan-in is row r, still in cache for the subtract */
         if (cols < 2) return;
         for (size_t r = 0; r < rows; r++)
-            grad_affine_isa[isa](g + r * cols, cols, row_mean(isa, g + r * cols, cols), 1.0f);
+            grad_affine_isa[isa](g + r * cols, cols, row_mean(g + r * cols, cols), 1.0f);
     }
 }
 
@@ -176,6 +304,9 @@ struct eng_grad {
      * W's rows (they live until the update that a deferred map hands them to) */
     float *means;
     size_t mean_off[ENG_MAX_LAYERS];
+    /* the pieces of a pass over the pool until their fold (sums_of, col_means) */
+    double *sums;
+    float *blocks;
 };
 
 int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_grad **out)
@@ -183,6 +314,25 @@ int eng_grad_create(const eng_train_config *tc, eng_model *m, prof_t *prof, eng_
     eng_param_view v;
     eng_model_param_view(m, &v);
     return eng_grad_create_view(tc, &v, prof, out);
+}
+
+/* Centralize's means and column-sum blocks; -1 when out of memory. */
+static int alloc_centre(eng_grad *g)
+{
+    const eng_param_view *v = &g->v;
+    size_t n_means = 0, n_blocks = 1;
+    for (int l = 0; l < v->n_layers; l++) {
+        const eng_param_layer *L = &v->layers[l];
+        /* each layer's on a 64-byte line of its own: the update reads a column map's means
+         * with the gradient's rows, a vector at a time */
+        g->mean_off[l] = n_means;
+        n_means += ((L->by_col ? L->w_cols : L->w_rows) + 15) / 16 * 16;
+        size_t nb = L->by_col ? pieces(L->w_rows, ENG_SPLIT_UNIT) * L->w_cols : 0;
+        n_blocks = nb > n_blocks ? nb : n_blocks;
+    }
+    g->means = prof_malloc((n_means ? n_means : 1) * sizeof(float));
+    g->blocks = prof_malloc(n_blocks * sizeof(float));
+    return g->means && g->blocks ? 0 : -1;
 }
 
 int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, prof_t *prof, eng_grad **out)
@@ -213,17 +363,13 @@ int eng_grad_create_view(const eng_train_config *tc, const eng_param_view *v, pr
     g->eps = (float)tc->znorm_eps;
     g->clip_norm = (float)tc->clip_norm;
     g->clip_value = (float)tc->clip_value;
-    size_t n_means = 0;
-    for (int l = 0; l < v->n_layers; l++) {
-        /* each layer's on a 64-byte line of its own: the update reads a column map's means
-         * with the gradient's rows, a vector at a time */
-        g->mean_off[l] = n_means;
-        n_means += ((v->layers[l].by_col ? v->layers[l].w_cols : v->layers[l].w_rows) + 15) / 16 * 16;
+    if (!(g->sums = prof_malloc(3 * (pieces(v->n_params, SUM_CHUNK) + 1) * sizeof(double)))) {
+        eng_grad_free(g);
+        return eng_fail(ENG_ENOMEM, "gradient: out of memory");
     }
-    n_means += !n_means;
     for (int i = 0; i < g->n; i++) {
         g->kind[i] = tc->gradient[i];
-        if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->means && !(g->means = prof_malloc(n_means * sizeof(float)))) {
+        if (g->kind[i] == ENG_GRAD_CENTRALIZE && !g->means && alloc_centre(g)) {
             eng_grad_free(g);
             return eng_fail(ENG_ENOMEM, "gradient: out of memory");
         }
@@ -240,6 +386,8 @@ void eng_grad_free(eng_grad *g)
 {
     if (!g) return;
     prof_free(g->means);
+    prof_free(g->blocks);
+    prof_free(g->sums);
     prof_free(g);
 }
 
@@ -257,17 +405,36 @@ typedef struct {
  * it, else applied here in a pass of its own, with the same bits. The maps made here are
  * (g - mu) * s (no sub) or a centring (sub, mu 0, s 1). n floats of the map's tensor cost
  * `flops` per float beyond the pass that made the map. */
+/* In place, over the pool: elements [lo, hi) of a scalar map, rows [lo, hi) of a centring. */
+typedef struct {
+    const eng_optim_map *m;
+    float *t, lim;
+} range_ctx;
+
+static void map_range(void *ctx, size_t lo, size_t hi)
+{
+    const range_ctx *c = ctx;
+    const eng_optim_map *m = c->m;
+    eng_isa isa = eng_isa_current();
+    if (!m->sub) grad_affine_isa[isa](c->t + lo, hi - lo, m->mu, m->s);
+    else if (!m->by_row) grad_colcentre_isa[isa](c->t + lo * m->cols, hi - lo, m->cols, m->sub);
+    else
+        for (size_t r = lo; r < hi; r++) grad_affine_isa[isa](c->t + r * m->cols, m->cols, m->sub[r], 1.0f);
+}
+
+static void clamp_range(void *ctx, size_t lo, size_t hi)
+{
+    const range_ctx *c = ctx;
+    grad_clamp_isa[eng_isa_current()](c->t + lo, hi - lo, c->lim);
+}
+
 static void map_tensor(apply_ctx *a, const eng_optim_map *m, unsigned flops)
 {
     a->flops += (uint64_t)flops * m->n;
     if (a->to && !eng_optim_defer(a->to, m)) return;
-    eng_isa isa = eng_isa_current();
-    float *t = a->g->v.grads + m->off;
-    size_t rows = m->sub ? m->n / m->cols : 0;
-    if (!m->sub) grad_affine_isa[isa](t, m->n, m->mu, m->s);
-    else if (!m->by_row) grad_colcentre_isa[isa](t, rows, m->cols, m->sub);
-    else
-        for (size_t r = 0; r < rows; r++) grad_affine_isa[isa](t + r * m->cols, m->cols, m->sub[r], 1.0f);
+    range_ctx c = { m, a->g->v.grads + m->off, 0.0f };
+    if (m->sub) eng_pool_for(m->n / m->cols, pieces(PAR_MIN / 2, m->cols), map_range, &c);
+    else eng_pool_for(m->n, PAR_MIN / 2, map_range, &c);
     a->bytes += pass_bytes(m->n, 1, 1);
 }
 
@@ -277,7 +444,7 @@ static void znorm_tensor(apply_ctx *a, const float *t, size_t n)
 {
     if (n < 2) return;
     eng_optim_map m = { .off = offset_of(a, t), .n = n, .cols = n };
-    znorm_map(t, n, a->g->eps, &m.mu, &m.s);
+    znorm_map(a->g->sums, t, n, a->g->eps, &m.mu, &m.s);
     a->flops += 3 * (uint64_t)n;
     a->bytes += pass_bytes(n, 1, 0);
     map_tensor(a, &m, 2);
@@ -290,10 +457,13 @@ static void centralize_layer(apply_ctx *a, int l)
     size_t rows = L->w_rows, cols = L->w_cols;
     if (!L->n_w || L->no_centre || (L->by_col ? rows : cols) < 2) return;
     float *mean = a->g->means + a->g->mean_off[l];
-    eng_isa isa = eng_isa_current();
-    if (L->by_col) grad_colmean_isa[isa](L->dw, rows, cols, mean);
-    else
-        for (size_t r = 0; r < rows; r++) mean[r] = row_mean(isa, L->dw + r * cols, cols);
+    if (L->by_col) {
+        col_means(a->g->blocks, L->dw, rows, cols, mean);
+    } else {
+        piece_job j = { .kind = P_ROWMEANS, .isa = eng_isa_current(), .g = L->dw, .rows = rows, .cols = cols,
+                        .out = mean };
+        run_pieces(&j, rows, L->n_w);
+    }
     a->flops += L->n_w;
     a->bytes += pass_bytes(L->n_w, 1, 0);
     eng_optim_map m = { .off = offset_of(a, L->dw), .n = L->n_w, .cols = cols, .sub = mean,
@@ -317,18 +487,22 @@ static void apply_one(apply_ctx *a, eng_grad_kind kind)
         for (int l = 0; l < v->n_layers; l++) centralize_layer(a, l);
         break;
     case ENG_GRAD_CLIP_NORM: {
-        double norm = sqrt(eng_grad_sumsq(v->grads, np));
+        double o[3];
+        sums_of(g->sums, v->grads, np, 0.0f, 0, o);
+        double norm = sqrt(o[1]);
         a->flops += 2 * (uint64_t)np;
         a->bytes += pass_bytes(np, 1, 0);
         eng_optim_map m = { .off = 0, .n = np, .cols = np, .mu = 0.0f, .s = (float)(g->clip_norm / norm) };
         if (norm > g->clip_norm) map_tensor(a, &m, 1);
         break;
     }
-    case ENG_GRAD_CLIP_VALUE:
-        eng_grad_clamp(v->grads, np, g->clip_value);
+    case ENG_GRAD_CLIP_VALUE: {
+        range_ctx c = { NULL, v->grads, g->clip_value };
+        eng_pool_for(np, PAR_MIN / 2, clamp_range, &c);
         a->flops += 2 * (uint64_t)np;
         a->bytes += pass_bytes(np, 1, 1);
         break;
+    }
     }
 }
 

@@ -329,6 +329,81 @@ static void test_deferred_same_bits(void **state)
         }
 }
 
+/* Big enough for the pool: a dense W of 300 x 128 (19 blocks of 16 rows) and a conv W of
+ * 64 filters x 288 (18432 floats). */
+static eng_model *wide_model(int conv)
+{
+    eng_model_config mc = { .n_layers = 3, .loss = ENG_LOSS_SOFTMAX_XENT };
+    if (conv) mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_CONV, .units = 64, .kernel = 3, .act = ENG_ACT_RELU };
+    else mc.layers[0] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 128, .act = ENG_ACT_RELU };
+    mc.layers[1] = (eng_layer_spec){ .kind = conv ? ENG_LAYER_FLATTEN : ENG_LAYER_DENSE, .units = 20 };
+    mc.layers[2] = (eng_layer_spec){ .kind = ENG_LAYER_DENSE, .units = 3 };
+    int in_dense[3] = { 1, 1, 300 }, in_conv[3] = { 32, 4, 4 };
+    eng_model *m = NULL;
+    assert_int_equal(eng_model_build(&mc, conv ? in_conv : in_dense, 3, 2, 1, NULL, &m), ENG_OK);
+    return m;
+}
+
+/* The transforms' passes run over the pool (each slab its pieces: chunks of the sums,
+ * blocks of 16 rows of the column sums, rows of a conv W) and give the bits of one thread
+ * at 2 and 4 threads, for each transform and a list, on dense and conv layers; and
+ * znorm's pieces, folded, are the bits of eng_grad_znorm alone. */
+static void test_transforms_threads(void **state)
+{
+    (void)state;
+    static const struct { int n; eng_grad_kind k[2]; } lists[] = {
+        { 1, { ENG_GRAD_ZNORM } }, { 1, { ENG_GRAD_CENTRALIZE } }, { 1, { ENG_GRAD_CLIP_NORM } },
+        { 1, { ENG_GRAD_CLIP_VALUE } }, { 2, { ENG_GRAD_CENTRALIZE, ENG_GRAD_ZNORM } },
+    };
+    long slabs0 = eng_pool_worker_slabs();
+    for (int conv = 0; conv < 2; conv++)
+        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
+            eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.01, .momentum = 0.9,
+                                    .n_gradient = lists[i].n, .znorm_eps = 1e-8, .clip_norm = 0.5,
+                                    .clip_value = 0.4 };
+            memcpy(tc.gradient, lists[i].k, sizeof lists[i].k);
+            eng_model *one = wide_model(conv);
+            int kept;
+            steps_with(one, &tc, 1, &kept);
+            for (int t = 2; t <= 4; t *= 2)
+                for (int defer = 0; defer < 2; defer++) {
+                    eng_model *many = wide_model(conv);
+                    eng_pool_set_threads(t);
+                    steps_with(many, &tc, defer, &kept);
+                    eng_pool_set_threads(1);
+                    if (memcmp(one->params, many->params, one->n_params * sizeof(float)))
+                        fail_msg("%s net, %s%s%s at %d threads (%s): other parameters than at 1 thread",
+                                 conv ? "conv" : "dense", eng_grad_kind_name(lists[i].k[0]), lists[i].n > 1 ? ", " : "",
+                                 lists[i].n > 1 ? eng_grad_kind_name(lists[i].k[1]) : "", t,
+                                 defer ? "maps in the update" : "in place");
+                    eng_model_free(many);
+                }
+            eng_model_free(one);
+        }
+    long slabs = eng_pool_worker_slabs() - slabs0;
+    printf("  %ld slabs run by pool workers\n", slabs);
+    assert_true(slabs > 0);
+    /* the pipeline's znorm (its pieces over the pool, folded) against eng_grad_znorm */
+    eng_model *m = wide_model(0);
+    fill(m->grads, m->n_params, 77, 0.2f, 1.5f);
+    float *ref = malloc(m->n_params * sizeof *ref);
+    memcpy(ref, m->grads, m->n_params * sizeof *ref);
+    for (int l = 0; l < m->n_layers; l++) {
+        eng_grad_znorm(ref + (m->layers[l].dw - m->grads), m->layers[l].n_w, 1e-8f);
+        eng_grad_znorm(ref + (m->layers[l].db - m->grads), m->layers[l].n_b, 1e-8f);
+    }
+    eng_train_config tc = { .n_gradient = 1, .gradient = { ENG_GRAD_ZNORM }, .znorm_eps = 1e-8 };
+    eng_grad *g;
+    assert_int_equal(eng_grad_create(&tc, m, NULL, &g), ENG_OK);
+    eng_pool_set_threads(2);
+    eng_grad_apply(g, NULL);
+    eng_pool_set_threads(1);
+    assert_memory_equal(ref, m->grads, m->n_params * sizeof *ref);
+    eng_grad_free(g);
+    free(ref);
+    eng_model_free(m);
+}
+
 static const double *value_of(const eng_telemetry *rec, const char *key)
 {
     for (size_t i = 0; i < rec->n; i++)
@@ -614,6 +689,7 @@ int test_engine_gradient(void)
         cmocka_unit_test(test_pipeline),
         cmocka_unit_test(test_centralize_conv),
         cmocka_unit_test(test_deferred_same_bits),
+        cmocka_unit_test(test_transforms_threads),
         cmocka_unit_test(test_telemetry_known),
         cmocka_unit_test(test_run_config),
         ISA_PATH_TESTS(test_kernels_vs_double),
