@@ -87,8 +87,8 @@ typedef struct {
 } eng_optim_map;
 #define ENG_OPTIM_MAX_MAPS 128
 /* Hands m to the next step (the one the next eng_optim_step_begin starts, and only that
- * one). Maps must not overlap. 0, or -1 when the list is full or m is outside the
- * parameters: then apply it yourself. */
+ * one). Maps must not overlap. 0, or -1 when the list is full, m is outside the parameters
+ * or a centring map is not whole rows: then apply it yourself. */
 int eng_optim_defer(eng_optim *o, const eng_optim_map *m);
 void eng_optim_free(eng_optim *o);
 /* Learning rate at step (0-based) of total_steps, for the config's schedule + warm-up. */

@@ -401,10 +401,6 @@ typedef struct {
     uint64_t flops, bytes;
 } apply_ctx;
 
-/* Map m (eng_optim_map) over the gradient: handed to the update when there is one to take
- * it, else applied here in a pass of its own, with the same bits. The maps made here are
- * (g - mu) * s (no sub) or a centring (sub, mu 0, s 1). n floats of the map's tensor cost
- * `flops` per float beyond the pass that made the map. */
 /* In place, over the pool: elements [lo, hi) of a scalar map, rows [lo, hi) of a centring. */
 typedef struct {
     const eng_optim_map *m;
@@ -428,6 +424,10 @@ static void clamp_range(void *ctx, size_t lo, size_t hi)
     grad_clamp_isa[eng_isa_current()](c->t + lo, hi - lo, c->lim);
 }
 
+/* Map m (eng_optim_map) over the gradient: handed to the update when there is one to take
+ * it, else applied here in a pass of its own (over the pool), with the same bits. The maps made here are
+ * (g - mu) * s (no sub) or a centring (sub, mu 0, s 1). n floats of the map's tensor cost
+ * `flops` per float beyond the pass that made the map. */
 static void map_tensor(apply_ctx *a, const eng_optim_map *m, unsigned flops)
 {
     a->flops += (uint64_t)flops * m->n;

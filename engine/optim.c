@@ -113,8 +113,8 @@ enum { READ_PLAIN, READ_SCALAR, READ_SUB };
  * update of the Fashion MLP's 784 x 256 W, pool_bench's last table: 48.5 us at 4 floats a
  * vector, 28 us at 16). A deferred map is two more operations an element inside the same
  * loop, which waits on memory (docs/gradient-lab.md). */
-ENG_ISA_BODY update_core(const step_job *j, size_t lo, size_t hi, int read,
-                                                              float gmu, float gs, const float *restrict sub)
+ENG_ISA_BODY update_core(const step_job *j, size_t lo, size_t hi, int read, float gmu, float gs,
+                         const float *restrict sub)
 {
     const eng_optim *o = j->o;
     const float lr = j->lr, wd = o->wd, mu = o->mu;
@@ -263,7 +263,8 @@ void eng_optim_set_matrices(eng_optim *o, const size_t *off, const int *rows, co
 
 int eng_optim_defer(eng_optim *o, const eng_optim_map *m)
 {
-    if (o->n_pend >= ENG_OPTIM_MAX_MAPS || m->off > o->n || m->n > o->n - m->off || (m->sub && !m->cols)) return -1;
+    if (o->n_pend >= ENG_OPTIM_MAX_MAPS || m->off > o->n || m->n > o->n - m->off) return -1;
+    if (m->sub && (!m->cols || m->n % m->cols)) return -1; /* a centring map is whole rows */
     o->pend[o->n_pend++] = *m;
     return 0;
 }

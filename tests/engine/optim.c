@@ -182,6 +182,8 @@ static void test_defer_limits(void **state)
     assert_int_equal(eng_optim_defer(o, &m), -1);
     m = (eng_optim_map){ .off = 0, .n = 4, .cols = 0, .sub = A };
     assert_int_equal(eng_optim_defer(o, &m), -1);            /* a centring map needs its columns */
+    m = (eng_optim_map){ .off = 0, .n = 3, .cols = 2, .sub = A };
+    assert_int_equal(eng_optim_defer(o, &m), -1);            /* and whole rows */
     m = (eng_optim_map){ .off = 1, .n = 0, .cols = 1, .mu = 0.5f, .s = 2.0f };  /* empty: maps nothing */
     for (int i = 0; i < ENG_OPTIM_MAX_MAPS; i++) assert_int_equal(eng_optim_defer(o, &m), 0);
     assert_int_equal(eng_optim_defer(o, &m), -1);
