@@ -252,6 +252,26 @@ static void test_centralize_conv(void **state)
     eng_model_free(m);
 }
 
+/* The transform lists the run-level tests try: each transform alone, and lists whose last
+ * transform is a map or not. */
+static const struct { int n; eng_grad_kind k[2]; } lists[] = {
+    { 1, { ENG_GRAD_ZNORM } }, { 1, { ENG_GRAD_CENTRALIZE } }, { 1, { ENG_GRAD_CLIP_NORM } },
+    { 1, { ENG_GRAD_CLIP_VALUE } }, { 2, { ENG_GRAD_CENTRALIZE, ENG_GRAD_ZNORM } },
+    { 2, { ENG_GRAD_ZNORM, ENG_GRAD_CLIP_NORM } }, { 2, { ENG_GRAD_CLIP_VALUE, ENG_GRAD_CENTRALIZE } },
+};
+#define N_LISTS (sizeof lists / sizeof lists[0])
+
+/* Momentum SGD with list i, and its name ("centralize, znorm") in name. */
+static eng_train_config list_config(size_t i, char name[64])
+{
+    eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.01, .momentum = 0.9, .n_gradient = lists[i].n,
+                            .znorm_eps = 1e-8, .clip_norm = 0.5, .clip_value = 0.4 };
+    memcpy(tc.gradient, lists[i].k, sizeof lists[i].k);
+    snprintf(name, 64, "%s%s%s", eng_grad_kind_name(lists[i].k[0]), lists[i].n > 1 ? ", " : "",
+             lists[i].n > 1 ? eng_grad_kind_name(lists[i].k[1]) : "");
+    return tc;
+}
+
 /* Three momentum steps on filled gradients; with `to`, the last transform's maps go to the
  * optimizer (as a run does), else every transform runs in place. The parameters are left
  * in m; *kept: whether, with `to`, the gradient buffer held the last transform's input. */
@@ -297,17 +317,10 @@ static void steps_with(eng_model *m, const eng_train_config *tc, int defer, int 
 static void test_deferred_same_bits(void **state)
 {
     (void)state;
-    static const struct { int n; eng_grad_kind k[2]; } lists[] = {
-        { 1, { ENG_GRAD_ZNORM } }, { 1, { ENG_GRAD_CENTRALIZE } }, { 1, { ENG_GRAD_CLIP_NORM } },
-        { 1, { ENG_GRAD_CLIP_VALUE } }, { 2, { ENG_GRAD_CENTRALIZE, ENG_GRAD_ZNORM } },
-        { 2, { ENG_GRAD_ZNORM, ENG_GRAD_CLIP_NORM } }, { 2, { ENG_GRAD_CLIP_VALUE, ENG_GRAD_CENTRALIZE } },
-    };
     for (int net = 0; net < 2; net++)
-        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-            eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.01, .momentum = 0.9,
-                                    .n_gradient = lists[i].n, .znorm_eps = 1e-8, .clip_norm = 0.5,
-                                    .clip_value = 0.4 };
-            memcpy(tc.gradient, lists[i].k, sizeof lists[i].k);
+        for (size_t i = 0; i < N_LISTS; i++) {
+            char name[64];
+            eng_train_config tc = list_config(i, name);
             eng_model *a = net ? conv_model() : small_model(), *b = net ? conv_model() : small_model();
             eng_model *plain = net ? conv_model() : small_model();
             int kept, unused;
@@ -317,9 +330,7 @@ static void test_deferred_same_bits(void **state)
             none.n_gradient = 0;
             steps_with(plain, &none, 0, &unused);
             if (memcmp(a->params, b->params, a->n_params * sizeof(float)))
-                fail_msg("%s net, %s%s%s: the deferred maps give other parameters", net ? "conv" : "dense",
-                         eng_grad_kind_name(lists[i].k[0]), lists[i].n > 1 ? ", " : "",
-                         lists[i].n > 1 ? eng_grad_kind_name(lists[i].k[1]) : "");
+                fail_msg("%s net, %s: the deferred maps give other parameters", net ? "conv" : "dense", name);
             /* clip_value's clamp is no map: it runs in place */
             assert_int_equal(kept, lists[i].k[lists[i].n - 1] != ENG_GRAD_CLIP_VALUE);
             assert_true(memcmp(a->params, plain->params, a->n_params * sizeof(float)) != 0);
@@ -346,22 +357,16 @@ static eng_model *wide_model(int conv)
 
 /* The transforms' passes run over the pool (each slab its pieces: chunks of the sums,
  * blocks of 16 rows of the column sums, rows of a conv W) and give the bits of one thread
- * at 2 and 4 threads, for each transform and a list, on dense and conv layers; and
+ * at 2 and 4 threads, for each transform alone and in lists, on dense and conv layers; and
  * znorm's pieces, folded, are the bits of eng_grad_znorm alone. */
 static void test_transforms_threads(void **state)
 {
     (void)state;
-    static const struct { int n; eng_grad_kind k[2]; } lists[] = {
-        { 1, { ENG_GRAD_ZNORM } }, { 1, { ENG_GRAD_CENTRALIZE } }, { 1, { ENG_GRAD_CLIP_NORM } },
-        { 1, { ENG_GRAD_CLIP_VALUE } }, { 2, { ENG_GRAD_CENTRALIZE, ENG_GRAD_ZNORM } },
-    };
     long slabs0 = eng_pool_worker_slabs();
     for (int conv = 0; conv < 2; conv++)
-        for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++) {
-            eng_train_config tc = { .optimizer = ENG_OPT_MOMENTUM, .lr = 0.01, .momentum = 0.9,
-                                    .n_gradient = lists[i].n, .znorm_eps = 1e-8, .clip_norm = 0.5,
-                                    .clip_value = 0.4 };
-            memcpy(tc.gradient, lists[i].k, sizeof lists[i].k);
+        for (size_t i = 0; i < N_LISTS; i++) {
+            char name[64];
+            eng_train_config tc = list_config(i, name);
             eng_model *one = wide_model(conv);
             int kept;
             steps_with(one, &tc, 1, &kept);
@@ -372,10 +377,8 @@ static void test_transforms_threads(void **state)
                     steps_with(many, &tc, defer, &kept);
                     eng_pool_set_threads(1);
                     if (memcmp(one->params, many->params, one->n_params * sizeof(float)))
-                        fail_msg("%s net, %s%s%s at %d threads (%s): other parameters than at 1 thread",
-                                 conv ? "conv" : "dense", eng_grad_kind_name(lists[i].k[0]), lists[i].n > 1 ? ", " : "",
-                                 lists[i].n > 1 ? eng_grad_kind_name(lists[i].k[1]) : "", t,
-                                 defer ? "maps in the update" : "in place");
+                        fail_msg("%s net, %s at %d threads (%s): other parameters than at 1 thread",
+                                 conv ? "conv" : "dense", name, t, defer ? "maps in the update" : "in place");
                     eng_model_free(many);
                 }
             eng_model_free(one);
