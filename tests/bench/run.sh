@@ -42,7 +42,12 @@ reps=5
 # Runs one bench program. Protocol: it prints "ROW<TAB>section<TAB>label<TAB>median<TAB>min
 # <TAB>max<TAB>absolute<TAB>goal<TAB>verdict" lines (the table) and "ENV<TAB>key<TAB>value"
 # lines (the header); its progress goes to stderr, shown only when it fails.
+# Every timed part starts with the page cache clean: the MPI rows write a 220 MB data cache
+# into a fresh cache directory, and while ~430 MB of dirty pages waited for writeback the
+# memory-bound passes of the sections after it ran 30-60% slower (grad_bench's transforms
+# 13.5-17 us a step against 10-12 alone; the same with a `sync` first).
 section() {
+    sync
     echo "bench: running $(basename "$1") $*" | sed "s|$top/||" >&2
     if ! "$@" >"$tmp/out" 2>"$tmp/err"; then
         echo "bench: $(basename "$1") failed:" >&2
@@ -216,6 +221,7 @@ if [ -x "$nn" ] && command -v mpirun >/dev/null; then
     common="--no-db --json --set train.max_steps=$steps --set data.cache=true --set train.eval_every=1000000"
     # shellcheck disable=SC2086
     "$nn" run "$fm" $common --set train.max_steps=1 >/dev/null 2>&1   # writes the data cache
+    sync
     : >"$tmp/dp"
     k=1
     while [ $k -le $reps ]; do
