@@ -12,6 +12,8 @@ DB="$T/runs.db"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 # Widest line of a file in characters (not bytes: "…" is one cell).
 widest() { python3 -c 'import sys; print(max((len(l.rstrip("\n")) for l in open(sys.argv[1], encoding="utf-8")), default=0))' "$1"; }
+# A file's lines wider than 80 characters, with their widths (for the failure message).
+wide() { python3 -c 'import sys; [print(len(l), l) for l in (x.rstrip("\n") for x in open(sys.argv[1], encoding="utf-8")) if len(l) > 80]' "$1" >&2; }
 export COLUMNS=80 LANG=C.UTF-8
 
 for v in n64-q0.01 n64-q1; do
@@ -30,14 +32,14 @@ for row in "wall time" "(sim) quantum time" "(sim) hybrid time" "steps to target
     grep -qF "$row" "$T/cmp" || fail "compare lacks the row '$row'"
 done
 grep -q "qnew…brid" "$T/cmp" || fail "compare: the names lost what tells them apart"
-[ "$(widest "$T/cmp")" -le 80 ] || fail "compare is wider than 80 columns"
+[ "$(widest "$T/cmp")" -le 80 ] || { wide "$T/cmp"; fail "compare is wider than 80 columns"; }
 "$NNBENCH" compare --last-batch --x hybrid_time --x-scale log --db "$DB" >"$T/cmp2" || fail "compare --x-scale log"
 grep -q "hybrid time (s, simulated), log x" "$T/cmp2" || fail "compare --x-scale log: no log x title"
 "$NNBENCH" list --db "$DB" >"$T/list" || fail "list exited $?"
-[ "$(widest "$T/list")" -le 80 ] || fail "list is wider than 80 columns"
+[ "$(widest "$T/list")" -le 80 ] || { wide "$T/list"; fail "list is wider than 80 columns"; }
 grep -q "n-quantum" "$T/list" && grep -q "on-hybrid" "$T/list" || fail "list: the names lost what tells them apart"
 "$NNBENCH" help run >"$T/help" || fail "help run"
-[ "$(widest "$T/help")" -le 80 ] || fail "help run is wider than 80 columns"
+[ "$(widest "$T/help")" -le 80 ] || { wide "$T/help"; fail "help run is wider than 80 columns"; }
 
 "$NNBENCH" report 1 2 3 4 5 6 7 8 -o "$T/r.html" --db "$DB" 2>/dev/null || fail "report .html"
 "$NNBENCH" report 1 2 3 4 5 6 7 8 -o "$T/r.md" --db "$DB" 2>/dev/null || fail "report .md"
