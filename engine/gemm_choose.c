@@ -377,6 +377,8 @@ void eng_gemm_describe_classes(char *buf, size_t cap)
         int w = snprintf(one, sizeof one, "%s%s %s %.1f GF/s%s%s%s", len ? "; " : "", sh,
                          eng_gemm_backend_name((eng_gemm_backend)c->be), c->r[c->be].gflops, al ? " (" : "", al ? alt + 1 : "",
                          al ? ")" : "");
+        if (w < 0) return;
+        if (w >= (int)sizeof one) w = (int)sizeof one - 1; /* what one holds: memcpy below reads no further */
         /* whole entries only, and room left to say how many did not fit */
         char more[48];
         int wm = i + 1 < chosen.n ? snprintf(more, sizeof more, "; and %d more classes", chosen.n - i - 1) : 0;

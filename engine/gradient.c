@@ -69,8 +69,8 @@ static void moments(float c, size_t n, double s1, double s2, double *mean, doubl
  * (in float): the same bits whether one thread takes the pieces in turn or the pool's
  * slabs take them at once, each slab the pieces eng_split_range gives it — for a dense W
  * about the rows its GEMM slabs computed, still in that core's cache (at 2 threads one
- * thread's pass over the whole gradient read half of it from the other core: znorm's
- * 24.7 us a step against 9 at 1 thread). */
+ * thread's pass over the whole gradient read half of it from the other core; profiled
+ * 2-thread runs in docs/gradient-lab.md, "At 2 threads"). */
 #define SUM_CHUNK 4096
 
 static size_t pieces(size_t n, size_t per) { return (n + per - 1) / per; }

@@ -5,12 +5,11 @@
  * One training loop per contender and rep; inside it a transform is on every other step,
  * telemetry on the first step of every other block of 50 (the same model, data and load;
  * a slow spell of the machine, which can last a block, falls on both). Each step times its
- * stretch from the end of backward to
- * the end of the step: the update alone when off; the contender and the update when on, as
- * a run makes them (the last transform's map applied by the update, eng_grad_apply). The
- * row is 1 + (median on-stretch - median off-stretch) / the median off-step time (see
- * measure); the absolute column adds the same ratio of the minima, which load inflates
- * least. "on" for telemetry = eng_telem_before/after on the first step of each on-block
+ * stretch from the end of backward to the end of the step: the update alone when off; the
+ * contender and the update when on, as a run makes them (the last transform's map applied
+ * by the update, eng_grad_apply). The row is 1 + (median on-stretch - median off-stretch,
+ * never less than the contender's own calls) / the median off-step time (see measure); the
+ * absolute column adds the same ratio of the minima, which load inflates least. "on" for telemetry = eng_telem_before/after on the first step of each on-block
  * (1 in 50 steps, as log_every = 50 does); the sink's cost (the store) is not part of it.
  * Output: "ENV key value" and "ROW<TAB>section<TAB>label<TAB>median<TAB>min<TAB>max<TAB>
  * absolute<TAB>goal<TAB>verdict" lines for tests/bench/run.sh.
@@ -190,11 +189,8 @@ static double measure(bench_ctx *c, int who, int steps, double *own, double *ste
     check_alive(c, who, loss);
     double per = who == C_TELEMETRY ? BLOCK : 1;
     /* the fastest of each: what an unloaded machine approaches */
-    double min_own = min_of(u_on, n_uon) - min_of(u_off, n_off), min_calls = min_of(p_on, n_uon);
-    *minratio = 1.0 + (min_own > min_calls ? min_own : min_calls) / per / min_of(t_off, n_off);
-    double calls = median(p_on, n_uon);
-    *own = median(u_on, n_uon) - median(u_off, n_off);
-    if (*own < calls) *own = calls;
+    *minratio = 1.0 + fmax(min_of(u_on, n_uon) - min_of(u_off, n_off), min_of(p_on, n_uon)) / per / min_of(t_off, n_off);
+    *own = fmax(median(u_on, n_uon) - median(u_off, n_off), median(p_on, n_uon));
     *step = median(t_off, n_off);
     *whole = median(t_on, n_on) / *step;
     return 1.0 + *own / per / *step;
