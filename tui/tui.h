@@ -81,6 +81,13 @@ void tui_lines_clear(char ***l, size_t *n);   /* frees and empties the list */
 /* Appends a printf-formatted line (tabs expanded to 4 columns, CRs dropped) to the list
  * *l of *n lines. 0 ok, -1 out of memory (the list is unchanged). */
 int tui_lines_add(char ***l, size_t *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* Bytes of s that fill at most width cells: cut at the last space that fits (at the width
+ * when one word is longer; one character at least), never inside a UTF-8 character; all
+ * of s when it fits. Skip the spaces after the cut to start the next line. */
+int tui_wrap_cut(const char *s, int width);
+/* Appends text as lines of at most width cells, cut at spaces (tui_wrap_cut), the lines
+ * after the first indented by indent spaces. 0 ok, -1 out of memory. */
+int tui_lines_wrap(char ***l, size_t *n, const char *text, int width, int indent);
 /* A run's name in chart legends: "#3 adam" (the shared experiment name is in the title). */
 void tui_compare_legend(const store_compare *c, size_t i, char *buf, size_t n);
 

@@ -333,6 +333,31 @@ int tui_lines_add(char ***l, size_t *n, const char *fmt, ...)
     return 0;
 }
 
+int tui_wrap_cut(const char *s, int width)
+{
+    int cells = 0, space = 0;
+    size_t i = 0;
+    while (s[i]) {
+        if (s[i] == ' ') space = (int)i;   /* the text before it fits */
+        size_t l = utf8_len((const unsigned char *)s + i);
+        int w = char_cells(s + i, l);
+        if (cells + w > width) return space > 0 ? space : i > 0 ? (int)i : (int)l;
+        cells += w;
+        i += l;
+    }
+    return (int)i;
+}
+
+int tui_lines_wrap(char ***l, size_t *n, const char *text, int width, int indent)
+{
+    if (width - indent < 8) indent = 0;   /* a narrow screen: no room to indent */
+    for (const char *p = text; *p;) {
+        int first = p == text, len = tui_wrap_cut(p, first ? width : width - indent);
+        if (tui_lines_add(l, n, "%*s%.*s", first ? 0 : indent, "", len, p)) return -1;
+        for (p += len; *p == ' '; p++) {}
+    }
+    return 0;
+}
 
 void tui_compare_widths(const store_compare *c, int width, int all_keys, int *lw, int *cw)
 {
@@ -419,7 +444,7 @@ int tui_compare_lines(const store_compare *c, int width, int utf8, int all_keys,
     for (int k = 0, first = 1; k < STORE_CMP_N_NOTES; k++) {
         if (!c->notes[k][0]) continue;
         if (first && tui_lines_add(lines, n, "%s", "")) return -1;
-        if (tui_lines_add(lines, n, "%s", c->notes[k])) return -1;
+        if (tui_lines_wrap(lines, n, c->notes[k], width, 2)) return -1;
         first = 0;
     }
     return 0;

@@ -219,15 +219,7 @@ int wb_confirm(wb_app *a, const char *fmt, ...)
             int nl = 0;
             const char *p = q;
             while (*p && nl < 3) {
-                int room = w - 6, len = (int)strlen(p), cut = len;
-                if (tui_text_width(p) > room) {
-                    cut = 0;
-                    for (int i = 0, cells = 0; p[i] && cells <= room; i++) {
-                        if (((unsigned char)p[i] & 0xc0) != 0x80) cells++;
-                        if (p[i] == ' ' && cells <= room) cut = i;
-                    }
-                    if (!cut) cut = room;
-                }
+                int cut = tui_wrap_cut(p, w - 6);
                 snprintf(lines[nl++], sizeof lines[0], "%.*s", cut, p);
                 p += cut;
                 while (*p == ' ') p++;

@@ -173,19 +173,12 @@ static void add_kv(const char *key, const char *value, int cols)
     const char *p = value;
     int first = 1;
     do {
-        while (!first && *p == ' ') p++;
-        int len = (int)strlen(p);
-        if (len > width) {
-            int cut = width;
-            while (cut > 0 && p[cut] != ' ') cut--;
-            len = cut > 0 ? cut : width;
-            while (len > 0 && ((unsigned char)p[len] & 0xc0) == 0x80) len--; /* whole UTF-8 characters */
-        }
+        int len = tui_wrap_cut(p, width);
         if (first) tui_lines_add(&rv.sys, &rv.n_sys, "  %-*s %.*s", SYS_KEY_W, key, len, p);
         else tui_lines_add(&rv.sys, &rv.n_sys, "%*s%.*s", col, "", len, p);
-        p += len;
+        for (p += len; *p == ' '; p++) {}
         first = 0;
-    } while (strspn(p, " ") < strlen(p));
+    } while (*p);
 }
 
 static void run_load(wb_app *a)

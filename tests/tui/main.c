@@ -330,6 +330,46 @@ static void test_fit(void **st)
     assert_int_equal(strlen(small), 3);
 }
 
+/* Long text wraps at spaces within the width, never inside a UTF-8 character, and loses
+ * nothing but the spaces at its cuts: compare's notes fit the width (from 79 cells, the
+ * whole comparison does: an 80-column terminal). */
+static void test_wrap(void **st)
+{
+    (void)st;
+    assert_int_equal(tui_wrap_cut("aaa bbb", 7), 7);
+    assert_int_equal(tui_wrap_cut("aaa bbb", 6), 3);
+    assert_int_equal(tui_wrap_cut("aaa bbb", 3), 3);
+    assert_int_equal(tui_wrap_cut("abcdefgh", 3), 3);      /* one long word: cut at the width */
+    assert_int_equal(tui_wrap_cut("abc", 0), 1);           /* one character at least */
+    assert_int_equal(tui_wrap_cut("\xc3\xa9\xc3\xa9\xc3\xa9 x", 2), 4);
+    assert_int_equal(tui_wrap_cut("", 5), 0);
+
+    store_compare *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    const char *note = "note: these runs' threads ran on CPUs placed differently (row \"core round trip\": under "
+                       "250 ns they share a last-level cache, over it not): their times compare the placement too";
+    snprintf(c->notes[0], sizeof c->notes[0], "%s", note);
+    for (int width = 20; width <= 200; width += 59) {
+        char **l = NULL, joined[512] = "";
+        size_t n = 0, at = 0;
+        assert_int_equal(tui_compare_lines(c, width, 1, 0, &l, &n), 0);
+        for (size_t i = 0; i < n; i++)
+            if (!strncmp(l[i], "note:", 5)) at = i;
+        assert_true(at > 0);
+        for (size_t i = width >= 79 ? 0 : at; i < n; i++) assert_true(tui_text_width(l[i]) <= width);
+        for (size_t i = at; i < n; i++) {
+            const char *t = l[i] + strspn(l[i], " ");
+            if (i > at) assert_true(l[i][0] == ' ' && l[i][1] == ' ');
+            snprintf(joined + strlen(joined), sizeof joined - strlen(joined), "%s%s", i > at ? " " : "", t);
+        }
+        assert_string_equal(joined, note);
+        if (width >= tui_text_width(note)) assert_int_equal(n - at, 1);
+        else assert_true(n - at >= (size_t)(tui_text_width(note) / width + 1));
+        tui_lines_free(l, n);
+    }
+    free(c);
+}
+
 static void test_layout(void **st)
 {
     (void)st;
@@ -687,7 +727,7 @@ int main(void)
         cmocka_unit_test(test_smoothing), cmocka_unit_test(test_chart_mono_logx_norm_legend),
     };
     const struct CMUnitTest table[] = {
-        cmocka_unit_test(test_fit), cmocka_unit_test(test_layout),
+        cmocka_unit_test(test_fit), cmocka_unit_test(test_wrap), cmocka_unit_test(test_layout),
         cmocka_unit_test(test_sort), cmocka_unit_test(test_filter), cmocka_unit_test(test_duration_resumed),
     };
     const struct CMUnitTest keys[] = { cmocka_unit_test(test_keys), cmocka_unit_test(test_suggest),
