@@ -76,7 +76,7 @@ static int dk_dw_fv(const dk_path *k, const conv_dims *d, int Wp)
  *  block of rows that fits L1 uses the first ones) | out: one flat output | dq: dy
  *  padded for dx | acc: dW lane accumulators]. fx: forward (x padded by pad), bx: dx (dy
  * padded by K-1-pad, the filters rotated by 180 degrees, C and F swapped). */
-typedef struct { dk_geo fx, bx; size_t xs, ds, wpk, xp, dyf, out, dq, acc; } dk_plan;
+typedef struct { dk_geo fx, bx; size_t xs, ds, dsf, wpk, xp, dyf, out, dq, acc; } dk_plan;
 
 /* Floats one padded sample of g needs: its planes and the tail its last strip reads. */
 static size_t dk_sample(const dk_geo *g)
@@ -102,6 +102,9 @@ static dk_plan dk_plan_of(const conv_dims *d, int S)
     p.xs = dk_sample(&p.fx);
     p.xp = (size_t)S * p.xs;
     p.ds = F6 * p.fx.Qp > (size_t)d->P * F16 ? F6 * p.fx.Qp : round_up((size_t)d->P * F16, DK_ALIGN);
+    /* the flat dy's own stride (ds is the larger of the two layouts): the more rows fit a
+     * dW block, 2 where ds gave 1 on the Fashion CNN's conv1 */
+    p.dsf = F6 * p.fx.Qp; /* <= ds, whole cache lines (Qp: a multiple of DK_QA) */
     p.dyf = (size_t)S * p.ds;
     p.out = F6 * p.fx.Qp > C6 * p.bx.Qp ? F6 * p.fx.Qp : C6 * p.bx.Qp;
     p.dq = dk_sample(&p.bx);
@@ -248,15 +251,17 @@ static void dk_reduce(const dk_path *k, const float *acc, int F, size_t CKK, flo
 static void dk_dw_flat(eng_node *n, const conv_dims *d, const dk_plan *p, const dk_path *k, int r0, int S, const float *xp,
                        float *dyf, float *acc)
 {
-    size_t dplanes = (size_t)d->F * p->fx.Qp;
-    for (int s = 0; s < S; s++) { /* dk_pad writes the planes; zeros after them */
-        memset(dyf + s * p->ds + dplanes, 0, (p->ds - dplanes) * sizeof(float));
-        dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, 0, dyf + s * p->ds, p->fx.Qp, p->fx.Wp);
+    /* dk_pad writes the planes; zeros in the planes of the last block past the last filter
+     * (the kernels read no further) */
+    size_t dplanes = (size_t)d->F * p->fx.Qp, blocks = round_up((size_t)d->F, DK_NF) * p->fx.Qp;
+    for (int s = 0; s < S; s++) {
+        memset(dyf + s * p->dsf + dplanes, 0, (blocks - dplanes) * sizeof(float));
+        dk_pad(n->dy + (size_t)(r0 + s) * n->out_size, d->F, d->OH, d->OW, 0, dyf + s * p->dsf, p->fx.Qp, p->fx.Wp);
     }
     size_t groups = (d->CKK + (size_t)k->taps - 1) / (size_t)k->taps, gsz = (size_t)DK_NF * k->taps * k->lanes;
     for (int f0 = 0; f0 < d->F; f0 += DK_NF)
         for (size_t gi = 0; gi < groups; gi++)
-            k->dw(xp, p->xs, dyf + (size_t)f0 * p->fx.Qp, p->ds, S, &p->fx, (int)(gi * (size_t)k->taps),
+            k->dw(xp, p->xs, dyf + (size_t)f0 * p->fx.Qp, p->dsf, S, &p->fx, (int)(gi * (size_t)k->taps),
                   acc + ((size_t)(f0 / DK_NF) * groups + gi) * gsz);
 }
 
@@ -288,7 +293,7 @@ static void dk_bwd_chunk(eng_node *n, const conv_dims *d, const dk_plan *p, cons
 {
     float *wpk = ws, *xp = wpk + p->wpk, *dyf = xp + p->xp, *out = dyf + p->dyf, *dq = out + p->out, *acc = dq + p->dq;
     int lanes = dk_dw_fv(k, d, p->fx.Wp);
-    size_t xplanes = (size_t)d->C * dk_plane(&p->fx), per = p->xs + (lanes ? d->P * round_up((size_t)d->F, (size_t)k->lanes) : p->ds);
+    size_t xplanes = (size_t)d->C * dk_plane(&p->fx), per = p->xs + (lanes ? d->P * round_up((size_t)d->F, (size_t)k->lanes) : p->dsf);
     int sb = per * sizeof(float) >= DK_L1 ? 1 : (int)(DK_L1 / (per * sizeof(float)));
     CONV_STAGE_BEGIN(n, 1, CONV_ST_WEIGHTS);
     for (int s0 = 0; s0 < S; s0 += sb) {
