@@ -1352,6 +1352,44 @@ static eng_node shaped(eng_op_id op, int c, int h, int w, int oc, int oh, int ow
     return n;
 }
 
+/* The max-pool forward against the rule written out one window at a time: the largest of
+ * the four inputs in the order (0,0) (0,1) (1,0) (1,1), ties to the first, a NaN kept only
+ * when it comes first. Values from {-1, 0, 1, NaN} make ties and NaNs common; widths from 8
+ * to 25 (odd ones drop their last column) run the four-at-a-time rows and their tails. */
+static void test_maxpool_ties_nan(void **state)
+{
+    (void)state;
+    static const int widths[] = { 8, 9, 10, 17, 24, 25 };
+    eng_rng r;
+    eng_rng_seed(&r, 61, 0);
+    for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++) {
+        int C = 2, H = 5, W = widths[wi], OH = H / 2, OW = W / 2, rows = 3;
+        eng_node n = shaped(ENG_OP_MAXPOOL, C, H, W, C, OH, OW);
+        float *x = malloc((size_t)rows * n.in_size * sizeof *x), *y = malloc((size_t)rows * n.out_size * sizeof *y);
+        int32_t *am = malloc((size_t)rows * n.out_size * sizeof *am);
+        assert_non_null(x); assert_non_null(y); assert_non_null(am);
+        for (size_t i = 0; i < (size_t)rows * n.in_size; i++) {
+            int k = (int)eng_rng_below(&r, 4);
+            x[i] = k == 3 ? NAN : (float)(k - 1);
+        }
+        n.x = x; n.y = y; n.argmax = am;
+        eng_ops[ENG_OP_MAXPOOL].forward(&n, rows);
+        for (int s = 0; s < rows; s++)
+            for (int c = 0; c < C; c++)
+                for (int oh = 0; oh < OH; oh++)
+                    for (int ow = 0; ow < OW; ow++) {
+                        const float *xs = x + (size_t)s * n.in_size;
+                        int32_t at = (c * H + 2 * oh) * W + 2 * ow, cand[4] = { at, at + 1, at + W, at + W + 1 }, best = at;
+                        for (int k = 1; k < 4; k++)
+                            if (xs[cand[k]] > xs[best]) best = cand[k];
+                        size_t o = (size_t)s * n.out_size + ((size_t)c * OH + oh) * OW + ow;
+                        assert_int_equal(am[o], best);
+                        assert_memory_equal(&y[o], &xs[best], sizeof(float));
+                    }
+        free(x); free(y); free(am);
+    }
+}
+
 static void expect(const eng_node *n, int rows, eng_dir dir, uint64_t flops, uint64_t bytes)
 {
     uint64_t f = eng_ops[n->op].flops(n, rows, dir), b = eng_ops[n->op].bytes(n, rows, dir);
@@ -1890,6 +1928,7 @@ int test_engine_ops(void)
         cmocka_unit_test(test_mlp_gemms_match_bound),
         cmocka_unit_test(test_conv_algo_select),
         cmocka_unit_test(test_grad_maxpool),
+        cmocka_unit_test(test_maxpool_ties_nan),
         cmocka_unit_test(test_grad_avgpool),
         cmocka_unit_test(test_grad_gap),
         cmocka_unit_test(test_lane_ops),
