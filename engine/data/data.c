@@ -364,7 +364,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
         if ((rc = eng_data_cache_load(dc, seed, ds, &hit))) { prof_free(ds); return rc; }
         if (hit) {
             eng_data_cache_note(ENG_CACHE_HIT);
-            eng_data_codes_build(ds);
+            if (!ds->x_codes) eng_data_codes_build(ds);   /* a file whose inputs were not bytes */
             *out = ds;
             return ENG_OK;
         }
@@ -381,10 +381,10 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
     }
     if (!rc) rc = normalize(ds, dc->normalize, idx);
     if (!rc) rc = eng_data_seq_view(dc, ds);
+    if (!rc) eng_data_codes_build(ds);                  /* before the cache, which keeps it */
     if (!rc && dc->cache && !(rc = eng_data_cache_store(dc, seed, ds)))
         eng_data_cache_note(ENG_CACHE_WRITTEN);
     if (rc) { eng_data_free(ds); return rc; }
-    eng_data_codes_build(ds);
     *out = ds;
     return ENG_OK;
 }
@@ -392,7 +392,7 @@ int eng_data_load(const eng_data_config *dc, uint64_t seed, eng_dataset **out)
 void eng_data_free(eng_dataset *ds)
 {
     if (!ds) return;
-    prof_free(ds->x_codes);
+    eng_data_codes_free(ds);
     if (ds->map) {
         eng_data_cache_unmap(ds);           /* a cache hit: the arrays live in its region */
     } else {

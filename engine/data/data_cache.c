@@ -10,7 +10,9 @@
  *
  * Layout (native byte order, this machine's floats): "NNBCACHE" u32 version u32 key_len,
  * key text, a header (meta: shapes, a checksum of each array and of the header itself),
- * then the arrays, each at a 64-byte aligned offset, ending at the end of the file. The
+ * then the arrays, each at a 64-byte aligned offset; when the training inputs are bytes of
+ * one scale (data_codes.c), their byte copy at the next aligned offset and a trailer
+ * ("NNBCODES", the scale, the copy's checksum); the file ends there. The
  * loader trusts nothing in it: it opens without blocking and only a regular file, checks
  * every header field against sane limits and the file's size (overflow-safe), maps the
  * file with every page resident, checksums every array and range-checks the labels; a
@@ -30,7 +32,8 @@
 #include <unistd.h>
 
 #define CACHE_MAGIC "NNBCACHE"
-#define CACHE_VERSION 2u     /* 2: checksums (issue 22); a version-1 file is rebuilt */
+#define CACHE_VERSION 3u     /* 2: checksums (issue 22); 3: the byte copy; an older file is rebuilt */
+#define CODES_MAGIC "NNBCODES"
 #define KEY_MAX 16384
 #define CACHE_MAX_BYTES (64LL << 30)
 #define CACHE_MAX_DIM (1 << 24)          /* one in_shape entry */
@@ -50,6 +53,13 @@ typedef struct {
     uint64_t sum[4];          /* eng_data_hash of x_train, labels train, x_test, labels test */
     uint64_t head_sum;        /* eng_data_hash of everything before the arrays, this field 0 */
 } cache_meta;
+
+/* After the byte copy of the training inputs, when there is one. */
+typedef struct {
+    char magic[8];            /* CODES_MAGIC */
+    double scale;             /* eng_dataset.x_code_scale */
+    uint64_t sum;             /* eng_data_hash of the copy */
+} codes_trailer;
 
 /* ---- the checksum ---------------------------------------------------------------------
  * Sixteen 32-bit multiply-rotate lanes (xxHash32's round) over 64-byte blocks, folded into
@@ -342,6 +352,37 @@ static int labels_valid(const eng_dataset *ds, char *why, size_t cap)
     return 1;
 }
 
+/* Where the byte copy of the training inputs lies in a file of size bytes whose arrays end
+ * at end: 0 when the file ends with the arrays (no copy), 1 with *off and *len set when it
+ * holds a copy and its trailer, -1 when its size fits neither. */
+static int codes_span(const cache_meta *m, size_t end, size_t size, size_t *off, size_t *len)
+{
+    if (size == end) return 0;
+    size_t o, e;
+    if (!align64_ok(end, &o) || !mul_ok((size_t)m->n_train, (size_t)m->in_size, len) || !add_ok(o, *len, &e) ||
+        !add_ok(e, sizeof(codes_trailer), &e) || e != size)
+        return -1;
+    *off = o;
+    return 1;
+}
+
+/* The byte copy at off (len bytes, its trailer after it) of the mapped file: its trailer
+ * and checksum checked, then served as ds->x_codes (eng_data_codes_free leaves it to the
+ * unmap). Building it again on every hit, a pass over every training value, took longer
+ * than mapping and checksumming the whole file. */
+static int map_codes(const char *map, size_t off, size_t len, eng_dataset *ds, char *why, size_t cap)
+{
+    codes_trailer t;
+    memcpy(&t, map + off + len, sizeof t);
+    if (memcmp(t.magic, CODES_MAGIC, 8) || !eng_data_code_scale_known(t.scale))
+        return snprintf(why, cap, "the trailer of the training inputs' byte copy is not valid"), C_DAMAGED;
+    if (eng_data_hash(map + off, len) != t.sum)
+        return snprintf(why, cap, "the checksum of the training inputs' byte copy does not match"), C_DAMAGED;
+    ds->x_codes = (uint8_t *)(uintptr_t)(map + off);
+    ds->x_code_scale = t.scale;
+    return C_HIT;
+}
+
 /* The arrays of a checked header: mapped, checksummed, their labels checked.
  *
  * Mapped, not read: on a VM that returns freed memory to its host, a copy into fresh
@@ -355,11 +396,14 @@ static int labels_valid(const eng_dataset *ds, char *why, size_t cap)
  * place (it replaces it by rename, which leaves a running mapping intact). */
 static int map_arrays(int fd, size_t size, size_t klen, const cache_meta *m, eng_dataset *ds, char *why, size_t cap)
 {
-    size_t off[4], sz[4], total;
+    size_t off[4], sz[4], total, coff = 0, clen = 0;
     if (!layout(m, 16 + klen + sizeof *m, off, sz, &total))
         return snprintf(why, cap, "its header's array sizes overflow"), C_DAMAGED;
-    if (total != size)
-        return snprintf(why, cap, "its header describes %zu bytes of data, the file has %zu", total, size), C_DAMAGED;
+    int codes = codes_span(m, total, size, &coff, &clen);
+    if (codes < 0)
+        return snprintf(why, cap, "its header describes %zu bytes of data (and a byte copy of the inputs: %zu more "
+                        "with its trailer), the file has %zu", total,
+                        (size_t)m->n_train * (size_t)m->in_size + sizeof(codes_trailer) + 63, size), C_DAMAGED;
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (map == MAP_FAILED) return snprintf(why, cap, "it cannot be mapped: %s", strerror(errno)), C_DAMAGED;
     ds->map = map;
@@ -387,6 +431,11 @@ static int map_arrays(int fd, size_t size, size_t klen, const cache_meta *m, eng
         if (ds->sum[i] != m->sum[i]) return snprintf(why, cap, "the checksum of the %s does not match", array_names[i]), C_DAMAGED;
     }
     if (ds->classification && !labels_valid(ds, why, cap)) return C_DAMAGED;
+    if (codes) {
+        if (fstat(fd, &st) || (size_t)st.st_size != size)
+            return snprintf(why, cap, "it changed size while it was read"), C_DAMAGED;
+        if (map_codes(map, coff, clen, ds, why, cap) != C_HIT) return C_DAMAGED;
+    }
     ds->sum_set = 1;
     return C_HIT;
 }
@@ -482,6 +531,22 @@ void eng_data_sums(eng_dataset *ds)
     ds->sum_set = 1;
 }
 
+/* The byte copy of the training inputs and its trailer, from the next 64-byte boundary
+ * after *at (advanced past them). */
+static int write_codes(int fd, size_t *at, const eng_dataset *ds)
+{
+    size_t n = (size_t)ds->n_train * ds->in_size, o;
+    codes_trailer t;
+    memset(&t, 0, sizeof t);
+    memcpy(t.magic, CODES_MAGIC, 8);
+    t.scale = ds->x_code_scale;
+    t.sum = eng_data_hash(ds->x_codes, n);
+    if (!align64_ok(*at, &o) || pad_to(fd, at, o) || write_all(fd, ds->x_codes, n) || write_all(fd, &t, sizeof t))
+        return -1;
+    *at += n + sizeof t;
+    return 0;
+}
+
 /* magic, version, key and the header with its own checksum, in one buffer of *len bytes. */
 static char *header_of(eng_dataset *ds, const char *key, size_t klen, size_t *len)
 {
@@ -547,6 +612,7 @@ int eng_data_cache_store(const eng_data_config *dc, uint64_t seed, eng_dataset *
         if (!bad && sizes[i]) bad = write_all(fd, parts[i], sizes[i]);
         at += sizes[i];
     }
+    if (!bad && ds->x_codes) bad = write_codes(fd, &at, ds);
     int err = errno;
     if (close(fd) && !bad) { bad = 1; err = errno; }
     if (bad || rename(tmp, path)) {

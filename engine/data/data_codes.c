@@ -88,10 +88,23 @@ static int encode(const float *restrict x, size_t n, double k, uint8_t *restrict
     return 1;
 }
 
+int eng_data_code_scale_known(double k)
+{
+    for (size_t j = 0; j < sizeof code_scales / sizeof code_scales[0]; j++)
+        if (k == code_scales[j]) return 1;
+    return 0;
+}
+
+void eng_data_codes_free(eng_dataset *ds)
+{
+    const char *c = (const char *)ds->x_codes, *m = ds->map;
+    if (c && !(m && c >= m && c < m + ds->map_len)) prof_free(ds->x_codes);
+    ds->x_codes = NULL;
+}
+
 void eng_data_codes_build(eng_dataset *ds)
 {
-    prof_free(ds->x_codes);
-    ds->x_codes = NULL;
+    eng_data_codes_free(ds);
     size_t n = (size_t)ds->n_train * ds->in_size;
     if (!ds->x_train || !n) return;
     /* The scale that gives the first nonzero value back (any works for zeros alone). */

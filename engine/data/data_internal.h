@@ -63,6 +63,10 @@ int eng_data_seq_view(const eng_data_config *dc, eng_dataset *ds);
  * value; otherwise (or without memory for it) leaves it NULL. eng_data_decode writes
  * (float)(c[i] * k) for i < n, vectorised on the machine's ISA path, the same bits on each. */
 void eng_data_codes_build(eng_dataset *ds);
+/* Frees ds->x_codes unless it lies in a mapped cache file (ds->map), and clears it. */
+void eng_data_codes_free(eng_dataset *ds);
+/* 1 when k is a scale the byte copy is made with (a cache file's trailer is checked). */
+int eng_data_code_scale_known(double k);
 void eng_data_decode(const uint8_t *restrict c, size_t n, double k, float *restrict out);
 
 /* With prefetch: how many rows the prefetch thread copied and how many the caller of

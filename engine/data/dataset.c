@@ -31,8 +31,7 @@ int eng_data_alloc(eng_dataset *ds, int n_train, int n_test)
     prof_free(ds->x_train); prof_free(ds->x_test);
     prof_free(ds->y_train); prof_free(ds->y_test);
     prof_free(ds->t_train); prof_free(ds->t_test);
-    prof_free(ds->x_codes);
-    ds->x_codes = NULL;
+    eng_data_codes_free(ds);
     ds->x_train = ds->x_test = NULL; ds->y_train = ds->y_test = NULL;
     ds->t_train = ds->t_test = NULL;
     ds->n_train = n_train; ds->n_test = n_test;

@@ -680,6 +680,40 @@ static void test_cache_damage_rebuilt(void **state)
     eng_data_free(ref);
 }
 
+/* Byte-valued inputs: the cache keeps their byte copy after the arrays, and a hit serves
+ * it from the mapped file (not built again); a damaged copy, trailer or size is named and
+ * rebuilt like a damaged array. */
+static void test_cache_codes_damage(void **state)
+{
+    char csv[300], cpath[1100];
+    snprintf(csv, sizeof csv, "%s/codes.csv", dir);
+    write_csv(csv, 40, 1);
+    eng_data_config c = csv_cfg(csv), plain;
+    c.normalize = ENG_NORM_NONE;
+    plain = c;
+    plain.cache = 0;
+    assert_int_equal(eng_data_cache_path(&c, 3, cpath, sizeof cpath), ENG_OK);
+    eng_dataset *ref = load(&plain, 3, ENG_CACHE_OFF);
+    assert_non_null(ref->x_codes);
+    eng_data_free(load(&c, 3, ENG_CACHE_WRITTEN));
+    eng_dataset *h = load(&c, 3, ENG_CACHE_HIT);
+    const char *m = h->map;
+    assert_true(h->x_codes && (const char *)h->x_codes >= m && (const char *)h->x_codes < m + h->map_len);
+    assert_memory_equal(h->x_codes, ref->x_codes, (size_t)ref->n_train * ref->in_size);
+    assert_true(h->x_code_scale == ref->x_code_scale);
+    eng_data_free(h);
+    struct stat st;
+    assert_int_equal(stat(cpath, &st), 0);
+    const unsigned char flip = 0x5a;
+    poke(cpath, (long)st.st_size - 24 - 3, &flip, 1);          /* in the copy */
+    expect_rebuilt(&c, ref, cpath, "byte copy does not match");
+    poke(cpath, (long)st.st_size - 24, "NNBXXXXX", 8);          /* the trailer's magic */
+    expect_rebuilt(&c, ref, cpath, "trailer");
+    assert_int_equal(truncate(cpath, st.st_size - 1), 0);       /* one byte short */
+    expect_rebuilt(&c, ref, cpath, "byte copy of the inputs");
+    eng_data_free(ref);
+}
+
 /* Writes v at meta offset at of the cache file and recomputes the header's checksum, as a
  * hostile file would. */
 static void forge(const char *cpath, int at, const void *v, size_t n)
@@ -816,6 +850,7 @@ int test_engine_pipeline(void)
         cmocka_unit_test_setup_teardown(test_cache_stratify_skip_rows, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_damage_rebuilt, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_cache_hostile, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_cache_codes_damage, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_data_fingerprint, setup_dir, teardown_dir),
         cmocka_unit_test(test_data_hash_paths),
         cmocka_unit_test(test_augment_deterministic),

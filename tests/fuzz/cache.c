@@ -19,7 +19,7 @@
 
 #include "../../engine/data/data_internal.h"
 
-#define META_SIZE 144          /* engine/data/data_cache.c cache_meta, version 2 */
+#define META_SIZE 144          /* engine/data/data_cache.c cache_meta (versions 2 and 3) */
 #define META_HEAD_SUM 136
 
 static eng_data_config dc;
