@@ -95,13 +95,6 @@ int eng_data_code_scale_known(double k)
     return 0;
 }
 
-void eng_data_codes_free(eng_dataset *ds)
-{
-    const char *c = (const char *)ds->x_codes, *m = ds->map;
-    if (c && !(m && c >= m && c < m + ds->map_len)) prof_free(ds->x_codes);
-    ds->x_codes = NULL;
-}
-
 void eng_data_codes_build(eng_dataset *ds)
 {
     eng_data_codes_free(ds);

@@ -41,6 +41,9 @@ void eng_data_synth_defaults(eng_data_config *dc);
 /* Allocates the train (n_train) and test (n_test) arrays of ds for its in_size,
  * classification flag and n_targets; frees whatever ds held before. Zero rows → NULL. */
 int eng_data_alloc(eng_dataset *ds, int n_train, int n_test);
+/* Frees ds->x_codes (data_codes.c's byte copy) unless it lies in a mapped cache file
+ * (ds->map, a hit: data_cache.c), and clears it. */
+void eng_data_codes_free(eng_dataset *ds);
 
 /* Asks for huge pages over the whole 2 MiB pages inside [p, p + n), a large array written
  * once (the inputs, their byte copy): in a VM each 4 KiB page's first touch cost
@@ -63,8 +66,6 @@ int eng_data_seq_view(const eng_data_config *dc, eng_dataset *ds);
  * value; otherwise (or without memory for it) leaves it NULL. eng_data_decode writes
  * (float)(c[i] * k) for i < n, vectorised on the machine's ISA path, the same bits on each. */
 void eng_data_codes_build(eng_dataset *ds);
-/* Frees ds->x_codes unless it lies in a mapped cache file (ds->map), and clears it. */
-void eng_data_codes_free(eng_dataset *ds);
 /* 1 when k is a scale the byte copy is made with (a cache file's trailer is checked). */
 int eng_data_code_scale_known(double k);
 void eng_data_decode(const uint8_t *restrict c, size_t n, double k, float *restrict out);

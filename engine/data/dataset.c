@@ -26,6 +26,13 @@ void eng_data_advise_huge(void *p, size_t n)
 #endif
 }
 
+void eng_data_codes_free(eng_dataset *ds)
+{
+    const char *c = (const char *)ds->x_codes, *m = ds->map;
+    if (c && !(m && c >= m && c < m + ds->map_len)) prof_free(ds->x_codes);
+    ds->x_codes = NULL;
+}
+
 int eng_data_alloc(eng_dataset *ds, int n_train, int n_test)
 {
     prof_free(ds->x_train); prof_free(ds->x_test);
