@@ -400,10 +400,10 @@ static int map_arrays(int fd, size_t size, size_t klen, const cache_meta *m, eng
     if (!layout(m, 16 + klen + sizeof *m, off, sz, &total))
         return snprintf(why, cap, "its header's array sizes overflow"), C_DAMAGED;
     int codes = codes_span(m, total, size, &coff, &clen);
-    if (codes < 0)
-        return snprintf(why, cap, "its header describes %zu bytes of data (and a byte copy of the inputs: %zu more "
-                        "with its trailer), the file has %zu", total,
-                        (size_t)m->n_train * (size_t)m->in_size + sizeof(codes_trailer) + 63, size), C_DAMAGED;
+    if (codes < 0)   /* the limits meta_invalid checked keep these sums far from overflow */
+        return snprintf(why, cap, "its header describes %zu bytes of data, or %zu with a byte copy of the inputs; "
+                        "the file has %zu", total, ((total + 63) & ~(size_t)63) + (size_t)m->n_train * (size_t)m->in_size +
+                        sizeof(codes_trailer), size), C_DAMAGED;
     void *map = mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
     if (map == MAP_FAILED) return snprintf(why, cap, "it cannot be mapped: %s", strerror(errno)), C_DAMAGED;
     ds->map = map;
