@@ -383,6 +383,16 @@ static int map_codes(const char *map, size_t off, size_t len, eng_dataset *ds, c
     return C_HIT;
 }
 
+/* 0 after writing why, when the file no longer has the size it had when it was opened (a
+ * truncated mapping faults on its next read: checked before each checksum pass). */
+static int same_size(int fd, size_t size, char *why, size_t cap)
+{
+    struct stat st;
+    if (!fstat(fd, &st) && (size_t)st.st_size == size) return 1;
+    snprintf(why, cap, "it changed size while it was read");
+    return 0;
+}
+
 /* The arrays of a checked header: mapped, checksummed, their labels checked.
  *
  * Mapped, not read: on a VM that returns freed memory to its host, a copy into fresh
@@ -422,20 +432,13 @@ static int map_arrays(int fd, size_t size, size_t klen, const cache_meta *m, eng
     ds->x_test = part[2];
     if (ds->classification) { ds->y_train = part[1]; ds->y_test = part[3]; }
     else { ds->t_train = part[1]; ds->t_test = part[3]; }
-    struct stat st;
     for (int i = 0; i < 4; i++) {
-        /* A file truncated since the fstat would fault here: check before each array. */
-        if (fstat(fd, &st) || (size_t)st.st_size != size)
-            return snprintf(why, cap, "it changed size while it was read"), C_DAMAGED;
+        if (!same_size(fd, size, why, cap)) return C_DAMAGED;
         ds->sum[i] = eng_data_hash(part[i], sz[i]);
         if (ds->sum[i] != m->sum[i]) return snprintf(why, cap, "the checksum of the %s does not match", array_names[i]), C_DAMAGED;
     }
     if (ds->classification && !labels_valid(ds, why, cap)) return C_DAMAGED;
-    if (codes) {
-        if (fstat(fd, &st) || (size_t)st.st_size != size)
-            return snprintf(why, cap, "it changed size while it was read"), C_DAMAGED;
-        if (map_codes(map, coff, clen, ds, why, cap) != C_HIT) return C_DAMAGED;
-    }
+    if (codes && (!same_size(fd, size, why, cap) || map_codes(map, coff, clen, ds, why, cap) != C_HIT)) return C_DAMAGED;
     ds->sum_set = 1;
     return C_HIT;
 }

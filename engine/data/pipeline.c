@@ -106,7 +106,10 @@ void eng_throttle_read(eng_throttle *t, size_t bytes, int64_t latency_ns)
      * us of it instead of Linux's default 50 us timer slack, which every batch read paid on
      * top of the device's time (once per thread) */
     static _Thread_local int precise;
-    if (!precise) precise = 1 + (prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL) != 0);
+    if (!precise) {
+        precise = 1;
+        (void)prctl(PR_SET_TIMERSLACK, 1UL, 0UL, 0UL, 0UL); /* refused: the default slack */
+    }
 #endif
     long long dur = (long long)(t->ns_per_byte * (double)bytes) + latency_ns;
     if (dur <= 0) return;
