@@ -43,8 +43,10 @@
  * count(x >= value(t)) >= k. Each count is a vectorised pass over the row; the search ends
  * as soon as a threshold leaves exactly k values (the usual case). It counts first at the
  * first row's threshold, then where the two counts that bracket k interpolate to, and
- * halves the range whenever a step did not (select_row): a few passes for d = 256 where
- * halving alone took ~15, and about 64 at most when ties leave no exact threshold. */
+ * halves the range whenever a step did not (sel_step): 5.5 passes a row on average for
+ * d = 256, k = 32 (bench row 7's data) where halving alone took ~15, and about 64 at most
+ * when ties leave no exact threshold. The first count shares its pass with the row's key
+ * range, and rows are searched SEL_ROWS at a time in lockstep (select_rows). */
 
 static inline uint32_t key_of(float f)
 {
@@ -69,17 +71,21 @@ static inline __attribute__((always_inline)) int count_ge(const float *restrict 
 }
 
 /* The smallest and largest key of a row, in integer compares (float min/max loops do not
- * vectorize without -ffast-math). NaNs have keys beyond those of -inf and +inf. */
-ENG_ISA_BODY key_range(const float *restrict x, int d, uint32_t *lo, uint32_t *hi)
+ * vectorize without -ffast-math; NaNs have keys beyond those of -inf and +inf), and in the
+ * same pass the search's first count, at t: one pass over the row fewer. */
+ENG_ISA_BODY key_range_count(const float *restrict x, int d, float t, uint32_t *lo, uint32_t *hi, int *count)
 {
     uint32_t a = 0xffffffffu, b = 0;
+    int c = 0;
     for (int i = 0; i < d; i++) {
         uint32_t q = key_of(x[i]);
         a = q < a ? q : a;
         b = q > b ? q : b;
+        c += x[i] >= t;
     }
     *lo = a;
     *hi = b;
+    *count = c;
 }
 
 /* The exact case's compaction, 16 values at a time (AVX-512: compress in a register, then
@@ -125,50 +131,81 @@ static inline uint32_t next_key(uint32_t lo, uint32_t hi, int c_lo, int c_hi, in
     return lo + (uint32_t)step;
 }
 
-/* The row's top k. The search keeps count(value(lo)) > k and count(value(hi + 1)) < k and
- * ends at a threshold that leaves exactly k (any such gives the same set), or, when ties
- * make that impossible, at lo == hi: the k-th value's key, however it got there. Its first
- * count is at *hint, the first row's threshold (a layer's rows are alike), then by
- * interpolation (next_key); the first row sets *hint. A hint fixed per call leaves the rows
- * independent, so the core overlaps one row's chain of counts with the next row's: the
- * previous row's threshold, a closer guess, made them one chain, and the selection slower. */
-ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict val, int32_t *restrict idx,
-                        uint32_t *hint, int compact16)
+/* One row's search for its k-th largest value. It keeps count(value(lo)) > k and
+ * count(value(hi + 1)) < k and ends at a threshold that leaves exactly k (any such gives
+ * the same set), or, when ties make that impossible, at lo == hi: the k-th value's key,
+ * however it got there. Its first count is at the hint, the first row's threshold (a
+ * layer's rows are alike), then by interpolation (next_key). */
+typedef struct {
+    uint32_t lo, hi, mid;
+    int c_lo, c_hi, halve, exact, nan;
+    int first, c_hint; /* the first count is the hint's, c_hint, taken in sel_begin's pass */
+    uint64_t last_span;
+    float t;
+} sel_row;
+
+/* The row's key range and NaN check, and its count at the hint in the same pass. */
+ENG_ISA_BODY sel_begin(sel_row *s, const float *restrict x, int d, int k, uint32_t hint)
 {
-    uint32_t lo, hi;
-    key_range(x, d, &lo, &hi);
-    if (lo < key_of(-__builtin_inff()) || hi > key_of(__builtin_inff())) { /* a NaN */
+    key_range_count(x, d, value_of(hint), &s->lo, &s->hi, &s->c_hint);
+    s->nan = s->lo < key_of(-__builtin_inff()) || s->hi > key_of(__builtin_inff());
+    s->t = value_of(s->lo);
+    s->exact = k == d;
+    s->c_lo = d;
+    s->c_hi = 0;
+    s->halve = 0;
+    s->first = 0;
+    s->last_span = (uint64_t)s->hi - s->lo;
+    if (!s->nan && !s->exact && s->lo < s->hi && hint > s->lo && hint <= s->hi) {
+        s->mid = hint;
+        s->first = 1;
+    }
+}
+
+static inline int sel_open(const sel_row *s) { return !s->nan && !s->exact && s->lo < s->hi; }
+
+/* Where the next count goes (the hint's, already counted, first). */
+static inline float sel_at(sel_row *s, int k)
+{
+    if (!s->first) s->mid = next_key(s->lo, s->hi, s->c_lo, s->c_hi, k, s->halve);
+    return value_of(s->mid);
+}
+
+/* The count c at value_of(mid) narrows the range. */
+static inline void sel_step(sel_row *s, int c, int k)
+{
+    float tm = value_of(s->mid);
+    /* selects, not branches: which way a pass goes is a coin toss a predictor loses */
+    s->exact = c == k;
+    s->t = s->exact ? tm : s->t;
+    s->lo = c > k ? s->mid : s->lo;
+    s->c_lo = c > k ? c : s->c_lo;
+    s->hi = c < k ? s->mid - 1 : s->hi;
+    s->c_hi = c < k ? c : s->c_hi;
+    /* a step that did not halve the range: the next one halves it */
+    uint64_t span = (uint64_t)s->hi - s->lo;
+    s->halve = !s->halve && 2 * span > s->last_span;
+    s->last_span = span;
+    s->first = 0;
+}
+
+/* The row's k values and columns once its search has ended. */
+ENG_ISA_BODY sel_finish(const sel_row *s, const float *restrict x, int d, int k, float *restrict val,
+                        int32_t *restrict idx, int compact16)
+{
+    if (s->nan) {
         for (int j = 0; j < k; j++) { val[j] = x[j]; idx[j] = j; }
         return;
     }
-    float t = value_of(lo);
-    int exact = k == d, c_lo = d, c_hi = 0, halve = 0;
-    uint64_t last_span = (uint64_t)hi - lo;
-    for (int first = 1; !exact && lo < hi; first = 0) {
-        uint32_t mid = first && *hint > lo && *hint <= hi ? *hint : next_key(lo, hi, c_lo, c_hi, k, halve);
-        float tm = value_of(mid);
-        int c = count_ge(x, d, tm);
-        /* selects, not branches: which way a pass goes is a coin toss a predictor loses */
-        exact = c == k;
-        t = exact ? tm : t;
-        lo = c > k ? mid : lo;
-        c_lo = c > k ? c : c_lo;
-        hi = c < k ? mid - 1 : hi;
-        c_hi = c < k ? c : c_hi;
-        /* a step that did not halve the range: the next one halves it */
-        uint64_t span = (uint64_t)hi - lo;
-        halve = !halve && 2 * span > last_span;
-        last_span = span;
-    }
-    if (!*hint) *hint = exact ? key_of(t) : lo;
+    float t = s->t;
 #if ENG_ISA_X86
-    if (exact && compact16) {
+    if (s->exact && compact16) {
         maxk_compact16(x, d, t, val, idx);
         return;
     }
 #endif
     int j = 0;
-    if (exact) {
+    if (s->exact) {
         /* branch-free compaction: every value is written at slot j, which only advances
          * past a kept one; exactly k are kept, so the loop stops on the k-th, in bounds */
         for (int i = 0; i < d && j < k; i++) {
@@ -179,7 +216,7 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
         return;
     }
     /* ties at the k-th value: keep everything above it, then the lowest columns equal to it */
-    t = value_of(lo);
+    t = value_of(s->lo);
     int above = 0;
     for (int i = 0; i < d; i++) above += x[i] > t;
     int ties = k - above;
@@ -190,13 +227,42 @@ ENG_ISA_BODY select_row(const float *restrict x, int d, int k, float *restrict v
     }
 }
 
+/* Rows [r0, r0 + n) searched in lockstep, n <= SEL_ROWS: each pass counts every open row
+ * once, and those counts are independent, so the core runs the rows' chains of dependent
+ * counts side by side; one row at a time, each pass waited on the one before (its
+ * reduction, the next key's division), and the selection was most of that latency. */
+#define SEL_ROWS 8
+ENG_ISA_BODY select_rows(const float *x, int r0, int n, int d, int k, float *val, int32_t *idx, uint32_t *hint,
+                         int compact16)
+{
+    sel_row s[SEL_ROWS];
+    for (int q = 0; q < n; q++) sel_begin(&s[q], x + (size_t)(r0 + q) * d, d, k, *hint);
+    for (int open = 1; open;) {
+        open = 0;
+        for (int q = 0; q < n; q++) {
+            if (!sel_open(&s[q])) continue;
+            float tm = sel_at(&s[q], k);
+            sel_step(&s[q], s[q].first ? s[q].c_hint : count_ge(x + (size_t)(r0 + q) * d, d, tm), k);
+            open |= sel_open(&s[q]);
+        }
+    }
+    if (!*hint && !s[0].nan) *hint = s[0].exact ? key_of(s[0].t) : s[0].lo;
+    for (int q = 0; q < n; q++)
+        sel_finish(&s[q], x + (size_t)(r0 + q) * d, d, k, val + (size_t)(r0 + q) * k, idx + (size_t)(r0 + q) * k,
+                   compact16);
+}
+
 /* compact16: the AVX-512 path is the one running (eng_maxk_select), so the compaction
- * takes 16 at a time. */
+ * takes 16 at a time. The first row alone sets the hint: a hint fixed per call leaves the
+ * rows independent (the previous row's threshold, a closer guess, made them one chain). */
 ENG_ISA_BODY maxk_select_body(const float *x, int rows, int d, int k, float *val, int32_t *idx, int compact16)
 {
     uint32_t hint = 0; /* no key is below it: the first row starts by interpolation and sets it */
-    for (int r = 0; r < rows; r++)
-        select_row(x + (size_t)r * d, d, k, val + (size_t)r * k, idx + (size_t)r * k, &hint, compact16);
+    for (int r = 0; r < rows;) {
+        int n = !hint ? 1 : rows - r < SEL_ROWS ? rows - r : SEL_ROWS;
+        select_rows(x, r, n, d, k, val, idx, &hint, compact16);
+        r += n;
+    }
 }
 ENG_ISA_KERNEL(maxk_select, (const float *x, int rows, int d, int k, float *val, int32_t *idx, int compact16),
                (x, rows, d, k, val, idx, compact16))

@@ -86,6 +86,23 @@ static void test_maxk_select(void **state)
     int32_t idx[3];
     eng_maxk_select(x, 1, 8, 3, val, idx);
     for (int j = 0; j < 3; j++) assert_int_equal(idx[j], j);
+    /* NaN rows among rows searched together: the first (no row has set the hint yet) and
+     * one inside a later group; the others as the reference selects them */
+    enum { NR = 21, ND = 40, NK = 6 };
+    float *xs = malloc(sizeof(float) * NR * ND), nv[NR * NK];
+    int32_t ni[NR * NK];
+    fill(xs, (size_t)NR * ND, &r, 1.0);
+    xs[3] = NAN;
+    xs[(size_t)13 * ND + 17] = NAN;
+    eng_maxk_select(xs, NR, ND, NK, nv, ni);
+    for (int row = 0; row < NR; row++) {
+        float rv[NK];
+        int32_t ri[NK];
+        int nan_row = row == 0 || row == 13;
+        if (!nan_row) ref_select(xs + (size_t)row * ND, ND, NK, rv, ri);
+        for (int j = 0; j < NK; j++) assert_int_equal(ni[row * NK + j], nan_row ? j : ri[j]);
+    }
+    free(xs);
     assert_int_equal(eng_isa_set(before), ENG_OK);
 }
 
