@@ -43,9 +43,8 @@
  * count(x >= value(t)) >= k. Each count is a vectorised pass over the row; the search ends
  * as soon as a threshold leaves exactly k values (the usual case). It counts first at the
  * first row's threshold, then where the two counts that bracket k interpolate to, and
- * halves the range whenever a step did not (sel_step): 5.5 passes a row on average for
- * d = 256, k = 32 (bench row 7's data) where halving alone took ~15, and about 64 at most
- * when ties leave no exact threshold. The first count shares its pass with the row's key
+ * halves the range whenever a step did not (sel_step): a few passes for d = 256 where
+ * halving alone took ~15, and about 64 at most when ties leave no exact threshold. The first count shares its pass with the row's key
  * range, and rows are searched SEL_ROWS at a time in lockstep (select_rows). */
 
 static inline uint32_t key_of(float f)
