@@ -44,8 +44,9 @@
  * as soon as a threshold leaves exactly k values (the usual case). It counts first at the
  * first row's threshold, then where the two counts that bracket k interpolate to, and
  * halves the range whenever a step did not (sel_step): a few passes for d = 256 where
- * halving alone took ~15, and about 64 at most when ties leave no exact threshold. The first count shares its pass with the row's key
- * range, and rows are searched SEL_ROWS at a time in lockstep (select_rows). */
+ * halving alone took ~15, and about 64 at most when ties leave no exact threshold. The
+ * first count shares its pass with the row's key range, and rows are searched SEL_ROWS at
+ * a time in lockstep (select_rows). */
 
 static inline uint32_t key_of(float f)
 {
@@ -229,7 +230,7 @@ ENG_ISA_BODY sel_finish(const sel_row *s, const float *restrict x, int d, int k,
 /* Rows [r0, r0 + n) searched in lockstep, n <= SEL_ROWS: each pass counts every open row
  * once, and those counts are independent, so the core runs the rows' chains of dependent
  * counts side by side; one row at a time, each pass waited on the one before (its
- * reduction, the next key's division), and the selection was most of that latency. */
+ * reduction, the next key's division), and that wait was most of the selection. */
 #define SEL_ROWS 8
 ENG_ISA_BODY select_rows(const float *x, int r0, int n, int d, int k, float *val, int32_t *idx, uint32_t *hint,
                          int compact16)
