@@ -75,7 +75,15 @@ static int dk_dw_fv(const dk_path *k, const conv_dims *d, int Wp)
  * [packed weights | xp: padded inputs | dyf: flat or transposed dy (room for S rows; a dW
  *  block of rows that fits L1 uses the first ones) | out: one flat output | dq: dy
  *  padded for dx | acc: dW lane accumulators]. fx: forward (x padded by pad), bx: dx (dy
- * padded by K-1-pad, the filters rotated by 180 degrees, C and F swapped). */
+ * padded by q = K-1-pad, the filters rotated by 180 degrees, C and F swapped).
+ *
+ * bx's rows are OW + q floats, not OW + 2q: a row's right border is the next row's left
+ * one. An output in column w < W reads columns up to w + K - 1 <= W + K - 2 of its rows;
+ * past the row's end (W + pad = OW + q) that lands in the next row's first K - 2 - pad < q
+ * columns, its left border: zeros, as the right border would have been (the last row's
+ * overrun reads the next plane's top border, or the zeroed tail). On the Fashion CNN's
+ * conv2 (8 x 8 dy, q = 4) a dx row is 12 floats, all of them kept, where it was 16 with 4
+ * computed and dropped. */
 typedef struct { dk_geo fx, bx; size_t xs, ds, dsf, wpk, xp, dyf, out, dq, acc; } dk_plan;
 
 /* Floats one padded sample of g needs: its planes and the tail its last strip reads. */
@@ -91,7 +99,7 @@ static dk_plan dk_plan_of(const conv_dims *d, int S)
     p.fx = (dk_geo){ d->C, d->H + 2 * d->pad, d->W + 2 * d->pad, K, 0, 0, d->pad, d->H, 0 };
     p.fx.Qn = (size_t)d->OH * p.fx.Wp;
     p.fx.Qp = round_up(p.fx.Qn, DK_QA);
-    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + 2 * q, K, 0, 0, q, d->OH, q > 0 };
+    p.bx = (dk_geo){ d->F, d->OH + 2 * q, d->OW + q, K, 0, 0, q, d->OH, q > 0 };
     p.bx.Qn = (size_t)d->H * p.bx.Wp;
     p.bx.Qp = round_up(p.bx.Qn, DK_QA);
     size_t F6 = round_up((size_t)d->F, DK_NF), C6 = round_up((size_t)d->C, DK_NF), KK = (size_t)K * K;
