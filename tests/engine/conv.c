@@ -340,7 +340,8 @@ static void test_conv_algos_finite_diff(void **state)
 
 /* direct's own edges: a batch of 1, a last chunk shorter than the others, fewer rows than
  * the chunk (an epoch's partial last batch), C and F past one block of 6 filters (dW and
- * dx blocks), pad K-1 (dx then pads dy by 0), a 1x1 kernel on one row. */
+ * dx blocks), pad K-1 (dx then pads dy by 0), a 1x1 kernel on one row, 16 channels into
+ * 6 filters (dx by channels in lanes: its dy rows without their right border). */
 static const conv_case direct_cases[] = {
     { 1, 28, 28, 6, 5, 0, 1, 1, "fashion conv1, batch of 1", 1 },
     { 6, 12, 12, 16, 5, 0, 5, 2, "fashion conv2, 5 rows by 2", 1 },
@@ -348,6 +349,7 @@ static const conv_case direct_cases[] = {
     { 8, 13, 11, 13, 3, 1, 3, 3, "8x13x11->13 k3 p1", 1 },
     { 2, 5, 4, 3, 4, 3, 2, 2, "2x5x4 k4 p3", 1 },
     { 3, 1, 17, 7, 1, 0, 3, 2, "3x1x17 k1", 1 },
+    { 16, 6, 6, 6, 5, 2, 2, 2, "16x6x6->6 k5 p2 (dx by channels in lanes)", 1 },
 };
 #define DIRECT_ALGO 1 /* direct's index in algos[] */
 

@@ -749,7 +749,6 @@ static const struct { int C, H, W, F, K, pad, rows; const char *what; } dconv_ca
     { 5, 6, 35, 3, 3, 2, 2, "k3 p2 C5 F3 W35" },
     { 2, 4, 5, 1, 1, 0, 2, "k1 C2 F1" },
     { 2, 7, 5, 6, 3, 1, 3, "k3 p1 C2 F6 7x5 (odd OH)" },
-    { 16, 6, 6, 6, 5, 2, 2, "k5 p2 C16 F6 6x6 (dx with channels in lanes)" },
 };
 #define DCONV_CASES (sizeof dconv_cases / sizeof dconv_cases[0])
 
