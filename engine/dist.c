@@ -20,6 +20,7 @@
 
 static int g_rank, g_world = 1, g_inited, g_broken;
 static volatile sig_atomic_t g_abort;
+static void transport_readback(void);
 
 int eng_dist_world(void) { return g_world; }
 int eng_dist_rank(void) { return g_rank; }
@@ -39,10 +40,13 @@ int eng_dist_init(int *rank, int *world)
      * (429 vs 181 us with 2 ranks here); its ring algorithm matches the blocking call.
      * Set before MPI_Init_thread, unless the user set it. docs/scale.md has the figures. */
     setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
+    int rc = eng_mpi_transport_apply(atoi(ws));
+    if (rc) return rc;
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
         return eng_fail(ENG_EIO, "mpi: MPI_Init_thread failed (started by mpirun with %s processes)", ws);
     g_inited = 1;
+    transport_readback();
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_world);
@@ -931,4 +935,92 @@ int eng_dist_barrier(void)
     MPI_Request req;
     if (MPI_Ibarrier(MPI_COMM_WORLD, &req) != MPI_SUCCESS) return start_failed("the barrier");
     return wait_req(&req, 30, "a barrier");
+}
+
+/* ---- the transport probe (dist_transport.c chooses) ------------------------------------- */
+
+/* A control variable of the MPI library as it reads it (MPI_T, after MPI_Init): "name=value"
+ * into out, its enumeration's name when it has one; 0, or -1 when the library has none. */
+static int cvar_text(const char *name, char *out, size_t cap)
+{
+    int idx, verb, bind, scope, count, nl = 0, dl = 0;
+    MPI_Datatype dt;
+    MPI_T_enum et;
+    MPI_T_cvar_handle h;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS ||
+        MPI_T_cvar_get_info(idx, NULL, &nl, &verb, &dt, &et, NULL, &dl, &bind, &scope) != MPI_SUCCESS ||
+        MPI_T_cvar_handle_alloc(idx, NULL, &h, &count) != MPI_SUCCESS)
+        return -1;
+    long long v = 0;
+    int ok;
+    if (dt == MPI_INT) { int x; ok = MPI_T_cvar_read(h, &x) == MPI_SUCCESS; v = x; }
+    else if (dt == MPI_UNSIGNED) { unsigned x; ok = MPI_T_cvar_read(h, &x) == MPI_SUCCESS; v = x; }
+    else if (dt == MPI_UNSIGNED_LONG) { unsigned long x; ok = MPI_T_cvar_read(h, &x) == MPI_SUCCESS; v = (long long)x; }
+    else if (dt == MPI_UNSIGNED_LONG_LONG) { unsigned long long x; ok = MPI_T_cvar_read(h, &x) == MPI_SUCCESS; v = (long long)x; }
+    else ok = 0;
+    MPI_T_cvar_handle_free(&h);
+    if (!ok) return -1;
+    int items = 0;
+    if (et != MPI_T_ENUM_NULL && MPI_T_enum_get_info(et, &items, NULL, &nl) == MPI_SUCCESS)
+        for (int i = 0; i < items; i++) {
+            char item[64];
+            int val, il = sizeof item;
+            if (MPI_T_enum_get_item(et, i, &val, item, &il) == MPI_SUCCESS && val == v) {
+                snprintf(out, cap, "%s=%s", name, item);
+                return 0;
+            }
+        }
+    snprintf(out, cap, "%s=%lld", name, v);
+    return 0;
+}
+
+/* What Open MPI's shared-memory transport runs with, read back after MPI_Init ("" when the
+ * library does not say). */
+static void transport_readback(void)
+{
+    int provided;
+    char a[128] = "", b[128] = "", t[300];
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return;
+    if (!cvar_text("btl_vader_single_copy_mechanism", a, sizeof a) && !cvar_text("btl_vader_max_send_size", b, sizeof b)) {
+        snprintf(t, sizeof t, "%s %s", a, b);
+        eng_mpi_transport_observed(t);
+    }
+    MPI_T_finalize();
+}
+
+void eng_mpi_library(char *buf, size_t cap)
+{
+    char v[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    if (MPI_Get_library_version(v, &len) != MPI_SUCCESS) len = 0;
+    v[len < (int)sizeof v ? len : (int)sizeof v - 1] = '\0';
+    v[strcspn(v, ",\n")] = '\0'; /* "Open MPI v4.1.4, package: ..." -> "Open MPI v4.1.4" */
+    snprintf(buf, cap, "%s", v[0] ? v : "unknown MPI");
+}
+
+int eng_dist_probe_transport(size_t bytes, int reps, int corrupt, double *median_s)
+{
+    *median_s = NAN;
+    if (!g_inited || g_world < 2) return eng_fail(ENG_EINVAL, "mpi: a transport probe needs mpirun -np N with N >= 2");
+    size_t n = bytes / sizeof(float) ? bytes / sizeof(float) : 1;
+    float *buf = prof_malloc(n * sizeof *buf);
+    if (!buf) return eng_fail(ENG_ENOMEM, "mpi: out of memory for %zu bytes", bytes);
+    /* small integers: every order of the sum is exact, so one wrong byte shows */
+    for (size_t i = 0; i < n; i++) buf[i] = (float)((g_rank + 1) * (int)(1 + i % 1000));
+    int rc = ENG_OK;
+    if (MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
+        g_broken = 1;
+        rc = eng_fail(ENG_EIO, "mpi: MPI_Allreduce of %zu bytes failed", bytes);
+    }
+    if (!rc && corrupt && g_rank == 0) buf[n / 2] += 1.0f; /* NNBENCH_MPI_TRANSPORT_FAIL: the check must see it */
+    long bad = -1;
+    for (size_t i = 0; !rc && i < n && bad < 0; i++)
+        if (buf[i] != (float)((long)g_world * (g_world + 1) / 2 * (long)(1 + i % 1000))) bad = (long)i;
+    long worst = bad;
+    if (!rc) MPI_Allreduce(&bad, &worst, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+    prof_free(buf);
+    if (!rc && worst >= 0)
+        rc = eng_fail(ENG_EIO, "mpi: the all-reduce of %zu bytes returned a wrong sum (element %ld)", bytes, worst);
+    if (rc) return rc;
+    return eng_dist_time_allreduce(bytes, reps, median_s);
 }

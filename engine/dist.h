@@ -65,6 +65,21 @@ void eng_fp16_add(const uint16_t *a, uint16_t *b, size_t n);
 float eng_int8_residual_add(float *res, const float *g, size_t n);
 void eng_int8_quantize(float *res, int8_t *q, size_t n, double scale);
 void eng_int8_accumulate(float *g, const int8_t *q, size_t n, float s);
+/* The MPI library's name and version ("Open MPI v4.1.4"); callable before MPI_Init. */
+void eng_mpi_library(char *buf, size_t cap);
+/* Collective: an in-place all-reduce of `bytes` of small integers checked against their
+ * exact sums (ENG_EIO naming the first wrong element; corrupt != 0 makes rank 0's sum
+ * wrong, for tests), then eng_dist_time_allreduce's median of reps. */
+int eng_dist_probe_transport(size_t bytes, int reps, int corrupt, double *median_s);
+/* Before MPI_Init on every rank (eng_dist_init): the variables of the transport chosen for
+ * this machine and world size (dist_transport.c), unless the user set them; ENG_EINVAL
+ * for an NNBENCH_MPI_TRANSPORT that names no transport. */
+int eng_mpi_transport_apply(int world);
+/* After MPI_Init: the transport's variables as the library read them, added to the note. */
+void eng_mpi_transport_observed(const char *text);
+/* NNBENCH_MPI_TRANSPORT: 1 and *name when it names a transport, 0 when unset or auto,
+ * ENG_EINVAL (message) otherwise. */
+int eng_mpi_transport_forced(const char **name);
 /* Payload bytes this rank handed to MPI for gradients so far. */
 unsigned long long eng_dist_bytes(const eng_dist *d);
 

@@ -601,6 +601,20 @@ void eng_dist_finalize(int exit_code);
  * nothing. With one process it is inner itself. st lives as long as the sink. */
 typedef struct { const eng_sink *inner; } eng_dist_sink_state;
 eng_sink eng_dist_sink(const eng_sink *inner, eng_dist_sink_state *st);
+/* The shared-memory transport of Open MPI 4's ranks on one machine (dist_transport.c,
+ * docs/scale.md "The shared-memory transport"). measure: in the launcher of `--ranks N`,
+ * before mpirun starts: unless the user set the transport (Open MPI's variables or
+ * NNBENCH_MPI_TRANSPORT) or the cache knows this machine, library and N, each candidate
+ * runs in its own mpirun job (`nnbench allreduce --probe`), checked and timed, and the
+ * fastest is cached (progress and skipped candidates on stderr); ENG_EINVAL for a bad
+ * NNBENCH_MPI_TRANSPORT. probe: that job's work on every rank (eng_dist_init first): the
+ * checked 1 MiB all-reduce's median time. note: what this rank runs on and why, for the
+ * run's record (empty outside mpirun). */
+int eng_mpi_transport_measure(int ranks);
+int eng_mpi_transport_probe(double *median_s);
+const char *eng_mpi_transport_note(void);
+/* What the cache holds for this machine and library, one line per rank count. */
+void eng_mpi_transport_cached(char *buf, size_t cap);
 /* Collective (every rank calls it): the median over reps of the time of an in-place
  * MPI_Allreduce (sum) of `bytes` of floats, the slowest rank's time each rep. */
 int eng_dist_time_allreduce(size_t bytes, int reps, double *median_s);

@@ -52,9 +52,6 @@ int eng_gemm_probe(const int *want, const char *core, int threads, const eng_gem
 /* Why the last prepare dropped a line of the cache file ("" when it did not). */
 const char *eng_gemm_cache_warning(void);
 
-/* The path that re-executes this program (into buf): /proc/self/exe, or under a tool
- * such as valgrind, the file the process was started from. */
-void eng_self_exe(char *buf, size_t cap);
 
 /* The child's LAPACK check (a Cholesky through dpotrf and dgemm) on `core` (NULL: as
  * inherited); 0 passed. */

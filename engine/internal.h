@@ -353,6 +353,9 @@ int eng_model_set_fusion(eng_model *m, int on);
 int eng_cache_dir(char *buf, size_t cap);
 /* mkdir -p; 0 or -1 (errno). */
 int eng_mkdirs(const char *dir);
+/* The path that re-executes this program (into buf): /proc/self/exe, or under a tool
+ * such as valgrind, the file the process was started from (gemm_probe.c). */
+void eng_self_exe(char *buf, size_t cap);
 /* Measured choices kept per machine, so that runs on one machine repeat bit for bit: the
  * value stored for key in the cache directory's file `name` (1 found, 0 not), and storing
  * one (failures are silent: the choice is measured again next time). */

@@ -187,18 +187,33 @@ static void placement_cell(const store_kv *sys, size_t n, char *out, size_t cap)
     else snprintf(out, cap, "%.0f ns", strtod(rt, NULL));
 }
 
+/* The MPI transport a data-parallel run ran on, from its system record's mpi_transport:
+ * the candidate's name ("copy-256k (...): ..."), or what the user set ("as set by
+ * VAR=value"); "" for a run of one process (or stored before transports were recorded). */
+static void transport_of(const store_kv *sys, size_t n, char *out, size_t cap)
+{
+    const char *t = store_kv_find(sys, n, "mpi_transport");
+    size_t len = !t ? 0 : !strncmp(t, "as set by ", 10) ? strcspn(t, "(;") : strcspn(t, " ;(");
+    snprintf(out, cap, "%.*s", (int)len, t ? t : "");
+}
+
 /* What the runs ran on: kernels and placement cells, and a note for each that differs.
  * Placements differ when the round trips of two runs that have one (2+ threads, measured)
  * lie on both sides of PROF_SHARED_CACHE_NS and at least 2x apart: a figure moving within
  * its class, or across the line by a little, is not flagged. */
 static void machine_load(store_compare *c, store *s, const long long *ids)
 {
-    int kdiffer = 0;
+    int kdiffer = 0, tdiffer = 0;
     double lo = INFINITY, hi = -INFINITY;
+    char first_tr[128] = "";
     for (size_t i = 0; i < c->n; i++) {
         store_kv *sys = NULL;
         size_t ns = 0;
+        char tr[128];
         if (store_sysinfo_get(s, ids[i], &sys, &ns)) ns = 0;
+        transport_of(sys, ns, tr, sizeof tr);
+        if (tr[0] && !first_tr[0]) snprintf(first_tr, sizeof first_tr, "%s", tr);
+        else if (tr[0]) tdiffer |= strcmp(tr, first_tr) != 0;
         kernels_cell(sys, ns, c->kernels[i], sizeof c->kernels[i]);
         placement_cell(sys, ns, c->placement[i], sizeof c->placement[i]);
         const char *rt = store_kv_find(sys, ns, STORE_SYS_ROUND_TRIP);
@@ -216,6 +231,10 @@ static void machine_load(store_compare *c, store *s, const long long *ids)
                  "note: these runs' threads ran on CPUs placed differently (row \"core round trip\": under %.0f ns "
                  "they share a last-level cache, over it not): their times compare the placement too",
                  PROF_SHARED_CACHE_NS);
+    if (tdiffer)
+        snprintf(c->notes[STORE_CMP_NOTE_TRANSPORT], sizeof c->notes[0],
+                 "note: these runs' MPI ranks moved their gradients by different transports (nnbench show: "
+                 "mpi_transport): their times compare the transports too");
 }
 
 /* A key's last dotted part ("train.lr" -> "lr"), enough in a label. */

@@ -305,7 +305,7 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
  *   ops     the top 3 ops by self time (name and self % as the op table shows them)
  * Simulated clocks are labelled "(sim)" first, so the mark survives a narrow column.
  */
-enum { STORE_CMP_NOTE_KERNELS, STORE_CMP_NOTE_PLACEMENT, STORE_CMP_N_NOTES };
+enum { STORE_CMP_NOTE_KERNELS, STORE_CMP_NOTE_PLACEMENT, STORE_CMP_NOTE_TRANSPORT, STORE_CMP_N_NOTES };
 typedef enum {
     STORE_CMP_RUN, STORE_CMP_RESULT, STORE_CMP_TIME, STORE_CMP_CONFIG, STORE_CMP_OPS, STORE_CMP_N_SECTIONS
 } store_cmp_section;
@@ -356,7 +356,9 @@ typedef struct {
     /* What every renderer prints under the table, "" when it does not apply:
      * STORE_CMP_NOTE_KERNELS when the runs ran on different kernels (GEMM backend or
      * OpenBLAS core), STORE_CMP_NOTE_PLACEMENT when runs of 2+ threads ran on CPUs placed
-     * differently (sharing a cache or not): their times then compare those too. */
+     * differently (sharing a cache or not), STORE_CMP_NOTE_TRANSPORT when data-parallel
+     * runs moved their gradients by different MPI transports (system record mpi_transport):
+     * their times then compare those too. */
     char notes[STORE_CMP_N_NOTES][200];
     store_cmp_row *rows;
     size_t n_rows;

@@ -132,6 +132,11 @@ int cli_mpirun_self(int argc, char **argv, int at)
         fprintf(stderr, "nnbench: --ranks: expected a number of ranks from 1 to 1024, got '%s'\n", argv[at + 1]);
         return 2;
     }
+    /* The ranks' shared-memory transport, measured once per machine (dist_transport.c). */
+    if (eng_mpi_transport_measure((int)n)) {
+        fprintf(stderr, "nnbench: --ranks: %s\n", eng_error());
+        return 2;
+    }
     /* This binary, resolved now: /proc/self/exe in mpirun's hands would name mpirun. */
     static char self[4096];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);

@@ -209,9 +209,12 @@ static const char *const environment[][2] = {
                                  "when OPENBLAS_CORETYPE is set" },
     { "NNBENCH_OPENBLAS_CANDIDATES", "the OpenBLAS cores measured at start (comma-separated)" },
     { "NNBENCH_OPENBLAS_CHOSE", "set by nnbench itself when it re-executes with the core it chose" },
+    { "NNBENCH_MPI_TRANSPORT", "the shared-memory transport of Open MPI ranks: auto (measured once per machine, the "
+                               "default), library, copy or copy-256k (docs/scale.md)" },
     { "NNBENCH_PAPI_DISABLE", "PAPI components to disable before PAPI starts (perf_event, ...)" },
     { "NNBENCH_GEMM_PROBE", "internal: makes the process a GEMM probe child" },
     { "NNBENCH_GEMM_FAIL", "tests: makes a GEMM backend's check fail (onednn, onednn:crash)" },
+    { "NNBENCH_MPI_TRANSPORT_FAIL", "tests: makes an MPI transport's check fail (library, copy, copy-256k)" },
     { "NNBENCH_TEST_HOLD_RESUME", "tests: holds a resume between its checks (PATH.held, then waits for PATH)" },
     { "NNBENCH_TEST_HOLD_CKPT_WRITE", "tests: holds the store's writer on a checkpoint it took (PATH.held, then waits for PATH)" },
     { "OPENBLAS_CORETYPE", "OpenBLAS's kernel core; set, nnbench keeps it (see NNBENCH_OPENBLAS_SELECT)" },

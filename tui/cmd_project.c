@@ -81,12 +81,16 @@ void cmd_allreduce_help(FILE *f)
                "on a 940584-byte "
                "all-reduce (the gradients of the Fashion MLP). The fit is kept in\n"
                "$XDG_CACHE_HOME/nnbench/allreduce-fit (else ~/.cache/nnbench/allreduce-fit) for\n"
-               "nnbench project. Lines FIT and CHECK are for scripts.\n");
+               "nnbench project. Lines FIT and CHECK are for scripts.\n\n"
+               "--ranks N first measures Open MPI's shared-memory transports once for this machine\n"
+               "(docs/scale.md, \"The shared-memory transport\"). --probe is that measurement's job:\n"
+               "one checked 1 MiB all-reduce, timed; rank 0 prints PROBE <seconds> or PROBE-FAILED <why>.\n");
 }
 
-typedef struct { const char *ranks, *reps; } allreduce_opts;
+typedef struct { const char *ranks, *reps; int probe; } allreduce_opts;
 static const cli_opt allreduce_opt[] = {
     CLI_OPT_VALUE("--ranks", NULL, allreduce_opts, ranks), CLI_OPT_VALUE("--reps", NULL, allreduce_opts, reps),
+    CLI_OPT_FLAG("--probe", NULL, allreduce_opts, probe),
 };
 const cli_spec cmd_allreduce_spec = { "allreduce", cmd_allreduce_help, allreduce_opt, CLI_N(allreduce_opt) };
 
@@ -105,6 +109,17 @@ int cmd_allreduce(int argc, char **argv)
     if (world < 2) {
         fprintf(stderr, "nnbench allreduce: needs 2 or more ranks: nnbench allreduce --ranks 2\n");
         return 2;
+    }
+    if (opt.probe) {
+        double s;
+        int prc2 = eng_mpi_transport_probe(&s);
+        if (rank == 0) {
+            if (prc2) printf("PROBE-FAILED %s\n", eng_error());
+            else printf("PROBE %.9g\n", s);
+            fflush(stdout);
+        }
+        eng_dist_finalize(prc2 ? 1 : 0);
+        return prc2 ? 1 : 0;
     }
     static const double sizes[] = { 1024, 4096, 16384, 65536, 262144, 1048576, 4194304 };
     enum { NS = sizeof sizes / sizeof sizes[0] };

@@ -142,6 +142,8 @@ static void print_json(const prof_sysinfo *si, int have_cal, const prof_calibrat
     char gemm[2048];
     eng_gemm_cached(gemm, sizeof gemm);
     prof_json_kstr(&j, "gemm", gemm);
+    eng_mpi_transport_cached(gemm, sizeof gemm);
+    prof_json_kstr(&j, "mpi_transport", gemm);
     prof_json_key(&j, "placement");
     prof_json_object(&j);
     prof_json_kint(&j, "cpus", pl->cpus);
@@ -220,6 +222,9 @@ static void print_text(const prof_sysinfo *si, int have_cal, const prof_calibrat
     printf("Kernels:     %s (widest here: %s; %s)\n", eng_isa_name(eng_isa_current()), eng_isa_name(eng_isa_best()),
            isa_bad ? eng_error() : forced && *forced ? "forced by NNBENCH_ISA" : "NNBENCH_ISA unset");
     printf("Placement:   %s\n", pl->text);
+    eng_mpi_transport_cached(gemm, sizeof gemm);
+    printf("MPI:         shared-memory transport of data-parallel ranks, the fastest that passed its check\n");
+    for (char *line = strtok(gemm, "\n"); line; line = strtok(NULL, "\n")) printf("             %s\n", line);
     if (have_cal)
         printf("Calibration: peak sgemm %.1f GFLOP/s (mean %.1f), %dx%dx%d, best of %d, %d threads, "
                "core %s, %s\n             %s\n", cal->peak_gflops, cal->mean_gflops, cal->m, cal->n,

@@ -103,6 +103,7 @@ static int put_system(store *db, long long run, int threads, const eng_run_info 
         kv_set(kv, &n, STORE_SYS_PLACEMENT, "%s", where);
         if (!isnan(info->core_round_trip_ns)) kv_set(kv, &n, STORE_SYS_ROUND_TRIP, "%.0f", info->core_round_trip_ns);
     }
+    if (eng_dist_world() > 1) kv_set(kv, &n, "mpi_transport", "%s", eng_mpi_transport_note());
     kv_set(kv, &n, "nnbench_version", "%s", NNBENCH_VERSION);
     kv_set(kv, &n, STORE_SYS_CPU_ISA, "%s", eng_isa_name(eng_isa_best()));
     put_calibration(kv, &n);
