@@ -212,6 +212,10 @@ if [ -x "$nn" ] && command -v mpirun >/dev/null; then
     if "$nn" allreduce --ranks 2 --reps 20 >"$tmp/ar" 2>"$tmp/arerr"; then
         awk -F'\t' '$1 == "CHECK" { r = $3 / $4; printf "9\tall-reduce of %.0f bytes, 2 ranks: measured / alpha-beta model\t%.3f\t%.3f\t%.3f\tmeasured %.0f us, modelled %.0f us (fit in this run: %s)\twithin 1.5x\t%s\n", $2, r, r, r, 1e6 * $3, 1e6 * $4, fit, (r <= 1.5 && r >= 1 / 1.5) ? "met" : "MISSED" }
                      $1 == "FIT" { fit = sprintf("alpha %.2f us, beta %.2f GB/s", 1e6 * $2, $3 / 1e9) }' "$tmp/ar" >>"$rows"
+        # the transport nnbench measured and chose for 2 ranks (fresh cache: measured in this run)
+        sed -n 's/^nnbench:   \([a-z0-9-]*\) *\([0-9.]*\) us a 1 MiB all-reduce$/\1 \2/p' "$tmp/arerr" |
+            awk '$1 == "library" { lib = $2 } min == "" || $2 < min { min = $2; best = $1 }
+                 END { if (best != "" && lib > 0) printf "9\tall-reduce of 1 MiB, 2 ranks: Open MPI'"'"'s default transport / the one nnbench chose (time)\t%.3f\t%.3f\t%.3f\tlibrary %.0f us, %s %.0f us (measured, checked and chosen in this run: docs/scale.md)\t-\tinfo\n", lib / min, lib / min, lib / min, lib, best, min }' >>"$rows"
     else
         tail -n 5 "$tmp/arerr" >&2; failed="${failed:-} allreduce"
     fi
