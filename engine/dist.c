@@ -1005,8 +1005,9 @@ int eng_dist_probe_transport(size_t bytes, int reps, int corrupt, double *median
     size_t n = bytes / sizeof(float) ? bytes / sizeof(float) : 1;
     float *buf = prof_malloc(n * sizeof *buf);
     if (!buf) return eng_fail(ENG_ENOMEM, "mpi: out of memory for %zu bytes", bytes);
-    /* small integers: every order of the sum is exact, so one wrong byte shows */
-    for (size_t i = 0; i < n; i++) buf[i] = (float)((g_rank + 1) * (int)(1 + i % 1000));
+    /* small integers (sums under 2^24 up to 1447 ranks): every order of the sum is exact,
+     * so one wrong byte shows */
+    for (size_t i = 0; i < n; i++) buf[i] = (float)((g_rank + 1) * (int)(1 + i % 16));
     int rc = ENG_OK;
     if (MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD) != MPI_SUCCESS) {
         g_broken = 1;
@@ -1015,7 +1016,7 @@ int eng_dist_probe_transport(size_t bytes, int reps, int corrupt, double *median
     if (!rc && corrupt && g_rank == 0) buf[n / 2] += 1.0f; /* NNBENCH_MPI_TRANSPORT_FAIL: the check must see it */
     long bad = -1;
     for (size_t i = 0; !rc && i < n && bad < 0; i++)
-        if (buf[i] != (float)((long)g_world * (g_world + 1) / 2 * (long)(1 + i % 1000))) bad = (long)i;
+        if (buf[i] != (float)((long)g_world * (g_world + 1) / 2 * (long)(1 + i % 16))) bad = (long)i;
     long worst = bad;
     if (!rc) MPI_Allreduce(&bad, &worst, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
     prof_free(buf);

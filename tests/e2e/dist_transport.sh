@@ -86,6 +86,7 @@ readback "$T/e.db" copy
 ok "NNBENCH_MPI_TRANSPORT and OMPI_MCA_btl_vader_single_copy_mechanism respected, nothing measured"
 
 # 5. compare says when two data-parallel runs moved their gradients differently
+export NNBENCH_CACHE_DIR="$T/c1"   # the first run's cache: its GEMM and transport choices
 other=library; [ "$chosen" = library ] && other=copy
 NNBENCH_MPI_TRANSPORT=$other $LAUNCH "$NNBENCH" run "$T/e.ini" --ranks 2 --db "$T/a.db" >"$T/out" 2>&1 || fail "forced $other"
 "$NNBENCH" diff 1 2 --db "$T/a.db" >"$T/out" 2>&1 || fail "diff"
