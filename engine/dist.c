@@ -20,33 +20,31 @@
 
 static int g_rank, g_world = 1, g_inited, g_broken;
 static volatile sig_atomic_t g_abort;
-static void transport_readback(void);
 
 int eng_dist_world(void) { return g_world; }
 int eng_dist_rank(void) { return g_rank; }
 int eng_dist_broken(void) { return g_broken; }
 void eng_dist_request_abort(void) { g_abort = 1; }
 
-int eng_dist_init(int *rank, int *world)
+int eng_dist_job_size(void)
 {
-    *rank = 0;
-    *world = 1;
     /* Open MPI's launcher sets OMPI_COMM_WORLD_SIZE (PMIx-based launchers PMIX_RANK); a
      * plain start never touches MPI (no singleton start-up, nothing for tests to link). */
     const char *ws = getenv("OMPI_COMM_WORLD_SIZE");
-    if (!ws || atoi(ws) <= 1) return ENG_OK;
+    return ws && atoi(ws) > 1 ? atoi(ws) : 1;
+}
+
+int eng_dist_start(int *rank, int *world)
+{
     /* Open MPI's nonblocking all-reduce (coll/libnbc) picks its algorithm by message size
      * and chose one that took 2.3x the blocking MPI_Allreduce for the MLP's 0.94 MB
      * (429 vs 181 us with 2 ranks here); its ring algorithm matches the blocking call.
      * Set before MPI_Init_thread, unless the user set it. docs/scale.md has the figures. */
     setenv("OMPI_MCA_coll_libnbc_iallreduce_algorithm", "1", 0);
-    int rc = eng_mpi_transport_apply(atoi(ws));
-    if (rc) return rc;
     int provided = 0;
     if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS)
-        return eng_fail(ENG_EIO, "mpi: MPI_Init_thread failed (started by mpirun with %s processes)", ws);
+        return eng_fail(ENG_EIO, "mpi: MPI_Init_thread failed (started by mpirun with %d processes)", eng_dist_job_size());
     g_inited = 1;
-    transport_readback();
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     MPI_Comm_size(MPI_COMM_WORLD, &g_world);
@@ -974,18 +972,15 @@ static int cvar_text(const char *name, char *out, size_t cap)
     return 0;
 }
 
-/* What Open MPI's shared-memory transport runs with, read back after MPI_Init ("" when the
- * library does not say). */
-static void transport_readback(void)
+int eng_dist_transport_readback(char *buf, size_t cap)
 {
-    int provided;
-    char a[128] = "", b[128] = "", t[300];
-    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return;
-    if (!cvar_text("btl_vader_single_copy_mechanism", a, sizeof a) && !cvar_text("btl_vader_max_send_size", b, sizeof b)) {
-        snprintf(t, sizeof t, "%s %s", a, b);
-        eng_mpi_transport_observed(t);
-    }
+    int provided, rc = -1;
+    char a[128], b[128];
+    if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return -1;
+    if (!cvar_text("btl_vader_single_copy_mechanism", a, sizeof a) && !cvar_text("btl_vader_max_send_size", b, sizeof b))
+        rc = snprintf(buf, cap, "%s %s", a, b) < 0 ? -1 : 0;
     MPI_T_finalize();
+    return rc;
 }
 
 void eng_mpi_library(char *buf, size_t cap)

@@ -71,15 +71,14 @@ void eng_mpi_library(char *buf, size_t cap);
  * exact sums (ENG_EIO naming the first wrong element; corrupt != 0 makes rank 0's sum
  * wrong, for tests), then eng_dist_time_allreduce's median of reps. */
 int eng_dist_probe_transport(size_t bytes, int reps, int corrupt, double *median_s);
-/* Before MPI_Init on every rank (eng_dist_init): the variables of the transport chosen for
- * this machine and world size (dist_transport.c), unless the user set them; ENG_EINVAL
- * for an NNBENCH_MPI_TRANSPORT that names no transport. */
-int eng_mpi_transport_apply(int world);
-/* After MPI_Init: the transport's variables as the library read them, added to the note. */
-void eng_mpi_transport_observed(const char *text);
-/* NNBENCH_MPI_TRANSPORT: 1 and *name when it names a transport, 0 when unset or auto,
- * ENG_EINVAL (message) otherwise. */
-int eng_mpi_transport_forced(const char **name);
+/* The start of a job, in the order eng_dist_init (dist_transport.c) runs them: the size
+ * of the mpirun job this process belongs to (1: none, or one process); MPI_Init and this
+ * rank's place (ENG_EIO with a message); after it, the shared-memory transport's variables
+ * as Open MPI read them ("btl_vader_single_copy_mechanism=none btl_vader_max_send_size=
+ * 262144"; -1 when it does not say). */
+int eng_dist_job_size(void);
+int eng_dist_start(int *rank, int *world);
+int eng_dist_transport_readback(char *buf, size_t cap);
 /* Payload bytes this rank handed to MPI for gradients so far. */
 unsigned long long eng_dist_bytes(const eng_dist *d);
 

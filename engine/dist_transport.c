@@ -9,9 +9,10 @@
  * So the launcher of `--ranks N` (eng_mpi_transport_measure) runs each candidate once per
  * machine, MPI library and rank count, in its own mpirun job that checks the sums before it
  * times them, and caches the fastest (file mpi-transport); every rank then sets that
- * candidate's variables before MPI_Init (eng_mpi_transport_apply), under `--ranks` or a
- * user's own mpirun. A variable the user set, or NNBENCH_MPI_TRANSPORT naming a candidate,
- * is respected and nothing is measured. No mpi.h here: dist.c runs the probe itself. */
+ * candidate's variables before MPI_Init (eng_dist_init is here: the transport, then
+ * dist.c's MPI start), under `--ranks` or a user's own mpirun. A variable the user set, or
+ * NNBENCH_MPI_TRANSPORT naming a candidate, is respected and nothing is measured. No mpi.h
+ * here: dist.c starts MPI and runs the probe; this file only calls it. */
 #include "dist.h"
 #include "internal.h"
 
@@ -49,11 +50,7 @@ static char note[512];
 
 const char *eng_mpi_transport_note(void) { return note; }
 
-void eng_mpi_transport_observed(const char *text)
-{
-    size_t n = strlen(note);
-    snprintf(note + n, sizeof note - n, "; Open MPI runs with %s", text);
-}
+
 
 static const transport *find(const char *name)
 {
@@ -102,7 +99,9 @@ static int cache_get(int ranks, const transport **t, double *us, double *lib_us,
     return 1;
 }
 
-int eng_mpi_transport_forced(const char **name)
+/* NNBENCH_MPI_TRANSPORT: 1 and *name when it names a transport, 0 when unset or auto,
+ * ENG_EINVAL (message) otherwise. */
+static int transport_forced(const char **name)
 {
     *name = getenv("NNBENCH_MPI_TRANSPORT");
     if (!*name || !**name || !strcmp(*name, "auto")) return 0;
@@ -119,11 +118,13 @@ static void set_vars(const transport *t)
     if (t->send) setenv(VAR_SEND, t->send, 1);
 }
 
-int eng_mpi_transport_apply(int world)
+/* Before MPI_Init on every rank: the variables of the transport chosen for this machine and
+ * world size, unless the user set them; ENG_EINVAL for a bad NNBENCH_MPI_TRANSPORT. */
+static int transport_apply(int world)
 {
     char u[300], bad[160];
     const char *forced;
-    int f = eng_mpi_transport_forced(&forced);
+    int f = transport_forced(&forced);
     if (f < 0) return f;
     if (user_vars(u, sizeof u)[0]) {
         snprintf(note, sizeof note, "as set by %s (respected)", u);
@@ -179,6 +180,21 @@ void eng_mpi_transport_cached(char *buf, size_t cap)
         if (w > 0) n += (size_t)w, found = 1;
     }
     if (!found && n < cap) snprintf(buf + n, cap - n, "\nnot measured yet (nnbench run --ranks N measures it once for N ranks)");
+}
+
+int eng_dist_init(int *rank, int *world)
+{
+    *rank = 0;
+    *world = 1;
+    int n = eng_dist_job_size();
+    if (n <= 1) return ENG_OK;
+    int rc = transport_apply(n);
+    if (!rc) rc = eng_dist_start(rank, world);
+    char t[300];
+    size_t len = strlen(note);
+    if (!rc && !eng_dist_transport_readback(t, sizeof t))
+        snprintf(note + len, sizeof note - len, "; Open MPI runs with %s", t);
+    return rc;
 }
 
 /* ---- measuring (the launcher of --ranks N, before it starts mpirun) ---------------------- */
@@ -291,7 +307,7 @@ int eng_mpi_transport_measure(int ranks)
     const char *forced;
     const transport *t;
     double us, lib_us;
-    int f = eng_mpi_transport_forced(&forced);
+    int f = transport_forced(&forced);
     if (f < 0) return f;
     if (ranks < 2 || f || user_vars(u, sizeof u)[0] || !open_mpi_4(lib, sizeof lib)) return ENG_OK;
     int c = cache_get(ranks, &t, &us, &lib_us, bad, sizeof bad);

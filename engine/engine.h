@@ -585,8 +585,10 @@ void eng_run_destroy(eng_run *r);
  * same update. Rank 0 alone reports: other ranks get eng_dist_sink, which forwards their
  * profile rows to rank 0 and reports nothing else. Without mpirun (or with N = 1) MPI is
  * never initialised and runs are plain single-process runs. */
-/* Initialises MPI when this process was started by mpirun with more than one process;
- * *rank, *world get 0 and 1 otherwise. ENG_EIO with a message when MPI fails. */
+/* Initialises MPI when this process was started by mpirun with more than one process,
+ * first setting the shared-memory transport (dist_transport.c); *rank, *world get 0 and 1
+ * otherwise. ENG_EIO with a message when MPI fails, ENG_EINVAL for a bad
+ * NNBENCH_MPI_TRANSPORT. */
 int eng_dist_init(int *rank, int *world);
 int eng_dist_world(void);   /* 1 unless eng_dist_init found a job of N > 1 */
 int eng_dist_rank(void);
