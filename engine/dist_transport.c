@@ -50,8 +50,6 @@ static char note[512];
 
 const char *eng_mpi_transport_note(void) { return note; }
 
-
-
 static const transport *find(const char *name)
 {
     for (int i = 0; i < N_CANDS; i++)
