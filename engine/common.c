@@ -151,22 +151,42 @@ static int choice_path(const char *name, char *buf, size_t cap)
     return (size_t)snprintf(buf, cap, "%s/%s", dir, name) < cap ? 0 : -1;
 }
 
-int eng_choice_get(const char *name, const char *key, char *val, size_t cap)
+int eng_choice_each(const char *name, const char *prefix, void (*fn)(void *ud, const char *rest, const char *val),
+                    void *ud)
 {
     char path[600], line[1024];
     if (choice_path(name, path, sizeof path)) return 0;
     FILE *f = fopen(path, "r");
     if (!f) return 0;
-    size_t kl = strlen(key);
-    int found = 0;
-    while (fgets(line, sizeof line, f))
-        if (!strncmp(line, key, kl) && line[kl] == '\t') {
-            line[strcspn(line, "\n")] = 0;
-            snprintf(val, cap, "%s", line + kl + 1);
-            found = 1;
-        }
+    size_t pl = strlen(prefix);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (!tab || strncmp(line, prefix, pl) || (size_t)(tab - line) < pl) continue;
+        line[strcspn(line, "\n")] = 0;
+        *tab = 0;
+        fn(ud, line + pl, tab + 1);
+        n++;
+    }
     fclose(f);
-    return found;
+    return n;
+}
+
+typedef struct { char *val; size_t cap; int found; } choice_one;
+
+static void choice_exact(void *ud, const char *rest, const char *val)
+{
+    choice_one *o = ud;
+    if (rest[0]) return; /* a longer key that begins with this one */
+    snprintf(o->val, o->cap, "%s", val);
+    o->found = 1;
+}
+
+int eng_choice_get(const char *name, const char *key, char *val, size_t cap)
+{
+    choice_one o = { val, cap, 0 };
+    eng_choice_each(name, key, choice_exact, &o);
+    return o.found;
 }
 
 void eng_choice_put(const char *name, const char *key, const char *val)

@@ -73,28 +73,43 @@ static int open_mpi_4(char *lib, size_t cap)
     return !strncmp(lib, "Open MPI v4.", 12);
 }
 
-/* CPU model | MPI library | rank count: what decides the transports and their speed. */
-static void key_of(int ranks, char *buf, size_t cap)
+/* CPU model | MPI library | "ranks=": what decides the transports and their speed; the
+ * rank count follows. */
+static void key_prefix(char *buf, size_t cap)
 {
     char cpu[200], lib[128];
     if (prof_cpu_model(cpu, sizeof cpu)) snprintf(cpu, sizeof cpu, "unknown");
     eng_mpi_library(lib, sizeof lib);
-    snprintf(buf, cap, "%s|%s|ranks=%d", cpu, lib, ranks);
+    snprintf(buf, cap, "%s|%s|ranks=", cpu, lib);
     for (char *p = buf; *p; p++)
         if (*p == '\t' || *p == '\n' || *p == ' ') *p = '_';
 }
 
-/* The cached choice: 1 found and readable, 0 none, -1 unreadable (*bad says what). */
-static int cache_get(int ranks, const transport **t, double *us, double *lib_us, char *bad, size_t cap)
+static void key_of(int ranks, char *buf, size_t cap)
 {
-    char key[400], val[200], name[32];
-    key_of(ranks, key, sizeof key);
-    if (!eng_choice_get("mpi-transport", key, val, sizeof val)) return 0;
+    key_prefix(buf, cap);
+    size_t n = strlen(buf);
+    snprintf(buf + n, cap - n, "%d", ranks);
+}
+
+/* A cached value "name us library_us": 1 readable, -1 not (*bad says what). */
+static int parse_choice(const char *val, const transport **t, double *us, double *lib_us, char *bad, size_t cap)
+{
+    char name[32];
     if (sscanf(val, "%31s %lf %lf", name, us, lib_us) != 3 || !(*t = find(name)) || !(*us > 0) || !(*lib_us >= 0)) {
         snprintf(bad, cap, "'%.100s'", val);
         return -1;
     }
     return 1;
+}
+
+/* The cached choice: 1 found and readable, 0 none, -1 unreadable (*bad says what). */
+static int cache_get(int ranks, const transport **t, double *us, double *lib_us, char *bad, size_t cap)
+{
+    char key[400], val[200];
+    key_of(ranks, key, sizeof key);
+    if (!eng_choice_get("mpi-transport", key, val, sizeof val)) return 0;
+    return parse_choice(val, t, us, lib_us, bad, cap);
 }
 
 /* NNBENCH_MPI_TRANSPORT: 1 and *name when it names a transport, 0 when unset or auto,
@@ -149,32 +164,44 @@ static int transport_apply(int world)
         snprintf(note, sizeof note, "%s (%s): the fastest checked, %.0f us a 1 MiB all-reduce of %d ranks (%s)", t->name,
                  t->what, us, world, vs);
     } else {
-        snprintf(note, sizeof note, "Open MPI's defaults (%s for %d ranks: nnbench run --ranks %d measures them)",
+        snprintf(note, sizeof note, "library (Open MPI's defaults; %s for %d ranks: nnbench run --ranks %d measures them)",
                  c < 0 ? "the cached choice is unreadable" : "not measured", world, world);
     }
     return ENG_OK;
 }
 
+#define LISTED_RANKS 64
+
+/* eng_choice_each: the value in force per rank count (the last line of each). */
+static void listed(void *ud, const char *rest, const char *val)
+{
+    char (*vals)[200] = ud, *end;
+    long r = strtol(rest, &end, 10);
+    if (!*end && r >= 2 && r <= LISTED_RANKS) snprintf(vals[r], sizeof vals[r], "%s", val);
+}
+
 void eng_mpi_transport_cached(char *buf, size_t cap)
 {
-    char lib[128], bad[160];
+    char lib[128], bad[160], prefix[400], vals[LISTED_RANKS + 1][200] = { { 0 } };
     if (!open_mpi_4(lib, sizeof lib)) {
         snprintf(buf, cap, "%s: its transport is left as the library sets it (nnbench measures Open MPI 4's)", lib);
         return;
     }
+    key_prefix(prefix, sizeof prefix);
+    eng_choice_each("mpi-transport", prefix, listed, vals);
     int w = snprintf(buf, cap, "%s", lib), found = 0;
     size_t n = w > 0 && (size_t)w < cap ? (size_t)w : 0;
-    for (int r = 2; r <= 64 && n < cap; r++) {
+    for (int r = 2; r <= LISTED_RANKS && n < cap; r++) {
         const transport *t;
         double us, lib_us;
-        int c = cache_get(r, &t, &us, &lib_us, bad, sizeof bad);
+        if (!vals[r][0]) continue;
         char vs[64] = "failed their check";
+        int c = parse_choice(vals[r], &t, &us, &lib_us, bad, sizeof bad);
         if (c > 0 && lib_us > 0) snprintf(vs, sizeof vs, "%.0f us", lib_us);
         w = c > 0 ? snprintf(buf + n, cap - n, "\n%d ranks: %s (%s), %.0f us a 1 MiB all-reduce, Open MPI's defaults %s", r,
                              t->name, t->what, us, vs)
-            : c < 0 ? snprintf(buf + n, cap - n, "\n%d ranks: the cached entry is unreadable (%s): measured again by the next --ranks %d",
-                               r, bad, r)
-                    : 0;
+                  : snprintf(buf + n, cap - n, "\n%d ranks: the cached entry is unreadable (%s): measured again by the next --ranks %d",
+                             r, bad, r);
         if (w > 0) n += (size_t)w, found = 1;
     }
     if (!found && n < cap) snprintf(buf + n, cap - n, "\nnot measured yet (nnbench run --ranks N measures it once for N ranks)");

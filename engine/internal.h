@@ -361,6 +361,11 @@ void eng_self_exe(char *buf, size_t cap);
  * one (failures are silent: the choice is measured again next time). */
 int eng_choice_get(const char *name, const char *key, char *val, size_t cap);
 void eng_choice_put(const char *name, const char *key, const char *val);
+/* Every line of the choices file `name` whose key begins with prefix, in file order (the
+ * last of a key is the one in force): fn gets the rest of the key and the value. The
+ * lines read. */
+int eng_choice_each(const char *name, const char *prefix, void (*fn)(void *ud, const char *rest, const char *val),
+                    void *ud);
 
 /* One entry of the op table (ops.c). forward/backward work on `rows` rows of the node's
  * buffers; flops/bytes are the software counters of one such call, from shapes only
