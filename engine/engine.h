@@ -481,6 +481,14 @@ typedef struct {
     size_t peak_bytes;           /* engine allocations (prof_mem) */
     size_t peak_rss;             /* process peak RSS, bytes */
     long gemm_unprepared_calls;  /* GEMM calls of the run on a shape class nothing measured */
+    /* The training steps this process ran (evaluation not included): how many, their time,
+     * the jobs they split over the worker pool (0 at one thread), and how long the training
+     * thread waited at the jobs' ends for the other threads' slabs: the hand-over and the
+     * imbalance between the slabs, what two threads lose beside the work */
+    struct {
+        long steps, joins;
+        double step_s, wait_s;
+    } pool;
     long solves, quantum_solves; /* Newton only */
     double kappa_first, kappa_last; /* mean routing kappa estimate at first/last Newton step; NAN otherwise */
     long checkpoints;            /* checkpoints handed to the sink by this process */

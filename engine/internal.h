@@ -314,6 +314,11 @@ typedef int (*eng_pool_idle_fn)(void *ctx);
 int eng_pool_set_idle(eng_pool_idle_fn fn, void *ctx);
 /* Slabs run by workers so far (not by callers): tests and benches see whether they helped. */
 long eng_pool_worker_slabs(void);
+/* Jobs split so far (eng_pool_run calls that ran), process-wide, and the time their callers
+ * waited after running their own slabs until the other threads' were done: what two
+ * threads lose to the hand-over and to one half taking longer than the other (a run reports
+ * its steps' share: eng_run_result.pool). */
+void eng_pool_join_stats(long *joins, double *wait_s);
 /* Test hooks (tests/engine/pool.c holds a thread at a chosen point with them; NULL in a
  * run): the claim hook gets the pool's state at each claim attempt, before the job is read;
  * the post hook runs after a job is written and before it is published. */

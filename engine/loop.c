@@ -365,6 +365,19 @@ static void loop_result(eng_loop *lp, int rc)
     if (lp->sl->update->finish) lp->sl->update->finish(lp->sl->update->ud, res);
 }
 
+/* A step of dt seconds, begun when eng_pool_join_stats said joins, waited: its share of
+ * res->pool (the steps' own; the test set's evaluation runs outside them). */
+static void count_pool(eng_run_result *res, double dt, long joins, double waited)
+{
+    long j;
+    double w;
+    eng_pool_join_stats(&j, &w);
+    res->pool.steps++;
+    res->pool.step_s += dt;
+    res->pool.joins += j - joins;
+    res->pool.wait_s += w - waited;
+}
+
 int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_loop_slots *slots,
                  const eng_loop_state *state, const eng_sink *sink, eng_run_result *res)
 {
@@ -408,10 +421,14 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
         double ts = prof_now_s(), loss = 0;
         int correct = 0;
         if (p) prof_step(p, s + 1);
+        long joins;
+        double waited;
+        eng_pool_join_stats(&joins, &waited);
         PROF_BEGIN(p, env->ph[ENG_PH_STEP]);
         rc = step_compute(&lp, s, &loss, &correct);
         PROF_END(p, env->ph[ENG_PH_STEP], 0, 0);
         double dt = prof_now_s() - ts;
+        count_pool(res, dt, joins, waited);
         if (p && dt > 0) {   /* nothing unless the trace's step window is open */
             prof_counter(p, env->track_step, dt * 1e3);
             prof_counter(p, env->track_sps, (double)lp.b.rows / dt);

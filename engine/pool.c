@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 
 #define SPIN_ITERS 40000
 
@@ -42,6 +43,8 @@ static struct {
     atomic_int nslab;
     int nthreads;            /* workers started */
     atomic_long slabs_by_workers; /* slabs run by workers (tests and benches: did they help) */
+    atomic_long joins;            /* eng_pool_join_stats: jobs split (the caller's own thread) */
+    atomic_llong join_wait_ns;    /* and how long it waited after its slabs for the others' */
 } pool = { .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER, .done = PTHREAD_COND_INITIALIZER,
             /* generation 0 posts nothing: every bit claimed, or a worker started before the
              * first job would claim a slab of no job and call a NULL function */
@@ -65,6 +68,19 @@ _Atomic(eng_pool_post_hook_fn) eng_pool_post_hook;
 void eng_pool_set_threads(int n) { pool_threads = n < 1 ? 1 : n > ENG_POOL_MAX ? ENG_POOL_MAX : n; }
 int eng_pool_threads(void) { return pool_threads; }
 long eng_pool_worker_slabs(void) { return atomic_load(&pool.slabs_by_workers); }
+
+void eng_pool_join_stats(long *joins, double *wait_s)
+{
+    *joins = atomic_load_explicit(&pool.joins, memory_order_relaxed);
+    *wait_s = (double)atomic_load_explicit(&pool.join_wait_ns, memory_order_relaxed) * 1e-9;
+}
+
+static long long now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
 
 static void cpu_relax(void)
 {
@@ -240,6 +256,7 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx)
         pthread_mutex_unlock(&pool.mu);
     }
     work(gen, 0);
+    long long own_done = now_ns();
     /* Every slab is claimed; wait for those workers still run. */
     for (int spins = 0; atomic_load_explicit(&pool.finished, memory_order_acquire) < nslab && spins < SPIN_ITERS * 4; spins++)
         cpu_relax();
@@ -250,6 +267,9 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx)
         atomic_store(&pool.waiting, 0);
         pthread_mutex_unlock(&pool.mu);
     }
+    /* relaxed: counts read between jobs (the busy flag orders the callers) */
+    atomic_fetch_add_explicit(&pool.join_wait_ns, now_ns() - own_done, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool.joins, 1, memory_order_relaxed);
     atomic_store_explicit(&pool.busy, 0, memory_order_release);
     return 1;
 }

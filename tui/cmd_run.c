@@ -208,6 +208,15 @@ static void print_table(const row *rows, size_t n)
             printf("warning: %s: %ld GEMM calls had a shape class that no calibration measured; OpenBLAS served them "
                    "unchosen (a bug: report the model and its batch size)\n",
                    rows[i].variant, rows[i].res.gemm_unprepared_calls);
+    for (size_t i = 0; i < n; i++) {
+        const eng_run_result *s = &rows[i].res;
+        if (!rows[i].created || s->pool.joins <= 0 || s->pool.step_s <= 0) continue;
+        double steps = (double)s->pool.steps;
+        printf("%s: %.1f jobs a step split over the threads; at their ends the training thread waited %.1f us a "
+               "step for the other threads' slabs (%.1f%% of the step time)\n",
+               rows[i].variant, (double)s->pool.joins / steps, s->pool.wait_s / steps * 1e6,
+               100.0 * s->pool.wait_s / s->pool.step_s);
+    }
     int world = eng_dist_world();
     if (world > 1) printf("ran data-parallel on %d MPI ranks (samples/s counts rank 0's share of each batch)\n", world);
     if (!any_newton && !any_target) return;
@@ -279,6 +288,10 @@ static void print_json(const eng_experiment *ex, const row *rows, size_t n, int 
         json_num(&j, "peak_bytes", r->created ? (double)s->peak_bytes : na);
         json_num(&j, "peak_rss", r->created ? (double)s->peak_rss : na);
         json_num(&j, "gemm_unprepared_calls", r->created ? (double)s->gemm_unprepared_calls : na);
+        json_num(&j, "pool_steps", r->created ? (double)s->pool.steps : na);
+        json_num(&j, "pool_step_s", r->created ? s->pool.step_s : na);
+        json_num(&j, "pool_joins", r->created ? (double)s->pool.joins : na);
+        json_num(&j, "pool_wait_s", r->created ? s->pool.wait_s : na);
         json_num(&j, "solves", r->created ? (double)s->solves : na);
         json_num(&j, "quantum_solves", r->created ? (double)s->quantum_solves : na);
         json_num(&j, "kappa_first", r->created ? s->kappa_first : na);

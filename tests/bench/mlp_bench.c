@@ -289,12 +289,13 @@ typedef struct { double step_us, gemm_us, update_us, gather_us; } step_split;
 typedef struct {
     double samples_per_s, test_acc, final_loss;
     step_split split;
+    double joins, wait_us, pool_step_us; /* per step, the engine's (eng_run_result.pool) */
 } epoch_result;
 
 /* One epoch: shuffle, gather each batch into the preallocated buffer, step. Timed whole. */
 static epoch_result bare_epoch(const dataset *tr, const dataset *te, uint64_t seed)
 {
-    epoch_result res = { 0, NAN, NAN, { 0, 0, 0, 0 } };
+    epoch_result res = { 0, NAN, NAN, { 0, 0, 0, 0 }, 0, 0, 0 };
     bare_net m;
     if (bare_create(&m, tr->n, seed)) { bare_free(&m); fprintf(stderr, "mlp_bench: out of memory\n"); return res; }
     uint64_t s = seed ^ 0x5eedull;
@@ -451,7 +452,7 @@ static step_split step_split_of(prof_t *p, long n_samples)
  * the bare loop's. prof != NULL = profiling on. */
 static epoch_result engine_epoch(int n_train, int n_test, int threads, uint64_t seed, int profile)
 {
-    epoch_result res = { 0, NAN, NAN, { 0, 0, 0, 0 } };
+    epoch_result res = { 0, NAN, NAN, { 0, 0, 0, 0 }, 0, 0, 0 };
     eng_experiment *ex = NULL;
     if (engine_config(n_train, n_test, threads, seed, profile, &ex)) return res;
     prof_t *p = NULL;
@@ -473,6 +474,12 @@ static epoch_result engine_epoch(int n_train, int n_test, int threads, uint64_t 
             res.samples_per_s = rr->samples_per_s;
             res.test_acc = rr->final_test_acc;
             res.final_loss = rr->final_train_loss;
+            if (rr->pool.steps > 0) {
+                double n = (double)rr->pool.steps;
+                res.joins = (double)rr->pool.joins / n;
+                res.wait_us = rr->pool.wait_s / n * 1e6;
+                res.pool_step_us = rr->pool.step_s / n * 1e6;
+            }
             if (p) res.split = step_split_of(p, n_train ? n_train : rr->steps * BATCH);
             if (getenv("MLP_BENCH_VERBOSE"))
                 fprintf(stderr, "mlp_bench: engine %s: %.0f/s by step time, %.0f/s by wall incl. eval\n",
@@ -532,7 +539,7 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
     double off2[MAX_REPS], on2[MAX_REPS]; /* samples/s of each pair of off and of on runs */
     double r_eb[MAX_REPS], r_eg[MAX_REPS], r_bg[MAX_REPS], r_prof[MAX_REPS], best[MAX_REPS], trip[MAX_REPS];
     double r_gemm[MAX_REPS], r_out[MAX_REPS], sp_step[MAX_REPS], sp_gemm[MAX_REPS], sp_upd[MAX_REPS],
-        sp_gather[MAX_REPS], alone[MAX_REPS];
+        sp_gather[MAX_REPS], alone[MAX_REPS], r_wait[MAX_REPS], joins[MAX_REPS], wait_us[MAX_REPS], st_us[MAX_REPS];
     static const char *const bname[3] = { "openblas", "onednn", "chosen" };
     for (int k = 0; k < reps; k++) {
         uint64_t sd = seed + (uint64_t)k;
@@ -574,6 +581,8 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
         sp_upd[k] = ep.split.update_us, sp_gather[k] = ep.split.gather_us;
         r_gemm[k] = sp_step[k] > 0 ? sp_gemm[k] / alone[k] : NAN;
         r_out[k] = sp_step[k] > 0 ? (sp_step[k] - sp_gemm[k]) / sp_step[k] : NAN;
+        joins[k] = e.joins, wait_us[k] = e.wait_us, st_us[k] = e.pool_step_us;
+        r_wait[k] = e.pool_step_us > 0 ? e.wait_us / e.pool_step_us : NAN;
         fprintf(stderr, "mlp_bench: %dT rep %d: bare %.0f/s (acc %.4f), nnbench %.0f/s (acc %.4f), profiled %.0f/s, "
                 "GEMM-only openblas %.0f/s, onednn %.0f/s, chosen %.0f/s\n", t, k + 1, bare[k], acc_b[k], eng[k],
                 acc_e[k], engp[k], bound[0][k], bound[1][k], bound[2][k]);
@@ -616,6 +625,13 @@ static int bench_threads(int t, int reps, uint64_t seed, const dataset *tr, cons
     snprintf(abs_, sizeof abs_, "bare %s vs GEMM-only %s samples/s", b, c);
     row(1, label, stats_of(r_bg, reps), abs_, "-", "info");
     step_split_rows(t, reps, r_gemm, r_out, sp_step, sp_gemm, sp_upd, sp_gather, alone);
+    if (t > 1) {
+        snprintf(label, sizeof label, "the training thread's waits at the pool's joins / step time, %dT", t);
+        snprintf(abs_, sizeof abs_, "%.1f jobs a step split over the threads; at their ends the training thread waited "
+                 "%.1f us of a %.0f us step for the other thread's slabs (the hand-over and the slabs' imbalance)",
+                 stats_of(joins, reps).med, stats_of(wait_us, reps).med, stats_of(st_us, reps).med);
+        row(1, label, stats_of(r_wait, reps), abs_, "-", "info");
+    }
     kilo(a, sizeof a, stats_of(off2, reps).med);
     kilo(c, sizeof c, stats_of(on2, reps).med);
     r = stats_of(r_prof, reps);

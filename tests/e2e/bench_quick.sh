@@ -123,6 +123,12 @@ echo "bench_quick: table shape ok ($n rows)"
 grep -Eq "^ENV	core_round_trip_2T	(median [1-9][0-9]* ns \([0-9]+\.\.[0-9]+\) at the start of 1 of 1 reps|not measured in any rep: )" "$tmp/out" ||
     fail "mlp_bench at 2 threads does not print the core-to-core round trip: $(grep core_round_trip "$tmp/out")"
 echo "bench_quick: 2-thread round trip line ok ($(grep core_round_trip "$tmp/out" | cut -f3 | cut -c1-40))"
+# ... and what the training thread waited at the pool's joins: a positive number of jobs a
+# step and a wait of 0 or more (eng_run_result.pool).
+grep -E "^ROW	1	the training thread's waits at the pool's joins / step time, 2T	[0-9.]+	" "$tmp/out" |
+    grep -Eq "	[1-9][0-9]*\.[0-9] jobs a step split over the threads; at their ends the training thread waited [0-9]+\.[0-9] us of a [1-9][0-9]* us step" ||
+    fail "mlp_bench at 2 threads: no row of the pool's joins: $(grep "pool's joins" "$tmp/out")"
+echo "bench_quick: 2-thread row of the pool's joins ok"
 # Forced: both threads on one CPU never run at once.
 taskset -c 0 "$bindir/bench/mlp_bench" --quick --threads 2 --reps 1 --n-train 1280 >"$tmp/out" 2>"$tmp/err" || {
     cat "$tmp/err" >&2; fail "mlp_bench --threads 2 on one CPU exited non-zero"; }

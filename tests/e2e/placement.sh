@@ -4,7 +4,8 @@
 # threads are pinned to one CPU, forced here with taskset), a 1-thread run stores none,
 # the header says it on a terminal, sysinfo measures it; compare shows the row and notes
 # runs whose figures lie on both sides of 250 ns and 2x apart (figures set in the database
-# here, so that every case is checked whatever this machine's placement is).
+# here, so that every case is checked whatever this machine's placement is); a run of the
+# Fashion MLP at 2 threads reports its jobs split over the pool and the waits at their ends.
 . "$(dirname "$0")/lib/check.sh"
 db="$tmp/p.db"
 sys() { sqlite3 "$db" "SELECT value FROM system_info WHERE run = $1 AND key = '$2'"; }
@@ -72,5 +73,29 @@ python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))["placement"]; assert
 taskset -c 0 "$NNBENCH" sysinfo >"$tmp/si1" 2>&1
 grep -q '^Placement:   not measured' "$tmp/si1" && ok "sysinfo on one CPU: not measured" \
     || bad "pinned sysinfo: $(grep -i placement "$tmp/si1")"
+
+# What the training thread waited at the ends of the jobs split over the pool
+# (eng_run_result.pool): counted at 2 threads over the training steps alone, nothing at 1.
+if [ -d /usr/share/datasets/fashion-mnist ]; then
+    fm() { "$NNBENCH" run "$TOP/samples/fashion-mnist-mlp.ini" --no-db --set data.n=2560 --set data.n_test=256 \
+        --set train.max_steps=20 "$@"; }
+    fm --set train.threads=2 >"$tmp/p2" 2>&1 || bad "fashion MLP at 2 threads failed: $(cat "$tmp/p2")"
+    fm --set train.threads=2 --json >"$tmp/p2j" 2>/dev/null || bad "fashion MLP at 2 threads --json failed"
+    fm --set train.threads=1 >"$tmp/p1" 2>&1 || bad "fashion MLP at 1 thread failed: $(cat "$tmp/p1")"
+    fm --set train.threads=1 --json >"$tmp/p1j" 2>/dev/null || bad "fashion MLP at 1 thread --json failed"
+    python3 - "$tmp/p2j" "$tmp/p1j" <<'PY' && ok "--json: pool_steps 20, jobs and waits at 2 threads, none at 1" || bad "--json pool figures"
+import json, sys
+two = json.load(open(sys.argv[1]))["variants"][0]
+one = json.load(open(sys.argv[2]))["variants"][0]
+assert two["pool_steps"] == 20 and one["pool_steps"] == 20, (two["pool_steps"], one["pool_steps"])
+assert two["pool_joins"] >= 20 and 0 <= two["pool_wait_s"] < two["pool_step_s"], two
+assert one["pool_joins"] == 0 and one["pool_wait_s"] == 0 and one["pool_step_s"] > 0, one
+PY
+    grep -Eq "^fashion-mnist-mlp: [0-9]+\.[0-9] jobs a step split over the threads; at their ends the training thread waited [0-9]+\.[0-9] us a step for the other threads' slabs \([0-9]+\.[0-9]% of the step time\)$" "$tmp/p2" \
+        && ok "the run's output says what the training thread waited at 2 threads" || bad "no pool line: $(grep -i 'jobs a step' "$tmp/p2")"
+    grep -q "jobs a step" "$tmp/p1" && bad "a 1-thread run prints a pool line" || ok "and nothing at 1 thread"
+else
+    echo "skip: no Fashion-MNIST (make deps installs dataset-fashion-mnist): the pool's joins unchecked"
+fi
 
 [ "$fails" -eq 0 ]

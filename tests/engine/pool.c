@@ -259,6 +259,43 @@ static void test_slabs_claimed(void **state)
     }
 }
 
+/* eng_pool_join_stats: a job counts once, with the time its caller waited after its own
+ * slab: here slab 0 returns as soon as a worker has begun slab 1, which then sleeps 20 ms.
+ * A call that splits nothing counts nothing. */
+static atomic_int join_started;
+
+static void join_slab(void *ctx, int s, int nslab)
+{
+    (void)nslab;
+    atomic_int *timed_out = ctx;
+    if (s == 0) {
+        if (!wait_for(&join_started, 1)) atomic_store(timed_out, 1);
+        return;
+    }
+    atomic_store(&join_started, 1);
+    struct timespec nap = { 0, 20000000 };
+    nanosleep(&nap, NULL);
+}
+
+static void test_join_stats(void **state)
+{
+    (void)state;
+    long j0, j1, j2;
+    double w0, w1, w2;
+    atomic_int timed_out = 0;
+    atomic_store(&join_started, 0);
+    eng_pool_join_stats(&j0, &w0);
+    assert_int_equal(eng_pool_run(2, join_slab, &timed_out), 1);
+    assert_int_equal(atomic_load(&timed_out), 0);
+    eng_pool_join_stats(&j1, &w1);
+    assert_int_equal(j1, j0 + 1);
+    assert_true(w1 - w0 >= 0.010); /* the caller waited for most of the 20 ms */
+    assert_int_equal(eng_pool_run(1, join_slab, &timed_out), 0);
+    eng_pool_join_stats(&j2, &w2);
+    assert_int_equal(j2, j1);
+    assert_true(w2 == w1);
+}
+
 /* Slab 0 is the caller's alone: held at its first claim for a few milliseconds after a job
  * is published, the caller still runs slab 0 itself, while the workers run the others (a
  * worker used to take slab 0 after its own). */
@@ -643,6 +680,7 @@ int test_engine_pool(void)
         cmocka_unit_test_teardown(test_ops_same_bits, teardown),
         cmocka_unit_test_teardown(test_small_ops_on_caller, teardown_hooks),
         cmocka_unit_test_teardown(test_slab0_on_caller, teardown_hooks),
+        cmocka_unit_test_teardown(test_join_stats, teardown),
         cmocka_unit_test_teardown(test_idle_task, teardown),
         cmocka_unit_test(test_split_range),
         cmocka_unit_test_teardown(test_optim_same_bits, teardown),
