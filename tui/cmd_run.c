@@ -166,6 +166,31 @@ static const char *opt_name(eng_optimizer o)
     return (unsigned)o < 5 ? n[o] : "?";
 }
 
+/* At 2+ threads: the jobs a step split over the worker pool and what the training thread
+ * waited at their ends for the other threads' slabs (eng_run_result.pool); nothing when no
+ * variant split any. */
+static void print_pool(const row *rows, size_t n, int wv, int utf8)
+{
+    int any = 0;
+    for (size_t i = 0; i < n; i++) any |= rows[i].created && rows[i].res.pool.joins > 0;
+    if (!any) return;
+    char v[96];
+    tui_fit("variant", wv, 0, utf8, v, sizeof v);
+    printf("\n%s  %7s  %14s  %11s  %7s\n", v, "threads", "pool jobs/step", "waited/step", "of step");
+    for (size_t i = 0; i < n; i++) {
+        const eng_run_result *s = &rows[i].res;
+        if (!rows[i].created || s->pool.joins <= 0 || s->pool.step_s <= 0) continue;
+        double steps = (double)s->pool.steps;
+        char jobs[32], waited[32], share[32];
+        snprintf(jobs, sizeof jobs, "%.1f", (double)s->pool.joins / steps);
+        snprintf(waited, sizeof waited, "%.1f us", s->pool.wait_s / steps * 1e6);
+        snprintf(share, sizeof share, "%.1f%%", 100.0 * s->pool.wait_s / s->pool.step_s);
+        tui_fit_middle(rows[i].variant, wv, 0, utf8, v, sizeof v);
+        printf("%s  %7d  %14s  %11s  %7s\n", v, rows[i].threads, jobs, waited, share);
+    }
+    printf("(waited: at the ends of the split jobs, for the other threads' slabs)\n");
+}
+
 /* The summary after a run, in 80 columns: one table of results (the test loss for every
  * run, so a regression run has its test metric too, and the training throughput), and one
  * of the clocks when there is a target or a Newton run. The optimizer is left to list and
@@ -208,15 +233,7 @@ static void print_table(const row *rows, size_t n)
             printf("warning: %s: %ld GEMM calls had a shape class that no calibration measured; OpenBLAS served them "
                    "unchosen (a bug: report the model and its batch size)\n",
                    rows[i].variant, rows[i].res.gemm_unprepared_calls);
-    for (size_t i = 0; i < n; i++) {
-        const eng_run_result *s = &rows[i].res;
-        if (!rows[i].created || s->pool.joins <= 0 || s->pool.step_s <= 0) continue;
-        double steps = (double)s->pool.steps;
-        printf("%s: %.1f jobs a step split over the threads; at their ends the training thread waited %.1f us a "
-               "step for the other threads' slabs (%.1f%% of the step time)\n",
-               rows[i].variant, (double)s->pool.joins / steps, s->pool.wait_s / steps * 1e6,
-               100.0 * s->pool.wait_s / s->pool.step_s);
-    }
+    print_pool(rows, n, wv, utf8);
     int world = eng_dist_world();
     if (world > 1) printf("ran data-parallel on %d MPI ranks (samples/s counts rank 0's share of each batch)\n", world);
     if (!any_newton && !any_target) return;

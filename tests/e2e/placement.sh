@@ -91,9 +91,11 @@ assert two["pool_steps"] == 20 and one["pool_steps"] == 20, (two["pool_steps"], 
 assert two["pool_joins"] >= 20 and 0 <= two["pool_wait_s"] < two["pool_step_s"], two
 assert one["pool_joins"] == 0 and one["pool_wait_s"] == 0 and one["pool_step_s"] > 0, one
 PY
-    grep -Eq "^fashion-mnist-mlp: [0-9]+\.[0-9] jobs a step split over the threads; at their ends the training thread waited [0-9]+\.[0-9] us a step for the other threads' slabs \([0-9]+\.[0-9]% of the step time\)$" "$tmp/p2" \
-        && ok "the run's output says what the training thread waited at 2 threads" || bad "no pool line: $(grep -i 'jobs a step' "$tmp/p2")"
-    grep -q "jobs a step" "$tmp/p1" && bad "a 1-thread run prints a pool line" || ok "and nothing at 1 thread"
+    grep -A3 "^variant  *threads  pool jobs/step  waited/step  of step$" "$tmp/p2" |
+        grep -Eq "^fash[^ ]*  +2  +[0-9]+\.[0-9]  +[0-9]+\.[0-9] us  +[0-9]+\.[0-9]%$" \
+        && grep -q "^(waited: at the ends of the split jobs, for the other threads' slabs)$" "$tmp/p2" \
+        && ok "the run's output says what the training thread waited at 2 threads" || bad "no pool table: $(cat "$tmp/p2")"
+    grep -q "pool jobs/step" "$tmp/p1" && bad "a 1-thread run prints a pool table" || ok "and nothing at 1 thread"
 else
     echo "skip: no Fashion-MNIST (make deps installs dataset-fashion-mnist): the pool's joins unchecked"
 fi
