@@ -336,8 +336,8 @@ int eng_mpi_transport_measure(int ranks)
     if (f < 0) return f;
     if (ranks < 2 || f || user_vars(u, sizeof u)[0] || !open_mpi_4(lib, sizeof lib)) return ENG_OK;
     int c = cache_get(ranks, &t, &us, &lib_us, bad, sizeof bad);
-    char dir[512];
-    if (c == 1 || mpirun_path(dir, sizeof dir)) return ENG_OK; /* no mpirun: the launcher says so */
+    char dir[512], mpirun[512];
+    if (c == 1 || mpirun_path(mpirun, sizeof mpirun)) return ENG_OK; /* no mpirun: the launcher says so */
     if (eng_cache_dir(dir, sizeof dir)) snprintf(dir, sizeof dir, "(no cache directory)");
     if (c < 0)
         fprintf(stderr, "nnbench: %s/mpi-transport: the entry for %d ranks is unreadable (%s): measured again\n", dir,

@@ -20,7 +20,6 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
-#include <time.h>
 
 #define SPIN_ITERS 40000
 
@@ -73,13 +72,6 @@ void eng_pool_join_stats(long *joins, double *wait_s)
 {
     *joins = atomic_load_explicit(&pool.joins, memory_order_relaxed);
     *wait_s = (double)atomic_load_explicit(&pool.join_wait_ns, memory_order_relaxed) * 1e-9;
-}
-
-static long long now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
 }
 
 static void cpu_relax(void)
@@ -256,7 +248,7 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx)
         pthread_mutex_unlock(&pool.mu);
     }
     work(gen, 0);
-    long long own_done = now_ns();
+    uint64_t own_done = prof_now_ns();
     /* Every slab is claimed; wait for those workers still run. */
     for (int spins = 0; atomic_load_explicit(&pool.finished, memory_order_acquire) < nslab && spins < SPIN_ITERS * 4; spins++)
         cpu_relax();
@@ -268,7 +260,7 @@ int eng_pool_run(int nslab, eng_pool_fn fn, void *ctx)
         pthread_mutex_unlock(&pool.mu);
     }
     /* relaxed: counts read between jobs (the busy flag orders the callers) */
-    atomic_fetch_add_explicit(&pool.join_wait_ns, now_ns() - own_done, memory_order_relaxed);
+    atomic_fetch_add_explicit(&pool.join_wait_ns, (long long)(prof_now_ns() - own_done), memory_order_relaxed);
     atomic_fetch_add_explicit(&pool.joins, 1, memory_order_relaxed);
     atomic_store_explicit(&pool.busy, 0, memory_order_release);
     return 1;
