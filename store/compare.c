@@ -161,6 +161,7 @@ void store_compare_free(store_compare *c)
     free(c->metric);
     free(c->kernels);
     free(c->placement);
+    free(c->pool);
     free(c);
 }
 
@@ -187,6 +188,17 @@ static void placement_cell(const store_kv *sys, size_t n, char *out, size_t cap)
     else snprintf(out, cap, "%.0f ns", strtod(rt, NULL));
 }
 
+/* The pool cell of a run of 2+ threads: its training thread's waits a step at the ends of
+ * the split jobs, and their share of the step time; "-" at 1 thread or for older runs. */
+static void pool_cell(const store_kv *sys, size_t n, char *out, size_t cap)
+{
+    const char *steps = store_kv_find(sys, n, STORE_SYS_POOL_STEPS), *step_s = store_kv_find(sys, n, STORE_SYS_POOL_STEP_S),
+               *wait_s = store_kv_find(sys, n, STORE_SYS_POOL_WAIT_S);
+    double k = steps ? strtod(steps, NULL) : 0, t = step_s ? strtod(step_s, NULL) : 0, w = wait_s ? strtod(wait_s, NULL) : -1;
+    if (k > 0 && t > 0 && w >= 0) snprintf(out, cap, "%.0f us %.1f%%", 1e6 * w / k, 100 * w / t);
+    else snprintf(out, cap, "-");
+}
+
 /* The MPI transport a data-parallel run ran on, from its system record's mpi_transport:
  * the candidate's name ("copy-256k (...): ..."), or what the user set ("as set by
  * VAR=value"); "" for a run of one process (or stored before transports were recorded). */
@@ -197,7 +209,8 @@ static void transport_of(const store_kv *sys, size_t n, char *out, size_t cap)
     snprintf(out, cap, "%.*s", (int)len, t ? t : "");
 }
 
-/* What the runs ran on: kernels and placement cells, and a note for each that differs.
+/* What the runs ran on: kernels, placement and pool cells, and a note when kernels,
+ * placements or MPI transports differ.
  * Placements differ when the round trips of two runs that have one (2+ threads, measured)
  * lie on both sides of PROF_SHARED_CACHE_NS and at least 2x apart: a figure moving within
  * its class, or across the line by a little, is not flagged. */
@@ -216,6 +229,7 @@ static void machine_load(store_compare *c, store *s, const long long *ids)
         else if (tr[0]) tdiffer |= strcmp(tr, first_tr) != 0;
         kernels_cell(sys, ns, c->kernels[i], sizeof c->kernels[i]);
         placement_cell(sys, ns, c->placement[i], sizeof c->placement[i]);
+        pool_cell(sys, ns, c->pool[i], sizeof c->pool[i]);
         const char *rt = store_kv_find(sys, ns, STORE_SYS_ROUND_TRIP);
         double trip = rt ? strtod(rt, NULL) : NAN;
         if (trip > 0) lo = fmin(lo, trip), hi = fmax(hi, trip);
@@ -405,6 +419,8 @@ static int rows_time(store_compare *c, const store_cmp_opts *o, size_t *cap)
     char lab[64];
     ROW(STORE_CMP_TIME, "wall time");
     EACH prof_fmt_duration(w->cells[i], 64, c->runs[i].wall_s);
+    ROW(STORE_CMP_TIME, "pool waits/step");
+    EACH snprintf(w->cells[i], 64, "%s", c->pool[i]);
     ROW(STORE_CMP_TIME, "(sim) quantum time");
     EACH prof_fmt_duration(w->cells[i], 64, c->quantum_s[i]);
     ROW(STORE_CMP_TIME, "(sim) hybrid time");
@@ -559,8 +575,9 @@ int store_compare_load(store *s, const long long *ids, size_t n, const store_cmp
     c->metric = calloc(n, sizeof *c->metric);
     c->kernels = calloc(n, sizeof *c->kernels);
     c->placement = calloc(n, sizeof *c->placement);
+    c->pool = calloc(n, sizeof *c->pool);
     if (!c->runs || !c->label || !c->short_label || !c->params || !c->n_params || !c->ops || !c->n_ops ||
-        !c->self_total_ns || !c->quantum_s || !c->metric || !c->kernels || !c->placement) {
+        !c->self_total_ns || !c->quantum_s || !c->metric || !c->kernels || !c->placement || !c->pool) {
         store_compare_free(c);
         return store_fail(STORE_ENOMEM, "out of memory comparing runs");
     }

@@ -299,8 +299,8 @@ int store_solver_events_get(store *s, long long run, store_solver_event **ev, si
  *           core round trip (where 2+ threads ran: placement)
  *   result  final/best losses and accuracies, [the chosen metric], steps, samples/s,
  *           peak memory, linear solves
- *   time    wall time, (sim) quantum time, (sim) hybrid time, the target, steps / wall
- *           time / (sim) hybrid time to the target
+ *   time    wall time, pool waits/step (2+ threads), (sim) quantum time, (sim) hybrid
+ *           time, the target, steps / wall time / (sim) hybrid time to the target
  *   config  keys that differ (or all keys), by key
  *   ops     the top 3 ops by self time (name and self % as the op table shows them)
  * Simulated clocks are labelled "(sim)" first, so the mark survives a narrow column.
@@ -353,6 +353,10 @@ typedef struct {
     /* "441 ns": where a run of 2+ threads ran, as the round trip of a cache line between
      * two of its threads (STORE_SYS_ROUND_TRIP); "-" at 1 thread or for older runs */
     char (*placement)[64];
+    /* "21 us 4.6%": what the training thread of a run of 2+ threads waited a step at the
+     * ends of the jobs split over the pool, and its share of the step (STORE_SYS_POOL_*);
+     * "-" at 1 thread or for older runs */
+    char (*pool)[32];
     /* What every renderer prints under the table, "" when it does not apply:
      * STORE_CMP_NOTE_KERNELS when the runs ran on different kernels (GEMM backend or
      * OpenBLAS core), STORE_CMP_NOTE_PLACEMENT when runs of 2+ threads ran on CPUs placed
@@ -384,6 +388,13 @@ const char *store_kv_find(const store_kv *kv, size_t n, const char *key);
  * cache line between two threads at the start, in ns (absent when it could not be measured). */
 #define STORE_SYS_PLACEMENT "placement"
 #define STORE_SYS_ROUND_TRIP "core_round_trip_ns"
+/* Written when a run of 2+ threads ends (eng_run_result.pool, its training steps only):
+ * the steps, their seconds, the jobs split over the worker pool, and the seconds the
+ * training thread waited at those jobs' ends for the other threads' slabs. */
+#define STORE_SYS_POOL_STEPS "pool_steps"
+#define STORE_SYS_POOL_STEP_S "pool_step_s"
+#define STORE_SYS_POOL_JOINS "pool_joins"
+#define STORE_SYS_POOL_WAIT_S "pool_wait_s"
 typedef struct {
     double peak_gflops;   /* sgemm peak the run started with; else run_profile's; 0 = none */
     double bw_gbs;        /* memory bandwidth the run started with; 0 = not stored (older runs) */

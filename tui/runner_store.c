@@ -260,6 +260,20 @@ static int on_checkpoint(void *ud, const eng_checkpoint *ck)
     return 0;
 }
 
+/* At 2+ threads, what the training thread waited at the pool's joins (eng_run_result.pool),
+ * beside the placement in the system record: compare's "pool waits/step". */
+static int put_pool(store *db, long long run, const eng_run_result *res)
+{
+    if (res->pool.steps <= 0 || res->pool.joins <= 0) return 0;
+    store_kv kv[4];
+    size_t n = 0;
+    kv_set(kv, &n, STORE_SYS_POOL_STEPS, "%ld", res->pool.steps);
+    kv_set(kv, &n, STORE_SYS_POOL_STEP_S, "%.9g", res->pool.step_s);
+    kv_set(kv, &n, STORE_SYS_POOL_JOINS, "%ld", res->pool.joins);
+    kv_set(kv, &n, STORE_SYS_POOL_WAIT_S, "%.9g", res->pool.wait_s);
+    return store_sysinfo_put(db, run, kv, n);
+}
+
 static void on_end(void *ud, const eng_run_result *res)
 {
     cli_store_sink *s = ud;
@@ -288,6 +302,7 @@ static void on_end(void *ud, const eng_run_result *res)
     r.quantum_solves = res->quantum_solves;
     r.kappa_first = res->kappa_first;
     r.kappa_last = res->kappa_last;
+    if (put_pool(s->db, s->run, res) && !s->err[0]) snprintf(s->err, sizeof s->err, "%s", store_error());
     /* store_run_end waits for the writer to commit every point, then writes the end record,
      * both retried while another process holds the lock (busy timeout x retries). */
     if (store_run_end(s->db, s->run, &r)) {

@@ -5,7 +5,8 @@
 # the header says it on a terminal, sysinfo measures it; compare shows the row and notes
 # runs whose figures lie on both sides of 250 ns and 2x apart (figures set in the database
 # here, so that every case is checked whatever this machine's placement is); a run of the
-# Fashion MLP at 2 threads reports its jobs split over the pool and the waits at their ends.
+# Fashion MLP at 2 threads reports its jobs split over the pool and the waits at their ends,
+# stores them, and compare shows them.
 . "$(dirname "$0")/lib/check.sh"
 db="$tmp/p.db"
 sys() { sqlite3 "$db" "SELECT value FROM system_info WHERE run = $1 AND key = '$2'"; }
@@ -96,6 +97,24 @@ PY
         && grep -q "^(waited: at the ends of the split jobs, for the other threads' slabs)$" "$tmp/p2" \
         && ok "the run's output says what the training thread waited at 2 threads" || bad "no pool table: $(cat "$tmp/p2")"
     grep -q "pool jobs/step" "$tmp/p1" && bad "a 1-thread run prints a pool table" || ok "and nothing at 1 thread"
+    # stored: the same four figures in the run's system record (run 4), none at 1 thread
+    # (run 2), and compare's "pool waits/step" row from them
+    "$NNBENCH" run "$TOP/samples/fashion-mnist-mlp.ini" --db "$db" --set data.n=2560 --set data.n_test=256 \
+        --set train.max_steps=20 --set train.threads=2 >/dev/null 2>"$tmp/e4" || bad "stored 2-thread run failed: $(cat "$tmp/e4")"
+    r4=$(sqlite3 "$db" "SELECT max(id) FROM runs")
+    awk -v s="$(sys "$r4" pool_steps)" -v t="$(sys "$r4" pool_step_s)" -v j="$(sys "$r4" pool_joins)" -v w="$(sys "$r4" pool_wait_s)" \
+        'BEGIN { exit !(s == 20 && j >= 20 && t > 0 && w >= 0 && w < t) }' \
+        && ok "the run's system record keeps its pool figures (20 steps, $(sys "$r4" pool_joins) jobs)" \
+        || bad "stored pool figures: steps '$(sys "$r4" pool_steps)' joins '$(sys "$r4" pool_joins)'"
+    [ -z "$(sys 2 pool_steps)" ] && ok "a 1-thread run stores none" || bad "run 2 has pool figures"
+    COLUMNS=80 "$NNBENCH" compare "$r4" 2 --db "$db" >"$tmp/c5" 2>&1 || bad "compare failed: $(cat "$tmp/c5")"
+    grep -Eq '^pool waits/step +[0-9]+ us [0-9]+\.[0-9]% +- *$' "$tmp/c5" && ok "compare has the pool waits row" \
+        || bad "pool row: $(grep 'pool' "$tmp/c5")"
+    sqlite3 "$db" "UPDATE system_info SET value = CASE key WHEN 'pool_steps' THEN '100' WHEN 'pool_step_s' THEN '0.05'
+        WHEN 'pool_joins' THEN '900' WHEN 'pool_wait_s' THEN '0.0021' ELSE value END WHERE run = $r4"
+    COLUMNS=80 "$NNBENCH" compare "$r4" 2 --db "$db" >"$tmp/c6" 2>&1
+    grep -Eq '^pool waits/step +21 us 4\.2% +- *$' "$tmp/c6" && ok "its cell: the waits a step and their share of the step" \
+        || bad "pool cell: $(grep 'pool' "$tmp/c6")"
 else
     echo "skip: no Fashion-MNIST (make deps installs dataset-fashion-mnist): the pool's joins unchecked"
 fi

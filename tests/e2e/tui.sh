@@ -142,7 +142,9 @@ wait_for "metric: test_loss"
 keys NPage
 wait_for "Config (keys that differ)"
 wait_for "train.optimizer"
+keys NPage
 wait_for "Top ops by self time"
+keys PPage
 keys a
 wait_for "Config (all keys"
 wait_for "data.classes"

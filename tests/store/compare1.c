@@ -1,9 +1,11 @@
 /* compare1.c — the comparison of one run (store/compare.c): given its keys not at their
  * default, only those are its config rows; with all keys, those come first, marked as
- * differing, then the rest in key order (what `compare ID` and the workbench show). */
+ * differing, then the rest in key order (what `compare ID` and the workbench show). And
+ * the Time section's pool row, from the pool figures a run of 2+ threads stores. */
 #include "util.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "../../store/store.h"
 
@@ -67,8 +69,50 @@ static void test_one_run_set_keys_first(void **st)
     rm_rf(dir);
 }
 
+/* The cell of row `label` for run i; NULL when there is no such row. */
+static const char *cell(const store_compare *c, const char *label, size_t i)
+{
+    for (size_t r = 0; r < c->n_rows; r++)
+        if (!strcmp(c->rows[r].label, label)) return c->rows[r].cells[i];
+    return NULL;
+}
+
+static void test_pool_waits_row(void **st)
+{
+    (void)st;
+    char dir[256], path[512];
+    tmp_dir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/c.db", dir);
+    store *s;
+    assert_int_equal(store_open(path, STORE_OPEN_CREATE, &s), STORE_OK);
+    long long id[3];
+    for (int i = 0; i < 3; i++) {
+        store_run r;
+        store_run_init(&r);
+        snprintf(r.name, sizeof r.name, "run%d", i);
+        assert_int_equal(store_run_begin(s, &r, &id[i]), STORE_OK);
+    }
+    /* 100 steps of 0.05 s in all, 2.1 ms of waits: 21 us a step, 4.2% of it */
+    store_kv kv[4] = { { STORE_SYS_POOL_STEPS, "100" }, { STORE_SYS_POOL_STEP_S, "0.05" },
+                       { STORE_SYS_POOL_JOINS, "900" }, { STORE_SYS_POOL_WAIT_S, "0.0021" } };
+    assert_int_equal(store_sysinfo_put(s, id[0], kv, 4), STORE_OK);
+    /* a broken record (no step time) gives no figure, as a run of 1 thread (id[2]) */
+    assert_int_equal(store_sysinfo_put(s, id[1], kv + 3, 1), STORE_OK);
+    store_cmp_opts o = { .metric = "train_loss", .target = NAN };
+    store_compare *c;
+    assert_int_equal(store_compare_load(s, id, 3, &o, &c), STORE_OK);
+    assert_non_null(cell(c, "pool waits/step", 0));
+    assert_string_equal(cell(c, "pool waits/step", 0), "21 us 4.2%");
+    assert_string_equal(cell(c, "pool waits/step", 1), "-");
+    assert_string_equal(cell(c, "pool waits/step", 2), "-");
+    store_compare_free(c);
+    store_close(s);
+    rm_rf(dir);
+}
+
 int test_store_compare1(void)
 {
-    const struct CMUnitTest tests[] = { cmocka_unit_test(test_one_run_set_keys_first) };
+    const struct CMUnitTest tests[] = { cmocka_unit_test(test_one_run_set_keys_first),
+                                        cmocka_unit_test(test_pool_waits_row) };
     return cmocka_run_group_tests_name("store_compare1", tests, NULL, NULL);
 }
