@@ -19,19 +19,29 @@ static void config_rows(const store_compare *c, const char **labels, int *differ
         }
 }
 
-static void test_one_run_set_keys_first(void **st)
+/* A fresh database in a new directory (dir, for rm_rf) holding n runs named run0.., ids in id. */
+static store *runs_db(char *dir, size_t cap, long long *id, int n)
 {
-    (void)st;
-    char dir[256], path[512];
-    tmp_dir(dir, sizeof dir);
+    char path[512];
+    tmp_dir(dir, cap);
     snprintf(path, sizeof path, "%s/c.db", dir);
     store *s;
     assert_int_equal(store_open(path, STORE_OPEN_CREATE, &s), STORE_OK);
-    store_run r;
-    store_run_init(&r);
-    snprintf(r.name, sizeof r.name, "one");
+    for (int i = 0; i < n; i++) {
+        store_run r;
+        store_run_init(&r);
+        snprintf(r.name, sizeof r.name, "run%d", i);
+        assert_int_equal(store_run_begin(s, &r, &id[i]), STORE_OK);
+    }
+    return s;
+}
+
+static void test_one_run_set_keys_first(void **st)
+{
+    (void)st;
+    char dir[256];
     long long id;
-    assert_int_equal(store_run_begin(s, &r, &id), STORE_OK);
+    store *s = runs_db(dir, sizeof dir, &id, 1);
     store_kv kv[3] = { { "a.default", "1" }, { "b.set", "2" }, { "c.default", "3" } };
     assert_int_equal(store_params_put(s, id, kv, 3), STORE_OK);
     const char *set[] = { "b.set" };
@@ -80,18 +90,9 @@ static const char *cell(const store_compare *c, const char *label, size_t i)
 static void test_pool_waits_row(void **st)
 {
     (void)st;
-    char dir[256], path[512];
-    tmp_dir(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/c.db", dir);
-    store *s;
-    assert_int_equal(store_open(path, STORE_OPEN_CREATE, &s), STORE_OK);
+    char dir[256];
     long long id[3];
-    for (int i = 0; i < 3; i++) {
-        store_run r;
-        store_run_init(&r);
-        snprintf(r.name, sizeof r.name, "run%d", i);
-        assert_int_equal(store_run_begin(s, &r, &id[i]), STORE_OK);
-    }
+    store *s = runs_db(dir, sizeof dir, id, 3);
     /* 100 steps of 0.05 s in all, 2.1 ms of waits: 21 us a step, 4.2% of it */
     store_kv kv[4] = { { STORE_SYS_POOL_STEPS, "100" }, { STORE_SYS_POOL_STEP_S, "0.05" },
                        { STORE_SYS_POOL_JOINS, "900" }, { STORE_SYS_POOL_WAIT_S, "0.0021" } };
