@@ -481,7 +481,8 @@ typedef struct {
     size_t peak_bytes;           /* engine allocations (prof_mem) */
     size_t peak_rss;             /* process peak RSS, bytes */
     long gemm_unprepared_calls;  /* GEMM calls of the run on a shape class nothing measured */
-    /* The training steps this process ran (evaluation not included): how many, their time,
+    /* The run's training steps (evaluation not included; a resumed run's include those before
+     * its checkpoint, kept by records of format 3 on, docs/quantization.md): how many, their time,
      * the jobs they split over the worker pool (0 at one thread), and how long the training
      * thread waited at the jobs' ends for the other threads' slabs: the hand-over and the
      * imbalance between the slabs, what two threads lose beside the work */

@@ -738,6 +738,9 @@ typedef struct {
     double final_train_loss, best_train_loss, final_test_loss, final_test_acc, best_test_acc;
     long steps_to_target;
     double wall_to_target, hybrid_to_target;
+    /* the steps' pool figures so far (eng_run_result.pool), kept by records of format 3 on */
+    long pool_steps, pool_joins;
+    double pool_step_s, pool_wait_s;
 } eng_loop_state;
 
 /* What a checkpoint holds and where reading puts it. Writing reads every pointer; reading

@@ -359,6 +359,10 @@ static void loop_result(eng_loop *lp, int rc)
     res->wall_s = wall;
     res->hybrid_s = wall + S->hybrid_extra;
     res->samples_per_s = S->train_time > 0 ? S->total_rows / S->train_time : 0;
+    res->pool.steps = S->pool_steps;
+    res->pool.step_s = S->pool_step_s;
+    res->pool.joins = S->pool_joins;
+    res->pool.wait_s = S->pool_wait_s;
     res->peak_bytes = prof_mem_peak();
     res->peak_rss = prof_peak_rss();
     res->gemm_unprepared_calls = eng_gemm_unprepared_calls() - lp->unprepared0;
@@ -366,16 +370,17 @@ static void loop_result(eng_loop *lp, int rc)
 }
 
 /* A step of dt seconds, begun when eng_pool_join_stats said joins, waited: its share of
- * res->pool (the steps' own; the test set's evaluation runs outside them). */
-static void count_pool(eng_run_result *res, double dt, long joins, double waited)
+ * the pool figures (the steps' own; the test set's evaluation runs outside them), kept in
+ * the state so that a checkpoint carries them. */
+static void count_pool(eng_loop_state *S, double dt, long joins, double waited)
 {
     long j;
     double w;
     eng_pool_join_stats(&j, &w);
-    res->pool.steps++;
-    res->pool.step_s += dt;
-    res->pool.joins += j - joins;
-    res->pool.wait_s += w - waited;
+    S->pool_steps++;
+    S->pool_step_s += dt;
+    S->pool_joins += j - joins;
+    S->pool_wait_s += w - waited;
 }
 
 int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_loop_slots *slots,
@@ -428,7 +433,7 @@ int eng_loop_run(const eng_loop_env *env, const eng_loop_task *task, const eng_l
         rc = step_compute(&lp, s, &loss, &correct);
         PROF_END(p, env->ph[ENG_PH_STEP], 0, 0);
         double dt = prof_now_s() - ts;
-        count_pool(res, dt, joins, waited);
+        count_pool(&lp.S, dt, joins, waited);
         if (p && dt > 0) {   /* nothing unless the trace's step window is open */
             prof_counter(p, env->track_step, dt * 1e3);
             prof_counter(p, env->track_sps, (double)lp.b.rows / dt);

@@ -115,6 +115,34 @@ PY
     COLUMNS=80 "$NNBENCH" compare "$r4" 2 --db "$db" >"$tmp/c6" 2>&1
     grep -Eq '^pool waits/step +21 us 4\.2% +- *$' "$tmp/c6" && ok "its cell: the waits a step and their share of the step" \
         || bad "pool cell: $(grep 'pool' "$tmp/c6")"
+    # A resumed run's figures cover the whole run, as its samples/s do: its checkpoint
+    # carries them (format 3). Stopped (SIGTERM) after its first checkpoint, it stores the
+    # part before the stop; resumed, every step.
+    rdb="$tmp/resume.db"
+    "$NNBENCH" run "$TOP/samples/fashion-mnist-mlp.ini" --db "$rdb" --set data.n=2560 --set data.n_test=256 \
+        --set train.epochs=300 --set train.eval_every=0 --set train.checkpoint_every=100 --set train.threads=2 \
+        >/dev/null 2>&1 &
+    pid=$!
+    i=0
+    while [ "$(sqlite3 "$rdb" 'SELECT count(*) FROM checkpoints' 2>/dev/null || echo 0)" -lt 1 ] && [ $i -lt 600 ]; do
+        i=$((i + 1)); sleep 0.1
+    done
+    kill -TERM "$pid" 2>/dev/null
+    wait "$pid"; rc=$?
+    rs() { sqlite3 "$rdb" "SELECT value FROM system_info WHERE run = 1 AND key = '$1'"; }
+    st() { sqlite3 "$rdb" "SELECT $1 FROM runs WHERE id = 1"; }
+    if [ "$rc" -eq 143 ] && [ "$(st status)" = interrupted ]; then
+        stop=$(st steps)
+        [ "$(rs pool_steps)" = "$stop" ] && ok "a stopped run stores the pool figures of its $stop steps" \
+            || bad "stopped at step $stop, pool_steps '$(rs pool_steps)'"
+        "$NNBENCH" resume 1 --db "$rdb" >"$tmp/res" 2>&1 || bad "resume failed: $(cat "$tmp/res")"
+        [ "$(st status)" = finished ] && [ "$(st steps)" = 6000 ] && [ "$(rs pool_steps)" = 6000 ] \
+            && [ "$(rs pool_joins)" -gt 6000 ] \
+            && ok "resumed, its pool figures cover all 6000 steps ($(rs pool_joins) jobs)" \
+            || bad "resumed: status $(st status), steps $(st steps), pool_steps '$(rs pool_steps)' joins '$(rs pool_joins)'"
+    else
+        bad "the run was not stopped mid-way (exit $rc, status $(st status)): make it longer"
+    fi
 else
     echo "skip: no Fashion-MNIST (make deps installs dataset-fashion-mnist): the pool's joins unchecked"
 fi

@@ -41,7 +41,9 @@ static void test_record_round_trip(void **state)
     eng_ckpt c = { .seed = 9, .total_steps = 500, .n_params = N, .n_train = 320, .batch = 32,
                    .optimizer = ENG_OPT_ADAM, .params = p, .m = m, .v = v, .opt_t = &t };
     c.loop = (eng_loop_state){ .step = 123, .epoch = 12, .wall = 1.25, .int_loss = 0.125, .int_rows = 64,
-                               .best_train_loss = 0.01, .final_test_acc = NAN, .steps_to_target = -1 };
+                               .best_train_loss = 0.01, .final_test_acc = NAN, .steps_to_target = -1,
+                               .pool_steps = 120, .pool_step_s = 0.0625, .pool_joins = 1080,
+                               .pool_wait_s = 0.00390625 };
     size_t len = eng_ckpt_size(&c);
     assert_true(len > 3 * N * sizeof(float));
     unsigned char *buf = malloc(len);
@@ -61,6 +63,9 @@ static void test_record_round_trip(void **state)
     assert_true(d.loop.wall == 1.25 && d.loop.int_loss == 0.125 && d.loop.int_rows == 64);
     assert_true(isnan(d.loop.final_test_acc));
     assert_int_equal(d.loop.steps_to_target, -1);
+    assert_int_equal(d.loop.pool_steps, 120);
+    assert_int_equal(d.loop.pool_joins, 1080);
+    assert_true(d.loop.pool_step_s == 0.0625 && d.loop.pool_wait_s == 0.00390625);
 
     /* one flipped bit anywhere after the header: the checksum refuses it */
     buf[len / 2] ^= 0x10;
@@ -156,11 +161,27 @@ static uint64_t fnv1a_ref(const unsigned char *p, size_t n)
     return h;
 }
 
-/* Records written by earlier versions (format 1, FNV-1a) are still read and verified with
- * their own checksum; the new one detects every single flipped bit (in each of the four
- * lanes and in the tail), two equal flips in two words (which would cancel in a sum of
- * words), two words swapped (which a per-lane sum would miss) and a version-1 checksum
- * on a version-2 record. */
+/* rec (a current record of len bytes) as version `version` wrote it: without the pool
+ * figures of format 3, its length and checksum (FNV-1a in version 1) its own; the bytes
+ * into out, their count returned. */
+static size_t older_record(const unsigned char *rec, size_t len, uint32_t version, unsigned char *out)
+{
+    size_t n = len - 32;   /* format 3's last 32 bytes: the pool figures */
+    uint64_t total = n;
+    memcpy(out, rec, n);
+    memcpy(out + 8, &version, 4);
+    memcpy(out + 16, &total, 8);
+    uint64_t sum = version == 1 ? fnv1a_ref(out + 32, n - 32) : eng_ckpt_checksum(2, out + 32, n - 32);
+    memcpy(out + 24, &sum, 8);
+    return n;
+}
+
+/* Records written by earlier versions (format 1, FNV-1a; format 2, XXH64, both without the
+ * pool figures) are still read and verified with their own checksum, the pool figures then
+ * 0; the new checksum detects every single flipped bit (in each of the four lanes and in the
+ * tail), two equal flips in two words (which would cancel in a sum of words), two words
+ * swapped (which a per-lane sum would miss) and a version-1 checksum on a version-3
+ * record. */
 static void test_record_versions(void **state)
 {
     (void)state;
@@ -170,40 +191,50 @@ static void test_record_versions(void **state)
     long t = 3, t2 = 0;
     eng_ckpt c = { .seed = 4, .total_steps = 90, .n_params = N, .n_train = 64, .batch = 16,
                    .optimizer = ENG_OPT_MOMENTUM, .params = p, .m = m, .opt_t = &t };
-    c.loop = (eng_loop_state){ .step = 30, .epoch = 7, .steps_to_target = -1 };
+    c.loop = (eng_loop_state){ .step = 30, .epoch = 7, .steps_to_target = -1, .pool_steps = 30, .pool_joins = 270 };
     size_t len = eng_ckpt_size(&c);
     unsigned char *buf = malloc(len), *v1 = malloc(len);
     assert_int_equal(eng_ckpt_write(&c, buf, len), len);
     uint32_t version;
     memcpy(&version, buf + 8, 4);
-    assert_int_equal(version, 2);
+    assert_int_equal(version, 3);
     eng_ckpt d = c;
     d.params = p2; d.m = m2; d.opt_t = &t2;
-    /* a version-1 record: the same bytes, version 1, FNV-1a */
+    /* records of versions 1 and 2: read, the pool figures 0 */
+    for (uint32_t ver = 1; ver <= 2; ver++) {
+        size_t n = older_record(buf, len, ver, v1);
+        memset(p2, 0, sizeof p2);
+        d.loop.pool_steps = d.loop.pool_joins = 99;
+        assert_int_equal(eng_ckpt_read(&d, v1, n, 0), ENG_OK);
+        assert_memory_equal(p, p2, sizeof p);
+        assert_memory_equal(m, m2, sizeof m);
+        assert_int_equal(t2, 3);
+        assert_int_equal(d.loop.step, 30);
+        assert_true(d.loop.pool_steps == 0 && d.loop.pool_joins == 0);
+        v1[n - 1] ^= 0x01;   /* damaged: refused by its own checksum */
+        assert_int_equal(eng_ckpt_read(&d, v1, n, 0), ENG_EFORMAT);
+        assert_non_null(strstr(eng_error(), "checksum"));
+    }
+    /* a version-2 record that ends with the pool figures: its length does not fit */
+    version = 2;
     memcpy(v1, buf, len);
-    version = 1;
     memcpy(v1 + 8, &version, 4);
-    uint64_t sum = fnv1a_ref(v1 + 32, len - 32);
+    uint64_t sum = eng_ckpt_checksum(2, v1 + 32, len - 32);
     memcpy(v1 + 24, &sum, 8);
-    assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_OK);
-    assert_memory_equal(p, p2, sizeof p);
-    assert_memory_equal(m, m2, sizeof m);
-    assert_int_equal(t2, 3);
-    assert_int_equal(d.loop.step, 30);
-    v1[len - 1] ^= 0x01;   /* damaged: refused by FNV-1a as before */
     assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
-    assert_non_null(strstr(eng_error(), "checksum"));
-    /* a version-2 record carrying a version-1 checksum is refused */
+    assert_non_null(strstr(eng_error(), "do not fit"));
+    /* a version-3 record carrying a version-1 checksum is refused */
     memcpy(v1, buf, len);
+    sum = fnv1a_ref(v1 + 32, len - 32);
     memcpy(v1 + 24, &sum, 8);
     assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
     assert_non_null(strstr(eng_error(), "checksum"));
     /* a future version is refused by name */
     memcpy(v1, buf, len);
-    version = 3;
+    version = 4;
     memcpy(v1 + 8, &version, 4);
     assert_int_equal(eng_ckpt_read(&d, v1, len, 0), ENG_EFORMAT);
-    assert_non_null(strstr(eng_error(), "format version 3"));
+    assert_non_null(strstr(eng_error(), "format version 4"));
 
     /* every bit of the first 40 bytes after the header (all four lanes), of the last 40
      * (the tail) and of every 97th byte between */
@@ -264,7 +295,7 @@ static void test_record_buffer_paged_in(void **state)
     assert_int_equal(len, eng_ckpt_size(&c));
     if (faults > 64) fail_msg("the first checkpoint write took %ld page faults for %zu bytes", faults, len);
     float back[4];
-    memcpy(back, (const unsigned char *)data + len - sizeof back, sizeof back);
+    memcpy(back, (const unsigned char *)data + len - 32 - sizeof back, sizeof back);   /* before the pool figures */
     assert_true(back[3] == p[N - 1]);
     eng_loop_record_free(&rec);
     free(p);
