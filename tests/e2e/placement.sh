@@ -124,7 +124,9 @@ PY
         >/dev/null 2>&1 &
     pid=$!
     i=0
-    while [ "$(sqlite3 "$rdb" 'SELECT count(*) FROM checkpoints' 2>/dev/null || echo 0)" -lt 1 ] && [ $i -lt 600 ]; do
+    while [ $i -lt 600 ]; do
+        n=$(sqlite3 "$rdb" 'SELECT count(*) FROM checkpoints' 2>/dev/null || echo 0)
+        [ "${n:-0}" -ge 1 ] && break
         i=$((i + 1)); sleep 0.1
     done
     kill -TERM "$pid" 2>/dev/null
