@@ -2,14 +2,16 @@
 # store_ckpt_lock.sh — checkpoints are written by the store's writer thread (issue 14): a run
 # that takes checkpoints while another process holds the database's write lock for seconds
 # does not stall its training steps. Two runs of the same config on the same file: a baseline,
-# then one during which `sqlite3` holds BEGIN IMMEDIATE for HOLD seconds. The stall detector
-# is the largest gap between consecutive logged steps (metrics.wall), compared with the
-# baseline's plus half the hold (a checkpoint that waited for the lock would stall a step
-# for about the whole hold), and the run's wall time, compared with the baseline's plus
-# half the hold plus run-to-run noise: 15%, or 30% under sanitizers, where the run takes
-# ~30 s and the writer thread's catching up after the lock (several times slower under
-# ASan) slows the training thread's core by up to ~18% here without stalling any step. Then: the lock holder's row and the run's
-# checkpoints and metrics are all there, and the run is stored.
+# then one during which `sqlite3` holds BEGIN IMMEDIATE for HOLD seconds. Two stall
+# detectors, both measured within the run under the lock: the largest gap between
+# consecutive logged steps (metrics.wall), against the baseline's plus half the hold (a
+# checkpoint that waited for the lock would stall a step for about the whole hold), and the
+# steps trained while the lock was held, at least half the run's own mean rate (checkpoints
+# that each waited a while would slow the steps inside the hold without one long gap). The
+# rate inside the hold is set against the same run's, not the baseline's wall time: the VM's
+# slow spells moved whole runs by 15-57% (13.8 s -> 21.7 s under ASan, every step gap
+# under 7 ms). Then: the lock holder's row and the run's checkpoints and metrics are all
+# there, and the run is stored.
 set -u
 : "${NNBENCH:?}" "${NNBENCH_TOP:?}"
 command -v sqlite3 >/dev/null 2>&1 || { echo "store_ckpt_lock.sh: sqlite3 is not installed"; exit 1; }
@@ -67,13 +69,15 @@ wall2=$(q "SELECT wall_s FROM runs WHERE id=2")
 echo "store_ckpt_lock.sh: largest step gap ${gap1}s -> ${gap2}s, wall ${wall1}s -> ${wall2}s, lock held $t0..$t1"
 awk -v g1="$gap1" -v g2="$gap2" -v h="$HOLD" 'BEGIN { exit !(g2 < g1 + h / 2) }' ||
     fail "a step waited ${gap2}s (baseline ${gap1}s) while the lock was held: a checkpoint blocked training"
-noise=1.15; [ "${NNBENCH_SANITIZED:-0}" = 1 ] && noise=1.30
-awk -v w1="$wall1" -v w2="$wall2" -v h="$HOLD" -v k="$noise" 'BEGIN { exit !(w2 < k * w1 + h / 2) }' ||
-    fail "the run took ${wall2}s under the lock, ${wall1}s without: checkpoints blocked training"
-# the run really trained (and took checkpoints) while the lock was held
-inside=$(q "SELECT max(step) - min(step) FROM metrics m JOIN runs r ON r.id=m.run WHERE m.run=2 AND m.key='train_loss'
-            AND r.started + m.wall BETWEEN $t0 + 0.5 AND $t1 - 0.5")
+# the run really trained (and took checkpoints) while the lock was held, at its own pace
+in_lock="FROM metrics m JOIN runs r ON r.id=m.run WHERE m.run=2 AND m.key='train_loss'
+         AND r.started + m.wall BETWEEN $t0 + 0.5 AND $t1 - 0.5"
+inside=$(q "SELECT max(step) - min(step) $in_lock")
 [ -n "$inside" ] && [ "$inside" -ge 1000 ] 2>/dev/null ||
     fail "the run did not train during the lock (steps inside it: '${inside}'); the test proves nothing"
+span=$(q "SELECT max(m.wall) - min(m.wall) $in_lock")   # the run may end before the lock does
+steps2=$(q "SELECT steps FROM runs WHERE id=2")
+awk -v n="$inside" -v t="$span" -v s="$steps2" -v w="$wall2" 'BEGIN { exit !(t > 0 && n / t >= 0.5 * s / w) }' ||
+    fail "$inside steps in ${span}s inside the lock, against $steps2 in ${wall2}s for the whole run: checkpoints slowed training"
 [ "$(q 'PRAGMA integrity_check')" = ok ] || fail "integrity"
 echo "store_ckpt_lock.sh: ok"
