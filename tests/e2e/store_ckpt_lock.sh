@@ -9,7 +9,7 @@
 # steps trained while the lock was held, at least half the run's own mean rate (checkpoints
 # that each waited a while would slow the steps inside the hold without one long gap). The
 # rate inside the hold is set against the same run's, not the baseline's wall time: the VM's
-# slow spells moved whole runs by 15-57% (13.8 s -> 21.7 s under ASan, every step gap
+# slow spells moved whole runs by 16-57% (13.8 s -> 21.7 s under ASan, every step gap
 # under 7 ms). Then: the lock holder's row and the run's checkpoints and metrics are all
 # there, and the run is stored.
 set -u
