@@ -253,15 +253,12 @@ int eng_ckpt_read(eng_ckpt *c, const void *buf, size_t len, int params_only)
     }
     eng_loop_state L;
     memset(&L, 0, sizeof L);
-#define R_L(f) L.f = get_i64(&r);
-#define R_D(f) L.f = get_f64(&r);
+    rd tail = { b + body + stats_bytes(n_stats) }, *at = &r; /* the loop fields, then (format 3) the tail's */
+#define R_L(f) L.f = get_i64(at);
+#define R_D(f) L.f = get_f64(at);
     LOOP_FIELDS(R_L, R_D)
-    if (version >= 3) {
-        rd tail = { b + body + stats_bytes(n_stats) };
-#define T_L(f) L.f = get_i64(&tail);
-#define T_D(f) L.f = get_f64(&tail);
-        POOL_FIELDS(T_L, T_D)
-    }
+    at = &tail;
+    if (version >= 3) { POOL_FIELDS(R_L, R_D) }
     size_t nb = (size_t)n_params * sizeof(float);
     get(&r, c->params, nb);
     /* the running statistics are part of the model: eval, export and resume all need them */
